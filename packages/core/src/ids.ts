@@ -1,0 +1,62 @@
+/** Prefixes of every identifier kind (API.md "Conventions"). */
+export const ID_PREFIX = {
+  task: 'task',
+  workspace: 'ws',
+  profile: 'prof',
+  playbook: 'pb',
+  run: 'run',
+  integration: 'int',
+  memory: 'mem',
+  secret: 'sec',
+  tool: 'tool',
+  skill: 'skill',
+  agent: 'agent',
+  gitAccount: 'git',
+  apiKey: 'key',
+  user: 'usr',
+  callerKey: 'ck',
+  container: 'ctr',
+  session: 'sess',
+} as const
+
+export type IdKind = keyof typeof ID_PREFIX
+
+const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz'
+
+/**
+ * Random lowercase base-36 text of `length` characters from a CSPRNG (no modulo bias).
+ *
+ * @example
+ * ```ts
+ * randomToken(24) // 'k3j9x0...'
+ * ```
+ */
+export function randomToken(length: number): string {
+  let out = ''
+  while (out.length < length) {
+    // Web Crypto: works in Node >= 20 and browsers, so the route table stays importable anywhere.
+    for (const byte of globalThis.crypto.getRandomValues(new Uint8Array(length * 2))) {
+      // 252 = 7 * 36: drop bytes above it so each character is uniform.
+      if (byte < 252) out += ALPHABET[byte % 36]
+      if (out.length === length) break
+    }
+  }
+  return out
+}
+
+/**
+ * A new prefixed identifier, e.g. `prof_8f3k2m...`.
+ *
+ * @example
+ * ```ts
+ * newId('profile') // 'prof_0c9x...'
+ * ```
+ */
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIX[kind]}_${randomToken(20)}`
+}
+
+/** Pattern an identifier of `kind` must match (used by the schemas). */
+export function idPattern(kind: IdKind): RegExp {
+  return new RegExp(`^${ID_PREFIX[kind]}_[a-z0-9]{1,64}$`)
+}

@@ -1,0 +1,102 @@
+import * as v from 'valibot'
+import { ApiError, validationError, type ValidationIssue } from '../errors.js'
+
+type Location = ValidationIssue['location']
+
+/** Unwrap optional/nullable/pipe wrappers to the schema that decides the value's type. */
+function baseType(schema: v.GenericSchema): string {
+  let s = schema as v.GenericSchema & { wrapped?: v.GenericSchema; pipe?: v.GenericSchema[] }
+  for (let i = 0; i < 10; i++) {
+    if (s.wrapped) s = s.wrapped as typeof s
+    else if (s.pipe && s.pipe[0] !== s) s = s.pipe[0] as typeof s
+    else break
+  }
+  return s.type
+}
+
+/**
+ * Turn a URL query into the shape its object schema expects: numbers and booleans parsed
+ * from their text, repeated keys into arrays for array fields, single values otherwise.
+ * Text that does not parse stays text, so validation reports it against the field.
+ */
+export function coerceQuery(schema: v.GenericSchema | undefined, params: URLSearchParams): Record<string, unknown> {
+  const entries = (schema as { entries?: Record<string, v.GenericSchema> } | undefined)?.entries ?? {}
+  const out: Record<string, unknown> = {}
+  for (const key of new Set(params.keys())) {
+    const all = params.getAll(key)
+    const field = entries[key]
+    const type = field ? baseType(field) : 'string'
+    const one = all[all.length - 1] ?? ''
+    if (type === 'array') out[key] = all
+    else if (type === 'number') out[key] = /^-?\d+(\.\d+)?$/.test(one) ? Number(one) : one
+    else if (type === 'boolean') out[key] = one === 'true' ? true : one === 'false' ? false : one
+    else out[key] = one
+  }
+  return out
+}
+
+/** Valibot issues → Berth validation issues with dotted paths and readable messages. */
+export function toIssues(location: Location, issues: readonly v.BaseIssue<unknown>[]): ValidationIssue[] {
+  return issues.map((issue) => {
+    const path = (issue.path ?? []).map((p) => String(p.key)).join('.')
+    // Strict objects report an unknown key as a "never" issue on that key.
+    const unknownKey = issue.expected === 'never' && issue.path?.length
+    return { location, path, message: unknownKey ? 'unknown field' : issue.message }
+  })
+}
+
+/**
+ * Validate one part of the input; 400 VALIDATION_FAILED with every problem otherwise.
+ *
+ * @example
+ * ```ts
+ * const body = parseInput('body', CreateProfile, json)
+ * ```
+ */
+export function parseInput<S extends v.GenericSchema>(location: Location, schema: S, value: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, value)
+  if (result.success) return result.output
+  throw validationError(toIssues(location, result.issues))
+}
+
+/**
+ * Read a JSON body of at most `limit` bytes: 413 beyond it (declared or streamed), 400
+ * for malformed JSON or a non-JSON content type, `undefined` for an empty body.
+ */
+export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
+  const type = request.headers.get('content-type')
+  if (!request.body) return undefined
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > limit) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge(limit)
+    }
+    chunks.push(value)
+  }
+  if (size === 0) return undefined
+  if (type !== null && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
+    throw new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json', {
+      issues: [{ location: 'headers', path: 'content-type', message: `expected application/json, got ${type.slice(0, 100)}` }],
+    })
+  }
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks))
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new ApiError('VALIDATION_FAILED', 'Malformed JSON body', {
+      issues: [{ location: 'body', path: '', message: (err as Error).message.slice(0, 200) }],
+    })
+  }
+}
+
+function tooLarge(limit: number): ApiError {
+  return new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit })
+}

@@ -1,0 +1,128 @@
+import * as v from 'valibot'
+import type { IdKind } from '../ids.js'
+import { defineRoute } from '../route.js'
+import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
+import type { Services } from '../services/index.js'
+import type { Page, Paged } from '../services/collection.js'
+
+/** The service surface a CRUD resource exposes to its routes. */
+export interface CrudService<V, LV, C, U, F> {
+  create(owner: string, input: C): Promise<V>
+  get(owner: string, id: string): Promise<V>
+  list(owner: string, page: Page, filter: F): Promise<Paged<LV>>
+  update(owner: string, id: string, input: U): Promise<V>
+  remove(owner: string, id: string): Promise<void>
+}
+
+type Obj = v.ObjectSchema<v.ObjectEntries, undefined>
+type StrictObj = v.StrictObjectSchema<v.ObjectEntries, undefined>
+
+/**
+ * The five routes of a resource with the standard surface: `GET/POST <base>` and
+ * `GET/PATCH/DELETE <base>/:id`, named `<area>.list|create|get|update|delete`. Everything
+ * is owned by the caller: another caller's id is a 404.
+ *
+ * @example
+ * ```ts
+ * export const toolRoutes = crudRoutes({
+ *   area: 'tools', base: '/v1/tools', idKind: 'tool', label: 'tool',
+ *   item: Tool, create: CreateTool, update: UpdateTool, service: (s) => s.tools,
+ * })
+ * ```
+ */
+export function crudRoutes<
+  const Area extends string,
+  const Base extends string,
+  Item extends v.GenericSchema,
+  ListItem extends v.GenericSchema,
+  Create extends StrictObj,
+  Update extends v.GenericSchema,
+  Filter extends v.ObjectEntries = Record<never, never>,
+>(def: {
+  area: Area
+  base: Base
+  idKind: IdKind
+  /** Singular noun for summaries, e.g. `tool`. */
+  label: string
+  item: Item
+  /** List item schema when it differs from the full item (e.g. profiles without claude_md). */
+  listItem?: ListItem
+  create: Create
+  update: Update
+  /** Extra list filters (query parameters). */
+  filters?: Filter
+  service: (s: Services) => CrudService<v.InferOutput<Item>, v.InferOutput<ListItem>, v.InferOutput<Create>, v.InferOutput<Update>, { [K in keyof Filter]?: v.InferOutput<Filter[K]> }>
+  /** Extra words for the create summary (rules a caller should know). */
+  createNote?: string
+}) {
+  const params = IdParams(def.idKind)
+  const listItem = (def.listItem ?? def.item) as ListItem
+  const query = v.object({ ...PageQuery, ...(def.filters ?? ({} as Filter)) }) as unknown as Obj
+  const plural = def.area
+  return [
+    defineRoute({
+      name: `${def.area}.list` as `${Area}.list`,
+      method: 'GET',
+      path: def.base,
+      auth: 'caller',
+      tag: def.area,
+      summary: `List your ${plural}`,
+      query,
+      response: ListOf(plural, listItem),
+      handle: async ({ caller, query: q, services }) => {
+        const { page, limit, ...filter } = q as Page & Record<string, unknown>
+        const { items, total } = await def.service(services).list(caller.id, { page, limit }, filter as never)
+        return { [plural]: items, total } as never
+      },
+    }),
+    defineRoute({
+      name: `${def.area}.create` as `${Area}.create`,
+      method: 'POST',
+      path: def.base,
+      auth: 'caller',
+      tag: def.area,
+      summary: `Create a ${def.label}`,
+      ...(def.createNote && { description: def.createNote }),
+      body: def.create,
+      response: def.item,
+      status: 201,
+      handle: ({ caller, body, services }) => def.service(services).create(caller.id, body) as Promise<never>,
+    }),
+    defineRoute({
+      name: `${def.area}.get` as `${Area}.get`,
+      method: 'GET',
+      path: `${def.base}/:id` as `${Base}/:id`,
+      auth: 'caller',
+      tag: def.area,
+      summary: `Read one ${def.label}`,
+      params,
+      response: def.item,
+      handle: ({ caller, params: p, services }) => def.service(services).get(caller.id, p.id) as Promise<never>,
+    }),
+    defineRoute({
+      name: `${def.area}.update` as `${Area}.update`,
+      method: 'PATCH',
+      path: `${def.base}/:id` as `${Base}/:id`,
+      auth: 'caller',
+      tag: def.area,
+      summary: `Update a ${def.label}`,
+      params,
+      body: def.update,
+      response: def.item,
+      handle: ({ caller, params: p, body, services }) => def.service(services).update(caller.id, p.id, body) as Promise<never>,
+    }),
+    defineRoute({
+      name: `${def.area}.delete` as `${Area}.delete`,
+      method: 'DELETE',
+      path: `${def.base}/:id` as `${Base}/:id`,
+      auth: 'caller',
+      tag: def.area,
+      summary: `Delete a ${def.label}`,
+      params,
+      status: 204,
+      handle: async ({ caller, params: p, services }) => {
+        await def.service(services).remove(caller.id, p.id)
+      },
+    }),
+  ] as const
+}

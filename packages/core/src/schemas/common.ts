@@ -1,0 +1,77 @@
+import * as v from 'valibot'
+import { ERROR_STATUS } from '../errors.js'
+import { idPattern, type IdKind } from '../ids.js'
+
+/**
+ * Schema of an identifier of one kind, e.g. `Id('profile')` accepts `prof_abc123`.
+ *
+ * @example
+ * ```ts
+ * const ProfileId = Id('profile')
+ * v.parse(ProfileId, 'prof_abc') // ok
+ * ```
+ */
+export function Id(kind: IdKind) {
+  return v.pipe(v.string(), v.regex(idPattern(kind), `must be a ${kind} id`))
+}
+
+/** ISO-8601 UTC timestamp string. */
+export const Timestamp = v.pipe(v.string(), v.isoTimestamp())
+
+/** A short human name: 1–200 characters, not only whitespace. */
+export const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200))
+
+/** Optional free text up to 2,000 characters. */
+export const Description = v.pipe(v.string(), v.maxLength(2000))
+
+/** Query parameters every list accepts: 1-based `page`, `limit` 1–100 (default 20). */
+export const PageQuery = {
+  page: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000)), 1),
+  limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 20),
+}
+
+/** Path parameters of a route addressing one resource by `:id`. */
+export function IdParams(kind: IdKind) {
+  return v.object({ id: Id(kind) })
+}
+
+/**
+ * A list response `{ <plural>: Item[], total }`.
+ *
+ * @example
+ * ```ts
+ * const ProfileList = ListOf('profiles', ProfileSummary)
+ * ```
+ */
+export function ListOf<K extends string, S extends v.GenericSchema>(key: K, item: S) {
+  return v.object({ [key]: v.array(item), total: v.pipe(v.number(), v.integer()) } as {
+    [P in K]: v.ArraySchema<S, undefined>
+  } & { total: v.SchemaWithPipe<readonly [v.NumberSchema<undefined>, v.IntegerAction<number, undefined>]> })
+}
+
+/** The error body every non-2xx response carries. */
+export const ErrorBodySchema = v.object({
+  error: v.string(),
+  code: v.picklist(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]]),
+  details: v.optional(v.record(v.string(), v.unknown())),
+})
+
+/**
+ * Which of the caller's profiles a secret, tool, skill, agent or integration applies to:
+ * `scope: 'all'` (default) or `scope: 'selected'` with `profile_ids`. Sending
+ * `profile_ids` alone implies `selected`. Ids of another caller's profiles → 400.
+ */
+export const Scope = v.picklist(['all', 'selected'])
+export const ProfileIds = v.pipe(v.array(Id('profile')), v.maxLength(100))
+
+/** Fields every owned record carries in responses. */
+export const RecordMeta = {
+  created_at: Timestamp,
+  updated_at: Timestamp,
+}
+
+/** A JSON object of string → string (environment, headers). */
+export const StringMap = v.pipe(
+  v.record(v.pipe(v.string(), v.minLength(1), v.maxLength(200)), v.pipe(v.string(), v.maxLength(10_000))),
+  v.check((m) => Object.keys(m).length <= 100, 'at most 100 entries'),
+)

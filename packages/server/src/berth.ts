@@ -1,0 +1,158 @@
+import {
+  ApiError,
+  createAesGcmCipher,
+  createPipeline,
+  createServices,
+  errorResponse,
+  jsonLogger,
+  routes as coreRoutes,
+  systemClock,
+  tokenBucket,
+  type AnyRoute,
+  type Authenticate,
+  type Clock,
+  type Logger,
+  type ModelCatalog,
+  type RateLimiter,
+  type Services,
+} from '@berth/core'
+import { H3, getRouterParams, type H3Event } from 'h3'
+import { toNodeHandler } from 'h3/node'
+import { createStorage, type Storage } from 'unstorage'
+import fsDriver from 'unstorage/drivers/fs'
+import { resolve } from 'node:path'
+import { loadEncryptionKey } from './encryption-key.js'
+import { serverRoutes } from './routes.js'
+import { unstorageStore } from './store.js'
+import { VERSION } from './version.js'
+
+/** Options of {@link createBerth}. Every field has an embedded default. */
+export interface BerthOptions {
+  /** An unstorage instance (any driver). Default: the fs driver under `dataDir`. */
+  storage?: Storage
+  /** Where the fs driver and the generated encryption key live. Default `./.data`. */
+  dataDir?: string
+  /** 32-byte key (base64 or hex) for encryption at rest. Default: generated into `dataDir`. */
+  encryptionKey?: string
+  /** Operator token for `/admin/*` and force-remove (`BERTH_ADMIN_TOKEN`). Default: none. */
+  adminToken?: string
+  /** Replace bearer-key authentication with the embedding app's own. */
+  authenticate?: Authenticate
+  /** Per-caller token bucket (default `{ rpm: 60, burst: 10 }`), or a limiter of your own. */
+  rateLimit?: { rpm: number; burst: number } | RateLimiter
+  /** JSON body limit in bytes (default 1 MiB). */
+  bodyLimit?: number
+  /** Validate every response against its schema (on in tests; a mismatch is a 500). */
+  validateResponses?: boolean
+  clock?: Clock
+  /** Structured logger. Default: JSON lines on stderr. */
+  logger?: Logger
+  catalog?: ModelCatalog
+}
+
+/** A running Berth: mount `handler` in node:http/Express/Fastify, or call `fetch`. */
+export interface Berth {
+  /** The h3 app (for composing into another h3 app). */
+  app: H3
+  /** Web-standard handler: `Request` in, `Response` out. */
+  fetch: (request: Request) => Promise<Response>
+  /** Node `(req, res)` handler for node:http, Express 5 and Fastify 5. */
+  handler: ReturnType<typeof toNodeHandler>
+  services: Services
+  /** The mounted route table (core's routes plus the server's own). */
+  routes: readonly AnyRoute[]
+  storage: Storage
+  /** Release storage and timers. */
+  close(): Promise<void>
+}
+
+/** Compile `/v1/profiles/:id` into a matcher for the 404/405 fallback. */
+function pathMatcher(path: string): RegExp {
+  const pattern = path
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/')
+  return new RegExp(`^${pattern}/?$`)
+}
+
+/**
+ * Create a Berth server: the core route table mounted on h3 with uniform auth, rate
+ * limits, validation and errors, storage through unstorage.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * const berth = createBerth({ dataDir: './.data', adminToken: process.env.BERTH_ADMIN_TOKEN })
+ * createServer(berth.handler).listen(3000)
+ * ```
+ */
+export function createBerth(options: BerthOptions = {}): Berth {
+  const dataDir = resolve(options.dataDir ?? './.data')
+  const storage = options.storage ?? createStorage({ driver: fsDriver({ base: resolve(dataDir, 'store') }) })
+  const clock = options.clock ?? systemClock
+  const logger = options.logger ?? jsonLogger()
+  const needsKeyFile = !options.encryptionKey
+  const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir: needsKeyFile ? dataDir : dataDir })
+  const services = createServices({
+    store: unstorageStore(storage),
+    cipher: createAesGcmCipher(key),
+    clock,
+    logger,
+    adminToken: options.adminToken,
+    version: VERSION,
+    ...(options.catalog && { catalog: options.catalog }),
+  })
+  const rateLimiter =
+    options.rateLimit && 'take' in options.rateLimit
+      ? options.rateLimit
+      : tokenBucket({ rpm: options.rateLimit?.rpm ?? 60, burst: options.rateLimit?.burst ?? 10, clock })
+  const run = createPipeline({
+    services,
+    rateLimiter,
+    logger,
+    authenticate: options.authenticate,
+    bodyLimit: options.bodyLimit,
+    validateResponses: options.validateResponses,
+  })
+
+  const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
+  const app = new H3({
+    // h3's own rejections (e.g. a malformed percent-encoded path) get Berth's error shape.
+    onError: (error) => {
+      const status = error.status
+      if (status === 400) return errorResponse(new ApiError('VALIDATION_FAILED', `Malformed request: ${error.message}`))
+      if (status === 404) return errorResponse(new ApiError('NOT_FOUND', 'Not found'))
+      if (status === 405) return errorResponse(new ApiError('METHOD_NOT_ALLOWED', 'Method not allowed'))
+      if (status === 413) return errorResponse(new ApiError('PAYLOAD_TOO_LARGE', 'Request body too large'))
+      return errorResponse(error.cause ?? error, logger)
+    },
+  })
+
+  for (const route of table) {
+    app.on(route.method, route.path, (event: H3Event) => run(route, event.req, getRouterParams(event, { decode: true })))
+  }
+  const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
+  app.all('/**', (event: H3Event) => {
+    const path = event.url.pathname
+    const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
+    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`))
+    if (event.req.method === 'OPTIONS' || event.req.method === 'HEAD') {
+      if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow: allowed.join(', ') } })
+    }
+    return errorResponse(new ApiError('METHOD_NOT_ALLOWED', `${event.req.method} is not allowed on ${path.slice(0, 200)}`, { allow: allowed }), undefined, {
+      allow: allowed.join(', '),
+    })
+  })
+
+  return {
+    app,
+    fetch: async (request) => app.fetch(request),
+    handler: toNodeHandler(app),
+    services,
+    routes: table,
+    storage,
+    async close() {
+      await storage.dispose()
+    },
+  }
+}

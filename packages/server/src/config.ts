@@ -1,0 +1,66 @@
+/** The standalone server's settings, read from the environment (README "Configuration"). */
+export interface BerthConfig {
+  port: number
+  host: string
+  adminToken: string | undefined
+  dataDir: string
+  storage: 'fs' | 'memory' | 'redis'
+  redisUrl: string | undefined
+  encryptionKey: string | undefined
+  runtime: 'auto' | 'docker' | 'podman' | 'local'
+  image: string | undefined
+  rateRpm: number
+  rateBurst: number
+  concurrency: number
+  poolMin: number
+  poolMax: number
+  bodyLimit: number
+}
+
+function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`)
+  return Number(raw)
+}
+
+function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  return raw as T
+}
+
+/**
+ * Read the configuration from environment variables, with the embedded defaults. Throws
+ * a clear message for a value that cannot be right (the server then refuses to start).
+ *
+ * @example
+ * ```ts
+ * const config = configFromEnv(process.env)
+ * config.port // 3000 unless PORT is set
+ * ```
+ */
+export function configFromEnv(env: Record<string, string | undefined> = process.env): BerthConfig {
+  const config: BerthConfig = {
+    port: int(env, 'PORT', 3000, 0),
+    host: env.HOST || '127.0.0.1',
+    adminToken: env.BERTH_ADMIN_TOKEN || undefined,
+    dataDir: env.BERTH_DATA_DIR || './.data',
+    storage: oneOf(env, 'BERTH_STORAGE', ['fs', 'memory', 'redis'] as const, 'fs'),
+    redisUrl: env.BERTH_REDIS_URL || undefined,
+    encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
+    runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),
+    image: env.BERTH_IMAGE || undefined,
+    rateRpm: int(env, 'BERTH_RATE_RPM', 60, 1),
+    rateBurst: int(env, 'BERTH_RATE_BURST', 10, 1),
+    concurrency: int(env, 'BERTH_CONCURRENCY', 5, 1),
+    poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
+    poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
+    bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
+  }
+  if (config.port > 65535) throw new Error(`PORT must be at most 65535, got ${config.port}`)
+  if (config.poolMin > config.poolMax) throw new Error(`BERTH_POOL_MIN (${config.poolMin}) must not exceed BERTH_POOL_MAX (${config.poolMax})`)
+  if (config.storage === 'redis' && !config.redisUrl) throw new Error('BERTH_STORAGE=redis needs BERTH_REDIS_URL')
+  return config
+}

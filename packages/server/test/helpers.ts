@@ -1,0 +1,77 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createStorage, type Storage } from 'unstorage'
+import { manualClock, type Logger } from '@berth/core'
+import { createBerth, type Berth, type BerthOptions } from '@berth/server'
+
+export const ADMIN_TOKEN = 'test-operator-token-0123456789'
+
+export interface TestServer {
+  url: string
+  berth: Berth
+  server: Server
+  clock: ReturnType<typeof manualClock>
+  logs: string[]
+  /** fetch against the server with an optional bearer token. */
+  request(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<Response>
+  /** Create a user (through the admin API) and return its bearer token and id. */
+  user(name?: string, role?: 'user' | 'admin'): Promise<{ token: string; id: string }>
+  close(): Promise<void>
+}
+
+/**
+ * A real Berth on a real HTTP server on 127.0.0.1, a random port, memory storage by
+ * default, a manual clock, responses checked against their schemas, logs captured.
+ */
+export async function startServer(opts: Partial<BerthOptions> & { storage?: Storage } = {}): Promise<TestServer> {
+  const logs: string[] = []
+  const clock = manualClock(Date.parse('2026-01-01T00:00:00Z'))
+  const logger: Logger = {
+    info: (msg, f) => logs.push(JSON.stringify({ level: 'info', msg, ...f })),
+    warn: (msg, f) => logs.push(JSON.stringify({ level: 'warn', msg, ...f })),
+    error: (msg, f) => logs.push(JSON.stringify({ level: 'error', msg, ...f })),
+  }
+  const berth = createBerth({
+    storage: opts.storage ?? createStorage(),
+    dataDir: opts.dataDir ?? mkdtempSync(join(tmpdir(), 'berth-test-')),
+    adminToken: ADMIN_TOKEN,
+    clock,
+    logger,
+    validateResponses: true,
+    // High limits so tests are not throttled unless they test the limiter.
+    rateLimit: { rpm: 100_000, burst: 10_000 },
+    ...opts,
+  })
+  const server = createServer(berth.handler)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const request: TestServer['request'] = (path, init = {}) => {
+    const { token, json, ...rest } = init
+    const headers = new Headers(rest.headers)
+    if (token) headers.set('authorization', `Bearer ${token}`)
+    if (json !== undefined) headers.set('content-type', 'application/json')
+    return fetch(url + path, { ...rest, headers, ...(json !== undefined && { body: JSON.stringify(json) }) })
+  }
+  return {
+    url,
+    berth,
+    server,
+    clock,
+    logs,
+    request,
+    async user(name = 'Test user', role = 'user') {
+      const res = await request('/admin/users', { method: 'POST', token: ADMIN_TOKEN, json: { name, role } })
+      if (res.status !== 201) throw new Error(`creating a user failed: ${res.status} ${await res.text()}`)
+      const body = (await res.json()) as { user: { id: string }; key: { token: string } }
+      return { token: body.key.token, id: body.user.id }
+    },
+    async close() {
+      server.closeAllConnections()
+      await new Promise<void>((r) => server.close(() => r()))
+      await berth.close()
+    },
+  }
+}
