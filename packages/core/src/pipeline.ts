@@ -124,9 +124,10 @@ export function createPipeline(opts: PipelineOptions) {
       let body: unknown
       if (route.body) {
         const raw = await readJsonBody(request, bodyLimit)
-        if (raw === undefined) {
-          throw new ApiError('VALIDATION_FAILED', 'A JSON object body is required', {
-            issues: [{ location: 'body', path: '', message: 'missing body' }],
+        // valibot's object schemas accept arrays; a body is always a JSON object here.
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+          throw new ApiError('VALIDATION_FAILED', 'The body must be a JSON object', {
+            issues: [{ location: 'body', path: '', message: raw === undefined ? 'missing body' : `expected an object, got ${Array.isArray(raw) ? 'an array' : raw === null ? 'null' : typeof raw}` }],
           })
         }
         body = parseInput('body', route.body, raw)

@@ -98,5 +98,6 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
 }
 
 function tooLarge(limit: number): ApiError {
-  return new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit })
+  // The rest of the upload is not read: close the connection rather than drain it.
+  return new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit }, { connection: 'close' })
 }

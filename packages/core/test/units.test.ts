@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { createAesGcmCipher, manualClock, modelAllowed, newId, tokenBucket } from '@berth/core'
+
+describe('AES-256-GCM cipher', () => {
+  const cipher = createAesGcmCipher(randomBytes(32))
+  it('round-trips and never repeats a ciphertext', () => {
+    const a = cipher.encrypt('sk-ant-123 ✓')
+    expect(cipher.decrypt(a)).toBe('sk-ant-123 ✓')
+    expect(cipher.encrypt('sk-ant-123 ✓')).not.toBe(a)
+    expect(a).not.toContain('sk-ant')
+  })
+  it('refuses tampered ciphertext and a different key', () => {
+    const c = cipher.encrypt('value')
+    const parts = c.split(':')
+    const body = Buffer.from(parts[4]!, 'base64url')
+    body[0]! ^= 1
+    parts[4] = body.toString('base64url')
+    expect(() => cipher.decrypt(parts.join(':'))).toThrow()
+    expect(() => createAesGcmCipher(randomBytes(32)).decrypt(c)).toThrow()
+    expect(() => createAesGcmCipher(randomBytes(16))).toThrow(/32 bytes/)
+  })
+})
+
+describe('token bucket', () => {
+  it('admits burst, refills continuously, reports reset and retry-after', () => {
+    const clock = manualClock(0)
+    const bucket = tokenBucket({ burst: 4, rpm: 30, clock })
+    const taken = Array.from({ length: 6 }, () => bucket.take('k'))
+    expect(taken.map((d) => d.allowed)).toEqual([true, true, true, true, false, false])
+    expect(taken[3]).toMatchObject({ remaining: 0, limit: 4, resetSeconds: 8 })
+    expect(taken[4]!.retryAfterSeconds).toBe(2)
+    clock.advance(1999)
+    expect(bucket.take('k').allowed).toBe(false)
+    clock.advance(1)
+    expect(bucket.take('k').allowed).toBe(true)
+    expect(bucket.take('other').remaining).toBe(3)
+  })
+  it('stays bounded in memory by dropping full idle buckets', () => {
+    const clock = manualClock(0)
+    const bucket = tokenBucket({ burst: 2, rpm: 60, clock, maxKeys: 10 })
+    for (let i = 0; i < 10; i++) bucket.take(`k${i}`)
+    clock.advance(10_000)
+    bucket.take('new')
+    // k0 was evicted while full: it starts again with a full bucket, as it would anyway.
+    expect(bucket.take('k0').remaining).toBe(1)
+  })
+})
+
+describe('ids and model patterns', () => {
+  it('ids carry their prefix and are unique', () => {
+    const ids = new Set(Array.from({ length: 1000 }, () => newId('profile')))
+    expect(ids.size).toBe(1000)
+    for (const id of ids) expect(id).toMatch(/^prof_[a-z0-9]{20}$/)
+  })
+  it('model allow-lists match ids and globs exactly', () => {
+    expect(modelAllowed('claude-sonnet-4-5', null)).toBe(true)
+    expect(modelAllowed('claude-sonnet-4-5', ['claude-sonnet-*'])).toBe(true)
+    expect(modelAllowed('claude-sonnet-4-5', ['claude-haiku-*', 'claude-opus-4-5'])).toBe(false)
+    expect(modelAllowed('claude-sonnet-4-5', ['claude.sonnet.4.5'])).toBe(false)
+    expect(modelAllowed('xclaude-sonnet-4-5', ['claude-*'])).toBe(false)
+  })
+})

@@ -1,0 +1,54 @@
+import type { TestServer } from './helpers.js'
+
+/** A user of the test server with a helper to call it. */
+export interface Actor {
+  id: string
+  token: string
+}
+
+async function created(res: Response, what: string): Promise<{ id: string }> {
+  if (res.status !== 201) throw new Error(`fixture ${what}: ${res.status} ${await res.text()}`)
+  return (await res.json()) as { id: string }
+}
+
+/**
+ * Valid create bodies and resource factories, keyed by the collection path of the route
+ * table. The contract test uses them to reach every `:id` route with a real resource; a
+ * route whose collection has no entry here fails the test, so new routes must add one.
+ */
+export function fixtures(s: TestServer) {
+  const post = (a: Actor, path: string, json: unknown) => s.request(path, { method: 'POST', token: a.token, json })
+  let n = 0
+  const uniq = () => `f${++n}`
+
+  const bodies = {
+    '/v1/api-keys': async () => ({ name: 'stub key', provider: 'stub' }),
+    '/v1/profiles': async (a: Actor) => ({
+      name: 'Profile',
+      slug: `p-${uniq()}`,
+      api_key_id: (await created(await post(a, '/v1/api-keys', { name: 'k', provider: 'stub' }), 'api key')).id,
+    }),
+    '/v1/memory': async () => ({ type: 'fact', name: 'Fact', body: 'The sky is blue.' }),
+    '/v1/secrets': async () => ({ name: `SECRET_${uniq().toUpperCase()}`, value: 'shh' }),
+    '/v1/tools': async () => ({ name: `tool-${uniq()}`, server: { type: 'stdio', command: 'node', args: ['server.js'] } }),
+    '/v1/skills': async () => ({ name: `skill-${uniq()}`, body: '# Skill\nDo the thing.' }),
+    '/v1/agents': async () => ({ name: `agent-${uniq()}`, prompt: 'You review code.' }),
+  } satisfies Record<string, (a: Actor) => Promise<Record<string, unknown>>>
+
+  /** Create one resource of the collection for an actor; returns its id. */
+  async function make(collection: string, a: Actor): Promise<string> {
+    const body = bodies[collection as keyof typeof bodies]
+    if (!body) throw new Error(`no fixture for collection ${collection}: add one to test/fixtures.ts`)
+    return (await created(await post(a, collection, await body(a)), collection)).id
+  }
+
+  return { bodies, make }
+}
+
+/**
+ * The collection a route's `:id` belongs to: `/v1/profiles/:id/models` → `/v1/profiles`.
+ * Admin routes are keyed by their own collection names (`/admin/users`, `/admin/keys`).
+ */
+export function collectionOf(path: string): string {
+  return path.slice(0, path.indexOf('/:'))
+}
