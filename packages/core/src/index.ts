@@ -19,3 +19,4 @@ export { UsersService, hashKey, CALLER_KEY_PREFIX, OPERATOR_ID } from './service
 export { ApiKeysService, type ResolvedCredential } from './services/api-keys.js'
 export { ProfilesService } from './services/profiles.js'
 export { MemoryService } from './services/memory.js'
+export * from './openapi.js'

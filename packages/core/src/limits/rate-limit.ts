@@ -39,7 +39,7 @@ export interface TokenBucketOptions {
  * limiter.take('usr_1').allowed // true for the first 10 at once
  * ```
  */
-export function tokenBucket(opts: TokenBucketOptions): RateLimiter & { take(key: string): RateDecision } {
+export function tokenBucket(opts: TokenBucketOptions): { take(key: string): RateDecision } {
   const { burst, rpm, clock } = opts
   if (!(burst >= 1) || !(rpm > 0)) throw new Error('rate limit needs burst >= 1 and rpm > 0')
   const perMs = rpm / 60_000
