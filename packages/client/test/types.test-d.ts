@@ -1,0 +1,67 @@
+/**
+ * Type-level checks: the client's types come from core's route table. Run by vitest's
+ * typecheck (this project) and by the repository's `tsc`.
+ */
+import { describe, expectTypeOf, it } from 'vitest'
+import type { BerthClient, BerthError, BerthErrorCode, RouteInput, RouteName, RouteOutput } from '@berth/client'
+
+declare const client: BerthClient
+
+describe('client types from the route table', () => {
+  it('types profiles.get: params in, the full profile (claude_md included) out', () => {
+    expectTypeOf<RouteInput<'profiles.get'>>().toEqualTypeOf<{ params: { id: string } }>()
+    expectTypeOf<RouteOutput<'profiles.get'>>().toHaveProperty('claude_md').toEqualTypeOf<string>()
+    expectTypeOf<RouteOutput<'profiles.get'>>().toHaveProperty('model').toEqualTypeOf<string | null>()
+    expectTypeOf(client.profiles.get).returns.resolves.toEqualTypeOf<RouteOutput<'profiles.get'>>()
+  })
+
+  it('types list items without claude_md', () => {
+    type Item = RouteOutput<'profiles.list'>['profiles'][number]
+    expectTypeOf<Item>().toHaveProperty('slug').toEqualTypeOf<string>()
+    expectTypeOf<Item>().not.toHaveProperty('claude_md')
+    expectTypeOf<RouteOutput<'profiles.list'>>().toHaveProperty('total').toEqualTypeOf<number>()
+  })
+
+  it('requires name, slug and api_key_id in the create body, the rest optional', () => {
+    type Body = RouteInput<'profiles.create'>['body']
+    expectTypeOf<Body['name']>().toEqualTypeOf<string>()
+    expectTypeOf<Body['slug']>().toEqualTypeOf<string>()
+    expectTypeOf<Body['api_key_id']>().toEqualTypeOf<string>()
+    expectTypeOf<Body['claude_md']>().toEqualTypeOf<string | undefined>()
+    expectTypeOf<{ name: string; slug: string }>().not.toExtend<Body>()
+    expectTypeOf<{ name: string; slug: string; api_key_id: string }>().toExtend<Body>()
+    // @ts-expect-error an unknown field is not part of the body
+    void client.profiles.create({ body: { name: 'n', slug: 's', api_key_id: 'key_x', nope: 1 } })
+  })
+
+  it('makes input optional only where the route takes none (or only an optional query)', () => {
+    expectTypeOf(client.health).parameters.toEqualTypeOf<[input?: {}, options?: import('@berth/client').CallOptions]>()
+    expectTypeOf(client.profiles.list).toBeCallableWith()
+    expectTypeOf(client.admin.users.list).toBeCallableWith({ query: { page: 2, limit: 10 } })
+    // @ts-expect-error profiles.get needs params
+    void client.profiles.get()
+    // @ts-expect-error profiles.create needs a body
+    void client.profiles.create({})
+  })
+
+  it('resolves 204 routes to void', () => {
+    expectTypeOf<RouteOutput<'profiles.delete'>>().toEqualTypeOf<void>()
+    expectTypeOf<RouteOutput<'admin.users.delete'>>().toEqualTypeOf<void>()
+  })
+
+  it('nests dotted names, with a camelCase alias for dashed segments', () => {
+    expectTypeOf(client.apiKeys.create).toEqualTypeOf(client['api-keys'].create)
+    expectTypeOf(client.apiKeys.create).parameter(0).toEqualTypeOf<RouteInput<'api-keys.create'>>()
+    expectTypeOf(client.admin.users.create).returns.resolves.toHaveProperty('key').toHaveProperty('token').toEqualTypeOf<string>()
+    expectTypeOf(client.request<'profiles.get'>).returns.resolves.toEqualTypeOf<RouteOutput<'profiles.get'>>()
+    expectTypeOf<'profiles.get'>().toExtend<RouteName>()
+    // @ts-expect-error no such operation
+    void client.request('profiles.nope')
+  })
+
+  it('types BerthError', () => {
+    expectTypeOf<BerthError['status']>().toEqualTypeOf<number>()
+    expectTypeOf<'NOT_FOUND'>().toExtend<BerthErrorCode>()
+    expectTypeOf<'NETWORK_ERROR'>().toExtend<BerthErrorCode>()
+  })
+})
