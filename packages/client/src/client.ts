@@ -1,4 +1,4 @@
-import { routes, type AnyRoute } from '@berth/core'
+import { routes, type AnyRoute } from '@berth/core/contract'
 import { createFetch } from 'ofetch'
 import { fillPath } from './internal/path.js'
 import { toBerthError } from './internal/fetch-error.js'

@@ -1,4 +1,4 @@
-import type { Routes } from '@berth/core'
+import type { Routes } from '@berth/core/contract'
 
 /**
  * Request and response types of every operation, derived from core's route table: the

@@ -60,6 +60,10 @@ export function bearerToken(request: Request, allowQuery = false): string | null
   return null
 }
 
+function isValidCaller(c: Caller): boolean {
+  return typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(c.id) && (c.role === 'user' || c.role === 'admin')
+}
+
 function rateHeaders(d: RateDecision): Record<string, string> {
   return {
     'ratelimit-limit': String(d.limit),
@@ -92,6 +96,14 @@ export function createPipeline(opts: PipelineOptions) {
   async function callerFor(route: AnyRoute, request: Request): Promise<Caller | null> {
     if (route.auth === 'public') return null
     const caller = await authenticate(request)
+    if (caller && !isValidCaller(caller)) {
+      // Caller ids become part of storage keys: one with a ':' could reach into another
+      // owner's key range. Refuse it as unauthenticated and tell the embedder why.
+      logger.warn('authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin', {
+        role: String(caller.role).slice(0, 20),
+      })
+      throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials')
+    }
     if (!caller) throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
     if (route.auth === 'admin' && caller.role !== 'admin') {
       throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')

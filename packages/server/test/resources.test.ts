@@ -234,6 +234,14 @@ describe('admin', () => {
     try {
       expect((await embedded.request('/v1/profiles', { headers: { 'x-app-user': 'u1' } })).status).toBe(200)
       expect((await embedded.request('/v1/profiles', { headers: { 'x-app-user': 'u2' } })).status).toBe(401)
+      // An id that could escape its storage key range is refused, not used.
+      const sneaky = await startServer({ authenticate: () => ({ id: 'usr_a:usr_b', role: 'user' }) })
+      try {
+        expect((await sneaky.request('/v1/profiles')).status).toBe(401)
+        expect(sneaky.logs.some((l) => l.includes('invalid caller'))).toBe(true)
+      } finally {
+        await sneaky.close()
+      }
     } finally {
       await embedded.close()
     }

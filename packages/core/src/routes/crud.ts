@@ -14,7 +14,6 @@ export interface CrudService<V, LV, C, U, F> {
   remove(owner: string, id: string): Promise<void>
 }
 
-type Obj = v.ObjectSchema<v.ObjectEntries, undefined>
 type StrictObj = v.StrictObjectSchema<v.ObjectEntries, undefined>
 
 /**
@@ -57,7 +56,7 @@ export function crudRoutes<
 }) {
   const params = IdParams(def.idKind)
   const listItem = (def.listItem ?? def.item) as ListItem
-  const query = v.object({ ...PageQuery, ...(def.filters ?? ({} as Filter)) }) as unknown as Obj
+  const query = v.object({ ...PageQuery, ...(def.filters ?? ({} as Filter)) })
   const plural = def.area
   return [
     defineRoute({
@@ -70,7 +69,7 @@ export function crudRoutes<
       query,
       response: ListOf(plural, listItem),
       handle: async ({ caller, query: q, services }) => {
-        const { page, limit, ...filter } = q as Page & Record<string, unknown>
+        const { page, limit, ...filter } = q as unknown as Page & Record<string, unknown>
         const { items, total } = await def.service(services).list(caller.id, { page, limit }, filter as never)
         return { [plural]: items, total } as never
       },
