@@ -1,12 +1,4 @@
 import { defineConfig } from 'tsup'
+import { packageBuild } from '../../tsup.shared.js'
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  // import.meta.url (used to find package.json and assets) in the CJS build too.
-  shims: true,
-})
+export default defineConfig(packageBuild())

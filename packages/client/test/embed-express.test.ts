@@ -4,7 +4,7 @@
  */
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -27,8 +27,9 @@ async function signIn(id: string, name: string): Promise<string> {
 
 beforeAll(async () => {
   // fs storage (the default) in a fresh temporary directory.
+  const dataDir = mkdtempSync(join(tmpdir(), 'berth-embed-'))
   const { app, berth } = createApp({
-    dataDir: mkdtempSync(join(tmpdir(), 'berth-embed-')),
+    dataDir,
     logger: { info() {}, warn() {}, error() {} },
   })
   server = app.listen(0, '127.0.0.1')
@@ -38,6 +39,7 @@ beforeAll(async () => {
     server.closeAllConnections()
     await new Promise((r) => server.close(r))
     await berth.close()
+    rmSync(dataDir, { recursive: true, force: true })
   }
 })
 afterAll(() => close())

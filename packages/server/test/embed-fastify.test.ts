@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import { createStorage } from 'unstorage'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { silentLogger } from '@berth/core'
@@ -9,9 +9,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 
 const app = Fastify()
 let url: string
+const dataDir = mkdtempSync(join(tmpdir(), 'berth-fastify-'))
 const berth = createBerth({
   storage: createStorage(),
-  dataDir: mkdtempSync(join(tmpdir(), 'berth-fastify-')),
+  dataDir,
   logger: silentLogger,
   authenticate: (req) => (req.headers.get('x-user') ? { id: `usr_${req.headers.get('x-user')}`, role: 'user' } : null),
 })
@@ -34,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await app.close()
   await berth.close()
+  rmSync(dataDir, { recursive: true, force: true })
 })
 
 it('serves Berth and the host app side by side in Fastify 5', async () => {

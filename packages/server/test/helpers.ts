@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage, type Storage } from 'unstorage'
@@ -34,9 +34,11 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
     warn: (msg, f) => logs.push(JSON.stringify({ level: 'warn', msg, ...f })),
     error: (msg, f) => logs.push(JSON.stringify({ level: 'error', msg, ...f })),
   }
+  // A data dir the test did not choose is ours to remove on close.
+  const ownDir = opts.dataDir ? undefined : mkdtempSync(join(tmpdir(), 'berth-test-'))
   const berth = createBerth({
     storage: opts.storage ?? createStorage(),
-    dataDir: opts.dataDir ?? mkdtempSync(join(tmpdir(), 'berth-test-')),
+    dataDir: opts.dataDir ?? ownDir,
     adminToken: ADMIN_TOKEN,
     clock,
     logger,
@@ -72,6 +74,7 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
       server.closeAllConnections()
       await new Promise<void>((r) => server.close(() => r()))
       await berth.close()
+      if (ownDir) rmSync(ownDir, { recursive: true, force: true })
     },
   }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
@@ -35,5 +35,6 @@ it('data, caller keys and encrypted values survive a restart on the fs driver', 
     expect(dup.status).toBe(400)
   } finally {
     await second.close()
+    rmSync(dataDir, { recursive: true, force: true })
   }
 })

@@ -2,7 +2,7 @@
  * Secret values, model keys and caller keys never appear in a response, a list or a log
  * line, and are not stored in plaintext on disk (fs driver).
  */
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
@@ -66,7 +66,10 @@ beforeAll(async () => {
   expect((await s.request('/v1/profiles', { token: secondToken })).status).toBe(200)
   await s.request(`/v1/profiles?token=${callerToken}`)
 })
-afterAll(() => s.close())
+afterAll(async () => {
+  await s.close()
+  rmSync(dataDir, { recursive: true, force: true })
+})
 
 const markers = () => [MODEL_KEY, SECRET_VALUE, NEW_MODEL_KEY, NEW_SECRET_VALUE, callerToken, secondToken, ADMIN_TOKEN]
 
