@@ -19,6 +19,11 @@ export interface PipelineOptions {
   /** Check every response against its schema (tests and development): a mismatch is a 500. */
   validateResponses?: boolean
   logger: Logger
+  /**
+   * The `Response` class to build JSON responses with. A server may pass a faster
+   * subclass (srvx's `FastResponse` on Node writes string bodies straight out).
+   */
+  responseClass?: typeof Response
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -31,8 +36,8 @@ const JSON_TYPE = 'application/json; charset=utf-8'
  * return json({ ok: true }, 200)
  * ```
  */
-export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': JSON_TYPE, ...headers } })
+export function json(body: unknown, status = 200, headers?: Record<string, string>, R: typeof Response = Response): Response {
+  return new R(JSON.stringify(body), { status, headers: { 'content-type': JSON_TYPE, ...headers } })
 }
 
 /**
@@ -44,11 +49,11 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
  * errorResponse(new ApiError('NOT_FOUND', 'no such route'))
  * ```
  */
-export function errorResponse(err: unknown, logger?: Logger, headers?: Record<string, string>): Response {
-  if (isApiError(err)) return json(err.toJSON(), err.status, { ...headers, ...err.headers })
+export function errorResponse(err: unknown, logger?: Logger, headers?: Record<string, string>, R: typeof Response = Response): Response {
+  if (isApiError(err)) return json(err.toJSON(), err.status, { ...headers, ...err.headers }, R)
   logger?.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
   const body: ErrorBody = { error: 'Internal server error', code: 'INTERNAL_ERROR' }
-  return json(body, 500, headers)
+  return json(body, 500, headers, R)
 }
 
 /** The bearer token of a request (`Authorization: Bearer …`, or `?token=` when allowed). */
@@ -86,6 +91,7 @@ function rateHeaders(d: RateDecision): Record<string, string> {
 export function createPipeline(opts: PipelineOptions) {
   const { services, rateLimiter, logger } = opts
   const bodyLimit = opts.bodyLimit ?? 1024 * 1024
+  const R = opts.responseClass ?? Response
   const authenticate: Authenticate =
     opts.authenticate ?? ((req) => {
       const token = bearerToken(req)
@@ -116,6 +122,7 @@ export function createPipeline(opts: PipelineOptions) {
     let headers: Record<string, string> | undefined
     let caller: Caller | null = null
     let response: Response
+    const url = new URL(request.url)
     try {
       caller = await callerFor(route, request)
       if (caller && !route.unlimited) {
@@ -131,7 +138,6 @@ export function createPipeline(opts: PipelineOptions) {
         }
       }
       const params = route.params ? parseInput('params', route.params, rawParams) : undefined
-      const url = new URL(request.url)
       const query = route.query ? parseInput('query', route.query, coerceQuery(route.query, url.searchParams)) : undefined
       let body: unknown
       if (route.body) {
@@ -147,12 +153,12 @@ export function createPipeline(opts: PipelineOptions) {
       const result = await route.handle({ caller: caller as Caller, params, query, body, services, request })
       response = toResponse(route, result, headers)
     } catch (err) {
-      response = errorResponse(err, logger, headers)
+      response = errorResponse(err, logger, headers, R)
     }
     logger.info('request', {
       method: request.method,
       // The path only: query strings may carry tokens (`?token=` on the WebSocket).
-      path: new URL(request.url).pathname,
+      path: url.pathname,
       route: route.name,
       status: response.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
@@ -167,7 +173,7 @@ export function createPipeline(opts: PipelineOptions) {
       return result
     }
     const status = route.status ?? 200
-    if (status === 204) return new Response(null, { status, headers })
+    if (status === 204) return new R(null, { status, headers })
     if (opts.validateResponses && route.response) {
       const check = v.safeParse(route.response, result)
       if (!check.success) {
@@ -175,7 +181,7 @@ export function createPipeline(opts: PipelineOptions) {
         throw new Error(`response of ${route.name} does not match its schema`)
       }
     }
-    return json(result, status, headers)
+    return json(result, status, headers, R)
   }
 }
 

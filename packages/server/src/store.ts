@@ -1,6 +1,16 @@
 import type { Store } from '@berth/core'
 import type { Storage } from 'unstorage'
 
+export interface UnstorageStoreOptions {
+  /**
+   * Keep read values in memory (up to `cacheEntries`), updated by this process's writes.
+   * Only correct when this process is the store's sole writer, e.g. the fs driver of a
+   * single server; leave it off for a store shared by several instances.
+   */
+  cache?: boolean
+  cacheEntries?: number
+}
+
 /**
  * The core `Store` port over an unstorage instance. Any unstorage driver works (fs,
  * memory, redis, db0, ...); values are stored as JSON.
@@ -12,22 +22,45 @@ import type { Storage } from 'unstorage'
  * await store.set('profiles:usr_1:prof_1', { id: 'prof_1' })
  * ```
  */
-export function unstorageStore(storage: Storage): Store {
+export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {}): Store {
+  const max = opts.cacheEntries ?? 10_000
+  const cache = opts.cache ? new Map<string, unknown>() : undefined
+  const remember = (key: string, value: unknown) => {
+    if (!cache) return
+    cache.delete(key)
+    cache.set(key, value)
+    // Maps iterate in insertion order: the first key is the least recently stored.
+    if (cache.size > max) cache.delete(cache.keys().next().value as string)
+  }
+  // Callers get copies, so nothing they do to a value can change the cached one.
+  const copy = <T>(v: unknown): T => structuredClone(v) as T
+
   return {
     async get<T>(key: string) {
-      return ((await storage.getItem(key)) as T | null) ?? null
+      if (cache?.has(key)) return copy<T>(cache.get(key))
+      const value = ((await storage.getItem(key)) as T | null) ?? null
+      if (value !== null) remember(key, copy(value))
+      return value
     },
     async getMany<T>(keys: string[]) {
       if (keys.length === 0) return []
-      const items = await storage.getItems(keys)
-      const byKey = new Map(items.map((i) => [i.key, i.value as T | null]))
-      return keys.map((k) => byKey.get(k) ?? null)
+      const missing = cache ? keys.filter((k) => !cache.has(k)) : keys
+      const byKey = new Map<string, T | null>()
+      if (missing.length) {
+        for (const item of await storage.getItems(missing)) {
+          byKey.set(item.key, (item.value as T | null) ?? null)
+          if (item.value !== null && item.value !== undefined) remember(item.key, copy(item.value))
+        }
+      }
+      return keys.map((k) => (byKey.has(k) ? byKey.get(k)! : cache?.has(k) ? copy<T>(cache.get(k)) : null))
     },
     async set<T>(key: string, value: T) {
       await storage.setItem(key, value as never)
+      remember(key, copy(value))
     },
     async remove(key: string) {
       await storage.removeItem(key)
+      cache?.delete(key)
     },
     async keys(prefix: string) {
       // unstorage normalises keys (":" separators); ask for the base, keep exact-prefix matches.

@@ -29,10 +29,6 @@ export function hashKey(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex')
 }
 
-/** Constant-time string equality (compares hashes, so lengths never leak). */
-function safeEqual(a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
-}
 
 export interface UsersOptions {
   store: Store
@@ -57,7 +53,8 @@ export interface UsersOptions {
 export class UsersService {
   private readonly store: Store
   private readonly clock: Clock
-  private readonly adminToken: string | undefined
+  /** SHA-256 of the operator token: compared in constant time with the token's hash. */
+  private readonly adminHash: Buffer | undefined
   private readonly cacheMs: number
   private readonly cache = new Map<string, { caller: Caller; until: number }>()
   private readonly lastTouched = new Map<string, number>()
@@ -65,7 +62,7 @@ export class UsersService {
   constructor(opts: UsersOptions) {
     this.store = opts.store
     this.clock = opts.clock
-    this.adminToken = opts.adminToken || undefined
+    this.adminHash = opts.adminToken ? createHash('sha256').update(opts.adminToken, 'utf8').digest() : undefined
     this.cacheMs = opts.cacheMs ?? 5_000
   }
 
@@ -137,10 +134,12 @@ export class UsersService {
    * with id {@link OPERATOR_ID}.
    */
   async authenticate(token: string): Promise<Caller | null> {
-    if (!token) return null
-    if (this.adminToken && safeEqual(token, this.adminToken)) return { id: OPERATOR_ID, role: 'admin' }
+    if (!token || token.length > 4096) return null
+    // One hash per request serves both the operator check and the key lookup.
+    const digest = createHash('sha256').update(token, 'utf8').digest()
+    if (this.adminHash && timingSafeEqual(digest, this.adminHash)) return { id: OPERATOR_ID, role: 'admin' }
     if (!token.startsWith(CALLER_KEY_PREFIX) || token.length > 200) return null
-    const hash = hashKey(token)
+    const hash = digest.toString('hex')
     const now = this.clock.now()
     const hit = this.cache.get(hash)
     if (hit && hit.until > now) return hit.caller

@@ -1,0 +1,183 @@
+/**
+ * A server under test, run as its own child process (forked by bench/lib/hosts.ts): either
+ * Berth (memory or fs unstorage driver, seeded through its own HTTP API) or a bare
+ * node:http server answering fixed bytes. One process per target keeps each server's heap,
+ * JIT state and event loop to itself.
+ *
+ * Messages in: a {@link HostConfig}, then `measure-start`, `measure-end`, `close`.
+ * Messages out: `ready` (port, request to send, response bytes), `cpu` (after
+ * `measure-end`), `closed`, or `error`.
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { loadWorkspace } from './workspace.js'
+
+export type HostKind = 'bare' | 'memory' | 'fs'
+
+export interface HostConfig {
+  kind: HostKind
+  /** For `bare`: the bytes and content type to answer with (base64). */
+  bodyBase64?: string
+  contentType?: string
+}
+
+export interface HostReady {
+  type: 'ready'
+  port: number
+  /** Human description of the storage behind the server. */
+  storage: string
+  /** Where the load goes, and with which headers (Berth: the bearer caller key). */
+  path: string
+  headers: Record<string, string>
+  /** The response body a GET of `path` answered, and its content type. */
+  bodyBase64: string
+  contentType: string
+  /** Where `@berth/server` was loaded from (Berth hosts). */
+  serverDir?: string
+}
+
+export interface HostClosed {
+  type: 'closed'
+  /** Berth: `RateLimit-Remaining` after the run, and the bucket size (proof the limiter counted). */
+  limiter?: { burst: number; remaining: number }
+}
+
+export const ADMIN_TOKEN = 'bench-operator-token-0123456789abcdef'
+/**
+ * The limiter runs on every request but refuses none: the bucket holds a billion tokens.
+ * Its refill is slow on purpose, so the tokens left after a run show it counted each request.
+ */
+export const RATE_LIMIT = { rpm: 60, burst: 1_000_000_000 }
+
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  return (server.address() as AddressInfo).port
+}
+
+async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections()
+  await new Promise<void>((r) => server.close(() => r()))
+}
+
+interface Started {
+  ready: HostReady
+  close(): Promise<HostClosed>
+}
+
+async function startBare(cfg: HostConfig): Promise<Started> {
+  const body = Buffer.from(cfg.bodyBase64 ?? '', 'base64')
+  const contentType = cfg.contentType ?? 'application/json'
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': contentType, 'content-length': body.length })
+    res.end(body)
+  })
+  const port = await listen(server)
+  return {
+    ready: { type: 'ready', port, storage: '—', path: '/', headers: {}, bodyBase64: body.toString('base64'), contentType },
+    async close() {
+      await closeServer(server)
+      return { type: 'closed' }
+    },
+  }
+}
+
+async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
+  const ws = await loadWorkspace()
+  const dataDir = mkdtempSync(join(tmpdir(), `berth-bench-${kind}-`))
+  const berth = ws.server.createBerth({
+    // fs: no storage given, so Berth uses its default, unstorage's fs driver under <dataDir>/store.
+    ...(kind === 'memory' && { storage: ws.unstorage.createStorage() }),
+    dataDir,
+    adminToken: ADMIN_TOKEN,
+    rateLimit: RATE_LIMIT,
+    logger: ws.core.silentLogger,
+  })
+  const server = createServer(berth.handler)
+  const port = await listen(server)
+  const base = `http://127.0.0.1:${port}`
+  const call = async <T>(method: string, path: string, token: string, body?: unknown): Promise<T> => {
+    const res = await fetch(base + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    })
+    const text = await res.text()
+    if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`)
+    return JSON.parse(text) as T
+  }
+
+  const created = await call<{ key: { token: string } }>('POST', '/admin/users', ADMIN_TOKEN, { name: 'Bench user' })
+  const token = created.key.token
+  const apiKey = await call<{ id: string }>('POST', '/v1/api-keys', token, { name: 'Bench stub', provider: 'stub' })
+  const profile = await call<{ id: string }>('POST', '/v1/profiles', token, {
+    name: 'Bench profile',
+    slug: 'bench',
+    api_key_id: apiKey.id,
+    description: 'Profile read by the HTTP benchmark',
+    claude_md: '# Bench\n\nAnswer briefly. Prefer the tools you are given; never guess file contents.\n',
+  })
+  const path = `/v1/profiles/${profile.id}`
+  const get = () => fetch(base + path, { headers: { authorization: `Bearer ${token}` } })
+  const first = await get()
+  const body = Buffer.from(await first.arrayBuffer())
+  if (first.status !== 200) throw new Error(`GET ${path} → ${first.status} ${body.toString()}`)
+  if (!first.headers.get('ratelimit-remaining')) throw new Error('Berth answered without RateLimit headers: is the limiter running?')
+
+  return {
+    ready: {
+      type: 'ready',
+      port,
+      storage: kind === 'memory' ? 'unstorage memory' : 'unstorage fs (temp dir)',
+      path,
+      headers: { authorization: `Bearer ${token}` },
+      bodyBase64: body.toString('base64'),
+      contentType: first.headers.get('content-type') ?? '',
+      serverDir: ws.serverDir,
+    },
+    async close() {
+      const last = await get()
+      await last.arrayBuffer()
+      const remaining = Number(last.headers.get('ratelimit-remaining'))
+      await closeServer(server)
+      await berth.close()
+      rmSync(dataDir, { recursive: true, force: true })
+      return { type: 'closed', limiter: { burst: RATE_LIMIT.burst, remaining } }
+    },
+  }
+}
+
+// Child-process entry.
+if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const send = (msg: unknown) => new Promise<void>((r) => process.send!(msg, () => r()))
+  let started: Started | undefined
+  let cpu0: NodeJS.CpuUsage | undefined
+  let t0 = 0
+  process.on('message', (msg: HostConfig | { type: string }) => {
+    void (async () => {
+      if ('kind' in msg) {
+        started = msg.kind === 'bare' ? await startBare(msg) : await startBerth(msg.kind)
+        await send(started.ready)
+      } else if (msg.type === 'measure-start') {
+        cpu0 = process.cpuUsage()
+        t0 = performance.now()
+      } else if (msg.type === 'measure-end') {
+        const used = process.cpuUsage(cpu0)
+        await send({ type: 'cpu', cores: (used.user + used.system) / 1000 / (performance.now() - t0) })
+      } else if (msg.type === 'close') {
+        const closed = started ? await started.close() : { type: 'closed' }
+        await send(closed)
+        process.exit(0)
+      }
+    })().catch(async (err: unknown) => {
+      await send({ type: 'error', error: String((err as Error)?.stack ?? err) })
+      process.exit(1)
+    })
+  })
+}

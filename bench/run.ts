@@ -1,0 +1,35 @@
+/**
+ * `pnpm bench`: every benchmark, one after the other, each printing its own table.
+ * bench/runtime.ts (container engines) runs when present.
+ */
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { main as httpBench } from './http.js'
+
+const started = Date.now()
+let failed = false
+
+try {
+  await httpBench()
+} catch (err) {
+  failed = true
+  console.error(`\nHTTP benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+const runtimeUrl = new URL('./runtime.ts', import.meta.url)
+if (existsSync(fileURLToPath(runtimeUrl))) {
+  try {
+    const runtime = (await import(runtimeUrl.href)) as { main?: () => unknown }
+    if (typeof runtime.main !== 'function') throw new Error('bench/runtime.ts does not export main()')
+    await runtime.main()
+  } catch (err) {
+    failed = true
+    console.error(`\nRuntime benchmark failed: ${(err as Error).stack ?? String(err)}`)
+  }
+} else {
+  console.log('\nRuntime benchmarks skipped: bench/runtime.ts is not present.')
+}
+
+console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)
+// A benchmark that could not run is a failure; a number below target is reported, not fatal.
+process.exit(failed ? 1 : 0)

@@ -1,0 +1,374 @@
+import { ApiError, isApiError } from '../errors.js'
+
+/**
+ * The `ContainerRuntime` port: everything Berth needs from a container engine. Adapters
+ * (`@berth/adapter-docker`, `@berth/adapter-podman`, `@berth/adapter-local`) implement it;
+ * core and the server only ever see this interface. Framework-neutral: bytes are
+ * `Uint8Array`, streams are web `ReadableStream`s or async iterables.
+ */
+
+/** A host path bind-mounted, or a named volume mounted, into the container. */
+export interface ContainerMount {
+  type: 'bind' | 'volume'
+  /** Host path (bind, must exist) or volume name (volume, created on first use). */
+  source: string
+  /** Absolute path inside the container. */
+  target: string
+  readOnly?: boolean
+}
+
+/** Resource limits. Engines enforce them; the `local` runtime cannot (see `capabilities`). */
+export interface ResourceLimits {
+  /** Hard memory limit in bytes; swap is capped at the same amount. */
+  memoryBytes?: number
+  /** CPU quota in cores, e.g. `0.5` or `2`. */
+  cpus?: number
+  /** Maximum number of processes and threads. */
+  pids?: number
+}
+
+/** What to create a container from. */
+export interface ContainerSpec {
+  image: string
+  /** Engine-side name; the engine picks one when omitted. */
+  name?: string
+  /** The main process. Berth's containers idle (see {@link IDLE_COMMAND}) and are exec'd into. */
+  cmd?: string[]
+  entrypoint?: string[]
+  env?: Record<string, string>
+  /** Working directory of the main process and the default for `exec`. */
+  workingDir?: string
+  /** `uid`, `uid:gid` or a user name known to the image. */
+  user?: string
+  mounts?: ContainerMount[]
+  limits?: ResourceLimits
+  /** Labels; adapters always add `berth.managed=true`. Use `berth.*` keys (`berth.owner`, `berth.workspace`, `berth.pool`). */
+  labels?: Record<string, string>
+  /** `bridge` (default: egress allowed, no published ports), `none`, `host` or a named network. */
+  network?: string
+}
+
+/** A main process that keeps a container alive until stopped, for any POSIX image. */
+export const IDLE_COMMAND: readonly string[] = ['sleep', 'infinity']
+
+/** The label every Berth container carries, so the server finds its own after a restart. */
+export const MANAGED_LABEL = 'berth.managed'
+
+/** Lifecycle state, Docker's vocabulary. */
+export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
+
+/** One container as `list` reports it. */
+export interface ContainerSummary {
+  id: string
+  name: string
+  image: string
+  state: ContainerState
+  labels: Record<string, string>
+  /** ISO-8601 UTC. */
+  createdAt: string
+}
+
+/** One container as `inspect` reports it. */
+export interface ContainerInfo extends ContainerSummary {
+  running: boolean
+  /** Exit code of the main process once it exited, else `null`. */
+  exitCode: number | null
+  startedAt: string | null
+  finishedAt: string | null
+  /** True when the kernel's OOM killer ended the main process. */
+  oomKilled: boolean
+  /** The limits the engine applied (absent: unlimited or not enforced). */
+  limits: ResourceLimits
+}
+
+/** A point-in-time resource reading. */
+export interface ContainerStats {
+  /** Memory in use, page cache excluded (what `docker stats` shows). */
+  memoryBytes: number
+  memoryLimitBytes: number | null
+  pids: number | null
+}
+
+/** Bytes in: a buffer, a web stream or any async iterable of chunks. */
+export type ByteSource = Uint8Array | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
+
+/** What `exec` accepts as stdin: bytes, text, or a stream/iterable of either. */
+export type StdinSource = string | ByteSource | AsyncIterable<string | Uint8Array>
+
+/** One command to run in a running container. */
+export interface ExecOptions {
+  cmd: string[]
+  /** Added to the container's environment for this command only. */
+  env?: Record<string, string>
+  /** Working directory; the container's `workingDir` when omitted. */
+  cwd?: string
+  user?: string
+  /** Piped to the command's stdin, then closed. Without it the command's stdin is empty. */
+  stdin?: StdinSource
+  /** Called with each stdout chunk as it arrives; `stdout` then yields nothing. */
+  onStdout?: (chunk: Uint8Array) => void
+  /** Called with each stderr chunk as it arrives; `stderr` then yields nothing. */
+  onStderr?: (chunk: Uint8Array) => void
+  /** Aborting kills the command (and its children); `exit` resolves with `killed: true`. */
+  signal?: AbortSignal
+}
+
+/** How a command ended. */
+export interface ExecResult {
+  /** The command's exit code; `null` when the runtime could not learn it after a kill. */
+  exitCode: number | null
+  /** True when ended by `kill()` or the abort signal. */
+  killed: boolean
+}
+
+/** A running command. */
+export interface ExecProcess {
+  /** stdout chunks as they arrive (buffered until read); ends when the command ends. */
+  stdout: AsyncIterable<Uint8Array>
+  /** stderr chunks, likewise. */
+  stderr: AsyncIterable<Uint8Array>
+  /**
+   * Resolves once the command ended and all its output was delivered. Rejects with a
+   * {@link ContainerError} when the container dies or the engine goes away meanwhile.
+   */
+  exit: Promise<ExecResult>
+  /** Kill the command and its children. Resolves once the kill was sent. */
+  kill(): Promise<void>
+}
+
+/** What a runtime can and cannot guarantee. */
+export interface RuntimeCapabilities {
+  /** Processes are isolated from the host (namespaces, dropped capabilities). */
+  isolation: boolean
+  /** `limits` are enforced and reported by `inspect`. */
+  limits: boolean
+}
+
+/** Filter for {@link ContainerRuntime.list}. */
+export interface ListFilter {
+  /** Every label must match (`true`: present with any value). `berth.managed=true` is implied. */
+  labels?: Record<string, string | true>
+  /** Also list containers that are not running (default true). */
+  all?: boolean
+}
+
+/** The port every container adapter implements. All failures reject with {@link ContainerError}. */
+export interface ContainerRuntime {
+  /** `docker`, `podman`, `local`, ... */
+  readonly name: string
+  readonly capabilities: RuntimeCapabilities
+  /** Resolves when the engine answers. */
+  ping(): Promise<void>
+  /** Create (not start) a container; resolves its id. */
+  create(spec: ContainerSpec): Promise<{ id: string; name: string }>
+  start(id: string): Promise<void>
+  /** SIGTERM, then SIGKILL after `timeoutSeconds` (default 10). Stopping a stopped container resolves. */
+  stop(id: string, options?: { timeoutSeconds?: number }): Promise<void>
+  /** Kill if running and remove, with anonymous volumes. Removing an absent container resolves. */
+  remove(id: string): Promise<void>
+  exec(id: string, options: ExecOptions): Promise<ExecProcess>
+  /** Extract a tar archive into `path`, which must be an existing directory. */
+  putArchive(id: string, path: string, tar: ByteSource): Promise<void>
+  /** A tar of `path` (a file or a directory, itself as the archive's top entry). */
+  getArchive(id: string, path: string): Promise<ReadableStream<Uint8Array>>
+  /** Berth's containers (label `berth.managed=true`), filtered by label. */
+  list(filter?: ListFilter): Promise<ContainerSummary[]>
+  inspect(id: string): Promise<ContainerInfo>
+  stats(id: string): Promise<ContainerStats>
+  /** Release connections and timers. */
+  close?(): Promise<void>
+}
+
+/** Why a container operation failed; carried as `details.reason`. */
+export type ContainerFailure =
+  /** The engine did not answer (socket missing, refused, timed out). */
+  | 'unreachable'
+  /** No such container, image, path or volume. */
+  | 'not_found'
+  /** The container is not running (exec into a stopped container). */
+  | 'not_running'
+  /** The container died while a command ran in it. */
+  | 'died'
+  /** The engine answered with an error. */
+  | 'engine_error'
+
+/**
+ * The error every runtime operation rejects with: an {@link ApiError} with code
+ * `CONTAINER_FAILED` (502) and `details: { reason, runtime?, op?, id?, ... }`.
+ *
+ * @example
+ * ```ts
+ * throw new ContainerError('not_found', 'No such container ctr_1', { id: 'ctr_1' })
+ * ```
+ */
+export class ContainerError extends ApiError {
+  readonly reason: ContainerFailure
+
+  constructor(reason: ContainerFailure, message: string, details: Record<string, unknown> = {}) {
+    super('CONTAINER_FAILED', message, { reason, ...details })
+    this.reason = reason
+  }
+}
+
+/**
+ * True for a `CONTAINER_FAILED` error, optionally of one reason; works across module copies.
+ *
+ * @example
+ * ```ts
+ * try { await rt.inspect(id) } catch (err) { if (isContainerError(err, 'not_found')) return null; throw err }
+ * ```
+ */
+export function isContainerError(err: unknown, reason?: ContainerFailure): err is ContainerError {
+  if (!isApiError(err) || err.code !== 'CONTAINER_FAILED') return false
+  return reason === undefined || err.details?.reason === reason
+}
+
+/**
+ * Define a runtime adapter, like unstorage's `defineDriver`: returns the factory, wrapped
+ * so that any error an operation throws that is not already an {@link ApiError} becomes a
+ * {@link ContainerError} (`engine_error`) naming the runtime and the operation.
+ *
+ * @example
+ * ```ts
+ * export const fakeRuntime = defineRuntime((opts: { name?: string } = {}) => ({
+ *   name: opts.name ?? 'fake', capabilities: { isolation: false, limits: false },
+ *   ping: async () => {}, create: async () => ({ id: 'c1', name: 'c1' }), ...rest,
+ * }))
+ * const rt = fakeRuntime()
+ * ```
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function defineRuntime<F extends (...args: any[]) => ContainerRuntime>(factory: F): F {
+  return ((...args: Parameters<F>) => guardRuntime(factory(...args))) as F
+}
+
+const GUARDED = [
+  'ping', 'create', 'start', 'stop', 'remove', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
+] as const
+
+function guardRuntime(rt: ContainerRuntime): ContainerRuntime {
+  const wrap = (op: string, err: unknown): never => {
+    if (isApiError(err)) throw err
+    const message = err instanceof Error ? err.message : String(err)
+    throw new ContainerError('engine_error', `${rt.name} ${op} failed: ${message}`, { runtime: rt.name, op })
+  }
+  const guarded: ContainerRuntime = Object.create(rt)
+  for (const op of GUARDED) {
+    const fn = rt[op] as (...a: unknown[]) => Promise<unknown>
+    ;(guarded as unknown as Record<string, unknown>)[op] = (...a: unknown[]) => {
+      try {
+        return fn.apply(rt, a).catch((err) => wrap(op, err))
+      } catch (err) {
+        return Promise.reject(err).catch((e) => wrap(op, e))
+      }
+    }
+  }
+  guarded.exec = async (id, options) => {
+    let proc: ExecProcess
+    try {
+      proc = await rt.exec(id, options)
+    } catch (err) {
+      return wrap('exec', err)
+    }
+    const exit = proc.exit.catch((err) => wrap('exec', err))
+    exit.catch(() => {}) // surfaced to whoever awaits `exit`; never an unhandled rejection
+    return { ...proc, exit }
+  }
+  return guarded
+}
+
+/** A push-to-pull byte queue: producers `push`, one consumer iterates. */
+export interface ByteChannel extends AsyncIterable<Uint8Array> {
+  push(chunk: Uint8Array): void
+  /** No more chunks: the iteration ends after the buffered ones. */
+  end(): void
+}
+
+/**
+ * The stream shape {@link ExecProcess.stdout} uses, for adapter authors: unbounded buffer,
+ * one consumer, ends after `end()`. With `onChunk`, chunks go to the callback instead.
+ *
+ * @example
+ * ```ts
+ * const out = byteChannel(); out.push(new TextEncoder().encode('hi')); out.end()
+ * for await (const chunk of out) console.log(chunk)
+ * ```
+ */
+export function byteChannel(onChunk?: (chunk: Uint8Array) => void): ByteChannel {
+  const buffered: Uint8Array[] = []
+  let ended = false
+  let wake: (() => void) | null = null
+  const notify = () => {
+    const w = wake
+    wake = null
+    w?.()
+  }
+  return {
+    push(chunk) {
+      if (ended || chunk.length === 0) return
+      if (onChunk) onChunk(chunk)
+      else buffered.push(chunk)
+      notify()
+    },
+    end() {
+      ended = true
+      notify()
+    },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        const next = buffered.shift()
+        if (next) {
+          yield next
+          continue
+        }
+        if (ended) return
+        await new Promise<void>((resolve) => {
+          wake = resolve
+        })
+      }
+    },
+  }
+}
+
+/**
+ * Any {@link StdinSource} or {@link ByteSource} as an async iterable of byte chunks.
+ *
+ * @example
+ * ```ts
+ * for await (const chunk of toByteChunks('hello\n')) process.stdout.write(chunk)
+ * ```
+ */
+export async function* toByteChunks(source: StdinSource): AsyncGenerator<Uint8Array> {
+  const enc = new TextEncoder()
+  if (typeof source === 'string') {
+    yield enc.encode(source)
+    return
+  }
+  if (source instanceof Uint8Array) {
+    yield source
+    return
+  }
+  for await (const chunk of source as AsyncIterable<string | Uint8Array>) {
+    yield typeof chunk === 'string' ? enc.encode(chunk) : chunk
+  }
+}
+
+/**
+ * Read a command's whole output and wait for its end; handy for short commands.
+ *
+ * @example
+ * ```ts
+ * const { exitCode, stdout } = await collectExec(await rt.exec(id, { cmd: ['cat', '/etc/os-release'] }))
+ * ```
+ */
+export async function collectExec(
+  proc: ExecProcess,
+): Promise<ExecResult & { stdout: string; stderr: string }> {
+  const read = async (it: AsyncIterable<Uint8Array>) => {
+    const chunks: Uint8Array[] = []
+    for await (const c of it) chunks.push(c)
+    return Buffer.concat(chunks).toString('utf8')
+  }
+  const [stdout, stderr, result] = await Promise.all([read(proc.stdout), read(proc.stderr), proc.exit])
+  return { ...result, stdout, stderr }
+}
