@@ -1,5 +1,6 @@
 import {
   ApiError,
+  ContainerPool,
   createAesGcmCipher,
   createPipeline,
   createServices,
@@ -11,6 +12,8 @@ import {
   type AnyRoute,
   type Authenticate,
   type Clock,
+  type ContainerRuntime,
+  type ContainerSpec,
   type Logger,
   type ModelCatalog,
   type RateLimiter,
@@ -54,6 +57,21 @@ export interface BerthOptions {
   /** Structured logger. Default: JSON lines on stderr. */
   logger?: Logger
   catalog?: ModelCatalog
+  /** The container engine (see `@berth/adapter-docker`, `-podman`, `-local`). Without one, no pool. */
+  runtime?: ContainerRuntime
+  /** Warm pool settings (needs `runtime`). */
+  pool?: {
+    /** Image task containers start from. */
+    image: string
+    /** Idle containers kept warm (default 0). */
+    min?: number
+    /** Containers at most (default 20). */
+    max?: number
+    /** Pool name, the `berth.pool` label (default `default`). */
+    name?: string
+    /** Spec fields every container gets: limits, network, the runner mount. */
+    spec?: Partial<ContainerSpec>
+  }
 }
 
 /** A running Berth: mount `handler` in node:http/Express/Fastify, or call `fetch`. */
@@ -68,8 +86,15 @@ export interface Berth {
   /** The mounted route table (core's routes plus the server's own). */
   routes: readonly AnyRoute[]
   storage: Storage
-  /** Release storage and timers. */
-  close(): Promise<void>
+  /** The warm pool, when a runtime is configured. */
+  pool: ContainerPool | undefined
+  /**
+   * Resolves once start-up work is done: the pool has adopted or removed what a previous
+   * run left and warmed up to `min`. Rejects when the engine cannot be reached.
+   */
+  ready: Promise<void>
+  /** Release storage and timers. Pooled containers stay for the next start to adopt. */
+  close(opts?: { removeContainers?: boolean }): Promise<void>
 }
 
 /** Compile `/v1/profiles/:id` into a matcher for the 404/405 fallback. */
@@ -98,8 +123,28 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? jsonLogger()
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
+  const store = unstorageStore(storage, { cache: options.cacheReads ?? !options.storage })
+  if (options.pool && !options.runtime) throw new Error('createBerth: `pool` needs a `runtime`')
+  const pool =
+    options.runtime && options.pool
+      ? new ContainerPool({
+          runtime: options.runtime,
+          store,
+          clock,
+          logger,
+          image: options.pool.image,
+          min: options.pool.min ?? 0,
+          max: options.pool.max ?? 20,
+          ...(options.pool.name && { name: options.pool.name }),
+          ...(options.pool.spec && { spec: options.pool.spec }),
+        })
+      : undefined
+  const ready = pool ? pool.start().then(() => undefined) : Promise.resolve()
+  // Observed by whoever awaits `ready`; never an unhandled rejection.
+  ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
   const services = createServices({
-    store: unstorageStore(storage, { cache: options.cacheReads ?? !options.storage }),
+    store,
+    ...(pool && { pool }),
     cipher: createAesGcmCipher(key),
     clock,
     logger,
@@ -159,7 +204,11 @@ export function createBerth(options: BerthOptions = {}): Berth {
     services,
     routes: table,
     storage,
-    async close() {
+    pool,
+    ready,
+    async close(opts = {}) {
+      await ready.catch(() => {})
+      await pool?.close({ removeAll: opts.removeContainers ?? false })
       await storage.dispose()
     },
   }

@@ -241,8 +241,9 @@ describe('validation', () => {
       const token = r.auth === 'admin' ? ADMIN_TOKEN : alice.token
       for (const garbage of ['..', 'prof_', '%00', "' OR 1=1 --", 'a'.repeat(5000), 'PROF_ABC', '../../etc/passwd', '💥']) {
         const res = await s.request(fill(r, garbage), { method: r.method, token, ...(r.body && { json: {} }) })
-        expect([400, 404], `${r.name} with ${garbage.slice(0, 20)}`).toContain(res.status)
-        await expectError(res, res.status, res.status === 400 ? 'VALIDATION_FAILED' : 'NOT_FOUND')
+        // `..` segments are resolved by the URL parser, so they may land on another path (405).
+        expect([400, 404, 405], `${r.name} with ${garbage.slice(0, 20)}`).toContain(res.status)
+        await expectError(res, res.status, { 400: 'VALIDATION_FAILED', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED' }[res.status as 400]!)
       }
     }
   })

@@ -154,9 +154,6 @@ const NOT_YET_BUILT = [
   'GET /v1/integrations/git/:provider/callback',
   'GET /v1/integrations/git/accounts',
   'DELETE /v1/integrations/git/accounts/:id',
-  'GET /v1/pool',
-  'GET /v1/pool/containers',
-  'DELETE /v1/pool/containers/:id',
   'GET /v1/ws',
 ]
 

@@ -1,5 +1,6 @@
 import type { AnyRoute } from '../route.js'
 import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRoutes, secretRoutes, skillRoutes, toolRoutes } from './resources.js'
+import { poolRoutes } from './pool.js'
 import { adminRoutes, health } from './system.js'
 
 /**
@@ -17,6 +18,7 @@ export const routes = [
   ...toolRoutes,
   ...skillRoutes,
   ...agentRoutes,
+  ...poolRoutes,
   ...adminRoutes,
 ] as const satisfies readonly AnyRoute[]
 

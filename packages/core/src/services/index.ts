@@ -1,3 +1,4 @@
+import { notFound } from '../errors.js'
 import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from '../models.js'
 import { systemClock, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
@@ -16,6 +17,7 @@ import {
   type ToolsService,
 } from './catalog.js'
 import { MemoryService } from './memory.js'
+import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
 import { UsersService } from './users.js'
 
@@ -30,8 +32,8 @@ export interface ServicesOptions {
   adminToken?: string | undefined
   /** Version reported by `GET /health`. */
   version?: string
-  /** Pool statistics source until the container pool exists. */
-  poolStats?: () => PoolStats
+  /** The warm container pool; without one, stats are zeros and no container exists. */
+  pool?: ContainerPool
 }
 
 /** Every service a route handler can reach through `ctx.services`. */
@@ -47,7 +49,16 @@ export interface Services {
   tools: ToolsService
   skills: SkillsService
   agents: AgentsService
-  pool: { stats(): PoolStats }
+  pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'>
+}
+
+/** The pool surface when no container runtime is configured. */
+const noPool: Services['pool'] = {
+  stats: (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 }),
+  list: (): PooledContainer[] => [],
+  forceRemove: async (id: string) => {
+    throw notFound('container', id)
+  },
 }
 
 /**
@@ -63,7 +74,6 @@ export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS))
-  const poolStats = opts.poolStats ?? (() => ({ min: 0, max: 0, in_use: 0, idle: 0 }))
   return {
     version: opts.version ?? '0.0.0',
     clock,
@@ -76,6 +86,6 @@ export function createServices(opts: ServicesOptions): Services {
     tools: createToolsService(store, clock),
     skills: createSkillsService(store, clock),
     agents: createAgentsService(store, clock),
-    pool: { stats: poolStats },
+    pool: opts.pool ?? noPool,
   }
 }
