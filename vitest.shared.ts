@@ -1,6 +1,7 @@
+import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const src = (file: string) => fileURLToPath(new URL(`./packages/${file}`, import.meta.url))
+const packages = fileURLToPath(new URL('./packages/', import.meta.url))
 
 /**
  * Shared by every package's vitest.config.ts: tests import the workspace packages from
@@ -8,8 +9,6 @@ const src = (file: string) => fileURLToPath(new URL(`./packages/${file}`, import
  * Exact matches, so `@berth/core/contract` is not taken for `@berth/core` + a path.
  */
 export const alias = [
-  { find: /^@berth\/core$/, replacement: src('core/src/index.ts') },
-  { find: /^@berth\/core\/contract$/, replacement: src('core/src/contract.ts') },
-  { find: /^@berth\/server$/, replacement: src('server/src/index.ts') },
-  { find: /^@berth\/client$/, replacement: src('client/src/index.ts') },
+  { find: /^@berth\/core\/contract$/, replacement: `${packages}core/src/contract.ts` },
+  ...readdirSync(packages).map((dir) => ({ find: new RegExp(`^@berth/${dir}$`), replacement: `${packages}${dir}/src/index.ts` })),
 ]

@@ -1,0 +1,225 @@
+/**
+ * Container runtime benchmark, per engine (Docker, Podman), all in one run:
+ * - cold create+start through Berth's adapter vs raw dockerode in the same loop
+ *   (interleaved), against two baselines: a plain container (`Image` + `Cmd`, what one
+ *   would write by hand) and the very create body Berth sends (so the adapter's own cost
+ *   shows apart from the cost of hardening: init, limits, capabilities);
+ * - exec round trip (`true`: create, attach, wait, exit code) through Berth vs raw dockerode;
+ * - idle memory of a started container (from stats, page cache excluded).
+ * Bounded: BENCH_RUNTIME_ITERATIONS (default 20) per measurement. Target: Berth's
+ * create+start median within 1.15x of the plain raw create+start.
+ *
+ *   node --import tsx bench/runtime.ts        (or via bench/run.ts: export main())
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { connectEngine, dockerRuntime, toCreateOptions } from '../packages/adapter-docker/src/index.js'
+import { podmanRuntime } from '../packages/adapter-podman/src/index.js'
+import { IDLE_COMMAND, collectExec, type ContainerRuntime } from '../packages/core/src/index.js'
+import { ensureEngines, type EngineInfo } from '../packages/testkit/src/engines.js'
+import { ms, table } from './lib/table.js'
+
+const ITERATIONS = Number(process.env.BENCH_RUNTIME_ITERATIONS ?? 20)
+const TARGET_RATIO = 1.15
+const LABEL = 'berth.bench'
+
+type DockerClient = ReturnType<typeof connectEngine>['docker']
+
+interface Stat {
+  median: number
+  p99: number
+  n: number
+}
+
+interface EngineResult {
+  engine: string
+  version: string
+  createStart: { berth: Stat; rawPlain: Stat; rawSameConfig: Stat; ratioPlain: number; ratioSameConfig: number }
+  exec: { berth: Stat; raw: Stat; ratio: number }
+  idleMemoryBytes: { berth: number; rawPlain: number }
+  verdict: 'PASS' | 'BELOW TARGET'
+}
+
+function stat(samples: number[]): Stat {
+  const s = [...samples].sort((a, b) => a - b)
+  const at = (q: number) => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] ?? NaN
+  const mid = s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+  return { median: mid, p99: at(0.99), n: s.length }
+}
+
+const now = () => performance.now()
+
+async function rawExec(docker: DockerClient, id: string): Promise<number> {
+  const exec = await docker.getContainer(id).exec({ Cmd: ['true'], AttachStdout: true, AttachStderr: true })
+  const stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadableStream
+  await new Promise<void>((resolve) => {
+    stream.on('end', resolve).on('close', resolve).on('error', resolve)
+    stream.resume()
+  })
+  return (await exec.inspect()).ExitCode ?? -1
+}
+
+async function settleMemory(read: () => Promise<number>): Promise<number> {
+  await new Promise((r) => setTimeout(r, 1000))
+  return read()
+}
+
+async function benchEngine(name: 'docker' | 'podman', info: EngineInfo): Promise<EngineResult> {
+  const rt: ContainerRuntime =
+    name === 'docker' ? dockerRuntime({ socketPath: info.socketPath }) : podmanRuntime({ socketPath: info.socketPath })
+  const { docker } = connectEngine({ socketPath: info.socketPath })
+  const labels = { [LABEL]: String(process.pid) }
+  const created: string[] = []
+  const cleanup = async () => {
+    await Promise.all(created.splice(0).map((id) => docker.getContainer(id).remove({ force: true }).catch(() => {})))
+  }
+
+  try {
+    // Warm-up: one of each, not recorded (first create loads the image layers, the network).
+    for (const id of [
+      (await rt.create({ image: info.image, cmd: [...IDLE_COMMAND], labels })).id,
+      (await docker.createContainer({ Image: info.image, Cmd: [...IDLE_COMMAND], Labels: labels })).id,
+    ]) {
+      created.push(id)
+      await docker.getContainer(id).start()
+    }
+    await cleanup()
+
+    const berth: number[] = []
+    const rawPlain: number[] = []
+    const rawSame: number[] = []
+    const runs: Record<string, () => Promise<void>> = {
+      berth: async () => {
+        const t = now()
+        const { id } = await rt.create({ image: info.image, cmd: [...IDLE_COMMAND], labels })
+        await rt.start(id)
+        berth.push(now() - t)
+        created.push(id)
+      },
+      rawPlain: async () => {
+        const t = now()
+        const c = await docker.createContainer({ Image: info.image, Cmd: [...IDLE_COMMAND], Labels: labels })
+        await c.start()
+        rawPlain.push(now() - t)
+        created.push(c.id)
+      },
+      rawSame: async () => {
+        const body = toCreateOptions({ image: info.image, cmd: [...IDLE_COMMAND], labels }, `berth-raw-${Math.random().toString(16).slice(2, 14)}`)
+        const t = now()
+        const c = await docker.createContainer(body)
+        await c.start()
+        rawSame.push(now() - t)
+        created.push(c.id)
+      },
+    }
+    const order = Object.keys(runs)
+    for (let i = 0; i < ITERATIONS; i++) {
+      // Rotate the order each round so no variant always runs first.
+      for (let k = 0; k < order.length; k++) await runs[order[(i + k) % order.length]!]!()
+      if (created.length >= 30) await cleanup()
+    }
+    await cleanup()
+
+    // Exec and idle memory on one container each.
+    const { id: bid } = await rt.create({ image: info.image, cmd: [...IDLE_COMMAND], labels })
+    await rt.start(bid)
+    created.push(bid)
+    const plain = await docker.createContainer({ Image: info.image, Cmd: [...IDLE_COMMAND], Labels: labels })
+    await plain.start()
+    created.push(plain.id)
+    const execBerth: number[] = []
+    const execRaw: number[] = []
+    for (let i = 0; i < ITERATIONS; i++) {
+      let t = now()
+      const r = await collectExec(await rt.exec(bid, { cmd: ['true'] }))
+      execBerth.push(now() - t)
+      if (r.exitCode !== 0) throw new Error(`berth exec exited ${r.exitCode}`)
+      t = now()
+      const code = await rawExec(docker, plain.id)
+      execRaw.push(now() - t)
+      if (code !== 0) throw new Error(`raw exec exited ${code}`)
+    }
+    const memBerth = await settleMemory(async () => (await rt.stats(bid)).memoryBytes)
+    const memPlain = await settleMemory(async () => (await dockerRuntime({ docker }).stats(plain.id)).memoryBytes)
+
+    const cs = { berth: stat(berth), rawPlain: stat(rawPlain), rawSameConfig: stat(rawSame) }
+    const ex = { berth: stat(execBerth), raw: stat(execRaw) }
+    const ratioPlain = cs.berth.median / cs.rawPlain.median
+    return {
+      engine: name,
+      version: info.version,
+      createStart: { ...cs, ratioPlain, ratioSameConfig: cs.berth.median / cs.rawSameConfig.median },
+      exec: { ...ex, ratio: ex.berth.median / ex.raw.median },
+      idleMemoryBytes: { berth: memBerth, rawPlain: memPlain },
+      verdict: ratioPlain <= TARGET_RATIO ? 'PASS' : 'BELOW TARGET',
+    }
+  } finally {
+    await cleanup()
+    const leftovers = await docker.listContainers({ all: true, filters: { label: [`${LABEL}=${process.pid}`] } })
+    await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})))
+  }
+}
+
+/** Run the runtime benchmark for Docker and Podman (provisioning them if needed) and print the table. */
+export async function main(): Promise<EngineResult[]> {
+  const engines = ensureEngines(['docker', 'podman'])
+  const results: EngineResult[] = []
+  for (const info of engines) {
+    console.log(`\nRuntime benchmark: ${info.engine} ${info.version}, ${ITERATIONS} iterations per measurement…`)
+    results.push(await benchEngine(info.engine, info))
+  }
+  const mib = (b: number) => (b / 1024 / 1024).toFixed(2)
+  const x = (r: number) => `${r.toFixed(2)}x`
+  console.log('\nCold create+start (ms)')
+  console.log(
+    table(
+      ['engine', 'Berth median', 'Berth p99', 'raw plain median', 'raw plain p99', 'raw same-config median', 'vs plain', 'vs same-config', 'target', 'verdict'],
+      results.map((r) => [
+        r.engine,
+        ms(r.createStart.berth.median),
+        ms(r.createStart.berth.p99),
+        ms(r.createStart.rawPlain.median),
+        ms(r.createStart.rawPlain.p99),
+        ms(r.createStart.rawSameConfig.median),
+        x(r.createStart.ratioPlain),
+        x(r.createStart.ratioSameConfig),
+        `<= ${TARGET_RATIO}x`,
+        r.verdict,
+      ]),
+    ),
+  )
+  console.log('\nExec `true` round trip (ms), and idle memory (MiB)')
+  console.log(
+    table(
+      ['engine', 'Berth exec median', 'Berth exec p99', 'raw exec median', 'raw exec p99', 'exec ratio', 'idle mem Berth', 'idle mem plain'],
+      results.map((r) => [
+        r.engine,
+        ms(r.exec.berth.median),
+        ms(r.exec.berth.p99),
+        ms(r.exec.raw.median),
+        ms(r.exec.raw.p99),
+        x(r.exec.ratio),
+        mib(r.idleMemoryBytes.berth),
+        mib(r.idleMemoryBytes.rawPlain),
+      ]),
+    ),
+  )
+  const dir = fileURLToPath(new URL('./results/', import.meta.url))
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(
+    `${dir}runtime.json`,
+    JSON.stringify({ at: new Date().toISOString(), node: process.version, iterations: ITERATIONS, results }, null, 2),
+  )
+  console.log(`\nWritten to bench/results/runtime.json`)
+  return results
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err)
+      process.exit(1)
+    },
+  )
+}

@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto'
+import type { Duplex } from 'node:stream'
+import {
+  ContainerError,
+  byteChannel,
+  toByteChunks,
+  type ExecOptions,
+  type ExecProcess,
+  type ExecResult,
+} from '@berth/core'
+import type Docker from 'dockerode'
+import type { EngineContext } from './context.js'
+import { createDemuxer } from './internal/demux.js'
+
+/** Env var that marks every process of one exec, so `kill()` can find them from inside the container. */
+export const EXEC_MARKER_ENV = 'BERTH_EXEC_ID'
+
+/**
+ * Kills every process whose environment carries the marker `$1` (the exec and all its
+ * children). The Engine API has no "kill exec"; this runs as a second exec and needs only
+ * `sh`, `tr`, `grep` and `kill` in the image (busybox or coreutils).
+ */
+const KILL_SCRIPT = [
+  'for d in /proc/[0-9]*; do',
+  `  if tr '\\0' '\\n' < "$d/environ" 2>/dev/null | grep -qx "${EXEC_MARKER_ENV}=$1"; then kill -9 "\${d#/proc/}" 2>/dev/null; fi`,
+  'done; exit 0',
+].join('\n')
+
+/** How long a command that ended by SIGKILL waits to see whether its container is dying. */
+const DEATH_SETTLE_MS = 1000
+/** Give up waiting for a killed command's stream to end after this long. */
+const KILL_GRACE_MS = 5000
+/** A watchdog inspect slower than this counts as a miss; two misses: engine unreachable. */
+const WATCH_TIMEOUT_MS = 5000
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`no answer in ${ms} ms`), { code: 'ETIMEDOUT' })), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
+
+function waitWritable(sock: Duplex): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      sock.off('drain', done)
+      sock.off('close', done)
+      resolve()
+    }
+    sock.on('drain', done)
+    sock.on('close', done)
+  })
+}
+
+/**
+ * Run a command in a running container over the Engine API: a hijacked, multiplexed
+ * attach stream carries stdin/stdout/stderr; the exit code comes from exec inspect. While
+ * it runs, a watchdog inspects the container every `ctx.watchIntervalMs`, so a container
+ * killed from outside (or an engine that goes away) rejects `exit` with CONTAINER_FAILED
+ * instead of leaving it hanging.
+ *
+ * @example
+ * ```ts
+ * const proc = await startExec(ctx, id, { cmd: ['sh', '-c', 'echo hi'] })
+ * for await (const chunk of proc.stdout) process.stdout.write(chunk)
+ * const { exitCode } = await proc.exit
+ * ```
+ */
+export async function startExec(ctx: EngineContext, id: string, opts: ExecOptions): Promise<ExecProcess> {
+  const stdout = byteChannel(opts.onStdout)
+  const stderr = byteChannel(opts.onStderr)
+  if (opts.signal?.aborted) {
+    stdout.end()
+    stderr.end()
+    return { stdout, stderr, exit: Promise.resolve({ exitCode: null, killed: true }), kill: async () => {} }
+  }
+  const container = ctx.docker.getContainer(id)
+  const marker = randomUUID()
+  const hasStdin = opts.stdin !== undefined
+  const env = Object.entries({ ...opts.env, [EXEC_MARKER_ENV]: marker }).map(([k, v]) => `${k}=${v}`)
+  let exec: Docker.Exec
+  let sock: Duplex
+  try {
+    exec = await container.exec({
+      Cmd: [...opts.cmd],
+      Env: env,
+      WorkingDir: opts.cwd,
+      User: opts.user,
+      AttachStdin: hasStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+    })
+    sock = (await exec.start({ hijack: true, stdin: hasStdin })) as Duplex
+  } catch (err) {
+    throw ctx.error(err, 'exec', { id, cmd: opts.cmd[0] })
+  }
+
+  let settled = false
+  let killed = false
+  let resolveExit!: (r: ExecResult) => void
+  let rejectExit!: (e: ContainerError) => void
+  const exit = new Promise<ExecResult>((resolve, reject) => {
+    resolveExit = resolve
+    rejectExit = reject
+  })
+  exit.catch(() => {}) // the caller awaits it; never an unhandled rejection
+
+  const died = (state: Docker.ContainerInspectInfo['State'] | null, why: string) =>
+    new ContainerError('died', `${ctx.name} container ${id} ${why} while running ${opts.cmd[0]}`, {
+      runtime: ctx.name,
+      op: 'exec',
+      endpoint: ctx.endpoint,
+      id,
+      ...(state ? { state: state.Status, exitCode: state.ExitCode, oomKilled: state.OOMKilled } : {}),
+    })
+  const asDeath = (err: unknown) => {
+    const mapped = ctx.error(err, 'exec', { id })
+    return mapped.reason === 'not_found' ? died(null, 'was removed') : mapped
+  }
+
+  let watch: NodeJS.Timeout | undefined
+  const onAbort = () => void kill()
+  const finish = (outcome: { result: ExecResult } | { error: ContainerError }) => {
+    if (settled) return
+    settled = true
+    clearInterval(watch)
+    opts.signal?.removeEventListener('abort', onAbort)
+    if ('error' in outcome) sock.destroy()
+    stdout.end()
+    stderr.end()
+    if ('error' in outcome) rejectExit(outcome.error)
+    else resolveExit(outcome.result)
+  }
+
+  sock.on(
+    'data',
+    createDemuxer((kind, payload) => (kind === 'stderr' ? stderr : stdout).push(payload)),
+  )
+  let streamEnded = false
+  const onStreamEnd = () => {
+    if (streamEnded) return
+    streamEnded = true
+    void (async () => {
+      try {
+        const info = await container.inspect()
+        if (!info.State.Running) return finish({ error: died(info.State, 'died') })
+        let exitCode: number | null = null
+        for (let i = 0; i < 80 && !settled; i++) {
+          const e = await exec.inspect()
+          if (!e.Running) {
+            exitCode = e.ExitCode ?? null
+            break
+          }
+          await sleep(25)
+        }
+        // A container killed from outside SIGKILLs its execs before the engine reports it
+        // dead, so a SIGKILL-shaped end that we did not cause gets a closer look.
+        if (!killed && (exitCode === null || exitCode === 137)) {
+          for (let waited = 0; waited < DEATH_SETTLE_MS && !settled; waited += 50) {
+            await sleep(50)
+            const again = await container.inspect()
+            if (!again.State.Running) return finish({ error: died(again.State, 'died') })
+          }
+        }
+        finish({ result: { exitCode, killed } })
+      } catch (err) {
+        finish({ error: asDeath(err) })
+      }
+    })()
+  }
+  sock.on('end', onStreamEnd)
+  sock.on('close', onStreamEnd)
+  sock.on('error', onStreamEnd)
+
+  let checking = false
+  let misses = 0
+  watch = setInterval(() => {
+    if (settled || checking) return
+    checking = true
+    withTimeout(container.inspect(), WATCH_TIMEOUT_MS)
+      .then((info) => {
+        misses = 0
+        if (!info.State.Running) finish({ error: died(info.State, 'died') })
+      })
+      .catch((err: unknown) => {
+        if ((err as { code?: string }).code === 'ETIMEDOUT' && ++misses < 2) return
+        finish({ error: asDeath(err) })
+      })
+      .finally(() => {
+        checking = false
+      })
+  }, ctx.watchIntervalMs)
+  watch.unref()
+
+  const kill = async () => {
+    if (settled) return
+    killed = true
+    try {
+      const killer = await container.exec({
+        Cmd: ['/bin/sh', '-c', KILL_SCRIPT, 'berth-kill', marker],
+        User: opts.user,
+        AttachStdout: true,
+        AttachStderr: true,
+      })
+      const ks = (await killer.start({ hijack: true, stdin: false })) as Duplex
+      await new Promise<void>((resolve) => {
+        ks.on('end', resolve).on('close', resolve).on('error', resolve).resume()
+      })
+    } catch {
+      // The container may be gone already; the watchdog or the stream end settles `exit`.
+    }
+    setTimeout(() => {
+      if (settled) return
+      sock.destroy()
+      finish({ result: { exitCode: null, killed: true } })
+    }, KILL_GRACE_MS).unref()
+  }
+  opts.signal?.addEventListener('abort', onAbort, { once: true })
+
+  if (hasStdin) {
+    void (async () => {
+      try {
+        for await (const chunk of toByteChunks(opts.stdin!)) {
+          if (settled || sock.destroyed) break
+          if (!sock.write(chunk)) await waitWritable(sock)
+        }
+      } catch {
+        // A failing stdin source just closes stdin early.
+      } finally {
+        if (!sock.destroyed) sock.end()
+      }
+    })()
+  }
+
+  return { stdout, stderr, exit, kill }
+}

@@ -1,0 +1,82 @@
+import { MANAGED_LABEL, type ContainerSpec, type ResourceLimits } from '@berth/core'
+import type { ContainerCreateOptions } from 'dockerode'
+
+/**
+ * Capabilities a Berth container keeps after `CapDrop: ['ALL']`. The agent works as root
+ * on its own workspace files, installs packages and runs build tools, so it needs:
+ * - CHOWN, FOWNER, DAC_OVERRIDE: own and modify files whose owner differs from the
+ *   process (bind-mounted workspaces, `npm install`/`git checkout` fixing ownership);
+ * - SETUID, SETGID: drop to an unprivileged user (`su`, `npm` lifecycle scripts, gosu);
+ * - KILL: signal its own processes that run under another uid (cleanup, timeouts).
+ * Everything else (NET_RAW, MKNOD, SYS_CHROOT, SETPCAP, AUDIT_WRITE, NET_BIND_SERVICE, …)
+ * stays dropped; combined with no-new-privileges no setuid binary can regain them.
+ */
+export const DEFAULT_CAP_ADD: readonly string[] = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'KILL']
+
+/** Limits applied when a spec sets none: 2 GiB memory (no swap), 2 CPUs, 1024 pids. */
+export const DEFAULT_LIMITS: Required<ResourceLimits> = { memoryBytes: 2 * 1024 ** 3, cpus: 2, pids: 1024 }
+
+/** How containers are locked down; every field has a safe default. */
+export interface HardeningOptions {
+  /** Capabilities kept after dropping all (default {@link DEFAULT_CAP_ADD}). */
+  capAdd?: readonly string[]
+  /** Limits for specs that set none, field by field (default {@link DEFAULT_LIMITS}). */
+  defaultLimits?: ResourceLimits
+  /** Network mode for specs that set none (default `bridge`: egress, no published ports). */
+  network?: string
+  /** Extra `SecurityOpt` entries (seccomp/apparmor profiles); `no-new-privileges` is always set. */
+  securityOpt?: readonly string[]
+}
+
+/**
+ * The Engine API create body for a spec, hardened: not privileged, all capabilities dropped
+ * but {@link DEFAULT_CAP_ADD}, no-new-privileges, an init process (node as PID 1 ignores
+ * SIGTERM), memory/CPU/pids limits, no published ports, and `berth.managed=true`.
+ *
+ * @example
+ * ```ts
+ * const body = toCreateOptions({ image: 'berth-test:latest', labels: { 'berth.pool': 'p1' } }, 'berth-abc')
+ * body.HostConfig?.CapDrop // ['ALL']
+ * ```
+ */
+export function toCreateOptions(spec: ContainerSpec, name: string, hardening: HardeningOptions = {}): ContainerCreateOptions {
+  const limits = { ...DEFAULT_LIMITS, ...hardening.defaultLimits, ...spec.limits }
+  const env = Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`)
+  return {
+    name,
+    Image: spec.image,
+    Cmd: spec.cmd ? [...spec.cmd] : undefined,
+    Entrypoint: spec.entrypoint ? [...spec.entrypoint] : undefined,
+    Env: env,
+    WorkingDir: spec.workingDir,
+    User: spec.user,
+    Labels: { ...spec.labels, [MANAGED_LABEL]: 'true' },
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    OpenStdin: false,
+    Tty: false,
+    ExposedPorts: {},
+    HostConfig: {
+      Init: true,
+      Privileged: false,
+      CapDrop: ['ALL'],
+      CapAdd: [...(hardening.capAdd ?? DEFAULT_CAP_ADD)],
+      SecurityOpt: ['no-new-privileges', ...(hardening.securityOpt ?? [])],
+      Memory: limits.memoryBytes,
+      MemorySwap: limits.memoryBytes,
+      NanoCpus: Math.round(limits.cpus * 1e9),
+      PidsLimit: limits.pids,
+      NetworkMode: spec.network ?? hardening.network ?? 'bridge',
+      PublishAllPorts: false,
+      PortBindings: {},
+      RestartPolicy: { Name: 'no' },
+      Mounts: (spec.mounts ?? []).map((m) => ({
+        Type: m.type,
+        Source: m.source,
+        Target: m.target,
+        ReadOnly: m.readOnly ?? false,
+      })),
+    },
+  }
+}

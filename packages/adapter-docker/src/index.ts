@@ -1,0 +1,8 @@
+export { dockerRuntime, type DockerRuntimeOptions } from './docker-runtime.js'
+export { createEngineRuntime, containerName, type EngineRuntimeOptions } from './engine-runtime.js'
+export { connectEngine, describeEndpoint, type EngineConnectionOptions } from './connection.js'
+export { toCreateOptions, DEFAULT_CAP_ADD, DEFAULT_LIMITS, type HardeningOptions } from './hardening.js'
+export { toContainerError, statusOf, type FailureContext } from './errors.js'
+export { toContainerInfo, toContainerSummary, toContainerStats, toState, toIso } from './inspect.js'
+export { EXEC_MARKER_ENV } from './exec.js'
+export { toWebStream, toRequestBody } from './internal/streams.js'

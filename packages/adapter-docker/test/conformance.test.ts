@@ -1,0 +1,13 @@
+import Docker from 'dockerode'
+import { readEngine, runtimeConformanceSuite } from '@berth/testkit'
+import { dockerRuntime } from '../src/index.js'
+
+const engine = readEngine('docker')
+
+runtimeConformanceSuite('docker', () => dockerRuntime({ socketPath: engine.socketPath }), {
+  image: engine.image,
+  makeUnreachable: () => dockerRuntime({ socketPath: '/nonexistent/berth-test/docker.sock' }),
+  killFromOutside: async (id) => {
+    await new Docker({ socketPath: engine.socketPath }).getContainer(id).kill()
+  },
+})

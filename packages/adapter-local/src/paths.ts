@@ -1,0 +1,87 @@
+import { readFile, rename, writeFile } from 'node:fs/promises'
+import { join, posix } from 'node:path'
+import type { ContainerMount, ContainerState } from '@berth/core'
+
+/** What a local "container" is on disk: `<baseDir>/<id>/meta.json` next to its `root/`. */
+export interface LocalMeta {
+  id: string
+  name: string
+  image: string
+  cmd: string[]
+  env: Record<string, string>
+  workingDir: string
+  labels: Record<string, string>
+  mounts: ContainerMount[]
+  state: ContainerState
+  createdAt: string
+  startedAt: string | null
+  finishedAt: string | null
+  exitCode: number | null
+  /** Main process id while started, with its start time (clock ticks since boot) to detect pid reuse. */
+  pid: number | null
+  pidStart: string | null
+}
+
+/**
+ * The directory of one container.
+ *
+ * @example
+ * ```ts
+ * containerDir('/srv/berth', id) // '/srv/berth/<id>'
+ * ```
+ */
+export function containerDir(baseDir: string, id: string): string {
+  if (!/^[a-f0-9]{12,64}$/.test(id)) throw Object.assign(new Error(`not a container id: ${id}`), { code: 'ENOENT' })
+  return join(baseDir, id)
+}
+
+/**
+ * The host directory that is the container's `/`.
+ *
+ * @example
+ * ```ts
+ * rootDir('/srv/berth', id) // '/srv/berth/<id>/root'
+ * ```
+ */
+export function rootDir(baseDir: string, id: string): string {
+  return join(containerDir(baseDir, id), 'root')
+}
+
+/**
+ * A container path as a host path under its root; `..` cannot climb out.
+ *
+ * @example
+ * ```ts
+ * hostPath('/srv/berth', 'ab12…', '/workspace/a.txt') // '/srv/berth/ab12…/root/workspace/a.txt'
+ * ```
+ */
+export function hostPath(baseDir: string, id: string, containerPath: string): string {
+  return join(rootDir(baseDir, id), posix.normalize(`/${containerPath}`))
+}
+
+/**
+ * Read a container's metadata; rejects with ENOENT when there is no such container.
+ *
+ * @example
+ * ```ts
+ * const { state, pid } = await readMeta(baseDir, id)
+ * ```
+ */
+export async function readMeta(baseDir: string, id: string): Promise<LocalMeta> {
+  return JSON.parse(await readFile(join(containerDir(baseDir, id), 'meta.json'), 'utf8')) as LocalMeta
+}
+
+/**
+ * Write a container's metadata atomically (temp file, then rename); its directory must exist.
+ *
+ * @example
+ * ```ts
+ * await writeMeta(baseDir, { ...meta, state: 'exited' })
+ * ```
+ */
+export async function writeMeta(baseDir: string, meta: LocalMeta): Promise<void> {
+  const dir = containerDir(baseDir, meta.id)
+  const tmp = join(dir, `meta.json.${process.pid}.${Date.now()}.tmp`)
+  await writeFile(tmp, JSON.stringify(meta, null, 2))
+  await rename(tmp, join(dir, 'meta.json'))
+}

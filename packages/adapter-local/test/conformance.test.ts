@@ -1,0 +1,20 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll } from 'vitest'
+import { silentLogger } from '@berth/core'
+import { runtimeConformanceSuite } from '@berth/testkit'
+import { localRuntime } from '../src/index.js'
+
+const baseDir = mkdtempSync(join(tmpdir(), 'berth-local-conformance-'))
+afterAll(() => rmSync(baseDir, { recursive: true, force: true }))
+
+runtimeConformanceSuite('local', () => localRuntime({ baseDir, logger: silentLogger }), {
+  image: 'ignored-by-local',
+  // A base directory that cannot be created (its parent is a file) is the local "engine down".
+  makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger }),
+  killFromOutside: async (id) => {
+    const { pid } = JSON.parse(readFileSync(join(baseDir, id, 'meta.json'), 'utf8')) as { pid: number }
+    process.kill(pid, 'SIGKILL')
+  },
+})

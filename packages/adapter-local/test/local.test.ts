@@ -1,0 +1,64 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { collectExec, isContainerError, type Logger } from '@berth/core'
+import { packTar } from '@berth/testkit'
+import { hostPath, localRuntime, readMeta } from '../src/index.js'
+
+const dirs: string[] = []
+const tempBase = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-local-'))
+  dirs.push(dir)
+  return dir
+}
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+
+const recordingLogger = () => {
+  const warnings: { msg: string; fields?: Record<string, unknown> }[] = []
+  const logger: Logger = { info() {}, error() {}, warn: (msg, fields) => warnings.push({ msg, fields }) }
+  return { logger, warnings }
+}
+
+describe('local runtime', () => {
+  it('warns loudly on every create that nothing is isolated', async () => {
+    const { logger, warnings } = recordingLogger()
+    const rt = localRuntime({ baseDir: tempBase(), logger })
+    const { id } = await rt.create({ image: 'x', limits: { memoryBytes: 1 << 20 } })
+    expect(warnings).toHaveLength(1)
+    expect(warnings[0]?.msg).toMatch(/NO isolation/)
+    expect(warnings[0]?.fields).toMatchObject({ id, ignoredLimits: { memoryBytes: 1 << 20 } })
+    expect(rt.capabilities).toEqual({ isolation: false, limits: false })
+    await rt.remove(id)
+  })
+
+  it('keeps containers on disk: a new runtime instance finds and drives them', async () => {
+    const baseDir = tempBase()
+    const { logger } = recordingLogger()
+    const first = localRuntime({ baseDir, logger })
+    const { id } = await first.create({ image: 'x', labels: { 'berth.pool': 'p' }, workingDir: '/workspace' })
+    await first.start(id)
+    const second = localRuntime({ baseDir, logger })
+    expect((await second.inspect(id)).state).toBe('running')
+    expect((await second.list({ labels: { 'berth.pool': 'p' } })).map((c) => c.id)).toEqual([id])
+    expect((await collectExec(await second.exec(id, { cmd: ['pwd'] }))).stdout.trim()).toBe(hostPath(baseDir, id, '/workspace'))
+    const { pid } = await readMeta(baseDir, id)
+    await second.remove(id)
+    expect(existsSync(join(baseDir, id))).toBe(false)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(() => process.kill(pid!, 0)).toThrow() // the main process went with it
+  })
+
+  it('refuses archive entries that climb out of the target', async () => {
+    const baseDir = tempBase()
+    const rt = localRuntime({ baseDir, logger: recordingLogger().logger })
+    const { id } = await rt.create({ image: 'x', workingDir: '/workspace' })
+    await rt.start(id)
+    const evil = await packTar([{ name: '../../escaped.txt', content: 'x' }])
+    const err = await rt.putArchive(id, '/workspace', evil).catch((e: unknown) => e)
+    expect(isContainerError(err)).toBe(true)
+    expect(existsSync(join(baseDir, id, 'escaped.txt'))).toBe(false)
+    expect(existsSync(join(baseDir, 'escaped.txt'))).toBe(false)
+    await rt.remove(id)
+  })
+})

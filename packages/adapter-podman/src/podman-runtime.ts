@@ -1,0 +1,36 @@
+import { createEngineRuntime, connectEngine, type DockerRuntimeOptions } from '@berth/adapter-docker'
+import { defineRuntime } from '@berth/core'
+import { slashDirectoryNames } from './archive-names.js'
+import { discoverPodman } from './discovery.js'
+import { podmanImageResolver } from './image-names.js'
+
+/** Options of {@link podmanRuntime}; with no connection given, the socket is discovered. */
+export type PodmanRuntimeOptions = DockerRuntimeOptions
+
+/**
+ * The Podman runtime: Berth's {@link ContainerRuntime} on Podman's Docker-compatible API,
+ * rootful or rootless, built on `@berth/adapter-docker` (same hardening, same exec and
+ * archive code) plus Podman's ways: socket discovery (`discoverPodman`), local images
+ * under `localhost/`, archive directory entries named like Docker's (`dir/`), and a
+ * missing `putArchive` target reported as missing (Podman would create it).
+ *
+ * @example
+ * ```ts
+ * const rt = podmanRuntime() // CONTAINER_HOST, /run/podman/podman.sock or $XDG_RUNTIME_DIR/podman/podman.sock
+ * const { id } = await rt.create({ image: 'berth-test:latest', cmd: ['sleep', 'infinity'] })
+ * ```
+ */
+export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) => {
+  const explicit = options.docker || options.socketPath || options.host
+  const { docker, endpoint } = connectEngine(explicit ? options : discoverPodman().connection)
+  return createEngineRuntime({
+    name: 'podman',
+    docker,
+    endpoint,
+    hardening: options.hardening,
+    watchIntervalMs: options.watchIntervalMs,
+    resolveImage: podmanImageResolver(docker),
+    transformArchive: slashDirectoryNames,
+    verifyPutPath: true,
+  })
+})

@@ -1,0 +1,13 @@
+import Docker from 'dockerode'
+import { readEngine, runtimeConformanceSuite } from '@berth/testkit'
+import { podmanRuntime } from '../src/index.js'
+
+const engine = readEngine('podman')
+
+runtimeConformanceSuite('podman', () => podmanRuntime({ socketPath: engine.socketPath }), {
+  image: engine.image,
+  makeUnreachable: () => podmanRuntime({ socketPath: '/nonexistent/berth-test/podman.sock' }),
+  killFromOutside: async (id) => {
+    await new Docker({ socketPath: engine.socketPath }).getContainer(id).kill()
+  },
+})
