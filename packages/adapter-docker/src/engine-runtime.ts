@@ -125,6 +125,15 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
+    async removeVolume(name) {
+      try {
+        await docker.getVolume(name).remove({ force: true })
+      } catch (err) {
+        if (statusOf(err) === 404) return // already gone
+        throw ctx.error(err, 'removeVolume', { volume: name })
+      }
+    },
+
     exec: (id, opts) => startExec(ctx, id, opts),
 
     putArchive: (id, path, tar) => putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath }),

@@ -243,6 +243,11 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
       }
     },
 
+    async removeVolume(name) {
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) throw fail('engine_error', `invalid volume name ${JSON.stringify(name)}`)
+      await rm(join(baseDir, 'volumes', name), { recursive: true, force: true })
+    },
+
     async remove(id) {
       let meta: LocalMeta | null = null
       let dir: string

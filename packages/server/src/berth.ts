@@ -14,6 +14,7 @@ import {
   type Clock,
   type ContainerRuntime,
   type ContainerSpec,
+  type PooledContainer,
   type Logger,
   type ModelCatalog,
   type RateLimiter,
@@ -59,6 +60,19 @@ export interface BerthOptions {
   catalog?: ModelCatalog
   /** The container engine (see `@berth/adapter-docker`, `-podman`, `-local`). Without one, no pool. */
   runtime?: ContainerRuntime
+  /**
+   * How the agent runner starts in a task container. Default: `['berth-runner']` (the
+   * production image has it installed). With `bundleDir`, a self-contained runner directory
+   * on the host (see `@berth/runner`) is mounted read-only at `/opt/berth-runner` and run
+   * from there, so any image with Node 20 works.
+   */
+  runner?: { command?: string[]; bundleDir?: string }
+  /** Running workspaces per profile (`BERTH_CONCURRENCY`, default 5). */
+  concurrency?: number
+  /** A session's container is released after this long without a prompt (default 15 min). */
+  sessionIdleMs?: number
+  /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
+  recoveryGraceMs?: number
   /** Warm pool settings (needs `runtime`). */
   pool?: {
     /** Image task containers start from. */
@@ -125,6 +139,12 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
   const store = unstorageStore(storage, { cache: options.cacheReads ?? !options.storage })
   if (options.pool && !options.runtime) throw new Error('createBerth: `pool` needs a `runtime`')
+  const runnerMount = options.runner?.bundleDir
+    ? [{ type: 'bind' as const, source: resolve(options.runner.bundleDir), target: '/opt/berth-runner', readOnly: true }]
+    : []
+  const command = options.runner?.command ?? (options.runner?.bundleDir ? ['node', '/opt/berth-runner/main.js'] : ['berth-runner'])
+  // The pool asks the tasks service which in-use containers a restart should keep.
+  let accountFor: (c: PooledContainer) => Promise<boolean> = async () => false
   const pool =
     options.runtime && options.pool
       ? new ContainerPool({
@@ -136,15 +156,16 @@ export function createBerth(options: BerthOptions = {}): Berth {
           min: options.pool.min ?? 0,
           max: options.pool.max ?? 20,
           ...(options.pool.name && { name: options.pool.name }),
-          ...(options.pool.spec && { spec: options.pool.spec }),
+          spec: { ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
+          adopt: (c) => accountFor(c),
         })
       : undefined
-  const ready = pool ? pool.start().then(() => undefined) : Promise.resolve()
-  // Observed by whoever awaits `ready`; never an unhandled rejection.
-  ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
   const services = createServices({
     store,
-    ...(pool && { pool }),
+    ...(pool && { pool, engine: { runtime: options.runtime!, pool, command } }),
+    ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
+    ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
+    ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),
     cipher: createAesGcmCipher(key),
     clock,
     logger,
@@ -152,6 +173,11 @@ export function createBerth(options: BerthOptions = {}): Berth {
     version: VERSION,
     ...(options.catalog && { catalog: options.catalog }),
   })
+  accountFor = (c) => services.tasks.accountFor(c)
+  // Pool first (adopt or remove what a previous run left), then the tasks it served.
+  const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(() => services.tasks.start())
+  // Observed by whoever awaits `ready`; never an unhandled rejection.
+  ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
   const rateLimiter =
     options.rateLimit && 'take' in options.rateLimit
       ? options.rateLimit
@@ -208,6 +234,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ready,
     async close(opts = {}) {
       await ready.catch(() => {})
+      await services.tasks.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
       await storage.dispose()
     },

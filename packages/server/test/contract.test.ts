@@ -4,7 +4,11 @@
  * validation and robustness against malformed input.
  */
 import type { AnyRoute } from '@berth/core'
-import { ID_PREFIX } from '@berth/core'
+import { ID_PREFIX, silentLogger } from '@berth/core'
+import { localRuntime } from '@berth/adapter-local'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { collectionOf, fixtures, type Actor } from './fixtures.js'
 import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
@@ -14,13 +18,26 @@ let alice: Actor
 let bob: Actor
 let fx: ReturnType<typeof fixtures>
 
+const runtimeDir = mkdtempSync(join(tmpdir(), 'berth-contract-rt-'))
 beforeAll(async () => {
-  s = await startServer({ bodyLimit: 64 * 1024 })
+  // A real (local) runtime, so task routes accept work; no runner is installed, so every
+  // task ends failed with CONTAINER_FAILED, a definite state, quickly.
+  s = await startServer({
+    bodyLimit: 64 * 1024,
+    runtime: localRuntime({ baseDir: runtimeDir, logger: silentLogger }),
+    pool: { image: 'local', min: 0, max: 4 },
+    runner: { command: ['berth-runner-not-installed'] },
+    concurrency: 1000,
+  })
+  await s.berth.ready
   alice = await s.user('Alice')
   bob = await s.user('Bob')
   fx = fixtures(s)
 })
-afterAll(() => s.close())
+afterAll(async () => {
+  await s.close()
+  rmSync(runtimeDir, { recursive: true, force: true })
+})
 
 const routes = () => s.berth.routes
 const isVersioned = (r: AnyRoute) => r.path.startsWith('/v1/')
@@ -228,11 +245,16 @@ describe('validation', () => {
     expect(lists.length).toBeGreaterThanOrEqual(8)
     for (const r of lists) {
       const token = r.auth === 'admin' ? ADMIN_TOKEN : alice.token
-      for (const [q, field] of [['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=ten', 'limit'], ['page=0', 'page'], ['page=-1', 'page'], ['page=1.5', 'page'], ['page=1e309', 'page']]) {
-        const err = await expectError(await s.request(`${r.path}?${q}`, { token }), 400, 'VALIDATION_FAILED')
+      const path = hasId(r) ? fill(r, await fx.make(collectionOf(r.path), alice)) : r.path
+      const entries = (r.query as unknown as { entries: object }).entries
+      const cases = [['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=ten', 'limit']]
+      if ('page' in entries) cases.push(['page=0', 'page'], ['page=-1', 'page'], ['page=1.5', 'page'], ['page=1e309', 'page'])
+      if ('after' in entries) cases.push(['after=-1', 'after'], ['after=x', 'after'])
+      for (const [q, field] of cases as [string, string][]) {
+        const err = await expectError(await s.request(`${path}?${q}`, { token }), 400, 'VALIDATION_FAILED')
         expect(err.details?.issues?.[0]).toMatchObject({ location: 'query', path: field })
       }
-      expect((await s.request(`${r.path}?page=2&limit=100&unrelated=1`, { token })).status).toBe(200)
+      expect((await s.request(`${path}?page=2&limit=100&unrelated=1`, { token })).status).toBe(200)
     }
   })
 
@@ -282,7 +304,7 @@ describe('robustness', () => {
     }
     expect(count).toBeGreaterThan(1000)
     expect(s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
-  })
+  }, 60_000)
 
   it('unknown routes are 404 and wrong methods 405 with Allow, both in the error shape', async () => {
     await expectError(await s.request('/v1/nothing-here', { token: alice.token }), 404, 'NOT_FOUND')

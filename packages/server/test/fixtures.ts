@@ -33,10 +33,30 @@ export function fixtures(s: TestServer) {
     '/v1/tools': async () => ({ name: `tool-${uniq()}`, server: { type: 'stdio', command: 'node', args: ['server.js'] } }),
     '/v1/skills': async () => ({ name: `skill-${uniq()}`, body: '# Skill\nDo the thing.' }),
     '/v1/agents': async () => ({ name: `agent-${uniq()}`, prompt: 'You review code.' }),
+    '/v1/tasks': async (a: Actor) => ({ mode: 'batch', profile_id: await make('/v1/profiles', a), prompt: 'Say hello.' }),
   } satisfies Record<string, (a: Actor) => Promise<Record<string, unknown>>>
+
+  /** Submit a task; returns its id (tasks answer 202 with `task_id`). */
+  async function task(a: Actor): Promise<{ task_id: string }> {
+    const res = await post(a, '/v1/tasks', await bodies['/v1/tasks'](a))
+    if (res.status !== 202) throw new Error(`fixture task: ${res.status} ${await res.text()}`)
+    return (await res.json()) as { task_id: string }
+  }
+
+  /** Collections whose resources are not made by a plain create. */
+  const special: Record<string, (a: Actor) => Promise<string>> = {
+    '/v1/tasks': async (a) => (await task(a)).task_id,
+    // A workspace comes into being with its first task.
+    '/v1/workspaces': async (a) => {
+      const { task_id } = await task(a)
+      const res = await s.request(`/v1/tasks/${task_id}`, { token: a.token })
+      return ((await res.json()) as { workspace_id: string }).workspace_id
+    },
+  }
 
   /** Create one resource of the collection for an actor; returns its id. */
   async function make(collection: string, a: Actor): Promise<string> {
+    if (special[collection]) return special[collection](a)
     const body = bodies[collection as keyof typeof bodies]
     if (!body) throw new Error(`no fixture for collection ${collection}: add one to test/fixtures.ts`)
     return (await created(await post(a, collection, await body(a)), collection)).id

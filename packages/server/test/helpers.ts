@@ -73,7 +73,8 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
     async close() {
       server.closeAllConnections()
       await new Promise<void>((r) => server.close(() => r()))
-      await berth.close()
+      // Tests leave nothing behind: pooled containers go too (a restart test keeps them itself).
+      await berth.close({ removeContainers: true })
       if (ownDir) rmSync(ownDir, { recursive: true, force: true })
     },
   }

@@ -25,6 +25,7 @@ function fakeRuntime(failWith: unknown): ContainerRuntime {
     start: boom,
     stop: boom,
     remove: boom,
+    removeVolume: boom,
     exec: boom,
     putArchive: boom,
     getArchive: boom,

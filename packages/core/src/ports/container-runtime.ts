@@ -176,6 +176,8 @@ export interface ContainerRuntime {
   inspect(id: string): Promise<ContainerInfo>
   stats(id: string): Promise<ContainerStats>
   /** Release connections and timers. */
+  /** Remove a named volume (a workspace's files); absent volumes resolve. */
+  removeVolume(name: string): Promise<void>
   close?(): Promise<void>
 }
 
@@ -243,7 +245,7 @@ export function defineRuntime<F extends (...args: any[]) => ContainerRuntime>(fa
 }
 
 const GUARDED = [
-  'ping', 'create', 'start', 'stop', 'remove', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
+  'ping', 'create', 'start', 'stop', 'remove', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
 ] as const
 
 function guardRuntime(rt: ContainerRuntime): ContainerRuntime {

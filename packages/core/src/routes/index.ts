@@ -1,6 +1,8 @@
 import type { AnyRoute } from '../route.js'
 import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRoutes, secretRoutes, skillRoutes, toolRoutes } from './resources.js'
 import { poolRoutes } from './pool.js'
+import { taskRoutes } from './tasks.js'
+import { workspaceRoutes } from './workspaces.js'
 import { adminRoutes, health } from './system.js'
 
 /**
@@ -10,6 +12,8 @@ import { adminRoutes, health } from './system.js'
  */
 export const routes = [
   health,
+  ...taskRoutes,
+  ...workspaceRoutes,
   ...profileRoutes,
   listProfileModels,
   ...apiKeyRoutes,

@@ -99,6 +99,7 @@ export class ContainerPool {
   private closed = false
   private filling: Promise<void> | null = null
   private fillFailures = 0
+  private fillError: unknown = null
   private fillRetry: ReturnType<typeof setTimeout> | null = null
 
   constructor(opts: PoolOptions) {
@@ -132,11 +133,15 @@ export class ContainerPool {
     return c
   }
 
-  /** Recover what a previous run left, then warm up to `min`. */
+  /**
+   * Recover what a previous run left, then warm up to `min`. Rejects when the engine cannot
+   * be reached or the first warm-up fails (e.g. a missing image); warming keeps retrying.
+   */
   async start(): Promise<{ adopted: number; removed: number }> {
     const result = await this.recover()
     this.fill()
     await this.filling
+    if (this.fillRetry) throw this.fillError
     return result
   }
 
@@ -229,15 +234,7 @@ export class ContainerPool {
     c.purpose = req.purpose
     c.claimed_at = isoNow(this.o.clock)
     await this.o.store.set(this.key(c.id), c)
-    let released = false
-    return {
-      container: c,
-      release: async () => {
-        if (released) return
-        released = true
-        await this.reap(c.id)
-      },
-    }
+    return this.leaseOf(c.id)
   }
 
   private async create(req?: ClaimRequest): Promise<PooledContainer> {
@@ -273,7 +270,9 @@ export class ContainerPool {
       const record: PooledContainer = {
         id,
         engine_id: engineId,
-        state: 'idle',
+        // Made for a claim: in use at once, so no other claim (nor the warm-up count) takes
+        // it in the moment before `lease` records its holder.
+        state: req ? 'in_use' : 'idle',
         owner_id: null,
         workspace_id: null,
         purpose: null,
@@ -301,6 +300,20 @@ export class ContainerPool {
     await this.o.store.remove(this.key(id))
     this.serveWaiters()
     this.fill()
+  }
+
+  /** The lease of an in-use container: release reaps it, once. Also for containers adopted at start. */
+  leaseOf(id: string): Lease {
+    const c = this.get(id)
+    let released = false
+    return {
+      container: c,
+      release: async () => {
+        if (released) return
+        released = true
+        await this.reap(c.id)
+      },
+    }
   }
 
   /** Admin force-remove: 404 for an unknown id. A holder of the lease sees CONTAINER_FAILED. */
@@ -335,16 +348,24 @@ export class ContainerPool {
     })
   }
 
+  /** Whether warming should create another container now (claims waiting come first). */
+  private wantsWarm(): boolean {
+    return !this.closed && this.waiters.length === 0 && this.idle.length + this.creating < this.o.min && this.containers.size + this.creating < this.o.max
+  }
+
   /** Create warm containers until `min` are idle (within `max`), one at a time, in the background. */
   private fill(): void {
-    if (this.filling || this.closed || this.fillRetry) return
+    // Checked first: a run with nothing to do would finish synchronously, clearing `filling`
+    // before it is assigned, and the stale promise would block every later warm-up.
+    if (this.filling || this.fillRetry || !this.wantsWarm()) return
     this.filling = (async () => {
       try {
-        while (!this.closed && this.waiters.length === 0 && this.idle.length + this.creating < this.o.min && this.containers.size + this.creating < this.o.max) {
+        while (this.wantsWarm()) {
           await this.create()
           this.fillFailures = 0
         }
       } catch (err) {
+        this.fillError = err
         // Back off (1 s doubling to 30 s) so a broken engine is not hammered.
         const wait = Math.min(30_000, 1000 * 2 ** this.fillFailures++)
         this.o.logger.warn('could not warm a container', { error: String(err), retry_in_ms: wait })

@@ -1,0 +1,73 @@
+import { defineRoute } from '../route.js'
+import { IdParams, ListOf } from '../schemas/common.js'
+import { EventsQuery, SubmitTask, SubmittedTask, Task, TaskListQuery, TranscriptEvent } from '../schemas/task.js'
+
+export const taskRoutes = [
+  defineRoute({
+    name: 'tasks.submit',
+    method: 'POST',
+    path: '/v1/tasks',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'Submit a task',
+    description:
+      '`batch`: a fresh workspace and container, reaped when the task ends; poll `GET /v1/tasks/:id` (at most once a second) or subscribe over the WebSocket. `session`: without `session_id` starts a session, with it continues one in its warm container. A submit that would start one more running workspace than the profile allows answers 429 CONCURRENCY_LIMIT with `details.limit` and `details.running`.',
+    body: SubmitTask,
+    response: SubmittedTask,
+    status: 202,
+    errors: ['CONCURRENCY_LIMIT', 'CONTAINER_FAILED'],
+    handle: ({ caller, body, services }) => services.tasks.submit(caller, body),
+  }),
+  defineRoute({
+    name: 'tasks.list',
+    method: 'GET',
+    path: '/v1/tasks',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'List your tasks, newest first',
+    query: TaskListQuery,
+    response: ListOf('tasks', Task),
+    handle: async ({ caller, query, services }) => {
+      const { items, total } = await services.tasks.list(caller.id, query, { status: query.status, mode: query.mode })
+      return { tasks: items, total }
+    },
+  }),
+  defineRoute({
+    name: 'tasks.get',
+    method: 'GET',
+    path: '/v1/tasks/:id',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'Read a task: `result` once it ran, `error` once it failed',
+    params: IdParams('task'),
+    response: Task,
+    handle: ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
+  }),
+  defineRoute({
+    name: 'tasks.events',
+    method: 'GET',
+    path: '/v1/tasks/:id/events',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: "A task's event log, paged forward with `after`",
+    params: IdParams('task'),
+    query: EventsQuery,
+    response: ListOf('events', TranscriptEvent),
+    handle: async ({ caller, params, query, services }) => {
+      const all = await services.tasks.events(caller.id, params.id, 0, Number.MAX_SAFE_INTEGER)
+      const events = all.filter((e) => e.seq > query.after).slice(0, query.limit)
+      return { events, total: all.length }
+    },
+  }),
+  defineRoute({
+    name: 'tasks.cancel',
+    method: 'POST',
+    path: '/v1/tasks/:id/cancel',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'Cancel a task (a task already done is returned unchanged)',
+    params: IdParams('task'),
+    response: Task,
+    handle: ({ caller, params, services }) => services.tasks.cancel(caller.id, params.id),
+  }),
+] as const

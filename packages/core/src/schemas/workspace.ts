@@ -1,0 +1,51 @@
+import * as v from 'valibot'
+import { Id, Name, Timestamp } from './common.js'
+import { ModelId } from './profile.js'
+
+/** `starting` · `running` (container warm) · `idle` (container released, files and transcript kept) · `failed`. */
+export const WorkspaceStatus = v.picklist(['starting', 'running', 'idle', 'failed'])
+
+const Tags = v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(50))), v.maxLength(50))
+
+/** A workspace as listed. */
+export const WorkspaceSummary = v.object({
+  id: Id('workspace'),
+  session_id: v.string(),
+  profile_id: v.nullable(Id('profile')),
+  status: WorkspaceStatus,
+  name: Name,
+  starred: v.boolean(),
+  pinned: v.boolean(),
+  archived: v.boolean(),
+  tags: Tags,
+  public_preview: v.boolean(),
+  model_override: v.nullable(ModelId),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_active_at: Timestamp,
+})
+
+/** The full workspace. */
+export const Workspace = v.object({
+  ...WorkspaceSummary.entries,
+  /** The warm container, while `running`. */
+  container_id: v.nullable(Id('container')),
+  /** The agent conversation's id, for resuming. */
+  persistent: v.boolean(),
+})
+
+/** Body of `PATCH /v1/workspaces/:id`: only these fields. */
+export const UpdateWorkspace = v.strictObject({
+  name: v.optional(Name),
+  starred: v.optional(v.boolean()),
+  pinned: v.optional(v.boolean()),
+  archived: v.optional(v.boolean()),
+  tags: v.optional(Tags),
+  public_preview: v.optional(v.boolean()),
+  model_override: v.optional(v.nullable(ModelId)),
+})
+
+export type Workspace = v.InferOutput<typeof Workspace>
+export type WorkspaceSummary = v.InferOutput<typeof WorkspaceSummary>
+export type WorkspaceStatus = v.InferOutput<typeof WorkspaceStatus>
+export type UpdateWorkspace = v.InferOutput<typeof UpdateWorkspace>

@@ -1,0 +1,43 @@
+import type { Task, TranscriptEvent } from '../schemas/task.js'
+
+/** What subscribers of a task receive, live. */
+export type TaskMessage =
+  | { type: 'task.status'; task_id: string; status: Task['status']; task: Task }
+  | { type: 'task.event'; task_id: string; event: TranscriptEvent }
+
+type Listener = (message: TaskMessage) => void
+
+/**
+ * In-process fan-out of task status changes and transcript events to subscribers (the
+ * WebSocket). A listener that throws is dropped, never the publisher.
+ *
+ * @example
+ * ```ts
+ * const off = bus.subscribe('task_1', (m) => console.log(m.type))
+ * bus.publish({ type: 'task.event', task_id: 'task_1', event })
+ * off()
+ * ```
+ */
+export class EventBus {
+  private readonly listeners = new Map<string, Set<Listener>>()
+
+  subscribe(taskId: string, listener: Listener): () => void {
+    let set = this.listeners.get(taskId)
+    if (!set) this.listeners.set(taskId, (set = new Set()))
+    set.add(listener)
+    return () => {
+      set!.delete(listener)
+      if (set!.size === 0) this.listeners.delete(taskId)
+    }
+  }
+
+  publish(message: TaskMessage): void {
+    for (const listener of this.listeners.get(message.task_id) ?? []) {
+      try {
+        listener(message)
+      } catch {
+        this.listeners.get(message.task_id)?.delete(listener)
+      }
+    }
+  }
+}

@@ -1,0 +1,600 @@
+import * as v from 'valibot'
+import { ApiError, isApiError, validationError } from '../errors.js'
+import { newId } from '../ids.js'
+import type { ConcurrencySlots } from '../limits/concurrency.js'
+import { isoNow, type Clock } from '../ports/clock.js'
+import { collectExec, type ContainerRuntime } from '../ports/container-runtime.js'
+import type { Logger } from '../ports/logger.js'
+import type { Store } from '../ports/store.js'
+import type { Caller } from '../route.js'
+import { RunnerEvent, type RunnerInput } from '../runner-protocol.js'
+import type { SubmitTask, Task, TaskError, TaskResult, TaskStatus, TranscriptEvent } from '../schemas/task.js'
+import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
+import type { EventBus } from './event-bus.js'
+import type { EventLog } from './event-log.js'
+import { eventsFile, materialize, WORKSPACE_DIR, type MaterializeDeps } from './materialize.js'
+import type { ContainerPool, Lease, PooledContainer } from './pool.js'
+import type { ProfilesService } from './profiles.js'
+import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
+
+/** A stored task. */
+export interface TaskRecord extends OwnedRecord {
+  mode: 'batch' | 'session'
+  profile_id: string
+  prompt: string
+  priority: 'low' | 'normal' | 'high'
+  workspace_id: string
+  /** The workspace's session id (reported for session mode only). */
+  session_id: string
+  allowed_tools: string[] | null
+  max_turns: number | null
+  max_budget_usd: number | null
+  status: TaskStatus
+  started_at: string | null
+  finished_at: string | null
+  result: TaskResult | null
+  error: TaskError | null
+}
+
+/** Where task containers come from and how the runner is started in them. */
+export interface TaskEngine {
+  runtime: ContainerRuntime
+  pool: ContainerPool
+  /** The command that starts the runner inside a container, e.g. `['berth-runner']`. */
+  command: string[]
+}
+
+export interface TasksOptions {
+  store: Store
+  clock: Clock
+  logger: Logger
+  eventLog: EventLog
+  bus: EventBus
+  slots: ConcurrencySlots
+  profiles: ProfilesService
+  workspaces: WorkspacesService
+  catalog: MaterializeDeps
+  engine?: TaskEngine | undefined
+  /** A session's container is released after this long without a prompt (default 15 min). */
+  sessionIdleMs?: number
+  /** After a restart, how long to wait for a runner still at work to write its result (default 30 s). */
+  recoveryGraceMs?: number
+}
+
+type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
+
+const ACTIVE: TaskStatus[] = ['queued', 'starting', 'running']
+const RANK = { high: 0, normal: 1, low: 2 } as const
+
+/** Runner outcomes that fail a task, and the error code each becomes. */
+const OUTCOME_ERROR: Record<Exclude<ResultEvent['outcome'], 'success'>, TaskError['code']> = {
+  error_max_turns: 'TURN_LIMIT_EXCEEDED',
+  error_max_budget_usd: 'BUDGET_EXCEEDED',
+  model_error: 'MODEL_ERROR',
+  error_during_execution: 'CONTAINER_FAILED',
+}
+
+/** A session's claimed container and its idle timer. */
+interface Warm {
+  lease: Lease
+  timer: ReturnType<typeof setTimeout> | null
+}
+
+/**
+ * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
+ * in pooled containers through the runner, results and limit errors, cancel, and recovery
+ * after a restart.
+ *
+ * Batch tasks get a fresh workspace and container, reaped when they end. Session tasks
+ * keep their container warm; a follow-up with the `session_id` runs in it and resumes the
+ * conversation, queued behind a prompt still running in the same session. After
+ * `sessionIdleMs` the container is released (the workspace goes `idle`); a later follow-up
+ * claims a new one, with the workspace's volume when the profile has persistent sessions.
+ *
+ * @example
+ * ```ts
+ * const { task_id } = await tasks.submit(caller, { mode: 'batch', profile_id, prompt: 'Summarise README.md' })
+ * const task = await tasks.get(caller.id, task_id) // poll until completed | failed | cancelled
+ * ```
+ */
+export class TasksService {
+  readonly records: OwnedCollection<TaskRecord>
+  private readonly queue: TaskRecord[] = []
+  private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>()
+  private readonly busy = new Set<string>()
+  private readonly warm = new Map<string, Warm>()
+  private closed = false
+
+  constructor(private readonly o: TasksOptions) {
+    this.records = new OwnedCollection<TaskRecord>(o.store, 'tasks', 'task')
+  }
+
+  view(r: TaskRecord): Task {
+    return {
+      task_id: r.id,
+      status: r.status,
+      mode: r.mode,
+      profile_id: r.profile_id,
+      priority: r.priority,
+      prompt: r.prompt,
+      session_id: r.mode === 'session' ? r.session_id : null,
+      workspace_id: r.workspace_id,
+      created_at: r.created_at,
+      started_at: r.started_at,
+      finished_at: r.finished_at,
+      result: r.result,
+      error: r.error,
+    }
+  }
+
+  private engine(): TaskEngine {
+    if (!this.o.engine) throw new ApiError('CONTAINER_FAILED', 'This server has no container runtime configured, so it cannot run tasks')
+    return this.o.engine
+  }
+
+  /** Validate, take a concurrency slot when a workspace would start, persist, queue. */
+  async submit(caller: Caller, input: SubmitTask): Promise<{ task_id: string; status: TaskStatus; created_at: string }> {
+    const owner = caller.id
+    this.engine()
+    const profile = await this.o.profiles.records.find(owner, input.profile_id)
+    if (!profile) throw validationError([{ location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` }])
+    let ws: WorkspaceRecord | null = null
+    if (input.session_id) {
+      ws = await this.o.workspaces.bySession(owner, input.session_id)
+      if (!ws) throw validationError([{ location: 'body', path: 'session_id', message: `session ${input.session_id} does not exist` }])
+      if (ws.profile_id !== profile.id) {
+        throw validationError([{ location: 'body', path: 'profile_id', message: `session ${input.session_id} belongs to profile ${ws.profile_id}` }])
+      }
+    }
+    const wsId = ws?.id ?? newId('workspace')
+    // A workspace that holds no slot (new, or idle) would start one more: count it now,
+    // synchronously, so parallel submissions are admitted exactly up to the limit.
+    const held = this.o.slots.has(profile.id, wsId)
+    this.o.slots.acquire(profile.id, wsId)
+    try {
+      ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions })
+      const now = isoNow(this.o.clock)
+      const record: TaskRecord = {
+        id: newId('task'),
+        owner_id: owner,
+        mode: input.mode,
+        profile_id: profile.id,
+        prompt: input.prompt,
+        priority: input.priority ?? 'normal',
+        workspace_id: ws.id,
+        session_id: ws.session_id,
+        allowed_tools: input.allowed_tools ?? null,
+        max_turns: input.max_turns ?? null,
+        max_budget_usd: input.max_budget_usd ?? null,
+        status: 'queued',
+        started_at: null,
+        finished_at: null,
+        result: null,
+        error: null,
+        created_at: now,
+        updated_at: now,
+      }
+      await this.records.put(record)
+      await this.o.store.set(`active-tasks:${record.id}`, { owner })
+      this.queue.push(record)
+      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: this.view(record) })
+      queueMicrotask(() => this.pump())
+      return { task_id: record.id, status: record.status, created_at: record.created_at }
+    } catch (err) {
+      if (!held) this.o.slots.release(profile.id, wsId)
+      throw err
+    }
+  }
+
+  async get(owner: string, id: string): Promise<Task> {
+    return this.view(await this.records.get(owner, id))
+  }
+
+  async list(owner: string, page: Page, filter: { status?: TaskStatus | undefined; mode?: 'batch' | 'session' | undefined }): Promise<Paged<Task>> {
+    const { items, total } = await this.records.list(
+      owner,
+      page,
+      (t) => (filter.status === undefined || t.status === filter.status) && (filter.mode === undefined || t.mode === filter.mode),
+    )
+    return { items: items.map((t) => this.view(t)), total }
+  }
+
+  /** A task's own events from its workspace's log (`seq` is the workspace's). */
+  async events(owner: string, id: string, after: number, limit: number): Promise<TranscriptEvent[]> {
+    const t = await this.records.get(owner, id)
+    return this.o.eventLog.read(owner, t.workspace_id, { after, limit, taskId: id })
+  }
+
+  /** Cancel a queued or running task; a task already done is returned unchanged. */
+  async cancel(owner: string, id: string): Promise<Task> {
+    const t = await this.records.get(owner, id)
+    if (!ACTIVE.includes(t.status)) return this.view(t)
+    const queued = this.queue.findIndex((q) => q.id === id)
+    if (queued >= 0) {
+      this.queue.splice(queued, 1)
+      const done = await this.finish(t, { status: 'cancelled' })
+      await this.releaseIfUnused(t)
+      return this.view(done)
+    }
+    const run = this.running.get(id)
+    if (run) {
+      run.abort.abort(new ApiError('VALIDATION_FAILED', 'cancelled'))
+      await run.done
+    }
+    return this.view(await this.records.get(owner, id))
+  }
+
+  /** Start serving: recover what a previous run left, then run the queue. */
+  async start(): Promise<void> {
+    await this.recover()
+    this.pump()
+  }
+
+  /**
+   * Whether the pool should keep an in-use container it finds at start: yes when its
+   * workspace still has work (a task that was running, or a warm session).
+   */
+  async accountFor(c: PooledContainer): Promise<boolean> {
+    if (!c.owner_id || !c.workspace_id) return false
+    const ws = await this.o.workspaces.records.find(c.owner_id, c.workspace_id)
+    return ws !== null && ws.status === 'running'
+  }
+
+  /** Order of the queue: priority, then the owner with the fewest tasks running, then age. */
+  private nextIndex(): number {
+    const runningBy = new Map<string, number>()
+    for (const id of this.busy) runningBy.set(id, (runningBy.get(id) ?? 0) + 1)
+    let best = -1
+    for (let i = 0; i < this.queue.length; i++) {
+      const t = this.queue[i]!
+      if (this.busy.has(t.workspace_id)) continue
+      if (best < 0) {
+        best = i
+        continue
+      }
+      const b = this.queue[best]!
+      const key = (x: TaskRecord) => [RANK[x.priority], runningBy.get(x.owner_id) ?? 0, x.created_at, x.id] as const
+      const [ka, kb] = [key(t), key(b)]
+      for (let k = 0; k < ka.length; k++) {
+        if (ka[k] !== kb[k]) {
+          if (ka[k]! < kb[k]!) best = i
+          break
+        }
+      }
+    }
+    return best
+  }
+
+  /** Start every queued task whose workspace is free; the pool orders the waits for containers. */
+  private pump(): void {
+    if (this.closed) return
+    for (let i = this.nextIndex(); i >= 0; i = this.nextIndex()) {
+      const [task] = this.queue.splice(i, 1)
+      this.busy.add(task!.workspace_id)
+      const abort = new AbortController()
+      const done = this.run(task!, abort.signal)
+        .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task!.id, error: String(err) }))
+        .finally(() => {
+          this.running.delete(task!.id)
+          this.busy.delete(task!.workspace_id)
+          this.pump()
+        })
+      this.running.set(task!.id, { abort, done })
+    }
+  }
+
+  private async setStatus(t: TaskRecord, status: TaskStatus, extra: Partial<TaskRecord> = {}): Promise<TaskRecord> {
+    const current = (await this.records.find(t.owner_id, t.id)) ?? t
+    const next = { ...current, ...extra, status, updated_at: isoNow(this.o.clock) }
+    await this.records.put(next)
+    this.o.bus.publish({ type: 'task.status', task_id: t.id, status, task: this.view(next) })
+    return next
+  }
+
+  private async finish(
+    t: TaskRecord,
+    end: { status: 'completed' | 'failed' | 'cancelled'; result?: TaskResult | null; error?: TaskError | null },
+  ): Promise<TaskRecord> {
+    const done = await this.setStatus(t, end.status, {
+      finished_at: isoNow(this.o.clock),
+      result: end.result ?? null,
+      error: end.error ?? null,
+    })
+    await this.o.store.remove(`active-tasks:${t.id}`)
+    await this.o.eventLog.flush(t.owner_id, t.workspace_id)
+    return done
+  }
+
+  /** Run one task end to end. Never throws: every path ends the task in a definite state. */
+  private async run(task: TaskRecord, signal: AbortSignal): Promise<void> {
+    const { runtime, pool, command } = this.engine()
+    const owner = task.owner_id
+    let ws = await this.o.workspaces.records.get(owner, task.workspace_id)
+    let keepWarm = task.mode === 'session'
+    try {
+      const profile = await this.o.profiles.records.find(owner, task.profile_id)
+      if (!profile) throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
+      let warm = this.warm.get(ws.id)
+      if (warm?.timer) clearTimeout(warm.timer)
+      if (!warm) {
+        const volume = ws.persistent ? (ws.volume ?? `berth-${ws.id.replace('_', '-')}`) : null
+        const lease = await pool.claim({
+          owner_id: owner,
+          workspace_id: ws.id,
+          purpose: task.mode,
+          priority: task.priority,
+          signal,
+          ...(volume && { spec: { mounts: [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] } }),
+        })
+        warm = { lease, timer: null }
+        this.warm.set(ws.id, warm)
+        if (volume && !ws.volume) ws = await this.o.workspaces.patch(owner, ws.id, { volume })
+      }
+      task = await this.setStatus(task, 'starting')
+      ws = await this.o.workspaces.setStatus(owner, ws.id, 'running', { container_id: warm.lease.container.id })
+      const input = await materialize(this.o.catalog, task, profile, ws)
+      signal.throwIfAborted()
+      task = await this.setStatus(task, 'running', { started_at: isoNow(this.o.clock) })
+      const result = await this.exec(runtime, command, warm.lease, task, input, signal)
+      if (result.session_id) ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: result.session_id })
+      const taskResult: TaskResult = {
+        text: result.text,
+        tool_calls: result.tool_calls,
+        input_tokens: result.input_tokens,
+        output_tokens: result.output_tokens,
+        cost_usd: result.cost_usd,
+        turns: result.turns,
+      }
+      if (result.outcome === 'success') {
+        await this.finish(task, { status: 'completed', result: taskResult })
+      } else {
+        const code = OUTCOME_ERROR[result.outcome]
+        await this.finish(task, { status: 'failed', result: taskResult, error: { code, error: result.error ?? result.outcome } })
+        if (code === 'CONTAINER_FAILED') keepWarm = false
+      }
+    } catch (err) {
+      if (signal.aborted) {
+        await this.finish(task, { status: 'cancelled' })
+      } else {
+        const code = isApiError(err) && err.code in OUTCOME_ERROR_CODES ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
+        if (code === 'INTERNAL_ERROR' && !isApiError(err)) this.o.logger.error('task failed', { task: task.id, error: String(err) })
+        await this.finish(task, { status: 'failed', error: { code, error: isApiError(err) ? err.message : 'Internal error while running the task' } })
+        // A container that failed is not trusted with the next prompt.
+        keepWarm = false
+      }
+    }
+    if (keepWarm && this.warm.has(ws.id) && !this.closed) this.scheduleIdle(owner, ws.id)
+    else await this.releaseWorkspace(owner, ws.id)
+  }
+
+  /** Exec the runner and turn its lines into stored events; the result event, or CONTAINER_FAILED. */
+  private async exec(
+    runtime: ContainerRuntime,
+    command: string[],
+    lease: Lease,
+    task: TaskRecord,
+    input: RunnerInput,
+    signal: AbortSignal,
+  ): Promise<ResultEvent> {
+    let result: ResultEvent | null = null
+    let pending = ''
+    let stderr = ''
+    let chain = Promise.resolve()
+    const decoder = new TextDecoder()
+    const onLine = (line: string) => {
+      if (!line.trim()) return
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(line)
+      } catch {
+        this.o.logger.warn('runner wrote a line that is not JSON', { task: task.id })
+        return
+      }
+      const event = v.safeParse(RunnerEvent, parsed)
+      if (!event.success) {
+        this.o.logger.warn('runner wrote an unknown event', { task: task.id })
+        return
+      }
+      if (event.output.type === 'result') result = event.output
+      chain = chain.then(() => this.record(task, [event.output]))
+    }
+    const proc = await runtime.exec(lease.container.engine_id, {
+      cmd: command,
+      cwd: WORKSPACE_DIR,
+      stdin: `${JSON.stringify(input)}\n`,
+      signal,
+      onStdout: (chunk) => {
+        pending += decoder.decode(chunk, { stream: true })
+        let nl: number
+        while ((nl = pending.indexOf('\n')) >= 0) {
+          onLine(pending.slice(0, nl))
+          pending = pending.slice(nl + 1)
+        }
+      },
+      onStderr: (chunk) => {
+        stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
+      },
+    })
+    const exit = await proc.exit
+    onLine(pending)
+    await chain
+    signal.throwIfAborted()
+    if (!result) {
+      throw new ApiError('CONTAINER_FAILED', `The agent runner ended without a result (exit code ${exit.exitCode ?? 'unknown'})`, {
+        exit_code: exit.exitCode,
+        stderr_tail: redactAll(stderr.slice(-1000), input.redact),
+      })
+    }
+    return result
+  }
+
+  /** Store events in the workspace's log and push them to subscribers. */
+  private async record(task: TaskRecord, events: RunnerEvent[]): Promise<void> {
+    const placed = await this.o.eventLog.append(
+      task.owner_id,
+      task.workspace_id,
+      events.map((e) => ({ ...e, task_id: task.id })),
+    )
+    for (const event of placed) this.o.bus.publish({ type: 'task.event', task_id: task.id, event })
+  }
+
+  private scheduleIdle(owner: string, wsId: string): void {
+    const warm = this.warm.get(wsId)
+    if (!warm) return
+    warm.timer = setTimeout(() => {
+      // Not while a follow-up is running or waiting to.
+      if (this.busy.has(wsId) || this.queue.some((t) => t.workspace_id === wsId)) return
+      void this.releaseWorkspace(owner, wsId).catch((err) => this.o.logger.warn('could not release a session', { workspace: wsId, error: String(err) }))
+    }, this.o.sessionIdleMs ?? 15 * 60_000)
+    warm.timer.unref?.()
+  }
+
+  /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
+  async releaseWorkspace(owner: string, wsId: string, status: 'idle' | 'failed' = 'idle'): Promise<void> {
+    const warm = this.warm.get(wsId)
+    this.warm.delete(wsId)
+    if (warm?.timer) clearTimeout(warm.timer)
+    await warm?.lease.release()
+    const ws = await this.o.workspaces.records.find(owner, wsId)
+    if (!ws) return
+    if (ws.profile_id) this.o.slots.release(ws.profile_id, wsId)
+    await this.o.workspaces.setStatus(owner, wsId, status, { container_id: null })
+  }
+
+  /** A cancelled queued task may leave a workspace that never started: free its slot. */
+  private async releaseIfUnused(t: TaskRecord): Promise<void> {
+    if (this.busy.has(t.workspace_id) || this.warm.has(t.workspace_id) || this.queue.some((q) => q.workspace_id === t.workspace_id)) return
+    await this.releaseWorkspace(t.owner_id, t.workspace_id)
+  }
+
+  /** Cancel everything of a workspace and release it (workspace deletion). */
+  async stopWorkspace(owner: string, wsId: string): Promise<void> {
+    for (const t of this.queue.filter((q) => q.workspace_id === wsId)) await this.cancel(owner, t.id)
+    for (const [id, run] of this.running) {
+      const t = await this.records.find(owner, id)
+      if (t?.workspace_id === wsId) {
+        run.abort.abort()
+        await run.done
+      }
+    }
+    await this.releaseWorkspace(owner, wsId)
+  }
+
+  /**
+   * After a restart: queued tasks go back in the queue; a task that was starting or
+   * running gets the result its runner wrote to the workspace's event file (waiting up to
+   * `recoveryGraceMs` for a runner still at work), or fails with CONTAINER_FAILED; warm
+   * sessions keep their container; every other workspace that was running goes idle.
+   */
+  async recover(): Promise<void> {
+    const refs = await this.o.store.keys('active-tasks:')
+    const owners = await this.o.store.getMany<{ owner: string }>(refs)
+    const tasks: TaskRecord[] = []
+    for (let i = 0; i < refs.length; i++) {
+      const t = owners[i] && (await this.records.find(owners[i]!.owner, refs[i]!.slice('active-tasks:'.length)))
+      if (t && ACTIVE.includes(t.status)) tasks.push(t)
+      else await this.o.store.remove(refs[i]!)
+    }
+    const pool = this.o.engine?.pool
+    const leases = new Map((pool?.list() ?? []).filter((c) => c.state === 'in_use' && c.workspace_id).map((c) => [c.workspace_id!, c]))
+    // Warm containers come back with their workspaces.
+    for (const [wsId, c] of leases) this.warm.set(wsId, { lease: pool!.leaseOf(c.id), timer: null })
+
+    const interrupted = tasks.filter((t) => t.status !== 'queued')
+    await Promise.all(interrupted.map((t) => this.recoverRun(t)))
+
+    for (const t of tasks.filter((x) => x.status === 'queued').sort((a, b) => (a.created_at < b.created_at ? -1 : 1))) {
+      this.o.slots.acquire(t.profile_id, t.workspace_id)
+      this.queue.push(t)
+    }
+    for (const ws of await this.o.workspaces.allWithStatus(['running', 'starting'])) {
+      const warm = this.warm.get(ws.id)
+      if (warm && ws.profile_id) {
+        this.o.slots.acquire(ws.profile_id, ws.id)
+        if (!this.queue.some((t) => t.workspace_id === ws.id)) this.scheduleIdle(ws.owner_id, ws.id)
+      } else if (!this.queue.some((t) => t.workspace_id === ws.id)) {
+        await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
+      }
+    }
+  }
+
+  private async recoverRun(t: TaskRecord): Promise<void> {
+    const engine = this.o.engine
+    const warm = this.warm.get(t.workspace_id)
+    let result: ResultEvent | null = null
+    let events: RunnerEvent[] = []
+    if (engine && warm) {
+      const deadline = this.o.clock.now() + (this.o.recoveryGraceMs ?? 30_000)
+      for (;;) {
+        events = await this.readEventFile(engine.runtime, warm.lease.container.engine_id, t.id).catch(() => [])
+        result = (events.find((e) => e.type === 'result') as ResultEvent | undefined) ?? null
+        const alive = await engine.runtime
+          .inspect(warm.lease.container.engine_id)
+          .then((i) => i.running)
+          .catch(() => false)
+        if (result || !alive || this.o.clock.now() >= deadline) break
+        await new Promise((r) => setTimeout(r, 500))
+      }
+    }
+    // Whatever the log missed (events after its last flush) comes from the runner's file.
+    const stored = await this.o.eventLog.read(t.owner_id, t.workspace_id, { after: 0, limit: 1_000_000, taskId: t.id })
+    if (events.length > stored.length) await this.record(t, events.slice(stored.length))
+    if (result) {
+      const taskResult: TaskResult = {
+        text: result.text,
+        tool_calls: result.tool_calls,
+        input_tokens: result.input_tokens,
+        output_tokens: result.output_tokens,
+        cost_usd: result.cost_usd,
+        turns: result.turns,
+      }
+      if (result.session_id) await this.o.workspaces.patch(t.owner_id, t.workspace_id, { sdk_session_id: result.session_id })
+      if (result.outcome === 'success') await this.finish(t, { status: 'completed', result: taskResult })
+      else await this.finish(t, { status: 'failed', result: taskResult, error: { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome } })
+    } else {
+      await this.finish(t, {
+        status: 'failed',
+        error: { code: 'CONTAINER_FAILED', error: 'The server restarted while the task was running and its runner left no result' },
+      })
+    }
+    // Batch containers are reaped; a session keeps a container that survived.
+    if (t.mode === 'batch' || !result) await this.releaseWorkspace(t.owner_id, t.workspace_id)
+  }
+
+  /** The runner's event file inside a container, parsed. */
+  private async readEventFile(runtime: ContainerRuntime, engineId: string, taskId: string): Promise<RunnerEvent[]> {
+    const { exitCode, stdout } = await collectExec(await runtime.exec(engineId, { cmd: ['cat', eventsFile(taskId)] }))
+    if (exitCode !== 0) return []
+    return stdout
+      .split('\n')
+      .flatMap((line) => {
+        try {
+          const e = v.safeParse(RunnerEvent, JSON.parse(line))
+          return e.success ? [e.output] : []
+        } catch {
+          return []
+        }
+      })
+  }
+
+  /** Stop taking work; running tasks are left to a restart's recovery. Containers stay. */
+  async close(): Promise<void> {
+    this.closed = true
+    for (const w of this.warm.values()) if (w.timer) clearTimeout(w.timer)
+    await this.o.eventLog.flushAll()
+  }
+}
+
+const OUTCOME_ERROR_CODES: Record<string, true> = {
+  TURN_LIMIT_EXCEEDED: true,
+  BUDGET_EXCEEDED: true,
+  CONTAINER_FAILED: true,
+  MODEL_ERROR: true,
+  INTERNAL_ERROR: true,
+}
+
+function redactAll(text: string, values: string[]): string {
+  let out = text
+  for (const v of values) if (v) out = out.split(v).join('[REDACTED]')
+  return out
+}
