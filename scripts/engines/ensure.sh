@@ -11,7 +11,9 @@
 # "[engines]". When an engine is missing and we are root on Debian, it is installed from
 # Debian's packages (docker.io, podman); when not root, the script fails with what to do.
 # No registry is used: the test image is a rootfs of the host's node, the libraries `ldd`
-# lists and busybox, imported with `docker import` / `podman import`.
+# lists and busybox, imported with `docker import` / `podman import`. For the agent runner
+# (@berth/runner) it also holds bash (Claude Code's Bash tool needs bash or zsh; busybox
+# has neither) and librt.so.1 (linked by Claude Code's native binary, not by node).
 #
 # Environment:
 #   BERTH_ENGINES        engines to ensure, space separated (default "docker podman")
@@ -30,7 +32,7 @@ DOCKER_SOCKET="${DOCKER_SOCKET:-/var/run/docker.sock}"
 PODMAN_SOCKET="${PODMAN_SOCKET:-/run/podman/podman.sock}"
 PODMAN_PIDFILE=/run/berth-podman-service.pid
 # Bump when the image recipe below changes, so existing images are rebuilt.
-RECIPE_VERSION=1
+RECIPE_VERSION=2
 WAIT_SECONDS=90
 
 log() { echo "[engines] $*" >&2; }
@@ -179,17 +181,19 @@ recipe_hash() {
   local node bb
   node="$(command -v node)"
   bb="$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || echo none)"
-  printf '%s|%s|%s|%s' "$RECIPE_VERSION" "$(node --version)" "$(sha256sum "$(readlink -f "$node")" | cut -c1-16)" "$bb" |
+  printf '%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$(node --version)" "$(sha256sum "$(readlink -f "$node")" | cut -c1-16)" "$bb" \
+    "$(sha256sum "$(readlink -f "$(command -v bash)")" | cut -c1-16)" |
     sha256sum | cut -c1-16
 }
 
 ROOTFS_TAR=""
 build_rootfs() { # builds the rootfs tarball once per run, into $ROOTFS_TAR
   [ -n "$ROOTFS_TAR" ] && return 0
-  local dir node lib
+  local dir node bash lib libdir
   dir="$(mktemp -d /tmp/berth-rootfs.XXXXXX)"
   node="$(readlink -f "$(command -v node)")"
-  log "image: building rootfs in $dir (node $(node --version) + $(ldd "$node" | grep -c '/') libraries + busybox)"
+  bash="$(readlink -f "$(command -v bash)")"
+  log "image: building rootfs in $dir (node $(node --version) + bash + $({ ldd "$node"; ldd "$bash"; } | grep -o '/[^ ]*' | sort -u | wc -l) libraries + librt + busybox)"
   mkdir -p "$dir"/{bin,usr/bin,usr/local/bin,etc,tmp,root,workspace,proc,sys,dev}
   chmod 1777 "$dir/tmp"
   cp /bin/busybox "$dir/bin/busybox"
@@ -197,9 +201,13 @@ build_rootfs() { # builds the rootfs tarball once per run, into $ROOTFS_TAR
     [ "$applet" = busybox ] || ln -sf busybox "$dir/bin/$applet"
   done
   cp "$node" "$dir/usr/local/bin/node"
-  for lib in $(ldd "$node" | grep -o '/[^ ]*'); do
+  cp "$bash" "$dir/bin/bash"
+  for lib in $({ ldd "$node"; ldd "$bash"; } | grep -o '/[^ ]*' | sort -u); do
     cp -L --parents "$lib" "$dir/"
   done
+  # librt.so.1 sits beside libc.so.6; Claude Code's native binary needs it.
+  libdir="$(dirname "$(ldd "$node" | grep -o '/[^ ]*libc\.so\.6')")"
+  cp -L --parents "$libdir/librt.so.1" "$dir/"
   printf 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000:node:/home/node:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$dir/etc/passwd"
   printf 'root:x:0:\nnode:x:1000:\nnogroup:x:65534:\n' >"$dir/etc/group"
   mkdir -p "$dir/home/node" && chown 1000:1000 "$dir/home/node"

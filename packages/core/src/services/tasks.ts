@@ -109,6 +109,11 @@ export class TasksService {
     this.records = new OwnedCollection<TaskRecord>(o.store, 'tasks', 'task')
   }
 
+  /** The store tasks live in (for records that belong with them, e.g. WebSocket request ids). */
+  get recordsStore(): Store {
+    return this.o.store
+  }
+
   view(r: TaskRecord): Task {
     return {
       task_id: r.id,

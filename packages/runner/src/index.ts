@@ -1,0 +1,7 @@
+/**
+ * `@berth/runner`: the program that runs inside a task's container (`berth-runner`, built
+ * to `dist/main.js`), plus what the server needs to ship it there.
+ */
+export { bundleRunner, runnerCommand, platformPackage, RUNNER_MOUNT, type BundleOptions, type RunnerBundle } from './bundle.js'
+export { createRedactor, REDACTED, type Redactor, type StreamRedactor } from './redact.js'
+export { parseInput, InputError } from './input.js'

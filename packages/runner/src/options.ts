@@ -1,0 +1,91 @@
+import type { Options } from '@anthropic-ai/claude-agent-sdk'
+import type { RunnerInput } from '@berth/core/contract'
+import { configDir, systemAppend } from './workspace.js'
+
+/** The model the `stub` provider runs as when the input names none (its prices give costs). */
+export const STUB_MODEL = 'claude-sonnet-4-5'
+
+/** What {@link sdkOptions} needs beyond the input. */
+export interface SdkOptionsContext {
+  /** Base URL of the offline model the runner started (provider `stub`). */
+  stubUrl?: string
+  /** Skill names written to the workspace, to enable. */
+  skills: string[]
+  abortController: AbortController
+  /** The environment to start from (default `process.env`). */
+  baseEnv?: NodeJS.ProcessEnv
+  stderr?: (data: string) => void
+}
+
+/**
+ * The environment of the Claude Code process (and so of the agent's tools): the runner's
+ * own, the task's `env`, then what the model endpoint needs, which wins.
+ *
+ * @example
+ * ```ts
+ * sdkEnv(input, { stubUrl: 'http://127.0.0.1:4000' }).ANTHROPIC_BASE_URL // 'http://127.0.0.1:4000'
+ * ```
+ */
+export function sdkEnv(input: RunnerInput, ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv'>): Record<string, string | undefined> {
+  const stub = input.model.provider === 'stub'
+  const env: Record<string, string | undefined> = { ...(ctx.baseEnv ?? process.env), ...input.env }
+  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']) delete env[k]
+  const baseUrl = stub ? ctx.stubUrl : input.model.base_url
+  if (baseUrl) env.ANTHROPIC_BASE_URL = baseUrl
+  // The stub accepts any key; the SDK refuses to start without one.
+  const key = stub ? 'sk-berth-stub' : input.model.api_key
+  if (key) env.ANTHROPIC_API_KEY = key
+  env.CLAUDE_CONFIG_DIR = configDir(input.cwd)
+  env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1'
+  env.DISABLE_AUTOUPDATER = '1'
+  // A scripted API error from the stub should fail now, not after ~100 s of retries.
+  if (stub) env.CLAUDE_CODE_MAX_RETRIES = '0'
+  else env.CLAUDE_CODE_MAX_RETRIES ??= '3'
+  return env
+}
+
+/**
+ * The Claude Agent SDK options for one run.
+ *
+ * Permissions: `dontAsk` runs the tools in `allowedTools` without asking and denies every
+ * other tool (the model gets a denial it can react to). Nothing ever waits for a human,
+ * it works as root (unlike `bypassPermissions`, which needs `IS_SANDBOX=1` there), and
+ * the profile's tool list stays the real limit.
+ *
+ * @example
+ * ```ts
+ * const opts = sdkOptions(input, { skills: [], abortController: new AbortController() })
+ * for await (const m of query({ prompt: input.prompt, options: opts })) { ... }
+ * ```
+ */
+export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options {
+  const append = systemAppend(input)
+  const options: Options = {
+    cwd: input.cwd,
+    model: input.model.model ?? (input.model.provider === 'stub' ? STUB_MODEL : undefined),
+    allowedTools: input.allowed_tools,
+    permissionMode: 'dontAsk',
+    permissionPrompts: 'none',
+    mcpServers: input.mcp_servers,
+    // Over stdin, so MCP env and headers (secrets) stay off the command line.
+    mcpServersDelivery: 'initialize',
+    systemPrompt: { type: 'preset', preset: 'claude_code', ...(append ? { append } : {}) },
+    agents: Object.fromEntries(
+      input.agents.map((a) => [
+        a.name,
+        { description: a.description, prompt: a.prompt, ...(a.tools ? { tools: a.tools } : {}), ...(a.model ? { model: a.model } : {}) },
+      ]),
+    ),
+    // `project` loads <cwd>/.claude (skills, settings) and CLAUDE.md files from the workspace.
+    settingSources: ['project'],
+    includePartialMessages: true,
+    env: sdkEnv(input, ctx),
+    abortController: ctx.abortController,
+  }
+  if (ctx.skills.length) options.skills = ctx.skills
+  if (input.max_turns !== null) options.maxTurns = input.max_turns
+  if (input.max_budget_usd !== null) options.maxBudgetUsd = input.max_budget_usd
+  if (input.resume) options.resume = input.resume
+  if (ctx.stderr) options.stderr = ctx.stderr
+  return options
+}

@@ -1,0 +1,84 @@
+import { query } from '@anthropic-ai/claude-agent-sdk'
+import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
+import { startOfflineModel, type OfflineModelServer } from '@berth/testkit/model'
+import { sdkOptions } from './options.js'
+import type { Redactor } from './redact.js'
+import { Transcript } from './transcript.js'
+import { writeSkills } from './workspace.js'
+
+/** What {@link runTask} needs besides the input. */
+export interface RunTaskOptions {
+  emit: (event: RunnerEvent) => void
+  redactor: Redactor
+  /** Aborting cancels the run; the result then says `cancelled`. */
+  signal?: AbortSignal
+  /** Claude Code's stderr, redacted (default: dropped). */
+  stderr?: (text: string) => void
+  /** How long to wait for the SDK to wind down after a cancel before giving up on it. */
+  cancelGraceMs?: number
+}
+
+/**
+ * Run one prompt through the Claude Agent SDK and emit its transcript: `user_message`,
+ * then turns, tokens, tool calls and results, and always exactly one `result` last.
+ * With provider `stub` the offline model is served on 127.0.0.1 for the run's duration.
+ *
+ * @example
+ * ```ts
+ * await runTask(input, { emit: (e) => console.log(JSON.stringify(e)), redactor: createRedactor(input.redact) })
+ * ```
+ */
+export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise<void> {
+  const { emit, redactor } = opts
+  emit({ type: 'user_message', text: input.prompt })
+  const transcript = new Transcript(emit, redactor.stream())
+  const abortController = new AbortController()
+  const cancelled = () => opts.signal?.aborted === true
+  const onAbort = () => abortController.abort()
+  opts.signal?.addEventListener('abort', onAbort, { once: true })
+  let model: OfflineModelServer | undefined
+  let failure: string | undefined
+  try {
+    if (input.model.provider === 'stub') model = await startOfflineModel({ host: '127.0.0.1', port: 0 })
+    const skills = writeSkills(input.cwd, input.skills)
+    const options = sdkOptions(input, {
+      stubUrl: model?.url,
+      skills,
+      abortController,
+      stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
+    })
+    if (cancelled()) throw new Error('cancelled')
+    const messages = query({ prompt: input.prompt, options })
+    const drain = (async () => {
+      // The SDK throws after it yielded an error result; the result is what counts then.
+      try {
+        for await (const m of messages) transcript.push(m)
+      } catch (err) {
+        if (!transcript.hasResult() || cancelled()) throw err
+      }
+    })()
+    await (opts.signal ? untilAbortedPlusGrace(drain, opts.signal, opts.cancelGraceMs ?? 5000) : drain)
+  } catch (err) {
+    failure = err instanceof Error ? err.message : String(err)
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort)
+    await model?.close()
+  }
+  emit(transcript.result(cancelled() ? 'cancelled' : failure))
+}
+
+/** `work`, but settles at most `graceMs` after `signal` aborts (a stuck SDK must not keep us). */
+function untilAbortedPlusGrace(work: Promise<void>, signal: AbortSignal, graceMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined
+    const onAbort = () => {
+      timer = setTimeout(() => resolve(), graceMs)
+    }
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    work.then(resolve, reject).finally(() => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', onAbort)
+    })
+  })
+}

@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
+import { findRepoRoot } from '@berth/testkit'
+
+/** Where the tests' runner bundle lives (built by global-setup). */
+export const BUNDLE_DIR = join(findRepoRoot(), '.tmp', 'runner-bundle')
+
+export type Result = Extract<RunnerEvent, { type: 'result' }>
+
+/** A stub-provider input for `prompt` in a fresh workspace, with overrides. */
+export function makeInput(prompt: string, overrides: Partial<RunnerInput> = {}): RunnerInput {
+  const cwd = overrides.cwd ?? mkdtempSync(join(tmpdir(), 'berth-runner-ws-'))
+  return {
+    protocol: 1,
+    task_id: 'task_test',
+    prompt,
+    model: { provider: 'stub', model: null, base_url: null, api_key: null },
+    allowed_tools: ['Bash', 'Read', 'Write'],
+    mcp_servers: {},
+    claude_md: '',
+    memory: [],
+    skills: [],
+    agents: [],
+    max_turns: 10,
+    max_budget_usd: null,
+    resume: null,
+    env: {},
+    redact: [],
+    cwd,
+    events_file: join(cwd, '.berth', 'events', `${overrides.task_id ?? 'task_test'}.jsonl`),
+    ...overrides,
+  }
+}
+
+/** What one runner process did. */
+export interface RunOutcome {
+  exitCode: number | null
+  /** Raw stdout lines. */
+  lines: string[]
+  events: RunnerEvent[]
+  result: Result | undefined
+  stderr: string
+  /** Milliseconds from spawn to the first `token` line (null: none). */
+  firstTokenMs: number | null
+  totalMs: number
+}
+
+/**
+ * Run the bundled runner on the host with `input` on stdin. `onEvent` sees each event as
+ * it arrives and gets the child process (to signal it).
+ */
+export function runRunner(
+  input: unknown,
+  opts: { onEvent?: (e: RunnerEvent, child: ReturnType<typeof spawn>) => void; env?: NodeJS.ProcessEnv } = {},
+): Promise<RunOutcome> {
+  const started = Date.now()
+  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js')], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...opts.env },
+  })
+  const lines: string[] = []
+  const events: RunnerEvent[] = []
+  let firstTokenMs: number | null = null
+  let buf = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (chunk: string) => {
+    buf += chunk
+    let nl: number
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl)
+      buf = buf.slice(nl + 1)
+      lines.push(line)
+      const event = JSON.parse(line) as RunnerEvent
+      events.push(event)
+      if (event.type === 'token' && firstTokenMs === null) firstTokenMs = Date.now() - started
+      opts.onEvent?.(event, child)
+    }
+  })
+  child.stderr.setEncoding('utf8')
+  child.stderr.on('data', (c: string) => (stderr += c))
+  child.stdin.end(typeof input === 'string' ? input : JSON.stringify(input))
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code) => {
+      const result = events.find((e): e is Result => e.type === 'result')
+      resolve({ exitCode: code, lines, events, result, stderr, firstTokenMs, totalMs: Date.now() - started })
+    })
+  })
+}
+
+/** Parse JSON lines. */
+export function parseLines(text: string): RunnerEvent[] {
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as RunnerEvent)
+}

@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url'
+import { defineProject } from 'vitest/config'
+import { alias } from '../../vitest.shared.js'
+
+export default defineProject({
+  resolve: {
+    alias: [
+      { find: /^@berth\/testkit\/model$/, replacement: fileURLToPath(new URL('../testkit/src/model/index.ts', import.meta.url)) },
+      ...alias,
+    ],
+  },
+  test: {
+    name: 'runner',
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+  },
+})

@@ -1,0 +1,76 @@
+/**
+ * Reading a Messages API request the way the offline model needs: where the latest user
+ * prompt is, how many assistant turns answered it so far, and what the first prompt was.
+ */
+
+/** A content block as the Messages API sends it (only the fields the model reads). */
+export interface ContentBlock {
+  type: string
+  text?: string
+  content?: unknown
+  [key: string]: unknown
+}
+
+/** One message of a request's `messages`. */
+export interface MessageParam {
+  role: 'user' | 'assistant'
+  content: string | ContentBlock[]
+}
+
+/** Where the conversation stands for the model. */
+export interface ConversationState {
+  /** The text of the latest user prompt (directives included), system reminders removed. */
+  prompt: string
+  /** Assistant messages after that prompt: 0 on the prompt's first turn, 1 after one tool round... */
+  turn: number
+  /** The text of the conversation's first user prompt. */
+  firstPrompt: string
+  /** Total characters of the request's messages, for plausible `input_tokens`. */
+  size: number
+}
+
+const REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g
+
+function blocks(content: MessageParam['content']): ContentBlock[] {
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : content
+}
+
+/** The text a person typed in a user message: text blocks without the harness's reminders. */
+function typedText(message: MessageParam): string {
+  return blocks(message.content)
+    .filter((b) => b.type === 'text' && typeof b.text === 'string')
+    .map((b) => (b.text as string).replace(REMINDER, '').trim())
+    .filter(Boolean)
+    .join('\n')
+}
+
+/** A user message that carries a prompt, not just tool results the harness sends back. */
+function isPrompt(message: MessageParam): boolean {
+  if (message.role !== 'user') return false
+  if (blocks(message.content).some((b) => b.type === 'tool_result')) return false
+  return typedText(message) !== ''
+}
+
+/**
+ * Find the latest prompt, the turn within it and the first prompt of the conversation.
+ * Directives are read from prompts only: never from tool results (a tool that prints
+ * `[[berth:...]]` cannot steer the model) nor from `<system-reminder>` text.
+ *
+ * @example
+ * ```ts
+ * readConversation([{ role: 'user', content: 'hi' }]) // { prompt: 'hi', turn: 0, firstPrompt: 'hi', size: 2 }
+ * ```
+ */
+export function readConversation(messages: MessageParam[]): ConversationState {
+  let last = -1
+  let first = -1
+  for (let i = 0; i < messages.length; i++) {
+    if (!isPrompt(messages[i]!)) continue
+    if (first < 0) first = i
+    last = i
+  }
+  const size = messages.reduce((n, m) => n + JSON.stringify(m.content).length, 0)
+  if (last < 0) return { prompt: '', turn: 0, firstPrompt: '', size }
+  const turn = messages.slice(last + 1).filter((m) => m.role === 'assistant').length
+  return { prompt: typedText(messages[last]!), turn, firstPrompt: typedText(messages[first]!), size }
+}
