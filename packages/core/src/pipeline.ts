@@ -92,24 +92,12 @@ export function createPipeline(opts: PipelineOptions) {
   const { services, rateLimiter, logger } = opts
   const bodyLimit = opts.bodyLimit ?? 1024 * 1024
   const R = opts.responseClass ?? Response
-  const authenticate: Authenticate =
-    opts.authenticate ?? ((req) => {
-      const token = bearerToken(req)
-      return token ? services.users.authenticate(token) : null
-    })
+  const authenticate = createAuthenticate(opts)
 
   /** The caller of a request for a route, or a thrown 401/403. */
   async function callerFor(route: AnyRoute, request: Request): Promise<Caller | null> {
     if (route.auth === 'public') return null
     const caller = await authenticate(request)
-    if (caller && !isValidCaller(caller)) {
-      // Caller ids become part of storage keys: one with a ':' could reach into another
-      // owner's key range. Refuse it as unauthenticated and tell the embedder why.
-      logger.warn('authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin', {
-        role: String(caller.role).slice(0, 20),
-      })
-      throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials')
-    }
     if (!caller) throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
     if (route.auth === 'admin' && caller.role !== 'admin') {
       throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
@@ -186,3 +174,36 @@ export function createPipeline(opts: PipelineOptions) {
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>
+
+/**
+ * The request → caller function the pipeline and the WebSocket share: the embedder's
+ * `authenticate`, or Berth caller keys and the operator token (`Authorization: Bearer`, and
+ * `?token=` when `allowQuery`, for browsers opening a WebSocket). A caller whose id could
+ * escape its storage key range is refused (and the embedder told why).
+ *
+ * @example
+ * ```ts
+ * const authenticate = createAuthenticate({ services, logger })
+ * const caller = await authenticate(request) // Caller | null
+ * ```
+ */
+export function createAuthenticate(opts: Pick<PipelineOptions, 'authenticate' | 'services' | 'logger'>, allowQuery = false): Authenticate {
+  const base: Authenticate =
+    opts.authenticate ??
+    ((req) => {
+      const token = bearerToken(req, allowQuery)
+      return token ? opts.services.users.authenticate(token) : null
+    })
+  return async (request) => {
+    const caller = await base(request)
+    if (caller && !isValidCaller(caller)) {
+      // Caller ids become part of storage keys: one with a ':' could reach into another
+      // owner's key range. Refuse it as unauthenticated and tell the embedder why.
+      opts.logger.warn('authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin', {
+        role: String(caller.role).slice(0, 20),
+      })
+      return null
+    }
+    return caller
+  }
+}

@@ -29,6 +29,7 @@ import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
 import { serverRoutes } from './routes.js'
 import { unstorageStore } from './store.js'
+import { createWebSocket } from './websocket.js'
 import { VERSION } from './version.js'
 
 /** Options of {@link createBerth}. Every field has an embedded default. */
@@ -96,6 +97,8 @@ export interface Berth {
   fetch: (request: Request) => Promise<Response>
   /** Node `(req, res)` handler for node:http, Express 5 and Fastify 5. */
   handler: ReturnType<typeof toNodeHandler>
+  /** The WebSocket (`/v1/ws`): pass a Node server's `upgrade` event here (`server.on('upgrade', berth.handleUpgrade)`). */
+  handleUpgrade: ReturnType<typeof createWebSocket>['handleUpgrade']
   services: Services
   /** The mounted route table (core's routes plus the server's own). */
   routes: readonly AnyRoute[]
@@ -194,6 +197,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     responseClass: FastResponse as unknown as typeof Response,
   })
 
+  const websocket = createWebSocket({ services, logger, rateLimiter, authenticate: options.authenticate })
   const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
   const app = new H3({
     // h3's own rejections (e.g. a malformed percent-encoded path) get Berth's error shape.
@@ -227,6 +231,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     app,
     fetch: async (request) => app.fetch(request),
     handler: toNodeHandler(app),
+    handleUpgrade: websocket.handleUpgrade,
     services,
     routes: table,
     storage,
@@ -234,6 +239,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ready,
     async close(opts = {}) {
       await ready.catch(() => {})
+      websocket.closeAll()
       await services.tasks.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
       await storage.dispose()

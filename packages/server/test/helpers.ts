@@ -48,6 +48,7 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
     ...opts,
   })
   const server = createServer(berth.handler)
+  server.on('upgrade', berth.handleUpgrade)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const request: TestServer['request'] = (path, init = {}) => {

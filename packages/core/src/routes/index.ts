@@ -3,6 +3,7 @@ import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRout
 import { poolRoutes } from './pool.js'
 import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
+import { wsRoute } from './ws.js'
 import { adminRoutes, health } from './system.js'
 
 /**
@@ -23,6 +24,7 @@ export const routes = [
   ...skillRoutes,
   ...agentRoutes,
   ...poolRoutes,
+  wsRoute,
   ...adminRoutes,
 ] as const satisfies readonly AnyRoute[]
 

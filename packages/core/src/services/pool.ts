@@ -263,6 +263,8 @@ export class ContainerPool {
       const { id: engineId } = await this.o.runtime.create(spec)
       try {
         await this.o.runtime.start(engineId)
+        // Shut down meanwhile: nobody will release this one, so it must not outlive us.
+        if (this.closed) throw new ApiError('CONTAINER_FAILED', 'The container pool is shut down')
       } catch (err) {
         await this.o.runtime.remove(engineId).catch(() => {})
         throw err

@@ -316,6 +316,7 @@ export class TasksService {
     const owner = task.owner_id
     let ws = await this.o.workspaces.records.get(owner, task.workspace_id)
     let keepWarm = task.mode === 'session'
+    let end: { status: 'completed' | 'failed' | 'cancelled'; result?: TaskResult; error?: TaskError }
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile) throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
@@ -351,25 +352,30 @@ export class TasksService {
         turns: result.turns,
       }
       if (result.outcome === 'success') {
-        await this.finish(task, { status: 'completed', result: taskResult })
+        end = { status: 'completed', result: taskResult }
       } else {
         const code = OUTCOME_ERROR[result.outcome]
-        await this.finish(task, { status: 'failed', result: taskResult, error: { code, error: result.error ?? result.outcome } })
+        end = { status: 'failed', result: taskResult, error: { code, error: result.error ?? result.outcome } }
         if (code === 'CONTAINER_FAILED') keepWarm = false
       }
     } catch (err) {
       if (signal.aborted) {
-        await this.finish(task, { status: 'cancelled' })
+        end = { status: 'cancelled' }
       } else {
         const code = isApiError(err) && err.code in OUTCOME_ERROR_CODES ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
         if (code === 'INTERNAL_ERROR' && !isApiError(err)) this.o.logger.error('task failed', { task: task.id, error: String(err) })
-        await this.finish(task, { status: 'failed', error: { code, error: isApiError(err) ? err.message : 'Internal error while running the task' } })
+        end = { status: 'failed', error: { code, error: isApiError(err) ? err.message : 'Internal error while running the task' } }
         // A container that failed is not trusted with the next prompt.
         keepWarm = false
       }
     }
+    // By the time anyone sees the task end, its workspace has stopped counting as running;
+    // the container is removed right after.
+    let lease: Lease | undefined
     if (keepWarm && this.warm.has(ws.id) && !this.closed) this.scheduleIdle(owner, ws.id)
-    else await this.releaseWorkspace(owner, ws.id)
+    else lease = await this.detachWorkspace(owner, ws.id)
+    await this.finish(task, end)
+    await lease?.release()
   }
 
   /** Exec the runner and turn its lines into stored events; the result event, or CONTAINER_FAILED. */
@@ -455,15 +461,22 @@ export class TasksService {
   }
 
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
-  async releaseWorkspace(owner: string, wsId: string, status: 'idle' | 'failed' = 'idle'): Promise<void> {
+  async releaseWorkspace(owner: string, wsId: string): Promise<void> {
+    await (await this.detachWorkspace(owner, wsId))?.release()
+  }
+
+  /**
+   * Free a workspace's concurrency slot and mark it idle; returns its container's lease for
+   * the caller to release (reap) when convenient.
+   */
+  private async detachWorkspace(owner: string, wsId: string): Promise<Lease | undefined> {
     const warm = this.warm.get(wsId)
     this.warm.delete(wsId)
     if (warm?.timer) clearTimeout(warm.timer)
-    await warm?.lease.release()
     const ws = await this.o.workspaces.records.find(owner, wsId)
-    if (!ws) return
-    if (ws.profile_id) this.o.slots.release(ws.profile_id, wsId)
-    await this.o.workspaces.setStatus(owner, wsId, status, { container_id: null })
+    if (ws?.profile_id) this.o.slots.release(ws.profile_id, wsId)
+    if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { container_id: null })
+    return warm?.lease
   }
 
   /** A cancelled queued task may leave a workspace that never started: free its slot. */
@@ -529,7 +542,8 @@ export class TasksService {
     let result: ResultEvent | null = null
     let events: RunnerEvent[] = []
     if (engine && warm) {
-      const deadline = this.o.clock.now() + (this.o.recoveryGraceMs ?? 30_000)
+      // Real time, not the injectable clock: this is how long the server waits, not a business rule.
+      const deadline = performance.now() + (this.o.recoveryGraceMs ?? 30_000)
       for (;;) {
         events = await this.readEventFile(engine.runtime, warm.lease.container.engine_id, t.id).catch(() => [])
         result = (events.find((e) => e.type === 'result') as ResultEvent | undefined) ?? null
@@ -537,7 +551,7 @@ export class TasksService {
           .inspect(warm.lease.container.engine_id)
           .then((i) => i.running)
           .catch(() => false)
-        if (result || !alive || this.o.clock.now() >= deadline) break
+        if (result || !alive || performance.now() >= deadline) break
         await new Promise((r) => setTimeout(r, 500))
       }
     }

@@ -1,0 +1,77 @@
+import { ApiError, createAuthenticate, createTaskSocket, errorResponse, type Authenticate, type Caller, type Logger, type RateLimiter, type Services } from '@berth/core'
+import nodeAdapter, { type NodeAdapter } from 'crossws/adapters/node'
+
+type Session = ReturnType<typeof createTaskSocket>
+
+export interface WebSocketOptions {
+  services: Services
+  logger: Logger
+  rateLimiter: RateLimiter
+  authenticate?: Authenticate | undefined
+  /** Queued bytes beyond which a client is closed as too slow (default 1 MiB). */
+  maxBuffered?: number
+}
+
+/**
+ * `/v1/ws` on crossws's Node adapter: the upgrade is authenticated like any `/v1` request
+ * (bearer header, or `?token=` for browsers) and counted by the rate limiter; each socket
+ * then runs a core task session. Hand the Node server's `upgrade` event to `handleUpgrade`.
+ *
+ * @example
+ * ```ts
+ * const ws = createWebSocket({ services, logger, rateLimiter })
+ * server.on('upgrade', ws.handleUpgrade)
+ * ```
+ */
+export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapter['handleUpgrade']; closeAll(): void } {
+  const authenticate = createAuthenticate(o, true)
+  const sessions = new Map<string, Session>()
+  const adapter = nodeAdapter({
+    hooks: {
+      async upgrade(request) {
+        try {
+          if (new URL(request.url).pathname !== '/v1/ws') throw new ApiError('NOT_FOUND', 'No WebSocket here: connect to /v1/ws')
+          const caller = await authenticate(request)
+          if (!caller) throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key> or ?token=<key>')
+          const decision = await o.rateLimiter.take(caller.id)
+          if (!decision.allowed) {
+            throw new ApiError('RATE_LIMITED', 'Rate limit exceeded', { retry_after: decision.retryAfterSeconds }, { 'retry-after': String(decision.retryAfterSeconds) })
+          }
+          return { context: { caller } }
+        } catch (err) {
+          return errorResponse(err, o.logger)
+        }
+      },
+      open(peer) {
+        const caller = peer.context.caller as Caller
+        sessions.set(
+          peer.id,
+          createTaskSocket({
+            caller,
+            services: o.services,
+            send: (m) => peer.send(JSON.stringify(m)),
+            buffered: () => peer.bufferedAmount,
+            close: (code, reason) => peer.close(code, reason),
+            ...(o.maxBuffered !== undefined && { maxBuffered: o.maxBuffered }),
+          }),
+        )
+      },
+      async message(peer, message) {
+        await sessions.get(peer.id)?.message(message.text())
+      },
+      close(peer) {
+        sessions.get(peer.id)?.close()
+        sessions.delete(peer.id)
+      },
+      error(peer, error) {
+        o.logger.warn('websocket error', { error: String(error) })
+        sessions.get(peer.id)?.close()
+        sessions.delete(peer.id)
+      },
+    },
+  })
+  return {
+    handleUpgrade: (req, socket, head) => adapter.handleUpgrade(req, socket, head),
+    closeAll: () => adapter.closeAll(1001, 'server shutting down'),
+  }
+}

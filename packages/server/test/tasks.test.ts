@@ -1,0 +1,206 @@
+/**
+ * Agent tasks end to end: a real server, a real engine, the real runner and the real
+ * Claude Agent SDK talking to the offline model (provider `stub`).
+ */
+import type { Task, TranscriptEvent } from '@berth/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startServer, type TestServer } from './helpers.js'
+import { engineRuntime, ENGINES, eventually, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
+import { RUNNER_BUNDLE } from './runner.global-setup.js'
+
+type Json = Record<string, any>
+
+/** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
+export async function taskServer(engine: (typeof ENGINES)[number], opts: { concurrency?: number; max?: number; min?: number } = {}) {
+  const { info, runtime } = engineRuntime(engine)
+  const pool = uniquePoolName(`tasks-${engine}`)
+  const s = await startServer({
+    runtime,
+    pool: { image: info.image, min: opts.min ?? 1, max: opts.max ?? 8, name: pool, spec: { network: 'none' } },
+    runner: { bundleDir: RUNNER_BUNDLE },
+    concurrency: opts.concurrency ?? 20,
+  })
+  await s.berth.ready
+  const { token } = await s.user()
+  const call = async (method: string, path: string, json?: unknown) => {
+    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
+    const text = await res.text()
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
+  }
+  const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
+  const profile = await call('POST', '/v1/profiles', { name: 'Agent', slug: 'agent', api_key_id: key.body.id, default_tools: ['Bash'] })
+  /** Submit and wait until the task is done. */
+  const run = async (body: Json): Promise<Task> => {
+    const sub = await call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, ...body })
+    expect(sub.status, JSON.stringify(sub.body)).toBe(202)
+    return waitDone(sub.body.task_id)
+  }
+  const waitDone = (taskId: string) =>
+    eventually(async () => {
+      const t = (await call('GET', `/v1/tasks/${taskId}`)).body as Task
+      if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
+      return t
+    }, 60_000)
+  const events = async (taskId: string): Promise<TranscriptEvent[]> => (await call('GET', `/v1/tasks/${taskId}/events?limit=100`)).body.events
+  return { s, runtime, pool, token, call, run, waitDone, events, profileId: profile.body.id as string, keyId: key.body.id as string }
+}
+
+describe.each(ENGINES)('tasks on %s', (engine) => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  beforeAll(async () => {
+    t = await taskServer(engine)
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it('a batch task uses a tool and completes with text, tool calls, tokens, cost and turns; its container is reaped', async () => {
+    const task = await t.run({ prompt: 'Check the shell. [[berth:tool Bash {"command":"echo hello-from-bash"}]] [[berth:text All done: the shell works.]]' })
+    expect(task.status).toBe('completed')
+    expect(task.error).toBeNull()
+    const r = task.result!
+    expect(r.text).toContain('All done: the shell works.')
+    expect(r.tool_calls).toEqual([expect.objectContaining({ name: 'Bash', input: expect.objectContaining({ command: 'echo hello-from-bash' }) })])
+    expect(r.input_tokens).toBeGreaterThan(0)
+    expect(r.output_tokens).toBeGreaterThan(0)
+    expect(r.cost_usd).toBeGreaterThan(0)
+    expect(r.turns).toBeGreaterThanOrEqual(2)
+
+    const events = await t.events(task.task_id)
+    const types = events.map((e) => e.type)
+    expect(types[0]).toBe('user_message')
+    expect(types).toContain('token')
+    expect(types.at(-1)).toBe('result')
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('hello-from-bash'), is_error: false })
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => events[0]!.seq + i))
+
+    // The workspace is idle and its container gone from the engine.
+    const ws = (await t.call('GET', `/v1/workspaces/${task.workspace_id}`)).body
+    expect(ws).toMatchObject({ status: 'idle', container_id: null })
+    await eventually(async () => {
+      const claimed = (await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.workspace'] === task.workspace_id)
+      expect(claimed).toEqual([])
+      expect(t.s.berth.pool!.list().some((c) => c.workspace_id === task.workspace_id)).toBe(false)
+    })
+  })
+
+  it('a session of three prompts runs in one warm container and remembers the first prompt', async () => {
+    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: 'Remember the codeword PELICAN-42.' })
+    expect(first.status).toBe(202)
+    const one = await t.waitDone(first.body.task_id)
+    expect(one.status).toBe('completed')
+    expect(one.session_id).toMatch(/^sess_/)
+    const ws1 = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body
+    expect(ws1.status).toBe('running')
+    expect(ws1.container_id).toMatch(/^ctr_/)
+
+    const second = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Anything new?' })
+    const two = await t.waitDone(second.body.task_id)
+    expect(two.status).toBe('completed')
+    const third = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'What did I ask first? [[berth:recall]]' })
+    const three = await t.waitDone(third.body.task_id)
+    expect(three.status).toBe('completed')
+    expect(three.result!.text).toContain('PELICAN-42')
+    expect([two.workspace_id, three.workspace_id]).toEqual([one.workspace_id, one.workspace_id])
+    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id).toBe(ws1.container_id)
+
+    // The transcript holds all three prompts, in order, with dense seq.
+    const transcript = (await t.call('GET', `/v1/workspaces/${one.workspace_id}/transcript?limit=100`)).body
+    const prompts = transcript.events.filter((e: Json) => e.type === 'user_message').map((e: Json) => e.text)
+    expect(prompts).toEqual(['Remember the codeword PELICAN-42.', 'Anything new?', 'What did I ask first? [[berth:recall]]'])
+  })
+
+  it('max_turns fails with TURN_LIMIT_EXCEEDED and keeps the partial turns', async () => {
+    const task = await t.run({ prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 })
+    expect(task.status).toBe('failed')
+    expect(task.error!.code).toBe('TURN_LIMIT_EXCEEDED')
+    expect(task.result!.turns).toBeGreaterThanOrEqual(2)
+    expect(task.result!.cost_usd).toBeGreaterThan(0)
+  })
+
+  it('max_budget_usd fails with BUDGET_EXCEEDED and keeps the partial cost', async () => {
+    const task = await t.run({ prompt: 'Spend. [[berth:usage input=400000 output=50000]] [[berth:turns 4]]', max_budget_usd: 0.5 })
+    expect(task.status).toBe('failed')
+    expect(task.error!.code).toBe('BUDGET_EXCEEDED')
+    expect(task.result!.cost_usd).toBeGreaterThan(0.5)
+  })
+
+  it('a model error fails with MODEL_ERROR', async () => {
+    const task = await t.run({ prompt: 'Fail please. [[berth:error overloaded]]' })
+    expect(task.status).toBe('failed')
+    expect(task.error!.code).toBe('MODEL_ERROR')
+  })
+})
+
+describe('tasks on podman: cancel, secrets, concurrency', () => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  beforeAll(async () => {
+    t = await taskServer('podman', { concurrency: 5, max: 8 })
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it('cancel stops a running task (its container reaped); cancelling a finished task changes nothing', async () => {
+    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'Take your time. [[berth:slow 300]] [[berth:turns 8]]' })
+    await eventually(async () => expect((await t.call('GET', `/v1/tasks/${sub.body.task_id}`)).body.status).toBe('running'), 30_000)
+    // Some output has arrived: the run is really under way.
+    await eventually(async () => expect((await t.events(sub.body.task_id)).some((e) => e.type === 'token')).toBe(true), 30_000)
+    const cancelled = await t.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
+    expect(cancelled.status).toBe(200)
+    expect(cancelled.body.status).toBe('cancelled')
+    expect(cancelled.body.finished_at).not.toBeNull()
+    const ws = cancelled.body.workspace_id
+    await eventually(async () => expect(t.s.berth.pool!.list().some((c) => c.workspace_id === ws)).toBe(false))
+
+    const done = await t.run({ prompt: 'Quick one.' })
+    expect(done.status).toBe('completed')
+    const again = await t.call('POST', `/v1/tasks/${done.task_id}/cancel`)
+    expect(again.status).toBe(200)
+    expect(again.body).toEqual(done)
+  })
+
+  it('a secret printed by a tool is in neither the stored events nor the result', async () => {
+    const value = 'tok-SECRET-4f9a8b7c6d'
+    const secret = await t.call('POST', '/v1/secrets', { name: 'MY_TOKEN', value })
+    expect(secret.status).toBe(201)
+    const task = await t.run({ prompt: 'Print it. [[berth:tool Bash {"command":"echo token=$MY_TOKEN"}]] [[berth:text printed]]' })
+    expect(task.status).toBe('completed')
+    const events = await t.events(task.task_id)
+    const output = events.find((e) => e.type === 'tool_result') as Json
+    // The tool really saw the value (it printed something in its place), and it was redacted.
+    expect(output.output).toContain('token=[REDACTED]')
+    expect(JSON.stringify(events)).not.toContain(value)
+    expect(JSON.stringify(task)).not.toContain(value)
+    expect(t.s.logs.join('\n')).not.toContain(value)
+    await t.call('DELETE', `/v1/secrets/${secret.body.id}`)
+  })
+
+  it('twenty parallel session submissions admit exactly five; the sixth running workspace is refused', async () => {
+    const subs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: `Session ${i}` })),
+    )
+    const admitted = subs.filter((r) => r.status === 202)
+    const refused = subs.filter((r) => r.status === 429)
+    expect(admitted).toHaveLength(5)
+    expect(refused).toHaveLength(15)
+    expect(refused[0]!.body).toMatchObject({ code: 'CONCURRENCY_LIMIT', details: { limit: 5, running: 5 } })
+
+    const done = await Promise.all(admitted.map((r) => t.waitDone(r.body.task_id)))
+    expect(done.map((d) => d.status)).toEqual(Array(5).fill('completed'))
+    // The five sessions stay warm, so they still count: a sixth is refused...
+    const sixth = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'one more' })
+    expect(sixth.status).toBe(429)
+    // ...while a follow-up to a running session is not a new workspace.
+    const follow = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: done[0]!.session_id, prompt: 'follow-up' })
+    expect(follow.status).toBe(202)
+    expect((await t.waitDone(follow.body.task_id)).status).toBe('completed')
+    // Deleting a session frees its slot (and removes its container).
+    expect((await t.call('DELETE', `/v1/workspaces/${done[1]!.workspace_id}`)).status).toBe(204)
+    const after = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'now there is room' })
+    expect(after.status).toBe(202)
+    expect((await t.waitDone(after.body.task_id)).status).toBe('completed')
+  })
+})
