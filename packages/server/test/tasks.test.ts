@@ -11,7 +11,10 @@ import { RUNNER_BUNDLE } from './runner.global-setup.js'
 type Json = Record<string, any>
 
 /** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
-export async function taskServer(engine: (typeof ENGINES)[number], opts: { concurrency?: number; max?: number; min?: number } = {}) {
+export async function taskServer(
+  engine: (typeof ENGINES)[number],
+  opts: { concurrency?: number; max?: number; min?: number; sessionIdleMs?: number } = {},
+) {
   const { info, runtime } = engineRuntime(engine)
   const pool = uniquePoolName(`tasks-${engine}`)
   const s = await startServer({
@@ -19,6 +22,7 @@ export async function taskServer(engine: (typeof ENGINES)[number], opts: { concu
     pool: { image: info.image, min: opts.min ?? 1, max: opts.max ?? 8, name: pool, spec: { network: 'none' } },
     runner: { bundleDir: RUNNER_BUNDLE },
     concurrency: opts.concurrency ?? 20,
+    ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
   })
   await s.berth.ready
   const { token } = await s.user()
@@ -202,5 +206,65 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
     const after = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'now there is room' })
     expect(after.status).toBe(202)
     expect((await t.waitDone(after.body.task_id)).status).toBe('completed')
+  })
+})
+
+describe('sessions on podman: idle release and restore', () => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  beforeAll(async () => {
+    t = await taskServer('podman', { sessionIdleMs: 400 })
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  const idle = (wsId: string) =>
+    eventually(async () => {
+      const ws = (await t.call('GET', `/v1/workspaces/${wsId}`)).body
+      expect(ws).toMatchObject({ status: 'idle', container_id: null })
+      return ws
+    }, 20_000)
+
+  it('an idle session releases its container; a follow-up resumes the conversation in a new one', async () => {
+    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: 'The password is OSPREY-7.' })
+    const one = await t.waitDone(first.body.task_id)
+    const before = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id
+    await idle(one.workspace_id!)
+    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before))
+
+    const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Say it back. [[berth:recall]]' })
+    const two = await t.waitDone(next.body.task_id)
+    expect(two.status).toBe('completed')
+    expect(two.result!.text).toContain('OSPREY-7')
+    await idle(one.workspace_id!)
+  })
+
+  it('with persistent_sessions the workspace files survive the release on a volume, and deleting the workspace removes it', async () => {
+    const profile = await t.call('POST', '/v1/profiles', { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true })
+    const first = await t.call('POST', '/v1/tasks', {
+      mode: 'session',
+      profile_id: profile.body.id,
+      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]',
+    })
+    const one = await t.waitDone(first.body.task_id)
+    expect(one.status).toBe('completed')
+    await idle(one.workspace_id!)
+    const next = await t.call('POST', '/v1/tasks', {
+      mode: 'session',
+      profile_id: profile.body.id,
+      session_id: one.session_id,
+      prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]',
+    })
+    const two = await t.waitDone(next.body.task_id)
+    expect(two.status).toBe('completed')
+    const events = await t.events(two.task_id)
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('kept-across-containers') })
+    expect(two.result!.text).toContain('Write a note.')
+
+    expect((await t.call('DELETE', `/v1/workspaces/${one.workspace_id}`)).status).toBe(204)
+    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).status).toBe(404)
+    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}/transcript`)).status).toBe(404)
+    expect((await t.call('DELETE', `/v1/workspaces/${one.workspace_id}`)).status).toBe(404)
   })
 })

@@ -144,6 +144,7 @@ export function createServices(opts: ServicesOptions): Services {
         await opts.engine.runtime.removeVolume(ws.volume).catch((err: unknown) => logger.warn('could not remove a workspace volume', { volume: ws.volume, error: String(err) }))
       }
       await eventLog.remove(owner, id)
+      await store.remove(`ws-conversations:${owner}:${id}`)
       await workspaces.removeRecord(owner, id)
     },
   }

@@ -64,6 +64,11 @@ export interface TasksOptions {
 type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
 
 const ACTIVE: TaskStatus[] = ['queued', 'starting', 'running']
+
+/** The agent SDK's conversation state inside a workspace (the runner's config dir). */
+const CONVERSATION_DIR = `${WORKSPACE_DIR}/.berth`
+/** Conversation archives above this size are not kept (the follow-up starts afresh). */
+const MAX_CONVERSATION_BYTES = 20 * 1024 * 1024
 const RANK = { high: 0, normal: 1, low: 2 } as const
 
 /** Runner outcomes that fail a task, and the error code each becomes. */
@@ -335,6 +340,10 @@ export class TasksService {
         warm = { lease, timer: null }
         this.warm.set(ws.id, warm)
         if (volume && !ws.volume) ws = await this.o.workspaces.patch(owner, ws.id, { volume })
+        if (!volume && ws.sdk_session_id && !(await this.restoreConversation(runtime, lease, ws))) {
+          // Nothing kept to resume from: the follow-up starts a new conversation.
+          ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: null })
+        }
       }
       task = await this.setStatus(task, 'starting')
       ws = await this.o.workspaces.setStatus(owner, ws.id, 'running', { container_id: warm.lease.container.id })
@@ -455,7 +464,9 @@ export class TasksService {
     warm.timer = setTimeout(() => {
       // Not while a follow-up is running or waiting to.
       if (this.busy.has(wsId) || this.queue.some((t) => t.workspace_id === wsId)) return
-      void this.releaseWorkspace(owner, wsId).catch((err) => this.o.logger.warn('could not release a session', { workspace: wsId, error: String(err) }))
+      void this.detachWorkspace(owner, wsId, { keepConversation: true })
+        .then((lease) => lease?.release())
+        .catch((err) => this.o.logger.warn('could not release a session', { workspace: wsId, error: String(err) }))
     }, this.o.sessionIdleMs ?? 15 * 60_000)
     warm.timer.unref?.()
   }
@@ -469,11 +480,17 @@ export class TasksService {
    * Free a workspace's concurrency slot and mark it idle; returns its container's lease for
    * the caller to release (reap) when convenient.
    */
-  private async detachWorkspace(owner: string, wsId: string): Promise<Lease | undefined> {
+  private async detachWorkspace(owner: string, wsId: string, opts: { keepConversation?: boolean } = {}): Promise<Lease | undefined> {
     const warm = this.warm.get(wsId)
     this.warm.delete(wsId)
     if (warm?.timer) clearTimeout(warm.timer)
     const ws = await this.o.workspaces.records.find(owner, wsId)
+    // Without a volume the container's files go with it: keep the conversation at least.
+    if (opts.keepConversation && warm && ws && !ws.volume && ws.sdk_session_id && this.o.engine) {
+      await this.saveConversation(this.o.engine.runtime, warm.lease, ws).catch((err) =>
+        this.o.logger.warn('could not keep a session conversation', { workspace: wsId, error: String(err) }),
+      )
+    }
     if (ws?.profile_id) this.o.slots.release(ws.profile_id, wsId)
     if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { container_id: null })
     return warm?.lease
@@ -483,6 +500,33 @@ export class TasksService {
   private async releaseIfUnused(t: TaskRecord): Promise<void> {
     if (this.busy.has(t.workspace_id) || this.warm.has(t.workspace_id) || this.queue.some((q) => q.workspace_id === t.workspace_id)) return
     await this.releaseWorkspace(t.owner_id, t.workspace_id)
+  }
+
+  /** Tar the conversation directory out of a session's container into the store. */
+  private async saveConversation(runtime: ContainerRuntime, lease: Lease, ws: WorkspaceRecord): Promise<void> {
+    const chunks: Uint8Array[] = []
+    let size = 0
+    const reader = (await runtime.getArchive(lease.container.engine_id, CONVERSATION_DIR)).getReader()
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      size += value.byteLength
+      if (size > MAX_CONVERSATION_BYTES) {
+        await reader.cancel()
+        this.o.logger.warn('session conversation too large to keep', { workspace: ws.id, bytes: size })
+        return
+      }
+      chunks.push(value)
+    }
+    await this.o.store.set(`ws-conversations:${ws.owner_id}:${ws.id}`, { tar: Buffer.concat(chunks).toString('base64') })
+  }
+
+  /** Put a kept conversation back into a new container before the follow-up resumes it. */
+  private async restoreConversation(runtime: ContainerRuntime, lease: Lease, ws: WorkspaceRecord): Promise<boolean> {
+    const saved = await this.o.store.get<{ tar: string }>(`ws-conversations:${ws.owner_id}:${ws.id}`)
+    if (!saved) return false
+    await runtime.putArchive(lease.container.engine_id, WORKSPACE_DIR, new Uint8Array(Buffer.from(saved.tar, 'base64')))
+    return true
   }
 
   /** Cancel everything of a workspace and release it (workspace deletion). */
