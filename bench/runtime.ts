@@ -5,9 +5,12 @@
  *   would write by hand) and the very create body Berth sends (so the adapter's own cost
  *   shows apart from the cost of hardening: init, limits, capabilities);
  * - exec round trip (`true`: create, attach, wait, exit code) through Berth vs raw dockerode;
- * - idle memory of a started container (from stats, page cache excluded).
- * Bounded: BENCH_RUNTIME_ITERATIONS (default 20) per measurement. Target: Berth's
- * create+start median within 1.15x of the plain raw create+start.
+ * - idle memory of a started container (from stats, page cache excluded);
+ * - a claim from Berth's warm pool (`ContainerPool`, min 2, refilled between claims) vs a
+ *   claim from an empty pool (min 0: create+start on the claim), interleaved.
+ * Bounded: BENCH_RUNTIME_ITERATIONS (default 20) per measurement. Targets: Berth's
+ * create+start median within 1.15x of the plain raw create+start; a warm claim's median
+ * under 5 ms.
  *
  *   node --import tsx bench/runtime.ts        (or via bench/run.ts: export main())
  */
@@ -15,12 +18,21 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { connectEngine, dockerRuntime, toCreateOptions } from '../packages/adapter-docker/src/index.js'
 import { podmanRuntime } from '../packages/adapter-podman/src/index.js'
-import { IDLE_COMMAND, collectExec, type ContainerRuntime } from '../packages/core/src/index.js'
+import {
+  ContainerPool,
+  IDLE_COMMAND,
+  collectExec,
+  silentLogger,
+  systemClock,
+  type ContainerRuntime,
+  type Store,
+} from '../packages/core/src/index.js'
 import { ensureEngines, type EngineInfo } from '../packages/testkit/src/engines.js'
 import { ms, table } from './lib/table.js'
 
 const ITERATIONS = Number(process.env.BENCH_RUNTIME_ITERATIONS ?? 20)
 const TARGET_RATIO = 1.15
+const TARGET_WARM_CLAIM_MS = 5
 const LABEL = 'berth.bench'
 
 type DockerClient = ReturnType<typeof connectEngine>['docker']
@@ -38,6 +50,18 @@ interface EngineResult {
   exec: { berth: Stat; raw: Stat; ratio: number }
   idleMemoryBytes: { berth: number; rawPlain: number }
   verdict: 'PASS' | 'BELOW TARGET'
+  pool: PoolResult
+}
+
+interface PoolResult {
+  /** Claim from a pool with an idle container ready: no engine call. */
+  warmClaim: Stat
+  /** Claim from a pool with none (min 0): create+start, labels, the record. */
+  coldClaim: Stat
+  /** Cold median / warm median. */
+  speedup: number
+  targetMs: number
+  verdict: 'PASS' | 'BELOW'
 }
 
 function stat(samples: number[]): Stat {
@@ -57,6 +81,64 @@ async function rawExec(docker: DockerClient, id: string): Promise<number> {
     stream.resume()
   })
   return (await exec.inspect()).ExitCode ?? -1
+}
+
+/** The pool's records, in memory: the benchmark measures the engine side, not a storage driver. */
+function memoryStore(): Store {
+  const m = new Map<string, unknown>()
+  return {
+    get: async <T>(k: string) => (m.get(k) as T | undefined) ?? null,
+    getMany: async <T>(keys: string[]) => keys.map((k) => (m.get(k) as T | undefined) ?? null),
+    set: async (k, v) => void m.set(k, structuredClone(v)),
+    remove: async (k) => void m.delete(k),
+    keys: async (prefix) => [...m.keys()].filter((k) => k.startsWith(prefix)),
+  }
+}
+
+async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > end) throw new Error('pool did not settle in time')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+/**
+ * Warm vs cold claims through `ContainerPool`. Before each warm claim the pool is back at
+ * `min` idle (the refill after the previous claim is done), so the claim is what a caller
+ * sees in steady state; releases (which reap) are not timed.
+ */
+async function benchPool(rt: ContainerRuntime, image: string, labels: Record<string, string>): Promise<PoolResult> {
+  const common = { runtime: rt, store: memoryStore(), clock: systemClock, logger: silentLogger, image, spec: { labels } }
+  const warm = new ContainerPool({ ...common, name: `bench-warm-${process.pid}`, min: 2, max: 4 })
+  const cold = new ContainerPool({ ...common, store: memoryStore(), name: `bench-cold-${process.pid}`, min: 0, max: 4 })
+  try {
+    await Promise.all([warm.start(), cold.start()])
+    const warmMs: number[] = []
+    const coldMs: number[] = []
+    for (let i = 0; i < ITERATIONS; i++) {
+      await until(() => warm.stats().idle === 2)
+      let t = now()
+      const w = await warm.claim({ owner_id: 'usr_bench', purpose: 'batch' })
+      warmMs.push(now() - t)
+      await w.release()
+      t = now()
+      const c = await cold.claim({ owner_id: 'usr_bench', purpose: 'batch' })
+      coldMs.push(now() - t)
+      await c.release()
+    }
+    const warmClaim = stat(warmMs)
+    const coldClaim = stat(coldMs)
+    return {
+      warmClaim,
+      coldClaim,
+      speedup: coldClaim.median / warmClaim.median,
+      targetMs: TARGET_WARM_CLAIM_MS,
+      verdict: warmClaim.median < TARGET_WARM_CLAIM_MS ? 'PASS' : 'BELOW',
+    }
+  } finally {
+    await Promise.all([warm.close({ removeAll: true }), cold.close({ removeAll: true })])
+  }
 }
 
 async function settleMemory(read: () => Promise<number>): Promise<number> {
@@ -142,6 +224,9 @@ async function benchEngine(name: 'docker' | 'podman', info: EngineInfo): Promise
     const memBerth = await settleMemory(async () => (await rt.stats(bid)).memoryBytes)
     const memPlain = await settleMemory(async () => (await dockerRuntime({ docker }).stats(plain.id)).memoryBytes)
 
+    await cleanup()
+    const pool = await benchPool(rt, info.image, labels)
+
     const cs = { berth: stat(berth), rawPlain: stat(rawPlain), rawSameConfig: stat(rawSame) }
     const ex = { berth: stat(execBerth), raw: stat(execRaw) }
     const ratioPlain = cs.berth.median / cs.rawPlain.median
@@ -152,6 +237,7 @@ async function benchEngine(name: 'docker' | 'podman', info: EngineInfo): Promise
       exec: { ...ex, ratio: ex.berth.median / ex.raw.median },
       idleMemoryBytes: { berth: memBerth, rawPlain: memPlain },
       verdict: ratioPlain <= TARGET_RATIO ? 'PASS' : 'BELOW TARGET',
+      pool,
     }
   } finally {
     await cleanup()
@@ -201,6 +287,22 @@ export async function main(): Promise<EngineResult[]> {
         x(r.exec.ratio),
         mib(r.idleMemoryBytes.berth),
         mib(r.idleMemoryBytes.rawPlain),
+      ]),
+    ),
+  )
+  console.log('\nPool claim (ms): warm (an idle container ready) vs cold (create+start on the claim)')
+  console.log(
+    table(
+      ['engine', 'warm p50', 'warm p99', 'cold p50', 'cold p99', 'speedup', 'target', 'verdict'],
+      results.map((r) => [
+        r.engine,
+        ms(r.pool.warmClaim.median),
+        ms(r.pool.warmClaim.p99),
+        ms(r.pool.coldClaim.median),
+        ms(r.pool.coldClaim.p99),
+        x(r.pool.speedup),
+        `< ${r.pool.targetMs} ms`,
+        r.pool.verdict,
       ]),
     ),
   )

@@ -178,7 +178,14 @@ export function createBerth(options: BerthOptions = {}): Berth {
   })
   accountFor = (c) => services.tasks.accountFor(c)
   // Pool first (adopt or remove what a previous run left), then the tasks it served.
-  const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(() => services.tasks.start())
+  // Task recovery runs even when the engine is down, so no task stays in limbo.
+  const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(
+    () => services.tasks.start(),
+    async (err: unknown) => {
+      await services.tasks.start()
+      throw err
+    },
+  )
   // Observed by whoever awaits `ready`; never an unhandled rejection.
   ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
   const rateLimiter =

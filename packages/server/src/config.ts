@@ -9,6 +9,8 @@ export interface BerthConfig {
   encryptionKey: string | undefined
   runtime: 'auto' | 'docker' | 'podman' | 'local'
   image: string | undefined
+  /** `bundle`: mount a runner built from this install; `image`: the image has it at /opt/berth-runner. */
+  runner: 'bundle' | 'image'
   rateRpm: number
   rateBurst: number
   concurrency: number
@@ -52,6 +54,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
     runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),
     image: env.BERTH_IMAGE || undefined,
+    runner: oneOf(env, 'BERTH_RUNNER', ['bundle', 'image'] as const, 'bundle'),
     rateRpm: int(env, 'BERTH_RATE_RPM', 60, 1),
     rateBurst: int(env, 'BERTH_RATE_BURST', 10, 1),
     concurrency: int(env, 'BERTH_CONCURRENCY', 5, 1),

@@ -73,9 +73,10 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
     },
     async close() {
       server.closeAllConnections()
-      await new Promise<void>((r) => server.close(() => r()))
+      // Berth first: it closes the WebSockets, which the HTTP server no longer tracks.
       // Tests leave nothing behind: pooled containers go too (a restart test keeps them itself).
       await berth.close({ removeContainers: true })
+      await new Promise<void>((r) => server.close(() => r()))
       if (ownDir) rmSync(ownDir, { recursive: true, force: true })
     },
   }

@@ -99,7 +99,6 @@ export const API_MD_ROUTES = [
   'GET /v1/pool/containers',
   'DELETE /v1/pool/containers/:id',
   // events
-  'GET /v1/ws',
   // admin
   'POST /admin/users',
   'GET /admin/users',
@@ -144,7 +143,6 @@ const NOT_YET_BUILT = [
   'GET /v1/integrations/git/:provider/callback',
   'GET /v1/integrations/git/accounts',
   'DELETE /v1/integrations/git/accounts/:id',
-  'GET /v1/ws',
 ]
 
 /** Mounted routes API.md does not list (kept explicit so none slips in unnoticed). */

@@ -99,7 +99,6 @@ export class ContainerPool {
   private closed = false
   private filling: Promise<void> | null = null
   private fillFailures = 0
-  private fillError: unknown = null
   private fillRetry: ReturnType<typeof setTimeout> | null = null
 
   constructor(opts: PoolOptions) {
@@ -133,15 +132,11 @@ export class ContainerPool {
     return c
   }
 
-  /**
-   * Recover what a previous run left, then warm up to `min`. Rejects when the engine cannot
-   * be reached or the first warm-up fails (e.g. a missing image); warming keeps retrying.
-   */
+  /** Recover what a previous run left, then warm up to `min`. */
   async start(): Promise<{ adopted: number; removed: number }> {
     const result = await this.recover()
     this.fill()
     await this.filling
-    if (this.fillRetry) throw this.fillError
     return result
   }
 
@@ -367,7 +362,6 @@ export class ContainerPool {
           this.fillFailures = 0
         }
       } catch (err) {
-        this.fillError = err
         // Back off (1 s doubling to 30 s) so a broken engine is not hammered.
         const wait = Math.min(30_000, 1000 * 2 ** this.fillFailures++)
         this.o.logger.warn('could not warm a container', { error: String(err), retry_in_ms: wait })

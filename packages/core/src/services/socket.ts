@@ -117,9 +117,9 @@ export function createTaskSocket(o: TaskSocketOptions) {
     await subscribe(taskId)
   }
 
-  return {
-    /** Handle one text message from the client. */
-    async message(text: string): Promise<void> {
+  /** Handle one message; messages of a socket are handled one after another, in order. */
+  async function handle(text: string): Promise<void> {
+    {
       let data: unknown
       try {
         data = JSON.parse(text)
@@ -143,6 +143,15 @@ export function createTaskSocket(o: TaskSocketOptions) {
       } catch (err) {
         fail(err, m.type === 'submit' ? m.request_id : undefined)
       }
+    }
+  }
+
+  let queue = Promise.resolve()
+  return {
+    /** Handle one text message from the client (after the ones before it). */
+    message(text: string): Promise<void> {
+      queue = queue.then(() => handle(text))
+      return queue
     },
     /** The socket closed: drop every subscription. */
     close(): void {

@@ -1,0 +1,94 @@
+import { join } from 'node:path'
+import { connectEngine, dockerRuntime } from '@berth/adapter-docker'
+import { localRuntime } from '@berth/adapter-local'
+import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
+import type { ContainerRuntime } from '@berth/core'
+import type { BerthConfig } from '@berth/server'
+
+/** The container runtime `BERTH_RUNTIME` asks for, and a description safe to log. */
+export interface ChosenRuntime {
+  runtime: ContainerRuntime
+  name: 'docker' | 'podman' | 'local'
+  /** e.g. `podman (unix:///run/podman/podman.sock, rootful)`. */
+  description: string
+}
+
+const DOCKER_SOCKET = '/var/run/docker.sock'
+
+/** How long an engine gets to answer its ping before it counts as down. */
+const PING_TIMEOUT_MS = 3_000
+
+export const NO_ISOLATION_WARNING = [
+  '',
+  '!!! WARNING: NO CONTAINER ISOLATION !!!',
+  '!!! Runtime `local`: tasks run as plain processes on this host, as this user, with full',
+  '!!! access to its files and network and no resource limits. Development only. Start Docker',
+  '!!! or Podman (or set BERTH_RUNTIME=docker|podman) for anything else.',
+  '',
+].join('\n')
+
+/** Resolves when the engine answers, rejects with why it did not (within {@link PING_TIMEOUT_MS}). */
+async function answers(runtime: ContainerRuntime): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS)
+  })
+  try {
+    await Promise.race([runtime.ping(), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function docker(): ChosenRuntime {
+  // Docker's default socket named explicitly: dockerode's own default is a lazy lookup
+  // that cannot be printed. DOCKER_HOST (with its TLS variables) is left to dockerode.
+  const { docker: client, endpoint } = connectEngine(process.env.DOCKER_HOST ? {} : { socketPath: DOCKER_SOCKET })
+  return { runtime: dockerRuntime({ docker: client }), name: 'docker', description: `docker (${endpoint})` }
+}
+
+function podman(): ChosenRuntime {
+  const found = discoverPodman()
+  const { docker: client, endpoint } = connectEngine(found.connection)
+  return { runtime: podmanRuntime({ docker: client }), name: 'podman', description: `podman (${endpoint}, ${found.source})` }
+}
+
+function local(dataDir: string): ChosenRuntime {
+  const baseDir = join(dataDir, 'containers')
+  return { runtime: localRuntime({ baseDir }), name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
+}
+
+/**
+ * The runtime per `BERTH_RUNTIME`: `auto` takes Docker if its socket answers, else Podman
+ * if its socket answers, else `local` (no isolation; `warn` is called loudly). `docker` and
+ * `podman` insist on that engine and reject with a clear message when it does not answer.
+ *
+ * @example
+ * ```ts
+ * const { runtime, description } = await runtimeFor(configFromEnv(process.env), console.warn)
+ * ```
+ */
+export async function runtimeFor(config: BerthConfig, warn: (message: string) => void): Promise<ChosenRuntime> {
+  if (config.runtime === 'local') {
+    warn(NO_ISOLATION_WARNING)
+    return local(config.dataDir)
+  }
+  const candidates = config.runtime === 'auto' ? [docker, podman] : config.runtime === 'docker' ? [docker] : [podman]
+  const tried: string[] = []
+  for (const candidate of candidates) {
+    const chosen = candidate()
+    try {
+      await answers(chosen.runtime)
+      return chosen
+    } catch (err) {
+      tried.push(`${chosen.description}: ${(err as Error).message}`)
+      await chosen.runtime.close?.().catch(() => {})
+    }
+  }
+  if (config.runtime !== 'auto') {
+    throw new Error(`BERTH_RUNTIME=${config.runtime}, but the engine does not answer. ${tried.join('; ')}`)
+  }
+  warn(`No container engine answers (${tried.join('; ')}); falling back to BERTH_RUNTIME=local.`)
+  warn(NO_ISOLATION_WARNING)
+  return local(config.dataDir)
+}
