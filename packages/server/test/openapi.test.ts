@@ -99,6 +99,7 @@ export const API_MD_ROUTES = [
   'GET /v1/pool/containers',
   'DELETE /v1/pool/containers/:id',
   // events
+  'GET /v1/ws',
   // admin
   'POST /admin/users',
   'GET /admin/users',
