@@ -352,21 +352,8 @@ export class TasksService {
       task = await this.setStatus(task, 'running', { started_at: isoNow(this.o.clock) })
       const result = await this.exec(runtime, command, warm.lease, task, input, signal)
       if (result.session_id) ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: result.session_id })
-      const taskResult: TaskResult = {
-        text: result.text,
-        tool_calls: result.tool_calls,
-        input_tokens: result.input_tokens,
-        output_tokens: result.output_tokens,
-        cost_usd: result.cost_usd,
-        turns: result.turns,
-      }
-      if (result.outcome === 'success') {
-        end = { status: 'completed', result: taskResult }
-      } else {
-        const code = OUTCOME_ERROR[result.outcome]
-        end = { status: 'failed', result: taskResult, error: { code, error: result.error ?? result.outcome } }
-        if (code === 'CONTAINER_FAILED') keepWarm = false
-      }
+      end = endOf(result)
+      if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
     } catch (err) {
       if (signal.aborted) {
         end = { status: 'cancelled' }
@@ -603,17 +590,8 @@ export class TasksService {
     const stored = await this.o.eventLog.read(t.owner_id, t.workspace_id, { after: 0, limit: 1_000_000, taskId: t.id })
     if (events.length > stored.length) await this.record(t, events.slice(stored.length))
     if (result) {
-      const taskResult: TaskResult = {
-        text: result.text,
-        tool_calls: result.tool_calls,
-        input_tokens: result.input_tokens,
-        output_tokens: result.output_tokens,
-        cost_usd: result.cost_usd,
-        turns: result.turns,
-      }
       if (result.session_id) await this.o.workspaces.patch(t.owner_id, t.workspace_id, { sdk_session_id: result.session_id })
-      if (result.outcome === 'success') await this.finish(t, { status: 'completed', result: taskResult })
-      else await this.finish(t, { status: 'failed', result: taskResult, error: { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome } })
+      await this.finish(t, endOf(result))
     } else {
       await this.finish(t, {
         status: 'failed',
@@ -654,6 +632,20 @@ const OUTCOME_ERROR_CODES: Record<string, true> = {
   CONTAINER_FAILED: true,
   MODEL_ERROR: true,
   INTERNAL_ERROR: true,
+}
+
+/** How a runner result ends its task: completed, or failed with the outcome's code and the partial result. */
+function endOf(result: ResultEvent): { status: 'completed' | 'failed'; result: TaskResult; error?: TaskError } {
+  const taskResult: TaskResult = {
+    text: result.text,
+    tool_calls: result.tool_calls,
+    input_tokens: result.input_tokens,
+    output_tokens: result.output_tokens,
+    cost_usd: result.cost_usd,
+    turns: result.turns,
+  }
+  if (result.outcome === 'success') return { status: 'completed', result: taskResult }
+  return { status: 'failed', result: taskResult, error: { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome } }
 }
 
 function redactAll(text: string, values: string[]): string {
