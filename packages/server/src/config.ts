@@ -17,6 +17,32 @@ export interface BerthConfig {
   poolMin: number
   poolMax: number
   bodyLimit: number
+  /** Outgoing mail for email integrations, from `BERTH_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…` for TLS) and `BERTH_SMTP_FROM`. */
+  smtp: { host: string; port: number; secure: boolean; auth?: { user: string; pass: string }; from: string } | undefined
+  /** Let webhook integrations target private and loopback addresses (`BERTH_ALLOW_PRIVATE_WEBHOOKS=true`). */
+  allowPrivateWebhooks: boolean
+}
+
+function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {
+  const raw = env.BERTH_SMTP_URL
+  if (!raw) return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new Error('BERTH_SMTP_URL must be a URL like smtp://user:pass@host:587')
+  }
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error('BERTH_SMTP_URL must start with smtp:// or smtps://')
+  const secure = url.protocol === 'smtps:'
+  const from = env.BERTH_SMTP_FROM
+  if (!from) throw new Error('BERTH_SMTP_URL needs BERTH_SMTP_FROM (the sender address)')
+  return {
+    host: url.hostname,
+    port: url.port ? Number(url.port) : secure ? 465 : 587,
+    secure,
+    ...(url.username && { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }),
+    from,
+  }
 }
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number): number {
@@ -61,6 +87,8 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
     poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
+    smtp: smtpFrom(env),
+    allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
   }
   if (config.port > 65535) throw new Error(`PORT must be at most 65535, got ${config.port}`)
   if (config.poolMin > config.poolMax) throw new Error(`BERTH_POOL_MIN (${config.poolMin}) must not exceed BERTH_POOL_MAX (${config.poolMax})`)
