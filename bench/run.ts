@@ -1,6 +1,8 @@
 /**
  * `pnpm bench`: every benchmark, one after the other, each printing its own table.
- * bench/runtime.ts (container engines) runs when present.
+ * bench/runtime.ts (container engines), bench/workspaces.ts (transcripts, WebSocket
+ * fan-out) and bench/tasks.ts (agent tasks: overhead over the bare runner, throughput)
+ * run when present.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -28,6 +30,34 @@ if (existsSync(fileURLToPath(runtimeUrl))) {
   }
 } else {
   console.log('\nRuntime benchmarks skipped: bench/runtime.ts is not present.')
+}
+
+const workspacesUrl = new URL('./workspaces.ts', import.meta.url)
+if (existsSync(fileURLToPath(workspacesUrl))) {
+  try {
+    const workspaces = (await import(workspacesUrl.href)) as { main?: () => unknown }
+    if (typeof workspaces.main !== 'function') throw new Error('bench/workspaces.ts does not export main()')
+    await workspaces.main()
+  } catch (err) {
+    failed = true
+    console.error(`\nWorkspaces benchmark failed: ${(err as Error).stack ?? String(err)}`)
+  }
+} else {
+  console.log('\nWorkspaces benchmarks skipped: bench/workspaces.ts is not present.')
+}
+
+const tasksUrl = new URL('./tasks.ts', import.meta.url)
+if (existsSync(fileURLToPath(tasksUrl))) {
+  try {
+    const tasks = (await import(tasksUrl.href)) as { main?: () => unknown }
+    if (typeof tasks.main !== 'function') throw new Error('bench/tasks.ts does not export main()')
+    await tasks.main()
+  } catch (err) {
+    failed = true
+    console.error(`\nTasks benchmark failed: ${(err as Error).stack ?? String(err)}`)
+  }
+} else {
+  console.log('\nTasks benchmarks skipped: bench/tasks.ts is not present.')
 }
 
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)

@@ -87,3 +87,34 @@ export async function loadWorkspace(): Promise<{ server: typeof ServerModule; co
   ])
   return { server, core, unstorage, serverDir }
 }
+
+/**
+ * Another built workspace package (e.g. `@berth/adapter-podman`), resolved from the
+ * `@berth/server` directory in use (`BENCH_SERVER_DIR` or packages/server) the way
+ * {@link loadWorkspace} resolves `@berth/core`. Same rule: only in a process started by
+ * `forkTs`.
+ *
+ * @example
+ * ```ts
+ * const { podmanRuntime } = await loadBuiltPackage<typeof import('@berth/adapter-podman')>('@berth/adapter-podman')
+ * ```
+ */
+export async function loadBuiltPackage<T>(name: string): Promise<T> {
+  const serverDir = process.env.BENCH_SERVER_DIR ? resolve(process.env.BENCH_SERVER_DIR) : join(ROOT, 'packages/server')
+  return importBuilt<T>(packageDir(serverDir, name))
+}
+
+/**
+ * A file inside a package as the `@berth/server` in use resolves it, e.g. unstorage's
+ * fs driver (`unstorage`, `drivers/fs.mjs`), to build the same storage Berth builds by
+ * default and wrap it.
+ *
+ * @example
+ * ```ts
+ * const { default: fsDriver } = await loadPackageFile<{ default: (o: { base: string }) => unknown }>('unstorage', 'drivers/fs.mjs')
+ * ```
+ */
+export async function loadPackageFile<T>(name: string, file: string): Promise<T> {
+  const serverDir = process.env.BENCH_SERVER_DIR ? resolve(process.env.BENCH_SERVER_DIR) : join(ROOT, 'packages/server')
+  return (await import(pathToFileURL(join(packageDir(serverDir, name), file)).href)) as T
+}

@@ -13,7 +13,9 @@
 # No registry is used: the test image is a rootfs of the host's node, the libraries `ldd`
 # lists and busybox, imported with `docker import` / `podman import`. For the agent runner
 # (@berth/runner) it also holds bash (Claude Code's Bash tool needs bash or zsh; busybox
-# has neither) and librt.so.1 (linked by Claude Code's native binary, not by node).
+# has neither) and librt.so.1 (linked by Claude Code's native binary, not by node), and
+# for tasks that clone over HTTPS the host's git (installed from Debian when missing):
+# `git`, `git-remote-http(s)`, git-core's links and templates, and the libraries they link.
 #
 # Environment:
 #   BERTH_ENGINES        engines to ensure, space separated (default "docker podman")
@@ -32,7 +34,7 @@ DOCKER_SOCKET="${DOCKER_SOCKET:-/var/run/docker.sock}"
 PODMAN_SOCKET="${PODMAN_SOCKET:-/run/podman/podman.sock}"
 PODMAN_PIDFILE=/run/berth-podman-service.pid
 # Bump when the image recipe below changes, so existing images are rebuilt.
-RECIPE_VERSION=2
+RECIPE_VERSION=3
 WAIT_SECONDS=90
 
 log() { echo "[engines] $*" >&2; }
@@ -178,11 +180,12 @@ ensure_podman() {
 # ---------------------------------------------------------------- test image
 recipe_hash() {
   [ -z "$(missing_pkgs busybox-static)" ] || apt_install busybox-static
+  command -v git >/dev/null || apt_install git
   local node bb
   node="$(command -v node)"
   bb="$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || echo none)"
   printf '%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$(node --version)" "$(sha256sum "$(readlink -f "$node")" | cut -c1-16)" "$bb" \
-    "$(sha256sum "$(readlink -f "$(command -v bash)")" | cut -c1-16)" |
+    "$(sha256sum "$(readlink -f "$(command -v bash)")" | cut -c1-16)$(sha256sum "$(readlink -f "$(command -v git)")" | cut -c1-16)" |
     sha256sum | cut -c1-16
 }
 
@@ -208,6 +211,18 @@ build_rootfs() { # builds the rootfs tarball once per run, into $ROOTFS_TAR
   # librt.so.1 sits beside libc.so.6; Claude Code's native binary needs it.
   libdir="$(dirname "$(ldd "$node" | grep -o '/[^ ]*libc\.so\.6')")"
   cp -L --parents "$libdir/librt.so.1" "$dir/"
+  # git: the binary, its HTTPS transport and every link to them in the exec path (the
+  # other helpers there need perl or are servers), the templates, and their libraries.
+  local gitcore
+  gitcore="$(git --exec-path)"
+  mkdir -p "$dir$gitcore" "$dir/usr/share/git-core"
+  cp "$gitcore/git" "$gitcore/git-remote-http" "$dir$gitcore/"
+  find "$gitcore" -maxdepth 1 -type l -exec cp -P {} "$dir$gitcore/" \;
+  cp -r /usr/share/git-core/templates "$dir/usr/share/git-core/" 2>/dev/null || true
+  ln -sf "$gitcore/git" "$dir/usr/bin/git"
+  for lib in $({ ldd "$gitcore/git"; ldd "$gitcore/git-remote-http"; } | grep -o '/[^ ]*' | sort -u); do
+    [ -e "$dir$lib" ] || cp -L --parents "$lib" "$dir/"
+  done
   printf 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000:node:/home/node:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$dir/etc/passwd"
   printf 'root:x:0:\nnode:x:1000:\nnogroup:x:65534:\n' >"$dir/etc/group"
   mkdir -p "$dir/home/node" && chown 1000:1000 "$dir/home/node"

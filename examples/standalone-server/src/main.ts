@@ -60,6 +60,8 @@ const berth = createBerth({
   runtime: chosen.runtime,
   pool: { image, min: config.poolMin, max: config.poolMax },
   concurrency: config.concurrency,
+  allowPrivateWebhooks: config.allowPrivateWebhooks,
+  ...(config.smtp && { smtp: config.smtp }),
   ...(runner && { runner }),
 })
 

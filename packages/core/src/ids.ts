@@ -17,6 +17,8 @@ export const ID_PREFIX = {
   callerKey: 'ck',
   container: 'ctr',
   session: 'sess',
+  delivery: 'dlv',
+  notification: 'ntf',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

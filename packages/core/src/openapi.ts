@@ -376,8 +376,21 @@ function parameters(route: AnyRoute, { convert, components }: Converter): OpenAp
   return out
 }
 
+/** The request body: JSON from the body schema, or the form of a multipart route. */
+function requestBody(route: AnyRoute, converter: Converter): OpenApiOperation['requestBody'] {
+  if (route.body) return { required: true, content: { 'application/json': { schema: converter.convert(route.body, 'input') } } }
+  if (!route.multipart) return undefined
+  const { fields, files } = route.multipart
+  const properties: Record<string, OpenApiSchema> = {}
+  for (const [name, description] of Object.entries(fields)) properties[name] = { type: 'string', description }
+  // Binary parts: `contentMediaType` is OpenAPI 3.1's way, `format: binary` what upload UIs look for.
+  properties.files = { type: 'array', description: files, items: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream' } }
+  return { required: true, content: { 'multipart/form-data': { schema: { type: 'object', properties, required: [...Object.keys(fields), 'files'] } } } }
+}
+
 function operation(route: AnyRoute, converter: Converter): OpenApiOperation {
   const params = parameters(route, converter)
+  const body = requestBody(route, converter)
   return {
     operationId: route.name,
     tags: [route.tag],
@@ -385,7 +398,7 @@ function operation(route: AnyRoute, converter: Converter): OpenApiOperation {
     ...(route.description && { description: route.description }),
     security: route.auth === 'public' ? [] : [{ bearerAuth: [] }],
     ...(params.length > 0 && { parameters: params }),
-    ...(route.body && { requestBody: { required: true as const, content: { 'application/json': { schema: converter.convert(route.body, 'input') } } } }),
+    ...(body && { requestBody: body }),
     responses: { [String(route.status ?? 200)]: successResponse(route, converter.convert), ...errorResponses(route) },
   }
 }

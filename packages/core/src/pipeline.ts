@@ -16,6 +16,8 @@ export interface PipelineOptions {
   authenticate?: Authenticate | undefined
   /** JSON body limit in bytes (default 1 MiB). */
   bodyLimit?: number
+  /** Body limit of `multipart` (upload) routes in bytes (default 100 MiB). */
+  uploadLimit?: number
   /** Check every response against its schema (tests and development): a mismatch is a 500. */
   validateResponses?: boolean
   logger: Logger
@@ -91,6 +93,7 @@ function rateHeaders(d: RateDecision): Record<string, string> {
 export function createPipeline(opts: PipelineOptions) {
   const { services, rateLimiter, logger } = opts
   const bodyLimit = opts.bodyLimit ?? 1024 * 1024
+  const uploadLimit = opts.uploadLimit ?? 100 * 1024 * 1024
   const R = opts.responseClass ?? Response
   const authenticate = createAuthenticate(opts)
 
@@ -138,7 +141,8 @@ export function createPipeline(opts: PipelineOptions) {
         }
         body = parseInput('body', route.body, raw)
       }
-      const result = await route.handle({ caller: caller as Caller, params, query, body, services, request })
+      const input = route.multipart ? limitBody(request, uploadLimit) : request
+      const result = await route.handle({ caller: caller as Caller, params, query, body, services, request: input })
       response = toResponse(route, result, headers)
     } catch (err) {
       response = errorResponse(err, logger, headers, R)
@@ -174,6 +178,29 @@ export function createPipeline(opts: PipelineOptions) {
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>
+
+/**
+ * The request with its body capped at `limit` bytes: 413 now when the declared length is
+ * over it, else reading past it fails with 413 (the handler's read throws it), so an
+ * upload is counted as it streams and never buffered here.
+ */
+function limitBody(request: Request, limit: number): Request {
+  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit }, { connection: 'close' })
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > limit) throw tooLarge()
+  if (!request.body) return request
+  let size = 0
+  const counted = request.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        size += chunk.byteLength
+        if (size > limit) controller.error(tooLarge())
+        else controller.enqueue(chunk)
+      },
+    }),
+  )
+  return new Request(request.url, { method: request.method, headers: request.headers, body: counted, signal: request.signal, duplex: 'half' } as RequestInit)
+}
 
 /**
  * The request → caller function the pipeline and the WebSocket share: the embedder's

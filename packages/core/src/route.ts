@@ -34,6 +34,14 @@ export interface RouteContext<P, Q, B, A extends AuthLevel> {
   request: Request
 }
 
+/** How a `multipart/form-data` route's form is documented. */
+export interface MultipartBody {
+  /** Text fields by name, each with its description; all required. */
+  fields: Record<string, string>
+  /** The file parts: any part with a filename is a file; documented as the array field `files`. */
+  files: string
+}
+
 /** The value a handler returns: the response body, or a web `Response` for non-JSON routes. */
 export type RouteResult<R> = R | Response
 
@@ -62,6 +70,12 @@ export interface RouteDef<
   query?: Q
   /** JSON request body. Bodies are strict: unknown fields are a 400. */
   body?: B
+  /**
+   * A `multipart/form-data` request body instead of JSON (uploads). The pipeline caps it
+   * at the server's upload limit (413 beyond it, whether declared or counted as it
+   * streams) and hands it over unread: the handler reads the parts from `request.body`.
+   */
+  multipart?: MultipartBody
   /** JSON response body; omit for 204 or non-JSON routes. */
   response?: R
   /** Success status (default 200). */

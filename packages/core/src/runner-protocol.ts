@@ -56,6 +56,22 @@ export const RunnerInput = v.object({
   cwd: v.string(),
   /** Where the runner appends every event line (JSONL), e.g. `/workspace/.berth/events/<task_id>.jsonl`. */
   events_file: v.string(),
+  /**
+   * Git credentials per host (`host[:port]` → username and token, optionally a CA to trust
+   * there). The runner serves them to git through a credential helper reading a 0600 file
+   * outside the workspace, removed when the run ends; they never enter the environment and
+   * every token is redacted from events.
+   */
+  git_credentials: v.optional(
+    v.array(
+      v.object({
+        host: v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+(:\d{1,5})?$/, 'must be host or host:port')),
+        username: v.pipe(v.string(), v.regex(/^[^\s:]{1,200}$/, 'must be a username without whitespace or colons')),
+        token: v.pipe(v.string(), v.regex(/^[^\s]{1,4096}$/, 'must be a token without whitespace')),
+        ca_pem: v.optional(v.string()),
+      }),
+    ),
+  ),
 })
 
 const Usage = { input_tokens: v.number(), output_tokens: v.number() }

@@ -5,3 +5,4 @@
 export { bundleRunner, runnerCommand, platformPackage, RUNNER_MOUNT, type BundleOptions, type RunnerBundle } from './bundle.js'
 export { createRedactor, REDACTED, type Redactor, type StreamRedactor } from './redact.js'
 export { parseInput, InputError } from './input.js'
+export { setupGitCredentials, type GitCredentials, type GitCredentialSetup } from './git-credentials.js'

@@ -23,7 +23,8 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify({ type: 'error', message: err.message })}\n`)
     return 2
   }
-  const redactor = createRedactor([...input.redact, ...(input.model.api_key ? [input.model.api_key] : [])])
+  const gitTokens = (input.git_credentials ?? []).map((c) => c.token)
+  const redactor = createRedactor([...input.redact, ...(input.model.api_key ? [input.model.api_key] : []), ...gitTokens])
   mkdirSync(input.cwd, { recursive: true })
   const sink = openEventSink(input.events_file, redactor)
   const debug = process.env.BERTH_RUNNER_DEBUG === '1'

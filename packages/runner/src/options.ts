@@ -14,21 +14,24 @@ export interface SdkOptionsContext {
   abortController: AbortController
   /** The environment to start from (default `process.env`). */
   baseEnv?: NodeJS.ProcessEnv
+  /** Added after the task's `env` (the git credential helper's configuration). */
+  extraEnv?: Record<string, string> | undefined
   stderr?: (data: string) => void
 }
 
 /**
  * The environment of the Claude Code process (and so of the agent's tools): the runner's
- * own, the task's `env`, then what the model endpoint needs, which wins.
+ * own, the task's `env`, the git credential helper's settings, then what the model
+ * endpoint needs, which wins.
  *
  * @example
  * ```ts
  * sdkEnv(input, { stubUrl: 'http://127.0.0.1:4000' }).ANTHROPIC_BASE_URL // 'http://127.0.0.1:4000'
  * ```
  */
-export function sdkEnv(input: RunnerInput, ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv'>): Record<string, string | undefined> {
+export function sdkEnv(input: RunnerInput, ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv' | 'extraEnv'>): Record<string, string | undefined> {
   const stub = input.model.provider === 'stub'
-  const env: Record<string, string | undefined> = { ...(ctx.baseEnv ?? process.env), ...input.env }
+  const env: Record<string, string | undefined> = { ...(ctx.baseEnv ?? process.env), ...input.env, ...ctx.extraEnv }
   for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']) delete env[k]
   const baseUrl = stub ? ctx.stubUrl : input.model.base_url
   if (baseUrl) env.ANTHROPIC_BASE_URL = baseUrl

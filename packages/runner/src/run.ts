@@ -1,6 +1,7 @@
 import { query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
 import { startOfflineModel, type OfflineModelServer } from '@berth/testkit/model'
+import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
 import { Transcript } from './transcript.js'
@@ -37,12 +38,15 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   const onAbort = () => abortController.abort()
   opts.signal?.addEventListener('abort', onAbort, { once: true })
   let model: OfflineModelServer | undefined
+  let git: GitCredentialSetup | undefined
   let failure: string | undefined
   try {
     if (input.model.provider === 'stub') model = await startOfflineModel({ host: '127.0.0.1', port: 0 })
     const skills = writeSkills(input.cwd, input.skills)
+    if (input.git_credentials?.length) git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env })
     const options = sdkOptions(input, {
       stubUrl: model?.url,
+      extraEnv: git?.env,
       skills,
       abortController,
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
@@ -62,6 +66,8 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     failure = err instanceof Error ? err.message : String(err)
   } finally {
     opts.signal?.removeEventListener('abort', onAbort)
+    // The credentials live as long as the run: a warm session container keeps none between prompts.
+    git?.cleanup()
     await model?.close()
   }
   emit(transcript.result(cancelled() ? 'cancelled' : failure))

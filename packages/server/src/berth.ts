@@ -4,6 +4,7 @@ import {
   createAesGcmCipher,
   createPipeline,
   createServices,
+  deriveOAuthStateKey,
   errorResponse,
   jsonLogger,
   routes as coreRoutes,
@@ -27,7 +28,15 @@ import { createStorage, type Storage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
+import { createGitProviders, type GitProvidersConfig } from './git/providers.js'
+import { createNotifier } from './notifiers/index.js'
+import { createChatProvider, type ChatProviderConfig } from './notifiers/chat-provider.js'
+import { createMailProvider, type MailProviderConfig } from './notifiers/mail-provider.js'
+import type { SmtpOptions } from './notifiers/email.js'
+import { createBankApi, type BankApiOptions } from './notifiers/bank-api.js'
+import { createMessengerApi, type MessengerApiOptions } from './notifiers/messenger-api.js'
 import { serverRoutes } from './routes.js'
+import { redactSecretPaths } from './secret-paths.js'
 import { unstorageStore } from './store.js'
 import { createWebSocket } from './websocket.js'
 import { VERSION } from './version.js'
@@ -53,6 +62,8 @@ export interface BerthOptions {
   rateLimit?: { rpm: number; burst: number } | RateLimiter
   /** JSON body limit in bytes (default 1 MiB). */
   bodyLimit?: number
+  /** Upload limit in bytes: the whole multipart body of `POST /v1/workspaces/:id/files` (default 100 MiB); 413 beyond. */
+  uploadLimit?: number
   /** Validate every response against its schema (on in tests; a mismatch is a 500). */
   validateResponses?: boolean
   clock?: Clock
@@ -74,6 +85,48 @@ export interface BerthOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
   recoveryGraceMs?: number
+  /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
+  smtp?: SmtpOptions
+  /**
+   * Let `webhook` integrations reach private, loopback and link-local addresses (default
+   * false: such URLs are refused when saved and at every delivery, so callers cannot make
+   * the server probe its own network). For local development and tests.
+   */
+  allowPrivateWebhooks?: boolean
+  /** Notification deliveries: tries per notification (default 5), first backoff (default 1 s, doubling), per-attempt timeout (default 10 s). */
+  notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number }
+  /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
+  playbookWebhookRate?: { rpm: number; burst: number }
+  /**
+   * Git providers callers can connect accounts from (OAuth apps you registered), e.g.
+   * `{ github: { clientId, clientSecret } }`. Endpoints default to the public hosts; override
+   * them for self-hosted instances. Providers left out cannot be connected.
+   */
+  gitProviders?: GitProvidersConfig
+  /**
+   * The chat-workspace provider app (Slack-shaped) callers connect `chatprovider`
+   * integrations to: `{ clientId, clientSecret, signingSecret }`, endpoints defaulting to
+   * slack.com (`authorizeUrl`, `tokenUrl`, `apiBaseUrl`). Without it the chat routes answer 404 / 401.
+   */
+  chatProvider?: ChatProviderConfig
+  /**
+   * The mail provider OAuth client (Gmail-shaped) callers connect `mailprovider`
+   * integrations with: `{ clientId, clientSecret }`, endpoints defaulting to Google's
+   * (`authorizeUrl`, `tokenUrl`, `apiBaseUrl`, `userinfoUrl`, `revokeUrl`).
+   */
+  mailProvider?: MailProviderConfig
+  /**
+   * The banking-data provider (Teller-shaped) whose connect widget callers enroll banks
+   * with: `apiBaseUrl` (default `https://api.teller.io`), `timeoutMs` per request (default 10 s).
+   */
+  bankProvider?: Omit<BankApiOptions, 'fetch'>
+  /**
+   * The messenger (Telegram-shaped Bot API) callers' bots run on: `apiBaseUrl` (default
+   * `https://api.telegram.org`), `publicUrl` (where the provider reaches this server's
+   * `/api/messenger/webhook`; default: the setup request's origin, so set it behind a proxy),
+   * `timeoutMs` per request (default 10 s).
+   */
+  messenger?: Omit<MessengerApiOptions, 'fetch'> & { publicUrl?: string }
   /** Warm pool settings (needs `runtime`). */
   pool?: {
     /** Image task containers start from. */
@@ -163,13 +216,31 @@ export function createBerth(options: BerthOptions = {}): Berth {
           adopt: (c) => accountFor(c),
         })
       : undefined
+  const providerOpts = { clock, ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }) }
+  const chatProvider = options.chatProvider && createChatProvider(options.chatProvider, providerOpts)
+  const mailProvider = options.mailProvider && createMailProvider(options.mailProvider, providerOpts)
+  const notifier = createNotifier({
+    allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
+    smtp: options.smtp,
+    ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }),
+    channels: { ...(chatProvider && { chatprovider: chatProvider.channel }), ...(mailProvider && { mailprovider: mailProvider.channel }) },
+  })
   const services = createServices({
     store,
+    notifier,
+    ...(options.notifications && { notificationRetry: { attempts: options.notifications.attempts, backoffMs: options.notifications.backoffMs } }),
+    ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
     ...(pool && { pool, engine: { runtime: options.runtime!, pool, command } }),
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
     ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),
     cipher: createAesGcmCipher(key),
+    gitProviders: createGitProviders(options.gitProviders ?? {}, { clock }),
+    connectProviders: { ...(chatProvider && { chatprovider: chatProvider.connect }), ...(mailProvider && { mailprovider: mailProvider.connect }) },
+    chatSigningSecret: chatProvider?.signingSecret,
+    bankApi: createBankApi(options.bankProvider),
+    messenger: { api: createMessengerApi(options.messenger), publicUrl: options.messenger?.publicUrl },
+    oauthStateKey: deriveOAuthStateKey(key),
     clock,
     logger,
     adminToken: options.adminToken,
@@ -179,10 +250,16 @@ export function createBerth(options: BerthOptions = {}): Berth {
   accountFor = (c) => services.tasks.accountFor(c)
   // Pool first (adopt or remove what a previous run left), then the tasks it served.
   // Task recovery runs even when the engine is down, so no task stays in limbo.
+  // Then the playbook runs whose task ended while nothing listened.
+  const startServices = async () => {
+    await services.tasks.start()
+    await services.playbookRuns.recover()
+    await services.messenger.recover()
+  }
   const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(
-    () => services.tasks.start(),
+    () => startServices(),
     async (err: unknown) => {
-      await services.tasks.start()
+      await startServices()
       throw err
     },
   )
@@ -195,9 +272,11 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const run = createPipeline({
     services,
     rateLimiter,
-    logger,
+    // Request lines log the path; the webhook trigger's carries its secret.
+    logger: redactSecretPaths(logger, [...coreRoutes, ...serverRoutes]),
     authenticate: options.authenticate,
     bodyLimit: options.bodyLimit,
+    uploadLimit: options.uploadLimit,
     validateResponses: options.validateResponses,
     // Writes string bodies straight to the socket with a content-length (h3's Node adapter
     // otherwise streams a standard Response out chunked): about half the per-request cost.
@@ -248,6 +327,9 @@ export function createBerth(options: BerthOptions = {}): Berth {
       await ready.catch(() => {})
       websocket.closeAll()
       await services.tasks.close()
+      await services.notifications.close()
+      await services.messenger.close()
+      notifier.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
       await storage.dispose()
     },

@@ -34,6 +34,10 @@ export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {
   }
   // Callers get copies, so nothing they do to a value can change the cached one.
   const copy = <T>(v: unknown): T => structuredClone(v) as T
+  // With the cache (sole writer) every key is kept in memory too: unstorage's fs driver
+  // walks the whole store on every getKeys whatever the base, which grows with every task.
+  let index: Promise<Set<string>> | undefined
+  const keyIndex = () => (index ??= storage.getKeys('').then((k) => new Set(k)))
 
   return {
     async get<T>(key: string) {
@@ -57,12 +61,15 @@ export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {
     async set<T>(key: string, value: T) {
       await storage.setItem(key, value as never)
       remember(key, copy(value))
+      if (index) (await index).add(key)
     },
     async remove(key: string) {
       await storage.removeItem(key)
       cache?.delete(key)
+      if (index) (await index).delete(key)
     },
     async keys(prefix: string) {
+      if (cache) return [...(await keyIndex())].filter((k) => k.startsWith(prefix))
       // unstorage normalises keys (":" separators); ask for the base, keep exact-prefix matches.
       const base = prefix.endsWith(':') ? prefix.slice(0, -1) : prefix
       const keys = await storage.getKeys(base)

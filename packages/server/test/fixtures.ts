@@ -34,6 +34,13 @@ export function fixtures(s: TestServer) {
     '/v1/skills': async () => ({ name: `skill-${uniq()}`, body: '# Skill\nDo the thing.' }),
     '/v1/agents': async () => ({ name: `agent-${uniq()}`, prompt: 'You review code.' }),
     '/v1/tasks': async (a: Actor) => ({ mode: 'batch', profile_id: await make('/v1/profiles', a), prompt: 'Say hello.' }),
+    '/v1/playbooks': async (a: Actor) => ({ profile_id: await make('/v1/profiles', a), name: 'Playbook', prompt: 'Summarise the news.' }),
+    // Email: a webhook URL would have to resolve (no DNS here) to a public address.
+    '/v1/integrations': async () => ({ type: 'email', config: { recipients: ['ops@example.com'] } }),
+    // Bodies the bank and messenger flows accept (no provider answers on the contract server: a full run is a 502).
+    '/v1/integrations/bankprovider/config': async () => ({ application_id: 'app_fixture', environment: 'sandbox' }),
+    '/v1/integrations/bankprovider/callback': async () => ({ accessToken: 'token_fixture', enrollment: { id: 'enr_fixture', institution: { name: 'Fixture Bank' } }, user: { id: 'usr_fixture' } }),
+    '/v1/integrations/messenger/setup': async () => ({ bot_token: '123456:AAfixture-token-0000000000000000' }),
   } satisfies Record<string, (a: Actor) => Promise<Record<string, unknown>>>
 
   /** Submit a task; returns its id (tasks answer 202 with `task_id`). */
@@ -45,6 +52,13 @@ export function fixtures(s: TestServer) {
 
   /** Collections whose resources are not made by a plain create. */
   const special: Record<string, (a: Actor) => Promise<string>> = {
+    // Git accounts come from a provider's OAuth flow (tested against the fake providers in
+    // git-accounts.test.ts); the contract server has no provider, so the account is stored
+    // the way the callback stores it, through the service.
+    '/v1/integrations/git/accounts': async (a) => {
+      const tokens = { access_token: `gho_fixture_${uniq()}`, refresh_token: null, expires_at: null, scopes: ['repo'] }
+      return (await s.berth.services.gitAccounts.connect(a.id, 'github', tokens, { id: uniq(), login: 'octocat' })).id
+    },
     '/v1/tasks': async (a) => (await task(a)).task_id,
     // A workspace comes into being with its first task.
     '/v1/workspaces': async (a) => {

@@ -23,7 +23,8 @@ const children: ChildProcess[] = []
 function startProcess(): Promise<{ url: string; child: ChildProcess }> {
   const info = readEngine('podman')
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, DATA_DIR: dataDir, ADMIN_TOKEN, SOCKET: info.socketPath, IMAGE: info.image, POOL: pool, BUNDLE: RUNNER_BUNDLE },
+    // One container: a second task has to wait in the queue.
+    env: { ...process.env, DATA_DIR: dataDir, ADMIN_TOKEN, SOCKET: info.socketPath, IMAGE: info.image, POOL: pool, POOL_MAX: '1', BUNDLE: RUNNER_BUNDLE },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   children.push(child)
@@ -44,7 +45,7 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true })
 })
 
-it('a task running when the server is SIGKILLed ends definitely after a restart, with no orphan container', async () => {
+it('a task running when the server is SIGKILLed ends definitely after a restart, a queued one still runs, no orphan container', async () => {
   const first = await startProcess()
   const call = async (url: string, method: string, path: string, token: string, json?: unknown) => {
     const res = await fetch(url + path, {
@@ -67,6 +68,8 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
     const events = (await call(first.url, 'GET', `/v1/tasks/${sub.task_id}/events`, token)).events as { type: string }[]
     expect(events.some((e) => e.type === 'token')).toBe(true)
   }, 30_000)
+  const queued = await call(first.url, 'POST', '/v1/tasks', token, { mode: 'batch', profile_id: profile.id, prompt: 'Queued. [[berth:text ran after the restart]]' })
+  expect((await call(first.url, 'GET', `/v1/tasks/${queued.task_id}`, token)).status).toBe('queued')
   first.child.kill('SIGKILL')
   await new Promise((r) => first.child.once('exit', r))
 
@@ -89,6 +92,13 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
     expect(engine).toEqual(pooled.map((c) => c.id).sort())
     expect(pooled.every((c) => c.state === 'idle')).toBe(true)
   }, 20_000)
+  // The task that was waiting in the queue survived the crash and ran.
+  const later = await eventually(async () => {
+    const t = await call(second.url, 'GET', `/v1/tasks/${queued.task_id}`, token)
+    expect(t.status).toBe('completed')
+    return t
+  }, 60_000)
+  expect(later.result.text).toContain('ran after the restart')
   const ws = await call(second.url, 'GET', `/v1/workspaces/${task.workspace_id}`, token)
   expect(ws.status).toBe('idle')
   console.error(`[recovery] task ended ${task.status}${task.error ? ` (${task.error.error})` : ''}`)

@@ -1,5 +1,6 @@
 /** A server with a real engine, warm pool and the runner bundle, plus a caller with a stub profile. */
 import type { Task, TranscriptEvent } from '@berth/core'
+import type { BerthOptions } from '@berth/server'
 import { expect } from 'vitest'
 import { startServer } from './helpers.js'
 import { engineRuntime, ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
@@ -10,7 +11,7 @@ export type Json = Record<string, any>
 /** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
 export async function taskServer(
   engine: (typeof ENGINES)[number],
-  opts: { concurrency?: number; max?: number; min?: number; sessionIdleMs?: number } = {},
+  opts: { concurrency?: number; max?: number; min?: number; sessionIdleMs?: number; berth?: Partial<BerthOptions> } = {},
 ) {
   const { info, runtime } = engineRuntime(engine)
   const pool = uniquePoolName(`tasks-${engine}`)
@@ -20,6 +21,7 @@ export async function taskServer(
     runner: { bundleDir: RUNNER_BUNDLE },
     concurrency: opts.concurrency ?? 20,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
+    ...opts.berth,
   })
   await s.berth.ready
   const { token } = await s.user()

@@ -3,8 +3,16 @@ import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRout
 import { poolRoutes } from './pool.js'
 import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
+import { workspaceFileRoutes } from './workspace-files.js'
 import { wsRoute } from './ws.js'
 import { adminRoutes, health } from './system.js'
+import { playbookRoutes } from './playbooks.js'
+import { playbookWebhookTrigger } from './webhook-trigger.js'
+import { integrationRoutes } from './integrations.js'
+import { gitAccountRoutes } from './git-accounts.js'
+import { chatMailRoutes } from './chat-mail.js'
+import { bankProviderRoutes } from './bank-provider.js'
+import { messengerRoutes } from './messenger-bot.js'
 
 /**
  * The route table: every operation of the HTTP API, defined once. The server mounts it,
@@ -15,6 +23,7 @@ export const routes = [
   health,
   ...taskRoutes,
   ...workspaceRoutes,
+  ...workspaceFileRoutes,
   ...profileRoutes,
   listProfileModels,
   ...apiKeyRoutes,
@@ -24,6 +33,13 @@ export const routes = [
   ...skillRoutes,
   ...agentRoutes,
   ...poolRoutes,
+  ...playbookRoutes,
+  playbookWebhookTrigger,
+  ...integrationRoutes,
+  ...gitAccountRoutes,
+  ...chatMailRoutes,
+  ...bankProviderRoutes,
+  ...messengerRoutes,
   wsRoute,
   ...adminRoutes,
 ] as const satisfies readonly AnyRoute[]

@@ -1,5 +1,6 @@
 import * as v from 'valibot'
 import { Description, Id, Name, RecordMeta, StringMap } from './common.js'
+import { GitAccountIds } from './git-account.js'
 
 /** Lowercase URL-safe identifier: `^[a-z0-9][a-z0-9-]{0,62}$`. */
 export const Slug = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be lowercase letters, digits and dashes (max 63)'))
@@ -46,6 +47,8 @@ const profileFields = {
   claude_md: ClaudeMd,
   memory_enabled: v.boolean(),
   persistent_sessions: v.boolean(),
+  /** Connected Git accounts whose credentials the profile's tasks get (through a credential helper). */
+  git_account_ids: GitAccountIds,
 }
 
 /** The full profile, `claude_md` included. */
@@ -58,7 +61,10 @@ export const Profile = v.object({
 /** A profile as listed: everything but `claude_md`. */
 export const ProfileSummary = v.omit(Profile, ['claude_md'])
 
-/** Body of `POST /v1/profiles`: `name`, `slug` (unique per owner) and `api_key_id` required. */
+/**
+ * Body of `POST /v1/profiles`: `name`, `slug` (unique per owner) and `api_key_id` required.
+ * `git_account_ids` must be the caller's connected Git accounts.
+ */
 export const CreateProfile = v.strictObject({
   name: profileFields.name,
   slug: profileFields.slug,
@@ -70,6 +76,7 @@ export const CreateProfile = v.strictObject({
   claude_md: v.optional(profileFields.claude_md),
   memory_enabled: v.optional(profileFields.memory_enabled),
   persistent_sessions: v.optional(profileFields.persistent_sessions),
+  git_account_ids: v.optional(profileFields.git_account_ids),
 })
 
 /** Body of `PATCH /v1/profiles/:id`: any subset of the create fields; `model: null` clears it. */

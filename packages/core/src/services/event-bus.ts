@@ -2,7 +2,7 @@ import type { Task, TranscriptEvent } from '../schemas/task.js'
 
 /** What subscribers of a task receive, live. */
 export type TaskMessage =
-  | { type: 'task.status'; task_id: string; status: Task['status']; task: Task }
+  | { type: 'task.status'; task_id: string; status: Task['status']; task: Task; owner_id: string }
   | { type: 'task.event'; task_id: string; event: TranscriptEvent }
 
 type Listener = (message: TaskMessage) => void
@@ -20,6 +20,7 @@ type Listener = (message: TaskMessage) => void
  */
 export class EventBus {
   private readonly listeners = new Map<string, Set<Listener>>()
+  private readonly everything = new Set<Listener>()
 
   subscribe(taskId: string, listener: Listener): () => void {
     let set = this.listeners.get(taskId)
@@ -31,7 +32,23 @@ export class EventBus {
     }
   }
 
+  /**
+   * Every message of every task, for services that react to any task (notifications,
+   * playbook runs). Unlike a task subscriber, such a listener is kept when it throws.
+   */
+  subscribeAll(listener: Listener): () => void {
+    this.everything.add(listener)
+    return () => this.everything.delete(listener)
+  }
+
   publish(message: TaskMessage): void {
+    for (const listener of this.everything) {
+      try {
+        listener(message)
+      } catch {
+        // A service's listener must not stop the task or the other listeners.
+      }
+    }
     for (const listener of this.listeners.get(message.task_id) ?? []) {
       try {
         listener(message)

@@ -22,9 +22,29 @@ import { EventLog } from './event-log.js'
 import { MemoryService } from './memory.js'
 import { TasksService, type TaskEngine } from './tasks.js'
 import { WorkspacesService } from './workspaces.js'
+import { WorkspaceFilesService } from './workspace-files.js'
 import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
 import { UsersService } from './users.js'
+import { tokenBucket } from '../limits/rate-limit.js'
+import { unconfiguredNotifier, type Notifier } from '../ports/notifier.js'
+import { DeliveryLog } from './deliveries.js'
+import { IntegrationsService } from './integrations.js'
+import { NotificationsService } from './notifications.js'
+import { PlaybookRunsService } from './playbook-runs.js'
+import { PlaybooksService } from './playbooks.js'
+import { WebhookTrigger } from './webhook-trigger.js'
+import { randomBytes } from 'node:crypto'
+import type { GitProvider, GitProviderName } from '../ports/git-provider.js'
+import { GitAccountsService } from './git-accounts.js'
+import { OAuthStates } from './oauth-state.js'
+import { ChatMailConnectService, type ConnectProvider } from './chat-mail-connect.js'
+import { ChatEventsService } from './chat-events.js'
+import type { ConnectType } from '../schemas/chat-mail.js'
+import { unconfiguredBankApi, type BankApi } from './bank-api.js'
+import { BankProviderService } from './bank-provider.js'
+import { unconfiguredMessengerApi, type MessengerApi } from './messenger-api.js'
+import { MessengerService } from './messenger-bot.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -47,6 +67,28 @@ export interface ServicesOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
   recoveryGraceMs?: number
+  /** Delivers notifications (webhook, email); without one, every delivery fails untried. */
+  notifier?: Notifier
+  /** Notification retries: tries in all (default 5) and the first backoff (default 1 s, doubling). */
+  notificationRetry?: { attempts?: number; backoffMs?: number }
+  /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
+  playbookWebhookRate?: { rpm: number; burst: number }
+  /** Git providers accounts can be connected from (their OAuth clients and user APIs). */
+  gitProviders?: Partial<Record<GitProviderName, GitProvider>>
+  /**
+   * Key OAuth `state` values are signed with (32+ bytes; derive it from the encryption key
+   * with `deriveOAuthStateKey`). Default: random per process, so flows in progress do not
+   * survive a restart.
+   */
+  oauthStateKey?: Uint8Array
+  /** The chat-workspace and mail providers integrations are connected to by OAuth. */
+  connectProviders?: Partial<Record<ConnectType, ConnectProvider>>
+  /** The chat provider app's signing secret: `POST /api/chatprovider/events` verifies requests with it. */
+  chatSigningSecret?: string | undefined
+  /** The banking-data provider's API (connect-widget enrollments are verified with it). */
+  bankApi?: BankApi
+  /** The messenger's Bot API, and where the provider reaches this server (default: the setup request's origin). */
+  messenger?: { api: MessengerApi; publicUrl?: string | undefined }
 }
 
 /** Every service a route handler can reach through `ctx.services`. */
@@ -64,12 +106,31 @@ export interface Services {
   agents: AgentsService
   pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'>
   workspaces: WorkspacesService
+  /** Browse, upload and download a workspace's files (in its container, or from its volume). */
+  workspaceFiles: WorkspaceFilesService
   tasks: TasksService
   eventLog: EventLog
   bus: EventBus
   slots: ConcurrencySlots
+  playbooks: PlaybooksService
+  playbookRuns: PlaybookRunsService
+  webhookTrigger: WebhookTrigger
+  integrations: IntegrationsService
+  deliveries: DeliveryLog
+  notifications: NotificationsService
   /** Delete a workspace for good: stop its tasks, reap its container and volume, drop its log and row. */
   deleteWorkspace(owner: string, id: string): Promise<void>
+  /** Signed, expiring, single-use OAuth `state` values (shared by every OAuth flow). */
+  oauthStates: OAuthStates
+  gitAccounts: GitAccountsService
+  /** The OAuth-connected chat and mail integrations: authorize, callback, fresh tokens. */
+  chatMail: ChatMailConnectService
+  /** Signature-verified chat provider events, recorded per integration. */
+  chatEvents: ChatEventsService
+  /** The banking-data provider: connect-widget settings and enrollments. */
+  bankProvider: BankProviderService
+  /** The messenger bot: setup, claim, webhook, threads. */
+  messenger: MessengerService
 }
 
 /** The pool surface when no container runtime is configured. */
@@ -105,6 +166,8 @@ export function createServices(opts: ServicesOptions): Services {
   const bus = new EventBus()
   const slots = new ConcurrencySlots(opts.concurrency ?? 5)
   const logger = opts.logger ?? silentLogger
+  const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)))
+  const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
   const tasks = new TasksService({
     store,
     clock,
@@ -114,10 +177,35 @@ export function createServices(opts: ServicesOptions): Services {
     slots,
     profiles,
     workspaces,
-    catalog: { apiKeys, secrets, memory, tools, skills, agents },
+    catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts },
     engine: opts.engine,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
+  })
+  // Messenger and banking deliveries need core's own records (a run's task, a chat's
+  // threads, the provider's token check); every other type goes to the deployment's notifier.
+  const deployed = opts.notifier ?? unconfiguredNotifier
+  let ownDeliveries: Record<string, Notifier['deliver']> = {}
+  const notifier: Notifier = {
+    ...(deployed.check && { check: (type: string, config: Record<string, unknown>) => deployed.check!(type, config) }),
+    deliver: (target, n) => (Object.hasOwn(ownDeliveries, target.type) ? ownDeliveries[target.type]!(target, n) : deployed.deliver(target, n)),
+  }
+  const deliveries = new DeliveryLog(store)
+  const integrations = new IntegrationsService(store, clock, cipher, notifier, deliveries)
+  const notifications = new NotificationsService({ clock, logger, bus, integrations, deliveries, notifier, ...opts.notificationRetry })
+  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications })
+  const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
+  const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
+  const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations })
+  ownDeliveries = { bankprovider: (t, n) => bankProvider.deliver(t, n), messenger: (t, n) => messenger.deliver(t, n) }
+  integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
+  const chatMail = new ChatMailConnectService({ store, clock, cipher, logger, states: oauthStates, integrations, providers: opts.connectProviders ?? {} })
+  const chatEvents = new ChatEventsService({ store, clock, logger, integrations, connect: chatMail, signingSecret: opts.chatSigningSecret })
+  ownDeliveries = { ...ownDeliveries, ...chatMail.deliveries(deployed) }
+  const webhookTrigger = new WebhookTrigger({
+    playbooks,
+    runs: playbookRuns,
+    limiter: tokenBucket({ ...(opts.playbookWebhookRate ?? { rpm: 60, burst: 10 }), clock }),
   })
   return {
     version: opts.version ?? '0.0.0',
@@ -133,10 +221,23 @@ export function createServices(opts: ServicesOptions): Services {
     agents,
     pool: opts.pool ?? noPool,
     workspaces,
+    workspaceFiles: new WorkspaceFilesService({ workspaces, engine: opts.engine, logger }),
     tasks,
     eventLog,
     bus,
     slots,
+    playbooks,
+    playbookRuns,
+    webhookTrigger,
+    integrations,
+    deliveries,
+    notifications,
+    oauthStates,
+    gitAccounts,
+    bankProvider,
+    messenger,
+    chatMail,
+    chatEvents,
     async deleteWorkspace(owner, id) {
       const ws = await workspaces.records.get(owner, id)
       await tasks.stopWorkspace(owner, id)

@@ -2,6 +2,7 @@ import { ApiError } from '../errors.js'
 import type { RunnerInput } from '../runner-protocol.js'
 import type { ApiKeysService } from './api-keys.js'
 import type { AgentsService, SecretsService, SkillsService, ToolsService } from './catalog.js'
+import type { GitAccountsService } from './git-accounts.js'
 import type { MemoryService } from './memory.js'
 import type { ProfileRecord } from './profiles.js'
 import type { WorkspaceRecord } from './workspaces.js'
@@ -23,6 +24,8 @@ export interface MaterializeDeps {
   tools: ToolsService
   skills: SkillsService
   agents: AgentsService
+  /** Git credentials for profiles linked to connected accounts (none without it). */
+  gitAccounts?: GitAccountsService
 }
 
 /** Where the runner works inside the container. */
@@ -37,7 +40,8 @@ export function eventsFile(taskId: string): string {
  * Resolve everything one prompt needs into the runner's input: the profile's model and
  * credential, tools (profile defaults unless the task overrides), MCP servers (the
  * profile's and the caller's tools in scope), CLAUDE.md, memory when enabled, skills,
- * agents, and the secrets in scope as environment, whose values the runner redacts.
+ * agents, the secrets in scope as environment, whose values the runner redacts, and the
+ * credentials of the profile's Git accounts (tokens refreshed when due, redacted too).
  *
  * @example
  * ```ts
@@ -55,16 +59,17 @@ export async function materialize(
   const credential = await deps.apiKeys.resolve(owner, profile.api_key_id).catch(() => {
     throw new ApiError('MODEL_ERROR', `The profile's model credential ${profile.api_key_id} no longer exists`)
   })
-  const [env, memory, tools, skills, agents] = await Promise.all([
+  const [env, memory, tools, skills, agents, git] = await Promise.all([
     deps.secrets.environment(owner, profile.id),
     profile.memory_enabled ? deps.memory.forProfile(owner, profile.id) : Promise.resolve([]),
     deps.tools.forProfile(owner, profile.id),
     deps.skills.forProfile(owner, profile.id),
     deps.agents.forProfile(owner, profile.id),
+    deps.gitAccounts && profile.git_account_ids?.length ? deps.gitAccounts.credentials(owner, profile.git_account_ids) : Promise.resolve([]),
   ])
   const mcp = { ...profile.mcp_servers }
   for (const t of tools) mcp[t.name] = t.server
-  const redact = [...Object.values(env), ...(credential.key ? [credential.key] : [])].filter((s) => s.length >= 4)
+  const redact = [...Object.values(env), ...(credential.key ? [credential.key] : []), ...git.map((g) => g.token)].filter((s) => s.length >= 4)
   return {
     protocol: 1,
     task_id: task.id,
@@ -88,5 +93,7 @@ export async function materialize(
     redact,
     cwd: WORKSPACE_DIR,
     events_file: eventsFile(task.id),
+    // Written by the runner as a git credential helper outside the workspace, never into the environment.
+    ...(git.length > 0 && { git_credentials: git }),
   }
 }

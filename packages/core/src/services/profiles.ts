@@ -7,6 +7,7 @@ import type { ModelInfo } from '../schemas/api-key.js'
 import type { CreateProfile, Profile, ProfileSummary, UpdateProfile } from '../schemas/profile.js'
 import type { ApiKeysService } from './api-keys.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
+import { assertOwnGitAccounts } from './git-accounts.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
 
@@ -25,7 +26,7 @@ export class ProfilesService {
   private readonly slugLock = new KeyedMutex()
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly clock: Clock,
     private readonly apiKeys: ApiKeysService,
   ) {
@@ -45,6 +46,8 @@ export class ProfilesService {
       claude_md: r.claude_md,
       memory_enabled: r.memory_enabled,
       persistent_sessions: r.persistent_sessions,
+      // Records written before Git accounts existed have no list.
+      git_account_ids: r.git_account_ids ?? [],
       created_at: r.created_at,
       updated_at: r.updated_at,
     }
@@ -71,6 +74,7 @@ export class ProfilesService {
 
   async create(owner: string, input: CreateProfile): Promise<Profile> {
     await this.checkCredential(owner, input.api_key_id, input.model ?? null)
+    if (input.git_account_ids) await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
     // The slug check and the write must not interleave with another create of the same owner.
     return this.slugLock.run(owner, async () => {
       await this.checkSlug(owner, input.slug)
@@ -88,6 +92,7 @@ export class ProfilesService {
         claude_md: input.claude_md ?? '',
         memory_enabled: input.memory_enabled ?? false,
         persistent_sessions: input.persistent_sessions ?? false,
+        git_account_ids: [...new Set(input.git_account_ids ?? [])],
         created_at: now,
         updated_at: now,
       }
@@ -111,6 +116,10 @@ export class ProfilesService {
       for (const [k, val] of Object.entries(input)) if (val !== undefined) (next as unknown as Record<string, unknown>)[k] = val
       if (input.api_key_id !== undefined || input.model !== undefined) await this.checkCredential(owner, next.api_key_id, next.model)
       if (input.slug !== undefined && input.slug !== r.slug) await this.checkSlug(owner, input.slug, id)
+      if (input.git_account_ids !== undefined) {
+        await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
+        next.git_account_ids = [...new Set(input.git_account_ids)]
+      }
       return this.view(await this.records.put(next))
     })
   }

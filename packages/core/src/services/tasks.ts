@@ -65,6 +65,9 @@ type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
 
 const ACTIVE: TaskStatus[] = ['queued', 'starting', 'running']
 
+/** How long a runner may take to exit after writing its result before it is killed. */
+const RUNNER_EXIT_GRACE_MS = 10_000
+
 /** The agent SDK's conversation state inside a workspace (the runner's config dir). */
 const CONVERSATION_DIR = `${WORKSPACE_DIR}/.berth`
 /** Conversation archives above this size are not kept (the follow-up starts afresh). */
@@ -77,6 +80,13 @@ const OUTCOME_ERROR: Record<Exclude<ResultEvent['outcome'], 'success'>, TaskErro
   error_max_budget_usd: 'BUDGET_EXCEEDED',
   model_error: 'MODEL_ERROR',
   error_during_execution: 'CONTAINER_FAILED',
+}
+
+interface DetachOptions {
+  /** Save the conversation first (no volume keeps it). */
+  keepConversation?: boolean
+  /** Called by the run that used the workspace, at its end. */
+  fromRun?: boolean
 }
 
 /** A session's claimed container and its idle timer. */
@@ -108,6 +118,8 @@ export class TasksService {
   private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>()
   private readonly busy = new Set<string>()
   private readonly warm = new Map<string, Warm>()
+  /** Workspaces whose container is being released (conversation saved, then reaped). */
+  private readonly releasing = new Map<string, Promise<unknown>>()
   private closed = false
 
   constructor(private readonly o: TasksOptions) {
@@ -142,8 +154,16 @@ export class TasksService {
     return this.o.engine
   }
 
-  /** Validate, take a concurrency slot when a workspace would start, persist, queue. */
-  async submit(caller: Caller, input: SubmitTask): Promise<{ task_id: string; status: TaskStatus; created_at: string }> {
+  /**
+   * Validate, take a concurrency slot when a workspace would start, persist, queue.
+   * `opts.workspace` names the new workspace's session id and name (playbook runs start
+   * `pb-…` sessions); it needs a `session` task without `session_id`.
+   */
+  async submit(
+    caller: Caller,
+    input: SubmitTask,
+    opts: { workspace?: { session_id: string; name: string } } = {},
+  ): Promise<{ task_id: string; status: TaskStatus; created_at: string }> {
     const owner = caller.id
     this.engine()
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
@@ -162,7 +182,7 @@ export class TasksService {
     const held = this.o.slots.has(profile.id, wsId)
     this.o.slots.acquire(profile.id, wsId)
     try {
-      ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions })
+      ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions, ...opts.workspace })
       const now = isoNow(this.o.clock)
       const record: TaskRecord = {
         id: newId('task'),
@@ -187,7 +207,7 @@ export class TasksService {
       await this.records.put(record)
       await this.o.store.set(`active-tasks:${record.id}`, { owner })
       this.queue.push(record)
-      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: this.view(record) })
+      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: this.view(record), owner_id: owner })
       queueMicrotask(() => this.pump())
       return { task_id: record.id, status: record.status, created_at: record.created_at }
     } catch (err) {
@@ -297,7 +317,7 @@ export class TasksService {
     const current = (await this.records.find(t.owner_id, t.id)) ?? t
     const next = { ...current, ...extra, status, updated_at: isoNow(this.o.clock) }
     await this.records.put(next)
-    this.o.bus.publish({ type: 'task.status', task_id: t.id, status, task: this.view(next) })
+    this.o.bus.publish({ type: 'task.status', task_id: t.id, status, task: this.view(next), owner_id: t.owner_id })
     return next
   }
 
@@ -322,9 +342,18 @@ export class TasksService {
     let ws = await this.o.workspaces.records.get(owner, task.workspace_id)
     let keepWarm = task.mode === 'session'
     let end: { status: 'completed' | 'failed' | 'cancelled'; result?: TaskResult; error?: TaskError }
+    // The task ends on the runner's result line; the runner's exit is awaited before the
+    // container is released, and the workspace stays busy until then.
+    let exited: Promise<unknown> = Promise.resolve()
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile) throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
+      // A release under way finishes first (its conversation saved), then this starts afresh.
+      const releasing = this.releasing.get(ws.id)
+      if (releasing) {
+        await releasing
+        ws = await this.o.workspaces.records.get(owner, task.workspace_id)
+      }
       let warm = this.warm.get(ws.id)
       if (warm?.timer) clearTimeout(warm.timer)
       if (!warm) {
@@ -350,7 +379,8 @@ export class TasksService {
       const input = await materialize(this.o.catalog, task, profile, ws)
       signal.throwIfAborted()
       task = await this.setStatus(task, 'running', { started_at: isoNow(this.o.clock) })
-      const result = await this.exec(runtime, command, warm.lease, task, input, signal)
+      const { result, exited: runnerExited } = await this.exec(runtime, command, warm.lease, task, input, signal)
+      exited = runnerExited
       if (result.session_id) ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: result.session_id })
       end = endOf(result)
       if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
@@ -368,9 +398,12 @@ export class TasksService {
     // By the time anyone sees the task end, its workspace has stopped counting as running;
     // the container is removed right after.
     let lease: Lease | undefined
-    if (keepWarm && this.warm.has(ws.id) && !this.closed) this.scheduleIdle(owner, ws.id)
-    else lease = await this.detachWorkspace(owner, ws.id)
+    const keep = keepWarm && this.warm.has(ws.id) && !this.closed
+    if (!keep) lease = await this.detachWorkspace(owner, ws.id, { fromRun: true })
     await this.finish(task, end)
+    await exited.catch(() => {})
+    // Only now is the workspace free for its idle clock (the runner has exited).
+    if (keep) this.scheduleIdle(owner, ws.id, ws.session_id)
     await lease?.release()
   }
 
@@ -382,8 +415,10 @@ export class TasksService {
     task: TaskRecord,
     input: RunnerInput,
     signal: AbortSignal,
-  ): Promise<ResultEvent> {
+  ): Promise<{ result: ResultEvent; exited: Promise<unknown> }> {
     let result: ResultEvent | null = null
+    let sawResult!: () => void
+    const resultSeen = new Promise<null>((r) => (sawResult = () => r(null)))
     let pending = ''
     let stderr = ''
     let chain = Promise.resolve()
@@ -402,7 +437,10 @@ export class TasksService {
         this.o.logger.warn('runner wrote an unknown event', { task: task.id })
         return
       }
-      if (event.output.type === 'result') result = event.output
+      if (event.output.type === 'result') {
+        result = event.output
+        sawResult()
+      }
       chain = chain.then(() => this.record(task, [event.output]))
     }
     const proc = await runtime.exec(lease.container.engine_id, {
@@ -422,7 +460,22 @@ export class TasksService {
         stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
       },
     })
-    const exit = await proc.exit
+    const ended = await Promise.race([proc.exit, resultSeen])
+    if (ended === null) {
+      await chain
+      signal.throwIfAborted()
+      // A runner that hangs after its result is killed rather than holding the workspace.
+      const exited = new Promise<void>((resolve) => {
+        const timer = setTimeout(() => void proc.kill().catch(() => {}), RUNNER_EXIT_GRACE_MS)
+        timer.unref?.()
+        proc.exit.then(
+          () => resolve(),
+          () => resolve(),
+        ).finally(() => clearTimeout(timer))
+      })
+      return { result: result!, exited }
+    }
+    const exit = ended
     onLine(pending)
     await chain
     signal.throwIfAborted()
@@ -432,7 +485,7 @@ export class TasksService {
         stderr_tail: redactAll(stderr.slice(-1000), input.redact),
       })
     }
-    return result
+    return { result, exited: proc.exit }
   }
 
   /** Store events in the workspace's log and push them to subscribers. */
@@ -445,7 +498,8 @@ export class TasksService {
     for (const event of placed) this.o.bus.publish({ type: 'task.event', task_id: task.id, event })
   }
 
-  private scheduleIdle(owner: string, wsId: string): void {
+  /** Release a session's container after the idle time; a playbook's (`pb-…`) at once, as no one is waiting to follow up. */
+  private scheduleIdle(owner: string, wsId: string, sessionId: string): void {
     const warm = this.warm.get(wsId)
     if (!warm) return
     warm.timer = setTimeout(() => {
@@ -454,7 +508,7 @@ export class TasksService {
       void this.detachWorkspace(owner, wsId, { keepConversation: true })
         .then((lease) => lease?.release())
         .catch((err) => this.o.logger.warn('could not release a session', { workspace: wsId, error: String(err) }))
-    }, this.o.sessionIdleMs ?? 15 * 60_000)
+    }, sessionId.startsWith('pb-') ? 0 : (this.o.sessionIdleMs ?? 15 * 60_000))
     warm.timer.unref?.()
   }
 
@@ -467,7 +521,16 @@ export class TasksService {
    * Free a workspace's concurrency slot and mark it idle; returns its container's lease for
    * the caller to release (reap) when convenient.
    */
-  private async detachWorkspace(owner: string, wsId: string, opts: { keepConversation?: boolean } = {}): Promise<Lease | undefined> {
+  private detachWorkspace(owner: string, wsId: string, opts: DetachOptions = {}): Promise<Lease | undefined> {
+    const done = this.detach(owner, wsId, opts)
+    const tracked = done.catch(() => undefined).finally(() => {
+      if (this.releasing.get(wsId) === tracked) this.releasing.delete(wsId)
+    })
+    this.releasing.set(wsId, tracked)
+    return done
+  }
+
+  private async detach(owner: string, wsId: string, opts: DetachOptions): Promise<Lease | undefined> {
     const warm = this.warm.get(wsId)
     this.warm.delete(wsId)
     if (warm?.timer) clearTimeout(warm.timer)
@@ -478,8 +541,11 @@ export class TasksService {
         this.o.logger.warn('could not keep a session conversation', { workspace: wsId, error: String(err) }),
       )
     }
-    if (ws?.profile_id) this.o.slots.release(ws.profile_id, wsId)
     if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { container_id: null })
+    // A follow-up already queued or starting keeps the workspace's slot: it runs next.
+    // (A run releasing its own workspace is the busy one itself.)
+    const followUp = (!opts.fromRun && this.busy.has(wsId)) || this.queue.some((t) => t.workspace_id === wsId)
+    if (ws?.profile_id && !followUp) this.o.slots.release(ws.profile_id, wsId)
     return warm?.lease
   }
 
@@ -560,7 +626,7 @@ export class TasksService {
       const warm = this.warm.get(ws.id)
       if (warm && ws.profile_id) {
         this.o.slots.acquire(ws.profile_id, ws.id)
-        if (!this.queue.some((t) => t.workspace_id === ws.id)) this.scheduleIdle(ws.owner_id, ws.id)
+        if (!this.queue.some((t) => t.workspace_id === ws.id)) this.scheduleIdle(ws.owner_id, ws.id, ws.session_id)
       } else if (!this.queue.some((t) => t.workspace_id === ws.id)) {
         await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
       }

@@ -1,0 +1,102 @@
+import * as v from 'valibot'
+import { ERROR_STATUS } from '../errors.js'
+import { Description, Id, Name, PageQuery, RecordMeta, Timestamp } from './common.js'
+import { ToolName } from './profile.js'
+
+/** How a playbook is started: `manual` (the run endpoint only) or `webhook` (also by its webhook URL). */
+export const PlaybookTrigger = v.picklist(['manual', 'webhook'])
+
+const PlaybookPrompt = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(128 * 1024))
+const MaxTurns = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))
+const MaxBudget = v.pipe(v.number(), v.minValue(0.0001), v.maxValue(10_000))
+const AllowedTools = v.pipe(v.array(ToolName), v.maxLength(200))
+
+/**
+ * A playbook: a stored prompt that runs as a task of its profile, on demand or when its
+ * webhook is called. `webhook_secret` is present only in the answers that create one.
+ */
+export const Playbook = v.object({
+  id: Id('playbook'),
+  profile_id: Id('profile'),
+  name: Name,
+  description: Description,
+  /** The instructions each run starts with. */
+  prompt: v.string(),
+  trigger_type: PlaybookTrigger,
+  max_turns: v.nullable(v.number()),
+  max_budget_usd: v.nullable(v.number()),
+  /** Tools the run may use; `null`: the profile's. */
+  allowed_tools: v.nullable(v.array(v.string())),
+  /** Whether a webhook secret is set (the secret itself is shown once). */
+  has_webhook_secret: v.boolean(),
+  /** The secret of the webhook URL: in the create, rotate or update answer that made it, never again. */
+  webhook_secret: v.optional(v.string()),
+  /** `POST` here to trigger the playbook (with the secret in place of `{secret}`). */
+  webhook_path: v.nullable(v.string()),
+  ...RecordMeta,
+})
+
+/** Body of `POST /v1/playbooks`. */
+export const CreatePlaybook = v.strictObject({
+  profile_id: Id('profile'),
+  name: Name,
+  description: v.optional(Description),
+  prompt: PlaybookPrompt,
+  trigger_type: v.optional(PlaybookTrigger),
+  max_turns: v.optional(v.nullable(MaxTurns)),
+  max_budget_usd: v.optional(v.nullable(MaxBudget)),
+  allowed_tools: v.optional(v.nullable(AllowedTools)),
+})
+
+/** Body of `PATCH /v1/playbooks/:id`: any create field; `null` clears a limit. */
+export const UpdatePlaybook = v.partial(CreatePlaybook)
+
+/** A run has its task's status; a run whose task could not even be submitted is `failed`. */
+export const PlaybookRunStatus = v.picklist(['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'])
+
+/** One run of a playbook: the task it ran as and how it went. */
+export const PlaybookRun = v.object({
+  id: Id('run'),
+  playbook_id: Id('playbook'),
+  profile_id: Id('profile'),
+  status: PlaybookRunStatus,
+  trigger: PlaybookTrigger,
+  task_id: v.nullable(Id('task')),
+  workspace_id: v.nullable(Id('workspace')),
+  /** The run's `pb-…` session. */
+  session_id: v.nullable(v.string()),
+  created_at: Timestamp,
+  started_at: v.nullable(Timestamp),
+  finished_at: v.nullable(Timestamp),
+  error: v.nullable(
+    v.object({
+      code: v.picklist(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]]),
+      error: v.string(),
+    }),
+  ),
+})
+
+/** `202` answer of starting a run (by the run endpoint or the webhook). */
+export const PlaybookStarted = v.object({
+  status: v.literal('started'),
+  playbook_id: Id('playbook'),
+  run_id: Id('run'),
+})
+
+/** Answer of rotating a playbook's webhook secret. */
+export const PlaybookWebhookSecret = v.object({
+  playbook_id: Id('playbook'),
+  webhook_secret: v.string(),
+  webhook_path: v.string(),
+})
+
+export const PlaybookRunsQuery = v.object({
+  ...PageQuery,
+  status: v.optional(PlaybookRunStatus),
+})
+
+export type Playbook = v.InferOutput<typeof Playbook>
+export type CreatePlaybook = v.InferOutput<typeof CreatePlaybook>
+export type UpdatePlaybook = v.InferOutput<typeof UpdatePlaybook>
+export type PlaybookRun = v.InferOutput<typeof PlaybookRun>
+export type PlaybookTrigger = v.InferOutput<typeof PlaybookTrigger>

@@ -1,0 +1,155 @@
+import { ApiError } from '../errors.js'
+import { newId } from '../ids.js'
+import { isoNow, type Clock } from '../ports/clock.js'
+import type { Logger } from '../ports/logger.js'
+import type { DeliveryOutcome, NotificationTarget, Notifier } from '../ports/notifier.js'
+import type { Delivery } from '../schemas/integration.js'
+import type { PlaybookRun } from '../schemas/playbook.js'
+import type { Task } from '../schemas/task.js'
+import type { DeliveryLog } from './deliveries.js'
+import type { EventBus, TaskMessage } from './event-bus.js'
+import type { IntegrationsService } from './integrations.js'
+
+export interface NotificationsOptions {
+  clock: Clock
+  logger: Logger
+  bus: EventBus
+  integrations: IntegrationsService
+  deliveries: DeliveryLog
+  notifier: Notifier
+  /** Tries per notification, the first included (default 5). */
+  attempts?: number
+  /** Wait before the first retry; doubled for each next one (default 1 s). */
+  backoffMs?: number
+}
+
+/** What a notification is about: a task, a playbook run, or nothing (a test). */
+export type NotificationSubject = { task: Task } | { run: PlaybookRun } | Record<string, never>
+
+interface Pending {
+  notification_id: string
+  event: string
+  payload: Record<string, unknown>
+  body: string
+}
+
+/**
+ * Notifications: when a task completes or fails, and when a playbook run ends, every
+ * enabled integration of the owner whose scope covers the task's profile gets
+ * `{ event, task | run, at }`. Deliveries run in the background: a failing integration
+ * never fails the task. Each attempt is recorded; 5xx answers, timeouts and connection
+ * errors are retried with exponential backoff up to `attempts` tries. Tasks of playbook
+ * runs notify once, as the run (`playbook_run.*`), not also as a task.
+ *
+ * Retries wait in this process: a restart drops the ones still waiting (their earlier
+ * attempts stay recorded).
+ *
+ * @example
+ * ```ts
+ * const notifications = new NotificationsService({ clock, logger, bus, integrations, deliveries, notifier })
+ * await notifications.test('usr_1', 'int_1') // one delivery now, or 502 BAD_GATEWAY
+ * ```
+ */
+export class NotificationsService {
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  private readonly inflight = new Set<Promise<unknown>>()
+  private closed = false
+  private readonly attempts: number
+  private readonly backoffMs: number
+
+  constructor(private readonly o: NotificationsOptions) {
+    this.attempts = Math.max(1, o.attempts ?? 5)
+    this.backoffMs = o.backoffMs ?? 1000
+    o.bus.subscribeAll((m) => this.onTaskMessage(m))
+  }
+
+  private onTaskMessage(m: TaskMessage): void {
+    if (m.type !== 'task.status' || (m.status !== 'completed' && m.status !== 'failed')) return
+    if (m.task.session_id?.startsWith('pb-')) return
+    this.track(this.notify(m.owner_id, m.task.profile_id, `task.${m.status}`, { task: m.task }))
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p)
+    void p.finally(() => this.inflight.delete(p)).catch(() => {})
+    return p
+  }
+
+  private pending(event: string, subject: NotificationSubject): Pending {
+    const payload = { event, ...subject, at: isoNow(this.o.clock) }
+    return { notification_id: newId('notification'), event, payload, body: JSON.stringify(payload) }
+  }
+
+  /**
+   * Send `event` to every enabled integration of `owner` in scope of `profileId`, in the
+   * background with retries. Never throws.
+   */
+  async notify(owner: string, profileId: string, event: string, subject: NotificationSubject): Promise<void> {
+    if (this.closed) return
+    try {
+      const targets = await this.o.integrations.targetsFor(owner, profileId)
+      await Promise.all(targets.map((t) => this.attempt(t, this.pending(event, subject), 1, true)))
+    } catch (err) {
+      this.o.logger.warn('notification failed', { event, error: err instanceof Error ? err.message : String(err) })
+    }
+  }
+
+  /**
+   * Send a test notification through one integration now, once: the recorded delivery, or
+   * 502 BAD_GATEWAY with it in `details.delivery` when the third party failed.
+   */
+  async test(owner: string, integrationId: string): Promise<Delivery> {
+    const target = await this.o.integrations.targetOf(owner, integrationId)
+    const delivery = await this.track(this.attempt(target, this.pending('integration.test', {}), 1, false))
+    if (delivery.status === 'failed') {
+      throw new ApiError('BAD_GATEWAY', `The ${target.type} integration did not accept the test notification: ${delivery.error}`, { delivery })
+    }
+    return delivery
+  }
+
+  /** One attempt: deliver, record, schedule the next one when it may help. */
+  private async attempt(target: NotificationTarget, n: Pending, attempt: number, retry: boolean): Promise<Delivery> {
+    const started = performance.now()
+    let outcome: DeliveryOutcome
+    try {
+      outcome = await this.o.notifier.deliver(target, { ...n, timestamp: Math.floor(this.o.clock.now() / 1000), attempt })
+    } catch (err) {
+      outcome = { ok: false, status: null, error: err instanceof Error ? err.message : String(err), retryable: false }
+    }
+    const willRetry = retry && !outcome.ok && outcome.retryable && attempt < this.attempts && !this.closed
+    const delivery = await this.o.deliveries.record(target.owner_id, {
+      integration_id: target.id,
+      notification_id: n.notification_id,
+      event: n.event,
+      attempt,
+      status: outcome.ok ? 'succeeded' : 'failed',
+      response_status: outcome.status,
+      error: outcome.ok ? null : outcome.error.slice(0, 500),
+      will_retry: willRetry,
+      duration_ms: Math.round(performance.now() - started),
+      at: isoNow(this.o.clock),
+    })
+    if (willRetry) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer)
+        if (this.closed) return
+        // Read again: the integration may have been deleted, disabled or reconfigured meanwhile.
+        const next = this.o.integrations.enabledTarget(target.owner_id, target.id).then((fresh) => fresh && this.attempt(fresh, n, attempt + 1, true))
+        this.track(next).catch((err) => this.o.logger.warn('notification retry failed', { integration: target.id, error: String(err) }))
+      }, this.backoffMs * 2 ** (attempt - 1))
+      timer.unref?.()
+      this.timers.add(timer)
+    } else if (!outcome.ok && retry) {
+      this.o.logger.warn('notification not delivered', { integration: target.id, type: target.type, event: n.event, attempt, error: outcome.error.slice(0, 200) })
+    }
+    return delivery
+  }
+
+  /** Stop retrying and wait for the attempts under way. */
+  async close(): Promise<void> {
+    this.closed = true
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+    await Promise.allSettled([...this.inflight])
+  }
+}

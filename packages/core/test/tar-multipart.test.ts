@@ -1,0 +1,129 @@
+/**
+ * The streaming tar rewriter and multipart reader behind workspace files, against
+ * archives written by tar-stream and bodies written by undici's FormData.
+ */
+import { randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { packTar, readTar } from '@berth/testkit'
+import { renameTarEntries, TAR_END } from '../src/internal/tar.js'
+import { MultipartError, multipartBoundary, readMultipart } from '../src/internal/multipart.js'
+
+/** Bytes as a stream of chunks of `size` (1: every byte boundary is a chunk boundary). */
+async function* chunks(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
+  for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size)
+}
+
+async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = []
+  for await (const c of it) parts.push(c)
+  return new Uint8Array(Buffer.concat(parts))
+}
+
+describe('renameTarEntries', () => {
+  it('renames entries, long and non-ASCII names too, and passes data through byte for byte', async () => {
+    const long = `b/${'x'.repeat(150)}/${'y'.repeat(90)}.bin`
+    const blob = randomBytes(70_000)
+    const tar = await packTar([
+      { name: 'b/', type: 'directory' },
+      { name: 'b/plain.txt', content: 'hello' },
+      { name: long, content: blob },
+      { name: 'b/ünï.txt', content: 'ü' },
+      { name: 'elsewhere.txt', content: 'dropped' },
+    ])
+    for (const size of [1, 511, 4096, tar.length]) {
+      const renamed = await collect(
+        (async function* () {
+          yield* renameTarEntries(chunks(tar, size), (name) => (name === 'b/' || name.startsWith('b/') ? `deep/er/${name}` : null))
+          yield TAR_END
+        })(),
+      )
+      const entries = await readTar(renamed)
+      expect(entries.map((e) => e.name)).toEqual(['deep/er/b/', 'deep/er/b/plain.txt', `deep/er/${long}`, 'deep/er/b/ünï.txt'])
+      expect(entries[1]!.content.toString()).toBe('hello')
+      expect(Buffer.compare(entries[2]!.content, blob)).toBe(0)
+      expect(entries[3]!.content.toString()).toBe('ü')
+    }
+  })
+
+  it('joins archives into one', async () => {
+    const a = await packTar([{ name: 'a.txt', content: 'A' }])
+    const b = await packTar([{ name: 'b.txt', content: 'B' }])
+    const joined = await collect(
+      (async function* () {
+        yield* renameTarEntries(chunks(a, 100), (n) => `one/${n}`)
+        yield* renameTarEntries(chunks(b, 100), (n) => `two/${n}`)
+        yield TAR_END
+      })(),
+    )
+    expect((await readTar(joined)).map((e) => [e.name, e.content.toString()])).toEqual([
+      ['one/a.txt', 'A'],
+      ['two/b.txt', 'B'],
+    ])
+  })
+
+  it('refuses a corrupt header', async () => {
+    const tar = await packTar([{ name: 'a.txt', content: 'A' }])
+    tar[10] = 0x41
+    await expect(collect(renameTarEntries(chunks(tar, 512), (n) => n))).rejects.toThrow(/checksum/)
+  })
+})
+
+describe('readMultipart', () => {
+  async function encode(form: FormData): Promise<{ body: Uint8Array; type: string }> {
+    const res = new Response(form)
+    return { body: new Uint8Array(await res.arrayBuffer()), type: res.headers.get('content-type')! }
+  }
+
+  it('streams fields and files, whatever the chunking, delimiter look-alikes included', async () => {
+    const form = new FormData()
+    form.append('path', 'a/b')
+    const boundaryLike = Buffer.concat([randomBytes(3000), Buffer.from('\r\n--'), randomBytes(10), Buffer.from('\r\n\r\n--x--\r\n')])
+    form.append('files', new Blob([boundaryLike]), 'one "quoted".bin')
+    form.append('files', new Blob([]), 'empty')
+    form.append('files', new Blob(['ü']), 'ünï.txt')
+    const { body, type } = await encode(form)
+    const boundary = multipartBoundary(type)!
+    // The real boundary's look-alike, too.
+    expect(boundary).toBeTruthy()
+    for (const size of [1, 7, 1000, body.length]) {
+      const got: [string, string | null, Buffer][] = []
+      for await (const part of readMultipart(chunks(body, size), boundary)) {
+        got.push([part.name, part.filename, Buffer.from(await collect(part.body))])
+      }
+      expect(got.map(([n, f]) => [n, f])).toEqual([
+        ['path', null],
+        ['files', 'one "quoted".bin'],
+        ['files', 'empty'],
+        ['files', 'ünï.txt'],
+      ])
+      expect(got[0]![2].toString()).toBe('a/b')
+      expect(Buffer.compare(got[1]![2], boundaryLike)).toBe(0)
+      expect(got[2]![2].length).toBe(0)
+      expect(got[3]![2].toString()).toBe('ü')
+    }
+  })
+
+  it('skips unread parts and refuses truncated bodies', async () => {
+    const form = new FormData()
+    form.append('files', new Blob([randomBytes(10_000)]), 'skipped')
+    form.append('path', 'after')
+    const { body, type } = await encode(form)
+    const boundary = multipartBoundary(type)!
+    const seen: string[] = []
+    for await (const part of readMultipart(chunks(body, 333), boundary)) {
+      seen.push(part.filename === null ? Buffer.from(await collect(part.body)).toString() : part.filename)
+    }
+    expect(seen).toEqual(['skipped', 'after'])
+    const cut = async () => {
+      for await (const part of readMultipart(chunks(body.subarray(0, 5000), 333), boundary)) await collect(part.body)
+    }
+    await expect(cut()).rejects.toBeInstanceOf(MultipartError)
+  })
+
+  it('reads the boundary from the content type only for multipart/form-data', () => {
+    expect(multipartBoundary('multipart/form-data; boundary="a b"')).toBe('a b')
+    expect(multipartBoundary('multipart/form-data')).toBeNull()
+    expect(multipartBoundary('application/json; boundary=x')).toBeNull()
+    expect(multipartBoundary(null)).toBeNull()
+  })
+})

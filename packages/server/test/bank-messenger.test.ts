@@ -1,0 +1,527 @@
+/**
+ * The banking-data provider (a Teller-shaped connect widget) and the messenger bot (a
+ * Telegram-shaped Bot API), each against its local fake in `@berth/testkit/providers`
+ * over real HTTP: the real clients, real storage on disk (to check encryption at rest),
+ * and for the thread flow a real engine running playbooks and their follow-ups.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { SECRET_MASK } from '@berth/core'
+import { startFakeBankProvider, startFakeMessenger, type FakeBankProvider, type FakeBot, type FakeChat, type FakeMessenger } from '@berth/testkit/providers'
+import { createStorage } from 'unstorage'
+import fsDriver from 'unstorage/drivers/fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startServer, type TestServer } from './helpers.js'
+import { eventually, sweep } from './pool.helpers.js'
+import { taskServer, type Json } from './tasks.helpers.js'
+
+/** A caller of a test server: every answer's text is kept, to scan for leaks. */
+function caller(s: TestServer, token: string, seen: string[]) {
+  return async (method: string, path: string, json?: unknown) => {
+    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
+    const text = await res.text()
+    seen.push(text)
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
+  }
+}
+
+/** Every file's text under `dir`. */
+function diskText(dir: string): string {
+  const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]))
+  return walk(dir)
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n')
+}
+
+/** A server on real files under a temp dir (so "encrypted at rest" is checked on disk). */
+async function fileServer(opts: Parameters<typeof startServer>[0]) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'berth-bank-messenger-'))
+  const s = await startServer({ dataDir, storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }), ...opts })
+  return { s, dataDir, close: async () => (await s.close(), rmSync(dataDir, { recursive: true, force: true })) }
+}
+
+describe('banking-data provider', () => {
+  let bank: FakeBankProvider
+  let srv: Awaited<ReturnType<typeof fileServer>>
+  let s: TestServer
+  const seen: string[] = []
+  let alice: ReturnType<typeof caller>
+  let bob: ReturnType<typeof caller>
+  let aliceId: string
+
+  beforeAll(async () => {
+    bank = await startFakeBankProvider()
+    srv = await fileServer({ bankProvider: { apiBaseUrl: bank.url, timeoutMs: 500 } })
+    s = srv.s
+    const a = await s.user('Alice')
+    aliceId = a.id
+    alice = caller(s, a.token, seen)
+    bob = caller(s, (await s.user('Bob')).token, seen)
+  })
+  afterAll(async () => {
+    await srv.close()
+    await bank.close()
+  })
+
+  const bankIntegrations = async (call: ReturnType<typeof caller>) => (await call('GET', '/v1/integrations?type=bankprovider&limit=100')).body
+
+  it("stores each caller's widget settings, with defaults, and validates them", async () => {
+    const set = await alice('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_alice123', environment: 'sandbox' })
+    expect(set.status).toBe(200)
+    expect(set.body).toEqual({ application_id: 'app_alice123', environment: 'sandbox', products: ['balance', 'transactions'], select_account: 'multiple', updated_at: expect.any(String) })
+    const again = await alice('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_alice123', environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
+    expect(again.body).toMatchObject({ environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
+    expect((await bob('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_bob', environment: 'production' })).status).toBe(200)
+
+    for (const [body, field] of [
+      [{ application_id: 'app_x', environment: 'staging' }, 'environment'],
+      [{ application_id: 'has spaces', environment: 'sandbox' }, 'application_id'],
+      [{ application_id: 'app_x', environment: 'sandbox', products: ['loans'] }, 'products.0'],
+      [{ environment: 'sandbox' }, 'application_id'],
+    ] as const) {
+      const res = await alice('POST', '/v1/integrations/bankprovider/config', body)
+      expect(res.status).toBe(400)
+      expect(res.body.details.issues).toContainEqual(expect.objectContaining({ location: 'body', path: field }))
+    }
+    expect((await s.request('/v1/integrations/bankprovider/config', { method: 'POST', json: { application_id: 'app_x', environment: 'sandbox' } })).status).toBe(401)
+  })
+
+  it('the callback verifies the enrollment with the provider and stores a masked, encrypted integration', async () => {
+    const payload = bank.enroll({ institution: 'Security Credit Union', accounts: 2 })
+    const before = bank.requests.length
+    const res = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
+    expect(res.status).toBe(201)
+    // Verified with the token over Basic auth, as the provider's API wants it.
+    expect(bank.requests.slice(before)).toEqual([{ method: 'GET', path: '/accounts', authenticated: true, status: 200 }])
+    expect(res.body).toMatchObject({
+      type: 'bankprovider',
+      enabled: true,
+      status: 'connected',
+      config: {
+        access_token: SECRET_MASK,
+        enrollment_id: payload.enrollment.id,
+        institution: 'Security Credit Union',
+        user_id: payload.user.id,
+        application_id: 'app_alice123',
+        environment: 'development',
+        accounts: [expect.objectContaining({ name: 'Checking', type: 'depository', subtype: 'checking', last_four: expect.any(String) }), expect.objectContaining({ subtype: 'savings' })],
+      },
+    })
+    const id = res.body.id as string
+    expect((await alice('GET', `/v1/integrations/${id}`)).body.config.access_token).toBe(SECRET_MASK)
+    expect((await bankIntegrations(alice)).integrations.map((i: Json) => i.id)).toEqual([id])
+
+    // The same enrollment connected again refreshes the one integration.
+    const again = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
+    expect(again.status).toBe(201)
+    expect(again.body.id).toBe(id)
+    expect((await bankIntegrations(alice)).total).toBe(1)
+
+    // A data source, not a channel: notifications skip it; its test checks the token still works.
+    const profileKey = await alice('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
+    const profile = await alice('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: profileKey.body.id })
+    expect((await s.berth.services.integrations.targetsFor(aliceId, profile.body.id)).map((t) => t.type)).not.toContain('bankprovider')
+    const test = await alice('POST', `/v1/integrations/${id}/test`)
+    expect(test.status).toBe(200)
+    expect(test.body).toMatchObject({ status: 'succeeded', response_status: 200 })
+    bank.revoke(payload.accessToken)
+    const refused = await alice('POST', `/v1/integrations/${id}/test`)
+    expect(refused.status).toBe(502)
+    expect(refused.body).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 403 } } })
+    expect((await alice('GET', `/v1/integrations/${id}`)).body.status).toBe('needs_reconnect')
+
+    // Another caller's integration is 404 everywhere and absent from their list.
+    for (const [method, path] of [['GET', `/v1/integrations/${id}`], ['PATCH', `/v1/integrations/${id}`], ['POST', `/v1/integrations/${id}/test`], ['DELETE', `/v1/integrations/${id}`]] as const) {
+      const r = await bob(method, path, method === 'PATCH' ? { enabled: false } : undefined)
+      expect(r.status, `${method} ${path}`).toBe(404)
+    }
+    expect((await bankIntegrations(bob)).total).toBe(0)
+    expect((await alice('GET', `/v1/integrations/${id}`)).body.enabled).toBe(true)
+
+    // The token is in no answer, on disk only encrypted, and in no log line.
+    for (const text of seen) expect(text).not.toContain(payload.accessToken)
+    expect(diskText(srv.dataDir)).not.toContain(payload.accessToken)
+    expect(s.logs.join('\n')).not.toContain(payload.accessToken)
+  })
+
+  it('provider failures are 502 BAD_GATEWAY with the reason, and nothing is stored', async () => {
+    const count = async () => (await bankIntegrations(alice)).total as number
+    const start = await count()
+    const payload = bank.enroll()
+    try {
+      bank.fail({ status: 503 })
+      const down = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
+      expect(down.status).toBe(502)
+      expect(down.body).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'bankprovider', reason: 'unavailable', provider_status: 503, provider_code: 'internal_server_error' } })
+
+      bank.fail('hang')
+      const t0 = performance.now()
+      const hung = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
+      const waited = performance.now() - t0
+      expect(hung.status).toBe(502)
+      expect(hung.body).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unavailable', provider_status: null } })
+      expect(hung.body.error).toMatch(/did not answer within 500 ms/)
+      expect(waited).toBeGreaterThanOrEqual(450)
+      expect(waited).toBeLessThan(5000)
+    } finally {
+      bank.fail(null)
+    }
+
+    const forged = await alice('POST', '/v1/integrations/bankprovider/callback', { ...payload, accessToken: 'token_not_issued_by_the_provider' })
+    expect(forged.status).toBe(502)
+    expect(forged.body).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unauthorized', provider_status: 403, provider_code: 'invalid_token' } })
+
+    // A real token, but claimed for another enrollment.
+    const mixed = await alice('POST', '/v1/integrations/bankprovider/callback', { ...payload, enrollment: { id: 'enr_someone_else', institution: { name: 'X' } } })
+    expect(mixed.status).toBe(400)
+    expect(mixed.body.details.issues).toEqual([expect.objectContaining({ path: 'enrollment.id' })])
+
+    const malformed = await alice('POST', '/v1/integrations/bankprovider/callback', { accessToken: payload.accessToken, enrollment: { id: payload.enrollment.id } })
+    expect(malformed.status).toBe(400)
+    expect(malformed.body.details.issues.map((i: Json) => i.path)).toEqual(expect.arrayContaining(['enrollment.institution', 'user']))
+
+    expect(await count()).toBe(start)
+    // And once the provider answers again, the same payload connects.
+    expect((await alice('POST', '/v1/integrations/bankprovider/callback', payload)).status).toBe(201)
+    expect(await count()).toBe(start + 1)
+  })
+
+  it('an unreachable provider is a 502 too', async () => {
+    const closed = await startFakeBankProvider()
+    await closed.close()
+    const other = await startServer({ bankProvider: { apiBaseUrl: closed.url, timeoutMs: 500 } })
+    try {
+      const { token } = await other.user()
+      const res = await other.request('/v1/integrations/bankprovider/callback', { method: 'POST', token, json: bank.enroll() })
+      expect(res.status).toBe(502)
+      expect(((await res.json()) as Json).details).toMatchObject({ reason: 'unavailable' })
+      const list = (await (await other.request('/v1/integrations', { token })).json()) as Json
+      expect(list.total).toBe(0)
+    } finally {
+      await other.close()
+    }
+  })
+})
+
+describe('messenger bot', () => {
+  let tg: FakeMessenger
+  let srv: Awaited<ReturnType<typeof fileServer>>
+  let s: TestServer
+  const seen: string[] = []
+  let alice: ReturnType<typeof caller>
+  let bob: ReturnType<typeof caller>
+  let bot: FakeBot
+  let chat: FakeChat
+
+  beforeAll(async () => {
+    tg = await startFakeMessenger()
+    srv = await fileServer({ messenger: { apiBaseUrl: tg.url, timeoutMs: 500 } })
+    s = srv.s
+    alice = caller(s, (await s.user('Alice')).token, seen)
+    bob = caller(s, (await s.user('Bob')).token, seen)
+    bot = tg.createBot({ username: 'alice_berth_bot' })
+    chat = tg.chat()
+  })
+  afterAll(async () => {
+    await srv.close()
+    await tg.close()
+  })
+
+  const config = async (call = alice) => (await call('GET', '/v1/integrations/messenger/config')).body
+  const messengers = async (call = alice) => (await call('GET', '/v1/integrations?type=messenger')).body
+  /** The bot's messages to `chatId` after index `from` of the fake's record. */
+  const botSaid = (chatId: number, from: number) => tg.sent.slice(from).filter((m) => m.chat_id === chatId)
+  const claimCode = async () => {
+    const res = await alice('POST', '/v1/integrations/messenger/claim')
+    expect(res.status).toBe(201)
+    return res.body.code as string
+  }
+
+  it('setup validates the token with the provider; a refused token or a failing provider stores nothing', async () => {
+    expect(await config()).toEqual({ configured: false, integration_id: null, bot: null, webhook: null, claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null } })
+
+    const malformed = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: 'not a token' })
+    expect(malformed.status).toBe(400)
+    expect(malformed.body.details.issues).toEqual([expect.objectContaining({ path: 'bot_token' })])
+
+    const stranger = `${bot.id + 1}:AAthis-token-was-never-issued-by-them`
+    const refused = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: stranger })
+    expect(refused.status).toBe(400)
+    expect(refused.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [expect.objectContaining({ location: 'body', path: 'bot_token', message: expect.stringContaining('Unauthorized') })] } })
+    expect(tg.requests.at(-1)).toEqual({ method: 'getMe', status: 401 })
+
+    for (const mode of [{ status: 502 }, 'hang'] as const) {
+      tg.fail(mode)
+      try {
+        const down = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
+        expect(down.status).toBe(502)
+        expect(down.body).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'messenger', step: 'getMe', reason: 'unavailable' } })
+      } finally {
+        tg.fail(null)
+      }
+    }
+    expect(tg.webhookOf(bot.token)).toBeNull()
+    expect((await config()).configured).toBe(false)
+    expect((await messengers()).total).toBe(0)
+  })
+
+  it('setup registers the webhook with a generated secret token and stores the bot token encrypted and masked', async () => {
+    const res = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual({
+      configured: true,
+      integration_id: expect.stringMatching(/^int_/),
+      bot: { id: bot.id, username: 'alice_berth_bot', name: 'Berth' },
+      webhook: { url: `${s.url}/api/messenger/webhook`, registered_at: expect.any(String), last_update_at: null },
+      claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null },
+    })
+    const hook = tg.webhookOf(bot.token)!
+    expect(hook).toEqual({ url: `${s.url}/api/messenger/webhook`, secret_token: expect.stringMatching(/^int_[a-z0-9]+-[a-z0-9]{64}$/), allowed_updates: ['message'] })
+    expect(hook.secret_token!.startsWith(`${res.body.integration_id}-`)).toBe(true)
+
+    const list = await messengers()
+    expect(list.total).toBe(1)
+    expect(list.integrations[0]).toMatchObject({ id: res.body.integration_id, type: 'messenger', config: { bot_token: SECRET_MASK, bot_username: 'alice_berth_bot', chat_id: null } })
+    expect(await config(bob)).toMatchObject({ configured: false })
+
+    // Setting the same bot up again rotates the secret: the old one stops working.
+    const oldSecret = hook.secret_token!
+    const again = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
+    expect(again.body.integration_id).toBe(res.body.integration_id)
+    expect(tg.webhookOf(bot.token)!.secret_token).not.toBe(oldSecret)
+    const stale = await tg.sendUpdate(bot.token, { chat, text: 'hello' }, { secretToken: oldSecret })
+    expect(stale.status).toBe(401)
+    expect((await messengers()).total).toBe(1)
+  })
+
+  it('the claim: a code is issued, claimed once through the webhook, and reuse is refused with a reply', async () => {
+    expect((await bob('POST', '/v1/integrations/messenger/claim')).status).toBe(404)
+    const id = (await config()).integration_id as string
+    // Before a chat is claimed there is nowhere to deliver.
+    expect((await alice('POST', `/v1/integrations/${id}/test`)).status).toBe(502)
+
+    const issued = await alice('POST', '/v1/integrations/messenger/claim')
+    expect(issued.body).toEqual({ code: expect.stringMatching(/^BERTH-[A-Z0-9]{8}$/), expires_at: new Date(s.clock.now() + 10 * 60_000).toISOString(), bot_username: 'alice_berth_bot', instructions: expect.stringContaining('@alice_berth_bot') })
+    const code = issued.body.code as string
+    expect((await config()).claim.pending_code_expires_at).toBe(issued.body.expires_at)
+
+    let mark = tg.sent.length
+    const claimed = await tg.sendUpdate(bot.token, { chat, text: `/start ${code.toLowerCase()}` })
+    expect(claimed.status).toBe(200)
+    expect(JSON.parse(claimed.body)).toEqual({ ok: true })
+    expect(botSaid(chat.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('now connected'), reply_to_message_id: claimed.update.message.message_id })])
+    expect((await config()).claim).toEqual({ claimed: true, chat: { id: chat.id, type: 'private', title: 'ada' }, claimed_at: expect.any(String), pending_code_expires_at: null })
+
+    // The same code from another chat: refused with a reply, the binding stays.
+    const intruder = tg.chat({ first_name: 'Mallory', username: 'mallory' })
+    mark = tg.sent.length
+    expect((await tg.sendUpdate(bot.token, { chat: intruder, text: code })).status).toBe(200)
+    expect(botSaid(intruder.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('already used') })])
+    expect((await config()).claim.chat.id).toBe(chat.id)
+
+    // Unknown and expired codes: refused too.
+    mark = tg.sent.length
+    await tg.sendUpdate(bot.token, { chat: intruder, text: 'BERTH-ZZZZ9999' })
+    const late = await claimCode()
+    s.clock.advance(10 * 60_000 + 1000)
+    await tg.sendUpdate(bot.token, { chat: intruder, text: late })
+    expect(botSaid(intruder.id, mark).map((m) => m.text)).toEqual([expect.stringContaining('not valid or has expired'), expect.stringContaining('not valid or has expired')])
+    expect((await config()).claim.chat.id).toBe(chat.id)
+
+    // Other messages are acknowledged, unanswered; a redelivered update is not acted on twice.
+    mark = tg.sent.length
+    expect((await tg.sendUpdate(bot.token, { chat, text: 'hello bot' })).status).toBe(200)
+    const fresh = await claimCode()
+    const delivery = await tg.sendUpdate(bot.token, { chat: intruder, text: fresh })
+    expect((await tg.redeliver(bot.token, delivery.update)).status).toBe(200)
+    expect(botSaid(chat.id, mark)).toEqual([])
+    expect(botSaid(intruder.id, mark)).toHaveLength(1)
+    expect((await config()).claim.chat.id).toBe(intruder.id)
+
+    // Claim the first chat back for the rest of the suite; its test notification arrives there.
+    await tg.sendUpdate(bot.token, { chat, text: await claimCode() })
+    mark = tg.sent.length
+    const test = await alice('POST', `/v1/integrations/${id}/test`)
+    expect(test.status).toBe(200)
+    expect(botSaid(chat.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('test notification') })])
+    expect((await config()).webhook.last_update_at).not.toBeNull()
+  })
+
+  it('a missing or wrong secret token is a 401 and nothing is done', async () => {
+    const code = await claimCode()
+    const before = await config()
+    const sentBefore = tg.sent.length
+    const requestsBefore = tg.requests.length
+    const other = tg.chat()
+    const id = before.integration_id as string
+    for (const secretToken of [null, '', 'wrong', `${id}-${'0'.repeat(64)}`, `int_zzzzzzzzzzzzzzzzzzzz-${'0'.repeat(64)}`, `${tg.webhookOf(bot.token)!.secret_token}x`]) {
+      const res = await tg.sendUpdate(bot.token, { chat: other, text: code }, { secretToken })
+      expect(res.status, String(secretToken)).toBe(401)
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'UNAUTHORIZED' })
+    }
+    // Not even a malformed body is read without the token.
+    const garbage = await fetch(`${s.url}/api/messenger/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'wrong' }, body: '{"' })
+    expect(garbage.status).toBe(401)
+    expect(tg.sent.length).toBe(sentBefore)
+    expect(tg.requests.length).toBe(requestsBefore)
+    expect(await config()).toEqual(before)
+    // The code was not spent: it still claims (then the first chat takes the binding back).
+    await tg.sendUpdate(bot.token, { chat: other, text: code })
+    expect((await config()).claim.chat.id).toBe(other.id)
+    await tg.sendUpdate(bot.token, { chat, text: await claimCode() })
+    // With the token, a body that is not an update is a 400.
+    const bad = await fetch(`${s.url}/api/messenger/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': tg.webhookOf(bot.token)!.secret_token! }, body: '{"update_id":"x"}' })
+    expect(bad.status).toBe(400)
+  })
+
+  it('a PATCH cannot move the claimed chat or replace the bot token; scope and enabled are the caller\'s', async () => {
+    const id = (await config()).integration_id as string
+    const patched = await alice('PATCH', `/v1/integrations/${id}`, { config: { bot_token: 'x', chat_id: 999, note: 'mine' }, enabled: false })
+    expect(patched.status).toBe(200)
+    expect(patched.body).toMatchObject({ enabled: false, config: { bot_token: SECRET_MASK, chat_id: chat.id, bot_username: 'alice_berth_bot' } })
+    expect((await config()).claim.chat.id).toBe(chat.id)
+    expect((await alice('PATCH', `/v1/integrations/${id}`, { enabled: true })).body.enabled).toBe(true)
+    const mark = tg.sent.length
+    expect((await alice('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
+    expect(botSaid(chat.id, mark)).toHaveLength(1)
+  })
+
+  it('keeps the bot token and webhook secret out of every answer, the disk and the logs', async () => {
+    const secret = tg.webhookOf(bot.token)!.secret_token!
+    for (const text of seen) {
+      expect(text).not.toContain(bot.token)
+      expect(text).not.toContain(secret)
+    }
+    const disk = diskText(srv.dataDir)
+    expect(disk).not.toContain(bot.token)
+    expect(disk).not.toContain(secret)
+    expect(s.logs.join('\n')).not.toContain(bot.token)
+  })
+
+  it('disconnecting removes the webhook at the provider, and its secret stops working', async () => {
+    const id = (await config()).integration_id as string
+    const secret = tg.webhookOf(bot.token)!.secret_token!
+    const url = tg.webhookOf(bot.token)!.url
+    expect((await alice('DELETE', `/v1/integrations/${id}`)).status).toBe(204)
+    expect(tg.webhookOf(bot.token)).toBeNull()
+    expect((await config()).configured).toBe(false)
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret }, body: JSON.stringify({ update_id: 1 }) })
+    expect(res.status).toBe(401)
+    expect((await alice('POST', '/v1/integrations/messenger/claim')).status).toBe(404)
+  })
+})
+
+describe('the messenger webhook, timed', () => {
+  it('takes as long to refuse a wrong secret for a real bot as a token naming no bot', async () => {
+    const tg = await startFakeMessenger()
+    const s = await startServer({ messenger: { apiBaseUrl: tg.url } })
+    try {
+      const bot = tg.createBot()
+      const { token } = await s.user()
+      const setup = await s.request('/v1/integrations/messenger/setup', { method: 'POST', token, json: { bot_token: bot.token } })
+      const id = ((await setup.json()) as Json).integration_id as string
+      const wrong = `${id}-${'0'.repeat(64)}`
+      const unknown = `int_zzzzzzzzzzzzzzzzzzzz-${'0'.repeat(64)}`
+      const time = async (secret: string) => {
+        const started = performance.now()
+        const res = await fetch(`${s.url}/api/messenger/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret }, body: '{"update_id":1}' })
+        await res.arrayBuffer()
+        expect(res.status).toBe(401)
+        return performance.now() - started
+      }
+      for (let i = 0; i < 50; i++) await time(i % 2 ? wrong : unknown)
+      const known: number[] = []
+      const absent: number[] = []
+      // Interleaved, so load on the machine hits both alike.
+      for (let i = 0; i < 400; i++) {
+        if (i % 2) known.push(await time(wrong))
+        else absent.push(await time(unknown))
+      }
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+      const [mk, ma] = [median(known), median(absent)]
+      console.log(`messenger webhook 401 medians: wrong secret ${mk.toFixed(3)} ms, unknown bot ${ma.toFixed(3)} ms (200 requests each)`)
+      expect(Math.abs(mk - ma)).toBeLessThanOrEqual(Math.max(0.15, 0.2 * Math.max(mk, ma)))
+    } finally {
+      await s.close()
+      await tg.close()
+    }
+  })
+})
+
+describe('messenger threads on podman', () => {
+  let tg: FakeMessenger
+  let t: Awaited<ReturnType<typeof taskServer>>
+  let bot: FakeBot
+  let chat: FakeChat
+
+  beforeAll(async () => {
+    tg = await startFakeMessenger()
+    t = await taskServer('podman', { berth: { messenger: { apiBaseUrl: tg.url } } })
+    bot = tg.createBot({ username: 'runs_bot' })
+    chat = tg.chat()
+    expect((await t.call('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })).status).toBe(200)
+    const { code } = (await t.call('POST', '/v1/integrations/messenger/claim')).body
+    expect((await tg.sendUpdate(bot.token, { chat, text: code })).status).toBe(200)
+    expect((await t.call('GET', '/v1/integrations/messenger/config')).body.claim.claimed).toBe(true)
+  })
+  afterAll(async () => {
+    await t.s.close()
+    await tg.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it("a playbook run's result posts to the chat; a reply there claims the pb- workspace as a thread and continues its session", async () => {
+    const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' })).body
+    const mark = tg.sent.length
+    expect((await t.call('POST', `/v1/playbooks/${pb.id}/run`)).status).toBe(202)
+    const result = await eventually(() => {
+      const m = tg.sent.slice(mark).find((x) => x.chat_id === chat.id)
+      if (!m) throw new Error('no result posted yet')
+      return m
+    }, 90_000)
+    expect(result.text).toMatch(/^Playbook “Digest” completed/)
+    expect(result.text).toContain('Digest ready.')
+    expect(result.text).toContain('Reply to this message')
+    const [run] = (await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs as Json[]
+    expect(run).toMatchObject({ status: 'completed', session_id: expect.stringMatching(/^pb-/) })
+    const integrationId = (await t.call('GET', '/v1/integrations/messenger/config')).body.integration_id
+    const deliveries = (await t.call('GET', `/v1/integrations/${integrationId}/deliveries`)).body.deliveries as Json[]
+    expect(deliveries).toContainEqual(expect.objectContaining({ event: 'playbook_run.completed', status: 'succeeded' }))
+
+    const listed = async () => ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).map((w) => w.id)
+    expect(await listed()).not.toContain(run!.workspace_id)
+
+    // A message that is not a reply to the thread continues nothing.
+    await tg.sendUpdate(bot.token, { chat, text: 'Unrelated chatter.' })
+    expect(await listed()).not.toContain(run!.workspace_id)
+
+    // The reply comes straight away, while the run's container may still be being released
+    // (its conversation saved): the follow-up waits for that and continues the session.
+    const reply = await tg.sendUpdate(bot.token, { chat, text: 'What did I ask first? [[berth:recall]]', replyTo: result.message_id })
+    expect(reply.status).toBe(200)
+    // Claimed as a thread: the workspace now shows in the list.
+    const ws = ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).find((w) => w.id === run!.workspace_id)
+    expect(ws).toMatchObject({ session_id: run!.session_id })
+
+    const answer = await eventually(() => {
+      const m = tg.sent.find((x) => x.reply_to_message_id === reply.update.message.message_id)
+      if (!m) throw new Error('no follow-up result yet')
+      return m
+    }, 90_000)
+    // The follow-up ran in the run's session: the model recalls the run's own prompt.
+    expect(answer.text).toContain('The first prompt was: Write the digest.')
+    const tasks = (await t.call('GET', '/v1/tasks?mode=session&limit=100')).body.tasks as Json[]
+    const followUp = tasks.find((x) => x.prompt === 'What did I ask first? [[berth:recall]]')
+    expect(followUp).toMatchObject({ status: 'completed', session_id: run!.session_id, workspace_id: run!.workspace_id })
+
+    // The follow-up's answer is part of the thread: replying to it continues again.
+    const second = await tg.sendUpdate(bot.token, { chat, text: 'One more. [[berth:text Still here.]]', replyTo: answer.message_id })
+    const again = await eventually(() => {
+      const m = tg.sent.find((x) => x.reply_to_message_id === second.update.message.message_id)
+      if (!m) throw new Error('no second result yet')
+      return m
+    }, 90_000)
+    expect(again.text).toContain('Still here.')
+  })
+})

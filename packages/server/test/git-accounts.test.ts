@@ -1,0 +1,407 @@
+/**
+ * Git provider accounts over real HTTP: the OAuth flow of each provider against its local
+ * fake (`@berth/testkit/providers`), the state's guarantees (signed, expiring, single-use,
+ * bound to caller, provider and return path), open-redirect refusal, token refresh,
+ * revocation, disconnect, the profile link, and a task in a Podman container cloning over
+ * HTTPS from a local Git host with the account's token through the credential helper.
+ */
+import { spawnSync } from 'node:child_process'
+import type { Task, TranscriptEvent } from '@berth/core'
+import { startFakeGitProvider, startFakeGitServer, selfSignedCert, type FakeGitProvider, type FakeGitServer } from '@berth/testkit/providers'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startServer, type TestServer } from './helpers.js'
+import { engineRuntime, eventually, uniquePoolName } from './pool.helpers.js'
+import { RUNNER_BUNDLE } from './runner.global-setup.js'
+
+type Json = Record<string, any>
+const PROVIDERS = ['github', 'gitlab', 'bitbucket'] as const
+type Provider = (typeof PROVIDERS)[number]
+const HOUR = 3_600_000
+
+/** Everything the server stores, as text (tokens must only ever be there encrypted). */
+async function storageDump(s: TestServer): Promise<string> {
+  const keys = await s.berth.storage.getKeys()
+  const values = await Promise.all(keys.map((k) => s.berth.storage.getItem(k)))
+  return keys.map((k, i) => `${k} ${JSON.stringify(values[i])}`).join('\n')
+}
+
+function api(s: TestServer, token: string) {
+  return async (method: string, path: string, json?: unknown) => {
+    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
+    const text = await res.text()
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
+  }
+}
+
+/** Follow the provider's consent: returns the callback URL it redirects the browser to. */
+async function consent(authorizeUrl: string): Promise<URL> {
+  const res = await fetch(authorizeUrl, { redirect: 'manual' })
+  expect(res.status).toBe(302)
+  return new URL(res.headers.get('location')!)
+}
+
+/** Hit the callback as a browser would (no Berth credentials unless `token`). */
+async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: Json | null }> {
+  const res = await fetch(url, { redirect: 'manual', ...(token && { headers: { authorization: `Bearer ${token}` } }) })
+  const text = await res.text()
+  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as Json) : null }
+}
+
+describe('git provider accounts (OAuth against the fake providers)', () => {
+  let s: TestServer
+  const fakes = {} as Record<Provider, FakeGitProvider>
+  let clock: TestServer['clock'] | undefined
+
+  beforeAll(async () => {
+    for (const p of PROVIDERS) fakes[p] = await startFakeGitProvider({ provider: p, now: () => clock!.now() })
+    s = await startServer({ gitProviders: Object.fromEntries(PROVIDERS.map((p) => [p, fakes[p].config()])) })
+    clock = s.clock
+  })
+  afterAll(async () => {
+    await s?.close()
+    await Promise.all(Object.values(fakes).map((f) => f.close()))
+  })
+
+  const tokenRequests = (p: Provider, grant?: string) => fakes[p].requests.filter((r) => r.path.endsWith(p === 'github' ? '/access_token' : p === 'gitlab' ? '/oauth/token' : '/access_token') && (!grant || r.grant_type === grant))
+  const stateKeys = async () => (await s.berth.storage.getKeys()).filter((k) => k.includes('oauth-states')).length
+
+  /** authorize → consent → callback, as a browser; returns the redirect back and the account id. */
+  async function connect(p: Provider, token: string, returnPath = '/settings/git') {
+    const call = api(s, token)
+    const auth = await call('GET', `/v1/integrations/git/${p}/authorize?returnPath=${encodeURIComponent(returnPath)}`)
+    expect(auth.status, auth.text).toBe(200)
+    const back = await callback(await consent(auth.body.url))
+    expect(back.status, JSON.stringify(back.body)).toBe(302)
+    const location = new URL(back.location!, 'http://return.invalid')
+    return { auth, location, accountId: location.searchParams.get('account') }
+  }
+
+  describe.each(PROVIDERS)('%s', (p) => {
+    let alice: { token: string; id: string }
+    let bob: { token: string; id: string }
+    let accountId: string
+    let firstToken: string
+
+    beforeAll(async () => {
+      alice = await s.user(`Alice ${p}`)
+      bob = await s.user(`Bob ${p}`)
+    })
+
+    it('authorize answers the provider URL with a signed state, the callback redirect URI and PKCE where supported', async () => {
+      const res = await api(s, alice.token)('GET', `/v1/integrations/git/${p}/authorize?returnPath=%2Fsettings%2Fgit`)
+      expect(res.status).toBe(200)
+      const url = new URL(res.body.url)
+      expect(`${url.origin}${url.pathname}`).toBe(fakes[p].config().authorizeUrl)
+      expect(url.searchParams.get('client_id')).toBe(fakes[p].clientId)
+      expect(url.searchParams.get('redirect_uri')).toBe(`${s.url}/v1/integrations/git/${p}/callback`)
+      expect(url.searchParams.get('state')).toMatch(/^[a-z0-9]{32}\.[a-z0-9]+\.[A-Za-z0-9_-]{43}$/)
+      if (p === 'bitbucket') expect(url.searchParams.has('code_challenge')).toBe(false)
+      else expect({ method: url.searchParams.get('code_challenge_method'), challenge: url.searchParams.get('code_challenge') }).toEqual({ method: 'S256', challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) })
+      // Nothing secret in the answer: the PKCE verifier and the client secret stay on the server.
+      expect(res.text).not.toContain(fakes[p].clientSecret)
+    })
+
+    it('connects an account: consent → callback → stored and listed, tokens nowhere in any response or in storage', async () => {
+      const before = tokenRequests(p, 'authorization_code').length
+      const { location, accountId: id, auth } = await connect(p, alice.token, '/settings/git?tab=accounts#top')
+      expect(location.pathname).toBe('/settings/git')
+      expect(Object.fromEntries(location.searchParams)).toEqual({ tab: 'accounts', git: 'connected', provider: p, account: expect.stringMatching(/^git_[a-z0-9]+$/) })
+      expect(location.hash).toBe('#top')
+      accountId = id!
+      const exchanges = tokenRequests(p, 'authorization_code')
+      expect(exchanges.length).toBe(before + 1)
+      // The code exchange carried the PKCE verifier the fake checked (and answered 200).
+      expect(exchanges.at(-1)).toMatchObject({ status: 200, pkce: p !== 'bitbucket' })
+
+      const call = api(s, alice.token)
+      const list = await call('GET', '/v1/integrations/git/accounts')
+      expect(list.body).toEqual({
+        accounts: [{ id: accountId, provider: p, login: `octo-${p}`, scopes: expect.any(Array), status: 'connected', created_at: expect.any(String), updated_at: expect.any(String) }],
+        total: 1,
+      })
+      expect(list.body.accounts[0].scopes.length).toBeGreaterThan(0)
+      const one = await call('GET', `/v1/integrations/git/accounts/${accountId}`)
+      expect(one.body).toEqual(list.body.accounts[0])
+      const filtered = await call('GET', `/v1/integrations/git/accounts?provider=${p === 'github' ? 'gitlab' : 'github'}`)
+      expect(filtered.body).toEqual({ accounts: [], total: 0 })
+      // Bob sees nothing of it.
+      expect((await api(s, bob.token)('GET', '/v1/integrations/git/accounts')).body).toEqual({ accounts: [], total: 0 })
+      expect((await api(s, bob.token)('GET', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
+
+      const tokens = fakes[p].issuedTokens()
+      expect(tokens.length).toBe(2)
+      const everything = [auth.text, list.text, one.text, location.href, await storageDump(s)].join('\n')
+      for (const t of tokens) expect(everything).not.toContain(t)
+      expect(everything).not.toContain(fakes[p].clientSecret)
+    })
+
+    it('hands out the stored token while it is fresh and refreshes it with the refresh token once it expires', async () => {
+      const [a] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
+      expect(a).toMatchObject({ username: expect.any(String), host: expect.any(String) })
+      firstToken = a!.token
+      expect(fakes[p].tokenOwner(firstToken)).toBe(`octo-${p}`)
+      expect(tokenRequests(p, 'refresh_token')).toHaveLength(0)
+
+      clock!.advance(9 * HOUR)
+      expect(fakes[p].tokenOwner(firstToken)).toBeNull()
+      const [b] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
+      expect(b!.token).not.toBe(firstToken)
+      expect(fakes[p].tokenOwner(b!.token)).toBe(`octo-${p}`)
+      expect(tokenRequests(p, 'refresh_token').map((r) => r.status)).toEqual([200])
+      // Refreshed once, then reused.
+      const [c] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
+      expect(c!.token).toBe(b!.token)
+      expect(tokenRequests(p, 'refresh_token')).toHaveLength(1)
+      const list = await api(s, alice.token)('GET', '/v1/integrations/git/accounts')
+      expect(list.body.accounts[0].status).toBe('connected')
+      const dump = await storageDump(s)
+      for (const t of fakes[p].issuedTokens()) expect(dump).not.toContain(t)
+    })
+
+    it('marks the account needs_reconnect when the provider revoked the grant, and a reconnect restores the same account', async () => {
+      fakes[p].revokeAll()
+      clock!.advance(9 * HOUR)
+      expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toEqual([])
+      expect(tokenRequests(p, 'refresh_token').at(-1)!.status).toBe(p === 'github' ? 200 : 400)
+      const call = api(s, alice.token)
+      expect((await call('GET', `/v1/integrations/git/accounts/${accountId}`)).body.status).toBe('needs_reconnect')
+
+      const again = await connect(p, alice.token)
+      expect(again.accountId).toBe(accountId)
+      const list = await call('GET', '/v1/integrations/git/accounts')
+      expect(list.body).toMatchObject({ total: 1, accounts: [{ id: accountId, status: 'connected' }] })
+      expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toHaveLength(1)
+    })
+
+    it('refuses forged, replayed, expired, cross-provider and cross-caller states with nothing stored', async () => {
+      const call = api(s, alice.token)
+      const total = async (who = alice) => (await api(s, who.token)('GET', '/v1/integrations/git/accounts')).body.total as number
+      const count = await total()
+      const exchanges = tokenRequests(p).length
+      const start = async () => consent((await call('GET', `/v1/integrations/git/${p}/authorize`)).body.url)
+      const expectRefused = async (url: URL | string, token?: string) => {
+        const r = await callback(url, token)
+        expect(r.status, JSON.stringify(r.body)).toBe(400)
+        expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state' }] } })
+        return r.body!.details.issues[0].message as string
+      }
+      const withState = (url: URL, state: string) => {
+        const u = new URL(url)
+        u.searchParams.set('state', state)
+        return u
+      }
+
+      // Forged: a made-up state; a real one with its signature or expiry changed.
+      const cb = await start()
+      const real = cb.searchParams.get('state')!
+      const [nonce, exp, sig] = real.split('.') as [string, string, string]
+      expect(await expectRefused(withState(cb, `${'a'.repeat(32)}.${exp}.${sig}`))).toMatch(/unknown/)
+      expect(await expectRefused(withState(cb, `${nonce}.${exp}.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BB' : 'AA'}`))).toMatch(/signature/)
+      expect(await expectRefused(withState(cb, `${nonce}.${(Number.parseInt(exp, 36) + HOUR).toString(36)}.${sig}`))).toMatch(/signature/)
+      expect(await expectRefused(withState(cb, 'not-a-state'))).toMatch(/malformed/)
+      // Another provider's callback.
+      const other = PROVIDERS.find((x) => x !== p)!
+      const cross = new URL(cb.href.replace(`/git/${p}/callback`, `/git/${other}/callback`))
+      expect(await expectRefused(cross)).toMatch(/another provider/)
+      // Another caller presenting Alice's state.
+      expect(await expectRefused(cb, bob.token)).toMatch(/another caller/)
+      expect(await total(bob)).toBe(0)
+      // None of that used the state up: Alice's own browser still completes the flow...
+      const done = await callback(cb)
+      expect(done.status).toBe(302)
+      expect(new URL(done.location!, 'http://x').searchParams.get('git')).toBe('connected')
+      // ... once: a replay is refused.
+      expect(await expectRefused(cb)).toMatch(/already used/)
+
+      // Expired: consent given, but the browser comes back 11 minutes later.
+      const late = await start()
+      clock!.advance(11 * 60_000)
+      expect(await expectRefused(late)).toMatch(/expired/)
+      expect(await expectRefused(late)).toMatch(/already used/)
+
+      // Only the one good callback exchanged a code; the account count is unchanged (a reconnect).
+      expect(tokenRequests(p).length).toBe(exchanges + 1)
+      expect(await total()).toBe(count)
+    })
+
+    it('a declined consent goes back to the return path with an error and stores nothing', async () => {
+      const carol = await s.user(`Carol ${p}`)
+      fakes[p].declineNext()
+      const { location } = await connect(p, carol.token, '/settings/git')
+      expect(Object.fromEntries(location.searchParams)).toEqual({ git: 'error', provider: p, reason: 'access_denied' })
+      expect((await api(s, carol.token)('GET', '/v1/integrations/git/accounts')).body.total).toBe(0)
+    })
+
+    it('links accounts to profiles: only your own, and tasks of the profile get their credentials', async () => {
+      const call = api(s, alice.token)
+      const key = await call('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
+      const bobKey = await api(s, bob.token)('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
+      const bobProfile = await api(s, bob.token)('POST', '/v1/profiles', { name: 'B', slug: 'b', api_key_id: bobKey.body.id, git_account_ids: [accountId] })
+      expect(bobProfile.status).toBe(400)
+      expect(bobProfile.body.details.issues[0]).toMatchObject({ location: 'body', path: 'git_account_ids.0' })
+      const prof = await call('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.body.id, git_account_ids: [accountId] })
+      expect(prof.status, prof.text).toBe(201)
+      expect(prof.body.git_account_ids).toEqual([accountId])
+      const unknown = await call('PATCH', `/v1/profiles/${prof.body.id}`, { git_account_ids: [accountId, 'git_zzzzzzzzzzzzzzzzzzzz'] })
+      expect(unknown.status).toBe(400)
+      expect(unknown.body.details.issues[0]).toMatchObject({ path: 'git_account_ids.1' })
+      expect((await call('GET', `/v1/profiles/${prof.body.id}`)).body.git_account_ids).toEqual([accountId])
+      const { materialize } = await import('@berth/core')
+      const services = s.berth.services
+      const profile = await services.profiles.records.get(alice.id, prof.body.id)
+      const ws = { id: 'ws_x', owner_id: alice.id, model_override: null, sdk_session_id: null } as never
+      const task = { id: 'task_x', owner_id: alice.id, prompt: 'hi', allowed_tools: null, max_turns: null, max_budget_usd: null }
+      const input = await materialize({ ...services, gitAccounts: services.gitAccounts }, task, profile, ws)
+      expect(input.git_credentials).toEqual([{ host: expect.any(String), username: expect.any(String), token: expect.any(String) }])
+      expect(input.redact).toContain(input.git_credentials![0]!.token)
+      expect(JSON.stringify(input.env)).not.toContain(input.git_credentials![0]!.token)
+      await call('PATCH', `/v1/profiles/${prof.body.id}`, { git_account_ids: [] })
+    })
+
+    it('disconnect deletes the account and revokes the grant at the provider (where it has revocation); a repeat is a 404', async () => {
+      const call = api(s, alice.token)
+      const grantsBefore = fakes[p].activeGrants()
+      expect(grantsBefore).toBeGreaterThan(0)
+      expect((await api(s, bob.token)('DELETE', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
+      expect((await call('DELETE', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(204)
+      // Bitbucket has no revocation endpoint: disconnecting there is local.
+      expect(fakes[p].activeGrants()).toBe(p === 'bitbucket' ? grantsBefore : grantsBefore - 1)
+      expect((await call('GET', '/v1/integrations/git/accounts')).body).toEqual({ accounts: [], total: 0 })
+      expect((await call('DELETE', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
+      expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toEqual([])
+    })
+  })
+
+  describe('input that could redirect elsewhere or reach nothing', () => {
+    let user: { token: string; id: string }
+    beforeAll(async () => {
+      user = await s.user('Mallory target')
+    })
+
+    it('refuses return paths that leave this server, storing no state and contacting no provider', async () => {
+      const states = await stateKeys()
+      const calls = fakes.github.requests.length
+      for (const bad of ['//evil.com', 'https://evil.com', '/\\evil.com', 'javascript:alert(1)', '/\t/evil.com', '/\n/evil.com', '/.//evil.com', 'evil.com', '', '\\\\evil.com', '/ok?next=//evil.com', '/%0d%0aLocation:x'.replace('%0d%0a', '\r\n')]) {
+        const res = await api(s, user.token)('GET', `/v1/integrations/git/github/authorize?returnPath=${encodeURIComponent(bad)}`)
+        expect(res.status, JSON.stringify(bad)).toBe(400)
+        expect(res.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'returnPath' }] } })
+      }
+      expect(await stateKeys()).toBe(states)
+      expect(fakes.github.requests.length).toBe(calls)
+      for (const good of ['/', '/settings', '/a/b?c=d&e=%2F%2F#f']) {
+        expect((await api(s, user.token)('GET', `/v1/integrations/git/github/authorize?returnPath=${encodeURIComponent(good)}`)).status, good).toBe(200)
+      }
+    })
+
+    it('names the provider when it is unknown, and state or code when missing', async () => {
+      for (const path of ['/v1/integrations/git/sourceforge/authorize', '/v1/integrations/git/sourceforge/callback?code=x&state=y']) {
+        const res = await s.request(path, { token: user.token })
+        expect(res.status).toBe(400)
+        expect(((await res.json()) as Json).details.issues[0]).toMatchObject({ location: 'params', path: 'provider' })
+      }
+      const noState = await callback(`${s.url}/v1/integrations/git/github/callback?code=abc`)
+      expect(noState.body!.details.issues[0]).toMatchObject({ path: 'state' })
+      const noCode = await callback(`${s.url}/v1/integrations/git/github/callback?state=abc`)
+      expect(noCode.body!.details.issues[0]).toMatchObject({ path: 'code' })
+    })
+
+    it('a provider this server has no client for is a 400 naming provider', async () => {
+      const bare = await startServer()
+      try {
+        const u = await bare.user()
+        const res = await bare.request('/v1/integrations/git/github/authorize', { token: u.token })
+        expect(res.status).toBe(400)
+        expect(((await res.json()) as Json).details.issues[0]).toMatchObject({ path: 'provider', message: expect.stringMatching(/not configured/) })
+      } finally {
+        await bare.close()
+      }
+    })
+  })
+})
+
+/** The gateway of Podman's default bridge network: how a bridged container reaches the host. */
+function podmanBridgeGateway(): string {
+  const run = spawnSync('podman', ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}}{{end}}'], { encoding: 'utf8' })
+  const ip = run.stdout.trim()
+  if (run.status !== 0 || !/^\d+\.\d+\.\d+\.\d+$/.test(ip)) throw new Error(`cannot find the podman bridge gateway: ${run.stderr || run.stdout}`)
+  return ip
+}
+
+describe('a task clones over HTTPS with the connected account (podman)', () => {
+  let s: TestServer
+  let provider: FakeGitProvider
+  let gitHost: FakeGitServer
+  let clock: TestServer['clock'] | undefined
+  const marker = `hello-from-the-fake-git-host-${Date.now().toString(36)}`
+
+  beforeAll(async () => {
+    const gateway = podmanBridgeGateway()
+    const tls = selfSignedCert({ ips: [gateway, '127.0.0.1'] })
+    provider = await startFakeGitProvider({ provider: 'github', now: () => clock!.now() })
+    // Listens on every address: the container comes in over the bridge, from its gateway's side.
+    gitHost = await startFakeGitServer({ tls, host: '0.0.0.0', authorize: (user, password) => user === 'x-access-token' && provider.tokenOwner(password) === 'octo-github' })
+    gitHost.createRepo('demo', { 'README.md': `${marker}\n` })
+    const { info, runtime } = engineRuntime('podman')
+    s = await startServer({
+      runtime,
+      // Podman's default bridge: egress allowed, and the host is reachable at the gateway.
+      pool: { image: info.image, min: 0, max: 2, name: uniquePoolName('git-clone'), spec: { network: 'bridge' } },
+      runner: { bundleDir: RUNNER_BUNDLE },
+      gitProviders: { github: { ...provider.config(), gitHost: `${gateway}:${gitHost.port}`, gitCaCert: tls.cert } },
+    })
+    clock = s.clock
+    await s.berth.ready
+  })
+  afterAll(async () => {
+    await s?.close()
+    await gitHost?.close()
+    await provider?.close()
+  })
+
+  it('clones with the token through the credential helper; the token is in no event, result, env dump or gitconfig', async () => {
+    const user = await s.user()
+    const call = api(s, user.token)
+    const auth = await call('GET', '/v1/integrations/git/github/authorize?returnPath=/')
+    const back = await callback(await consent(auth.body.url))
+    const accountId = new URL(back.location!, 'http://x').searchParams.get('account')!
+    expect(accountId).toMatch(/^git_/)
+    // The token the callback got has expired by the time the task runs: the task gets a refreshed one.
+    clock!.advance(9 * 3_600_000)
+    const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
+    const profile = await call('POST', '/v1/profiles', { name: 'Cloner', slug: 'cloner', api_key_id: key.body.id, default_tools: ['Bash'], git_account_ids: [accountId] })
+    expect(profile.status, profile.text).toBe(201)
+
+    const gw = podmanBridgeGateway()
+    const clone = JSON.stringify({ command: `cd /tmp && git clone https://${gw}:${gitHost.port}/demo.git repo && cat repo/README.md` })
+    const dump = JSON.stringify({ command: 'env; echo ---; cat ~/.gitconfig; echo ---; git config --list --show-origin' })
+    const sub = await call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: `[[berth:tool Bash ${clone}]] [[berth:tool Bash ${dump}]] [[berth:text cloned]]` })
+    expect(sub.status, sub.text).toBe(202)
+    const task = await eventually(async () => {
+      const t = (await call('GET', `/v1/tasks/${sub.body.task_id}`)).body as Task
+      if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
+      return t
+    }, 90_000)
+    const events = (await call('GET', `/v1/tasks/${sub.body.task_id}/events?limit=100`)).body.events as TranscriptEvent[]
+    expect(task.status, JSON.stringify({ task, events })).toBe('completed')
+    const results = events.filter((e) => e.type === 'tool_result') as Json[]
+    expect(results).toHaveLength(2)
+    expect(results[0]).toMatchObject({ is_error: false, output: expect.stringContaining(marker) })
+
+    // The Git host was asked with the refreshed token, as the helper's username.
+    expect(provider.requests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.status)).toEqual([200])
+    // git sent credentials only after the host's 401 challenge, i.e. it asked the helper.
+    expect(gitHost.requests[0]).toMatchObject({ path: '/demo.git/info/refs', status: 401 })
+    expect(gitHost.requests[0]!.username).toBeUndefined()
+    expect(gitHost.requests.some((r) => r.status === 200 && r.username === 'x-access-token')).toBe(true)
+
+    const envDump = results[1]!.output
+    expect(envDump).toContain('GIT_CONFIG_COUNT=')
+    expect(envDump).toMatch(/credential\.helper/)
+    // Not even redacted: the token was never there to redact.
+    expect(envDump).not.toContain('[REDACTED]')
+    const tokens = provider.issuedTokens()
+    expect(tokens.length).toBe(4)
+    const everything = [JSON.stringify(events), JSON.stringify(task), await storageDump(s)].join('\n')
+    for (const t of tokens) expect(everything).not.toContain(t)
+  }, 120_000)
+})

@@ -1,0 +1,32 @@
+/**
+ * `@berth/testkit/providers`: local fakes of third-party providers, speaking their real
+ * protocols over real sockets. No vitest here, so apps can use them in any test runner.
+ *
+ * - {@link startFakeGitProvider}: a GitHub-, GitLab- or Bitbucket-shaped OAuth 2 server and user API.
+ * - {@link startFakeGitServer}: a Git host over HTTPS (`git http-backend`) taking Basic credentials.
+ * - {@link selfSignedCert}: a throwaway TLS certificate for it.
+ * - {@link startFakeBankProvider}: a Teller-shaped banking-data API and its connect widget's payloads.
+ * - {@link startFakeMessenger}: a Telegram-shaped Bot API that delivers updates to the registered webhook.
+ * - {@link startFakeChatProvider}: a Slack-like chat workspace (OAuth with token rotation, `chat.postMessage`, signed events).
+ * - {@link startFakeMailProvider}: a Gmail-like mail provider (Google OAuth, userinfo, `messages.send`).
+ */
+export { startFakeGitProvider, type FakeGitProvider, type FakeGitProviderOptions, type FakeGitProviderConfig, type FakeProviderRequest } from './oauth-provider.js'
+export { PROVIDER_SHAPES, type FakeGitProviderKind, type FakeGitUser, type ProviderShape, type TokenErrorKind, type WireAnswer } from './git-provider-shapes.js'
+export { startFakeGitServer, type FakeGitServer, type FakeGitServerOptions, type FakeGitRequest } from './git-server.js'
+export { selfSignedCert, type SelfSignedCert } from './tls.js'
+export { startFakeChatProvider, chatSignature, type FakeChatProvider, type FakeChatProviderOptions, type FakeChatProviderConfig, type FakeChatRequest, type FakeChatMessage, type FakeChatTeam, type FakeChatChannel, type SendChatEventOptions } from './chat-provider.js'
+export { startFakeMailProvider, type FakeMailProvider, type FakeMailProviderOptions, type FakeMailProviderConfig, type FakeMailRequest, type FakeSentMail, type FakeMailUser } from './mail-provider.js'
+export { startFakeBankProvider, type FakeBankProvider, type FakeBankProviderOptions, type FakeEnrollment, type FakeBankRequest, type FakeBankFailure } from './bank-provider.js'
+export {
+  startFakeMessenger,
+  type FakeMessenger,
+  type FakeMessengerOptions,
+  type FakeBot,
+  type FakeChat,
+  type FakeMessage,
+  type FakeSentMessage,
+  type FakeWebhook,
+  type FakeMessengerRequest,
+  type FakeMessengerFailure,
+  type FakeDelivery,
+} from './messenger-provider.js'
