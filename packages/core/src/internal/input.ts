@@ -60,14 +60,13 @@ export function parseInput<S extends v.GenericSchema>(location: Location, schema
 }
 
 /**
- * Read a JSON body of at most `limit` bytes: 413 beyond it (declared or streamed), 400
- * for malformed JSON or a non-JSON content type, `undefined` for an empty body.
+ * The raw body, at most `limit` bytes: 413 beyond it, whether declared or streamed (the
+ * rest is not read).
  */
-export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+export async function readBodyBytes(request: Request, limit: number): Promise<Buffer> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
-  const type = request.headers.get('content-type')
-  if (!request.body) return undefined
+  if (!request.body) return Buffer.alloc(0)
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let size = 0
@@ -81,13 +80,28 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
     }
     chunks.push(value)
   }
-  if (size === 0) return undefined
+  return Buffer.concat(chunks)
+}
+
+/** 400 unless the request says its body is JSON (or says nothing). */
+export function assertJsonType(request: Request): void {
+  const type = request.headers.get('content-type')
   if (type !== null && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
     throw new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json', {
       issues: [{ location: 'headers', path: 'content-type', message: `expected application/json, got ${type.slice(0, 100)}` }],
     })
   }
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks))
+}
+
+/**
+ * Read a JSON body of at most `limit` bytes: 413 beyond it (declared or streamed), 400
+ * for malformed JSON or a non-JSON content type, `undefined` for an empty body.
+ */
+export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
+  const bytes = await readBodyBytes(request, limit)
+  if (bytes.length === 0) return undefined
+  assertJsonType(request)
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes)
   try {
     return JSON.parse(text)
   } catch (err) {

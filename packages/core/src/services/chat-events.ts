@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { readBodyBytes } from '../internal/input.js'
 import { ApiError, validationError } from '../errors.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -65,27 +66,6 @@ export function verifyChatSignature(secret: string, timestamp: string, body: Uin
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
-/** The raw body, at most `limit` bytes (413 beyond, declared or streamed). */
-async function readRaw(request: Request, limit: number): Promise<Buffer> {
-  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Event bodies are limited to ${limit} bytes`, { limit }, { connection: 'close' })
-  const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw tooLarge()
-  if (!request.body) return Buffer.alloc(0)
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > limit) {
-      await reader.cancel().catch(() => {})
-      throw tooLarge()
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks)
-}
 
 const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x)
 const text = (x: unknown, max: number): string | null => (typeof x === 'string' ? x.slice(0, max) : null)
@@ -148,7 +128,7 @@ export class ChatEventsService {
     if (!/^\d{1,12}$/.test(timestamp) || Math.abs(this.o.clock.now() / 1000 - Number(timestamp)) > CHAT_EVENT_WINDOW_SECONDS) {
       throw refuse('X-Request-Timestamp is not within 5 minutes of the server time')
     }
-    const raw = await readRaw(request, this.bodyLimit)
+    const raw = await readBodyBytes(request, this.bodyLimit)
     if (!verifyChatSignature(secret, timestamp, raw, signature)) throw refuse('the signature does not match')
     let body: unknown
     try {

@@ -1,4 +1,5 @@
 import { ApiError, notFound } from '../errors.js'
+import { assertJsonType, readBodyBytes } from '../internal/input.js'
 import type { RateLimiter } from '../limits/rate-limit.js'
 import type { PlaybookRunsService } from './playbook-runs.js'
 import type { PlaybooksService } from './playbooks.js'
@@ -53,36 +54,9 @@ export class WebhookTrigger {
  * 413 beyond `limit` bytes, 400 when it is not JSON.
  */
 async function readJsonText(request: Request, limit: number): Promise<string | undefined> {
-  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Webhook bodies are limited to ${limit} bytes`, { limit }, { connection: 'close' })
-  const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw tooLarge()
-  if (!request.body) return undefined
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > limit) {
-      await reader.cancel().catch(() => {})
-      throw tooLarge()
-    }
-    chunks.push(value)
-  }
-  if (size === 0) return undefined
-  const type = request.headers.get('content-type')
-  if (type !== null && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
-    throw new ApiError('VALIDATION_FAILED', 'Webhook bodies must be JSON', {
-      issues: [{ location: 'headers', path: 'content-type', message: `expected application/json, got ${type.slice(0, 100)}` }],
-    })
-  }
-  const bytes = new Uint8Array(size)
-  let at = 0
-  for (const c of chunks) {
-    bytes.set(c, at)
-    at += c.byteLength
-  }
+  const bytes = await readBodyBytes(request, limit)
+  if (bytes.length === 0) return undefined
+  assertJsonType(request)
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes)
   try {
     JSON.parse(text)
