@@ -159,8 +159,12 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
     const follow = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: done[0]!.session_id, prompt: 'follow-up' })
     expect(follow.status).toBe(202)
     expect((await t.waitDone(follow.body.task_id)).status).toBe('completed')
-    // Deleting a session frees its slot (and removes its container).
+    // Deleting a session removes its container from the engine, its row and transcript, and frees its slot.
+    const doomed = t.s.berth.pool!.list().find((c) => c.workspace_id === done[1]!.workspace_id)!
+    expect(doomed.state).toBe('in_use')
     expect((await t.call('DELETE', `/v1/workspaces/${done[1]!.workspace_id}`)).status).toBe(204)
+    expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(doomed.id)
+    expect((await t.call('GET', `/v1/workspaces/${done[1]!.workspace_id}/transcript`)).status).toBe(404)
     const after = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'now there is room' })
     expect(after.status).toBe(202)
     expect((await t.waitDone(after.body.task_id)).status).toBe('completed')
