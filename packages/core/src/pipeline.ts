@@ -67,6 +67,16 @@ export function bearerToken(request: Request, allowQuery = false): string | null
   return null
 }
 
+/** The request path for the log, with the route's credential segments replaced. */
+function loggedPath(route: AnyRoute, pathname: string): string {
+  if (!route.secretParams?.length) return pathname
+  const template = route.path.split('/')
+  return pathname
+    .split('/')
+    .map((segment, i) => (route.secretParams!.includes(template[i]?.slice(1) ?? '') && template[i]!.startsWith(':') ? '[redacted]' : segment))
+    .join('/')
+}
+
 function isValidCaller(c: Caller): boolean {
   return typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(c.id) && (c.role === 'user' || c.role === 'admin')
 }
@@ -150,7 +160,7 @@ export function createPipeline(opts: PipelineOptions) {
     logger.info('request', {
       method: request.method,
       // The path only: query strings may carry tokens (`?token=` on the WebSocket).
-      path: url.pathname,
+      path: loggedPath(route, url.pathname),
       route: route.name,
       status: response.status,
       ms: Math.round((performance.now() - started) * 10) / 10,

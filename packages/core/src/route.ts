@@ -86,6 +86,8 @@ export interface RouteDef<
   errors?: ErrorCode[]
   /** Skip the per-caller rate limit (e.g. health checks). */
   unlimited?: boolean
+  /** Path parameters that are credentials: logged as `[redacted]` (e.g. a webhook secret in the URL). */
+  secretParams?: readonly string[]
   handle: (ctx: RouteContext<Out<P>, Out<Q>, Out<B>, A>) => Promise<RouteResult<Result<R>>> | RouteResult<Result<R>>
 }
 

@@ -36,7 +36,6 @@ import type { SmtpOptions } from './notifiers/email.js'
 import { createBankApi, type BankApiOptions } from './notifiers/bank-api.js'
 import { createMessengerApi, type MessengerApiOptions } from './notifiers/messenger-api.js'
 import { serverRoutes } from './routes.js'
-import { redactSecretPaths } from './secret-paths.js'
 import { unstorageStore } from './store.js'
 import { createWebSocket } from './websocket.js'
 import { VERSION } from './version.js'
@@ -273,7 +272,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     services,
     rateLimiter,
     // Request lines log the path; the webhook trigger's carries its secret.
-    logger: redactSecretPaths(logger, [...coreRoutes, ...serverRoutes]),
+    logger,
     authenticate: options.authenticate,
     bodyLimit: options.bodyLimit,
     uploadLimit: options.uploadLimit,
