@@ -8,7 +8,7 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../route.js'
 import { RunnerEvent, type RunnerInput } from '../runner-protocol.js'
-import type { SubmitTask, Task, TaskError, TaskResult, TaskStatus, TranscriptEvent } from '../schemas/task.js'
+import { TaskError, type SubmitTask, type Task, type TaskResult, type TaskStatus, type TranscriptEvent } from '../schemas/task.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
 import type { EventBus } from './event-bus.js'
 import type { EventLog } from './event-log.js'
@@ -388,7 +388,7 @@ export class TasksService {
       if (signal.aborted) {
         end = { status: 'cancelled' }
       } else {
-        const code = isApiError(err) && err.code in OUTCOME_ERROR_CODES ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
+        const code = isApiError(err) && TASK_ERROR_CODES.includes(err.code) ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
         if (code === 'INTERNAL_ERROR' && !isApiError(err)) this.o.logger.error('task failed', { task: task.id, error: String(err) })
         end = { status: 'failed', error: { code, error: isApiError(err) ? err.message : 'Internal error while running the task' } }
         // A container that failed is not trusted with the next prompt.
@@ -692,13 +692,8 @@ export class TasksService {
   }
 }
 
-const OUTCOME_ERROR_CODES: Record<string, true> = {
-  TURN_LIMIT_EXCEEDED: true,
-  BUDGET_EXCEEDED: true,
-  CONTAINER_FAILED: true,
-  MODEL_ERROR: true,
-  INTERNAL_ERROR: true,
-}
+/** The codes a failed task may carry: the schema's own list. */
+const TASK_ERROR_CODES: readonly string[] = TaskError.entries.code.options
 
 /** How a runner result ends its task: completed, or failed with the outcome's code and the partial result. */
 function endOf(result: ResultEvent): { status: 'completed' | 'failed'; result: TaskResult; error?: TaskError } {
