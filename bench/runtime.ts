@@ -14,8 +14,7 @@
  *
  *   node --import tsx bench/runtime.ts        (or via bench/run.ts: export main())
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { runAsScript, writeResults } from './lib/results.js'
 import { connectEngine, dockerRuntime, toCreateOptions } from '../packages/adapter-docker/src/index.js'
 import { podmanRuntime } from '../packages/adapter-podman/src/index.js'
 import {
@@ -306,22 +305,8 @@ export async function main(): Promise<EngineResult[]> {
       ]),
     ),
   )
-  const dir = fileURLToPath(new URL('./results/', import.meta.url))
-  mkdirSync(dir, { recursive: true })
-  writeFileSync(
-    `${dir}runtime.json`,
-    JSON.stringify({ at: new Date().toISOString(), node: process.version, iterations: ITERATIONS, results }, null, 2),
-  )
-  console.log(`\nWritten to bench/results/runtime.json`)
+  writeResults('runtime', { iterations: ITERATIONS, results })
   return results
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err)
-      process.exit(1)
-    },
-  )
-}
+runAsScript(import.meta.url, main)

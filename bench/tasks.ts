@@ -23,10 +23,10 @@
  * (`podman,docker`), BENCH_TASKS_STORAGE (`fs` | `memory`), BENCH_TASKS_AFTER_LOAD (5),
  * BENCH_TASKS_PRELOAD_KEYS (0), BENCH_SERVER_DIR, BENCH_SERVER_NODE_ARGS.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { runAsScript, writeResults } from './lib/results.js'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { connectEngine } from '../packages/adapter-docker/src/index.js'
 import { bundleRunner } from '../packages/runner/src/index.js'
 import { ensureEngines, findRepoRoot, type EngineInfo } from '../packages/testkit/src/engines.js'
@@ -533,44 +533,24 @@ export async function main(): Promise<EngineResult[]> {
     }
   }
   print(results)
-  const dir = fileURLToPath(new URL('./results/', import.meta.url))
-  mkdirSync(dir, { recursive: true })
-  writeFileSync(
-    `${dir}tasks.json`,
-    JSON.stringify(
-      {
-        at: new Date().toISOString(),
-        node: process.version,
-        cpus: cpus().length,
-        loadavg: { start: load0, end: loadavg() },
-        config: {
-          iterations: ITERATIONS,
-          warmup: WARMUP,
-          prompt: PROMPT,
-          storage: STORAGE,
-          preloadKeys: PRELOAD_KEYS,
-          pool: { min: POOL_MIN, max: CONCURRENCY },
-          throughputTasks: THROUGHPUT_TASKS,
-          concurrency: CONCURRENCY,
-          targetAddedMs: TARGET_ADDED_MS,
-          sdkVersion,
-        },
-        results,
-      },
-      null,
-      2,
-    ),
-  )
-  console.log('\nWritten to bench/results/tasks.json')
+  writeResults('tasks', {
+    cpus: cpus().length,
+    loadavg: { start: load0, end: loadavg() },
+    config: {
+      iterations: ITERATIONS,
+      warmup: WARMUP,
+      prompt: PROMPT,
+      storage: STORAGE,
+      preloadKeys: PRELOAD_KEYS,
+      pool: { min: POOL_MIN, max: CONCURRENCY },
+      throughputTasks: THROUGHPUT_TASKS,
+      concurrency: CONCURRENCY,
+      targetAddedMs: TARGET_ADDED_MS,
+      sdkVersion,
+    },
+    results,
+  })
   return results
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err)
-      process.exit(1)
-    },
-  )
-}
+runAsScript(import.meta.url, main)

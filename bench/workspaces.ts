@@ -12,13 +12,14 @@
  *
  *   node --import tsx bench/workspaces.ts        (or via bench/run.ts: export main())
  */
+import { runAsScript, writeResults } from './lib/results.js'
 import { fork, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import WebSocket from 'ws'
 import { podmanRuntime } from '../packages/adapter-podman/src/index.js'
@@ -397,20 +398,9 @@ export async function main(): Promise<{ transcript: TranscriptResult; fanout: Fa
     ),
   )
 
-  const dir = fileURLToPath(new URL('./results/', import.meta.url))
-  mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'workspaces.json'), JSON.stringify({ at: new Date().toISOString(), node: process.version, transcript, fanout }, null, 2))
-  console.log('\nWritten to bench/results/workspaces.json')
+  writeResults('workspaces', { transcript, fanout })
   return { transcript, fanout }
 }
 
 if (process.env.BERTH_BENCH_WS_CLIENTS === '1') runClients()
-else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err)
-      process.exit(1)
-    },
-  )
-}
+else runAsScript(import.meta.url, main)
