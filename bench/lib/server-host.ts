@@ -8,6 +8,7 @@
  * Messages out: `ready` (port, request to send, response bytes), `cpu` (after
  * `measure-end`), `closed`, or `error`.
  */
+import { apiCaller } from './api.js'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -102,16 +103,7 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
   const server = createServer(berth.handler)
   const port = await listen(server)
   const base = `http://127.0.0.1:${port}`
-  const call = async <T>(method: string, path: string, token: string, body?: unknown): Promise<T> => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-    })
-    const text = await res.text()
-    if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`)
-    return JSON.parse(text) as T
-  }
+  const call = apiCaller(base)
 
   const created = await call<{ key: { token: string } }>('POST', '/admin/users', ADMIN_TOKEN, { name: 'Bench user' })
   const token = created.key.token

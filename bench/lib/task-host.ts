@@ -10,6 +10,7 @@
  * Messages in: a {@link TaskHostConfig}, then `settle`, `direct`, `traces`, `clock`, `close`.
  * Messages out: `ready`, `settled`, `direct-done`, `traces`, `clock`, `closed`, or `error`.
  */
+import { apiCaller } from './api.js'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -141,16 +142,7 @@ async function startHost(cfg: TaskHostConfig): Promise<Host> {
     throw err
   }
   const port = (server.address() as AddressInfo).port
-  const call = async <T>(method: string, path: string, token: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-    })
-    const text = await res.text()
-    if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${text}`)
-    return JSON.parse(text) as T
-  }
+  const call = apiCaller(`http://127.0.0.1:${port}`)
   const created = await call<{ key: { token: string } }>('POST', '/admin/users', ADMIN_TOKEN, { name: 'Bench tasks' })
   const token = created.key.token
   const key = await call<{ id: string }>('POST', '/v1/api-keys', token, { name: 'offline', provider: 'stub' })
