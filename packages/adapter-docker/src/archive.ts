@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream'
-import type { ByteSource } from '@berth/core'
+import { toWebStream, type ByteSource } from '@berth/core'
 import type { EngineContext } from './context.js'
-import { toRequestBody, toWebStream } from './internal/streams.js'
+import { toRequestBody } from './internal/streams.js'
 
 /**
  * Extract a tar into `path` in the container (`PUT /containers/{id}/archive`). The path

@@ -5,4 +5,6 @@ export { toCreateOptions, DEFAULT_CAP_ADD, DEFAULT_LIMITS, type HardeningOptions
 export { toContainerError, statusOf, type FailureContext } from './errors.js'
 export { toContainerInfo, toContainerSummary, toContainerStats, toState, toIso } from './inspect.js'
 export { EXEC_MARKER_ENV } from './exec.js'
-export { toWebStream, toRequestBody } from './internal/streams.js'
+export { toRequestBody } from './internal/streams.js'
+/** Re-exported from `@berth/core`, where the port's byte helpers live. */
+export { toWebStream } from '@berth/core'

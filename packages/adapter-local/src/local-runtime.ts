@@ -9,6 +9,7 @@ import {
   IDLE_COMMAND,
   MANAGED_LABEL,
   defineRuntime,
+  toWebStream,
   jsonLogger,
   type ContainerInfo,
   type ContainerRuntime,
@@ -19,7 +20,6 @@ import { extractInto, packPath } from './archive.js'
 import { startLocalExec } from './exec.js'
 import { containerDir, hostPath, readMeta, rootDir, writeMeta, type LocalMeta } from './paths.js'
 import { exitCodeOf, isAlive, processStartTime, residentBytes, signalGroup } from './processes.js'
-import { toWebStream } from './web-stream.js'
 
 /** Options of {@link localRuntime}. */
 export interface LocalRuntimeOptions {

@@ -374,3 +374,32 @@ export async function collectExec(
   const [stdout, stderr, result] = await Promise.all([read(proc.stdout), read(proc.stderr), proc.exit])
   return { ...result, stdout, stderr }
 }
+
+/**
+ * A web ReadableStream over any async iterable of bytes (a Node readable included), for
+ * `getArchive` results. Node 20's `Readable.toWeb` is avoided: it throws on some stream
+ * implementations (tar-stream's pack).
+ *
+ * @example
+ * ```ts
+ * return toWebStream(tarPack, () => tarPack.destroy())
+ * ```
+ */
+export function toWebStream(source: AsyncIterable<Uint8Array>, onCancel?: () => void): ReadableStream<Uint8Array> {
+  const it = source[Symbol.asyncIterator]()
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await it.next()
+        if (done) controller.close()
+        else controller.enqueue(value instanceof Uint8Array ? value : new Uint8Array(value as ArrayBufferLike))
+      } catch (err) {
+        controller.error(err)
+      }
+    },
+    async cancel() {
+      onCancel?.()
+      await it.return?.()
+    },
+  })
+}
