@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { paginate } from '../services/collection.js'
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
 import { PoolStats } from '../schemas/health.js'
@@ -27,8 +28,8 @@ export const poolRoutes = [
     response: ListOf('containers', PoolContainer),
     handle: ({ caller, query, services }) => {
       const all = services.pool.list().filter((c) => caller.role === 'admin' || c.owner_id === caller.id)
-      const start = (query.page - 1) * query.limit
-      return { containers: all.slice(start, start + query.limit), total: all.length }
+      const { items, total } = paginate(all, query)
+      return { containers: items, total }
     },
   }),
   defineRoute({

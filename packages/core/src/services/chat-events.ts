@@ -6,7 +6,7 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { ChatEvent, ChatEventAck } from '../schemas/chat-mail.js'
 import type { ChatMailConnectService } from './chat-mail-connect.js'
-import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
+import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from './collection.js'
 import type { IntegrationRecord, IntegrationsService } from './integrations.js'
 
 /** How far a request's timestamp may be from the server's clock (5 minutes), in seconds. */
@@ -191,8 +191,8 @@ export class ChatEventsService {
   /** The events recorded for an integration, newest first. */
   async list(owner: string, integrationId: string, page: Page): Promise<Paged<ChatEvent>> {
     const all = await this.sorted(owner, integrationId)
-    const start = (page.page - 1) * page.limit
-    return { items: all.slice(start, start + page.limit).map((r) => this.view(r)), total: all.length }
+    const { items, total } = paginate(all, page)
+    return { items: items.map((r) => this.view(r)), total }
   }
 
   /** Drop every event of an integration (it was deleted). */

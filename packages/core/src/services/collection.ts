@@ -22,6 +22,19 @@ export interface Paged<T> {
 }
 
 /**
+ * One page of an already ordered list, with the total before paging.
+ *
+ * @example
+ * ```ts
+ * paginate(['a', 'b', 'c'], { page: 2, limit: 2 }) // { items: ['c'], total: 3 }
+ * ```
+ */
+export function paginate<T>(all: readonly T[], page: Page): Paged<T> {
+  const start = (page.page - 1) * page.limit
+  return { items: all.slice(start, start + page.limit), total: all.length }
+}
+
+/**
  * Records of one kind, keyed `<kind>:<owner>:<id>`. Because the owner is part of the key,
  * another caller's id simply does not exist for you: reads, updates and deletes of it are
  * the same 404 as an unknown id.
@@ -79,8 +92,6 @@ export class OwnedCollection<T extends OwnedRecord> {
   /** One page of an owner's records (newest first), optionally filtered. */
   async list(owner: string, page: Page, filter?: (r: T) => boolean): Promise<Paged<T>> {
     const all = await this.all(owner)
-    const matching = filter ? all.filter(filter) : all
-    const start = (page.page - 1) * page.limit
-    return { items: matching.slice(start, start + page.limit), total: matching.length }
+    return paginate(filter ? all.filter(filter) : all, page)
   }
 }

@@ -1,7 +1,7 @@
 import { newId } from '../ids.js'
 import type { Store } from '../ports/store.js'
 import type { Delivery } from '../schemas/integration.js'
-import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
+import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from './collection.js'
 
 /** A stored delivery attempt. `order` sorts attempts made within the same clock tick. */
 export interface DeliveryRecord extends OwnedRecord, Omit<Delivery, 'id'> {
@@ -66,8 +66,8 @@ export class DeliveryLog {
 
   async list(owner: string, integrationId: string, page: Page): Promise<Paged<Delivery>> {
     const all = await this.sorted(owner, integrationId)
-    const start = (page.page - 1) * page.limit
-    return { items: all.slice(start, start + page.limit).map((r) => this.view(r)), total: all.length }
+    const { items, total } = paginate(all, page)
+    return { items: items.map((r) => this.view(r)), total }
   }
 
   /** Drop every attempt of an integration (it was deleted). */

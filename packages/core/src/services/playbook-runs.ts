@@ -6,7 +6,7 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { PlaybookRun, PlaybookTrigger } from '../schemas/playbook.js'
 import type { Task, TaskStatus } from '../schemas/task.js'
-import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
+import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from './collection.js'
 import type { EventBus, TaskMessage } from './event-bus.js'
 import type { NotificationsService } from './notifications.js'
 import type { PlaybookRecord } from './playbooks.js'
@@ -162,8 +162,7 @@ export class PlaybookRunsService {
     const taskIds = all.filter((r) => r.task_id && !DONE.includes(r.status)).map((r) => r.task_id!)
     const tasks = new Map((await this.o.store.getMany<TaskRecord>(taskIds.map((id) => `tasks:${owner}:${id}`))).filter((t) => t !== null).map((t) => [t!.id, t!]))
     const views = all.map((r) => this.view(r, r.task_id ? tasks.get(r.task_id) : null)).filter((r) => filter.status === undefined || r.status === filter.status)
-    const start = (page.page - 1) * page.limit
-    return { items: views.slice(start, start + page.limit), total: views.length }
+    return paginate(views, page)
   }
 
   private onTaskMessage(m: TaskMessage): void {

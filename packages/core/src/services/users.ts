@@ -5,7 +5,7 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../route.js'
 import type { CallerKey, IssuedCallerKey, User } from '../schemas/user.js'
-import type { Page, Paged } from './collection.js'
+import { paginate, type Page, type Paged } from './collection.js'
 
 /** Prefix of every caller key, so leaked keys are recognisable by secret scanners. */
 export const CALLER_KEY_PREFIX = 'berth_sk_'
@@ -85,8 +85,7 @@ export class UsersService {
     const users = (await this.store.getMany<User>(keys))
       .filter((u): u is User => u !== null)
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
-    const start = (page.page - 1) * page.limit
-    return { items: users.slice(start, start + page.limit), total: users.length }
+    return paginate(users, page)
   }
 
   /** Delete a user and revoke all its keys. Its resources stay in the store, unreachable. */
