@@ -208,6 +208,9 @@ function limitBody(request: Request, limit: number): Request {
         else controller.enqueue(chunk)
       },
     }),
+    // Never cancel the incoming stream (see readBodyBytes: Node 20 would throw an uncaught
+    // error for data arriving afterwards); a 413 closes the connection instead.
+    { preventCancel: true },
   )
   return new Request(request.url, { method: request.method, headers: request.headers, body: counted, signal: request.signal, duplex: 'half' } as RequestInit)
 }

@@ -75,7 +75,10 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Bu
     if (done) break
     size += value.byteLength
     if (size > limit) {
-      await reader.cancel().catch(() => {})
+      // Stop reading, never cancel: Node 20's adapter for incoming request streams still
+      // enqueues data that arrives after a cancel and throws an uncaught ERR_INVALID_STATE,
+      // which would crash the server. The 413 closes the connection, discarding the rest.
+      reader.releaseLock()
       throw tooLarge(limit)
     }
     chunks.push(value)
