@@ -232,7 +232,17 @@ export class ContainerPool {
     return this.leaseOf(c.id)
   }
 
-  private async create(req?: ClaimRequest): Promise<PooledContainer> {
+  /** Creations under way: shutdown waits for them (one made meanwhile removes itself). */
+  private readonly inflight = new Set<Promise<unknown>>()
+
+  private create(req?: ClaimRequest): Promise<PooledContainer> {
+    const made = this.createNow(req)
+    const tracked = made.catch(() => undefined).finally(() => this.inflight.delete(tracked))
+    this.inflight.add(tracked)
+    return made
+  }
+
+  private async createNow(req?: ClaimRequest): Promise<PooledContainer> {
     this.creating++
     const id = newId('container')
     try {
@@ -386,6 +396,7 @@ export class ContainerPool {
     if (this.fillRetry) clearTimeout(this.fillRetry)
     for (const w of this.waiters.splice(0)) w.reject(new ApiError('CONTAINER_FAILED', 'The container pool is shut down'))
     await this.filling
+    await Promise.all(this.inflight)
     if (opts.removeAll) for (const id of [...this.containers.keys()]) await this.reap(id)
   }
 }
