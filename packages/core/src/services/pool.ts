@@ -232,13 +232,17 @@ export class ContainerPool {
     return this.leaseOf(c.id)
   }
 
-  /** Creations under way: shutdown waits for them (one made meanwhile removes itself). */
+  /** Engine work under way (creations, removals): shutdown waits for it. */
   private readonly inflight = new Set<Promise<unknown>>()
+
+  private track(work: Promise<unknown>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.inflight.delete(tracked))
+    this.inflight.add(tracked)
+  }
 
   private create(req?: ClaimRequest): Promise<PooledContainer> {
     const made = this.createNow(req)
-    const tracked = made.catch(() => undefined).finally(() => this.inflight.delete(tracked))
-    this.inflight.add(tracked)
+    this.track(made)
     return made
   }
 
@@ -299,11 +303,9 @@ export class ContainerPool {
     const c = this.containers.get(id)
     if (!c) return
     this.containers.delete(id)
-    try {
-      await this.o.runtime.remove(c.engine_id)
-    } catch (err) {
-      this.o.logger.warn('could not remove container', { id, error: String(err) })
-    }
+    const removal = this.o.runtime.remove(c.engine_id).catch((err) => this.o.logger.warn('could not remove container', { id, error: String(err) }))
+    this.track(removal)
+    await removal
     await this.o.store.remove(this.key(id))
     this.serveWaiters()
     this.fill()
