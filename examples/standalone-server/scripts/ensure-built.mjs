@@ -5,32 +5,41 @@
  * nothing once built. Run from a package directory (its package.json is read):
  *
  *   node ../standalone-server/scripts/ensure-built.mjs && tsx src/main.ts
+ *
+ * One line per package built (`built @berth/core (4.2 s)`); a build's own output is shown
+ * only when it fails.
  */
-import { execFileSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 
 const cwd = process.cwd()
-const own = JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8'))
 
-/** The workspace root: the nearest directory above with pnpm-workspace.yaml. */
-function workspaceRoot(dir) {
-  for (let d = dir; d !== dirname(d); d = dirname(d)) if (existsSync(join(d, 'pnpm-workspace.yaml'))) return d
-  throw new Error('ensure-built: no pnpm-workspace.yaml above ' + dir)
+function readPackage(dir) {
+  return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
 }
 
-/** Workspace dependencies, transitively: directory of every `workspace:` dependency. */
-function workspaceDeps(pkgDir, seen = new Map()) {
-  const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'))
-  for (const [name, range] of Object.entries({ ...pkg.dependencies })) {
-    if (!String(range).startsWith('workspace:') || seen.has(name)) continue
+/** Direct `workspace:` dependencies of the package in `pkgDir`: name → directory. */
+function directWorkspaceDeps(pkgDir) {
+  const deps = new Map()
+  for (const [name, range] of Object.entries({ ...readPackage(pkgDir).dependencies })) {
+    if (!String(range).startsWith('workspace:')) continue
     // pnpm links workspace dependencies into node_modules; follow the link to the package.
     const dir = resolve(pkgDir, 'node_modules', name)
-    if (!existsSync(join(dir, 'package.json'))) continue
-    seen.set(name, dir)
-    workspaceDeps(dir, seen)
+    if (existsSync(join(dir, 'package.json'))) deps.set(name, dir)
   }
-  return seen
+  return deps
+}
+
+/** Every workspace dependency, transitively, dependencies before their dependents. */
+function workspaceDepsInOrder(pkgDir, order = new Map(), visiting = new Set()) {
+  for (const [name, dir] of directWorkspaceDeps(pkgDir)) {
+    if (order.has(name) || visiting.has(name)) continue
+    visiting.add(name)
+    workspaceDepsInOrder(dir, order, visiting)
+    order.set(name, dir)
+  }
+  return order
 }
 
 function newestMtime(dir) {
@@ -43,19 +52,38 @@ function newestMtime(dir) {
 }
 
 function isStale(dir) {
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
-  if (!pkg.scripts?.build) return false
   const out = join(dir, 'dist', 'index.js')
   if (!existsSync(out) || !existsSync(join(dir, 'dist', 'index.d.ts'))) return true
   return existsSync(join(dir, 'src')) && newestMtime(join(dir, 'src')) > statSync(out).mtimeMs
 }
 
-const stale = [...workspaceDeps(cwd)].filter(([, dir]) => isStale(dir)).map(([name]) => name)
-if (stale.length > 0) {
-  console.log(`Building ${stale.join(', ')} (dist missing or older than src)…`)
-  // `<pkg>^...`: every workspace dependency of this package, in dependency order.
-  execFileSync('pnpm', ['--filter', `${own.name}^...`, 'run', 'build'], {
-    cwd: workspaceRoot(cwd),
-    stdio: 'inherit',
+/** Run `pnpm run build` in `dir` with its output captured; resolves with the exit code and output. */
+function build(dir) {
+  return new Promise((done) => {
+    const child = spawn('pnpm', ['run', 'build'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+    const chunks = []
+    child.stdout.on('data', (chunk) => chunks.push(chunk))
+    child.stderr.on('data', (chunk) => chunks.push(chunk))
+    child.on('error', (err) => done({ code: 1, output: String(err.message) }))
+    child.on('close', (code) => done({ code: code ?? 1, output: Buffer.concat(chunks).toString() }))
   })
+}
+
+const packages = [...workspaceDepsInOrder(cwd)].filter(([, dir]) => readPackage(dir).scripts?.build)
+// A package is rebuilt when its own dist is stale or when one of its dependencies is rebuilt
+// (its types and bundles are made from theirs).
+const rebuilt = new Set()
+for (const [name, dir] of packages) {
+  const depRebuilt = [...directWorkspaceDeps(dir).keys()].some((dep) => rebuilt.has(dep))
+  if (!depRebuilt && !isStale(dir)) continue
+  rebuilt.add(name)
+  const started = performance.now()
+  const { code, output } = await build(dir)
+  const seconds = ((performance.now() - started) / 1000).toFixed(1)
+  if (code !== 0) {
+    process.stderr.write(output)
+    console.error(`build of ${name} failed (exit code ${code}, ${seconds} s); its output is above`)
+    process.exit(1)
+  }
+  console.log(`built ${name} (${seconds} s)`)
 }
