@@ -1,6 +1,6 @@
 /**
- * Berth as a standalone server: configuration from the environment (README "Standalone
- * server configuration"), storage per BERTH_STORAGE, the container runtime per
+ * Berth as a standalone server: configuration from the environment, `.env` and an optional
+ * `berth.config.{ts,json}` (README "Configuration"), storage per BERTH_STORAGE, the container runtime per
  * BERTH_RUNTIME with a warm pool, node:http, clean shutdown.
  *
  *   pnpm start                      # from the repository root
@@ -11,8 +11,9 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { bundleRunner } from '@berth/runner'
-import { configFromEnv, createBerth } from '@berth/server'
+import { createBerth, type BerthConfig } from '@berth/server'
 import { runtimeFor } from './runtime.js'
+import { loadSettings } from './settings.js'
 import { onShutdown } from './shutdown.js'
 import { storageFor } from './storage.js'
 
@@ -24,16 +25,24 @@ function fail(message: string): never {
   process.exit(1)
 }
 
-let config: ReturnType<typeof configFromEnv>
-try {
-  config = configFromEnv(process.env)
-} catch (err) {
-  fail((err as Error).message)
+/** The integrations callers can connect, for the start-up log (never a secret). */
+function integrations(c: BerthConfig): string {
+  const on = [
+    ...Object.keys(c.gitProviders),
+    ...(c.chatProvider ? ['chat'] : []),
+    ...(c.mailProvider ? ['mail'] : []),
+  ]
+  // Banking and messenger are always on; their API address is worth a mention when moved.
+  const at = (name: string, url: string | undefined) => (url ? [`${name} at ${new URL(url).host}`] : [])
+  return [...on, ...at('bank', c.bankProvider.apiBaseUrl), ...at('messenger', c.messenger.apiBaseUrl)].join(', ') || 'none configured'
 }
 
-// `pnpm start` runs in this package's directory; resolve a relative BERTH_DATA_DIR from
-// where the command was typed (pnpm's INIT_CWD), so the root's `./.data` is the default.
-config.dataDir = resolve(process.env.INIT_CWD ?? process.cwd(), config.dataDir)
+// `pnpm start` runs in this package's directory; settings files and a relative
+// BERTH_DATA_DIR are found where the command was typed (pnpm's INIT_CWD), so the root's
+// `.env`, `berth.config.json` and `./.data` are the defaults.
+const cwd = process.env.INIT_CWD ?? process.cwd()
+const { config, sources } = await loadSettings(cwd).catch((err: Error): never => fail(err.message))
+config.dataDir = resolve(cwd, config.dataDir)
 
 const { storage, description } = await storageFor(config).catch((err: Error) => fail(err.message))
 const chosen = await runtimeFor(config, (line) => console.warn(line)).catch((err: Error) => fail(err.message))
@@ -62,9 +71,15 @@ const berth = createBerth({
   concurrency: config.concurrency,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),
+  gitProviders: config.gitProviders,
+  ...(config.chatProvider && { chatProvider: config.chatProvider }),
+  ...(config.mailProvider && { mailProvider: config.mailProvider }),
+  bankProvider: config.bankProvider,
+  messenger: config.messenger,
   ...(runner && { runner }),
 })
 
+console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)
 const poolLine = `pool: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
 // Listen only once the pool has adopted what the last run left and warmed up. If the engine

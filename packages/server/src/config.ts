@@ -1,5 +1,8 @@
-/** The standalone server's settings, read from the environment (README "Configuration"). */
-export interface BerthConfig {
+import { bothNames, settingName, withConfigFile, type ConfigFile } from './config-file.js'
+import { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
+
+/** The standalone server's settings, read from the environment and an optional config file (README "Configuration"). */
+export interface BerthConfig extends IntegrationsConfig {
   port: number
   host: string
   adminToken: string | undefined
@@ -30,12 +33,12 @@ function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] 
   try {
     url = new URL(raw)
   } catch {
-    throw new Error('BERTH_SMTP_URL must be a URL like smtp://user:pass@host:587')
+    throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} must be a URL like smtp://user:pass@host:587`)
   }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error('BERTH_SMTP_URL must start with smtp:// or smtps://')
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} must start with smtp:// or smtps://`)
   const secure = url.protocol === 'smtps:'
   const from = env.BERTH_SMTP_FROM
-  if (!from) throw new Error('BERTH_SMTP_URL needs BERTH_SMTP_FROM (the sender address)')
+  if (!from) throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} needs ${bothNames('BERTH_SMTP_FROM')} (the sender address)`)
   return {
     host: url.hostname,
     port: url.port ? Number(url.port) : secure ? 465 : 587,
@@ -48,28 +51,31 @@ function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number >= ${min}, got "${raw}"`)
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${settingName(env, name)} must be a whole number >= ${min}, got "${raw}"`)
   return Number(raw)
 }
 
 function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly T[], fallback: T): T {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${settingName(env, name)} must be one of ${allowed.join(', ')}, got "${raw}"`)
   return raw as T
 }
 
 /**
- * Read the configuration from environment variables, with the embedded defaults. Throws
- * a clear message for a value that cannot be right (the server then refuses to start).
+ * Read the configuration from environment variables and, optionally, a config file's
+ * values (a variable that is set wins over the file), with the embedded defaults. Throws
+ * a clear message naming the variable or file key for a value that cannot be right (the
+ * server then refuses to start).
  *
  * @example
  * ```ts
- * const config = configFromEnv(process.env)
+ * const config = configFromEnv(process.env, { values: { pool: { max: 8 } }, path: 'berth.config.json' })
  * config.port // 3000 unless PORT is set
  * ```
  */
-export function configFromEnv(env: Record<string, string | undefined> = process.env): BerthConfig {
+export function configFromEnv(env: Record<string, string | undefined> = process.env, file?: ConfigFile): BerthConfig {
+  env = withConfigFile(env, file)
   const config: BerthConfig = {
     port: int(env, 'PORT', 3000, 0),
     host: env.HOST || '127.0.0.1',
@@ -89,9 +95,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
+    ...integrationsFromEnv(env),
   }
-  if (config.port > 65535) throw new Error(`PORT must be at most 65535, got ${config.port}`)
-  if (config.poolMin > config.poolMax) throw new Error(`BERTH_POOL_MIN (${config.poolMin}) must not exceed BERTH_POOL_MAX (${config.poolMax})`)
-  if (config.storage === 'redis' && !config.redisUrl) throw new Error('BERTH_STORAGE=redis needs BERTH_REDIS_URL')
+  if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)
+  if (config.poolMin > config.poolMax) throw new Error(`${settingName(env, 'BERTH_POOL_MIN')} (${config.poolMin}) must not exceed ${settingName(env, 'BERTH_POOL_MAX')} (${config.poolMax})`)
+  if (config.storage === 'redis' && !config.redisUrl) throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
   return config
 }

@@ -1,0 +1,253 @@
+/**
+ * The standalone server configured the way an operator does it: a real child process
+ * (`tsx examples/standalone-server/src/main.ts`) whose only settings are environment
+ * variables pointing at the local provider fakes, every connect flow walked over HTTP as
+ * a browser and a caller would; then the same from a `berth.config.json`, and the start-up
+ * refusals that name the setting.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  startFakeBankProvider,
+  startFakeChatProvider,
+  startFakeGitProvider,
+  startFakeMailProvider,
+  startFakeMessenger,
+  type FakeBankProvider,
+  type FakeChatProvider,
+  type FakeGitProvider,
+  type FakeMailProvider,
+  type FakeMessenger,
+} from '@berth/testkit/providers'
+import { spawnSync } from 'node:child_process'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
+
+type Json = Record<string, any>
+const TSX = join(REPO_ROOT, 'node_modules/.bin/tsx')
+const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
+const ADMIN = 'operator-token-standalone-config'
+const GIT = ['github', 'gitlab', 'bitbucket'] as const
+
+/** A caller of the child server. */
+function caller(url: string, token: string) {
+  return async (method: string, path: string, json?: unknown) => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
+      ...(json !== undefined && { body: JSON.stringify(json) }),
+    })
+    const text = await res.text()
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
+  }
+}
+
+async function newUser(url: string, name: string) {
+  const res = await caller(url, ADMIN)('POST', '/admin/users', { name })
+  expect(res.status, res.text).toBe(201)
+  return caller(url, res.body.key.token as string)
+}
+
+/** authorize (as the caller) → the provider's consent → the callback (as the browser): where the browser lands. */
+async function connect(call: ReturnType<typeof caller>, authorizePath: string, expectedAuthorizeUrl: string, callbackUrl: string): Promise<URL> {
+  const auth = await call('GET', authorizePath)
+  expect(auth.status, auth.text).toBe(200)
+  const authorize = new URL(auth.body.url)
+  expect(`${authorize.origin}${authorize.pathname}`).toBe(expectedAuthorizeUrl)
+  // BERTH_PUBLIC_URL made the redirect URI.
+  expect(authorize.searchParams.get('redirect_uri')).toBe(callbackUrl)
+  const consent = await fetch(authorize, { redirect: 'manual' })
+  expect(consent.status).toBe(302)
+  const back = new URL(consent.headers.get('location')!)
+  expect(`${back.origin}${back.pathname}`).toBe(callbackUrl)
+  const done = await fetch(back, { redirect: 'manual' })
+  expect(done.status, await done.text()).toBe(302)
+  return new URL(done.headers.get('location')!, 'http://return.invalid')
+}
+
+describe('standalone server, configured from the environment only', () => {
+  const git = {} as Record<(typeof GIT)[number], FakeGitProvider>
+  let chat: FakeChatProvider
+  let mail: FakeMailProvider
+  let bank: FakeBankProvider
+  let messenger: FakeMessenger
+  let dir: string
+  let server: Standalone
+
+  beforeAll(async () => {
+    for (const p of GIT) git[p] = await startFakeGitProvider({ provider: p })
+    chat = await startFakeChatProvider()
+    mail = await startFakeMailProvider()
+    bank = await startFakeBankProvider()
+    messenger = await startFakeMessenger()
+    // An empty directory to start in: no .env, no config file.
+    dir = mkdtempSync(join(tmpdir(), 'berth-standalone-env-'))
+    const port = await freePort()
+    const m = mail.config()
+    const bb = git.bitbucket.config()
+    server = await startStandalone({
+      command: [TSX, MAIN],
+      cwd: dir,
+      port,
+      env: bareEnv({
+        PORT: String(port),
+        BERTH_DATA_DIR: join(dir, 'data'),
+        BERTH_ADMIN_TOKEN: ADMIN,
+        BERTH_RUNTIME: 'local',
+        BERTH_PUBLIC_URL: `http://127.0.0.1:${port}`,
+        // GitHub Enterprise and a self-hosted GitLab: one web address each.
+        BERTH_GITHUB_CLIENT_ID: git.github.clientId,
+        BERTH_GITHUB_CLIENT_SECRET: git.github.clientSecret,
+        BERTH_GITHUB_URL: git.github.url,
+        BERTH_GITLAB_CLIENT_ID: git.gitlab.clientId,
+        BERTH_GITLAB_CLIENT_SECRET: git.gitlab.clientSecret,
+        BERTH_GITLAB_URL: `${git.gitlab.url}/`,
+        // Bitbucket: its endpoints one by one.
+        BERTH_BITBUCKET_CLIENT_ID: bb.clientId,
+        BERTH_BITBUCKET_CLIENT_SECRET: bb.clientSecret,
+        BERTH_BITBUCKET_AUTHORIZE_URL: bb.authorizeUrl,
+        BERTH_BITBUCKET_TOKEN_URL: bb.tokenUrl,
+        BERTH_BITBUCKET_API_URL: bb.apiBaseUrl,
+        BERTH_CHAT_CLIENT_ID: chat.clientId,
+        BERTH_CHAT_CLIENT_SECRET: chat.clientSecret,
+        BERTH_CHAT_SIGNING_SECRET: chat.config().signingSecret!,
+        BERTH_CHAT_URL: chat.url,
+        BERTH_MAIL_CLIENT_ID: m.clientId,
+        BERTH_MAIL_CLIENT_SECRET: m.clientSecret,
+        BERTH_MAIL_AUTHORIZE_URL: m.authorizeUrl,
+        BERTH_MAIL_TOKEN_URL: m.tokenUrl,
+        BERTH_MAIL_API_URL: m.apiBaseUrl,
+        BERTH_MAIL_USERINFO_URL: m.userinfoUrl,
+        BERTH_MAIL_REVOKE_URL: m.revokeUrl,
+        BERTH_BANK_API_URL: bank.url,
+        BERTH_BANK_TIMEOUT_MS: '5000',
+        BERTH_MESSENGER_API_URL: messenger.url,
+      }),
+    })
+  })
+  afterAll(async () => {
+    expect(await server?.stop()).toBe(0)
+    await Promise.all([...Object.values(git), chat, mail, bank, messenger].map((f) => f?.close()))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('says where its settings came from and which integrations are on, without a secret', () => {
+    expect(server.output()).toContain(`Settings: environment · integrations: github, gitlab, bitbucket, chat, mail, bank at ${new URL(bank.url).host}, messenger at ${new URL(messenger.url).host}`)
+    for (const secret of [...GIT.map((p) => git[p].clientSecret), chat.clientSecret, mail.clientSecret, ADMIN]) expect(server.output()).not.toContain(secret)
+  })
+
+  it.each(GIT)('connects a %s account: authorize → consent → callback → listed', async (p) => {
+    const call = await newUser(server.url, `dev ${p}`)
+    const landed = await connect(call, `/v1/integrations/git/${p}/authorize?returnPath=%2Fsettings%2Fgit`, git[p].config().authorizeUrl, `${server.url}/v1/integrations/git/${p}/callback`)
+    expect(landed.pathname).toBe('/settings/git')
+    expect(Object.fromEntries(landed.searchParams)).toMatchObject({ git: 'connected', provider: p })
+    const accounts = await call('GET', '/v1/integrations/git/accounts')
+    expect(accounts.body.accounts).toEqual([expect.objectContaining({ provider: p, login: expect.any(String), status: 'connected' })])
+    // The token the provider issued works at the provider: the account is real.
+    expect(git[p].issuedTokens().some((t) => git[p].tokenOwner(t) === accounts.body.accounts[0].login)).toBe(true)
+  })
+
+  it.each([
+    ['chatprovider', () => chat.config().authorizeUrl],
+    ['mailprovider', () => mail.config().authorizeUrl],
+  ] as const)('connects a %s integration: authorize → consent → callback → connected', async (type, authorizeUrl) => {
+    const call = await newUser(server.url, `ops ${type}`)
+    const landed = await connect(call, `/v1/integrations/${type}/authorize?returnPath=%2Fsettings`, authorizeUrl(), `${server.url}/api/${type}/callback`)
+    expect(Object.fromEntries(landed.searchParams)).toMatchObject({ integration: 'connected', type })
+    const list = await call('GET', `/v1/integrations?type=${type}`)
+    expect(list.body).toMatchObject({ total: 1, integrations: [{ type, status: 'connected', config: { access_token: '••••••••' } }] })
+  })
+
+  it('connects a bank: widget settings → the widget\'s payload → verified with the provider → connected', async () => {
+    const call = await newUser(server.url, 'treasurer')
+    expect((await call('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_standalone', environment: 'sandbox' })).status).toBe(200)
+    const before = bank.requests.length
+    const res = await call('POST', '/v1/integrations/bankprovider/callback', bank.enroll({ institution: 'Local Credit Union', accounts: 1 }))
+    expect(res.status, res.text).toBe(201)
+    expect(res.body).toMatchObject({ type: 'bankprovider', status: 'connected', config: { institution: 'Local Credit Union', application_id: 'app_standalone' } })
+    expect(bank.requests.slice(before)).toEqual([{ method: 'GET', path: '/accounts', authenticated: true, status: 200 }])
+  })
+
+  it('connects a messenger bot: setup → webhook at BERTH_PUBLIC_URL → the claim code sent in a chat → claimed', async () => {
+    const call = await newUser(server.url, 'bot owner')
+    const bot = messenger.createBot({ username: 'standalone_bot' })
+    const setup = await call('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
+    expect(setup.status, setup.text).toBe(200)
+    expect(messenger.webhookOf(bot.token)?.url).toBe(`${server.url}/api/messenger/webhook`)
+    const { code } = (await call('POST', '/v1/integrations/messenger/claim')).body
+    const chatWith = messenger.chat()
+    // The fake delivers the message to the registered webhook, i.e. to the child server.
+    expect((await messenger.sendUpdate(bot.token, { chat: chatWith, text: code })).status).toBe(200)
+    expect((await call('GET', '/v1/integrations/messenger/config')).body).toMatchObject({ configured: true, claim: { claimed: true, chat: expect.objectContaining({ id: chatWith.id }) } })
+  })
+})
+
+describe('standalone server, configured from berth.config.json', () => {
+  let github: FakeGitProvider
+  let dir: string
+  let server: Standalone
+
+  beforeAll(async () => {
+    github = await startFakeGitProvider({ provider: 'github' })
+    dir = mkdtempSync(join(tmpdir(), 'berth-standalone-file-'))
+    const port = await freePort()
+    writeFileSync(
+      join(dir, 'berth.config.json'),
+      JSON.stringify({
+        port,
+        adminToken: ADMIN,
+        dataDir: './data',
+        runtime: 'local',
+        pool: { max: 3 },
+        git: { github: { clientId: github.clientId, clientSecret: 'overridden by the environment', url: github.url, scopes: ['repo', 'read:org'] } },
+      }),
+    )
+    // The environment wins over the file.
+    server = await startStandalone({ command: [TSX, MAIN], cwd: dir, port, env: bareEnv({ BERTH_GITHUB_CLIENT_SECRET: github.clientSecret }) })
+  })
+  afterAll(async () => {
+    expect(await server?.stop()).toBe(0)
+    await github?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('reads the file beside where it starts, the environment overriding it, and connects from it', async () => {
+    expect(server.output()).toContain('Settings: environment, berth.config.json · integrations: github')
+    expect(server.output()).toContain('max 3')
+    expect(server.output()).toContain(join(dir, 'data'))
+    const call = await newUser(server.url, 'file user')
+    // No BERTH_PUBLIC_URL: the redirect URI is made from the request's origin.
+    const auth = await call('GET', '/v1/integrations/git/github/authorize')
+    expect(new URL(auth.body.url).searchParams.get('scope')).toBe('repo read:org')
+    const landed = await connect(call, '/v1/integrations/git/github/authorize?returnPath=%2F', github.config().authorizeUrl, `${server.url}/v1/integrations/git/github/callback`)
+    expect(landed.searchParams.get('git')).toBe('connected')
+    expect((await call('GET', '/v1/integrations/git/accounts')).body.accounts).toHaveLength(1)
+  })
+})
+
+describe('standalone server refuses settings that cannot be right, naming them', () => {
+  const refuse = (settings: Record<string, string>, file?: unknown) => {
+    const dir = mkdtempSync(join(tmpdir(), 'berth-standalone-bad-'))
+    try {
+      if (file !== undefined) writeFileSync(join(dir, 'berth.config.json'), JSON.stringify(file))
+      const r = spawnSync(TSX, [MAIN], { cwd: dir, env: bareEnv({ BERTH_RUNTIME: 'local', BERTH_STORAGE: 'memory', PORT: '0', ...settings }), encoding: 'utf8', timeout: 60_000 })
+      expect(r.status).toBe(1)
+      return r.stderr.trim().split('\n').at(-1)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  it.each([
+    [{ BERTH_GITHUB_CLIENT_ID: 'abc' }, undefined, 'berth: BERTH_GITHUB_CLIENT_ID is set but BERTH_GITHUB_CLIENT_SECRET (git.github.clientSecret) is not'],
+    [{ BERTH_GITLAB_URL: 'https://gitlab.internal' }, undefined, 'berth: BERTH_GITLAB_URL needs BERTH_GITLAB_CLIENT_ID (git.gitlab.clientId) and BERTH_GITLAB_CLIENT_SECRET (git.gitlab.clientSecret)'],
+    [{ BERTH_BANK_API_URL: 'ftp://bank' }, undefined, 'berth: BERTH_BANK_API_URL must be an http:// or https:// URL, got "ftp://bank"'],
+    [{ BERTH_MESSENGER_TIMEOUT_MS: 'soon' }, undefined, 'berth: BERTH_MESSENGER_TIMEOUT_MS must be a whole number of milliseconds >= 1, got "soon"'],
+    [{}, { chat: { clientId: 'c', clientSecret: 's', url: 'not a url' } }, 'berth: chat.url in berth.config.json must be a URL like https://host.example, got "not a url"'],
+    [{}, { pool: { maxx: 3 } }, 'berth: berth.config.json: unknown setting "pool.maxx" (the README\'s Configuration table lists every key)'],
+    [{ BERTH_POOL_MIN: '9' }, { pool: { max: 4 } }, 'berth: BERTH_POOL_MIN (9) must not exceed pool.max in berth.config.json (4)'],
+  ])('%j with file %j', (env, file, message) => {
+    expect(refuse(env, file)).toBe(message)
+  })
+})
