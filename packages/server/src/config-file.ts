@@ -33,7 +33,10 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_SMTP_FROM: 'smtp.from',
   BERTH_ALLOW_PRIVATE_WEBHOOKS: 'allowPrivateWebhooks',
   ...Object.fromEntries(
-    GIT_PROVIDERS.flatMap((p) => GIT_SETTINGS.map((s) => [`BERTH_${p.toUpperCase()}_${s}`, `git.${p}.${camel(s)}`])),
+    GIT_PROVIDERS.flatMap((p) =>
+      // Bitbucket has no self-hosted layout to derive from one address (see config-integrations.ts).
+      GIT_SETTINGS.filter((s) => !(p === 'bitbucket' && s === 'URL')).map((s) => [`BERTH_${p.toUpperCase()}_${s}`, `git.${p}.${camel(s)}`]),
+    ),
   ),
   ...Object.fromEntries(
     ['CLIENT_ID', 'CLIENT_SECRET', 'SIGNING_SECRET', 'URL', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'SCOPES'].map((s) => [`BERTH_CHAT_${s}`, `chat.${camel(s)}`]),

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
-import { configFromEnv } from '@berth/server'
+import { SETTINGS, configFromEnv } from '@berth/server'
 
 it('reads the embedded defaults and every variable, refusing values that cannot be right', () => {
   const d = configFromEnv({})
@@ -28,5 +30,81 @@ it('reads the embedded defaults and every variable, refusing values that cannot 
     [{ BERTH_ALLOW_PRIVATE_WEBHOOKS: 'yes' }, /BERTH_ALLOW_PRIVATE_WEBHOOKS/],
   ] as const) {
     expect(() => configFromEnv(env as Record<string, string>)).toThrow(message)
+  }
+})
+
+it('derives a self-hosted Git instance\'s endpoints from its web address; explicit URLs win; BERTH_PUBLIC_URL makes the redirect URIs', () => {
+  const c = configFromEnv({
+    BERTH_PUBLIC_URL: 'https://berth.example.com/',
+    BERTH_GITHUB_CLIENT_ID: 'gh-id',
+    BERTH_GITHUB_CLIENT_SECRET: 'gh-secret',
+    BERTH_GITHUB_URL: 'https://github.example.com/',
+    BERTH_GITLAB_CLIENT_ID: 'gl-id',
+    BERTH_GITLAB_CLIENT_SECRET: 'gl-secret',
+    BERTH_GITLAB_URL: 'https://gitlab.example.com:8443',
+    BERTH_GITLAB_API_URL: 'https://gitlab-api.example.com/api/v4',
+    BERTH_GITLAB_SCOPES: 'read_user, read_repository',
+    BERTH_CHAT_CLIENT_ID: 'c-id',
+    BERTH_CHAT_CLIENT_SECRET: 'c-secret',
+    BERTH_CHAT_URL: 'https://chat.example.com',
+    BERTH_MESSENGER_API_URL: 'https://bots.example.com',
+  })
+  expect(c.gitProviders).toEqual({
+    github: {
+      clientId: 'gh-id',
+      clientSecret: 'gh-secret',
+      authorizeUrl: 'https://github.example.com/login/oauth/authorize',
+      tokenUrl: 'https://github.example.com/login/oauth/access_token',
+      apiBaseUrl: 'https://github.example.com/api/v3',
+      gitHost: 'github.example.com',
+      redirectUri: 'https://berth.example.com/v1/integrations/git/github/callback',
+    },
+    gitlab: {
+      clientId: 'gl-id',
+      clientSecret: 'gl-secret',
+      authorizeUrl: 'https://gitlab.example.com:8443/oauth/authorize',
+      tokenUrl: 'https://gitlab.example.com:8443/oauth/token',
+      apiBaseUrl: 'https://gitlab-api.example.com/api/v4',
+      revokeUrl: 'https://gitlab.example.com:8443/oauth/revoke',
+      gitHost: 'gitlab.example.com:8443',
+      scopes: ['read_user', 'read_repository'],
+      redirectUri: 'https://berth.example.com/v1/integrations/git/gitlab/callback',
+    },
+  })
+  expect(c.chatProvider).toEqual({
+    clientId: 'c-id',
+    clientSecret: 'c-secret',
+    authorizeUrl: 'https://chat.example.com/oauth/v2/authorize',
+    tokenUrl: 'https://chat.example.com/api/oauth.v2.access',
+    apiBaseUrl: 'https://chat.example.com/api',
+    redirectUri: 'https://berth.example.com/api/chatprovider/callback',
+  })
+  expect(c.mailProvider).toBeUndefined()
+  expect(c.bankProvider).toEqual({})
+  expect(c.messenger).toEqual({ apiBaseUrl: 'https://bots.example.com', publicUrl: 'https://berth.example.com' })
+  expect(() => configFromEnv({ BERTH_BITBUCKET_CLIENT_ID: 'b', BERTH_BITBUCKET_CLIENT_SECRET: 's', BERTH_BITBUCKET_URL: 'https://bitbucket.example.com' })).toThrow(
+    'BERTH_BITBUCKET_URL is not supported: set BERTH_BITBUCKET_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead',
+  )
+  expect(() => configFromEnv({ BERTH_GITHUB_CLIENT_ID: 'a', BERTH_GITHUB_CLIENT_SECRET: 'b', BERTH_GITHUB_CA_FILE: '/nonexistent/ca.pem' })).toThrow(/BERTH_GITHUB_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/)
+})
+
+it('reads a config file as the variables it names, the environment winning; lists and numbers become their text', () => {
+  const file = { path: 'berth.config.json', values: { port: 8080, pool: { min: 1, max: 4 }, allowPrivateWebhooks: true, git: { gitlab: { clientId: 'id', clientSecret: 's', scopes: ['api', 'read_user'] } } } }
+  const c = configFromEnv({ BERTH_POOL_MAX: '9', PORT: '' }, file)
+  expect(c).toMatchObject({ port: 8080, poolMin: 1, poolMax: 9, allowPrivateWebhooks: true, gitProviders: { gitlab: { scopes: ['api', 'read_user'] } } })
+  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { pool: { min: [1, 2] } } })).toThrow('pool.min in berth.config.ts must be a whole number >= 0, got "1,2"')
+  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { pool: { min: { x: 1 } } } })).toThrow('berth.config.ts: unknown setting "pool.min.x"')
+  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { storage: 'redis' } })).toThrow('storage in berth.config.ts=redis needs BERTH_REDIS_URL (redisUrl)')
+})
+
+it('the README\'s Configuration table lists every setting with its config file key', () => {
+  const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8')
+  const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1))
+  const rows = section.split('\n').filter((l) => l.startsWith('| `'))
+  for (const [name, key] of Object.entries(SETTINGS)) {
+    // Git rows are written once for the three providers: BERTH_<GIT>_… and git.<git>.….
+    const pattern = (s: string) => s.replace(/^BERTH_(GITHUB|GITLAB|BITBUCKET)_/, 'BERTH_<GIT>_').replace(/^git\.(github|gitlab|bitbucket)\./, 'git.<git>.')
+    const row = rows.find((r) => (r.includes(`\`${name}\``) || r.includes(`\`${pattern(name)}\``)) && (r.includes(`\`${key}\``) || r.includes(`\`${pattern(key)}\``)))
+    expect(row, `${name} / ${key}`).toBeDefined()
   }
 })

@@ -1,13 +1,14 @@
 /**
  * The standalone server configured the way an operator does it: a real child process
- * (`tsx examples/standalone-server/src/main.ts`) whose only settings are environment
+ * (`node --import tsx examples/standalone-server/src/main.ts`, as `pnpm start` runs it) whose only settings are environment
  * variables pointing at the local provider fakes, every connect flow walked over HTTP as
  * a browser and a caller would; then the same from a `berth.config.json`, and the start-up
  * refusals that name the setting.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import {
   startFakeBankProvider,
   startFakeChatProvider,
@@ -25,8 +26,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
 
 type Json = Record<string, any>
-const TSX = join(REPO_ROOT, 'node_modules/.bin/tsx')
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
+/** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */
+const SERVER = [process.execPath, '--import', pathToFileURL(join(REPO_ROOT, 'examples/standalone-server/node_modules/tsx/dist/loader.mjs')).href, MAIN]
 const ADMIN = 'operator-token-standalone-config'
 const GIT = ['github', 'gitlab', 'bitbucket'] as const
 
@@ -87,7 +89,7 @@ describe('standalone server, configured from the environment only', () => {
     const m = mail.config()
     const bb = git.bitbucket.config()
     server = await startStandalone({
-      command: [TSX, MAIN],
+      command: SERVER,
       cwd: dir,
       port,
       env: bareEnv({
@@ -135,6 +137,13 @@ describe('standalone server, configured from the environment only', () => {
   it('says where its settings came from and which integrations are on, without a secret', () => {
     expect(server.output()).toContain(`Settings: environment · integrations: github, gitlab, bitbucket, chat, mail, bank at ${new URL(bank.url).host}, messenger at ${new URL(messenger.url).host}`)
     for (const secret of [...GIT.map((p) => git[p].clientSecret), chat.clientSecret, mail.clientSecret, ADMIN]) expect(server.output()).not.toContain(secret)
+  })
+
+  it('/health shows the released version of the server package', async () => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/server/package.json'), 'utf8')) as { version: string }
+    expect(version).toMatch(/^\d+\.\d+\.\d+/)
+    expect(version).not.toBe('0.0.0')
+    expect(((await (await fetch(`${server.url}/health`)).json()) as Json).version).toBe(version)
   })
 
   it.each(GIT)('connects a %s account: authorize → consent → callback → listed', async (p) => {
@@ -204,7 +213,7 @@ describe('standalone server, configured from berth.config.json', () => {
       }),
     )
     // The environment wins over the file.
-    server = await startStandalone({ command: [TSX, MAIN], cwd: dir, port, env: bareEnv({ BERTH_GITHUB_CLIENT_SECRET: github.clientSecret }) })
+    server = await startStandalone({ command: SERVER, cwd: dir, port, env: bareEnv({ BERTH_GITHUB_CLIENT_SECRET: github.clientSecret }) })
   })
   afterAll(async () => {
     expect(await server?.stop()).toBe(0)
@@ -231,7 +240,7 @@ describe('standalone server refuses settings that cannot be right, naming them',
     const dir = mkdtempSync(join(tmpdir(), 'berth-standalone-bad-'))
     try {
       if (file !== undefined) writeFileSync(join(dir, 'berth.config.json'), JSON.stringify(file))
-      const r = spawnSync(TSX, [MAIN], { cwd: dir, env: bareEnv({ BERTH_RUNTIME: 'local', BERTH_STORAGE: 'memory', PORT: '0', ...settings }), encoding: 'utf8', timeout: 60_000 })
+      const r = spawnSync(SERVER[0]!, SERVER.slice(1), { cwd: dir, env: bareEnv({ BERTH_RUNTIME: 'local', BERTH_STORAGE: 'memory', PORT: '0', ...settings }), encoding: 'utf8', timeout: 60_000 })
       expect(r.status).toBe(1)
       return r.stderr.trim().split('\n').at(-1)
     } finally {
