@@ -46,6 +46,9 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   ),
   BERTH_BANK_API_URL: 'bank.apiUrl',
   BERTH_BANK_TIMEOUT_MS: 'bank.timeoutMs',
+  BERTH_BANK_CERT_FILE: 'bank.certFile',
+  BERTH_BANK_KEY_FILE: 'bank.keyFile',
+  BERTH_BANK_CA_FILE: 'bank.caFile',
   BERTH_MESSENGER_API_URL: 'messenger.apiUrl',
   BERTH_MESSENGER_TIMEOUT_MS: 'messenger.timeoutMs',
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { bothNames, settingName } from './config-file.js'
 import type { GitProviderConfig, GitProvidersConfig } from './git/providers.js'
 import type { ChatProviderConfig } from './notifiers/chat-provider.js'
+import type { ClientCertificate } from './notifiers/client-certificate.js'
 import type { MailProviderConfig } from './notifiers/mail-provider.js'
 
 type Env = Record<string, string | undefined>
@@ -17,7 +18,7 @@ export interface IntegrationsConfig {
   /** The mail provider client (`BERTH_MAIL_*`), when its client id is set. */
   mailProvider: MailProviderConfig | undefined
   /** The banking-data provider's API (`BERTH_BANK_*`). */
-  bankProvider: { apiBaseUrl?: string; timeoutMs?: number }
+  bankProvider: { apiBaseUrl?: string; timeoutMs?: number; clientCertificate?: ClientCertificate }
   /** The messenger's Bot API (`BERTH_MESSENGER_*`). */
   messenger: { apiBaseUrl?: string; timeoutMs?: number; publicUrl?: string }
 }
@@ -59,11 +60,14 @@ function list(env: Env, name: string): string[] | undefined {
 function pemFile(env: Env, name: string): string | undefined {
   const path = value(env, name)
   if (path === undefined) return undefined
+  let text: string
   try {
-    return readFileSync(path, 'utf8')
+    text = readFileSync(path, 'utf8')
   } catch (err) {
     throw new Error(`${settingName(env, name)}: cannot read "${path}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
   }
+  if (!text.includes('-----BEGIN ')) throw new Error(`${settingName(env, name)}: "${path}" holds no PEM data`)
+  return text
 }
 
 /**
@@ -147,6 +151,17 @@ function mailProvider(env: Env, publicUrl: string | undefined): MailProviderConf
   return defined(config)
 }
 
+/** The banking API's client certificate: both files or neither, and a CA file only with them. */
+function bankCertificate(env: Env): ClientCertificate | undefined {
+  const cert = pemFile(env, 'BERTH_BANK_CERT_FILE')
+  const key = pemFile(env, 'BERTH_BANK_KEY_FILE')
+  const ca = pemFile(env, 'BERTH_BANK_CA_FILE')
+  if (cert && key) return defined({ cert, key, ca })
+  if (cert || key) throw new Error(`${settingName(env, cert ? 'BERTH_BANK_CERT_FILE' : 'BERTH_BANK_KEY_FILE')} is set but ${bothNames(cert ? 'BERTH_BANK_KEY_FILE' : 'BERTH_BANK_CERT_FILE')} is not`)
+  if (ca) throw new Error(`${settingName(env, 'BERTH_BANK_CA_FILE')} needs ${bothNames('BERTH_BANK_CERT_FILE')} and ${bothNames('BERTH_BANK_KEY_FILE')}`)
+  return undefined
+}
+
 /**
  * The integrations' settings from the environment (and a config file merged into it, see
  * `withConfigFile`). A provider is on when its client id and secret are set; the banking
@@ -171,7 +186,7 @@ export function integrationsFromEnv(env: Env): IntegrationsConfig {
     gitProviders,
     chatProvider: chatProvider(env, publicUrl),
     mailProvider: mailProvider(env, publicUrl),
-    bankProvider: defined({ apiBaseUrl: url(env, 'BERTH_BANK_API_URL'), timeoutMs: milliseconds(env, 'BERTH_BANK_TIMEOUT_MS') }),
+    bankProvider: defined({ apiBaseUrl: url(env, 'BERTH_BANK_API_URL'), timeoutMs: milliseconds(env, 'BERTH_BANK_TIMEOUT_MS'), clientCertificate: bankCertificate(env) }),
     messenger: defined({ apiBaseUrl: url(env, 'BERTH_MESSENGER_API_URL'), timeoutMs: milliseconds(env, 'BERTH_MESSENGER_TIMEOUT_MS'), publicUrl }),
   }
 }

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
 import { SETTINGS, configFromEnv } from '@berth/server'
@@ -85,6 +87,11 @@ it('derives a self-hosted Git instance\'s endpoints from its web address; explic
   expect(() => configFromEnv({ BERTH_BITBUCKET_CLIENT_ID: 'b', BERTH_BITBUCKET_CLIENT_SECRET: 's', BERTH_BITBUCKET_URL: 'https://bitbucket.example.com' })).toThrow(
     'BERTH_BITBUCKET_URL is not supported: set BERTH_BITBUCKET_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead',
   )
+  const pem = join(mkdtempSync(join(tmpdir(), 'berth-config-')), 'client.pem')
+  writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
+  expect(() => configFromEnv({ BERTH_BANK_CERT_FILE: pem })).toThrow('BERTH_BANK_CERT_FILE is set but BERTH_BANK_KEY_FILE (bank.keyFile) is not')
+  expect(() => configFromEnv({ BERTH_BANK_CA_FILE: pem })).toThrow('BERTH_BANK_CA_FILE needs BERTH_BANK_CERT_FILE (bank.certFile) and BERTH_BANK_KEY_FILE (bank.keyFile)')
+  expect(configFromEnv({ BERTH_BANK_CERT_FILE: pem, BERTH_BANK_KEY_FILE: pem }).bankProvider.clientCertificate).toEqual({ cert: readFileSync(pem, 'utf8'), key: readFileSync(pem, 'utf8') })
   expect(() => configFromEnv({ BERTH_GITHUB_CLIENT_ID: 'a', BERTH_GITHUB_CLIENT_SECRET: 'b', BERTH_GITHUB_CA_FILE: '/nonexistent/ca.pem' })).toThrow(/BERTH_GITHUB_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/)
 })
 

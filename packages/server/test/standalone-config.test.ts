@@ -9,7 +9,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { createServer as createHttpsServer, get as httpsGet, type Server as HttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import type { TLSSocket } from 'node:tls'
+import { X509Certificate } from 'node:crypto'
 import {
+  selfSignedCert,
   startFakeBankProvider,
   startFakeChatProvider,
   startFakeGitProvider,
@@ -235,6 +240,69 @@ describe('standalone server, configured from berth.config.json', () => {
   })
 })
 
+describe('standalone server, banking API behind mutual TLS (BERTH_BANK_CERT_FILE)', () => {
+  let bank: FakeBankProvider
+  let proxy: HttpsServer
+  let dir: string
+  let server: Standalone
+  const client = selfSignedCert({ dns: ['berth-client.test'] })
+  const presented: string[] = []
+
+  beforeAll(async () => {
+    bank = await startFakeBankProvider()
+    const tls = selfSignedCert({ ips: ['127.0.0.1'] })
+    // The provider's API as it is outside the sandbox: HTTPS that demands a client certificate it trusts.
+    proxy = createHttpsServer({ ...tls, requestCert: true, rejectUnauthorized: true, ca: client.cert }, async (req, res) => {
+      presented.push((req.socket as TLSSocket).getPeerCertificate().fingerprint256)
+      const answer = await fetch(bank.url + req.url, { headers: { authorization: req.headers.authorization ?? '' } })
+      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' })
+      res.end(await answer.text())
+    })
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
+    dir = mkdtempSync(join(tmpdir(), 'berth-standalone-mtls-'))
+    for (const [name, pem] of [['client.pem', client.cert], ['client.key', client.key], ['provider-ca.pem', tls.cert]] as const) writeFileSync(join(dir, name), pem)
+    const port = await freePort()
+    server = await startStandalone({
+      command: SERVER,
+      cwd: dir,
+      port,
+      env: bareEnv({
+        PORT: String(port),
+        BERTH_ADMIN_TOKEN: ADMIN,
+        BERTH_RUNTIME: 'local',
+        BERTH_BANK_API_URL: `https://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        BERTH_BANK_CERT_FILE: join(dir, 'client.pem'),
+        BERTH_BANK_KEY_FILE: join(dir, 'client.key'),
+        BERTH_BANK_CA_FILE: join(dir, 'provider-ca.pem'),
+      }),
+    })
+  })
+  afterAll(async () => {
+    expect(await server?.stop()).toBe(0)
+    await new Promise((r) => proxy?.close(r))
+    await bank?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('the provider refuses a client without the certificate', async () => {
+    const port = (proxy.address() as AddressInfo).port
+    const refused = await new Promise<string>((resolve) => {
+      const req = httpsGet({ host: '127.0.0.1', port, path: '/accounts', ca: selfSignedCert({ ips: ['127.0.0.1'] }).cert, rejectUnauthorized: false }, (res) => resolve(`answered ${res.statusCode}`))
+      req.on('error', (err: NodeJS.ErrnoException) => resolve(`refused: ${err.code ?? err.message}`))
+    })
+    expect(refused).toMatch(/^refused/)
+  })
+
+  it('connects a bank through it with the configured certificate', async () => {
+    const call = await newUser(server.url, 'treasurer')
+    expect((await call('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_mtls', environment: 'production' })).status).toBe(200)
+    const res = await call('POST', '/v1/integrations/bankprovider/callback', bank.enroll({ institution: 'Mutual Bank', accounts: 1 }))
+    expect(res.status, res.text).toBe(201)
+    expect(res.body).toMatchObject({ status: 'connected', config: { institution: 'Mutual Bank' } })
+    expect(presented).toEqual([new X509Certificate(client.cert).fingerprint256])
+  })
+})
+
 describe('standalone server refuses settings that cannot be right, naming them', () => {
   const refuse = (settings: Record<string, string>, file?: unknown) => {
     const dir = mkdtempSync(join(tmpdir(), 'berth-standalone-bad-'))
@@ -252,6 +320,7 @@ describe('standalone server refuses settings that cannot be right, naming them',
     [{ BERTH_GITHUB_CLIENT_ID: 'abc' }, undefined, 'berth: BERTH_GITHUB_CLIENT_ID is set but BERTH_GITHUB_CLIENT_SECRET (git.github.clientSecret) is not'],
     [{ BERTH_GITLAB_URL: 'https://gitlab.internal' }, undefined, 'berth: BERTH_GITLAB_URL needs BERTH_GITLAB_CLIENT_ID (git.gitlab.clientId) and BERTH_GITLAB_CLIENT_SECRET (git.gitlab.clientSecret)'],
     [{ BERTH_BANK_API_URL: 'ftp://bank' }, undefined, 'berth: BERTH_BANK_API_URL must be an http:// or https:// URL, got "ftp://bank"'],
+    [{ BERTH_BANK_CERT_FILE: '/dev/null' }, undefined, 'berth: BERTH_BANK_CERT_FILE: "/dev/null" holds no PEM data'],
     [{ BERTH_MESSENGER_TIMEOUT_MS: 'soon' }, undefined, 'berth: BERTH_MESSENGER_TIMEOUT_MS must be a whole number of milliseconds >= 1, got "soon"'],
     [{}, { chat: { clientId: 'c', clientSecret: 's', url: 'not a url' } }, 'berth: chat.url in berth.config.json must be a URL like https://host.example, got "not a url"'],
     [{}, { pool: { maxx: 3 } }, 'berth: berth.config.json: unknown setting "pool.maxx" (the README\'s Configuration table lists every key)'],

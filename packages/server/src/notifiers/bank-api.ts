@@ -1,4 +1,5 @@
 import { BankApiError, type BankAccount, type BankApi } from '@berth/core'
+import { clientCertificateFetch, type ClientCertificate } from './client-certificate.js'
 
 /** The banking-data provider's API (`createBerth({ bankProvider })`). */
 export interface BankApiOptions {
@@ -6,6 +7,8 @@ export interface BankApiOptions {
   apiBaseUrl?: string
   /** Per request (default 10 s). */
   timeoutMs?: number
+  /** The application's client certificate, which the provider's API demands outside its sandbox (mutual TLS). */
+  clientCertificate?: ClientCertificate
   fetch?: typeof fetch
 }
 
@@ -43,8 +46,8 @@ function toAccount(x: unknown): BankAccount | null {
  * with the enrollment's access token as the HTTP Basic username (empty password). 401 and
  * 403 (a missing, invalid or revoked token) are `unauthorized`; 5xx, timeouts, connection
  * errors and unreadable answers `unavailable`; other 4xx `rejected`, each with the
- * provider's status and error code. (Teller also requires a client certificate, mutual
- * TLS, in development and production; that is out of scope here.)
+ * provider's status and error code. Teller also requires the application's client
+ * certificate (mutual TLS) in development and production: pass `clientCertificate`.
  *
  * @example
  * ```ts
@@ -55,7 +58,7 @@ function toAccount(x: unknown): BankAccount | null {
 export function createBankApi(opts: BankApiOptions = {}): BankApi {
   const base = (opts.apiBaseUrl ?? 'https://api.teller.io').replace(/\/+$/, '')
   const timeoutMs = opts.timeoutMs ?? 10_000
-  const doFetch = opts.fetch ?? fetch
+  const doFetch = opts.fetch ?? (opts.clientCertificate ? clientCertificateFetch(opts.clientCertificate) : fetch)
   return {
     async listAccounts(accessToken) {
       const url = `${base}/accounts`
