@@ -197,7 +197,7 @@ describe('standalone server, configured from the environment only', () => {
   })
 })
 
-describe('standalone server, configured from berth.config.json', () => {
+describe('standalone server, configured from berth.config.json and .env', () => {
   let github: FakeGitProvider
   let dir: string
   let server: Standalone
@@ -217,7 +217,8 @@ describe('standalone server, configured from berth.config.json', () => {
         git: { github: { clientId: github.clientId, clientSecret: 'overridden by the environment', url: github.url, scopes: ['repo', 'read:org'] } },
       }),
     )
-    // The environment wins over the file.
+    // .env wins over the file, the environment over both.
+    writeFileSync(join(dir, '.env'), 'BERTH_POOL_MAX=5\nBERTH_GITHUB_CLIENT_SECRET=not-the-secret\n')
     server = await startStandalone({ command: SERVER, cwd: dir, port, env: bareEnv({ BERTH_GITHUB_CLIENT_SECRET: github.clientSecret }) })
   })
   afterAll(async () => {
@@ -226,9 +227,9 @@ describe('standalone server, configured from berth.config.json', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('reads the file beside where it starts, the environment overriding it, and connects from it', async () => {
-    expect(server.output()).toContain('Settings: environment, berth.config.json · integrations: github')
-    expect(server.output()).toContain('max 3')
+  it('reads the files beside where it starts (environment over .env over the config file) and connects from them', async () => {
+    expect(server.output()).toContain('Settings: environment, .env, berth.config.json · integrations: github')
+    expect(server.output()).toContain('pool: min 0, max 5')
     expect(server.output()).toContain(join(dir, 'data'))
     const call = await newUser(server.url, 'file user')
     // No BERTH_PUBLIC_URL: the redirect URI is made from the request's origin.
