@@ -21,9 +21,11 @@ export interface LoadedSettings {
  * ```
  */
 export async function loadSettings(dir: string, env: NodeJS.ProcessEnv = process.env): Promise<LoadedSettings> {
-  // Variables already set win over .env (c12 adds only the ones that are missing).
-  const merged = await loadDotenv({ cwd: dir, fileName: '.env', env, interpolate: true })
-  const dotenv = Object.keys(merged).some((k) => !(k in env))
+  // .env's values taken literally (no `${VAR}` expansion, which would also rewrite any `$`
+  // in the environment's own values), for the variables the environment leaves unset.
+  const dotenv = await loadDotenv({ cwd: dir, fileName: '.env', env: {}, interpolate: false })
+  const merged: Record<string, string | undefined> = { ...env }
+  for (const [name, value] of Object.entries(dotenv)) if (env[name] === undefined || env[name] === '') merged[name] = value
   const { config: values, _configFile: configFile } = await loadConfig<Record<string, unknown>>({
     name: 'berth',
     cwd: dir,
@@ -41,5 +43,5 @@ export async function loadSettings(dir: string, env: NodeJS.ProcessEnv = process
   })
   const found = configFile ? basename(configFile) : undefined
   const config = configFromEnv(merged, found ? { values, path: found } : undefined)
-  return { config, sources: ['environment', ...(dotenv ? ['.env'] : []), ...(found ? [found] : [])] }
+  return { config, sources: ['environment', ...(Object.keys(dotenv).length > 0 ? ['.env'] : []), ...(found ? [found] : [])] }
 }
