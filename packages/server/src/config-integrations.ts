@@ -88,8 +88,8 @@ function client(env: Env, prefix: string, settings: readonly string[]): { client
 /**
  * A self-hosted instance's endpoints from its web address: GitHub Enterprise Server
  * (`/login/oauth/…`, REST API at `/api/v3`) and GitLab (`/oauth/…`, `/api/v4`).
- * Bitbucket has no such layout to derive (Bitbucket Server's OAuth and REST API differ
- * from bitbucket.org's), so it takes its URLs one by one.
+ * Bitbucket has no such layout to derive, so it takes its URLs one by one (Bitbucket
+ * Server's REST API has no `/user` to read the account from: not supported yet).
  */
 const SELF_HOSTED: Partial<Record<keyof GitProvidersConfig, (base: string) => Partial<GitProviderConfig>>> = {
   github: (b) => ({ authorizeUrl: `${b}/login/oauth/authorize`, tokenUrl: `${b}/login/oauth/access_token`, apiBaseUrl: `${b}/api/v3`, gitHost: new URL(b).host }),
