@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 import { constants } from 'node:os'
 
 interface ProcStat {
@@ -99,4 +99,39 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
   if (code !== null) return code
   if (signal) return 128 + (constants.signals[signal] ?? 0)
   return null
+}
+
+/**
+ * `pid` and every process descended from it (from /proc; just `[pid]` where there is none).
+ * A sandbox's processes hang below its bwrap, in a PID namespace of their own.
+ *
+ * @example
+ * ```ts
+ * processTree(meta.pid).reduce((sum, p) => sum + residentBytes(p), 0)
+ * ```
+ */
+export function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>()
+  try {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+      } catch {
+        // gone meanwhile
+      }
+    }
+  } catch {
+    return [pid]
+  }
+  const out: number[] = []
+  const todo = [pid]
+  while (todo.length) {
+    const p = todo.pop()!
+    out.push(p)
+    todo.push(...(children.get(p) ?? []))
+  }
+  return out
 }

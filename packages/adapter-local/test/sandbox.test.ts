@@ -1,0 +1,120 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { collectExec, silentLogger, type ContainerRuntime } from '@berth/core'
+import { hostPath, localRuntime, rootDir } from '../src/index.js'
+
+const baseDir = mkdtempSync(join(tmpdir(), 'berth-local-sandbox-'))
+const hostDir = mkdtempSync(join(tmpdir(), 'berth-local-host-'))
+afterAll(() => {
+  rmSync(baseDir, { recursive: true, force: true })
+  rmSync(hostDir, { recursive: true, force: true })
+})
+
+// A server secret in the server's own environment must never reach a container.
+const SECRET = `server-secret-${process.pid}`
+beforeAll(() => {
+  process.env.BERTH_TEST_SERVER_SECRET = SECRET
+})
+afterAll(() => {
+  delete process.env.BERTH_TEST_SERVER_SECRET
+})
+
+const created: [ContainerRuntime, string][] = []
+afterEach(async () => {
+  await Promise.all(created.splice(0).map(([rt, id]) => rt.remove(id)))
+})
+
+async function started(rt: ContainerRuntime, spec: Parameters<ContainerRuntime['create']>[0]): Promise<string> {
+  const { id } = await rt.create(spec)
+  created.push([rt, id])
+  await rt.start(id)
+  return id
+}
+
+const sh = async (rt: ContainerRuntime, id: string, script: string) => collectExec(await rt.exec(id, { cmd: ['sh', '-c', script] }))
+
+describe('local runtime in a bubblewrap sandbox', () => {
+  const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
+
+  it('shows the container at container paths: /workspace, HOME /root and /tmp are its own directories', async () => {
+    const id = await started(rt, { image: 'x', workingDir: '/workspace' })
+    const r = await sh(rt, id, 'pwd; echo "$HOME"; echo w > /workspace/w.txt; echo h > ~/h.txt; echo t > /tmp/t.txt; ls /workspace')
+    expect(r.exitCode).toBe(0)
+    expect(r.stdout.split('\n').slice(0, 2)).toEqual(['/workspace', '/root'])
+    expect(readFileSync(hostPath(baseDir, id, '/workspace/w.txt'), 'utf8')).toBe('w\n')
+    expect(readFileSync(hostPath(baseDir, id, '/root/h.txt'), 'utf8')).toBe('h\n')
+    expect(readFileSync(hostPath(baseDir, id, '/tmp/t.txt'), 'utf8')).toBe('t\n')
+  })
+
+  it('keeps the host out: its files are not there, system directories are read-only, no shadow file', async () => {
+    writeFileSync(join(hostDir, 'host-only.txt'), 'host\n')
+    const id = await started(rt, { image: 'x', workingDir: '/workspace' })
+    const r = await sh(
+      rt,
+      id,
+      `cat ${join(hostDir, 'host-only.txt')} 2>/dev/null && echo host-visible; ` +
+        'touch /usr/berth-probe 2>/dev/null && echo usr-writable; ' +
+        'test -e /etc/shadow && echo shadow-visible; ' +
+        'test -e /etc/passwd && echo passwd-ok; node -e "console.log(\'node-ok\')"',
+    )
+    expect(r.stdout).not.toContain('host-visible')
+    expect(r.stdout).not.toContain('usr-writable')
+    expect(r.stdout).not.toContain('shadow-visible')
+    expect(r.stdout).toContain('passwd-ok')
+    expect(r.stdout).toContain('node-ok')
+  })
+
+  it('gives commands only a minimal environment plus the container and exec env', async () => {
+    const id = await started(rt, { image: 'x', workingDir: '/workspace', env: { FROM_SPEC: 'a' } })
+    const r = collectExec(await rt.exec(id, { cmd: ['env'], env: { FROM_EXEC: 'b' } }))
+    const names = (await r).stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.slice(0, l.indexOf('=')))
+      .sort()
+    expect((await r).stdout).not.toContain(SECRET)
+    expect(names).toEqual(['BERTH_EXEC_ID', 'FROM_EXEC', 'FROM_SPEC', 'HOME', 'LANG', 'PATH', 'PWD']) // PWD: bwrap's --chdir
+  })
+
+  it('runs its own process tree: the host PID 1 and host processes are not visible', async () => {
+    const id = await started(rt, { image: 'x', workingDir: '/workspace' })
+    const r = await sh(rt, id, `ls /proc | grep -c '^[0-9]'; test -e /proc/${process.pid} && echo server-visible`)
+    expect(r.stdout).not.toContain('server-visible')
+    expect(Number(r.stdout.split('\n')[0])).toBeLessThan(10)
+  })
+
+  it('keeps the host network by default and has none when the spec asks for none', async () => {
+    const withNet = await started(rt, { image: 'x', workingDir: '/workspace' })
+    const without = await started(rt, { image: 'x', workingDir: '/workspace', network: 'none' })
+    const count = async (id: string) => Number((await sh(rt, id, 'cat /proc/net/dev | tail -n +3 | wc -l')).stdout.trim())
+    const hostCount = readFileSync('/proc/net/dev', 'utf8').trim().split('\n').length - 2
+    expect(await count(withNet)).toBe(hostCount)
+    expect(await count(without)).toBe(1) // loopback only
+  })
+})
+
+describe('local runtime without a sandbox', () => {
+  const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'none' })
+
+  it('scrubs the environment too, and tells the runner where the container root is', async () => {
+    const id = await started(rt, { image: 'x', workingDir: '/workspace' })
+    const r = await sh(rt, id, 'env')
+    expect(r.stdout).not.toContain(SECRET)
+    expect(r.stdout).toContain(`BERTH_CONTAINER_ROOT=${rootDir(baseDir, id)}\n`)
+    expect(r.stdout).toContain(`HOME=${hostPath(baseDir, id, '/root')}`)
+  })
+
+  it('maps absolute arguments that name container paths (and mounts) to their host paths', async () => {
+    writeFileSync(join(hostDir, 'mounted.txt'), 'from the mount\n')
+    const id = await started(rt, {
+      image: 'x',
+      workingDir: '/workspace',
+      mounts: [{ type: 'bind', source: hostDir, target: '/opt/tool', readOnly: true }],
+    })
+    await sh(rt, id, 'echo inside > in.txt')
+    const r = collectExec(await rt.exec(id, { cmd: ['cat', '/workspace/in.txt', '/opt/tool/mounted.txt'] }))
+    expect((await r).stdout).toBe('inside\nfrom the mount\n')
+  })
+})
