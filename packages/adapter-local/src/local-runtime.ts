@@ -125,13 +125,14 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
    * are), or as a plain host process (container paths mapped to host paths). The env never
    * inherits the server's: a minimal PATH/HOME/LANG, then the container's and the exec's.
    */
-  const launch = (meta: LocalMeta, cmd: string[], cwd: string, extraEnv: Record<string, string> = {}): Launch => {
+  const launch = (meta: LocalMeta, cmd: string[], cwd: string, extraEnv: Record<string, string> = {}, main = false): Launch => {
     const root = rootDir(baseDir, meta.id)
     if ((meta.sandbox ?? 'none') === 'bwrap' && sandbox.mode === 'bwrap') {
       const mounts = meta.mounts.map((m) => ({ ...m, source: mountSource(baseDir, m) }))
       return {
         file: sandbox.bwrap!,
-        args: bwrapArgs(sandbox, { id: meta.id, root, mounts, network: meta.network }, cmd, cwd),
+        // Execs die with the server; the main process stays for the next start to adopt.
+        args: bwrapArgs(sandbox, { id: meta.id, root, mounts, network: meta.network }, cmd, cwd, { dieWithParent: !main }),
         cwd: root,
         env: { PATH: CONTAINER_PATH, HOME: '/root', LANG: 'C.UTF-8', ...meta.env, ...extraEnv },
       }
@@ -265,7 +266,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     async start(id) {
       const meta = await load(id, 'start')
       if (meta.state === 'running') return
-      const how = launch(meta, meta.cmd, meta.workingDir)
+      const how = launch(meta, meta.cmd, meta.workingDir, {}, true)
       const child = spawn(how.file, how.args, {
         cwd: how.cwd,
         env: how.env,

@@ -94,8 +94,9 @@ export interface SandboxedContainer {
  * IPC, UTS (and, where allowed, user) namespaces; the host's system directories and a
  * small part of /etc read-only; the container root's own top-level directories (its
  * `/workspace`, `/tmp`, HOME `/root`, ...) writable at their paths; mounts on top (bind
- * read-only where asked); no capabilities; it dies with its parent. The network stays the
- * host's unless the container asked for `none`.
+ * read-only where asked); no capabilities; it dies with its parent (unless
+ * `dieWithParent: false`: a container's main process outlives a server restart, like an
+ * engine's container). The network stays the host's unless the container asked for `none`.
  *
  * @example
  * ```ts
@@ -103,8 +104,9 @@ export interface SandboxedContainer {
  * // ['--die-with-parent', '--new-session', '--unshare-user', ..., '--chdir', '/workspace', '--', 'sh', '-c', 'pwd']
  * ```
  */
-export function bwrapArgs(sandbox: Sandbox, c: SandboxedContainer, cmd: string[], cwd: string): string[] {
-  const args = ['--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try']
+export function bwrapArgs(sandbox: Sandbox, c: SandboxedContainer, cmd: string[], cwd: string, opts: { dieWithParent?: boolean } = {}): string[] {
+  const args = ['--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try']
+  if (opts.dieWithParent ?? true) args.unshift('--die-with-parent')
   if (sandbox.userns) args.push('--unshare-user')
   if (c.network === 'none') args.push('--unshare-net')
   args.push('--cap-drop', 'ALL', '--hostname', c.id.slice(0, 12))

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -116,5 +117,44 @@ describe('local runtime without a sandbox', () => {
     await sh(rt, id, 'echo inside > in.txt')
     const r = collectExec(await rt.exec(id, { cmd: ['cat', '/workspace/in.txt', '/opt/tool/mounted.txt'] }))
     expect((await r).stdout).toBe('inside\nfrom the mount\n')
+  })
+})
+
+describe('local runtime across server restarts (bwrap)', () => {
+  /** Processes whose command line holds `marker`, from /proc. */
+  const withMarker = (marker: string) =>
+    readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker)
+        } catch {
+          return false
+        }
+      })
+
+  it("a container's main process outlives the process that started it; its execs do not", async () => {
+    const marker = `exec-survived-${process.pid}-${Date.now()}`
+    // Another Node process plays the server: it starts a container and a long exec, then exits.
+    const script = `
+      import { localRuntime } from ${JSON.stringify(new URL('../src/index.ts', import.meta.url).pathname)}
+      const rt = localRuntime({ baseDir: ${JSON.stringify(baseDir)}, logger: { info() {}, warn() {}, error() {} }, sandbox: 'bwrap' })
+      const { id } = await rt.create({ image: 'x', workingDir: '/workspace' })
+      await rt.start(id)
+      await rt.exec(id, { cmd: ['sh', '-c', 'sleep 60; touch ${marker}'] })
+      console.log(id)
+      process.exit(0)
+    `
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+    const id = out.trim().split('\n').at(-1)!
+    const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
+    created.push([rt, id])
+    // The container is still running and usable from a new runtime (a restarted server adopts it)...
+    expect((await rt.inspect(id)).state).toBe('running')
+    expect((await sh(rt, id, 'echo alive')).stdout).toBe('alive\n')
+    // ...while the exec's sandbox went with the process that started it.
+    const until = Date.now() + 10_000
+    while (withMarker(marker).length && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    expect(withMarker(marker)).toEqual([])
   })
 })
