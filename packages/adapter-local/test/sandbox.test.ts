@@ -141,7 +141,11 @@ describe('local runtime across server restarts (bwrap)', () => {
       const rt = localRuntime({ baseDir: ${JSON.stringify(baseDir)}, logger: { info() {}, warn() {}, error() {} }, sandbox: 'bwrap' })
       const { id } = await rt.create({ image: 'x', workingDir: '/workspace' })
       await rt.start(id)
-      await rt.exec(id, { cmd: ['sh', '-c', 'sleep 60; touch ${marker}'] })
+      // Exit once the command runs (its sandbox set up), as a crashing server would.
+      let running
+      const started = new Promise((r) => (running = r))
+      await rt.exec(id, { cmd: ['sh', '-c', 'echo started; sleep 60; touch ${marker}'], onStdout: () => running() })
+      await started
       console.log(id)
       process.exit(0)
     `
