@@ -8,7 +8,7 @@ import {
   type ExecProcess,
   type ExecResult,
 } from '@berth/core'
-import { exitCodeOf, signalGroup } from './processes.js'
+import { exitCodeOf, killTree } from './processes.js'
 
 /** A host process to spawn: what a container command becomes. */
 export interface Launch {
@@ -100,7 +100,7 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
   watch = setInterval(() => {
     void ctx.checkDead().then((dead) => {
       if (!dead || settled) return
-      if (child.pid) signalGroup(child.pid, 'SIGKILL')
+      if (child.pid) killTree(child.pid)
       finish({ error: died(ctx.id, opts.cmd[0]!, dead) })
     })
   }, ctx.watchIntervalMs)
@@ -109,7 +109,7 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
   const kill = async () => {
     if (settled) return
     killed = true
-    if (child.pid) signalGroup(child.pid, 'SIGKILL')
+    if (child.pid) killTree(child.pid)
   }
   opts.signal?.addEventListener('abort', onAbort, { once: true })
 

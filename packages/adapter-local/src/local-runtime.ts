@@ -20,8 +20,9 @@ import {
 import { extractInto, packPath } from './archive.js'
 import { startLocalExec, type Launch } from './exec.js'
 import { containerDir, hostPath, mountSource, readMeta, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
-import { bwrapArgs, CONTAINER_PATH, detectSandbox, type SandboxMode } from './sandbox.js'
-import { exitCodeOf, isAlive, processStartTime, processTree, residentBytes, signalGroup } from './processes.js'
+import { detectCgroups, inCgroups } from './cgroups.js'
+import { bwrapArgs, CONTAINER_PATH, detectSandbox, kept, type SandboxMode } from './sandbox.js'
+import { descendantRuns, exitCodeOf, isAlive, killTree, processesWith, processStartTime, processTree, residentBytes, signalGroup } from './processes.js'
 
 /** Options of {@link localRuntime}. */
 export interface LocalRuntimeOptions {
@@ -51,7 +52,7 @@ const NO_ISOLATION =
   'no resource limits, full access to the host as this user). Development only: use Docker or Podman for anything else.'
 const BWRAP_ISOLATION =
   'bubblewrap sandbox: own mount, PID, IPC, UTS{user} namespaces, no capabilities; host system directories ' +
-  'read-only, only the container directory writable; host network; no memory/CPU/pids limits'
+  'read-only, only the container directory writable; host network; {limits}'
 
 /**
  * The `local` runtime, for machines without a container engine: a "container" is a
@@ -67,7 +68,10 @@ const BWRAP_ISOLATION =
  * in the container directory: API paths map under the root, absolute arguments naming
  * something in the container are rewritten to their host paths, `BERTH_CONTAINER_ROOT`
  * tells the agent runner where its `/` is, and every create warns that nothing is isolated.
- * Resource limits are not enforced in either mode (`capabilities.limits` is false).
+ * Resource limits (memory with swap capped alike, CPU quota, pids) are enforced through a
+ * cgroup per container where the sandbox runs and the host's cgroupfs is writable (v1, or
+ * v2 with the controllers delegated); elsewhere `capabilities.limits` is false and
+ * `inspect` claims none.
  *
  * @example
  * ```ts
@@ -79,9 +83,14 @@ const BWRAP_ISOLATION =
 export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): LocalRuntime => {
   const baseDir = options.baseDir ?? join(tmpdir(), 'berth-local')
   const sandbox = detectSandbox(options.sandbox ?? 'auto')
+  // Limits need the sandbox (a container sees its own cgroup there) and a writable cgroupfs.
+  const cgroups = sandbox.mode === 'bwrap' ? detectCgroups() : null
   const description =
     sandbox.mode === 'bwrap'
-      ? BWRAP_ISOLATION.replace('{user}', sandbox.userns ? ' and user' : '')
+      ? BWRAP_ISOLATION.replace('{user}', sandbox.userns ? ' and user' : '').replace(
+          '{limits}',
+          cgroups ? `memory, CPU and pids limits through cgroups v${cgroups.version}` : 'no resource limits (no writable cgroups here)',
+        )
       : `NO ISOLATION (${sandbox.reason}): plain host processes`
   const logger = options.logger ?? jsonLogger()
   const watchIntervalMs = options.watchIntervalMs ?? 250
@@ -120,6 +129,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     return meta
   }
 
+  /** Whether the container's processes run in bwrap (it was created so, and bwrap works here). */
+  const sandboxed = (meta: LocalMeta) => meta.sandbox === 'bwrap' && sandbox.mode === 'bwrap'
+
   /**
    * How a command of the container starts: inside its sandbox (container paths as they
    * are), or as a plain host process (container paths mapped to host paths). The env never
@@ -127,12 +139,19 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
    */
   const launch = (meta: LocalMeta, cmd: string[], cwd: string, extraEnv: Record<string, string> = {}, main = false): Launch => {
     const root = rootDir(baseDir, meta.id)
-    if ((meta.sandbox ?? 'none') === 'bwrap' && sandbox.mode === 'bwrap') {
+    if (sandboxed(meta)) {
       const mounts = meta.mounts.map((m) => ({ ...m, source: mountSource(baseDir, m) }))
+      const cgroup = meta.limits && cgroups ? cgroups.of(meta.id) : null
+      const sandboxed = [
+        sandbox.bwrap!,
+        ...bwrapArgs(sandbox, { id: meta.id, root, mounts, network: meta.network }, cmd, cwd, cgroup ? { cgroupBinds: cgroup.binds } : {}),
+      ]
+      // Execs die with the server; the main process stays (under its keeper) for the next start to adopt.
+      const argv = main ? kept(sandboxed) : sandboxed
+      const [file, ...rest] = cgroup ? inCgroups(cgroup.procs, argv) : argv
       return {
-        file: sandbox.bwrap!,
-        // Execs die with the server; the main process stays for the next start to adopt.
-        args: bwrapArgs(sandbox, { id: meta.id, root, mounts, network: meta.network }, cmd, cwd, { dieWithParent: !main }),
+        file: file!,
+        args: rest,
         cwd: root,
         env: { PATH: CONTAINER_PATH, HOME: '/root', LANG: 'C.UTF-8', ...meta.env, ...extraEnv },
       }
@@ -168,9 +187,22 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     return arg
   }
 
-  const killAll = (id: string, meta: LocalMeta | null, signal: NodeJS.Signals) => {
-    for (const pid of execs.get(id) ?? []) signalGroup(pid, signal)
-    if (meta?.pid && isAlive(meta.pid, meta.pidStart)) signalGroup(meta.pid, signal)
+  /** The container's process groups: its main process (while it is the one we started) and its execs. */
+  const roots = (id: string, meta: LocalMeta | null): number[] => [
+    ...(execs.get(id) ?? []),
+    ...(meta?.pid && isAlive(meta.pid, meta.pidStart) ? [meta.pid] : []),
+  ]
+  /**
+   * SIGTERM to the groups (a stop); SIGKILL to the groups and every descendant (sandboxes
+   * run in sessions of their own), and to any sandbox of the container that lost its parent
+   * (killed while it was still setting up, before it could tie its life to its parent's).
+   */
+  const killAll = (id: string, meta: LocalMeta | null, signal: 'SIGTERM' | 'SIGKILL', root = rootDir(baseDir, id)) => {
+    for (const pid of roots(id, meta)) {
+      if (signal === 'SIGKILL') killTree(pid)
+      else signalGroup(pid, signal)
+    }
+    if (signal === 'SIGKILL' && sandbox.mode === 'bwrap') for (const pid of processesWith(`${root}/`)) killTree(pid)
   }
 
   const waitGone = async (meta: LocalMeta, ms: number) => {
@@ -190,8 +222,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     createdAt: m.createdAt,
     startedAt: m.startedAt,
     finishedAt: m.state === 'exited' ? m.finishedAt : null,
-    oomKilled: false,
-    limits: {}, // nothing is enforced, so nothing is claimed
+    oomKilled: !!(m.limits && cgroups?.oomKilled(m.id)),
+    limits: m.limits ?? {}, // only what the container's cgroup enforces
   })
   const toSummary = (m: LocalMeta): ContainerSummary => ({
     id: m.id,
@@ -206,7 +238,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     name: 'local',
     sandbox: sandbox.mode,
     description,
-    capabilities: { isolation: sandbox.mode === 'bwrap', limits: false },
+    capabilities: { isolation: sandbox.mode === 'bwrap', limits: cgroups !== null },
 
     ping: ensureBase,
 
@@ -251,6 +283,16 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
         pidStart: null,
         sandbox: sandbox.mode,
         ...(spec.network && { network: spec.network }),
+      }
+      const limits = Object.fromEntries(Object.entries(spec.limits ?? {}).filter(([, v]) => v !== undefined))
+      if (cgroups && Object.keys(limits).length) {
+        try {
+          cgroups.create(id, limits)
+        } catch (err) {
+          await rm(containerDir(baseDir, id), { recursive: true, force: true })
+          throw fail('engine_error', `local create: cannot apply limits through cgroups: ${(err as Error).message}`, { op: 'create' })
+        }
+        meta.limits = limits
       }
       await writeMeta(baseDir, meta)
       if (sandbox.mode === 'none') logger.warn(NO_ISOLATION, {
@@ -310,6 +352,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
         pid: started,
         pidStart: processStartTime(started),
       })
+      // Like an engine's start: back once the command runs (keeper → bwrap → init → command),
+      // so an exec right after cannot take the resources its sandbox still needs.
+      if (sandboxed(meta)) await descendantRuns(started, 3)
     },
 
     async stop(id, opts = {}) {
@@ -320,7 +365,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
         killAll(id, meta, 'SIGKILL')
         await waitGone(meta, 2000)
       }
-      await exits.get(id) // the exit handler records the exit code
+      killAll(id, meta, 'SIGKILL') // whatever the SIGTERM left (and sandboxes orphaned mid-setup)
+      // The exit handler records the exit code (bounded: a reaped zombie may have been missed).
+      await Promise.race([exits.get(id), new Promise((r) => setTimeout(r, 2000))])
       const after = refresh(await readMeta(baseDir, id))
       if (after.state === 'running' || after.pid !== null) {
         await writeMeta(baseDir, { ...after, state: 'exited', pid: null, finishedAt: new Date().toISOString() })
@@ -353,6 +400,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       execs.delete(id)
       exits.delete(id)
       await rm(tomb, { recursive: true, force: true, maxRetries: 3 })
+      if (meta?.limits) await cgroups?.remove(id)
     },
 
     async exec(id, opts) {
@@ -430,9 +478,10 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       const meta = await load(id, 'stats')
       const roots = [meta.pid, ...(execs.get(id) ?? [])].filter((p): p is number => !!p && isAlive(p, null))
       const pids = [...new Set(roots.flatMap(processTree))]
+      const fromCgroup = meta.limits ? cgroups?.memoryBytes(id) : null
       return {
-        memoryBytes: pids.reduce((sum, pid) => sum + residentBytes(pid), 0),
-        memoryLimitBytes: null,
+        memoryBytes: fromCgroup ?? pids.reduce((sum, pid) => sum + residentBytes(pid), 0),
+        memoryLimitBytes: meta.limits?.memoryBytes ?? null,
         pids: pids.length,
       }
     },

@@ -1,6 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import { join, posix } from 'node:path'
-import type { ContainerMount, ContainerState } from '@berth/core'
+import type { ContainerMount, ContainerState, ResourceLimits } from '@berth/core'
 import type { SandboxMode } from './sandbox.js'
 
 /** What a local "container" is on disk: `<baseDir>/<id>/meta.json` next to its `root/`. */
@@ -25,6 +25,8 @@ export interface LocalMeta {
   sandbox?: SandboxMode
   /** The spec's network (`none` gets an empty network namespace under bwrap). */
   network?: string
+  /** Limits enforced through the container's cgroup (absent: none enforced). */
+  limits?: ResourceLimits
 }
 
 /**

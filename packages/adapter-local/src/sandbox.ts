@@ -94,9 +94,8 @@ export interface SandboxedContainer {
  * IPC, UTS (and, where allowed, user) namespaces; the host's system directories and a
  * small part of /etc read-only; the container root's own top-level directories (its
  * `/workspace`, `/tmp`, HOME `/root`, ...) writable at their paths; mounts on top (bind
- * read-only where asked); no capabilities; it dies with its parent (unless
- * `dieWithParent: false`: a container's main process outlives a server restart, like an
- * engine's container). The network stays the host's unless the container asked for `none`.
+ * read-only where asked); no capabilities; it dies with its parent. The network stays the
+ * host's unless the container asked for `none`.
  *
  * @example
  * ```ts
@@ -104,9 +103,14 @@ export interface SandboxedContainer {
  * // ['--die-with-parent', '--new-session', '--unshare-user', ..., '--chdir', '/workspace', '--', 'sh', '-c', 'pwd']
  * ```
  */
-export function bwrapArgs(sandbox: Sandbox, c: SandboxedContainer, cmd: string[], cwd: string, opts: { dieWithParent?: boolean } = {}): string[] {
-  const args = ['--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try']
-  if (opts.dieWithParent ?? true) args.unshift('--die-with-parent')
+export function bwrapArgs(
+  sandbox: Sandbox,
+  c: SandboxedContainer,
+  cmd: string[],
+  cwd: string,
+  opts: { cgroupBinds?: [string, string][] } = {},
+): string[] {
+  const args = ['--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try']
   if (sandbox.userns) args.push('--unshare-user')
   if (c.network === 'none') args.push('--unshare-net')
   args.push('--cap-drop', 'ALL', '--hostname', c.id.slice(0, 12))
@@ -116,6 +120,8 @@ export function bwrapArgs(sandbox: Sandbox, c: SandboxedContainer, cmd: string[]
   const nodePrefix = dirname(dirname(process.execPath))
   if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`))) args.push('--ro-bind-try', nodePrefix, nodePrefix)
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/run')
+  // The container's own cgroup (its limits) where an engine's container sees it.
+  for (const [host, target] of opts.cgroupBinds ?? []) args.push('--ro-bind', host, target)
   for (const entry of readdirSync(c.root).sort()) {
     // Real directories only: a symlink placed at the top of the root must not expose its host target.
     if (RESERVED.has(entry) || !lstatSync(join(c.root, entry)).isDirectory()) continue
@@ -129,4 +135,20 @@ export function bwrapArgs(sandbox: Sandbox, c: SandboxedContainer, cmd: string[]
 
 function depth(p: string): number {
   return posix.normalize(p).split('/').filter(Boolean).length
+}
+
+/**
+ * `argv` under a keeper shell that waits for it: the keeper (not the server) is the
+ * sandbox's parent, so a container's main process outlives a server restart like an
+ * engine's container, while killing the keeper still takes the sandbox (it dies with its
+ * parent). The keeper exits with the command's status.
+ *
+ * @example
+ * ```ts
+ * kept(['bwrap', '--die-with-parent', '--', 'sleep', 'infinity'])
+ * // ['/bin/sh', '-c', '"$@" & wait $!', 'sh', 'bwrap', '--die-with-parent', '--', 'sleep', 'infinity']
+ * ```
+ */
+export function kept(argv: string[]): string[] {
+  return ['/bin/sh', '-c', '"$@" & wait $!', 'sh', ...argv]
 }

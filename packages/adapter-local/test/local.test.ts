@@ -39,9 +39,11 @@ describe('local runtime', () => {
     const rt = localRuntime({ baseDir: tempBase(), logger, sandbox: 'bwrap' })
     const { id } = await rt.create({ image: 'x' })
     expect(warnings).toHaveLength(0)
-    expect(rt.capabilities).toEqual({ isolation: true, limits: false })
+    // The test machines run as root with a writable cgroupfs (as the engines need): limits are enforced.
+    expect(rt.capabilities).toEqual({ isolation: true, limits: true })
     expect(rt.sandbox).toBe('bwrap')
     expect(rt.description).toMatch(/bubblewrap sandbox: own mount, PID/)
+    expect(rt.description).toMatch(/memory, CPU and pids limits through cgroups v[12]/)
     await rt.remove(id)
   })
 

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { collectExec, silentLogger, type ContainerRuntime } from '@berth/core'
-import { hostPath, localRuntime, rootDir } from '../src/index.js'
+import { hostPath, localRuntime, readMeta, rootDir } from '../src/index.js'
+import { processTree } from '../src/processes.js'
 
 const baseDir = mkdtempSync(join(tmpdir(), 'berth-local-sandbox-'))
 const hostDir = mkdtempSync(join(tmpdir(), 'berth-local-host-'))
@@ -32,6 +33,19 @@ async function started(rt: ContainerRuntime, spec: Parameters<ContainerRuntime['
   created.push([rt, id])
   await rt.start(id)
   return id
+}
+
+/** Processes whose command line holds `marker`, from /proc. */
+function withCmdline(marker: string): string[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker)
+      } catch {
+        return false
+      }
+    })
 }
 
 const sh = async (rt: ContainerRuntime, id: string, script: string) => collectExec(await rt.exec(id, { cmd: ['sh', '-c', script] }))
@@ -89,10 +103,95 @@ describe('local runtime in a bubblewrap sandbox', () => {
   it('keeps the host network by default and has none when the spec asks for none', async () => {
     const withNet = await started(rt, { image: 'x', workingDir: '/workspace' })
     const without = await started(rt, { image: 'x', workingDir: '/workspace', network: 'none' })
-    const count = async (id: string) => Number((await sh(rt, id, 'cat /proc/net/dev | tail -n +3 | wc -l')).stdout.trim())
-    const hostCount = readFileSync('/proc/net/dev', 'utf8').trim().split('\n').length - 2
-    expect(await count(withNet)).toBe(hostCount)
-    expect(await count(without)).toBe(1) // loopback only
+    const names = async (id: string) => (await sh(rt, id, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim().split('\n')
+    // The host's default-route interface (other interfaces come and go with other containers).
+    const uplink = readFileSync('/proc/net/route', 'utf8').split('\n').find((l) => l.split('\t')[1] === '00000000')?.split('\t')[0]
+    expect(uplink).toBeTruthy()
+    expect(await names(withNet)).toContain(uplink)
+    expect(await names(without)).toEqual(['lo'])
+  })
+})
+
+describe('local runtime limits (bwrap, cgroups)', () => {
+  const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
+
+  it('enforces the pids limit on everything in the container, execs included', async () => {
+    // 40 background sleepers, counted with a builtin; the shell stops at the first failed fork.
+    const script = 'i=0; while [ $i -lt 40 ]; do sleep 5 & echo started; i=$((i+1)); done'
+    const sleepers = async (limits?: { pids: number }) => {
+      const id = await started(rt, { image: 'x', workingDir: '/workspace', ...(limits && { limits }) })
+      const r = await sh(rt, id, script)
+      return { count: r.stdout.split('\n').filter((l) => l === 'started').length, stderr: r.stderr, info: await rt.inspect(id) }
+    }
+    const limited = await sleepers({ pids: 16 })
+    expect(limited.info.limits).toEqual({ pids: 16 })
+    expect(limited.stderr).toMatch(/fork/i)
+    expect(limited.count).toBeGreaterThan(0)
+    expect(limited.count).toBeLessThan(16)
+    const free = await sleepers()
+    expect(free.info.limits).toEqual({})
+    expect(free.count).toBe(40)
+  })
+
+  it('kills what outgrows the memory limit, and reports the OOM kill', async () => {
+    const id = await started(rt, { image: 'x', workingDir: '/workspace', limits: { memoryBytes: 64 * 1024 * 1024 } })
+    const r = collectExec(await rt.exec(id, { cmd: ['node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(8 << 20, 1))'] }))
+    expect((await r).exitCode).toBe(137)
+    expect((await rt.stats(id)).memoryLimitBytes).toBe(64 * 1024 * 1024)
+    expect((await rt.inspect(id)).oomKilled).toBe(true)
+  })
+})
+
+describe('local runtime: a sandbox goes with its process', () => {
+  const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
+  const alive = (pid: number) => {
+    try {
+      return !/^\S+ \([^)]*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+    } catch {
+      return false
+    }
+  }
+  const gone = async (pids: number[]) => {
+    const until = Date.now() + 10_000
+    while (pids.some(alive) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    return pids.filter(alive)
+  }
+
+  it.each(['killed from outside', 'stopped'] as const)('no process of the container is left once its main process is %s', async (how) => {
+    const id = await started(rt, { image: 'x', workingDir: '/workspace' })
+    const { pid } = await readMeta(baseDir, id)
+    // Keeper, bwrap, the sandbox's init and its idle process, once they are all up.
+    const comm = (p: number) => readFileSync(`/proc/${p}/comm`, 'utf8').trim()
+    const until = Date.now() + 10_000
+    while (!processTree(pid!).some((p) => comm(p) === 'sleep') && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+    const tree = processTree(pid!)
+    expect(tree.map(comm).sort()).toEqual(['bwrap', 'bwrap', 'sh', 'sleep'])
+    if (how === 'stopped') await rt.stop(id, { timeoutSeconds: 5 })
+    else process.kill(pid!, 'SIGKILL')
+    const left = await gone(tree)
+    expect(left.map((p) => `${p}: ${readFileSync(`/proc/${p}/stat`, 'utf8').slice(0, 60)}`)).toEqual([])
+  })
+})
+
+describe('local runtime: remove leaves nothing running', () => {
+  const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
+
+  it('even when the main process was killed while its sandbox was still being set up', async () => {
+    const leftovers: string[] = []
+    for (let i = 0; i < 6; i++) {
+      const { id } = await rt.create({ image: 'x', workingDir: '/workspace' })
+      await rt.start(id)
+      // Killed as soon as bwrap runs: it may have forked its sandbox before tying it to its own life.
+      const { pid } = await readMeta(baseDir, id)
+      while (processTree(pid!).length < 2) await new Promise((r) => setImmediate(r))
+      process.kill(pid!, 'SIGKILL')
+      await rt.remove(id)
+      const marker = `${rootDir(baseDir, id)}/`
+      const until = Date.now() + 5_000
+      while (withCmdline(marker).length && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      leftovers.push(...withCmdline(marker))
+    }
+    expect(leftovers).toEqual([])
   })
 })
 
@@ -121,18 +220,6 @@ describe('local runtime without a sandbox', () => {
 })
 
 describe('local runtime across server restarts (bwrap)', () => {
-  /** Processes whose command line holds `marker`, from /proc. */
-  const withMarker = (marker: string) =>
-    readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker)
-        } catch {
-          return false
-        }
-      })
-
   it("a container's main process outlives the process that started it; its execs do not", async () => {
     const marker = `exec-survived-${process.pid}-${Date.now()}`
     // Another Node process plays the server: it starts a container and a long exec, then exits.
@@ -158,7 +245,7 @@ describe('local runtime across server restarts (bwrap)', () => {
     expect((await sh(rt, id, 'echo alive')).stdout).toBe('alive\n')
     // ...while the exec's sandbox went with the process that started it.
     const until = Date.now() + 10_000
-    while (withMarker(marker).length && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
-    expect(withMarker(marker)).toEqual([])
+    while (withCmdline(marker).length && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    expect(withCmdline(marker)).toEqual([])
   })
 })
