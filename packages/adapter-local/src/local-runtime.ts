@@ -248,7 +248,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       const name = spec.name ?? `berth-${id.slice(0, 12)}`
       const workingDir = spec.workingDir ?? '/'
       const root = rootDir(baseDir, id)
-      await mkdir(hostPath(baseDir, id, workingDir), { recursive: true })
+      await mkdir(root, { recursive: true })
       await mkdir(join(root, 'root'), { recursive: true })
       await mkdir(join(root, 'tmp'), { recursive: true })
       for (const m of spec.mounts ?? []) {
@@ -265,6 +265,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
           await writeFile(target, '')
         }
       }
+      // After the mounts: a working directory inside one is made in its source.
+      await mkdir(resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir), { recursive: true })
       const meta: LocalMeta = {
         id,
         name,

@@ -63,6 +63,18 @@ describe('local runtime in a bubblewrap sandbox', () => {
     expect(readFileSync(hostPath(baseDir, id, '/tmp/t.txt'), 'utf8')).toBe('t\n')
   })
 
+  it('mounts a volume at /workspace, with a working directory inside it, and keeps its files for the next container', async () => {
+    const volume = `vol-${process.pid}-${Date.now()}`
+    const spec = { image: 'x', workingDir: '/workspace/sub', mounts: [{ type: 'volume' as const, source: volume, target: '/workspace' }] }
+    const first = await started(rt, spec)
+    const r = await sh(rt, first, 'pwd; echo kept > note.txt')
+    expect(r.stdout).toBe('/workspace/sub\n')
+    await rt.remove(first)
+    const second = await started(rt, spec)
+    expect((await sh(rt, second, 'cat note.txt')).stdout).toBe('kept\n')
+    await rt.removeVolume(volume)
+  })
+
   it('keeps the host out: its files are not there, system directories are read-only, no shadow file', async () => {
     writeFileSync(join(hostDir, 'host-only.txt'), 'host\n')
     const id = await started(rt, { image: 'x', workingDir: '/workspace' })
