@@ -16,7 +16,7 @@ import { RUNNER_BUNDLE } from './runner.global-setup.js'
 type Json = Record<string, any>
 
 /** A server on the local runtime (sandbox as asked: `bwrap` throws where it cannot work, never skips). */
-async function localTaskServer(sandbox: SandboxMode) {
+async function localTaskServer(sandbox: SandboxMode, opts: { sessionIdleMs?: number } = {}) {
   const baseDir = mkdtempSync(join(tmpdir(), `berth-local-tasks-${sandbox}-`))
   const runtime = localRuntime({ baseDir, logger: silentLogger, sandbox })
   const pool = uniquePoolName(`local-${sandbox}`)
@@ -24,6 +24,7 @@ async function localTaskServer(sandbox: SandboxMode) {
     runtime,
     pool: { image: 'local', min: 1, max: 4, name: pool },
     runner: { bundleDir: RUNNER_BUNDLE },
+    ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
   })
   await s.berth.ready
   const { token } = await s.user()
@@ -52,7 +53,7 @@ async function localTaskServer(sandbox: SandboxMode) {
     await Promise.all(left.map((c) => runtime.remove(c.id)))
     rmSync(baseDir, { recursive: true, force: true })
   }
-  return { s, runtime, pool, call, run, waitDone, events, close, profileId: profile.body.id as string }
+  return { s, runtime, pool, baseDir, call, run, waitDone, events, close, profileId: profile.body.id as string, keyId: key.body.id as string }
 }
 
 /** The README's first task: a Bash tool call, then text; with tokens, cost and turns. */
@@ -158,5 +159,61 @@ describe('tasks on local (no sandbox)', () => {
     const output = (await t.events(task.task_id)).find((e) => e.type === 'tool_result') as Json
     // The workspace is the container's directory under the runtime's base dir, not the host's /workspace.
     expect(output.output).toMatch(/pwd=\/.*\/root\/workspace/)
+  })
+})
+
+describe('sessions on local (bwrap): idle release and restore', () => {
+  let t: Awaited<ReturnType<typeof localTaskServer>>
+  beforeAll(async () => {
+    t = await localTaskServer('bwrap', { sessionIdleMs: 400 })
+  })
+  afterAll(async () => {
+    await t?.close()
+  })
+
+  const idle = (wsId: string) =>
+    eventually(async () => {
+      const ws = (await t.call('GET', `/v1/workspaces/${wsId}`)).body
+      expect(ws).toMatchObject({ status: 'idle', container_id: null })
+      return ws
+    }, 20_000)
+
+  it('an idle session releases its container; a follow-up resumes the conversation in a new one', async () => {
+    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: 'The password is OSPREY-9.' })
+    const one = await t.waitDone(first.body.task_id)
+    expect(one.status).toBe('completed')
+    const before = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id
+    await idle(one.workspace_id!)
+    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before))
+
+    const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Say it back. [[berth:recall]]' })
+    const two = await t.waitDone(next.body.task_id)
+    expect(two.status).toBe('completed')
+    expect(two.result!.text).toContain('OSPREY-9')
+  })
+
+  it('with persistent_sessions the workspace files survive the release on a volume', async () => {
+    const profile = await t.call('POST', '/v1/profiles', { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true })
+    const first = await t.call('POST', '/v1/tasks', {
+      mode: 'session',
+      profile_id: profile.body.id,
+      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]',
+    })
+    const one = await t.waitDone(first.body.task_id)
+    expect(one.status).toBe('completed')
+    await idle(one.workspace_id!)
+    const next = await t.call('POST', '/v1/tasks', {
+      mode: 'session',
+      profile_id: profile.body.id,
+      session_id: one.session_id,
+      prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]',
+    })
+    const two = await t.waitDone(next.body.task_id)
+    expect(two.status).toBe('completed')
+    const events = await t.events(two.task_id)
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('kept-across-containers') })
+    expect(two.result!.text).toContain('Write a note.')
+    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.persistent).toBe(true)
+    expect((await t.call('DELETE', `/v1/workspaces/${one.workspace_id}`)).status).toBe(204)
   })
 })
