@@ -6,6 +6,8 @@ export default defineProject({
   test: {
     name: 'adapter-local',
     include: ['test/**/*.test.ts'],
+    // bubblewrap for the sandboxed suites (installed when root and missing, never skipped).
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
   },
 })

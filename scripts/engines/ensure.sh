@@ -18,7 +18,8 @@
 # `git`, `git-remote-http(s)`, git-core's links and templates, and the libraries they link.
 #
 # Environment:
-#   BERTH_ENGINES        engines to ensure, space separated (default "docker podman")
+#   BERTH_ENGINES        engines to ensure, space separated (default "docker podman"; "local":
+#                        only bubblewrap, which every run ensures)
 #   BERTH_ENGINES_DIR    where to write <engine>.json (default <repo>/.tmp/engines)
 #   BERTH_TEST_IMAGE     image repository:tag to build (default berth-test:latest)
 #   DOCKER_SOCKET        docker socket (default /var/run/docker.sock)
@@ -268,6 +269,15 @@ write_result() { # write_result ENGINE SOCKET IMAGE VERSION
   cat "$OUT_DIR/$1.json"
 }
 
+# The local runtime's sandbox (bubblewrap): installed when we can, else the runtime says it
+# runs without isolation.
+ensure_bwrap() {
+  command -v bwrap >/dev/null && return 0
+  if is_root && command -v apt-get >/dev/null; then apt_install bubblewrap
+  else log "bwrap is missing (apt-get install bubblewrap): the local runtime runs without isolation"; fi
+}
+ensure_bwrap
+
 for engine in $ENGINES; do
   case "$engine" in
     docker)
@@ -281,7 +291,8 @@ for engine in $ENGINES; do
       ensure_image podman podman_cli "localhost/$IMAGE"
       write_result podman "$PODMAN_SOCKET" "localhost/$IMAGE" "$(podman --version | awk '{print $3}')"
       ;;
-    *) die "unknown engine '$engine' (known: docker podman)" ;;
+    local) ;; # the local runtime needs only bwrap (ensured above)
+    *) die "unknown engine '$engine' (known: docker podman local)" ;;
   esac
 done
 [ -n "$ROOTFS_TAR" ] && rm -f "$ROOTFS_TAR"

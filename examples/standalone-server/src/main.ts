@@ -49,12 +49,11 @@ const chosen = await runtimeFor(config, (line) => console.warn(line)).catch((err
 // The local runtime runs host processes: an image means nothing there.
 const image = chosen.name === 'local' ? 'local' : (config.image ?? DEFAULT_IMAGE)
 // Task containers run the agent runner: by default a self-contained bundle built from this
-// install, mounted read-only (any image with Node 20 works); BERTH_RUNNER=image uses the
-// copy the production image (packages/runner/Dockerfile) carries at the same path.
-let runner: { bundleDir?: string; command?: string[] } | undefined
-if (chosen.name === 'local') {
-  console.warn('berth: the local runtime runs no agent tasks (no container paths); use Docker or Podman for tasks')
-} else if (config.runner === 'image') {
+// install, mounted read-only (any image with Node 20 works; on `local`, this host's Node);
+// BERTH_RUNNER=image uses the copy the production image (packages/runner/Dockerfile)
+// carries at the same path (there is no image on `local`).
+let runner: { bundleDir?: string; command?: string[] }
+if (config.runner === 'image' && chosen.name !== 'local') {
   runner = { command: ['node', '/opt/berth-runner/main.js'] }
 } else {
   runner = { bundleDir: bundleRunner(resolve(config.dataDir, 'runner')).dir }
@@ -76,7 +75,7 @@ const berth = createBerth({
   ...(config.mailProvider && { mailProvider: config.mailProvider }),
   bankProvider: config.bankProvider,
   messenger: config.messenger,
-  ...(runner && { runner }),
+  runner,
 })
 
 console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)

@@ -53,14 +53,22 @@ function podman(): ChosenRuntime {
   return { runtime: podmanRuntime({ docker: client }), name: 'podman', description: `podman (${endpoint}, ${found.source})` }
 }
 
-function local(dataDir: string): ChosenRuntime {
+/** The local runtime: sandboxed by bubblewrap where it works (one calm line), else the loud warning. */
+function local(dataDir: string, warn: (message: string) => void): ChosenRuntime {
   const baseDir = join(dataDir, 'containers')
-  return { runtime: localRuntime({ baseDir }), name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
+  const runtime = localRuntime({ baseDir })
+  if (runtime.sandbox === 'none') {
+    warn(NO_ISOLATION_WARNING)
+    return { runtime, name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
+  }
+  warn(`berth: runtime local: tasks run in a ${runtime.description}.`)
+  return { runtime, name: 'local', description: `local (${baseDir}, bubblewrap sandbox)` }
 }
 
 /**
  * The runtime per `BERTH_RUNTIME`: `auto` takes Docker if its socket answers, else Podman
- * if its socket answers, else `local` (no isolation; `warn` is called loudly). `docker` and
+ * if its socket answers, else `local` (a bubblewrap sandbox where bwrap works, else no
+ * isolation and `warn` is called loudly). `docker` and
  * `podman` insist on that engine and reject with a clear message when it does not answer.
  *
  * @example
@@ -69,10 +77,7 @@ function local(dataDir: string): ChosenRuntime {
  * ```
  */
 export async function runtimeFor(config: BerthConfig, warn: (message: string) => void): Promise<ChosenRuntime> {
-  if (config.runtime === 'local') {
-    warn(NO_ISOLATION_WARNING)
-    return local(config.dataDir)
-  }
+  if (config.runtime === 'local') return local(config.dataDir, warn)
   const candidates = config.runtime === 'auto' ? [docker, podman] : config.runtime === 'docker' ? [docker] : [podman]
   const tried: string[] = []
   for (const candidate of candidates) {
@@ -89,6 +94,5 @@ export async function runtimeFor(config: BerthConfig, warn: (message: string) =>
     throw new Error(`BERTH_RUNTIME=${config.runtime}, but the engine does not answer. ${tried.join('; ')}`)
   }
   warn(`No container engine answers (${tried.join('; ')}); falling back to BERTH_RUNTIME=local.`)
-  warn(NO_ISOLATION_WARNING)
-  return local(config.dataDir)
+  return local(config.dataDir, warn)
 }

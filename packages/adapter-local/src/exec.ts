@@ -8,14 +8,22 @@ import {
   type ExecProcess,
   type ExecResult,
 } from '@berth/core'
-import { exitCodeOf, signalGroup } from './processes.js'
+import { exitCodeOf, killTree } from './processes.js'
+
+/** A host process to spawn: what a container command becomes. */
+export interface Launch {
+  file: string
+  args: string[]
+  /** Host directory to run in. */
+  cwd: string
+  env: Record<string, string>
+}
 
 /** How a local exec learns that its "container" is still there. */
 export interface LocalExecContext {
   id: string
-  /** Host directory to run in. */
-  cwd: string
-  env: Record<string, string>
+  /** How to start `cmd` in the container (plain, or inside its sandbox), with the exec's env added. */
+  launch: (cmd: string[], env: Record<string, string>) => Launch
   /** Resolves to a reason when the container's main process is gone, else null. */
   checkDead: () => Promise<string | null>
   watchIntervalMs: number
@@ -42,9 +50,10 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
     return { stdout, stderr, exit: Promise.resolve({ exitCode: null, killed: true }), kill: async () => {} }
   }
   const hasStdin = opts.stdin !== undefined
-  const child = spawn(opts.cmd[0]!, opts.cmd.slice(1), {
-    cwd: ctx.cwd,
-    env: { ...ctx.env, ...opts.env, BERTH_EXEC_ID: randomUUID() },
+  const how = ctx.launch(opts.cmd, { ...opts.env, BERTH_EXEC_ID: randomUUID() })
+  const child = spawn(how.file, how.args, {
+    cwd: how.cwd,
+    env: how.env,
     detached: true, // own process group
     stdio: [hasStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   })
@@ -91,7 +100,7 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
   watch = setInterval(() => {
     void ctx.checkDead().then((dead) => {
       if (!dead || settled) return
-      if (child.pid) signalGroup(child.pid, 'SIGKILL')
+      if (child.pid) killTree(child.pid)
       finish({ error: died(ctx.id, opts.cmd[0]!, dead) })
     })
   }, ctx.watchIntervalMs)
@@ -100,7 +109,7 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
   const kill = async () => {
     if (settled) return
     killed = true
-    if (child.pid) signalGroup(child.pid, 'SIGKILL')
+    if (child.pid) killTree(child.pid)
   }
   opts.signal?.addEventListener('abort', onAbort, { once: true })
 

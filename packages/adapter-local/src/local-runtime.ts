@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
+import { lstatSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { access, constants, mkdir, readdir, rename, rm, stat, symlink } from 'node:fs/promises'
+import { access, constants, lstat, mkdir, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -17,9 +18,11 @@ import {
   type Logger,
 } from '@berth/core'
 import { extractInto, packPath } from './archive.js'
-import { startLocalExec } from './exec.js'
-import { containerDir, hostPath, readMeta, rootDir, writeMeta, type LocalMeta } from './paths.js'
-import { exitCodeOf, isAlive, processStartTime, residentBytes, signalGroup } from './processes.js'
+import { startLocalExec, type Launch } from './exec.js'
+import { containerDir, hostPath, mountSource, readMeta, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
+import { detectCgroups, inCgroups } from './cgroups.js'
+import { bwrapArgs, CONTAINER_PATH, detectSandbox, kept, type SandboxMode } from './sandbox.js'
+import { descendantRuns, exitCodeOf, isAlive, killTree, processesWith, processStartTime, processTree, residentBytes, signalGroup } from './processes.js'
 
 /** Options of {@link localRuntime}. */
 export interface LocalRuntimeOptions {
@@ -29,19 +32,46 @@ export interface LocalRuntimeOptions {
   logger?: Logger
   /** How often a running exec checks the container's main process (default 250 ms). */
   watchIntervalMs?: number
+  /**
+   * How commands run: `bwrap` in a bubblewrap sandbox (throws when bwrap cannot work here),
+   * `none` as plain host processes, `auto` (default) bwrap where it works, else none.
+   */
+  sandbox?: SandboxMode | 'auto'
+}
+
+/** The local runtime, with what it isolates. */
+export interface LocalRuntime extends ContainerRuntime {
+  /** `bwrap` when commands run sandboxed, `none` when they are plain host processes. */
+  readonly sandbox: SandboxMode
+  /** One line on what is isolated, for start-up logs. */
+  readonly description: string
 }
 
 const NO_ISOLATION =
   'local runtime: commands run as plain host processes with NO isolation (no namespaces, ' +
   'no resource limits, full access to the host as this user). Development only: use Docker or Podman for anything else.'
+const BWRAP_ISOLATION =
+  'bubblewrap sandbox: own mount, PID, IPC, UTS{user} namespaces, no capabilities; host system directories ' +
+  'read-only, only the container directory writable; host network; {limits}'
 
 /**
- * The `local` runtime, for development on machines without a container engine: a
- * "container" is a directory (`<baseDir>/<id>/root` stands for its `/`) plus `meta.json`;
- * its main process and execs are host child processes run inside that directory. Paths
- * given to the API (working dir, archives, mounts) map under the root; absolute paths
- * *inside* commands still mean the host's. Nothing is isolated or limited, and every
- * create says so through `logger.warn`.
+ * The `local` runtime, for machines without a container engine: a "container" is a
+ * directory (`<baseDir>/<id>/root` stands for its `/`) plus `meta.json`; its main process
+ * and execs are host child processes with a scrubbed environment (PATH, HOME, LANG and
+ * the container's env only), each in its own process group.
+ *
+ * Where bubblewrap works (`sandbox: 'auto'`, the default), every process runs in a bwrap
+ * sandbox that shows the container's directories at their container paths (`/workspace`,
+ * `/tmp`, HOME `/root`, mounts, read-only where asked) over a read-only view of the host's
+ * system directories, with its own mount, PID, IPC, UTS and user namespaces and no
+ * capabilities (see {@link bwrapArgs}). Without it, commands run as plain host processes
+ * in the container directory: API paths map under the root, absolute arguments naming
+ * something in the container are rewritten to their host paths, `BERTH_CONTAINER_ROOT`
+ * tells the agent runner where its `/` is, and every create warns that nothing is isolated.
+ * Resource limits (memory with swap capped alike, CPU quota, pids) are enforced through a
+ * cgroup per container where the sandbox runs and the host's cgroupfs is writable (v1, or
+ * v2 with the controllers delegated); elsewhere `capabilities.limits` is false and
+ * `inspect` claims none.
  *
  * @example
  * ```ts
@@ -50,8 +80,18 @@ const NO_ISOLATION =
  * await rt.start(id)
  * ```
  */
-export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): ContainerRuntime => {
+export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): LocalRuntime => {
   const baseDir = options.baseDir ?? join(tmpdir(), 'berth-local')
+  const sandbox = detectSandbox(options.sandbox ?? 'auto')
+  // Limits need the sandbox (a container sees its own cgroup there) and a writable cgroupfs.
+  const cgroups = sandbox.mode === 'bwrap' ? detectCgroups() : null
+  const description =
+    sandbox.mode === 'bwrap'
+      ? BWRAP_ISOLATION.replace('{user}', sandbox.userns ? ' and user' : '').replace(
+          '{limits}',
+          cgroups ? `memory, CPU and pids limits through cgroups v${cgroups.version}` : 'no resource limits (no writable cgroups here)',
+        )
+      : `NO ISOLATION (${sandbox.reason}): plain host processes`
   const logger = options.logger ?? jsonLogger()
   const watchIntervalMs = options.watchIntervalMs ?? 250
   /** Exec process groups per container, to kill on stop/remove. */
@@ -89,15 +129,80 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
     return meta
   }
 
-  const childEnv = (meta: LocalMeta): Record<string, string> => ({
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: hostPath(baseDir, meta.id, '/root'),
-    ...meta.env,
-  })
+  /** Whether the container's processes run in bwrap (it was created so, and bwrap works here). */
+  const sandboxed = (meta: LocalMeta) => meta.sandbox === 'bwrap' && sandbox.mode === 'bwrap'
 
-  const killAll = (id: string, meta: LocalMeta | null, signal: NodeJS.Signals) => {
-    for (const pid of execs.get(id) ?? []) signalGroup(pid, signal)
-    if (meta?.pid && isAlive(meta.pid, meta.pidStart)) signalGroup(meta.pid, signal)
+  /**
+   * How a command of the container starts: inside its sandbox (container paths as they
+   * are), or as a plain host process (container paths mapped to host paths). The env never
+   * inherits the server's: a minimal PATH/HOME/LANG, then the container's and the exec's.
+   */
+  const launch = (meta: LocalMeta, cmd: string[], cwd: string, extraEnv: Record<string, string> = {}, main = false): Launch => {
+    const root = rootDir(baseDir, meta.id)
+    if (sandboxed(meta)) {
+      const mounts = meta.mounts.map((m) => ({ ...m, source: mountSource(baseDir, m) }))
+      const cgroup = meta.limits && cgroups ? cgroups.of(meta.id) : null
+      const sandboxed = [
+        sandbox.bwrap!,
+        ...bwrapArgs(sandbox, { id: meta.id, root, mounts, network: meta.network }, cmd, cwd, cgroup ? { cgroupBinds: cgroup.binds } : {}),
+      ]
+      // Execs die with the server; the main process stays (under its keeper) for the next start to adopt.
+      const argv = main ? kept(sandboxed) : sandboxed
+      const [file, ...rest] = cgroup ? inCgroups(cgroup.procs, argv) : argv
+      return {
+        file: file!,
+        args: rest,
+        cwd: root,
+        env: { PATH: CONTAINER_PATH, HOME: '/root', LANG: 'C.UTF-8', ...meta.env, ...extraEnv },
+      }
+    }
+    const [file, ...args] = cmd.map((arg) => hostArg(meta, arg))
+    return {
+      file: file!,
+      args,
+      cwd: resolvePath(baseDir, meta, cwd),
+      env: {
+        PATH: CONTAINER_PATH,
+        HOME: hostPath(baseDir, meta.id, '/root'),
+        TMPDIR: hostPath(baseDir, meta.id, '/tmp'),
+        LANG: 'C.UTF-8',
+        ...meta.env,
+        ...extraEnv,
+        BERTH_CONTAINER_ROOT: root,
+      },
+    }
+  }
+
+  /** Unsandboxed: an absolute argument naming something in the container becomes its host path. */
+  const hostArg = (meta: LocalMeta, arg: string): string => {
+    if (!arg.startsWith('/') || arg.startsWith('//')) return arg
+    const top = arg.split('/')[1]
+    if (!top) return arg
+    const covered = meta.mounts.some((m) => arg === m.target || arg.startsWith(`${m.target.replace(/\/$/, '')}/`))
+    try {
+      if (covered || lstatSync(hostPath(baseDir, meta.id, `/${top}`))) return resolvePath(baseDir, meta, arg)
+    } catch {
+      // not in the container: the host's path
+    }
+    return arg
+  }
+
+  /** The container's process groups: its main process (while it is the one we started) and its execs. */
+  const roots = (id: string, meta: LocalMeta | null): number[] => [
+    ...(execs.get(id) ?? []),
+    ...(meta?.pid && isAlive(meta.pid, meta.pidStart) ? [meta.pid] : []),
+  ]
+  /**
+   * SIGTERM to the groups (a stop); SIGKILL to the groups and every descendant (sandboxes
+   * run in sessions of their own), and to any sandbox of the container that lost its parent
+   * (killed while it was still setting up, before it could tie its life to its parent's).
+   */
+  const killAll = (id: string, meta: LocalMeta | null, signal: 'SIGTERM' | 'SIGKILL', root = rootDir(baseDir, id)) => {
+    for (const pid of roots(id, meta)) {
+      if (signal === 'SIGKILL') killTree(pid)
+      else signalGroup(pid, signal)
+    }
+    if (signal === 'SIGKILL' && sandbox.mode === 'bwrap') for (const pid of processesWith(`${root}/`)) killTree(pid)
   }
 
   const waitGone = async (meta: LocalMeta, ms: number) => {
@@ -117,8 +222,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
     createdAt: m.createdAt,
     startedAt: m.startedAt,
     finishedAt: m.state === 'exited' ? m.finishedAt : null,
-    oomKilled: false,
-    limits: {}, // nothing is enforced, so nothing is claimed
+    oomKilled: !!(m.limits && cgroups?.oomKilled(m.id)),
+    limits: m.limits ?? {}, // only what the container's cgroup enforces
   })
   const toSummary = (m: LocalMeta): ContainerSummary => ({
     id: m.id,
@@ -131,7 +236,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
 
   return {
     name: 'local',
-    capabilities: { isolation: false, limits: false },
+    sandbox: sandbox.mode,
+    description,
+    capabilities: { isolation: sandbox.mode === 'bwrap', limits: cgroups !== null },
 
     ping: ensureBase,
 
@@ -141,17 +248,25 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
       const name = spec.name ?? `berth-${id.slice(0, 12)}`
       const workingDir = spec.workingDir ?? '/'
       const root = rootDir(baseDir, id)
-      await mkdir(hostPath(baseDir, id, workingDir), { recursive: true })
+      await mkdir(root, { recursive: true })
       await mkdir(join(root, 'root'), { recursive: true })
       await mkdir(join(root, 'tmp'), { recursive: true })
       for (const m of spec.mounts ?? []) {
-        const source = m.type === 'volume' ? join(baseDir, 'volumes', m.source) : m.source
+        const source = mountSource(baseDir, m)
         if (m.type === 'volume') await mkdir(source, { recursive: true })
         const target = hostPath(baseDir, id, m.target)
         await mkdir(dirname(target), { recursive: true })
         await rm(target, { recursive: true, force: true })
-        await symlink(source, target)
+        if (sandbox.mode === 'none') {
+          await symlink(source, target) // plain processes see the mount through the link
+        } else if ((await stat(source)).isDirectory()) {
+          await mkdir(target) // bwrap binds the source over this mount point
+        } else {
+          await writeFile(target, '')
+        }
       }
+      // After the mounts: a working directory inside one is made in its source.
+      await mkdir(resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir), { recursive: true })
       const meta: LocalMeta = {
         id,
         name,
@@ -168,9 +283,21 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
         exitCode: null,
         pid: null,
         pidStart: null,
+        sandbox: sandbox.mode,
+        ...(spec.network && { network: spec.network }),
+      }
+      const limits = Object.fromEntries(Object.entries(spec.limits ?? {}).filter(([, v]) => v !== undefined))
+      if (cgroups && Object.keys(limits).length) {
+        try {
+          cgroups.create(id, limits)
+        } catch (err) {
+          await rm(containerDir(baseDir, id), { recursive: true, force: true })
+          throw fail('engine_error', `local create: cannot apply limits through cgroups: ${(err as Error).message}`, { op: 'create' })
+        }
+        meta.limits = limits
       }
       await writeMeta(baseDir, meta)
-      logger.warn(NO_ISOLATION, {
+      if (sandbox.mode === 'none') logger.warn(NO_ISOLATION, {
         runtime: 'local',
         id,
         dir: containerDir(baseDir, id),
@@ -183,9 +310,10 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
     async start(id) {
       const meta = await load(id, 'start')
       if (meta.state === 'running') return
-      const child = spawn(meta.cmd[0]!, meta.cmd.slice(1), {
-        cwd: hostPath(baseDir, id, meta.workingDir),
-        env: childEnv(meta),
+      const how = launch(meta, meta.cmd, meta.workingDir, {}, true)
+      const child = spawn(how.file, how.args, {
+        cwd: how.cwd,
+        env: how.env,
         detached: true,
         stdio: 'ignore',
       })
@@ -226,6 +354,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
         pid: started,
         pidStart: processStartTime(started),
       })
+      // Like an engine's start: back once the command runs (keeper → bwrap → init → command),
+      // so an exec right after cannot take the resources its sandbox still needs.
+      if (sandboxed(meta)) await descendantRuns(started, 3)
     },
 
     async stop(id, opts = {}) {
@@ -236,7 +367,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
         killAll(id, meta, 'SIGKILL')
         await waitGone(meta, 2000)
       }
-      await exits.get(id) // the exit handler records the exit code
+      killAll(id, meta, 'SIGKILL') // whatever the SIGTERM left (and sandboxes orphaned mid-setup)
+      // The exit handler records the exit code (bounded: a reaped zombie may have been missed).
+      await Promise.race([exits.get(id), new Promise((r) => setTimeout(r, 2000))])
       const after = refresh(await readMeta(baseDir, id))
       if (after.state === 'running' || after.pid !== null) {
         await writeMeta(baseDir, { ...after, state: 'exited', pid: null, finishedAt: new Date().toISOString() })
@@ -269,6 +402,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
       execs.delete(id)
       exits.delete(id)
       await rm(tomb, { recursive: true, force: true, maxRetries: 3 })
+      if (meta?.limits) await cgroups?.remove(id)
     },
 
     async exec(id, opts) {
@@ -276,12 +410,11 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
       if (meta.state !== 'running') {
         throw fail('not_running', `local container ${id} is not running`, { op: 'exec', id })
       }
-      const cwd = hostPath(baseDir, id, opts.cwd ?? meta.workingDir)
+      const cwd = opts.cwd ?? meta.workingDir
       return startLocalExec(
         {
           id,
-          cwd,
-          env: childEnv(meta),
+          launch: (cmd, env) => launch(meta, cmd, cwd, env),
           watchIntervalMs,
           checkDead: async () => {
             try {
@@ -302,8 +435,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
     },
 
     async putArchive(id, path, tar) {
-      await load(id, 'putArchive')
-      const dir = hostPath(baseDir, id, path)
+      const meta = await load(id, 'putArchive')
+      const dir = resolvePath(baseDir, meta, path)
       const st = await stat(dir).catch(() => null)
       if (!st?.isDirectory()) throw fail('not_found', `Could not find the directory ${path} in ${id}`, { op: 'putArchive', id, path })
       const source =
@@ -312,8 +445,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
     },
 
     async getArchive(id, path) {
-      await load(id, 'getArchive')
-      const abs = hostPath(baseDir, id, path)
+      const meta = await load(id, 'getArchive')
+      const abs = resolvePath(baseDir, meta, path)
       if (!(await stat(abs).catch(() => null))) {
         throw fail('not_found', `Could not find the file ${path} in ${id}`, { op: 'getArchive', id, path })
       }
@@ -345,10 +478,12 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): C
 
     async stats(id) {
       const meta = await load(id, 'stats')
-      const pids = [meta.pid, ...(execs.get(id) ?? [])].filter((p): p is number => !!p && isAlive(p, null))
+      const roots = [meta.pid, ...(execs.get(id) ?? [])].filter((p): p is number => !!p && isAlive(p, null))
+      const pids = [...new Set(roots.flatMap(processTree))]
+      const fromCgroup = meta.limits ? cgroups?.memoryBytes(id) : null
       return {
-        memoryBytes: pids.reduce((sum, pid) => sum + residentBytes(pid), 0),
-        memoryLimitBytes: null,
+        memoryBytes: fromCgroup ?? pids.reduce((sum, pid) => sum + residentBytes(pid), 0),
+        memoryLimitBytes: meta.limits?.memoryBytes ?? null,
         pids: pids.length,
       }
     },

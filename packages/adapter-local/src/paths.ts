@@ -1,6 +1,7 @@
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import { join, posix } from 'node:path'
-import type { ContainerMount, ContainerState } from '@berth/core'
+import type { ContainerMount, ContainerState, ResourceLimits } from '@berth/core'
+import type { SandboxMode } from './sandbox.js'
 
 /** What a local "container" is on disk: `<baseDir>/<id>/meta.json` next to its `root/`. */
 export interface LocalMeta {
@@ -20,6 +21,12 @@ export interface LocalMeta {
   /** Main process id while started, with its start time (clock ticks since boot) to detect pid reuse. */
   pid: number | null
   pidStart: string | null
+  /** How its processes run (absent in metas written before sandboxes: `none`). */
+  sandbox?: SandboxMode
+  /** The spec's network (`none` gets an empty network namespace under bwrap). */
+  network?: string
+  /** Limits enforced through the container's cgroup (absent: none enforced). */
+  limits?: ResourceLimits
 }
 
 /**
@@ -84,4 +91,37 @@ export async function writeMeta(baseDir: string, meta: LocalMeta): Promise<void>
   const tmp = join(dir, `meta.json.${process.pid}.${Date.now()}.tmp`)
   await writeFile(tmp, JSON.stringify(meta, null, 2))
   await rename(tmp, join(dir, 'meta.json'))
+}
+
+/**
+ * The host source of a mount: a bind's path, or a volume's directory under `<baseDir>/volumes`.
+ *
+ * @example
+ * ```ts
+ * mountSource('/srv/berth', { type: 'volume', source: 'ws1', target: '/workspace' }) // '/srv/berth/volumes/ws1'
+ * ```
+ */
+export function mountSource(baseDir: string, m: ContainerMount): string {
+  return m.type === 'volume' ? join(baseDir, 'volumes', m.source) : m.source
+}
+
+/**
+ * A container path as the host path that holds it: inside the deepest mount that covers
+ * it, else under the container's root. `..` cannot climb out.
+ *
+ * @example
+ * ```ts
+ * resolvePath(baseDir, meta, '/opt/berth-runner/main.js') // '/srv/runner/main.js' when that is mounted there
+ * ```
+ */
+export function resolvePath(baseDir: string, meta: Pick<LocalMeta, 'id' | 'mounts'>, containerPath: string): string {
+  const path = posix.normalize(`/${containerPath}`)
+  let best: ContainerMount | undefined
+  for (const m of meta.mounts) {
+    const target = posix.normalize(`/${m.target}`).replace(/\/$/, '')
+    if ((path === target || path.startsWith(`${target}/`)) && (!best || target.length > posix.normalize(best.target).length)) best = m
+  }
+  if (!best) return hostPath(baseDir, meta.id, path)
+  const rest = path.slice(posix.normalize(`/${best.target}`).replace(/\/$/, '').length)
+  return join(mountSource(baseDir, best), rest)
 }

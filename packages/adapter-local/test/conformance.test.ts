@@ -9,12 +9,22 @@ import { localRuntime } from '../src/index.js'
 const baseDir = mkdtempSync(join(tmpdir(), 'berth-local-conformance-'))
 afterAll(() => rmSync(baseDir, { recursive: true, force: true }))
 
-runtimeConformanceSuite('local', () => localRuntime({ baseDir, logger: silentLogger }), {
+const killMain = async (id: string) => {
+  const { pid } = JSON.parse(readFileSync(join(baseDir, id, 'meta.json'), 'utf8')) as { pid: number }
+  process.kill(pid, 'SIGKILL')
+}
+
+// `sandbox: 'bwrap'` throws when bubblewrap cannot work here: the suite fails, never skips
+// (scripts/engines/ensure.sh installs it).
+runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' }), {
   image: 'ignored-by-local',
   // A base directory that cannot be created (its parent is a file) is the local "engine down".
-  makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger }),
-  killFromOutside: async (id) => {
-    const { pid } = JSON.parse(readFileSync(join(baseDir, id, 'meta.json'), 'utf8')) as { pid: number }
-    process.kill(pid, 'SIGKILL')
-  },
+  makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'bwrap' }),
+  killFromOutside: killMain,
+})
+
+runtimeConformanceSuite('local (no sandbox)', () => localRuntime({ baseDir, logger: silentLogger, sandbox: 'none' }), {
+  image: 'ignored-by-local',
+  makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'none' }),
+  killFromOutside: killMain,
 })

@@ -23,22 +23,37 @@ const recordingLogger = () => {
 describe('local runtime', () => {
   it('warns loudly on every create that nothing is isolated', async () => {
     const { logger, warnings } = recordingLogger()
-    const rt = localRuntime({ baseDir: tempBase(), logger })
+    const rt = localRuntime({ baseDir: tempBase(), logger, sandbox: 'none' })
     const { id } = await rt.create({ image: 'x', limits: { memoryBytes: 1 << 20 } })
     expect(warnings).toHaveLength(1)
     expect(warnings[0]?.msg).toMatch(/NO isolation/)
     expect(warnings[0]?.fields).toMatchObject({ id, ignoredLimits: { memoryBytes: 1 << 20 } })
     expect(rt.capabilities).toEqual({ isolation: false, limits: false })
+    expect(rt.sandbox).toBe('none')
+    expect(rt.description).toMatch(/NO ISOLATION/)
+    await rt.remove(id)
+  })
+
+  it('says what the bubblewrap sandbox isolates, and does not warn on create', async () => {
+    const { logger, warnings } = recordingLogger()
+    const rt = localRuntime({ baseDir: tempBase(), logger, sandbox: 'bwrap' })
+    const { id } = await rt.create({ image: 'x' })
+    expect(warnings).toHaveLength(0)
+    // The test machines run as root with a writable cgroupfs (as the engines need): limits are enforced.
+    expect(rt.capabilities).toEqual({ isolation: true, limits: true })
+    expect(rt.sandbox).toBe('bwrap')
+    expect(rt.description).toMatch(/bubblewrap sandbox: own mount, PID/)
+    expect(rt.description).toMatch(/memory, CPU and pids limits through cgroups v[12]/)
     await rt.remove(id)
   })
 
   it('keeps containers on disk: a new runtime instance finds and drives them', async () => {
     const baseDir = tempBase()
     const { logger } = recordingLogger()
-    const first = localRuntime({ baseDir, logger })
+    const first = localRuntime({ baseDir, logger, sandbox: 'none' })
     const { id } = await first.create({ image: 'x', labels: { 'berth.pool': 'p' }, workingDir: '/workspace' })
     await first.start(id)
-    const second = localRuntime({ baseDir, logger })
+    const second = localRuntime({ baseDir, logger, sandbox: 'none' })
     expect((await second.inspect(id)).state).toBe('running')
     expect((await second.list({ labels: { 'berth.pool': 'p' } })).map((c) => c.id)).toEqual([id])
     expect((await collectExec(await second.exec(id, { cmd: ['pwd'] }))).stdout.trim()).toBe(hostPath(baseDir, id, '/workspace'))

@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from 'node:path'
+import { isAbsolute, join, resolve } from 'node:path'
 import { RunnerInput } from '@berth/core/contract'
 import * as v from 'valibot'
 
@@ -43,4 +43,19 @@ export async function readAll(stream: AsyncIterable<Buffer | string>): Promise<s
   const chunks: Buffer[] = []
   for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c) : c)
   return Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * The input with its container paths (`cwd`, `events_file`) under `root`, for a runner
+ * that runs as a plain host process whose container `/` is a host directory (the `local`
+ * runtime without a sandbox sets `BERTH_CONTAINER_ROOT`). Unchanged without a root.
+ *
+ * @example
+ * ```ts
+ * underRoot(input, '/srv/berth/containers/ab12/root').cwd // '/srv/berth/containers/ab12/root/workspace'
+ * ```
+ */
+export function underRoot(input: RunnerInput, root: string | undefined): RunnerInput {
+  if (!root) return input
+  return { ...input, cwd: join(root, input.cwd), events_file: join(root, input.events_file) }
 }

@@ -4,9 +4,11 @@
  * appended to `events_file`). Exit 0 once a result was written, whatever its outcome;
  * 2 for invalid input (after one `error` event); 1 on a crash. SIGTERM/SIGINT cancel the
  * run: the result then has outcome `error_during_execution` and error `cancelled`.
+ * `BERTH_CONTAINER_ROOT` (set by the unsandboxed `local` runtime) puts the input's
+ * container paths under that host directory.
  */
 import { mkdirSync } from 'node:fs'
-import { InputError, parseInput, readAll } from './input.js'
+import { InputError, parseInput, readAll, underRoot } from './input.js'
 import { openEventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
@@ -17,7 +19,7 @@ async function main(): Promise<number> {
 
   let input
   try {
-    input = parseInput(await readAll(process.stdin))
+    input = underRoot(parseInput(await readAll(process.stdin)), process.env.BERTH_CONTAINER_ROOT)
   } catch (err) {
     if (!(err instanceof InputError)) throw err
     process.stdout.write(`${JSON.stringify({ type: 'error', message: err.message })}\n`)
