@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
  * A TCP proxy on 127.0.0.1 in front of a local server, so a test can cut every connection
  * (HTTP and WebSocket alike) the way a flaky network or a restarting load balancer would.
  */
-export async function startProxy(target: string) {
+export async function startProxy(target: string, opts: { refuseUpgrades?: boolean } = {}) {
   const { hostname, port } = new URL(target)
   const open = new Set<Socket>()
   let upgrades = 0
@@ -13,10 +13,20 @@ export async function startProxy(target: string) {
     const upstream = connect(Number(port), hostname)
     open.add(client)
     open.add(upstream)
+    // Look at the request line and headers first: a refused upgrade never reaches the server.
     client.once('data', (chunk: Buffer) => {
-      if (/^upgrade:\s*websocket/im.test(chunk.toString('latin1'))) upgrades++
+      if (/^upgrade:\s*websocket/im.test(chunk.toString('latin1'))) {
+        upgrades++
+        // Like a proxy that does not pass WebSockets through.
+        if (opts.refuseUpgrades) {
+          // (The upstream goes when the client closes.)
+          client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n')
+          return
+        }
+      }
+      upstream.write(chunk)
+      client.pipe(upstream).pipe(client)
     })
-    client.pipe(upstream).pipe(client)
     const drop = () => {
       client.destroy()
       upstream.destroy()

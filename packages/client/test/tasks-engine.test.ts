@@ -79,6 +79,33 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
     }
   })
 
+  it('tasks.run falls back to HTTP and polling when the WebSocket is refused; aborting cancels the task', async () => {
+    const proxy = await startProxy(t.s.url, { refuseUpgrades: true })
+    try {
+      const noSocket = createBerthClient({ baseURL: proxy.url, token: t.token, pollInterval: 200 })
+      const events: TaskEvent[] = []
+      const task = await noSocket.tasks.run(
+        { profile_id: t.profileId, prompt: 'Poll me. [[berth:tool Bash {"command":"echo polled"}]] [[berth:text Polled fine.]]' },
+        { onEvent: (e) => events.push(e) },
+      )
+      expect(proxy.upgrades()).toBeGreaterThanOrEqual(1)
+      expect(task.status).toBe('completed')
+      expect(task.result!.text).toContain('Polled fine.')
+      expect(events.map((e) => e.seq)).toEqual((await t.events(task.task_id)).map((e) => e.seq))
+
+      const controller = new AbortController()
+      let submitted: string | undefined
+      const aborted = noSocket.tasks.run(
+        { profile_id: t.profileId, prompt: 'Take long. [[berth:slow 200]] [[berth:turns 6]]' },
+        { signal: controller.signal, onSubmitted: (id) => (submitted = id), onEvent: (e) => e.type === 'turn_start' && controller.abort() },
+      )
+      await expect(aborted).rejects.toMatchObject({ name: 'BerthError', code: 'ABORTED' })
+      expect((await t.waitDone(submitted!)).status).toBe('cancelled')
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('a three-prompt session remembers the first prompt, and a binary file round-trips byte for byte', async () => {
     const session = berth.sessions.start({ profile_id: t.profileId })
     const one = await session.send('Remember the codeword HERON-77.')
