@@ -3,6 +3,10 @@
  * server running real tasks on Docker and Podman.
  */
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureEngines } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -68,5 +72,28 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     const unknown = await berth(['run', '--profile', 'no-such-profile', 'x'], env)
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain('No profile with slug "no-such-profile"')
+  })
+
+  it('berth sessions takes follow-ups line by line; berth files put and get round-trip a file in its workspace', async () => {
+    const chat = await berth(['sessions', '--profile', 'agent'], env, 'The password is OSPREY.\nWhat did I say first? [[berth:recall]]\n')
+    expect(chat.code).toBe(0)
+    expect(chat.stdout).toContain('The first prompt was: The password is OSPREY.')
+    const sessionId = /session (sess_[a-z0-9]+)/.exec(chat.stderr)?.[1]
+    expect(sessionId).toBeDefined()
+    const { workspaces } = JSON.parse((await berth(['sessions', 'ls', '--json'], env)).stdout) as { workspaces: { id: string; session_id: string }[] }
+    const ws = workspaces.find((w) => w.session_id === sessionId)!.id
+
+    const dir = mkdtempSync(join(tmpdir(), 'berth-cli-files-'))
+    try {
+      const bytes = randomBytes(50_000)
+      writeFileSync(join(dir, 'payload.bin'), bytes)
+      expect((await berth(['files', 'put', ws, join(dir, 'payload.bin'), '--dir', 'in'], env)).code).toBe(0)
+      const ls = await berth(['files', 'ls', ws, 'in'], env)
+      expect(ls.stdout).toMatch(/file\s+50000\s+\S+\s+payload\.bin/)
+      expect((await berth(['files', 'get', ws, 'in/payload.bin', '--out', join(dir, 'out')], env)).code).toBe(0)
+      expect(readFileSync(join(dir, 'out/in/payload.bin')).equals(bytes)).toBe(true)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
