@@ -75,14 +75,29 @@ function socketUrl(baseURL: string): string {
   return new URL('v1/ws', base).href
 }
 
-/** The global `WebSocket` (browsers, Node 22+), the token in the query. */
+/**
+ * Opens the global `WebSocket` (browsers, Node 22+), the token in the query (browsers
+ * cannot set headers on a WebSocket).
+ *
+ * @example
+ * ```ts
+ * const ws = globalConnect('ws://127.0.0.1:3000/v1/ws', token)
+ * ```
+ */
 export const globalConnect: ConnectSocket = (url, token) => {
   const Impl = (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket
   if (!Impl) throw new TypeError('No global WebSocket here: pass `connect` (e.g. from @berth/client/node)')
   return new Impl(token ? `${url}?token=${encodeURIComponent(token)}` : url)
 }
 
-/** True when a global `WebSocket` exists. */
+/**
+ * True when a global `WebSocket` exists.
+ *
+ * @example
+ * ```ts
+ * const follow = hasGlobalWebSocket() ? 'socket' : 'polling'
+ * ```
+ */
 export function hasGlobalWebSocket(): boolean {
   return typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function'
 }
