@@ -7,6 +7,9 @@ export default defineProject({
   test: {
     name: 'client',
     include: ['test/**/*.test.ts'],
+    // The engine suites run real tasks in containers (tasks-engine.test.ts).
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
     // The type-level assertions (test/*.test-d.ts) fail this project like any other test.
     typecheck: {
       enabled: true,

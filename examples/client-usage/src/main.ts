@@ -7,7 +7,7 @@
  * With only the operator token, a user is created first (through the admin API) and its
  * new caller key is used.
  */
-import { createBerthClient, isBerthError } from '@berth/client'
+import { createBerthClient, isBerthError } from '@berth/client/node'
 import { demo } from './demo.js'
 
 const baseURL = process.env.BERTH_URL ?? 'http://127.0.0.1:3000'

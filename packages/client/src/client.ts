@@ -1,8 +1,13 @@
-import { routes, type AnyRoute } from '@berth/core/contract'
-import { createFetch } from 'ofetch'
-import { fillPath } from './internal/path.js'
-import { toBerthError } from './internal/fetch-error.js'
-import { retryDelay, retryPolicy, type RetryPolicy } from './retry.js'
+import type { Task } from '@berth/core/contract'
+import type { TaskEvent } from './events.js'
+import { normalizeUpload, uploadForm, type FileListing, type UploadFile, type UploadOptions, type UploadResult } from './files.js'
+import { createTransport, type RawInput, type Transport } from './internal/transport.js'
+import { startSession, type Session, type SessionOptions } from './sessions.js'
+import { createBerthSocket, hasGlobalWebSocket, type BerthSocket, type BerthSocketOptions, type ConnectSocket } from './socket.js'
+import type { SubmitTaskInput } from './socket-messages.js'
+import { EVENTS_PAGE, followTask } from './tasks/follow.js'
+import { runTask, type RunOptions, type RunTaskBody } from './tasks/run.js'
+import { createTaskStream, type StreamOptions, type TaskStream } from './tasks/stream.js'
 import { buildTree, type RouteTree } from './tree.js'
 import type { CallOptions, RetryOptions, RouteArgs, RouteName, RouteOutput } from './types.js'
 
@@ -20,9 +25,92 @@ export interface BerthClientOptions {
   timeout?: number
   /** Headers sent with every call. */
   headers?: Record<string, string>
+  /**
+   * How `tasks.run`, `tasks.stream` and sessions open the WebSocket: default the global
+   * `WebSocket` when there is one (browsers, Node 22+); `@berth/client/node` uses the `ws`
+   * package. `false`: never, follow tasks by polling `GET /v1/tasks/:id/events`.
+   */
+  websocket?: ConnectSocket | false
+  /** Reconnect policy of those sockets (default 3 consecutive failed attempts, then polling). */
+  reconnect?: BerthSocketOptions['reconnect']
+  /** Milliseconds between polls when following a task without a WebSocket (default 1000). */
+  pollInterval?: number
 }
 
-/** The typed client: one method per operation, nested by its dotted name, plus `request`. */
+/** `tasks.run` and `tasks.stream`, beside the route methods of `tasks`. */
+export interface TaskHelpers {
+  /**
+   * Submit a task and wait until it is finished; resolves with the task whatever its
+   * status (`result`, or `error: { code, error }`). `onEvent` gets every event as it happens.
+   *
+   * @example
+   * ```ts
+   * const task = await berth.tasks.run({ profile_id, prompt: 'Hello' }, { onEvent: (e) => e.type === 'token' && process.stdout.write(e.text) })
+   * ```
+   */
+  run(body: RunTaskBody, options?: RunOptions): Promise<Task>
+  /**
+   * A task's events as an `AsyncIterable` that resumes after a dropped connection from the
+   * last `seq` it delivered (no gap, no repeat) and ends when the task is finished.
+   *
+   * @example
+   * ```ts
+   * for await (const event of berth.tasks.stream(taskId)) if (event.type === 'tool_call') console.log(event.name)
+   * ```
+   */
+  stream(taskId: string, options?: StreamOptions): TaskStream
+}
+
+/** `sessions.start`. */
+export interface SessionHelpers {
+  /**
+   * A conversation: each `send(prompt)` continues the same session, container and workspace.
+   * Pass `session_id` to continue an existing one.
+   *
+   * @example
+   * ```ts
+   * const s = berth.sessions.start({ profile_id })
+   * await s.send('Remember 7')
+   * console.log((await s.send('Which number?')).result?.text)
+   * await s.close()
+   * ```
+   */
+  start(options: SessionOptions): Session
+}
+
+/** Workspace files: list, upload (multipart), download (tar). */
+export interface FileHelpers<Upload = UploadFile> {
+  /**
+   * List a directory of a workspace (default `/workspace`).
+   *
+   * @example
+   * ```ts
+   * const { entries } = await berth.files.list(workspaceId, 'src')
+   * ```
+   */
+  list(workspaceId: string, path?: string, options?: CallOptions): Promise<FileListing>
+  /**
+   * Upload one or more files into a directory of the workspace (created when missing).
+   *
+   * @example
+   * ```ts
+   * await berth.files.upload(workspaceId, { name: 'data.bin', data: new Uint8Array([1, 2, 3]) }, { dir: 'inputs' })
+   * ```
+   */
+  upload(workspaceId: string, files: Upload | readonly Upload[], options?: UploadOptions): Promise<UploadResult>
+  /**
+   * Download files and directories as one tar archive, streamed (entry names relative to
+   * `/workspace`).
+   *
+   * @example
+   * ```ts
+   * const tar = await berth.files.download(workspaceId, ['src', 'README.md'])
+   * ```
+   */
+  download(workspaceId: string, paths: string | readonly string[], options?: { signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>
+}
+
+/** The typed client: one method per operation nested by its dotted name, `request`, and the helpers. */
 export type BerthClient = RouteTree & {
   /**
    * Call any operation by name; the same as the nested method.
@@ -33,99 +121,141 @@ export type BerthClient = RouteTree & {
    * ```
    */
   request<N extends RouteName>(name: N, ...args: RouteArgs<N>): Promise<RouteOutput<N>>
+  tasks: TaskHelpers
+  sessions: SessionHelpers
+  files: FileHelpers
+  /**
+   * A new reconnecting WebSocket to this server (same token), for the raw messages.
+   *
+   * @example
+   * ```ts
+   * const socket = berth.socket()
+   * const { task_id } = await socket.submit({ mode: 'batch', profile_id, prompt: 'Hi' })
+   * ```
+   */
+  socket(options?: Pick<BerthSocketOptions, 'reconnect'>): BerthSocket
 }
 
-interface RawInput {
-  params?: Record<string, unknown>
-  query?: Record<string, unknown>
-  body?: unknown
+/** The helpers' building blocks, for entry points that extend them (`@berth/client/node`). */
+export interface ClientInternals {
+  transport: Transport
+  upload(workspaceId: string, files: readonly { name: string; blob: Blob }[], options?: UploadOptions): Promise<UploadResult>
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason)
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    function onAbort() {
-      clearTimeout(timer)
-      reject(signal!.reason)
-    }
-    signal?.addEventListener('abort', onAbort, { once: true })
+function define(target: object, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: false, configurable: true, writable: false })
+}
+
+/**
+ * Build a client and hand its internals to `extend` (used by `@berth/client/node`).
+ *
+ * @example
+ * ```ts
+ * const client = buildClient(options, ({ transport }) => {})
+ * ```
+ */
+export function buildClient(options: BerthClientOptions, extend?: (client: BerthClient, internals: ClientInternals) => void): BerthClient {
+  const transport = createTransport(options)
+  const call = (name: string, input?: RawInput, opts?: CallOptions) => transport.call(transport.route(name), input, opts)
+  const tree = buildTree(transport.names(), (name) => {
+    const route = transport.route(name)
+    return (input?: RawInput, opts?: CallOptions) => transport.call(route, input, opts)
   })
+  define(tree, 'request', (name: string, input?: RawInput, opts?: CallOptions) => {
+    try {
+      return transport.call(transport.route(name), input, opts)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  })
+
+  const connect = typeof options.websocket === 'function' ? options.websocket : undefined
+  const canSocket = options.websocket !== false && (connect !== undefined || hasGlobalWebSocket())
+  const openSocket = (reconnect: BerthSocketOptions['reconnect'] = options.reconnect ?? { retries: 3 }) =>
+    createBerthSocket({
+      baseURL: options.baseURL,
+      ...(options.token !== undefined && { token: options.token }),
+      ...(connect && { connect }),
+      reconnect,
+    })
+  const maybeSocket = () => (canSocket ? openSocket() : undefined)
+
+  const followDeps = {
+    get: (taskId: string, signal: AbortSignal | undefined) => call('tasks.get', { params: { id: taskId } }, signal && { signal }) as Promise<Task>,
+    events: async (taskId: string, after: number, signal: AbortSignal | undefined) => {
+      const page = (await call('tasks.events', { params: { id: taskId }, query: { after, limit: EVENTS_PAGE } }, signal && { signal })) as { events: TaskEvent[] }
+      return page.events
+    },
+    socket: maybeSocket,
+    pollInterval: options.pollInterval ?? 1000,
+  }
+  const run = (body: RunTaskBody, runOptions?: RunOptions) =>
+    runTask(
+      {
+        socket: maybeSocket,
+        submit: (task: SubmitTaskInput, signal) => call('tasks.submit', { body: task }, signal && { signal }) as Promise<{ task_id: string }>,
+        follow: (taskId, o) => followTask(followDeps, taskId, o),
+        cancel: (taskId) => call('tasks.cancel', { params: { id: taskId } }),
+      },
+      body,
+      runOptions,
+    )
+  const tasks = (tree as Record<string, object>).tasks!
+  define(tasks, 'run', run)
+  define(tasks, 'stream', (taskId: string, streamOptions?: StreamOptions) =>
+    createTaskStream((o) => followTask(followDeps, taskId, o), taskId, streamOptions),
+  )
+  define(tree, 'sessions', {
+    start: (sessionOptions: SessionOptions) =>
+      startSession({ run, deleteWorkspace: (id) => call('workspaces.delete', { params: { id } }) }, sessionOptions),
+  })
+
+  const upload: ClientInternals['upload'] = async (workspaceId, files, o = {}) =>
+    (await transport.call(
+      transport.route('workspaces.files.upload'),
+      { params: { id: workspaceId } },
+      o.signal && { signal: o.signal },
+      { body: await uploadForm(files, o.dir ?? '.') },
+    )) as UploadResult
+  const files: FileHelpers = {
+    list: (workspaceId, path = '', o) => call('workspaces.files.list', { params: { id: workspaceId }, query: { path } }, o) as Promise<FileListing>,
+    upload: async (workspaceId, input, o) =>
+      upload(workspaceId, await Promise.all((Array.isArray(input) ? input : [input]).map((f: UploadFile) => normalizeUpload(f))), o),
+    download: async (workspaceId, paths, o = {}) =>
+      (await transport.call(
+        transport.route('workspaces.files.download'),
+        { params: { id: workspaceId }, query: { path: typeof paths === 'string' ? [paths] : [...paths] } },
+        o.signal && { signal: o.signal },
+        { stream: true },
+      )) as ReadableStream<Uint8Array>,
+  }
+  define(tree, 'files', files)
+  define(tree, 'socket', (o: Pick<BerthSocketOptions, 'reconnect'> = {}) => openSocket(o.reconnect ?? options.reconnect))
+
+  const client = tree as unknown as BerthClient
+  extend?.(client, { transport, upload })
+  return client
 }
 
 /**
  * Create a typed Berth client. Every operation of the route table is a method nested by
- * its name, with input and output types from the route's schemas. Failed calls reject
- * with a `BerthError`; idempotent calls (GET, PUT, DELETE, HEAD, OPTIONS) are retried on
- * network errors, timeouts, 429, 502, 503 and 504, honouring `Retry-After`.
+ * its name, with input and output types from the route's schemas. On top of them:
+ * `tasks.run` (submit and wait), `tasks.stream` (events as an `AsyncIterable`),
+ * `sessions.start` (follow-up prompts), `files` (upload, download) and `socket()`. Failed
+ * calls reject with a `BerthError`; idempotent calls (GET, PUT, DELETE, HEAD, OPTIONS) are
+ * retried on network errors, timeouts, 429, 502, 503 and 504, honouring `Retry-After`.
+ * This entry is browser-safe; in Node 20 import `@berth/client/node` (WebSocket via `ws`,
+ * files from paths, downloads extracted into a directory).
  *
  * @example
  * ```ts
  * const berth = createBerthClient({ baseURL: 'http://127.0.0.1:3000', token: process.env.BERTH_TOKEN })
  * const key = await berth.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
  * const profile = await berth.profiles.create({ body: { name: 'Docs', slug: 'docs', api_key_id: key.id } })
- * const { profiles, total } = await berth.profiles.list({ query: { page: 1 } })
- * await berth.profiles.delete({ params: { id: profile.id } })
+ * const task = await berth.tasks.run({ profile_id: profile.id, prompt: 'Hello' })
+ * console.log(task.result?.text)
  * ```
  */
 export function createBerthClient(options: BerthClientOptions): BerthClient {
-  const $fetch = createFetch({ fetch: options.fetch ?? ((...args) => globalThis.fetch(...args)) })
-  const policy: RetryPolicy = retryPolicy(options.retry)
-  const table = new Map<string, AnyRoute>((routes as readonly AnyRoute[]).map((r) => [r.name, r]))
-
-  async function headersFor(call: CallOptions | undefined): Promise<Record<string, string>> {
-    const token = typeof options.token === 'function' ? await options.token() : options.token
-    return {
-      accept: 'application/json',
-      ...options.headers,
-      ...(token && { authorization: `Bearer ${token}` }),
-      ...call?.headers,
-    }
-  }
-
-  async function call(route: AnyRoute, input: RawInput | undefined, opts: CallOptions | undefined): Promise<unknown> {
-    const path = fillPath(route.path, input?.params)
-    const url = new URL(path.replace(/^\//, ''), options.baseURL.endsWith('/') ? options.baseURL : `${options.baseURL}/`).href
-    const retry = retryPolicy(opts?.retry, policy)
-    const timeout = opts?.timeout ?? options.timeout
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await $fetch(url, {
-          method: route.method,
-          headers: await headersFor(opts),
-          ...(input?.query && { query: input.query }),
-          ...(route.body && input?.body !== undefined && { body: input.body as Record<string, unknown> }),
-          ...(opts?.signal && { signal: opts.signal }),
-          ...(timeout !== undefined && { timeout }),
-          retry: false,
-        })
-      } catch (err) {
-        const error = toBerthError(err, { route: route.name, method: route.method, url, signal: opts?.signal })
-        const wait = retryDelay(error, route.method, attempt, retry)
-        if (wait === undefined) throw error
-        await sleep(wait, opts?.signal).catch((reason: unknown) => {
-          throw toBerthError(reason, { route: route.name, method: route.method, url, signal: opts?.signal })
-        })
-      }
-    }
-  }
-
-  function invoke(name: string) {
-    const route = table.get(name)!
-    return (input?: RawInput, opts?: CallOptions) => call(route, input, opts)
-  }
-
-  const tree = buildTree([...table.keys()], invoke)
-  Object.defineProperty(tree, 'request', {
-    enumerable: false,
-    value: (name: string, input?: RawInput, opts?: CallOptions) => {
-      const route = table.get(name)
-      if (!route) return Promise.reject(new TypeError(`Unknown Berth operation "${name}"`))
-      return call(route, input, opts)
-    },
-  })
-  return tree as unknown as BerthClient
+  return buildClient(options)
 }

@@ -1,6 +1,46 @@
-export { createBerthClient, type BerthClient, type BerthClientOptions } from './client.js'
+// The browser-safe entry: no Node-only import here or below (checked by test/bundle.test.ts).
+
+// The client: route methods, run, stream, sessions, files
+export {
+  createBerthClient,
+  type BerthClient,
+  type BerthClientOptions,
+  type FileHelpers,
+  type SessionHelpers,
+  type TaskHelpers,
+} from './client.js'
+export type { RunOptions, RunTaskBody } from './tasks/run.js'
+export type { StreamOptions, TaskStream } from './tasks/stream.js'
+export type { SendOptions, Session, SessionOptions } from './sessions.js'
+export type { FileListing, UploadData, UploadFile, UploadOptions, UploadResult } from './files.js'
+
+// Task events
+export { isFinished, type Task, type TaskEvent, type TaskEventOf, type TaskStatus } from './events.js'
+
+// The WebSocket client
+export {
+  createBerthSocket,
+  type BerthSocket,
+  type BerthSocketOptions,
+  type ConnectSocket,
+  type SocketState,
+  type SubmittedOverSocket,
+  type WebSocketLike,
+} from './socket.js'
+export type {
+  SocketClientMessage,
+  SocketServerMessage,
+  SubmitTaskInput,
+  TaskEventMessage,
+  TaskMessage,
+  TaskStatusMessage,
+} from './socket-messages.js'
+
+// Errors and retries
 export { BerthError, isBerthError, type BerthErrorCode, type BerthErrorInit, type ClientErrorCode } from './errors.js'
 export { DEFAULT_RETRY, IDEMPOTENT_METHODS, RETRY_STATUSES } from './retry.js'
+
+// Types of the route table
 export type { CamelCase, RouteTree } from './tree.js'
 export type {
   CallOptions,

@@ -3,7 +3,7 @@
  * typecheck (this project) and by the repository's `tsc`.
  */
 import { describe, expectTypeOf, it } from 'vitest'
-import type { BerthClient, BerthError, BerthErrorCode, RouteInput, RouteName, RouteOutput } from '@berth/client'
+import type { BerthClient, BerthError, BerthErrorCode, RouteInput, RouteName, RouteOutput, Task, TaskEvent, TaskEventOf, TaskStream } from '@berth/client'
 
 declare const client: BerthClient
 
@@ -63,5 +63,19 @@ describe('client types from the route table', () => {
     expectTypeOf<BerthError['status']>().toEqualTypeOf<number>()
     expectTypeOf<'NOT_FOUND'>().toExtend<BerthErrorCode>()
     expectTypeOf<'NETWORK_ERROR'>().toExtend<BerthErrorCode>()
+  })
+
+  it('types the helpers: run resolves a Task, stream yields typed events narrowed by type', () => {
+    expectTypeOf(client.tasks.run).returns.resolves.toEqualTypeOf<Task>()
+    expectTypeOf(client.tasks.run).parameter(0).toHaveProperty('profile_id').toEqualTypeOf<string>()
+    // @ts-expect-error prompt is required
+    void client.tasks.run({ profile_id: 'prof_1' })
+    expectTypeOf(client.tasks.stream).returns.toEqualTypeOf<TaskStream>()
+    expectTypeOf<TaskStream>().toExtend<AsyncIterable<TaskEvent>>()
+    expectTypeOf<TaskEventOf<'tool_call'>['name']>().toEqualTypeOf<string>()
+    expectTypeOf<TaskEventOf<'token'>['text']>().toEqualTypeOf<string>()
+    expectTypeOf<TaskEvent['seq']>().toEqualTypeOf<number>()
+    expectTypeOf(client.tasks.get).returns.resolves.toHaveProperty('status')
+    expectTypeOf(client.sessions.start).returns.toHaveProperty('send').returns.resolves.toEqualTypeOf<Task>()
   })
 })

@@ -1,0 +1,40 @@
+import { defineCommand } from 'citty'
+import { action, clientFor, commonArgs, EXIT, printJson } from '../context.js'
+import { createTaskView } from '../render.js'
+import { taskArgs, taskFields } from '../task-flags.js'
+
+/** `berth run --profile <slug|id> "prompt"`: run one task and stream it. */
+export const runCommand = defineCommand({
+  meta: { name: 'run', description: 'Run an agent task and stream its text, tool calls and cost' },
+  args: {
+    prompt: { type: 'positional', description: 'What the agent should do', required: true },
+    ...taskArgs,
+    session: { type: 'string', description: 'Continue this session (sess_…) instead of a fresh workspace', valueHint: 'sess_…' },
+    ...commonArgs,
+  },
+  run: ({ args }) =>
+    action(async () => {
+      const berth = clientFor(args)
+      const body = {
+        ...(await taskFields(berth, args)),
+        prompt: args.prompt,
+        ...(args.session ? { mode: 'session' as const, session_id: args.session } : { mode: 'batch' as const }),
+      }
+      const controller = new AbortController()
+      const onSigint = () => controller.abort()
+      process.once('SIGINT', onSigint)
+      const view = args.json ? undefined : createTaskView()
+      try {
+        const task = await berth.tasks.run(body, { signal: controller.signal, ...(view && { onEvent: view.onEvent }) })
+        if (args.json) printJson(task)
+        const ok = view ? view.finish(task) : task.status === 'completed'
+        return ok ? EXIT.ok : EXIT.taskFailed
+      } catch (err) {
+        view?.stop()
+        if (controller.signal.aborted) return EXIT.interrupted
+        throw err
+      } finally {
+        process.off('SIGINT', onSigint)
+      }
+    }),
+})

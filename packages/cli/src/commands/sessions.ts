@@ -1,0 +1,72 @@
+import { createInterface } from 'node:readline'
+import { defineCommand } from 'citty'
+import { action, clientFor, commonArgs, EXIT, log, printJson, printTable } from '../context.js'
+import { createTaskView } from '../render.js'
+import { taskArgs, taskFields } from '../task-flags.js'
+
+const start = defineCommand({
+  meta: { name: 'start', description: 'Talk to an agent: each line you type is a follow-up in the same session (Ctrl-D ends)' },
+  args: {
+    ...taskArgs,
+    session: { type: 'string', description: 'Continue this session (sess_…) instead of starting one', valueHint: 'sess_…' },
+    ...commonArgs,
+  },
+  run: ({ args }) =>
+    action(async () => {
+      const berth = clientFor(args)
+      const session = berth.sessions.start({ ...(await taskFields(berth, args)), ...(args.session && { session_id: args.session }) })
+      const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: Boolean(process.stdin.isTTY) })
+      let current: AbortController | undefined
+      let status: number = EXIT.ok
+      // Ctrl-C cancels the prompt that is running; at the prompt it ends the session.
+      rl.on('SIGINT', () => (current ? current.abort() : rl.close()))
+      const tty = Boolean(process.stdin.isTTY)
+      if (tty) log.info('Type a prompt; each line is a follow-up in the same session. Ctrl-D ends.')
+      rl.setPrompt('› ')
+      if (tty) rl.prompt()
+      for await (const line of rl) {
+        const prompt = line.trim()
+        if (prompt) {
+          current = new AbortController()
+          const view = args.json ? undefined : createTaskView()
+          try {
+            const task = await session.send(prompt, { signal: current.signal, ...(view && { onEvent: view.onEvent }) })
+            if (args.json) printJson(task)
+            const ok = view ? view.finish(task) : task.status === 'completed'
+            if (!ok) status = EXIT.taskFailed
+            if (session.tasks.length === 1 && !args.json) log.info(`session ${session.id} (continue it with --session ${session.id})`)
+          } catch (err) {
+            view?.stop()
+            if (!current.signal.aborted) throw err
+            log.warn('cancelled')
+          } finally {
+            current = undefined
+          }
+        }
+        if (tty) rl.prompt()
+      }
+      await session.close()
+      return status
+    }),
+})
+
+const ls = defineCommand({
+  meta: { name: 'ls', description: 'List your sessions (workspaces)' },
+  args: { ...commonArgs },
+  run: ({ args }) =>
+    action(async () => {
+      const { workspaces, total } = await clientFor(args).workspaces.list({ query: { limit: 100 } })
+      if (args.json) return printJson({ workspaces, total })
+      printTable([['SESSION', 'WORKSPACE', 'STATUS', 'PROFILE', 'LAST ACTIVE', 'NAME'], ...workspaces.map((w) => [w.session_id, w.id, w.status, w.profile_id ?? '-', w.last_active_at, w.name])])
+      log.info(`${workspaces.length} of ${total}`)
+    }),
+})
+
+/** `berth sessions [start] --profile <slug|id>` (interactive) and `berth sessions ls`. */
+export const sessionsCommand = defineCommand({
+  meta: { name: 'sessions', description: 'Interactive sessions with follow-up prompts; list sessions' },
+  // The flags of `start`, so `berth sessions --profile x` finds its subcommand.
+  args: { ...taskArgs, profile: { ...taskArgs.profile, required: false }, session: { type: 'string' }, ...commonArgs },
+  default: 'start',
+  subCommands: { start, ls },
+})

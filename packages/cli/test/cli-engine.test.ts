@@ -1,0 +1,99 @@
+/**
+ * `berth` spawned as a real process (the package's bin, built output) against a real
+ * server running real tasks on Docker and Podman.
+ */
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ensureEngines } from '@berth/testkit'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
+import setupRunner from '../../server/test/runner.global-setup.js'
+import { taskServer } from '../../server/test/tasks.helpers.js'
+
+const BIN = fileURLToPath(new URL('../bin/berth.mjs', import.meta.url))
+
+/** Run `berth …` to its end; stdout, stderr and the exit code. */
+function berth(args: string[], env: Record<string, string>, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(stdin ?? '')
+  })
+}
+
+beforeAll(async () => {
+  ensureEngines(['podman', 'docker'])
+  await setupRunner()
+})
+
+describe.each(ENGINES)('berth CLI on %s', (engine) => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  let env: Record<string, string>
+  beforeAll(async () => {
+    t = await taskServer(engine)
+    env = { BERTH_URL: t.s.url, BERTH_TOKEN: t.token }
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it('berth run streams the text, shows the tool call and the cost, and exits 0', async () => {
+    const run = await berth(['run', '--profile', 'agent', 'Check. [[berth:tool Bash {"command":"echo cli-tool-ran"}]] [[berth:text The CLI streamed this answer.]]'], env)
+    expect(run.stderr).toMatch(/▸ Bash .*echo cli-tool-ran/)
+    expect(run.stderr).toMatch(/✓ cli-tool-ran/)
+    expect(run.stdout).toContain('The CLI streamed this answer.')
+    expect(run.stderr).toMatch(/completed · 2 turns · \d+ in \/ \d+ out tokens · \$\d+\.\d{4} · task_/)
+    expect(run.code).toBe(0)
+    // What it printed is the task's own text, and the task is listed.
+    const ls = await berth(['tasks', 'ls', '--json'], env)
+    const { tasks } = JSON.parse(ls.stdout) as { tasks: { task_id: string; status: string; result: { text: string } }[] }
+    expect(tasks[0]!.status).toBe('completed')
+    expect(run.stdout).toContain(tasks[0]!.result.text.trim())
+  })
+
+  it('berth run exits non-zero on TURN_LIMIT_EXCEEDED; --json prints the failed task', async () => {
+    const run = await berth(['run', '--profile', 'agent', '--max-turns', '1', '--json', 'Keep going. [[berth:turns 5]]'], env)
+    expect(run.code).toBe(1)
+    const task = JSON.parse(run.stdout) as { status: string; error: { code: string } }
+    expect(task).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
+    // A bad flag value is the server's 400, shown with its issue, exit 2.
+    const bad = await berth(['run', '--profile', 'agent', '--priority', 'urgent', 'x'], env)
+    expect(bad.code).not.toBe(0)
+    const unknown = await berth(['run', '--profile', 'no-such-profile', 'x'], env)
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain('No profile with slug "no-such-profile"')
+  })
+
+  it('berth sessions takes follow-ups line by line; berth files put and get round-trip a file in its workspace', async () => {
+    const chat = await berth(['sessions', '--profile', 'agent'], env, 'The password is OSPREY.\nWhat did I say first? [[berth:recall]]\n')
+    expect(chat.code).toBe(0)
+    expect(chat.stdout).toContain('The first prompt was: The password is OSPREY.')
+    const sessionId = /session (sess_[a-z0-9]+)/.exec(chat.stderr)?.[1]
+    expect(sessionId).toBeDefined()
+    const { workspaces } = JSON.parse((await berth(['sessions', 'ls', '--json'], env)).stdout) as { workspaces: { id: string; session_id: string }[] }
+    const ws = workspaces.find((w) => w.session_id === sessionId)!.id
+
+    const dir = mkdtempSync(join(tmpdir(), 'berth-cli-files-'))
+    try {
+      const bytes = randomBytes(50_000)
+      writeFileSync(join(dir, 'payload.bin'), bytes)
+      expect((await berth(['files', 'put', ws, join(dir, 'payload.bin'), '--dir', 'in'], env)).code).toBe(0)
+      const ls = await berth(['files', 'ls', ws, 'in'], env)
+      expect(ls.stdout).toMatch(/file\s+50000\s+\S+\s+payload\.bin/)
+      expect((await berth(['files', 'get', ws, 'in/payload.bin', '--out', join(dir, 'out')], env)).code).toBe(0)
+      expect(readFileSync(join(dir, 'out/in/payload.bin')).equals(bytes)).toBe(true)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,0 +1,22 @@
+/**
+ * Wait `ms`, or reject with the signal's reason when it aborts first.
+ *
+ * @example
+ * ```ts
+ * await sleep(250, signal)
+ * ```
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    function onAbort() {
+      clearTimeout(timer)
+      reject(signal!.reason)
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}

@@ -1,0 +1,79 @@
+import type { Task } from '@berth/core/contract'
+import type { TaskEvent } from '../events.js'
+import { abortable, abortError } from '../internal/abort.js'
+import type { BerthSocket } from '../socket.js'
+import type { SubmitTaskInput } from '../socket-messages.js'
+import type { FollowOptions } from './follow.js'
+
+/** The body of `tasks.run`: the submit body, with `mode` defaulting to `batch`. */
+export type RunTaskBody = Omit<SubmitTaskInput, 'mode'> & { mode?: SubmitTaskInput['mode'] }
+
+/** Options of `tasks.run`. */
+export interface RunOptions {
+  /** Stop waiting; the task is cancelled too unless `cancelOnAbort` is false. */
+  signal?: AbortSignal
+  /** Every transcript event as it happens, once each, in `seq` order. */
+  onEvent?: (event: TaskEvent) => void
+  /** Called once the task id is known (before it runs). */
+  onSubmitted?: (taskId: string) => void
+  /** The WebSocket submit's `request_id` (default: random); the same id never makes a second task. */
+  requestId?: string
+  /** Cancel the task when `signal` aborts (default true). */
+  cancelOnAbort?: boolean
+}
+
+/** What running a task needs from the client. */
+export interface RunDeps {
+  socket(): BerthSocket | undefined
+  submit(body: SubmitTaskInput, signal: AbortSignal | undefined): Promise<{ task_id: string }>
+  follow(taskId: string, options: FollowOptions): Promise<Task>
+  cancel(taskId: string): Promise<unknown>
+}
+
+/**
+ * Submit a task and wait for it to finish: over the WebSocket when one opens (the submit
+ * carries a `request_id`, so a resend after a reconnect never makes a second task), else
+ * `POST /v1/tasks` and polling. Resolves with the finished task, whatever its status:
+ * `result` when it ran, `error: { code, error }` when it failed.
+ *
+ * @example
+ * ```ts
+ * const task = await runTask(deps, { profile_id, prompt: 'List the files' }, { onEvent: console.log })
+ * ```
+ */
+export async function runTask(deps: RunDeps, body: RunTaskBody, options: RunOptions = {}): Promise<Task> {
+  const { signal } = options
+  const task = { ...body, mode: body.mode ?? 'batch' } as SubmitTaskInput
+  let socket = deps.socket()
+  let taskId: string | undefined
+  try {
+    if (signal?.aborted) throw abortError(signal, 'tasks.run')
+    if (socket) {
+      // A socket that never opens (no WebSocket through a proxy, say): submit over HTTP.
+      const opened = await abortable(socket.opened(), signal, 'tasks.run').then(
+        () => true,
+        (err: unknown) => {
+          if (signal?.aborted) throw err
+          return false
+        },
+      )
+      if (!opened) {
+        socket.close()
+        socket = undefined
+      }
+    }
+    taskId = socket
+      ? (await socket.submit(task, { ...(options.requestId !== undefined && { requestId: options.requestId }), ...(signal && { signal }) })).task_id
+      : (await deps.submit(task, signal)).task_id
+    options.onSubmitted?.(taskId)
+    return await deps.follow(taskId, { signal, onEvent: options.onEvent, socket, known: true })
+  } catch (err) {
+    if (signal?.aborted) {
+      if (taskId && options.cancelOnAbort !== false) await deps.cancel(taskId).catch(() => {})
+      throw abortError(signal, 'tasks.run')
+    }
+    throw err
+  } finally {
+    socket?.close()
+  }
+}

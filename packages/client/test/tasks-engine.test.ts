@@ -1,0 +1,141 @@
+/**
+ * The caller's SDK against a real server running real tasks in containers on Docker and
+ * Podman (the runner and the offline model inside): run, stream across a dropped
+ * connection, a session of three prompts, and a binary file round trip.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ensureEngines } from '@berth/testkit'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createBerthClient, type NodeBerthClient, type TaskEvent } from '@berth/client/node'
+import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
+import setupRunner from '../../server/test/runner.global-setup.js'
+import { taskServer } from '../../server/test/tasks.helpers.js'
+import { startProxy } from './proxy.js'
+
+beforeAll(async () => {
+  ensureEngines(['podman', 'docker'])
+  await setupRunner()
+})
+
+describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  let berth: NodeBerthClient
+  const dirs: string[] = []
+  beforeAll(async () => {
+    t = await taskServer(engine)
+    berth = createBerthClient({ baseURL: t.s.url, token: t.token })
+  })
+  afterAll(async () => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true })
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it('tasks.run submits over the WebSocket and resolves with the completed task and its tool call', async () => {
+    const events: TaskEvent[] = []
+    const task = await berth.tasks.run(
+      { profile_id: t.profileId, prompt: 'Use the shell. [[berth:tool Bash {"command":"echo run-helper-ok"}]] [[berth:text Ran it.]]' },
+      { onEvent: (e) => events.push(e) },
+    )
+    expect(task.status).toBe('completed')
+    expect(task.result!.text).toContain('Ran it.')
+    expect(task.result!.tool_calls).toEqual([expect.objectContaining({ name: 'Bash', input: expect.objectContaining({ command: 'echo run-helper-ok' }) })])
+    // onEvent saw the whole log, once each, in order, as typed events.
+    const log = await t.events(task.task_id)
+    expect(events.map((e) => e.seq)).toEqual(log.map((e) => e.seq))
+    const result = events.find((e) => e.type === 'tool_result')
+    expect(result?.type === 'tool_result' && result.output).toContain('run-helper-ok')
+    expect(events.at(-1)?.type).toBe('result')
+  })
+
+  it('tasks.stream survives a dropped connection mid-task: no gap, no duplicate seq', async () => {
+    const proxy = await startProxy(t.s.url)
+    try {
+      const viaProxy = createBerthClient({ baseURL: proxy.url, token: t.token })
+      const { task_id } = await berth.tasks.submit({
+        body: { mode: 'batch', profile_id: t.profileId, prompt: 'Work slowly. [[berth:slow 40]] [[berth:turns 4]] [[berth:text finished despite the drop]]' },
+      })
+      const seen: TaskEvent[] = []
+      let droppedWhile: string | undefined
+      for await (const event of viaProxy.tasks.stream(task_id)) {
+        seen.push(event)
+        if (!droppedWhile && event.type === 'tool_call') {
+          expect(proxy.dropAll()).toBeGreaterThan(0)
+          droppedWhile = (await berth.tasks.get({ params: { id: task_id } })).status
+        }
+      }
+      expect(droppedWhile).toBe('running')
+      // It reconnected over the WebSocket rather than ending or failing.
+      expect(proxy.upgrades()).toBeGreaterThanOrEqual(2)
+      const log = await t.events(task_id)
+      expect(seen.map((e) => e.seq)).toEqual(log.map((e) => e.seq))
+      expect(new Set(seen.map((e) => e.seq)).size).toBe(seen.length)
+      expect(seen.at(-1)).toMatchObject({ type: 'result', text: expect.stringContaining('finished despite the drop') })
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it('tasks.run falls back to HTTP and polling when the WebSocket is refused; aborting cancels the task', async () => {
+    const proxy = await startProxy(t.s.url, { refuseUpgrades: true })
+    try {
+      const noSocket = createBerthClient({ baseURL: proxy.url, token: t.token, pollInterval: 200 })
+      const events: TaskEvent[] = []
+      const task = await noSocket.tasks.run(
+        { profile_id: t.profileId, prompt: 'Poll me. [[berth:tool Bash {"command":"echo polled"}]] [[berth:text Polled fine.]]' },
+        { onEvent: (e) => events.push(e) },
+      )
+      expect(proxy.upgrades()).toBeGreaterThanOrEqual(1)
+      expect(task.status).toBe('completed')
+      expect(task.result!.text).toContain('Polled fine.')
+      expect(events.map((e) => e.seq)).toEqual((await t.events(task.task_id)).map((e) => e.seq))
+
+      const controller = new AbortController()
+      let submitted: string | undefined
+      const aborted = noSocket.tasks.run(
+        { profile_id: t.profileId, prompt: 'Take long. [[berth:slow 200]] [[berth:turns 6]]' },
+        { signal: controller.signal, onSubmitted: (id) => (submitted = id), onEvent: (e) => e.type === 'turn_start' && controller.abort() },
+      )
+      await expect(aborted).rejects.toMatchObject({ name: 'BerthError', code: 'ABORTED' })
+      expect((await t.waitDone(submitted!)).status).toBe('cancelled')
+    } finally {
+      await proxy.close()
+    }
+  })
+
+  it('a three-prompt session remembers the first prompt, and a binary file round-trips byte for byte', async () => {
+    const session = berth.sessions.start({ profile_id: t.profileId })
+    const one = await session.send('Remember the codeword HERON-77.')
+    expect(one.status).toBe('completed')
+    expect(session.id).toMatch(/^sess_/)
+    await session.send('Anything new?')
+    const three = await session.send('What did I say first? [[berth:recall]]')
+    expect(three.result!.text).toContain('The first prompt was: Remember the codeword HERON-77.')
+    expect(session.tasks.map((x) => x.session_id)).toEqual([session.id, session.id, session.id])
+    expect(new Set(session.tasks.map((x) => x.workspace_id)).size).toBe(1)
+
+    // Every byte value, and random bytes: from memory and from a path.
+    const bytes = new Uint8Array([...Array.from({ length: 256 }, (_, i) => i), ...randomBytes(200_000)])
+    const dir = mkdtempSync(join(tmpdir(), 'berth-client-files-'))
+    dirs.push(dir)
+    writeFileSync(join(dir, 'from-path.bin'), bytes.subarray(1000))
+    const up = await berth.files.upload(session.workspaceId!, [{ name: 'blob.bin', data: bytes }, join(dir, 'from-path.bin')], { dir: 'inputs' })
+    expect(up.files.map((f) => [f.name, f.size])).toEqual([
+      ['blob.bin', bytes.length],
+      ['from-path.bin', bytes.length - 1000],
+    ])
+    const listing = await berth.files.list(session.workspaceId!, 'inputs')
+    expect(listing.entries.map((e) => e.name)).toEqual(['blob.bin', 'from-path.bin'])
+
+    const out = join(dir, 'out')
+    const written = await berth.files.downloadTo(session.workspaceId!, 'inputs', out)
+    expect(written).toEqual(expect.arrayContaining(['inputs/blob.bin', 'inputs/from-path.bin']))
+    expect(Buffer.compare(readFileSync(join(out, 'inputs/blob.bin')), Buffer.from(bytes))).toBe(0)
+    expect(Buffer.compare(readFileSync(join(out, 'inputs/from-path.bin')), Buffer.from(bytes.subarray(1000)))).toBe(0)
+    await session.close({ deleteWorkspace: true })
+    await expect(session.send('after close')).rejects.toThrow(/closed/)
+  })
+})
