@@ -1,0 +1,223 @@
+/**
+ * The console in a real browser (Debian's chromium via playwright-core) against a real
+ * Berth on Podman running the real runner with the offline model: sign in, submit, watch
+ * the tool call and the result stream in, cancel, sessions with follow-ups and files, and
+ * the task page's layout at desktop and phone widths.
+ */
+import { mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { systemClock } from '@berth/core'
+import { findRepoRoot } from '@berth/testkit'
+import type { Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ADMIN_TOKEN } from '../../server/test/helpers.js'
+import { eventually } from '../../server/test/pool.helpers.js'
+import { taskServer } from '../../server/test/tasks.helpers.js'
+import { launchBrowser, signIn, type Browser } from './browser.js'
+import { RUNNER_BUNDLE } from './global-setup.js'
+
+const SHOTS = join(findRepoRoot(), '.tmp', 'console-screenshots')
+
+let t: Awaited<ReturnType<typeof taskServer>>
+let browser: Browser
+
+beforeAll(async () => {
+  t = await taskServer('podman', { min: 1, max: 6, berth: { console: true, clock: systemClock, runner: { bundleDir: RUNNER_BUNDLE } } })
+  browser = await launchBrowser()
+  mkdirSync(SHOTS, { recursive: true })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await t?.s.close()
+})
+
+/** Submit through the console's form and land on the task page; resolves the task id. */
+async function submitFromForm(page: Page, prompt: string, opts: { session?: boolean; maxTurns?: number } = {}): Promise<string> {
+  await page.getByRole('link', { name: 'New task' }).first().click()
+  await page.getByLabel('Profile').selectOption(t.profileId)
+  if (opts.session) await page.getByLabel(/Session/).check()
+  await page.getByLabel('Prompt', { exact: true }).fill(prompt)
+  if (opts.maxTurns) await page.getByLabel('Max turns').fill(String(opts.maxTurns))
+  await page.getByRole('button', { name: 'Submit task' }).click()
+  await page.waitForURL(/#\/tasks\/task_/)
+  return new URL(page.url()).hash.replace('#/tasks/', '')
+}
+
+const statusOf = (page: Page) => page.getByTestId('task-status')
+
+describe('console', () => {
+  it('serves the page offline with a strict CSP, and signs in with a key kept out of the URL', async () => {
+    const res = await fetch(`${t.s.url}/console`)
+    expect(res.status).toBe(200)
+    const csp = res.headers.get('content-security-policy') ?? ''
+    expect(csp).toContain("default-src 'none'")
+    expect(csp).toContain("script-src 'self'")
+    expect(csp).not.toContain('unsafe-inline')
+    const html = await res.text()
+    // Nothing from another host: every src/href is relative.
+    expect(html).not.toMatch(/(src|href)="(https?:)?\/\//)
+
+    const page = await browser.page()
+    const violations: string[] = []
+    page.on('console', (m) => m.type() === 'error' && violations.push(m.text()))
+    await page.goto(`${t.s.url}/console`)
+    await page.getByLabel('Caller key').fill('berth_sk_wrong')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('UNAUTHORIZED')
+
+    await page.getByLabel('Caller key').fill(t.token)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('heading', { name: 'Tasks' }).waitFor()
+    expect(await page.evaluate(() => sessionStorage.getItem('berth.console.key'))).toBe(t.token)
+    expect(await page.evaluate(() => localStorage.length)).toBe(0)
+    expect(page.url()).not.toContain(t.token)
+    expect(await page.evaluate(() => history.length)).toBeGreaterThan(0)
+    // The caller is no operator: no admin view.
+    expect(await page.getByRole('link', { name: 'Operator' }).count()).toBe(0)
+    // The live socket is up (its URL carries the token; the page's never does).
+    await expect.poll(() => page.locator('.conn').textContent()).toContain('live')
+    expect(violations.filter((v) => /Content Security Policy/i.test(v))).toEqual([])
+    await page.close()
+  })
+
+  it('submits a stub task and shows the tool call and the result live, as they happen', async () => {
+    const page = await browser.page()
+    await signIn(page, t.s.url, t.token)
+    const marker = `console-marker-${Date.now()}`
+    const id = await submitFromForm(page, `Run it [[berth:tool Bash {"command":"echo ${marker}"}]] [[berth:slow 120]] [[berth:text All done here.]]`)
+
+    // The tool call shows up while the task still runs: streamed, not loaded afterwards.
+    const seen = await page.waitForFunction(
+      () => {
+        const tool = document.querySelector('details.tool .tool-name')
+        return tool ? { tool: tool.textContent, status: document.querySelector('[data-testid=task-status]')?.textContent } : null
+      },
+      undefined,
+      { timeout: 90_000 },
+    )
+    const atToolCall = (await seen.jsonValue()) as { tool: string; status: string }
+    expect(atToolCall.tool).toBe('Bash')
+    expect(atToolCall.status).toBe('running')
+
+    await expect.poll(() => page.locator('details.tool pre.tool-output').textContent(), { timeout: 90_000 }).toContain(marker)
+    await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
+    expect(await page.getByRole('region', { name: 'Result' }).textContent()).toContain('All done here.')
+    await expect.poll(() => statusOf(page).textContent(), { timeout: 30_000 }).toBe('completed')
+
+    // Every event rendered once, in order: the page's text equals the log's tokens.
+    const events = await t.events(id)
+    const tokens = events.filter((e) => e.type === 'token').map((e) => String(e.text)).join('')
+    const rendered = (await page.locator('.ev.text').allTextContents()).join('')
+    expect(rendered).toBe(tokens)
+    expect(Number(await page.locator('.transcript').getAttribute('data-last-seq'))).toBe(events.at(-1)!.seq)
+    expect(await page.locator('details.tool').count()).toBe(events.filter((e) => e.type === 'tool_call').length)
+
+    // The list shows it, with its cost and turns.
+    await page.getByRole('link', { name: 'Tasks' }).first().click()
+    const row = page.locator(`tr[data-task="${id}"]`)
+    await row.waitFor()
+    expect(await row.textContent()).toContain('completed')
+    expect(await row.textContent()).toContain('$')
+    await page.close()
+  })
+
+  it('cancels a slow task from its page', async () => {
+    const page = await browser.page()
+    await signIn(page, t.s.url, t.token)
+    const id = await submitFromForm(page, 'Talk slowly [[berth:slow 3000]] [[berth:text one two three four five six seven eight]]')
+    await expect.poll(() => statusOf(page).textContent(), { timeout: 60_000 }).toMatch(/running|starting|queued/)
+    await page.getByRole('button', { name: 'Cancel task' }).click()
+    await expect.poll(() => statusOf(page).textContent(), { timeout: 60_000 }).toBe('cancelled')
+    expect((await t.call('GET', `/v1/tasks/${id}`)).body.status).toBe('cancelled')
+    expect(await page.getByRole('button', { name: 'Cancelled' }).isDisabled()).toBe(true)
+    await page.close()
+  })
+
+  it('runs a session: follow-up prompts on the page, files uploaded and downloaded', async () => {
+    const page = await browser.page()
+    await signIn(page, t.s.url, t.token)
+    const first = await submitFromForm(page, 'Remember the word pelican.', { session: true })
+    await expect.poll(() => statusOf(page).textContent(), { timeout: 90_000 }).toBe('completed')
+
+    // Upload a file into the workspace, see it in the tree, download it back as itself.
+    const content = `uploaded from the console ${Date.now()}\n`
+    await page.getByLabel('Directory').fill('inbox')
+    await page.locator('#upload-files').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(content) })
+    await page.getByRole('button', { name: 'Upload' }).click()
+    await expect.poll(() => page.locator('.files [aria-live]').textContent(), { timeout: 30_000 }).toContain('Uploaded')
+    await page.getByRole('button', { name: /inbox\// }).click()
+    const download = page.waitForEvent('download')
+    await page.getByRole('button', { name: 'Download inbox/notes.txt' }).click()
+    const file = await download
+    expect(file.suggestedFilename()).toBe('notes.txt')
+    expect(readFileSync((await file.path())!, 'utf8')).toBe(content)
+    // The agent sees it too: the file is really in the workspace.
+    const listed = await t.call('GET', `/v1/workspaces/${(await t.call('GET', `/v1/tasks/${first}`)).body.workspace_id}/files?path=inbox`)
+    expect(listed.body.entries.map((e: { name: string }) => e.name)).toEqual(['notes.txt'])
+
+    // A follow-up in the same session resumes the conversation, on the same page.
+    await page.getByRole('textbox', { name: 'Follow-up prompt' }).fill('What did I say first? [[berth:recall]]')
+    await page.getByRole('button', { name: 'Send' }).click()
+    await page.waitForURL((u) => u.hash.startsWith('#/tasks/task_') && !u.hash.endsWith(first))
+    await expect.poll(() => page.getByRole('region', { name: 'Result' }).last().textContent(), { timeout: 90_000 }).toContain('The first prompt was: Remember the word pelican.')
+    expect(await page.getByRole('region', { name: 'Prompt' }).count()).toBe(2)
+    await page.close()
+  })
+
+  it('lays out the task page at 1280×800 and at phone width without overflow or overlap', async () => {
+    const done = await t.run({ prompt: `Show it [[berth:tool Bash {"command":"seq 1 200"}]] [[berth:text Counted to two hundred.]]` })
+    expect(done.status).toBe('completed')
+    for (const [name, viewport] of [
+      ['desktop', { width: 1280, height: 800 }],
+      ['phone', { width: 390, height: 844 }],
+    ] as const) {
+      const page = await browser.page(viewport)
+      await signIn(page, t.s.url, t.token)
+      await page.goto(`${t.s.url}/console#/tasks/${done.task_id}`)
+      await page.getByRole('region', { name: 'Result' }).waitFor()
+      const layout = await page.evaluate(() => {
+        window.scrollTo(0, 0)
+        const box = (sel: string) => document.querySelector(sel)!.getBoundingClientRect().toJSON() as DOMRect
+        return {
+          scrollWidth: document.documentElement.scrollWidth,
+          innerWidth: window.innerWidth,
+          head: box('.task-head'),
+          transcript: box('.transcript-card'),
+          nav: box('header.top'),
+        }
+      })
+      expect(layout.scrollWidth, name).toBeLessThanOrEqual(layout.innerWidth)
+      expect(layout.head.bottom, name).toBeLessThanOrEqual(layout.transcript.top)
+      expect(layout.nav.bottom, name).toBeLessThanOrEqual(layout.head.top)
+      // What a person looks for is on screen: the task, its status, numbers and the tool call.
+      for (const label of ['Turns', 'Cost', 'Tokens in / out']) expect(await page.getByText(label, { exact: true }).isVisible(), label).toBe(true)
+      expect(await statusOf(page).textContent()).toBe('completed')
+      expect(await page.locator('details.tool .tool-name').first().isVisible()).toBe(true)
+      // 200 lines of output are clipped behind "Show all", which shows everything.
+      const output = page.locator('pre.tool-output').first()
+      expect((await output.textContent())!.split('\n').length).toBeLessThan(200)
+      await page.getByRole('button', { name: /Show all/ }).click()
+      expect(await output.textContent()).toContain('\n200')
+      await page.evaluate(() => window.scrollTo(0, 0))
+      await page.screenshot({ path: join(SHOTS, `task-page-${name}.png`), fullPage: false })
+      await page.close()
+    }
+  })
+
+  it('shows the operator the pool, the users and their keys', async () => {
+    const page = await browser.page()
+    await signIn(page, t.s.url, t.token, ADMIN_TOKEN)
+    await page.getByRole('link', { name: 'Operator' }).click()
+    await page.getByRole('heading', { name: 'Warm pool' }).waitFor()
+    await expect.poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Warm pool' }) }).textContent()).toContain('In use')
+    await page.getByLabel('Name').fill('Console-made user')
+    await page.getByRole('button', { name: 'Create user' }).click()
+    const key = await page.getByLabel('Caller key for Console-made user').inputValue()
+    expect(key).toMatch(/^berth_sk_/)
+    // The new key works against the API.
+    expect((await t.s.request('/v1/tasks', { token: key })).status).toBe(200)
+    await page.screenshot({ path: join(SHOTS, 'operator.png') })
+    await page.close()
+  })
+})
