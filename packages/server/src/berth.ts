@@ -227,8 +227,13 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }),
     channels: { ...(chatProvider && { chatprovider: chatProvider.channel }), ...(mailProvider && { mailprovider: mailProvider.channel }) },
   })
+  const rateLimiter =
+    options.rateLimit && 'take' in options.rateLimit
+      ? options.rateLimit
+      : tokenBucket({ rpm: options.rateLimit?.rpm ?? 60, burst: options.rateLimit?.burst ?? 10, clock })
   const services = createServices({
     store,
+    rateLimiter,
     notifier,
     ...(options.notifications && { notificationRetry: { attempts: options.notifications.attempts, backoffMs: options.notifications.backoffMs } }),
     ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
@@ -267,10 +272,6 @@ export function createBerth(options: BerthOptions = {}): Berth {
   )
   // Observed by whoever awaits `ready`; never an unhandled rejection.
   ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
-  const rateLimiter =
-    options.rateLimit && 'take' in options.rateLimit
-      ? options.rateLimit
-      : tokenBucket({ rpm: options.rateLimit?.rpm ?? 60, burst: options.rateLimit?.burst ?? 10, clock })
   const run = createPipeline({
     services,
     rateLimiter,

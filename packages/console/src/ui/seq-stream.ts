@@ -50,6 +50,15 @@ export class SeqStream {
     if (this.held.size > 0) this.fill()
   }
 
+  /**
+   * Catch up with the log now, gap or not: events dropped at the very end of a stream
+   * leave no gap behind them, so call this when the task ends or the socket reconnects.
+   */
+  sync(): Promise<void> {
+    this.fill()
+    return this.settled()
+  }
+
   /** Events held back behind a gap. */
   get waiting(): number {
     return this.held.size

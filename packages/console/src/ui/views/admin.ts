@@ -34,9 +34,8 @@ interface Key {
   token?: string
 }
 interface Limits {
-  rate: { rpm: number; burst: number }
-  concurrency: { limit: number }
-  callers: { caller_id: string; rate_remaining: number; running: { profile_id: string; workspaces: number }[] }[]
+  rate: { rpm: number; burst: number; callers: { caller_id: string; remaining: number; reset_seconds: number }[] } | null
+  concurrency: { limit: number; profiles: { profile_id: string; owner_id: string | null; running: number; workspace_ids: string[] }[] }
 }
 
 const REFRESH_MS = 10_000
@@ -143,20 +142,29 @@ export function adminView(): View {
       const l = await api<Limits>('/admin/limits', { admin: true })
       replace(
         limitsEl,
-        h('p', { class: 'muted small' }, `Rate: ${l.rate.burst} at once, refilled at ${l.rate.rpm} per minute · concurrency: ${l.concurrency.limit} running workspaces per profile`),
+        h('h3', null, 'Rate limit'),
+        l.rate
+          ? h('p', { class: 'muted small' }, `${l.rate.burst} requests at once per caller, refilled at ${l.rate.rpm} per minute. Callers not listed have their whole bucket.`)
+          : h('p', { class: 'muted small' }, 'This server runs a rate limiter without state to show.'),
+        l.rate
+          ? table(
+              'Rate limit per caller',
+              ['Caller', 'Requests left', 'Full again in'],
+              l.rate.callers.map((c) =>
+                h('tr', null, h('td', { class: 'mono small' }, c.caller_id), h('td', { class: 'num' }, `${c.remaining} / ${l.rate!.burst}`), h('td', { class: 'num' }, `${c.reset_seconds} s`)),
+              ),
+              'Every caller has its whole bucket.',
+            )
+          : null,
+        h('h3', { class: 'spaced' }, 'Concurrency'),
+        h('p', { class: 'muted small' }, `${l.concurrency.limit} running workspaces per profile.`),
         table(
-          'Rate and concurrency per caller',
-          ['Caller', 'Requests left', 'Running workspaces'],
-          l.callers.map((c) =>
-            h(
-              'tr',
-              null,
-              h('td', { class: 'mono small' }, c.caller_id),
-              h('td', { class: 'num' }, `${c.rate_remaining} / ${l.rate.burst}`),
-              h('td', null, c.running.length ? c.running.map((r) => `${r.profile_id}: ${r.workspaces}`).join(', ') : '0'),
-            ),
+          'Running workspaces per profile and owner',
+          ['Owner', 'Profile', 'Running'],
+          l.concurrency.profiles.map((p) =>
+            h('tr', null, h('td', { class: 'mono small' }, p.owner_id ?? '—'), h('td', { class: 'mono small' }, p.profile_id), h('td', { class: 'num' }, `${p.running} / ${l.concurrency.limit}`)),
           ),
-          'No caller has used the API since the server started.',
+          'No workspace is running.',
         ),
       )
     } catch (err) {

@@ -60,6 +60,7 @@ export function taskView(taskId: string): View {
     const tasks = new Map<string, Task>([[first.task_id, first]])
     let current = first
     let followUp: HTMLFormElement | null = null
+    let wasDone = TERMINAL.has(first.status)
     const session = first.mode === 'session' && first.workspace_id !== null
     const source = session ? `/v1/workspaces/${first.workspace_id}/transcript` : `/v1/tasks/${first.task_id}/events`
 
@@ -73,7 +74,7 @@ export function taskView(taskId: string): View {
     const turns = stat('Turns')
     const cost = stat('Cost')
     const tokens = stat('Tokens in / out')
-    const elapsed = stat('Age')
+    const elapsed = stat('Time')
     const profileName = h('span', null, first.profile_id)
     const errorLine = h('p', { class: 'error-line', role: 'status' })
     const cancel = h('button', { type: 'button', class: 'danger' }, 'Cancel task')
@@ -121,6 +122,9 @@ export function taskView(taskId: string): View {
       badge.textContent = t.status
       badge.className = statusClass(t.status)
       const done = TERMINAL.has(t.status)
+      // The end of a stream leaves no gap to notice a dropped last event by: check the log.
+      if (done && !wasDone) void stream.sync()
+      wasDone = done
       cancel.disabled = done
       cancel.textContent = done ? (t.status === 'cancelled' ? 'Cancelled' : 'Finished') : 'Cancel task'
       errorLine.textContent = t.error ? `${t.error.code}: ${t.error.error}` : ''
@@ -173,7 +177,10 @@ export function taskView(taskId: string): View {
         else if (m.type === 'task.status' && tasks.has(m.task_id) && m.task) update(m.task as Task)
         else if (m.type === 'error' && m.task_id && tasks.has(m.task_id)) live.textContent = m.error
       }),
-      socket.onState((up) => (live.textContent = up ? 'live' : 'reconnecting…')),
+      socket.onState((up) => {
+        live.textContent = up ? 'live' : 'reconnecting…'
+        if (up) void stream.sync()
+      }),
     )
     watch(first.task_id)
     void readAll(source, 0).then(
@@ -223,9 +230,15 @@ export function taskView(taskId: string): View {
     }
     if (first.workspace_id && first.mode === 'session') side.push(filesPanel(first.workspace_id))
 
-    const tick = setInterval(() => (elapsed.dd.textContent = age(current.created_at)), 1000)
+    // Time so far while it runs, how long it took once done.
+    const time = () => {
+      const t = current
+      const from = t.started_at ?? t.created_at
+      elapsed.dd.textContent = t.finished_at ? age(from, Date.parse(t.finished_at)) : age(from)
+    }
+    const tick = setInterval(time, 1000)
     disposers.push(() => clearInterval(tick), () => cancelAnimationFrame(frame))
-    elapsed.dd.textContent = age(first.created_at)
+    time()
     replace(root, h('div', { class: 'task-main' }, header, main, followUp), side.length ? h('aside', { class: 'task-side' }, ...side) : null)
     root.classList.toggle('with-side', side.length > 0)
     update(first)
