@@ -122,6 +122,24 @@ describe('console', () => {
     await page.close()
   })
 
+  it('keeps up with a fast stream: every token once, in order', async () => {
+    const page = await browser.page()
+    await signIn(page, t.s.url, t.token)
+    const words = Array.from({ length: 400 }, (_, i) => `w${i}`).join(' ')
+    // Two milliseconds per delta: about 500 deltas a second.
+    const id = await submitFromForm(page, `Stream fast [[berth:slow 2]] [[berth:text ${words}]]`)
+    await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
+    await expect.poll(() => statusOf(page).textContent(), { timeout: 30_000 }).toBe('completed')
+    const events = await t.call('GET', `/v1/tasks/${id}/events?limit=100`)
+    const all = [...events.body.events]
+    while (all.length < events.body.total) all.push(...(await t.call('GET', `/v1/tasks/${id}/events?limit=100&after=${all.at(-1).seq}`)).body.events)
+    const tokens = all.filter((e) => e.type === 'token')
+    expect(tokens.length).toBeGreaterThan(50)
+    expect((await page.locator('.ev.text').allTextContents()).join('')).toBe(tokens.map((e) => e.text).join(''))
+    expect(Number(await page.locator('.transcript').getAttribute('data-last-seq'))).toBe(all.at(-1).seq)
+    await page.close()
+  })
+
   it('cancels a slow task from its page', async () => {
     const page = await browser.page()
     await signIn(page, t.s.url, t.token)

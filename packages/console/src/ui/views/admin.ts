@@ -95,7 +95,7 @@ export function adminView(): View {
             [
               ['Server', health.ok ? 'ok' : 'down'],
               ['Version', health.version],
-              ['Engine', pool.max > 0 ? 'answering' : 'no engine'],
+              ['Containers on the engine', `${pool.in_use + pool.idle} of ${pool.max}`],
             ] as const
           ).map(([k, v]) => h('div', { class: 'stat' }, h('dt', null, k), h('dd', null, v))),
         ),
