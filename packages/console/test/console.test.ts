@@ -128,6 +128,14 @@ describe('console', () => {
     const words = Array.from({ length: 400 }, (_, i) => `w${i}`).join(' ')
     // Two milliseconds per delta: about 500 deltas a second.
     const id = await submitFromForm(page, `Stream fast [[berth:slow 2]] [[berth:text ${words}]]`)
+    // Count layout shifts while it streams (the Layout Instability API).
+    await page.evaluate(() => {
+      const w = window as unknown as { shift: number }
+      w.shift = 0
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[]) if (!e.hadRecentInput) w.shift += e.value
+      }).observe({ type: 'layout-shift' })
+    })
     await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
     await expect.poll(() => statusOf(page).textContent(), { timeout: 30_000 }).toBe('completed')
     const events = await t.call('GET', `/v1/tasks/${id}/events?limit=100`)
@@ -137,6 +145,42 @@ describe('console', () => {
     expect(tokens.length).toBeGreaterThan(50)
     expect((await page.locator('.ev.text').allTextContents()).join('')).toBe(tokens.map((e) => e.text).join(''))
     expect(Number(await page.locator('.transcript').getAttribute('data-last-seq'))).toBe(all.at(-1).seq)
+    // Nothing already on screen moved while tokens streamed in.
+    expect(await page.evaluate(() => (window as unknown as { shift: number }).shift)).toBeLessThan(0.05)
+    await page.close()
+  })
+
+  it('updates the task list live over the WebSocket', async () => {
+    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'Wait [[berth:slow 3000]] [[berth:text a b c d e f]]' })
+    expect(sub.status).toBe(202)
+    const page = await browser.page()
+    let listReads = 0
+    page.on('request', (r) => new URL(r.url()).pathname === '/v1/tasks' && r.method() === 'GET' && listReads++)
+    await signIn(page, t.s.url, t.token)
+    const row = page.locator(`tr[data-task="${sub.body.task_id}"]`)
+    await expect.poll(() => row.textContent(), { timeout: 60_000 }).toMatch(/queued|starting|running/)
+    const reads = listReads
+    await t.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
+    await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('cancelled')
+    // Pushed by the socket: the list was not read again to learn it.
+    expect(listReads).toBe(reads)
+    await page.close()
+  })
+
+  it('submits with the keyboard alone', async () => {
+    const page = await browser.page()
+    await page.goto(`${t.s.url}/console`)
+    // The key field has focus; Enter submits the form.
+    await page.keyboard.type(t.token)
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { name: 'Tasks' }).waitFor()
+    await page.goto(`${t.s.url}/console#/new`)
+    await page.getByRole('heading', { name: 'New task' }).waitFor()
+    // The prompt has focus; Ctrl+Enter submits.
+    await page.keyboard.type('Typed with the keyboard')
+    await page.keyboard.press('Control+Enter')
+    await page.waitForURL(/#\/tasks\/task_/)
+    await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
     await page.close()
   })
 
@@ -180,6 +224,15 @@ describe('console', () => {
     await page.waitForURL((u) => u.hash.startsWith('#/tasks/task_') && !u.hash.endsWith(first))
     await expect.poll(() => page.getByRole('region', { name: 'Result' }).last().textContent(), { timeout: 90_000 }).toContain('The first prompt was: Remember the word pelican.')
     expect(await page.getByRole('region', { name: 'Prompt' }).count()).toBe(2)
+    const second = new URL(page.url()).hash.replace('#/tasks/', '')
+    await page.screenshot({ path: join(SHOTS, 'session.png') })
+
+    // The sessions page opens the conversation at its newest task.
+    await page.getByRole('link', { name: 'Sessions' }).click()
+    const sessionId = (await t.call('GET', `/v1/tasks/${first}`)).body.session_id as string
+    await page.getByRole('button', { name: new RegExp(sessionId) }).click()
+    await page.waitForURL((u) => u.hash === `#/tasks/${second}`)
+    await page.getByRole('region', { name: 'Result' }).last().waitFor()
     await page.close()
   })
 

@@ -41,7 +41,7 @@ export function sessionsView(): View {
           h(
             'tr',
             null,
-            h('td', null, h('button', { type: 'button', class: 'link', onclick: () => openSession(w.id, status) }, w.name), h('div', { class: 'mono small muted' }, w.session_id)),
+            h('td', null, h('button', { type: 'button', class: 'link', 'aria-label': `${w.name} (${w.session_id})`, onclick: () => openSession(w.id, status) }, w.name), h('div', { class: 'mono small muted' }, w.session_id)),
             h('td', null, h('span', { class: statusClass(w.status === 'running' ? 'running' : w.status === 'failed' ? 'failed' : 'queued') }, w.status)),
             h('td', { class: 'num' }, age(w.last_active_at)),
           ),
