@@ -272,6 +272,14 @@ describe('console', () => {
       expect(await output.textContent()).toContain('\n200')
       await page.evaluate(() => window.scrollTo(0, 0))
       await page.screenshot({ path: join(SHOTS, `task-page-${name}.png`), fullPage: false })
+      // The list and the form fit the width too (wide tables scroll inside their frame).
+      for (const hash of ['#/tasks', '#/new']) {
+        await page.goto(`${t.s.url}/console${hash}`)
+        await page.locator('main h1').waitFor()
+        await page.waitForLoadState('networkidle')
+        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${name} ${hash}`).toBe(true)
+        await page.screenshot({ path: join(SHOTS, `${hash.slice(2)}-${name}.png`) })
+      }
       await page.close()
     }
   })

@@ -145,7 +145,7 @@ export class TranscriptView {
             h('h3', null, ok ? 'Result' : `Ended: ${String(e.outcome).replace(/_/g, ' ')}`),
             e.text ? h('pre', { class: 'result-text' }, String(e.text)) : null,
             e.error ? h('p', { class: 'error-text' }, String(e.error)) : null,
-            h('p', { class: 'muted' }, `${e.turns} turns · ${usd(Number(e.cost_usd))} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`),
+            h('p', { class: 'muted' }, `${e.turns} turn${e.turns === 1 ? '' : 's'} · ${usd(Number(e.cost_usd))} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`),
           ),
         )
         break

@@ -56,6 +56,7 @@ export function filesPanel(workspaceId: string): HTMLElement {
       toggle.addEventListener('click', () => {
         const open = toggle.getAttribute('aria-expanded') !== 'true'
         toggle.setAttribute('aria-expanded', String(open))
+        toggle.querySelector('.chev')!.textContent = open ? '▾' : '▸'
         children.hidden = !open
         if (open && !loaded) {
           loaded = true

@@ -61,6 +61,7 @@ export function taskView(taskId: string): View {
     let current = first
     let followUp: HTMLFormElement | null = null
     let wasDone = TERMINAL.has(first.status)
+    let dropped = false
     const session = first.mode === 'session' && first.workspace_id !== null
     const source = session ? `/v1/workspaces/${first.workspace_id}/transcript` : `/v1/tasks/${first.task_id}/events`
 
@@ -179,7 +180,12 @@ export function taskView(taskId: string): View {
       }),
       socket.onState((up) => {
         live.textContent = up ? 'live' : 'reconnecting…'
-        if (up) void stream.sync()
+        // Back after a drop: whatever went past meanwhile comes from the log.
+        if (!up) dropped = true
+        else if (dropped) {
+          dropped = false
+          void stream.sync()
+        }
       }),
     )
     watch(first.task_id)

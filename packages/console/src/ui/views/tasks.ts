@@ -61,11 +61,11 @@ export function tasksView(query: URLSearchParams): View {
   const cells = (t: Task) => [
     h('td', { class: 'col-task' }, h('a', { href: `#/tasks/${t.task_id}` }, promptTitle(t.prompt) || t.task_id), h('div', { class: 'muted mono small' }, t.task_id)),
     h('td', null, h('span', { class: statusClass(t.status) }, t.status), t.error ? h('div', { class: 'small error-text' }, t.error.code) : null),
-    h('td', null, t.mode),
-    h('td', null, names.get(t.profile_id) ?? t.profile_id),
-    h('td', { class: 'num' }, usd(t.result?.cost_usd)),
-    h('td', { class: 'num' }, t.result ? String(t.result.turns) : '—'),
-    h('td', { class: 'num', title: t.created_at }, age(t.created_at)),
+    h('td', { 'data-label': 'Mode' }, t.mode),
+    h('td', { 'data-label': 'Profile' }, names.get(t.profile_id) ?? t.profile_id),
+    h('td', { class: 'num', 'data-label': 'Cost' }, usd(t.result?.cost_usd)),
+    h('td', { class: 'num', 'data-label': 'Turns' }, t.result ? String(t.result.turns) : '—'),
+    h('td', { class: 'num', 'data-label': 'Age', title: t.created_at }, age(t.created_at)),
   ]
 
   const upsert = (t: Task) => {
