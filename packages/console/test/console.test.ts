@@ -184,6 +184,19 @@ describe('console', () => {
     await page.close()
   })
 
+  it("shows a failed task's error code, with the limit set in the form", async () => {
+    const page = await browser.page()
+    await signIn(page, t.s.url, t.token)
+    const id = await submitFromForm(page, 'Too long [[berth:turns 3]]', { maxTurns: 1 })
+    await expect.poll(() => statusOf(page).textContent(), { timeout: 90_000 }).toBe('failed')
+    await expect.poll(() => page.locator('.error-line').textContent()).toContain('TURN_LIMIT_EXCEEDED')
+    const task = (await t.call('GET', `/v1/tasks/${id}`)).body
+    expect(task.error.code).toBe('TURN_LIMIT_EXCEEDED')
+    await page.getByRole('link', { name: 'Tasks' }).first().click()
+    await expect.poll(() => page.locator(`tr[data-task="${id}"]`).textContent()).toContain('TURN_LIMIT_EXCEEDED')
+    await page.close()
+  })
+
   it('cancels a slow task from its page', async () => {
     const page = await browser.page()
     await signIn(page, t.s.url, t.token)

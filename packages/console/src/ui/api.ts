@@ -12,7 +12,14 @@ export class ApiError extends Error {
   }
 }
 
-/** Where the API lives: the console is served at `<base>/console`, the API at `<base>/v1/…`. */
+/**
+ * Where the API lives: the console is served at `<base>/console`, the API at `<base>/v1/…`.
+ *
+ * @example
+ * ```ts
+ * apiBase() // 'http://127.0.0.1:3000' on http://127.0.0.1:3000/console
+ * ```
+ */
 export function apiBase(): string {
   const path = location.pathname
   const at = path.lastIndexOf('/console')
@@ -30,7 +37,14 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
-/** The raw response of an authenticated request (for downloads). */
+/**
+ * The raw response of an authenticated request (for downloads); throws {@link ApiError}.
+ *
+ * @example
+ * ```ts
+ * const tar = await (await request('/v1/workspaces/ws_1/download?path=a.txt')).arrayBuffer()
+ * ```
+ */
 export async function request(path: string, o: CallOptions = {}): Promise<Response> {
   const c = credentials()
   const token = o.token ?? (o.admin ? (c?.operator ?? c?.key) : c?.key)
@@ -58,14 +72,29 @@ export async function request(path: string, o: CallOptions = {}): Promise<Respon
   return res
 }
 
-/** A JSON request; resolves to the parsed body (`undefined` for a 204). */
+/**
+ * A JSON request; resolves to the parsed body (`undefined` for a 204).
+ *
+ * @example
+ * ```ts
+ * const { tasks } = await api('/v1/tasks?limit=20')
+ * await api('/v1/tasks/task_1/cancel', { method: 'POST' })
+ * ```
+ */
 export async function api<T = any>(path: string, o: CallOptions = {}): Promise<T> {
   const res = await request(path, o)
   if (res.status === 204) return undefined as T
   return (await res.json()) as T
 }
 
-/** A message for a failure, with its code. */
+/**
+ * A message for a failure, with its code.
+ *
+ * @example
+ * ```ts
+ * describeError(err) // 'Rate limit exceeded (RATE_LIMITED, retry in 3 s)'
+ * ```
+ */
 export function describeError(err: unknown): string {
   if (err instanceof ApiError) {
     const retry = (err.details as { retry_after?: number } | undefined)?.retry_after

@@ -12,20 +12,41 @@ export interface Credentials {
   operator: string | null
 }
 
-/** The credentials of this tab, or `null` when signed out. */
+/**
+ * The credentials of this tab, or `null` when signed out.
+ *
+ * @example
+ * ```ts
+ * credentials()?.key // 'berth_sk_…'
+ * ```
+ */
 export function credentials(): Credentials | null {
   const key = sessionStorage.getItem(KEY)
   return key ? { key, operator: sessionStorage.getItem(OPERATOR) } : null
 }
 
-/** Remember credentials for this tab. */
+/**
+ * Remember credentials for this tab.
+ *
+ * @example
+ * ```ts
+ * signIn({ key: 'berth_sk_…', operator: null })
+ * ```
+ */
 export function signIn(c: Credentials): void {
   sessionStorage.setItem(KEY, c.key)
   if (c.operator) sessionStorage.setItem(OPERATOR, c.operator)
   else sessionStorage.removeItem(OPERATOR)
 }
 
-/** Forget them. */
+/**
+ * Forget them.
+ *
+ * @example
+ * ```ts
+ * signOut()
+ * ```
+ */
 export function signOut(): void {
   sessionStorage.removeItem(KEY)
   sessionStorage.removeItem(OPERATOR)

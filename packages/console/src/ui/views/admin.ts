@@ -70,6 +70,11 @@ function issued(label: string, token: string): HTMLElement {
  * The operator's views: the engine's health and the warm pool (containers with owner and
  * age), users and their keys (create, issue, revoke, delete), and each caller's rate and
  * concurrency state. Uses the operator token from sign-in.
+ *
+ * @example
+ * ```ts
+ * adminView() // #/admin, with an operator token
+ * ```
  */
 export function adminView(): View {
   const healthEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'))

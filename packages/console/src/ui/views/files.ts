@@ -13,6 +13,11 @@ interface Entry {
 /**
  * The workspace's files as a tree (directories load when opened), with download (a file as
  * itself, a directory as a tar) and upload into a chosen directory.
+ *
+ * @example
+ * ```ts
+ * aside.append(filesPanel('ws_1'))
+ * ```
  */
 export function filesPanel(workspaceId: string): HTMLElement {
   const base = `/v1/workspaces/${encodeURIComponent(workspaceId)}`

@@ -27,7 +27,12 @@ async function openSession(id: string, status: HTMLElement): Promise<void> {
   }
 }
 
-/** Sessions (workspaces): status, activity; opening one shows its conversation and files. */
+/** Sessions (workspaces): status, activity; opening one shows its conversation and files. *
+ * @example
+ * ```ts
+ * sessionsView() // #/sessions
+ * ```
+ */
 export function sessionsView(): View {
   const body = h('tbody')
   const status = h('p', { class: 'muted', 'aria-live': 'polite' }, 'Loading…')

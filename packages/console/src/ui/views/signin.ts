@@ -6,6 +6,11 @@ import { go, type View } from './view.js'
 /**
  * Sign in with a caller key (checked against the API), optionally with the operator token
  * for the admin views. Both stay in this tab's sessionStorage.
+ *
+ * @example
+ * ```ts
+ * go('#/signin') // renders signInView()
+ * ```
  */
 export function signInView(): View {
   const key = h('input', { id: 'key', name: 'key', type: 'password', autocomplete: 'off', spellcheck: 'false', placeholder: 'berth_sk_…' })

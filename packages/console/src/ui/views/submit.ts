@@ -3,7 +3,12 @@ import { h } from '../dom.js'
 import { profiles } from '../profiles.js'
 import { go, type View } from './view.js'
 
-/** Pick a profile, write a prompt, set limits, submit: and land on the live task page. */
+/** Pick a profile, write a prompt, set limits, submit: and land on the live task page. *
+ * @example
+ * ```ts
+ * submitView() // #/new
+ * ```
+ */
 export function submitView(): View {
   const profile = h('select', { id: 'profile', name: 'profile_id', required: true }, h('option', { value: '' }, 'Loading profiles…'))
   const prompt = h('textarea', { id: 'prompt', name: 'prompt', rows: 8, required: true, placeholder: 'What should the agent do?' })

@@ -38,6 +38,11 @@ async function readAll(path: string, after: number): Promise<TranscriptEvent[]> 
  * A task, live: its transcript streams in as the agent works (seq-checked: deduplicated,
  * ordered, gaps refetched from the log), with status, turns, cost and tokens as they grow,
  * cancel, and for sessions the whole conversation, follow-up prompts and the files.
+ *
+ * @example
+ * ```ts
+ * taskView('task_1') // #/tasks/task_1
+ * ```
  */
 export function taskView(taskId: string): View {
   const root = h('div', { class: 'page task-page' })

@@ -25,6 +25,11 @@ const REFRESH_MS = 15_000
  * The task list: status, mode, profile, cost, turns and age; filters; rows update live over
  * the WebSocket (every unfinished task on the page is subscribed) and new tasks appear on a
  * slow refresh (the rate limit is the caller's, shared with their own scripts).
+ *
+ * @example
+ * ```ts
+ * tasksView(new URLSearchParams('status=running')) // #/tasks?status=running
+ * ```
  */
 export function tasksView(query: URLSearchParams): View {
   const status = query.get('status') ?? ''

@@ -7,7 +7,14 @@ export interface View {
   title: string
 }
 
-/** Navigate within the console (hash routes: the page URL never carries credentials). */
+/**
+ * Navigate within the console (hash routes: the page URL never carries credentials).
+ *
+ * @example
+ * ```ts
+ * go('#/tasks/task_1')
+ * ```
+ */
 export function go(hash: string): void {
   if (location.hash === hash) window.dispatchEvent(new HashChangeEvent('hashchange'))
   else location.hash = hash
