@@ -297,18 +297,40 @@ describe('console', () => {
     }
   })
 
-  it('shows the operator the pool, the users and their keys', async () => {
+  it('shows the operator the pool, the limits in use, the users and their keys', async () => {
+    // A warm session holds one of its profile's concurrency slots.
+    const session = await t.run({ mode: 'session', prompt: 'Stay warm' })
+    expect(session.status).toBe('completed')
     const page = await browser.page()
     await signIn(page, t.s.url, t.token, ADMIN_TOKEN)
     await page.getByRole('link', { name: 'Operator' }).click()
     await page.getByRole('heading', { name: 'Warm pool' }).waitFor()
     await expect.poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Warm pool' }) }).textContent()).toContain('In use')
+    const limits = page.locator('section', { has: page.getByRole('heading', { name: 'Rate and concurrency per caller' }) })
+    const slots = limits.locator('tr', { hasText: t.profileId })
+    await expect.poll(() => slots.locator('td').last().textContent()).toMatch(/^[1-9]\d* \/ 20$/)
+    // Its owner is named: the caller whose workspace it is.
+    expect(await slots.locator('td').first().textContent()).toMatch(/^usr_/)
+    expect(await limits.textContent()).toContain('10000 requests at once per caller')
     await page.getByLabel('Name').fill('Console-made user')
     await page.getByRole('button', { name: 'Create user' }).click()
     const key = await page.getByLabel('Caller key for Console-made user').inputValue()
     expect(key).toMatch(/^berth_sk_/)
     // The new key works against the API.
     expect((await t.s.request('/v1/tasks', { token: key })).status).toBe(200)
+    const row = page.locator('tr', { hasText: 'Console-made user' })
+    const userId = (await row.locator('.mono').first().textContent())!.trim()
+    await row.getByRole('button', { name: 'Issue key' }).click()
+    const second = await page.getByLabel('New key for Console-made user').inputValue()
+    // Both keys are listed; revoking the first one locks it out at once.
+    await expect.poll(() => row.getByRole('button', { name: /^Revoke key/ }).count()).toBe(2)
+    const keys = (await t.s.request(`/admin/users/${userId}/keys`, { token: ADMIN_TOKEN }).then((r) => r.json())) as { keys: { id: string; created_at: string }[] }
+    const firstKey = keys.keys.at(-1)!.id
+    page.once('dialog', (d) => void d.accept())
+    await row.getByRole('button', { name: `Revoke key ${firstKey}` }).click()
+    await expect.poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Users and keys' }) }).textContent()).toContain(`Revoked ${firstKey}`)
+    expect((await t.s.request('/v1/tasks', { token: key })).status).toBe(401)
+    expect((await t.s.request('/v1/tasks', { token: second })).status).toBe(200)
     await page.screenshot({ path: join(SHOTS, 'operator.png') })
     await page.close()
   })
