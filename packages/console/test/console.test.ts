@@ -78,6 +78,10 @@ describe('console', () => {
     // The live socket is up (its URL carries the token; the page's never does).
     await expect.poll(() => page.locator('.conn').textContent()).toContain('live')
     expect(violations.filter((v) => /Content Security Policy/i.test(v))).toEqual([])
+    // Signing out forgets the key.
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByLabel('Caller key').waitFor()
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0)
     await page.close()
   })
 
@@ -151,6 +155,7 @@ describe('console', () => {
   })
 
   it('updates the task list live over the WebSocket', async () => {
+    expect((await t.run({ prompt: 'A finished one' })).status).toBe('completed')
     const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'Wait [[berth:slow 3000]] [[berth:text a b c d e f]]' })
     expect(sub.status).toBe(202)
     const page = await browser.page()
@@ -164,6 +169,14 @@ describe('console', () => {
     await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('cancelled')
     // Pushed by the socket: the list was not read again to learn it.
     expect(listReads).toBe(reads)
+    // Filtered by status, only cancelled tasks are listed.
+    await page.getByText('A finished one').waitFor()
+    await page.getByLabel('Status').selectOption('cancelled')
+    await page.waitForURL(/status=cancelled/)
+    await expect.poll(() => page.locator('tr[data-task]').count()).toBeGreaterThan(0)
+    const statuses = await page.locator('tr[data-task] .badge').allTextContents()
+    expect(new Set(statuses)).toEqual(new Set(['cancelled']))
+    expect(await page.getByText('A finished one').count()).toBe(0)
     await page.close()
   })
 
