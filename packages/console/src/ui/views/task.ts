@@ -6,6 +6,7 @@ import { SeqStream, type TranscriptEvent } from '../seq-stream.js'
 import { socket } from '../socket.js'
 import { TranscriptView } from '../transcript.js'
 import { filesPanel } from './files.js'
+import { followUpForm } from './follow-up.js'
 import type { View } from './view.js'
 
 interface Task {
@@ -140,7 +141,6 @@ export function taskView(taskId: string): View {
         cost.dd.textContent = usd(t.result.cost_usd)
         tokens.dd.textContent = `${t.result.input_tokens} / ${t.result.output_tokens}`
       }
-      if (followUp) followUp.hidden = false
     }
 
     // Live stats from the events themselves, until the task's result says the last word.
@@ -201,19 +201,12 @@ export function taskView(taskId: string): View {
 
     const side: HTMLElement[] = []
     if (first.session_id) {
-      const prompt = h('textarea', { id: 'follow-up', name: 'prompt', rows: 3, required: true, placeholder: 'Ask a follow-up in this session…' })
-      const send = h('button', { type: 'submit', class: 'primary' }, 'Send')
-      const err = h('p', { class: 'form-error', role: 'alert' })
-      followUp = h('form', { class: 'card follow-up', 'aria-label': 'Follow-up prompt' }, h('label', { for: 'follow-up' }, 'Follow-up prompt'), prompt, err, send)
-      const submit = async () => {
-        const text = prompt.value
-        if (!text.trim()) return
-        send.disabled = true
-        err.textContent = ''
-        try {
-          const r = await api<{ task_id: string }>('/v1/tasks', { method: 'POST', json: { mode: 'session', profile_id: first.profile_id, session_id: first.session_id, prompt: text } })
-          prompt.value = ''
-          const t = await api<Task>(`/v1/tasks/${r.task_id}`)
+      followUp = followUpForm({
+        profileId: first.profile_id,
+        sessionId: first.session_id,
+        // The new prompt joins this page: same conversation, its task now the current one.
+        submitted: async (taskId) => {
+          const t = await api<Task>(`/v1/tasks/${taskId}`)
           tasks.set(t.task_id, t)
           current = t
           history.replaceState(null, '', `#/tasks/${t.task_id}`)
@@ -221,22 +214,7 @@ export function taskView(taskId: string): View {
           for (const d of [turns, cost, tokens]) d.dd.textContent = '—'
           update(t)
           watch(t.task_id)
-        } catch (e) {
-          err.textContent = describeError(e)
-        } finally {
-          send.disabled = false
-        }
-      }
-      followUp.addEventListener('submit', (e) => {
-        e.preventDefault()
-        void submit()
-      })
-      // Ctrl/Cmd+Enter sends, as in every chat box.
-      prompt.addEventListener('keydown', (e) => {
-        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-          e.preventDefault()
-          void submit()
-        }
+        },
       })
     }
     if (first.workspace_id && first.mode === 'session') side.push(filesPanel(first.workspace_id))
