@@ -35,6 +35,10 @@ describe('/console', () => {
       expect(asset.status).toBe(200)
       expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/)
     }
+    // HEAD answers wherever GET does.
+    const head = await s.request('/console', { method: 'HEAD' })
+    expect(head.status).toBe(200)
+    expect(head.headers.get('content-security-policy')).toContain("default-src 'none'")
     const css = await s.request('/console/assets/console.css')
     expect(css.headers.get('content-type')).toMatch(/^text\/css/)
     const etag = css.headers.get('etag')!

@@ -59,7 +59,10 @@ export function mountConsole(app: H3): void {
     if (!file) return errorResponse(new ApiError('NOT_FOUND', `No console asset ${JSON.stringify(raw.slice(0, 100))}`))
     return cachedResponse(event.req, file.body, file.etag, { 'content-type': file.type, 'cache-control': 'no-cache', ...SECURITY_HEADERS })
   }
-  app.get('/console', page)
-  app.get('/console/', page)
-  app.get('/console/assets/:file', asset)
+  // HEAD answers wherever GET does (Node drops the body of a HEAD response).
+  for (const method of ['GET', 'HEAD'] as const) {
+    app.on(method, '/console', page)
+    app.on(method, '/console/', page)
+    app.on(method, '/console/assets/:file', asset)
+  }
 }
