@@ -78,7 +78,8 @@ describe('console', () => {
     // The live socket is up (its URL carries the token; the page's never does).
     await expect.poll(() => page.locator('.conn').textContent()).toContain('live')
     expect(violations.filter((v) => /Content Security Policy/i.test(v))).toEqual([])
-    // Signing out forgets the key.
+    // Signing out forgets the key (and whatever else the console kept in the tab).
+    await page.evaluate(() => sessionStorage.setItem('berth.console.profile', 'prof_x'))
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.getByLabel('Caller key').waitFor()
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0)

@@ -1,4 +1,5 @@
 /** The console's entry: layout, hash routes, sign-in guard. */
+import { apiBase } from './api.js'
 import { h, replace } from './dom.js'
 import { resetProfiles } from './profiles.js'
 import { credentials, signOut } from './session.js'
@@ -41,6 +42,7 @@ function nav(): HTMLElement {
       'div',
       { class: 'top-right' },
       conn,
+      h('a', { href: `${apiBase()}/docs`, class: 'small' }, 'API docs'),
       h(
         'button',
         {

@@ -48,6 +48,6 @@ export function signIn(c: Credentials): void {
  * ```
  */
 export function signOut(): void {
-  sessionStorage.removeItem(KEY)
-  sessionStorage.removeItem(OPERATOR)
+  // Every console key of this tab (credentials, the last profile used).
+  for (const k of Object.keys(sessionStorage)) if (k.startsWith('berth.console.')) sessionStorage.removeItem(k)
 }

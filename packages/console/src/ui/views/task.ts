@@ -73,7 +73,7 @@ export function taskView(taskId: string): View {
 
     // Header: fixed slots, so nothing below moves as numbers change.
     const title = h('h1', { class: 'task-title' }, promptTitle(first.prompt) || first.task_id)
-    const badge = h('span', { class: statusClass(first.status), 'data-testid': 'task-status' }, first.status)
+    const badge = h('span', { class: statusClass(first.status), 'data-testid': 'task-status', 'aria-live': 'polite' }, first.status)
     const stat = (label: string) => {
       const dd = h('dd', { class: 'num' }, '—')
       return { dd, el: h('div', { class: 'stat' }, h('dt', null, label), dd) }
