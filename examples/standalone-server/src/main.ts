@@ -68,6 +68,7 @@ const berth = createBerth({
   runtime: chosen.runtime,
   pool: { image, min: config.poolMin, max: config.poolMax },
   concurrency: config.concurrency,
+  console: true,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),
   gitProviders: config.gitProviders,

@@ -49,6 +49,7 @@ export { ChatMailConnectService, isConnectType, type ConnectProvider, type Conne
 export { ChatEventsService, chatRequestSignature, verifyChatSignature, CHAT_EVENT_WINDOW_SECONDS, type ChatEventRecord, type ChatEventsOptions } from './services/chat-events.js'
 export * from './schemas/bank-provider.js'
 export * from './schemas/messenger-bot.js'
+export * from './schemas/limits.js'
 export * from './services/bank-api.js'
 export * from './services/messenger-api.js'
 export { BankProviderService, type BankProviderOptions } from './services/bank-provider.js'

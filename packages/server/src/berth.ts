@@ -37,6 +37,7 @@ import { createBankApi, type BankApiOptions } from './notifiers/bank-api.js'
 import { createMessengerApi, type MessengerApiOptions } from './notifiers/messenger-api.js'
 import { serverRoutes } from './routes.js'
 import { unstorageStore } from './store.js'
+import { mountConsole } from './console.js'
 import { createWebSocket } from './websocket.js'
 import { VERSION } from './version.js'
 
@@ -126,6 +127,8 @@ export interface BerthOptions {
    * `timeoutMs` per request (default 10 s).
    */
   messenger?: Omit<MessengerApiOptions, 'fetch'> & { publicUrl?: string }
+  /** Serve the browser console at `/console` (`@berth/console`; default false, on in the standalone server). */
+  console?: boolean
   /** Warm pool settings (needs `runtime`). */
   pool?: {
     /** Image task containers start from. */
@@ -224,8 +227,13 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }),
     channels: { ...(chatProvider && { chatprovider: chatProvider.channel }), ...(mailProvider && { mailprovider: mailProvider.channel }) },
   })
+  const rateLimiter =
+    options.rateLimit && 'take' in options.rateLimit
+      ? options.rateLimit
+      : tokenBucket({ rpm: options.rateLimit?.rpm ?? 60, burst: options.rateLimit?.burst ?? 10, clock })
   const services = createServices({
     store,
+    rateLimiter,
     notifier,
     ...(options.notifications && { notificationRetry: { attempts: options.notifications.attempts, backoffMs: options.notifications.backoffMs } }),
     ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
@@ -264,10 +272,6 @@ export function createBerth(options: BerthOptions = {}): Berth {
   )
   // Observed by whoever awaits `ready`; never an unhandled rejection.
   ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
-  const rateLimiter =
-    options.rateLimit && 'take' in options.rateLimit
-      ? options.rateLimit
-      : tokenBucket({ rpm: options.rateLimit?.rpm ?? 60, burst: options.rateLimit?.burst ?? 10, clock })
   const run = createPipeline({
     services,
     rateLimiter,
@@ -299,6 +303,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
   for (const route of table) {
     app.on(route.method, route.path, (event: H3Event) => run(route, event.req, getRouterParams(event, { decode: true })))
   }
+  if (options.console) mountConsole(app)
   const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
   app.all('/**', (event: H3Event) => {
     const path = event.url.pathname

@@ -60,6 +60,8 @@ export function fixtures(s: TestServer) {
       return (await s.berth.services.gitAccounts.connect(a.id, 'github', tokens, { id: uniq(), login: 'octocat' })).id
     },
     '/v1/tasks': async (a) => (await task(a)).task_id,
+    // Users are the operator's: made through the admin API whoever asks.
+    '/admin/users': async () => (await s.user('Fixture user')).id,
     // A workspace comes into being with its first task.
     '/v1/workspaces': async (a) => {
       const { task_id } = await task(a)

@@ -128,6 +128,9 @@ const BEYOND_API_MD = [
   'POST /v1/playbooks/:id/webhook-secret',
   // What the chat provider's signed events recorded for an integration (API.md: events are verified before acting; this shows what arrived).
   'GET /v1/integrations/:id/events',
+  // The console's operator views (issue 16): a user's keys, and rate and concurrency state per caller.
+  'GET /admin/users/:id/keys',
+  'GET /admin/limits',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */

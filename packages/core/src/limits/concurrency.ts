@@ -21,6 +21,11 @@ export class ConcurrencySlots {
     return this.held.get(profileId)?.size ?? 0
   }
 
+  /** Every profile with slots held, and their holders (workspace ids). */
+  snapshot(): { profile_id: string; holders: string[] }[] {
+    return [...this.held].map(([profile_id, set]) => ({ profile_id, holders: [...set] }))
+  }
+
   has(profileId: string, holder: string): boolean {
     return this.held.get(profileId)?.has(holder) ?? false
   }

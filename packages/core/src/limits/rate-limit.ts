@@ -13,9 +13,19 @@ export interface RateDecision {
   retryAfterSeconds: number
 }
 
+/** What a limiter holds now: its settings and every key whose bucket is not full. */
+export interface RateState {
+  rpm: number
+  burst: number
+  /** Keys with requests taken and not yet refilled (a full bucket is forgotten). */
+  keys: { key: string; remaining: number; reset_seconds: number }[]
+}
+
 /** Per-key request limiter. A networked implementation (Redis) can replace the in-memory one. */
 export interface RateLimiter {
   take(key: string): RateDecision | Promise<RateDecision>
+  /** Its state, for the operator's view (`GET /admin/limits`); optional for custom limiters. */
+  state?(): RateState | Promise<RateState>
 }
 
 export interface TokenBucketOptions {
@@ -39,7 +49,7 @@ export interface TokenBucketOptions {
  * limiter.take('usr_1').allowed // true for the first 10 at once
  * ```
  */
-export function tokenBucket(opts: TokenBucketOptions): { take(key: string): RateDecision } {
+export function tokenBucket(opts: TokenBucketOptions): { take(key: string): RateDecision; state(): RateState } {
   const { burst, rpm, clock } = opts
   if (!(burst >= 1) || !(rpm > 0)) throw new Error('rate limit needs burst >= 1 and rpm > 0')
   const perMs = rpm / 60_000
@@ -51,6 +61,15 @@ export function tokenBucket(opts: TokenBucketOptions): { take(key: string): Rate
   }
 
   return {
+    state() {
+      const now = clock.now()
+      const keys: RateState['keys'] = []
+      for (const [key, b] of buckets) {
+        const tokens = Math.min(burst, b.tokens + Math.max(0, now - b.at) * perMs)
+        if (tokens < burst) keys.push({ key, remaining: Math.floor(tokens), reset_seconds: Math.ceil((burst - tokens) / perMs / 1000) })
+      }
+      return { rpm, burst, keys }
+    },
     take(key) {
       const now = clock.now()
       let b = buckets.get(key)

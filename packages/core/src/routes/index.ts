@@ -6,6 +6,7 @@ import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
 import { wsRoute } from './ws.js'
 import { adminRoutes, health } from './system.js'
+import { adminViewRoutes } from './admin-views.js'
 import { playbookRoutes } from './playbooks.js'
 import { playbookWebhookTrigger } from './webhook-trigger.js'
 import { integrationRoutes } from './integrations.js'
@@ -42,6 +43,7 @@ export const routes = [
   ...messengerRoutes,
   wsRoute,
   ...adminRoutes,
+  ...adminViewRoutes,
 ] as const satisfies readonly AnyRoute[]
 
 /** The route table's type: the client derives its methods from it. */

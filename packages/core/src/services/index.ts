@@ -26,7 +26,7 @@ import { WorkspaceFilesService } from './workspace-files.js'
 import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
 import { UsersService } from './users.js'
-import { tokenBucket } from '../limits/rate-limit.js'
+import { tokenBucket, type RateLimiter } from '../limits/rate-limit.js'
 import { unconfiguredNotifier, type Notifier } from '../ports/notifier.js'
 import { DeliveryLog } from './deliveries.js'
 import { IntegrationsService } from './integrations.js'
@@ -63,6 +63,8 @@ export interface ServicesOptions {
   engine?: TaskEngine
   /** Running workspaces per profile (default 5). */
   concurrency?: number
+  /** The per-caller limiter the server applies; read by `GET /admin/limits` only. */
+  rateLimiter?: RateLimiter
   /** A session's container is released after this long without a prompt (default 15 min). */
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
@@ -112,6 +114,8 @@ export interface Services {
   eventLog: EventLog
   bus: EventBus
   slots: ConcurrencySlots
+  /** The per-caller rate limiter, when the server shares it (for the operator's view). */
+  rateLimiter: RateLimiter | undefined
   playbooks: PlaybooksService
   playbookRuns: PlaybookRunsService
   webhookTrigger: WebhookTrigger
@@ -226,6 +230,7 @@ export function createServices(opts: ServicesOptions): Services {
     eventLog,
     bus,
     slots,
+    rateLimiter: opts.rateLimiter,
     playbooks,
     playbookRuns,
     webhookTrigger,

@@ -122,6 +122,18 @@ export class UsersService {
     this.cache.delete(ref.hash)
   }
 
+  /** A user's caller keys (metadata only, never a token or hash), newest first. */
+  async listKeys(userId: string, page: Page): Promise<Paged<CallerKey>> {
+    await this.get(userId)
+    const refs = await this.store.getMany<{ hash: string }>((await this.keysOf(userId)).map((k) => `callerkey-ids:${k.id}`))
+    const stored = await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
+    const keys = stored
+      .filter((k): k is StoredKey => k !== null)
+      .map(({ hash: _hash, ...meta }) => meta)
+      .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
+    return paginate(keys, page)
+  }
+
   private async keysOf(userId: string): Promise<{ id: string }[]> {
     const keys = await this.store.keys('callerkey-ids:')
     const refs = await this.store.getMany<{ user_id: string }>(keys)
