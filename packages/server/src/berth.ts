@@ -30,6 +30,7 @@ import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
 import { createGitProviders, type GitProvidersConfig } from './git/providers.js'
 import { createNotifier } from './notifiers/index.js'
+import type { Resolve } from './notifiers/address-policy.js'
 import { createChatProvider, type ChatProviderConfig } from './notifiers/chat-provider.js'
 import { createMailProvider, type MailProviderConfig } from './notifiers/mail-provider.js'
 import type { SmtpOptions } from './notifiers/email.js'
@@ -92,8 +93,12 @@ export interface BerthOptions {
    * the server probe its own network). For local development and tests.
    */
   allowPrivateWebhooks?: boolean
-  /** Notification deliveries: tries per notification (default 5), first backoff (default 1 s, doubling), per-attempt timeout (default 10 s). */
-  notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number }
+  /**
+   * Notification deliveries: tries per notification (default 5), first backoff (default 1 s,
+   * doubling; retries are stored and survive a restart), per-attempt timeout (default 10 s),
+   * and how webhook hosts resolve (`resolve`, default the system resolver; for tests).
+   */
+  notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number; resolve?: Resolve }
   /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
   playbookWebhookRate?: { rpm: number; burst: number }
   /**
@@ -222,6 +227,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
     smtp: options.smtp,
     ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }),
+    ...(options.notifications?.resolve && { resolve: options.notifications.resolve }),
     channels: { ...(chatProvider && { chatprovider: chatProvider.channel }), ...(mailProvider && { mailprovider: mailProvider.channel }) },
   })
   const services = createServices({
@@ -254,6 +260,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     await services.tasks.start()
     await services.playbookRuns.recover()
     await services.messenger.recover()
+    await services.notifications.recover()
   }
   const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(
     () => startServices(),

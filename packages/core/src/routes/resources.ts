@@ -46,7 +46,9 @@ export const apiKeyRoutes = crudRoutes({
   create: CreateApiKey,
   update: UpdateApiKey,
   service: (s) => s.apiKeys,
-  createNote: 'The key is write-only: encrypted at rest, never returned (`has_key` tells whether one is set). Provider `stub` is the built-in offline model and needs no key.',
+  createNote:
+    'The key is write-only: encrypted at rest, never returned (`has_key` tells whether one is set). Provider `stub` is the built-in offline model and needs no key. `base_url` follows the webhook address policy (no private, loopback or link-local hosts unless the server allows them). Narrowing `allowed_models` so that a profile’s model is left out is 400 naming `allowed_models`; deleting a credential profiles still use is 409 CONFLICT with `details.profile_ids`.',
+  errors: { delete: ['CONFLICT'] },
 })
 
 export const memoryRoutes = crudRoutes({

@@ -60,7 +60,14 @@ export const Task = v.object({
 })
 
 /** `202` answer of a submit. */
-export const SubmittedTask = v.object({ task_id: Id('task'), status: TaskStatus, created_at: Timestamp })
+export const SubmittedTask = v.object({
+  task_id: Id('task'),
+  status: TaskStatus,
+  created_at: Timestamp,
+  /** The session the task runs in (session mode; `null` for batch), for follow-ups without a second read. */
+  session_id: v.nullable(v.string()),
+  workspace_id: Id('workspace'),
+})
 
 export const TaskListQuery = v.object({
   ...PageQuery,

@@ -154,11 +154,13 @@ const noPool: Services['pool'] = {
 export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
-  const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS))
-  const profiles = new ProfilesService(store, clock, apiKeys)
+  // A model credential's base_url follows the webhooks' address policy.
+  const checkUrl = async (url: string) => (await opts.notifier?.check?.('webhook', { url })) ?? []
+  const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
+  const profiles = new ProfilesService(store, clock, apiKeys, cipher)
   const memory = new MemoryService(store, clock)
   const secrets = createSecretsService(store, clock, cipher)
-  const tools = createToolsService(store, clock)
+  const tools = createToolsService(store, clock, cipher)
   const skills = createSkillsService(store, clock)
   const agents = createAgentsService(store, clock)
   const workspaces = new WorkspacesService(store, clock)
@@ -177,7 +179,7 @@ export function createServices(opts: ServicesOptions): Services {
     slots,
     profiles,
     workspaces,
-    catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts },
+    catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
     engine: opts.engine,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
@@ -192,7 +194,7 @@ export function createServices(opts: ServicesOptions): Services {
   }
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, notifier, deliveries)
-  const notifications = new NotificationsService({ clock, logger, bus, integrations, deliveries, notifier, ...opts.notificationRetry })
+  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier, ...opts.notificationRetry })
   const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
