@@ -17,6 +17,7 @@ import type { ContainerPool, Lease, PooledContainer } from './pool.js'
 import type { ProfilesService } from './profiles.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
 import { nextQueued } from './task-queue.js'
+import { secretForms } from '../secret-forms.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -783,6 +784,7 @@ function endOf(result: ResultEvent): { status: 'completed' | 'failed'; result: T
 
 function redactAll(text: string, values: string[]): string {
   let out = text
-  for (const v of values) if (v) out = out.split(v).join('[REDACTED]')
+  const forms = [...new Set(values.flatMap(secretForms))].sort((a, b) => b.length - a.length)
+  for (const v of forms) if (v) out = out.split(v).join('[REDACTED]')
   return out
 }
