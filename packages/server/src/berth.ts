@@ -171,6 +171,13 @@ export interface Berth {
   close(opts?: { removeContainers?: boolean }): Promise<void>
 }
 
+/** A GET's answer as a HEAD answer: same status and headers, no body (a streamed one is cancelled). */
+async function headOf(answer: Promise<Response>): Promise<Response> {
+  const res = await answer
+  await res.body?.cancel().catch(() => {})
+  return new Response(null, { status: res.status, headers: res.headers })
+}
+
 /** Compile `/v1/profiles/:id` into a matcher for the 404/405 fallback. */
 function pathMatcher(path: string): RegExp {
   const pattern = path
@@ -289,7 +296,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     responseClass: FastResponse as unknown as typeof Response,
   })
 
-  const websocket = createWebSocket({ services, logger, rateLimiter, authenticate: options.authenticate })
+  const websocket = createWebSocket({ services, logger, rateLimiter, authenticate: options.authenticate, maxPayload: options.bodyLimit ?? 1024 * 1024 })
   const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
   const app = new H3({
     // h3's own rejections (e.g. a malformed percent-encoded path) get Berth's error shape.
@@ -305,16 +312,26 @@ export function createBerth(options: BerthOptions = {}): Berth {
 
   for (const route of table) {
     app.on(route.method, route.path, (event: H3Event) => run(route, event.req, getRouterParams(event, { decode: true })))
+    // HEAD wherever GET: the GET's status and headers, its body dropped unread.
+    if (route.method === 'GET') app.on('HEAD', route.path, (event: H3Event) => headOf(run(route, event.req, getRouterParams(event, { decode: true }))))
   }
   const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
-  app.all('/**', (event: H3Event) => {
+  app.all('/**', async (event: H3Event) => {
     const path = event.url.pathname
-    const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
-    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`))
-    if (event.req.method === 'OPTIONS' || event.req.method === 'HEAD') {
-      if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow: allowed.join(', ') } })
+    // Every /v1 answer counts against a rate limit and says so, 404 and 405 included.
+    let limits: Record<string, string> = {}
+    if (path === '/v1' || path.startsWith('/v1/')) {
+      try {
+        limits = await run.limitHeaders(event.req)
+      } catch (err) {
+        return errorResponse(err, logger)
+      }
     }
+    const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
+    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`), undefined, limits)
+    if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...limits, allow: allowed.join(', ') } })
     return errorResponse(new ApiError('METHOD_NOT_ALLOWED', `${event.req.method} is not allowed on ${path.slice(0, 200)}`, { allow: allowed }), undefined, {
+      ...limits,
       allow: allowed.join(', '),
     })
   })

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength } from '../schemas/length.js'
 import { defineRoute } from '../route.js'
 import { CreateApiKey, ApiKey, UpdateApiKey } from '../schemas/api-key.js'
 import { Agent, CreateAgent, CreateSkill, CreateTool, Skill, Tool, UpdateAgent, UpdateSkill, UpdateTool } from '../schemas/catalog.js'
@@ -59,7 +60,7 @@ export const memoryRoutes = crudRoutes({
   item: Memory,
   create: CreateMemory,
   update: UpdateMemory,
-  filters: { profile_id: v.optional(Id('profile')), type: v.optional(v.pipe(v.string(), v.maxLength(32))) },
+  filters: { profile_id: v.optional(Id('profile')), type: v.optional(v.pipe(v.string(), maxLength(32))) },
   service: (s) => s.memory,
   createNote: 'The list spans all your profiles; filter with `profile_id`. A row without `profile_id` applies to every profile.',
 })

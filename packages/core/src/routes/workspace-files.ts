@@ -1,8 +1,9 @@
 import * as v from 'valibot'
+import { maxLength } from '../schemas/length.js'
 import { defineRoute } from '../route.js'
 import { IdParams, Timestamp } from '../schemas/common.js'
 
-const Path = v.pipe(v.string(), v.maxLength(4096))
+const Path = v.pipe(v.string(), maxLength(4096))
 const Size = v.pipe(v.number(), v.integer(), v.minValue(0))
 
 /** One entry of a directory listing. */
@@ -76,7 +77,7 @@ export const workspaceFileRoutes = [
     description: `Repeat \`path\` for each file or directory to include (1 to 100; at least one is required). The tar is streamed as it is read from the container; entry names are relative to \`/workspace\` (\`path=src/app\` gives \`src/app/...\`, \`path=/workspace\` gives \`./...\`). Symlinks inside are archived as links, never followed. ${PATH_RULES} ${WHERE}`,
     params: IdParams('workspace'),
     // Optional in the schema so that ownership (404) is answered before the input is judged.
-    query: v.object({ path: v.optional(v.pipe(v.array(Path), v.maxLength(100), v.description('A file or directory to include; repeat for several (1 to 100 required).')), []) }),
+    query: v.object({ path: v.optional(v.pipe(v.array(Path), maxLength(100), v.description('A file or directory to include; repeat for several (1 to 100 required).')), []) }),
     produces: 'application/x-tar',
     errors: ['CONTAINER_FAILED'],
     handle: async ({ caller, params, query, services, request }) => {

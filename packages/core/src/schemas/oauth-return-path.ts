@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength } from './length.js'
 
 const BASE = 'https://berth.invalid'
 
@@ -32,7 +33,7 @@ export function isLocalReturnPath(path: string): boolean {
 /** A local path to send the browser back to after an OAuth flow (see {@link isLocalReturnPath}). */
 export const ReturnPath = v.pipe(
   v.string(),
-  v.maxLength(2000),
+  maxLength(2000),
   v.check(isLocalReturnPath, 'must be a local path: one leading "/", no "//", scheme, backslash, whitespace or control characters'),
 )
 
