@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   /** The resource is in use (e.g. a model credential profiles still use). */
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  /** A WebSocket endpoint asked without `Upgrade: websocket`. */
+  UPGRADE_REQUIRED: 426,
   VALIDATION_FAILED: 400,
   RATE_LIMITED: 429,
   CONCURRENCY_LIMIT: 429,

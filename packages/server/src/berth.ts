@@ -85,6 +85,12 @@ export interface BerthOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
   recoveryGraceMs?: number
+  /**
+   * Files of a workspace without a volume (batch tasks) are copied out when its container
+   * is released and stay readable for `retentionMs` (default 7 days; `null`: until the
+   * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB).
+   */
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
   smtp?: SmtpOptions
   /**
@@ -246,6 +252,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
     ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),
+    ...(options.workspaceFiles && { workspaceFiles: options.workspaceFiles }),
     cipher: createAesGcmCipher(key),
     gitProviders: createGitProviders(options.gitProviders ?? {}, { clock }),
     connectProviders: { ...(chatProvider && { chatprovider: chatProvider.connect }), ...(mailProvider && { mailprovider: mailProvider.connect }) },

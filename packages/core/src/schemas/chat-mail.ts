@@ -21,7 +21,7 @@ export const ConnectAuthorizeResponse = v.object({
 /** Query the provider sends to `/api/{chatprovider,mailprovider}/callback`: `code` and `state`, or `error`. */
 export const ConnectCallbackQuery = v.object({
   code: v.optional(v.pipe(v.string(), minLength(1), maxLength(2048))),
-  state: v.optional(v.pipe(v.string(), maxLength(1024))),
+  state: v.pipe(v.string(), minLength(1), maxLength(1024)),
   error: v.optional(v.pipe(v.string(), maxLength(200))),
   error_description: v.optional(v.pipe(v.string(), maxLength(2000))),
 })

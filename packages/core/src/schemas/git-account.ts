@@ -37,7 +37,7 @@ export const GitAuthorizeResponse = v.object({
 /** Query the provider sends to the callback: `code` and `state`, or `error` when the user declined. */
 export const GitCallbackQuery = v.object({
   code: v.optional(v.pipe(v.string(), minLength(1), maxLength(2048))),
-  state: v.optional(v.pipe(v.string(), maxLength(1024))),
+  state: v.pipe(v.string(), minLength(1), maxLength(1024)),
   error: v.optional(v.pipe(v.string(), maxLength(200))),
   error_description: v.optional(v.pipe(v.string(), maxLength(2000))),
 })

@@ -34,6 +34,8 @@ export function isLocalReturnPath(path: string): boolean {
 export const ReturnPath = v.pipe(
   v.string(),
   maxLength(2000),
+  // The same rule as a pattern, for the OpenAPI document (the check below is the authority).
+  v.regex(/^\/(?![\/\\])(?!.*\/\/)[^\\\s\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/, 'must be a local path: one leading "/", no "//", scheme, backslash, whitespace or control characters'),
   v.check(isLocalReturnPath, 'must be a local path: one leading "/", no "//", scheme, backslash, whitespace or control characters'),
 )
 

@@ -23,6 +23,7 @@ import { MemoryService } from './memory.js'
 import { TasksService, type TaskEngine } from './tasks.js'
 import { WorkspacesService } from './workspaces.js'
 import { WorkspaceFilesService } from './workspace-files.js'
+import { WorkspaceSnapshots } from './workspace-snapshots.js'
 import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
 import { UsersService } from './users.js'
@@ -67,6 +68,11 @@ export interface ServicesOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
   recoveryGraceMs?: number
+  /**
+   * Files of released workspaces without a volume (batch tasks): kept this long (default 7
+   * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB).
+   */
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
   /** Delivers notifications (webhook, email); without one, every delivery fails untried. */
   notifier?: Notifier
   /** Notification retries: tries in all (default 5) and the first backoff (default 1 s, doubling). */
@@ -170,6 +176,7 @@ export function createServices(opts: ServicesOptions): Services {
   const logger = opts.logger ?? silentLogger
   const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)))
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
+  const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const tasks = new TasksService({
     store,
     clock,
@@ -181,6 +188,7 @@ export function createServices(opts: ServicesOptions): Services {
     workspaces,
     catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
     engine: opts.engine,
+    snapshots,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
   })
@@ -223,7 +231,7 @@ export function createServices(opts: ServicesOptions): Services {
     agents,
     pool: opts.pool ?? noPool,
     workspaces,
-    workspaceFiles: new WorkspaceFilesService({ workspaces, engine: opts.engine, logger }),
+    workspaceFiles: new WorkspaceFilesService({ workspaces, engine: opts.engine, logger, snapshots }),
     tasks,
     eventLog,
     bus,
@@ -248,6 +256,7 @@ export function createServices(opts: ServicesOptions): Services {
       }
       await eventLog.remove(owner, id)
       await store.remove(`ws-conversations:${owner}:${id}`)
+      await snapshots.remove(owner, id)
       await workspaces.removeRecord(owner, id)
     },
   }

@@ -17,6 +17,7 @@ import type { ContainerPool, Lease, PooledContainer } from './pool.js'
 import type { ProfilesService } from './profiles.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
 import { nextQueued } from './task-queue.js'
+import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 import { secretForms } from '../secret-forms.js'
 
 /** A stored task. */
@@ -66,6 +67,8 @@ export interface TasksOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work to write its result (default 30 s). */
   recoveryGraceMs?: number
+  /** Keeps the files of a workspace without a volume when its container is released. */
+  snapshots?: WorkspaceSnapshots | undefined
 }
 
 type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
@@ -601,6 +604,12 @@ export class TasksService {
       await this.saveConversation(this.o.engine.runtime, warm.lease, ws).catch((err) =>
         this.o.logger.warn('could not keep a session conversation', { workspace: wsId, error: String(err) }),
       )
+    }
+    // Without a volume the files go with the container: copy them out first, so they stay readable.
+    if (warm && ws && !ws.volume && this.o.engine && this.o.snapshots) {
+      await this.o.snapshots
+        .save(this.o.engine.runtime, warm.lease.container.engine_id, owner, wsId)
+        .catch((err) => this.o.logger.warn('could not keep a workspace’s files', { workspace: wsId, error: String(err) }))
     }
     if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { container_id: null })
     // A follow-up already queued or starting keeps the workspace's slot: it runs next.
