@@ -1,4 +1,5 @@
 export { createBerth, type Berth, type BerthOptions } from './berth.js'
+export { berthMiddleware, type BerthMiddleware } from './middleware.js'
 export { unstorageStore } from './store.js'
 export { loadEncryptionKey } from './encryption-key.js'
 export { configFromEnv, type BerthConfig } from './config.js'
