@@ -3,7 +3,7 @@ import type { Berth } from './berth.js'
 
 /** A connect-style middleware (Express, Connect, Fastify's `onRequest` with the raw objects). */
 export interface BerthMiddleware {
-  (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void
+  (req: IncomingMessage, res: ServerResponse, next: (err?: Error) => void): void
   /** Whether Berth answers this path (a request path, query allowed). */
   owns(path: string): boolean
 }
@@ -45,9 +45,9 @@ export function berthMiddleware(berth: Pick<Berth, 'handler' | 'routes'>): Berth
     const path = url.split('?', 1)[0]!
     return /^\/(v1|admin)(\/|$)/.test(path) || patterns.some((re) => re.test(path))
   }
-  const middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => {
+  const middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: Error) => void) => {
     if (!owns(req.url ?? '/')) return next()
-    Promise.resolve(berth.handler(req, res)).catch(next)
+    Promise.resolve(berth.handler(req, res)).catch((err: unknown) => next(err instanceof Error ? err : new Error(String(err))))
   }
   return Object.assign(middleware, { owns })
 }
