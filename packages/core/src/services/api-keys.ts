@@ -58,7 +58,7 @@ export class ApiKeysService {
   private async checkBaseUrl(url: string | null | undefined): Promise<void> {
     if (!url) return
     const issues = await this.checkUrl(url)
-    if (issues.length) throw validationError(issues.map((i) => ({ ...i, path: 'base_url' })))
+    if (issues.length) throw validationError(issues.map((i) => ({ ...i, path: 'base_url', message: i.message.replace('send webhooks to', 'let model credentials reach') })))
   }
 
   private async usedBy(owner: string, id: string): Promise<ProfileUse[]> {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { ApiError, isApiError, validationError, type ValidationIssue } from '../errors.js'
 import { MultipartError, multipartBoundary, readMultipart } from '../internal/multipart.js'
+import { clientAborted } from '../internal/input.js'
 import { renameTarEntries, TAR_END } from '../internal/tar.js'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
@@ -511,9 +512,8 @@ async function* readBody(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
     yield* body as unknown as AsyncIterable<Uint8Array>
   } catch (err) {
     if (isApiError(err)) throw err
-    throw new ApiError('VALIDATION_FAILED', 'The upload could not be read to its end (the connection broke?)', {
-      issues: [{ location: 'body', path: '', message: 'incomplete body' }],
-    })
+    // Logged as a client abort, not a failure.
+    throw clientAborted()
   }
 }
 
