@@ -9,7 +9,11 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  /** The resource is in use (e.g. a model credential profiles still use). */
+  CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  /** A WebSocket endpoint asked without `Upgrade: websocket`. */
+  UPGRADE_REQUIRED: 426,
   VALIDATION_FAILED: 400,
   RATE_LIMITED: 429,
   CONCURRENCY_LIMIT: 429,

@@ -255,10 +255,14 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   CONCURRENCY_LIMIT: { limit: 5, running: 5 },
 }
 
-const RATE_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const
+const RATE_HEADERS = ['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const
 
 const HEADERS: OpenApiDocument['components']['headers'] = {
   'Retry-After': { description: 'Seconds until a request will be accepted again.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Policy': {
+    description: 'The bucket, as in the IETF RateLimit header fields draft: `<burst>;w=<seconds to refill>;burst=<burst>;rpm=<tokens per minute>`, e.g. `10;w=10;burst=10;rpm=60`.',
+    schema: { type: 'string' },
+  },
   'RateLimit-Limit': { description: "The caller's bucket capacity (burst).", schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Remaining': { description: 'Requests left in the bucket now.', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: { type: 'integer', minimum: 0 } },
@@ -280,16 +284,15 @@ function errorCodes(route: AnyRoute): ErrorCode[] {
 }
 
 function errorResponses(route: AnyRoute): Record<string, OpenApiResponse> {
-  // The pipeline adds RateLimit-* to every response after the bucket was consulted, i.e.
-  // all but 401/403 (rejected before it) on rate-limited routes.
+  // The pipeline adds RateLimit-* to every answer of a route that takes a token (a failed
+  // authentication takes one of the client address's).
   const limited = route.auth !== 'public' && !route.unlimited
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of errorCodes(route)) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code])
   const out: Record<string, OpenApiResponse> = {}
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const headers = limited && status !== 401 && status !== 403
-      ? headerRefs(codes.includes('RATE_LIMITED') ? ['Retry-After', ...RATE_HEADERS] : RATE_HEADERS)
-      : undefined
+    const retry = codes.includes('RATE_LIMITED') || codes.includes('CONCURRENCY_LIMIT')
+    const headers = limited || route.auth !== 'public' ? headerRefs(retry ? ['Retry-After', ...RATE_HEADERS] : RATE_HEADERS) : undefined
     out[String(status)] = {
       description: codes.map((c) => `${c}: ${CODE_TEXT[c] ?? c.toLowerCase().replace(/_/g, ' ')}`).join('; '),
       ...(headers && { headers }),
@@ -312,6 +315,8 @@ function errorResponses(route: AnyRoute): Record<string, OpenApiResponse> {
       },
     }
   }
+  // Node answers these before Berth sees the request, without a JSON body.
+  out['431'] = { description: 'Request header fields too large (answered by the HTTP server, no body)' }
   return out
 }
 
@@ -399,7 +404,11 @@ function operation(route: AnyRoute, converter: Converter): OpenApiOperation {
     security: route.auth === 'public' ? [] : [{ bearerAuth: [] }],
     ...(params.length > 0 && { parameters: params }),
     ...(body && { requestBody: body }),
-    responses: { [String(route.status ?? 200)]: successResponse(route, converter.convert), ...errorResponses(route) },
+    responses: {
+      ...(route.upgrade && { '101': { description: `Switching Protocols: the connection becomes a ${route.upgrade} (send \`Upgrade: ${route.upgrade}\`)` } }),
+      [String(route.status ?? 200)]: successResponse(route, converter.convert),
+      ...errorResponses(route),
+    },
   }
 }
 

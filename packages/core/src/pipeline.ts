@@ -1,6 +1,6 @@
 import * as v from 'valibot'
 import { ApiError, isApiError, type ErrorBody } from './errors.js'
-import { coerceQuery, parseInput, readJsonBody } from './internal/input.js'
+import { coerceQuery, isClientAbort, parseInput, readJsonBody } from './internal/input.js'
 import type { RateDecision, RateLimiter } from './limits/rate-limit.js'
 import type { Logger } from './ports/logger.js'
 import type { AnyRoute, Caller } from './route.js'
@@ -81,12 +81,32 @@ function isValidCaller(c: Caller): boolean {
   return typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(c.id) && (c.role === 'user' || c.role === 'admin')
 }
 
+/**
+ * The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy`
+ * states the bucket (burst, the window it refills in, and the per-minute rate), the others
+ * the state of the caller's bucket.
+ */
 function rateHeaders(d: RateDecision): Record<string, string> {
   return {
+    ...(d.policy && { 'ratelimit-policy': d.policy }),
     'ratelimit-limit': String(d.limit),
     'ratelimit-remaining': String(d.remaining),
     'ratelimit-reset': String(d.resetSeconds),
   }
+}
+
+/** The rate-limit key of an unauthenticated request: its client address. */
+function addressKey(request: Request): string {
+  return `address:${(request as { ip?: string }).ip ?? 'unknown'}`
+}
+
+function rateLimited(d: RateDecision): ApiError {
+  return new ApiError(
+    'RATE_LIMITED',
+    `Rate limit exceeded: ${d.limit} requests at once, refilled over a minute`,
+    { limit: d.limit, retry_after: d.retryAfterSeconds },
+    { 'retry-after': String(d.retryAfterSeconds) },
+  )
 }
 
 /**
@@ -107,36 +127,54 @@ export function createPipeline(opts: PipelineOptions) {
   const R = opts.responseClass ?? Response
   const authenticate = createAuthenticate(opts)
 
-  /** The caller of a request for a route, or a thrown 401/403. */
-  async function callerFor(route: AnyRoute, request: Request): Promise<Caller | null> {
+  /**
+   * Take a token for a request: the caller's, or for a request without valid credentials
+   * its client address's (so guessing keys is throttled). Returns the headers; throws 429.
+   */
+  async function take(key: string, out: { headers?: Record<string, string> }): Promise<void> {
+    const d = await rateLimiter.take(key)
+    out.headers = rateHeaders(d)
+    if (!d.allowed) throw rateLimited(d)
+  }
+
+  /** The caller of a request for a route (its token taken), or a thrown 401/403/429. */
+  async function callerFor(route: AnyRoute, request: Request, out: { headers?: Record<string, string> }): Promise<Caller | null> {
     if (route.auth === 'public') return null
     const caller = await authenticate(request)
-    if (!caller) throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
+    if (!caller) {
+      await take(addressKey(request), out)
+      throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
+    }
+    if (!route.unlimited) await take(caller.id, out)
     if (route.auth === 'admin' && caller.role !== 'admin') {
       throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
     }
     return caller
   }
 
-  return async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+  /**
+   * Rate-limit headers for a `/v1` request no route answers (404, 405): its token is taken
+   * like any request's. Throws 429 when the bucket is empty.
+   */
+  async function limitHeaders(request: Request): Promise<Record<string, string>> {
+    const out: { headers?: Record<string, string> } = {}
+    const caller = await authenticate(request)
+    await take(caller ? caller.id : addressKey(request), out)
+    return out.headers ?? {}
+  }
+
+  async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
     const started = performance.now()
+    const limits: { headers?: Record<string, string> } = {}
     let headers: Record<string, string> | undefined
     let caller: Caller | null = null
     let response: Response
     const url = new URL(request.url)
     try {
-      caller = await callerFor(route, request)
-      if (caller && !route.unlimited) {
-        const decision = await rateLimiter.take(caller.id)
-        headers = rateHeaders(decision)
-        if (!decision.allowed) {
-          throw new ApiError(
-            'RATE_LIMITED',
-            `Rate limit exceeded: ${decision.limit} requests at once, refilled over a minute`,
-            { limit: decision.limit, retry_after: decision.retryAfterSeconds },
-            { 'retry-after': String(decision.retryAfterSeconds) },
-          )
-        }
+      try {
+        caller = await callerFor(route, request, limits)
+      } finally {
+        headers = limits.headers
       }
       const params = route.params ? parseInput('params', route.params, rawParams) : undefined
       const query = route.query ? parseInput('query', route.query, coerceQuery(route.query, url.searchParams)) : undefined
@@ -155,6 +193,7 @@ export function createPipeline(opts: PipelineOptions) {
       const result = await route.handle({ caller: caller as Caller, params, query, body, services, request: input })
       response = toResponse(route, result, headers)
     } catch (err) {
+      if (isClientAbort(err)) logger.info('client aborted', { method: request.method, path: loggedPath(route, url.pathname), route: route.name })
       response = errorResponse(err, logger, headers, R)
     }
     logger.info('request', {
@@ -168,6 +207,8 @@ export function createPipeline(opts: PipelineOptions) {
     })
     return response
   }
+
+  return Object.assign(run, { limitHeaders })
 
   function toResponse(route: AnyRoute, result: unknown, headers?: Record<string, string>): Response {
     if (result instanceof Response) {

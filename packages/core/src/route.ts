@@ -84,6 +84,8 @@ export interface RouteDef<
   produces?: string
   /** Error codes this route answers with beyond the ones every route of its auth level has. */
   errors?: ErrorCode[]
+  /** A protocol the route switches to (`websocket`): documented as a 101 answer. */
+  upgrade?: string
   /** Skip the per-caller rate limit (e.g. health checks). */
   unlimited?: boolean
   /** Path parameters that are credentials: logged as `[redacted]` (e.g. a webhook secret in the URL). */

@@ -124,7 +124,9 @@ describe('the OpenAPI document of the route table', () => {
   it('gives every route the error responses its auth level and inputs imply, all with ErrorBody', () => {
     for (const r of routes as readonly AnyRoute[]) {
       const op = opOf(doc, r)!
-      const statuses = Object.keys(op.responses).filter((s) => Number(s) >= 400).map(Number)
+      // 431 is the HTTP server's, on every operation, without a body.
+      expect(op.responses['431'], r.name).toBeDefined()
+      const statuses = Object.keys(op.responses).filter((s) => Number(s) >= 400 && s !== '431').map(Number)
       const expected = new Set<number>([500])
       if (r.auth !== 'public') expected.add(401)
       if (r.auth === 'admin') expected.add(403)
@@ -149,11 +151,11 @@ describe('the OpenAPI document of the route table', () => {
 
   it('documents Retry-After and the RateLimit headers on rate-limited routes only', () => {
     const list = doc.paths['/v1/profiles']!.get!
-    expect(Object.keys(list.responses['429']!.headers ?? {})).toEqual(['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+    expect(Object.keys(list.responses['429']!.headers ?? {})).toEqual(['Retry-After', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
     expect(list.responses['429']!.content!['application/json']!.examples).toHaveProperty('RATE_LIMITED')
-    expect(Object.keys(list.responses['200']!.headers ?? {})).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
-    // Rejected before the bucket is consulted: no rate headers.
-    expect(list.responses['401']!.headers).toBeUndefined()
+    expect(Object.keys(list.responses['200']!.headers ?? {})).toEqual(['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+    // A failed authentication takes a token of the client address: its answer says so too.
+    expect(Object.keys(list.responses['401']!.headers ?? {})).toEqual(['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
     const health = doc.paths['/health']!.get!
     expect(health.responses['429']).toBeUndefined()
     expect(health.responses['401']).toBeUndefined()

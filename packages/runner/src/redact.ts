@@ -1,3 +1,5 @@
+import { secretForms } from '@berth/core/contract'
+
 /** What a redacted value is replaced with. */
 export const REDACTED = '[REDACTED]'
 
@@ -21,8 +23,8 @@ export interface StreamRedactor {
 
 /**
  * A redactor for the given secret values (empty values are ignored; longer values are
- * replaced first, so a secret containing another is replaced whole). Exact substrings
- * only: encoded forms (base64, URL- or JSON-escaped) are not recognised.
+ * replaced first, so a secret containing another is replaced whole). Each secret's
+ * base64, URL-encoded and JSON-escaped forms are replaced too (see `secretForms`).
  *
  * @example
  * ```ts
@@ -32,7 +34,7 @@ export interface StreamRedactor {
  * ```
  */
 export function createRedactor(secrets: readonly string[]): Redactor {
-  const values = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length)
+  const values = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))].sort((a, b) => b.length - a.length)
   const text = (s: string): string => {
     if (values.length === 0 || s.length === 0) return s
     let out = s

@@ -33,3 +33,33 @@ describe('redaction', () => {
     expect(s.flush()).toBe('')
   })
 })
+
+describe('redaction of encoded forms', () => {
+  const secret = 'sk-live/Secret+Value 42?'
+  const r = createRedactor([secret])
+  const b64 = (s: string) => Buffer.from(s).toString('base64')
+
+  it('replaces the base64 of a secret, standard and URL-safe, alone or inside a longer encoded text', () => {
+    expect(r.text(`token ${b64(secret)} end`)).not.toContain(b64(secret).slice(0, 12))
+    expect(r.text(Buffer.from(secret).toString('base64url'))).toContain(REDACTED)
+    // A Basic header: the secret sits at every alignment after some user name.
+    for (const user of ['u', 'us', 'usr', 'user:']) {
+      const header = `Authorization: Basic ${b64(`${user}:${secret}`)}`
+      const out = r.text(header)
+      expect(out, user).toContain(REDACTED)
+      // What is left cannot be decoded back to the secret.
+      expect(Buffer.from(out.split(' ').pop()!.replace(REDACTED, ''), 'base64').toString('latin1')).not.toContain('Secret')
+    }
+  })
+
+  it('replaces the URL-encoded and JSON-escaped forms', () => {
+    expect(r.text(`https://x.test/?key=${encodeURIComponent(secret)}&a=1`)).toBe(`https://x.test/?key=${REDACTED}&a=1`)
+    expect(r.text(`key=${new URLSearchParams({ k: secret }).toString().slice(2)}`)).toBe(`key=${REDACTED}`)
+    const quoted = createRedactor(['pa"ss\\word'])
+    expect(quoted.text(JSON.stringify({ p: 'pa"ss\\word' }))).toBe(`{"p":"${REDACTED}"}`)
+  })
+
+  it('leaves ordinary text alone', () => {
+    expect(r.text('nothing secret here, just sk-live words')).toBe('nothing secret here, just sk-live words')
+  })
+})

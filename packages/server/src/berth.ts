@@ -30,6 +30,7 @@ import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
 import { createGitProviders, type GitProvidersConfig } from './git/providers.js'
 import { createNotifier } from './notifiers/index.js'
+import type { Resolve } from './notifiers/address-policy.js'
 import { createChatProvider, type ChatProviderConfig } from './notifiers/chat-provider.js'
 import { createMailProvider, type MailProviderConfig } from './notifiers/mail-provider.js'
 import type { SmtpOptions } from './notifiers/email.js'
@@ -85,6 +86,12 @@ export interface BerthOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
   recoveryGraceMs?: number
+  /**
+   * Files of a workspace without a volume (batch tasks) are copied out when its container
+   * is released and stay readable for `retentionMs` (default 7 days; `null`: until the
+   * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB).
+   */
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
   smtp?: SmtpOptions
   /**
@@ -93,8 +100,12 @@ export interface BerthOptions {
    * the server probe its own network). For local development and tests.
    */
   allowPrivateWebhooks?: boolean
-  /** Notification deliveries: tries per notification (default 5), first backoff (default 1 s, doubling), per-attempt timeout (default 10 s). */
-  notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number }
+  /**
+   * Notification deliveries: tries per notification (default 5), first backoff (default 1 s,
+   * doubling; retries are stored and survive a restart), per-attempt timeout (default 10 s),
+   * and how webhook hosts resolve (`resolve`, default the system resolver; for tests).
+   */
+  notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number; resolve?: Resolve }
   /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
   playbookWebhookRate?: { rpm: number; burst: number }
   /**
@@ -169,6 +180,13 @@ export interface Berth {
   close(opts?: { removeContainers?: boolean }): Promise<void>
 }
 
+/** A GET's answer as a HEAD answer: same status and headers, no body (a streamed one is cancelled). */
+async function headOf(answer: Promise<Response>): Promise<Response> {
+  const res = await answer
+  await res.body?.cancel().catch(() => {})
+  return new Response(null, { status: res.status, headers: res.headers })
+}
+
 /** Compile `/v1/profiles/:id` into a matcher for the 404/405 fallback. */
 function pathMatcher(path: string): RegExp {
   const pattern = path
@@ -225,6 +243,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     allowPrivateWebhooks: options.allowPrivateWebhooks ?? false,
     smtp: options.smtp,
     ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }),
+    ...(options.notifications?.resolve && { resolve: options.notifications.resolve }),
     channels: { ...(chatProvider && { chatprovider: chatProvider.channel }), ...(mailProvider && { mailprovider: mailProvider.channel }) },
   })
   const rateLimiter =
@@ -241,6 +260,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
     ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),
+    ...(options.workspaceFiles && { workspaceFiles: options.workspaceFiles }),
     cipher: createAesGcmCipher(key),
     gitProviders: createGitProviders(options.gitProviders ?? {}, { clock }),
     connectProviders: { ...(chatProvider && { chatprovider: chatProvider.connect }), ...(mailProvider && { mailprovider: mailProvider.connect }) },
@@ -262,6 +282,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     await services.tasks.start()
     await services.playbookRuns.recover()
     await services.messenger.recover()
+    await services.notifications.recover()
   }
   const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(
     () => startServices(),
@@ -286,7 +307,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     responseClass: FastResponse as unknown as typeof Response,
   })
 
-  const websocket = createWebSocket({ services, logger, rateLimiter, authenticate: options.authenticate })
+  const websocket = createWebSocket({ services, logger, rateLimiter, authenticate: options.authenticate, maxPayload: options.bodyLimit ?? 1024 * 1024 })
   const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
   const app = new H3({
     // h3's own rejections (e.g. a malformed percent-encoded path) get Berth's error shape.
@@ -302,17 +323,27 @@ export function createBerth(options: BerthOptions = {}): Berth {
 
   for (const route of table) {
     app.on(route.method, route.path, (event: H3Event) => run(route, event.req, getRouterParams(event, { decode: true })))
+    // HEAD wherever GET: the GET's status and headers, its body dropped unread.
+    if (route.method === 'GET') app.on('HEAD', route.path, (event: H3Event) => headOf(run(route, event.req, getRouterParams(event, { decode: true }))))
   }
   if (options.console) mountConsole(app)
   const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
-  app.all('/**', (event: H3Event) => {
+  app.all('/**', async (event: H3Event) => {
     const path = event.url.pathname
-    const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
-    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`))
-    if (event.req.method === 'OPTIONS' || event.req.method === 'HEAD') {
-      if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { allow: allowed.join(', ') } })
+    // Every /v1 answer counts against a rate limit and says so, 404 and 405 included.
+    let limits: Record<string, string> = {}
+    if (path === '/v1' || path.startsWith('/v1/')) {
+      try {
+        limits = await run.limitHeaders(event.req)
+      } catch (err) {
+        return errorResponse(err, logger)
+      }
     }
+    const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
+    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`), undefined, limits)
+    if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...limits, allow: allowed.join(', ') } })
     return errorResponse(new ApiError('METHOD_NOT_ALLOWED', `${event.req.method} is not allowed on ${path.slice(0, 200)}`, { allow: allowed }), undefined, {
+      ...limits,
       allow: allowed.join(', '),
     })
   })

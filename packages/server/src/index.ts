@@ -1,4 +1,5 @@
 export { createBerth, type Berth, type BerthOptions } from './berth.js'
+export { berthMiddleware, type BerthMiddleware } from './middleware.js'
 export { unstorageStore } from './store.js'
 export { loadEncryptionKey } from './encryption-key.js'
 export { configFromEnv, type BerthConfig } from './config.js'
@@ -7,5 +8,5 @@ export { integrationsFromEnv, type IntegrationsConfig } from './config-integrati
 export { clientCertificateFetch, type ClientCertificate } from './notifiers/client-certificate.js'
 export { createGitProviders, GIT_PROVIDER_PRESETS, type GitProviderConfig, type GitProvidersConfig } from './git/providers.js'
 export { createFetchOAuthClient, type FetchOAuthClientOptions, type OAuthRevocation } from './oauth/fetch-client.js'
-export { createNotifier, defineChannel, emailChannel, webhookChannel, signature, isPrivateAddress, type Channel, type NotifierOptions, type SmtpOptions } from './notifiers/index.js'
+export { createNotifier, defineChannel, emailChannel, webhookChannel, signature, standardSignature, isPrivateAddress, type Channel, type NotifierOptions, type SmtpOptions } from './notifiers/index.js'
 export { createChatProvider, createMailProvider, chatChannel, mailChannel, type ChatProviderConfig, type MailProviderConfig } from './notifiers/index.js'

@@ -10,6 +10,8 @@ export interface WebSocketOptions {
   authenticate?: Authenticate | undefined
   /** Queued bytes beyond which a client is closed as too slow (default 1 MiB). */
   maxBuffered?: number
+  /** Largest message accepted, in bytes (the JSON body limit, default 1 MiB); a larger frame closes the socket with 1009. */
+  maxPayload?: number
 }
 
 /**
@@ -27,6 +29,8 @@ export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapt
   const authenticate = createAuthenticate(o, true)
   const sessions = new Map<string, Session>()
   const adapter = nodeAdapter({
+    // ws refuses a larger frame before buffering it, closing with 1009 (message too big).
+    serverOptions: { maxPayload: o.maxPayload ?? 1024 * 1024 },
     hooks: {
       async upgrade(request) {
         try {
@@ -53,6 +57,7 @@ export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapt
             buffered: () => peer.bufferedAmount,
             close: (code, reason) => peer.close(code, reason),
             ...(o.maxBuffered !== undefined && { maxBuffered: o.maxBuffered }),
+            take: () => o.rateLimiter.take(caller.id),
           }),
         )
       },

@@ -59,8 +59,8 @@ describe('connecting', () => {
     viaQuery.socket.close()
     // A plain GET is told to upgrade, in the error shape.
     const plain = await t.s.request('/v1/ws', { token: t.token })
-    expect(plain.status).toBe(400)
-    expect(((await plain.json()) as Json).code).toBe('VALIDATION_FAILED')
+    expect(plain.status).toBe(426)
+    expect(((await plain.json()) as Json).code).toBe('UPGRADE_REQUIRED')
   })
 
   it('answers bad messages with error messages and keeps the socket open', async () => {

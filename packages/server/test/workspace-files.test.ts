@@ -166,6 +166,28 @@ describe('upload, browse, download', () => {
   })
 })
 
+describe('upload path', () => {
+  it('one file and a path naming a file: stored at /workspace/<path>; an existing directory or a trailing / takes the file name', async () => {
+    const named = await upload('reports/q3/summary.md', [['local-name.md', '# Q3']])
+    expect(named.status).toBe(201)
+    expect(await named.json()).toEqual({ path: '/workspace/reports/q3', files: [{ name: 'summary.md', path: '/workspace/reports/q3/summary.md', size: 4 }] })
+    expect((await inContainer('cat /workspace/reports/q3/summary.md')).stdout).toBe('# Q3')
+    expect((await inContainer('test -e /workspace/reports/q3/summary.md/local-name.md; echo $?')).stdout.trim()).toBe('1')
+    // An existing directory: the directory form.
+    const intoDir = (await (await upload('reports/q3', [['data.csv', 'a,b']])).json()) as Json
+    expect(intoDir.files[0].path).toBe('/workspace/reports/q3/data.csv')
+    // A trailing slash: a directory, created when missing.
+    const slash = (await (await upload('fresh/dir/', [['one.txt', '1']])).json()) as Json
+    expect(slash.files[0].path).toBe('/workspace/fresh/dir/one.txt')
+    // Several files: always a directory.
+    const many = (await (await upload('bundle', [['a.txt', 'a'], ['b.txt', 'b']])).json()) as Json
+    expect(many.files.map((f: Json) => f.path)).toEqual(['/workspace/bundle/a.txt', '/workspace/bundle/b.txt'])
+    // Replacing a file by name works; a file where a directory is named by path is 400.
+    expect((await upload('reports/q3/summary.md', [['x', '# Q3 v2']])).status).toBe(201)
+    expect((await inContainer('cat /workspace/reports/q3/summary.md')).stdout).toBe('# Q3 v2')
+  })
+})
+
 describe('paths that escape /workspace', () => {
   it('are refused with 400 naming path, and nothing outside is read or written', async () => {
     const passwd = (await inContainer('cat /etc/passwd')).stdout
@@ -211,7 +233,7 @@ describe('the upload limit', () => {
   /** A raw upload: `declared` as content-length (or chunked), `size` bytes of file data. */
   function rawUpload(size: number, declared?: number): Promise<{ status: number; body: Json }> {
     const boundary = 'berthtestboundary'
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nlimit\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="over.bin"\r\n\r\n`)
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nlimit/\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="over.bin"\r\n\r\n`)
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
     return new Promise((resolve, reject) => {
       const req = httpRequest(`${t.s.url}/v1/workspaces/${wsId}/files`, {
@@ -284,15 +306,32 @@ describe('a broken upload', () => {
 })
 
 describe('released workspaces', () => {
-  it('without a volume: a clear 400, the files went with the container', async () => {
-    const done = await t.run({ prompt: 'A batch task.' })
-    for (const res of [await list('', done.workspace_id!), await download(['.'], done.workspace_id!), await upload('x', [['a.txt', 'a']], { id: done.workspace_id! })]) {
-      const body = (await res.json()) as Json
-      expect(res.status).toBe(400)
-      expect(body.error).toMatch(/went with it/)
-      expect(body.details.issues[0]).toMatchObject({ location: 'params', path: 'id' })
-    }
-  })
+  it('without a volume (a batch task): the files outlive the container until the retention expires', async () => {
+    const done = await t.run({ prompt: 'A batch task. [[berth:tool Bash {"command":"mkdir -p out && echo batch-result > out/report.txt"}]]' })
+    expect(done.status).toBe('completed')
+    const id = done.workspace_id!
+    expect((await t.call('GET', `/v1/workspaces/${id}`)).body).toMatchObject({ status: 'idle', container_id: null })
+    const listing = await list('out', id)
+    expect(listing.status).toBe(200)
+    expect(((await listing.json()) as Json).entries.map((e: Json) => [e.name, e.size])).toEqual([['report.txt', 13]])
+    expect((await readTar(new Uint8Array(await (await download(['out/report.txt'], id)).arrayBuffer()))).map((e) => [e.name, e.content.toString()])).toEqual([
+      ['out/report.txt', 'batch-result\n'],
+    ])
+    // An upload is kept too.
+    expect((await upload('out/added.txt', [['ignored.txt', 'added later']], { id })).status).toBe(201)
+    const again = (await readTar(new Uint8Array(await (await download(['out'], id)).arrayBuffer()))).filter((e) => e.type === 'file')
+    expect(again.map((e) => [e.name, e.content.toString()]).sort()).toEqual([
+      ['out/added.txt', 'added later'],
+      ['out/report.txt', 'batch-result\n'],
+    ])
+    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]))
+    // After the retention (7 days by default) the copy is gone: a clear 400.
+    t.s.clock.advance(8 * 24 * 3600_000)
+    const expired = await list('', id)
+    const body = (await expired.json()) as Json
+    expect(expired.status).toBe(400)
+    expect(body.details.issues[0]).toMatchObject({ location: 'params', path: 'id' })
+  }, 120_000)
 
   it('with persistent sessions: served from the volume through a short-lived helper container', async () => {
     const profile = await t.call('POST', '/v1/profiles', { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true })
@@ -311,7 +350,7 @@ describe('released workspaces', () => {
 
     const listing = (await (await list('', id)).json()) as Json
     expect(listing.entries.map((e: Json) => e.name)).toContain('note.txt')
-    expect((await upload('docs', [['added.txt', 'added while idle']], { id })).status).toBe(201)
+    expect((await upload('docs/', [['added.txt', 'added while idle']], { id })).status).toBe(201)
     const entries = await readTar(new Uint8Array(await (await download(['note.txt', 'docs/added.txt'], id)).arrayBuffer()))
     expect(entries.map((e) => [e.name, e.content.toString()])).toEqual([
       ['note.txt', 'kept\n'],

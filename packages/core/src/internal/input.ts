@@ -71,7 +71,14 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Bu
   const chunks: Uint8Array[] = []
   let size = 0
   for (;;) {
-    const { done, value } = await reader.read()
+    let chunk: ReadableStreamReadResult<Uint8Array>
+    try {
+      chunk = await reader.read()
+    } catch {
+      // The connection broke before the body ended (hang-up, bad chunk size).
+      throw clientAborted()
+    }
+    const { done, value } = chunk
     if (done) break
     size += value.byteLength
     if (size > limit) {
@@ -112,6 +119,29 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
       issues: [{ location: 'body', path: '', message: (err as Error).message.slice(0, 200) }],
     })
   }
+}
+
+/** Marks the error of a request whose client went away mid-body (logged at info, not as a failure). */
+export const CLIENT_ABORTED = 'client_aborted'
+
+/**
+ * The 400 for a body that could not be read to its end; nobody is left to read it.
+ *
+ * @example
+ * ```ts
+ * isClientAbort(clientAborted()) // true
+ * ```
+ */
+export function clientAborted(): ApiError {
+  return new ApiError('VALIDATION_FAILED', 'The request body ended early: the client aborted or sent a malformed body', {
+    issues: [{ location: 'body', path: '', message: 'incomplete body' }],
+    reason: CLIENT_ABORTED,
+  })
+}
+
+/** True for the error of {@link clientAborted}. */
+export function isClientAbort(err: unknown): boolean {
+  return err instanceof ApiError && err.details?.reason === CLIENT_ABORTED
 }
 
 function tooLarge(limit: number): ApiError {

@@ -1,5 +1,8 @@
 import { ApiError } from '../errors.js'
 
+/** When to try again after a 429 CONCURRENCY_LIMIT: a slot frees when a task ends or a session idles out. */
+const RETRY_AFTER_SECONDS = 10
+
 /**
  * Per-profile concurrency: at most `limit` workspaces running at once. A slot is taken
  * synchronously, so parallel submissions in one process are counted exactly; it is held
@@ -39,7 +42,8 @@ export class ConcurrencySlots {
       throw new ApiError('CONCURRENCY_LIMIT', `Profile ${profileId} already has ${running} running workspaces (limit ${this.limit})`, {
         limit: this.limit,
         running,
-      })
+        retry_after: RETRY_AFTER_SECONDS,
+      }, { 'retry-after': String(RETRY_AFTER_SECONDS) })
     }
     if (!set) this.held.set(profileId, (set = new Set()))
     set.add(holder)

@@ -11,6 +11,8 @@ export interface RateDecision {
   resetSeconds: number
   /** Seconds until the next token, when refused (`Retry-After`). */
   retryAfterSeconds: number
+  /** The `RateLimit-Policy` value: the quota, its window, and any other terms. */
+  policy?: string
 }
 
 /** What a limiter holds now: its settings and every key whose bucket is not full. */
@@ -55,6 +57,8 @@ export function tokenBucket(opts: TokenBucketOptions): { take(key: string): Rate
   const perMs = rpm / 60_000
   const maxKeys = opts.maxKeys ?? 100_000
   const buckets = new Map<string, { tokens: number; at: number }>()
+  // `burst` requests per the time the bucket takes to refill, plus the rate itself.
+  const policy = `${burst};w=${Math.ceil(burst / perMs / 1000)};burst=${burst};rpm=${rpm}`
 
   const evict = (now: number) => {
     for (const [k, b] of buckets) if (b.tokens + (now - b.at) * perMs >= burst) buckets.delete(k)
@@ -89,6 +93,7 @@ export function tokenBucket(opts: TokenBucketOptions): { take(key: string): Rate
         remaining: Math.floor(b.tokens),
         resetSeconds: Math.ceil((burst - b.tokens) / perMs / 1000),
         retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000)),
+        policy,
       }
     },
   }

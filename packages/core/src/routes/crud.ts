@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import type { ErrorCode } from '../errors.js'
 import type { IdKind } from '../ids.js'
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
@@ -53,6 +54,8 @@ export function crudRoutes<
   service: (s: Services) => CrudService<v.InferOutput<Item>, v.InferOutput<ListItem>, v.InferOutput<Create>, v.InferOutput<Update>, { [K in keyof Filter]?: v.InferOutput<Filter[K]> }>
   /** Extra words for the create summary (rules a caller should know). */
   createNote?: string
+  /** Error codes beyond the usual ones, per operation (e.g. 409 on delete). */
+  errors?: { update?: ErrorCode[]; delete?: ErrorCode[] }
 }) {
   const params = IdParams(def.idKind)
   const listItem = (def.listItem ?? def.item) as ListItem
@@ -108,6 +111,7 @@ export function crudRoutes<
       params,
       body: def.update,
       response: def.item,
+      ...(def.errors?.update && { errors: def.errors.update }),
       handle: ({ caller, params: p, body, services }) => def.service(services).update(caller.id, p.id, body) as Promise<never>,
     }),
     defineRoute({
@@ -119,6 +123,7 @@ export function crudRoutes<
       summary: `Delete a ${def.label}`,
       params,
       status: 204,
+      ...(def.errors?.delete && { errors: def.errors.delete }),
       handle: async ({ caller, params: p, services }) => {
         await def.service(services).remove(caller.id, p.id)
       },

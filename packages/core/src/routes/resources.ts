@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength } from '../schemas/length.js'
 import { defineRoute } from '../route.js'
 import { CreateApiKey, ApiKey, UpdateApiKey } from '../schemas/api-key.js'
 import { Agent, CreateAgent, CreateSkill, CreateTool, Skill, Tool, UpdateAgent, UpdateSkill, UpdateTool } from '../schemas/catalog.js'
@@ -46,7 +47,9 @@ export const apiKeyRoutes = crudRoutes({
   create: CreateApiKey,
   update: UpdateApiKey,
   service: (s) => s.apiKeys,
-  createNote: 'The key is write-only: encrypted at rest, never returned (`has_key` tells whether one is set). Provider `stub` is the built-in offline model and needs no key.',
+  createNote:
+    'The key is write-only: encrypted at rest, never returned (`has_key` tells whether one is set). Provider `stub` is the built-in offline model and needs no key. `base_url` follows the webhook address policy (no private, loopback or link-local hosts unless the server allows them). Narrowing `allowed_models` so that a profile’s model is left out is 400 naming `allowed_models`; deleting a credential profiles still use is 409 CONFLICT with `details.profile_ids`.',
+  errors: { delete: ['CONFLICT'] },
 })
 
 export const memoryRoutes = crudRoutes({
@@ -57,7 +60,7 @@ export const memoryRoutes = crudRoutes({
   item: Memory,
   create: CreateMemory,
   update: UpdateMemory,
-  filters: { profile_id: v.optional(Id('profile')), type: v.optional(v.pipe(v.string(), v.maxLength(32))) },
+  filters: { profile_id: v.optional(Id('profile')), type: v.optional(v.pipe(v.string(), maxLength(32))) },
   service: (s) => s.memory,
   createNote: 'The list spans all your profiles; filter with `profile_id`. A row without `profile_id` applies to every profile.',
 })

@@ -53,11 +53,7 @@ export const taskRoutes = [
     params: IdParams('task'),
     query: EventsQuery,
     response: ListOf('events', TranscriptEvent),
-    handle: async ({ caller, params, query, services }) => {
-      const all = await services.tasks.events(caller.id, params.id, 0, Number.MAX_SAFE_INTEGER)
-      const events = all.filter((e) => e.seq > query.after).slice(0, query.limit)
-      return { events, total: all.length }
-    },
+    handle: ({ caller, params, query, services }) => services.tasks.events(caller.id, params.id, query.after, query.limit),
   }),
   defineRoute({
     name: 'tasks.cancel',

@@ -41,7 +41,14 @@ export const workspaceRoutes = [
     params: IdParams('workspace'),
     body: UpdateWorkspace,
     response: Workspace,
-    handle: ({ caller, params, body, services }) => services.workspaces.update(caller.id, params.id, body),
+    description: '`model_override` must be a model the credential of the workspace’s profile allows (400 naming it otherwise); `null` goes back to the profile’s model.',
+    handle: async ({ caller, params, body, services }) => {
+      if (body.model_override) {
+        const ws = await services.workspaces.records.get(caller.id, params.id)
+        await services.profiles.assertModel(caller.id, ws.profile_id, body.model_override, 'model_override')
+      }
+      return services.workspaces.update(caller.id, params.id, body)
+    },
   }),
   defineRoute({
     name: 'workspaces.delete',

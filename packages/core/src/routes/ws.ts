@@ -16,12 +16,13 @@ export const wsRoute = defineRoute({
     '',
     'Server → client: `{ type: "submitted", request_id, task_id, status }`, `{ type: "task.status", task_id, status, task }`, `{ type: "task.event", task_id, event }` (the stored transcript event: what already happened first, then live, each once, in `seq` order), `{ type: "error", request_id?, code, error, details? }`, `{ type: "pong" }`.',
     '',
-    'A client that lets more than 1 MiB queue up unread is closed with code 4008.',
+    'A client that lets more than 1 MiB queue up unread is closed with code 4008. A message larger than the JSON body limit (1 MiB by default) closes the socket with code 1009. Every message takes a token of your rate limit like a request; past it the answer is `{ type: "error", code: "RATE_LIMITED" }`. Errors answering a `subscribe` or `unsubscribe` carry its `task_id`.',
+    '',
+    'Without `Upgrade: websocket` the answer is 426 UPGRADE_REQUIRED.',
   ].join('\n'),
-  errors: ['VALIDATION_FAILED'],
+  upgrade: 'websocket',
+  errors: ['UPGRADE_REQUIRED'],
   handle: () => {
-    throw new ApiError('VALIDATION_FAILED', 'This endpoint speaks WebSocket: connect with Upgrade: websocket', {
-      issues: [{ location: 'headers', path: 'upgrade', message: 'expected "websocket"' }],
-    })
+    throw new ApiError('UPGRADE_REQUIRED', 'This endpoint speaks WebSocket: connect with Upgrade: websocket', undefined, { upgrade: 'websocket', connection: 'Upgrade' })
   },
 })

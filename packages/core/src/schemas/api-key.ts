@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Id, Name, RecordMeta } from './common.js'
 import { ModelId } from './profile.js'
 
@@ -8,11 +9,11 @@ import { ModelId } from './profile.js'
  */
 export const ModelProvider = v.picklist(['anthropic', 'stub'])
 
-const BaseUrl = v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//i, 'must be an http(s) URL'), v.maxLength(2000))
+const BaseUrl = v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//i, 'must be an http(s) URL'), maxLength(2000))
 /** A model id or a glob with `*`, e.g. `claude-sonnet-*`. */
 const ModelPattern = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9._:@*-]{1,128}$/, 'must be a model id or pattern'))
 /** The key itself: write-only, never returned. */
-const KeyValue = v.pipe(v.string(), v.minLength(1), v.maxLength(4096), v.regex(/^\S+$/, 'must not contain whitespace'))
+const KeyValue = v.pipe(v.string(), minLength(1), maxLength(4096), v.regex(/^\S+$/, 'must not contain whitespace'))
 
 /** A model credential as returned: never the key itself. */
 export const ApiKey = v.object({
@@ -33,7 +34,7 @@ export const CreateApiKey = v.strictObject({
   provider: ModelProvider,
   key: v.optional(KeyValue),
   base_url: v.optional(v.nullable(BaseUrl)),
-  allowed_models: v.optional(v.nullable(v.pipe(v.array(ModelPattern), v.maxLength(100)))),
+  allowed_models: v.optional(v.nullable(v.pipe(v.array(ModelPattern), maxLength(100)))),
 })
 
 /** Body of `PATCH /v1/api-keys/:id`. The provider is fixed once created. */
@@ -41,7 +42,7 @@ export const UpdateApiKey = v.strictObject({
   name: v.optional(Name),
   key: v.optional(KeyValue),
   base_url: v.optional(v.nullable(BaseUrl)),
-  allowed_models: v.optional(v.nullable(v.pipe(v.array(ModelPattern), v.maxLength(100)))),
+  allowed_models: v.optional(v.nullable(v.pipe(v.array(ModelPattern), maxLength(100)))),
 })
 
 /** One model a profile can use. */

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Timestamp } from './common.js'
 
 /** Where the connect widget runs: the provider's `sandbox`, `development` or `production`. */
@@ -18,7 +19,7 @@ export const SetBankProviderConfig = v.strictObject({
   application_id: ApplicationId,
   environment: BankEnvironment,
   /** Default `['balance', 'transactions']`. */
-  products: v.optional(v.pipe(v.array(BankProduct), v.minLength(1, 'needs at least one product'), v.maxLength(4))),
+  products: v.optional(v.pipe(v.array(BankProduct), minLength(1, 'needs at least one product'), maxLength(4))),
   /** Default `multiple`. */
   select_account: v.optional(BankSelectAccount),
 })
@@ -32,7 +33,7 @@ export const BankProviderConfig = v.object({
   updated_at: Timestamp,
 })
 
-const Text = (max: number) => v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(max))
+const Text = (max: number) => v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(max))
 
 /**
  * Body of `POST /v1/integrations/bankprovider/callback`: the connect widget's success
@@ -47,7 +48,7 @@ export const BankConnectPayload = v.strictObject({
   }),
   user: v.object({ id: Text(200) }),
   /** Present when the widget was started with a nonce; kept for reference, not verified (see the route's description). */
-  signatures: v.optional(v.pipe(v.array(Text(2048)), v.maxLength(10))),
+  signatures: v.optional(v.pipe(v.array(Text(2048)), maxLength(10))),
 })
 
 /** The `bankprovider` integration's config fields: all the connect flow's (a PATCH cannot change them). */

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Description, Id, ProfileIds, RecordMeta, Scope } from './common.js'
 import { McpServer, ModelId, ToolName } from './profile.js'
 
@@ -38,7 +39,7 @@ export const CreateTool = v.strictObject({
 })
 export const UpdateTool = v.partial(CreateTool)
 
-const SkillBody = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256 * 1024))
+const SkillBody = v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(256 * 1024))
 
 /** A skill: a SKILL.md body the agent loads when the skill is relevant. */
 export const Skill = v.object({
@@ -58,7 +59,7 @@ export const CreateSkill = v.strictObject({
 })
 export const UpdateSkill = v.partial(CreateSkill)
 
-const AgentPrompt = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(128 * 1024))
+const AgentPrompt = v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(128 * 1024))
 
 /** An agent: a named subagent with its own system prompt, tools and model. */
 export const Agent = v.object({
@@ -76,7 +77,7 @@ export const CreateAgent = v.strictObject({
   name: CatalogName,
   description: v.optional(Description),
   prompt: AgentPrompt,
-  tools: v.optional(v.nullable(v.pipe(v.array(ToolName), v.maxLength(200)))),
+  tools: v.optional(v.nullable(v.pipe(v.array(ToolName), maxLength(200)))),
   model: v.optional(v.nullable(ModelId)),
   ...scopedInput,
 })

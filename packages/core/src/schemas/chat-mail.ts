@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { PageQuery, Timestamp } from './common.js'
 import { ReturnPath } from './oauth-return-path.js'
 
@@ -19,16 +20,16 @@ export const ConnectAuthorizeResponse = v.object({
 
 /** Query the provider sends to `/api/{chatprovider,mailprovider}/callback`: `code` and `state`, or `error`. */
 export const ConnectCallbackQuery = v.object({
-  code: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(2048))),
-  state: v.optional(v.pipe(v.string(), v.maxLength(1024))),
-  error: v.optional(v.pipe(v.string(), v.maxLength(200))),
-  error_description: v.optional(v.pipe(v.string(), v.maxLength(2000))),
+  code: v.optional(v.pipe(v.string(), minLength(1), maxLength(2048))),
+  state: v.pipe(v.string(), minLength(1), maxLength(1024)),
+  error: v.optional(v.pipe(v.string(), maxLength(200))),
+  error_description: v.optional(v.pipe(v.string(), maxLength(2000))),
 })
 
 /** A channel to post to: the provider's channel id (`C0123ABC`) or a name (`#alerts`). */
 export const ChatChannel = v.pipe(v.string(), v.regex(/^#?[A-Za-z0-9][\w.-]{0,79}$/, 'must be a channel id or #name'))
 
-const Email = v.pipe(v.string(), v.maxLength(254), v.email('must be an email address'))
+const Email = v.pipe(v.string(), maxLength(254), v.email('must be an email address'))
 
 /**
  * Fields of an OAuth integration's config that the connect flow owns (the account, the
@@ -54,7 +55,7 @@ export const ChatProviderConfig = v.strictObject({
 
 /** `mailprovider` config: `recipients` is yours to set (default: the connected mailbox); the rest comes from the connect flow. */
 export const MailProviderConfig = v.strictObject({
-  recipients: v.pipe(v.array(Email), v.minLength(1, 'needs at least one recipient'), v.maxLength(20)),
+  recipients: v.pipe(v.array(Email), minLength(1, 'needs at least one recipient'), maxLength(20)),
   /** The connected mailbox: notifications are sent from it. */
   email: v.optional(v.string()),
   /** The provider's stable account id. */

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { ERROR_STATUS } from '../errors.js'
 import { idPattern, type IdKind } from '../ids.js'
 
@@ -18,11 +19,20 @@ export function Id(kind: IdKind) {
 /** ISO-8601 UTC timestamp string. */
 export const Timestamp = v.pipe(v.string(), v.isoTimestamp())
 
-/** A short human name: 1–200 characters, not only whitespace. */
-export const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200))
+/** Control characters, and UTF-16 surrogates without their pair (not text in any encoding). */
+const NOT_TEXT = /[\u0000-\u001f\u007f-\u009f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** A short human name: 1–200 characters (code points), not only whitespace, no control characters or lone surrogates. */
+export const Name = v.pipe(
+  v.string(),
+  v.trim(),
+  minLength(1, 'must not be empty'),
+  maxLength(200),
+  v.check((s) => !NOT_TEXT.test(s), 'must not contain control characters or lone surrogates'),
+)
 
 /** Optional free text up to 2,000 characters. */
-export const Description = v.pipe(v.string(), v.maxLength(2000))
+export const Description = v.pipe(v.string(), maxLength(2000))
 
 /** Query parameters every list accepts: 1-based `page`, `limit` 1–100 (default 20). */
 export const PageQuery = {
@@ -62,7 +72,7 @@ export const ErrorBodySchema = v.object({
  * `profile_ids` alone implies `selected`. Ids of another caller's profiles → 400.
  */
 export const Scope = v.picklist(['all', 'selected'])
-export const ProfileIds = v.pipe(v.array(Id('profile')), v.maxLength(100))
+export const ProfileIds = v.pipe(v.array(Id('profile')), maxLength(100))
 
 /** Fields every owned record carries in responses. */
 export const RecordMeta = {
@@ -72,6 +82,6 @@ export const RecordMeta = {
 
 /** A JSON object of string → string (environment, headers). */
 export const StringMap = v.pipe(
-  v.record(v.pipe(v.string(), v.minLength(1), v.maxLength(200)), v.pipe(v.string(), v.maxLength(10_000))),
+  v.record(v.pipe(v.string(), minLength(1), maxLength(200)), v.pipe(v.string(), maxLength(10_000))),
   v.check((m) => Object.keys(m).length <= 100, 'at most 100 entries'),
 )

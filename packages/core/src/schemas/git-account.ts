@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { GIT_PROVIDERS } from '../ports/git-provider.js'
 import { Id, PageQuery, RecordMeta } from './common.js'
 import { ReturnPath } from './oauth-return-path.js'
@@ -35,17 +36,17 @@ export const GitAuthorizeResponse = v.object({
 
 /** Query the provider sends to the callback: `code` and `state`, or `error` when the user declined. */
 export const GitCallbackQuery = v.object({
-  code: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(2048))),
-  state: v.optional(v.pipe(v.string(), v.maxLength(1024))),
-  error: v.optional(v.pipe(v.string(), v.maxLength(200))),
-  error_description: v.optional(v.pipe(v.string(), v.maxLength(2000))),
+  code: v.optional(v.pipe(v.string(), minLength(1), maxLength(2048))),
+  state: v.pipe(v.string(), minLength(1), maxLength(1024)),
+  error: v.optional(v.pipe(v.string(), maxLength(200))),
+  error_description: v.optional(v.pipe(v.string(), maxLength(2000))),
 })
 
 /** Query of `GET /v1/integrations/git/accounts`. */
 export const GitAccountsQuery = v.object({ ...PageQuery, provider: v.optional(GitProviderNameSchema) })
 
 /** The caller's connected accounts a profile's tasks get Git credentials for. */
-export const GitAccountIds = v.pipe(v.array(Id('gitAccount')), v.maxLength(20))
+export const GitAccountIds = v.pipe(v.array(Id('gitAccount')), maxLength(20))
 
 export type GitAccount = v.InferOutput<typeof GitAccount>
 export type GitAccountStatus = v.InferOutput<typeof GitAccountStatus>

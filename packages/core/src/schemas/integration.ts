@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Id, PageQuery, ProfileIds, RecordMeta, Scope, Timestamp } from './common.js'
 
 /**
@@ -24,7 +25,7 @@ export const SECRET_MASK = '••••••••'
 
 /** An integration's configuration: type-specific fields (see `WebhookConfig`, `EmailConfig`). */
 export const IntegrationConfig = v.pipe(
-  v.record(v.pipe(v.string(), v.maxLength(100)), v.unknown()),
+  v.record(v.pipe(v.string(), maxLength(100)), v.unknown()),
   v.check((c) => Object.keys(c).length <= 50, 'at most 50 fields'),
 )
 
@@ -40,21 +41,21 @@ function parseUrl(u: string): URL | null {
 export const WebhookConfig = v.strictObject({
   url: v.pipe(
     v.string(),
-    v.maxLength(2048),
+    maxLength(2048),
     v.url('must be an absolute URL'),
     // Checks still run after a failed one, so each parses defensively.
     v.check((u) => /^https?:$/i.test(parseUrl(u)?.protocol ?? ''), 'must be an http or https URL'),
     v.check((u) => !parseUrl(u)?.username && !parseUrl(u)?.password, 'must not carry credentials'),
   ),
-  secret: v.optional(v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(512))),
+  secret: v.optional(v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(512))),
 })
 
 /** `email` config: who receives the notification mails (sent through the deployment's SMTP server). */
 export const EmailConfig = v.strictObject({
   recipients: v.pipe(
-    v.array(v.pipe(v.string(), v.maxLength(254), v.email('must be an email address'))),
-    v.minLength(1, 'needs at least one recipient'),
-    v.maxLength(20),
+    v.array(v.pipe(v.string(), maxLength(254), v.email('must be an email address'))),
+    minLength(1, 'needs at least one recipient'),
+    maxLength(20),
   ),
 })
 

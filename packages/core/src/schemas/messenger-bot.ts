@@ -1,10 +1,11 @@
 import * as v from 'valibot'
+import { maxLength } from './length.js'
 import { Id, Timestamp } from './common.js'
 
 /** A bot token as the provider issues it: `<bot id>:<secret>`. */
 export const BotToken = v.pipe(
   v.string(),
-  v.maxLength(200),
+  maxLength(200),
   v.regex(/^\d{1,20}:[A-Za-z0-9_-]{20,150}$/, 'must be a bot token (`<bot id>:<secret>`, as the provider issued it)'),
 )
 

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength } from './length.js'
 
 const BASE = 'https://berth.invalid'
 
@@ -29,11 +30,19 @@ export function isLocalReturnPath(path: string): boolean {
   }
 }
 
+/** A `regex` action for the document only: it adds no issue once the value has one. */
+function documentedPattern(re: RegExp): v.RegexAction<string, string> {
+  const action = v.regex<string, string>(re, 'must be a local path')
+  return { ...action, '~run': (dataset, config) => (dataset.issues ? dataset : action['~run'](dataset, config)) }
+}
+
 /** A local path to send the browser back to after an OAuth flow (see {@link isLocalReturnPath}). */
 export const ReturnPath = v.pipe(
   v.string(),
-  v.maxLength(2000),
+  maxLength(2000),
   v.check(isLocalReturnPath, 'must be a local path: one leading "/", no "//", scheme, backslash, whitespace or control characters'),
+  // The same rule as a pattern, for the OpenAPI document (the check above is the authority).
+  documentedPattern(/^\/(?![\/\\])(?!.*\/\/)[^\\\s\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/),
 )
 
 /**

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { ERROR_STATUS } from '../errors.js'
 import { Description, Id, Name, PageQuery, RecordMeta, Timestamp } from './common.js'
 import { ToolName } from './profile.js'
@@ -6,10 +7,10 @@ import { ToolName } from './profile.js'
 /** How a playbook is started: `manual` (the run endpoint only) or `webhook` (also by its webhook URL). */
 export const PlaybookTrigger = v.picklist(['manual', 'webhook'])
 
-const PlaybookPrompt = v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(128 * 1024))
+const PlaybookPrompt = v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(128 * 1024))
 const MaxTurns = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))
 const MaxBudget = v.pipe(v.number(), v.minValue(0.0001), v.maxValue(10_000))
-const AllowedTools = v.pipe(v.array(ToolName), v.maxLength(200))
+const AllowedTools = v.pipe(v.array(ToolName), maxLength(200))
 
 /**
  * A playbook: a stored prompt that runs as a task of its profile, on demand or when its

@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Description, Id, Name, RecordMeta, StringMap } from './common.js'
 import { GitAccountIds } from './git-account.js'
 
@@ -6,19 +7,19 @@ import { GitAccountIds } from './git-account.js'
 export const Slug = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be lowercase letters, digits and dashes (max 63)'))
 
 /** A tool name or permission rule as the agent SDK takes it, e.g. `Bash`, `Read`, `Bash(git:*)`. */
-export const ToolName = v.pipe(v.string(), v.minLength(1), v.maxLength(200), v.regex(/^[^\s]/, 'must not start with whitespace'))
+export const ToolName = v.pipe(v.string(), minLength(1), maxLength(200), v.regex(/^[^\s]/, 'must not start with whitespace'))
 
 /** A model identifier, e.g. `claude-sonnet-4-5`. */
 export const ModelId = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9][a-zA-Z0-9._:@-]{0,127}$/, 'must be a model id'))
 
-const HttpUrl = v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//i, 'must be an http(s) URL'), v.maxLength(2000))
+const HttpUrl = v.pipe(v.string(), v.url(), v.regex(/^https?:\/\//i, 'must be an http(s) URL'), maxLength(2000))
 
 /** An MCP server the agent can use: a local command (stdio) or a remote endpoint (http/sse). */
 export const McpServer = v.variant('type', [
   v.strictObject({
     type: v.literal('stdio'),
-    command: v.pipe(v.string(), v.minLength(1), v.maxLength(1000)),
-    args: v.optional(v.pipe(v.array(v.pipe(v.string(), v.maxLength(2000))), v.maxLength(100))),
+    command: v.pipe(v.string(), minLength(1), maxLength(1000)),
+    args: v.optional(v.pipe(v.array(v.pipe(v.string(), maxLength(2000))), maxLength(100))),
     env: v.optional(StringMap),
   }),
   v.strictObject({
@@ -34,7 +35,7 @@ export const McpServers = v.pipe(
   v.check((m) => Object.keys(m).length <= 50, 'at most 50 MCP servers'),
 )
 
-const ClaudeMd = v.pipe(v.string(), v.maxLength(256 * 1024))
+const ClaudeMd = v.pipe(v.string(), maxLength(256 * 1024))
 
 const profileFields = {
   name: Name,
@@ -42,7 +43,7 @@ const profileFields = {
   api_key_id: Id('apiKey'),
   description: Description,
   model: v.nullable(ModelId),
-  default_tools: v.pipe(v.array(ToolName), v.maxLength(200)),
+  default_tools: v.pipe(v.array(ToolName), maxLength(200)),
   mcp_servers: McpServers,
   claude_md: ClaudeMd,
   memory_enabled: v.boolean(),

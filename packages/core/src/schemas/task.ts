@@ -1,4 +1,5 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Id, PageQuery, Timestamp } from './common.js'
 import { ToolName } from './profile.js'
 
@@ -14,9 +15,9 @@ export const SubmitTask = v.pipe(
   v.strictObject({
     mode: TaskMode,
     profile_id: Id('profile'),
-    prompt: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(256 * 1024)),
+    prompt: v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(256 * 1024)),
     session_id: v.optional(SessionId),
-    allowed_tools: v.optional(v.pipe(v.array(ToolName), v.maxLength(200))),
+    allowed_tools: v.optional(v.pipe(v.array(ToolName), maxLength(200))),
     max_turns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
     max_budget_usd: v.optional(v.pipe(v.number(), v.minValue(0.0001), v.maxValue(10_000))),
     priority: v.optional(Priority),
@@ -60,7 +61,14 @@ export const Task = v.object({
 })
 
 /** `202` answer of a submit. */
-export const SubmittedTask = v.object({ task_id: Id('task'), status: TaskStatus, created_at: Timestamp })
+export const SubmittedTask = v.object({
+  task_id: Id('task'),
+  status: TaskStatus,
+  created_at: Timestamp,
+  /** The session the task runs in (session mode; `null` for batch), for follow-ups without a second read. */
+  session_id: v.nullable(v.string()),
+  workspace_id: Id('workspace'),
+})
 
 export const TaskListQuery = v.object({
   ...PageQuery,

@@ -1,11 +1,12 @@
 import * as v from 'valibot'
+import { maxLength, minLength } from './length.js'
 import { Id, Name, Timestamp } from './common.js'
 import { ModelId } from './profile.js'
 
-/** `starting` · `running` (container warm) · `idle` (container released, files and transcript kept) · `failed`. */
-export const WorkspaceStatus = v.picklist(['starting', 'running', 'idle', 'failed'])
+/** `starting` · `running` (container warm) · `idle` (container released, files and transcript kept). A failed task fails the task, never its workspace. */
+export const WorkspaceStatus = v.picklist(['starting', 'running', 'idle'])
 
-const Tags = v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(50))), v.maxLength(50))
+const Tags = v.pipe(v.array(v.pipe(v.string(), minLength(1), maxLength(50))), maxLength(50))
 
 /** A workspace as listed. */
 export const WorkspaceSummary = v.object({

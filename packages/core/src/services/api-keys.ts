@@ -1,4 +1,4 @@
-import { validationError } from '../errors.js'
+import { ApiError, validationError, type ValidationIssue } from '../errors.js'
 import { newId } from '../ids.js'
 import { modelAllowed, type ModelCatalog } from '../models.js'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -10,6 +10,15 @@ import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './coll
 /** A stored model credential: the key only as ciphertext. */
 export interface ApiKeyRecord extends OwnedRecord, Omit<ApiKey, 'has_key'> {
   key_encrypted: string | null
+}
+
+/** Checks a base URL against the deployment's address policy (the webhooks' one); issues name `url`. */
+export type UrlCheck = (url: string) => Promise<ValidationIssue[]>
+
+/** The fields of a profile a credential's rules look at. */
+interface ProfileUse extends OwnedRecord {
+  api_key_id: string
+  model: string | null
 }
 
 /** The resolved credential a task uses: provider, plaintext key and base URL. */
@@ -31,14 +40,29 @@ export interface ResolvedCredential {
  */
 export class ApiKeysService {
   readonly records: OwnedCollection<ApiKeyRecord>
+  /** Profiles, read only to see which use a credential (profiles are built on this service). */
+  private readonly profiles: OwnedCollection<ProfileUse>
 
   constructor(
     store: Store,
     private readonly cipher: Cipher,
     private readonly clock: Clock,
     private readonly catalog: ModelCatalog,
+    private readonly checkUrl: UrlCheck = async () => [],
   ) {
     this.records = new OwnedCollection<ApiKeyRecord>(store, 'apikeys', 'api key')
+    this.profiles = new OwnedCollection<ProfileUse>(store, 'profiles', 'profile')
+  }
+
+  /** 400 naming `base_url` when it points where webhooks may not (private, loopback, link-local). */
+  private async checkBaseUrl(url: string | null | undefined): Promise<void> {
+    if (!url) return
+    const issues = await this.checkUrl(url)
+    if (issues.length) throw validationError(issues.map((i) => ({ ...i, path: 'base_url', message: i.message.replace('send webhooks to', 'let model credentials reach') })))
+  }
+
+  private async usedBy(owner: string, id: string): Promise<ProfileUse[]> {
+    return (await this.profiles.all(owner)).filter((p) => p.api_key_id === id)
   }
 
   /** The response view: an allow-list of fields, so the ciphertext never leaves. */
@@ -59,6 +83,7 @@ export class ApiKeysService {
     if (input.provider === 'anthropic' && !input.key) {
       throw validationError([{ location: 'body', path: 'key', message: 'a key is required for provider "anthropic"' }])
     }
+    await this.checkBaseUrl(input.base_url)
     const now = isoNow(this.clock)
     const record: ApiKeyRecord = {
       id: newId('apiKey'),
@@ -85,6 +110,16 @@ export class ApiKeysService {
 
   async update(owner: string, id: string, input: UpdateApiKey): Promise<ApiKey> {
     const r = await this.records.get(owner, id)
+    await this.checkBaseUrl(input.base_url)
+    if (input.allowed_models !== undefined) {
+      // Narrowing must not leave a profile on a model the credential no longer allows.
+      const stranded = (await this.usedBy(owner, id)).filter((p) => p.model !== null && !modelAllowed(p.model, input.allowed_models ?? null))
+      if (stranded.length) {
+        throw validationError([
+          { location: 'body', path: 'allowed_models', message: `profile ${stranded[0]!.id} uses model "${stranded[0]!.model}", which these patterns leave out: change its model first` },
+        ])
+      }
+    }
     const next: ApiKeyRecord = {
       ...r,
       ...(input.name !== undefined && { name: input.name }),
@@ -96,7 +131,15 @@ export class ApiKeysService {
     return this.view(await this.records.put(next))
   }
 
+  /** Delete a credential no profile uses; 409 CONFLICT naming the profiles otherwise. */
   async remove(owner: string, id: string): Promise<void> {
+    await this.records.get(owner, id)
+    const users = await this.usedBy(owner, id)
+    if (users.length) {
+      throw new ApiError('CONFLICT', `Model credential ${id} is used by ${users.length} profile(s): point them at another credential first`, {
+        profile_ids: users.map((p) => p.id).slice(0, 50),
+      })
+    }
     await this.records.remove(owner, id)
   }
 

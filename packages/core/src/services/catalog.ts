@@ -6,6 +6,7 @@ import type { CreateSecret, Secret, UpdateSecret } from '../schemas/secret.js'
 import type * as S from '../schemas/catalog.js'
 import type * as v from 'valibot'
 import { NamedScopedService, pickDefined, type NamedScopedRecord } from './named.js'
+import { maskServer, sealServer } from './mcp-secrets.js'
 
 export interface ToolRecord extends NamedScopedRecord, Omit<Tool, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
 export interface SkillRecord extends NamedScopedRecord, Omit<Skill, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
@@ -30,17 +31,18 @@ type In<S extends v.GenericSchema> = v.InferOutput<S>
  *
  * @example
  * ```ts
- * await tools.create(caller.id, { name: 'search', server: { type: 'http', url: 'https://mcp.example.com' } })
+ * await tools.create(caller.id, { name: 'search', server: { type: 'http', url: 'https://mcp.example.com', headers: { Authorization: 'Bearer t' } } })
  * ```
  */
-export function createToolsService(store: Store, clock: Clock) {
+export function createToolsService(store: Store, clock: Clock, cipher: Cipher) {
   return new NamedScopedService<ToolRecord, Tool, In<typeof S.CreateTool>, In<typeof S.UpdateTool>>(store, clock, {
     kind: 'tools',
     label: 'tool',
     idKind: 'tool',
-    create: (i) => ({ description: i.description ?? '', server: i.server }),
-    update: (i) => pickDefined(i, ['description', 'server'] as const),
-    view: (r) => ({ ...meta(r), description: r.description, server: r.server }),
+    // The server's env and headers values are credentials: sealed, masked, kept on a mask.
+    create: (i) => ({ description: i.description ?? '', server: sealServer(i.server, cipher, undefined, 'server') }),
+    update: (i, current) => ({ ...pickDefined(i, ['description'] as const), ...(i.server && { server: sealServer(i.server, cipher, current.server, 'server') }) }),
+    view: (r) => ({ ...meta(r), description: r.description, server: maskServer(r.server) }),
   })
 }
 

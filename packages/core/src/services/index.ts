@@ -23,6 +23,7 @@ import { MemoryService } from './memory.js'
 import { TasksService, type TaskEngine } from './tasks.js'
 import { WorkspacesService } from './workspaces.js'
 import { WorkspaceFilesService } from './workspace-files.js'
+import { WorkspaceSnapshots } from './workspace-snapshots.js'
 import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
 import { UsersService } from './users.js'
@@ -69,6 +70,11 @@ export interface ServicesOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
   recoveryGraceMs?: number
+  /**
+   * Files of released workspaces without a volume (batch tasks): kept this long (default 7
+   * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB).
+   */
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
   /** Delivers notifications (webhook, email); without one, every delivery fails untried. */
   notifier?: Notifier
   /** Notification retries: tries in all (default 5) and the first backoff (default 1 s, doubling). */
@@ -158,11 +164,13 @@ const noPool: Services['pool'] = {
 export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
-  const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS))
-  const profiles = new ProfilesService(store, clock, apiKeys)
+  // A model credential's base_url follows the webhooks' address policy.
+  const checkUrl = async (url: string) => (await opts.notifier?.check?.('webhook', { url })) ?? []
+  const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
+  const profiles = new ProfilesService(store, clock, apiKeys, cipher)
   const memory = new MemoryService(store, clock)
   const secrets = createSecretsService(store, clock, cipher)
-  const tools = createToolsService(store, clock)
+  const tools = createToolsService(store, clock, cipher)
   const skills = createSkillsService(store, clock)
   const agents = createAgentsService(store, clock)
   const workspaces = new WorkspacesService(store, clock)
@@ -172,6 +180,7 @@ export function createServices(opts: ServicesOptions): Services {
   const logger = opts.logger ?? silentLogger
   const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)))
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
+  const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const tasks = new TasksService({
     store,
     clock,
@@ -181,8 +190,9 @@ export function createServices(opts: ServicesOptions): Services {
     slots,
     profiles,
     workspaces,
-    catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts },
+    catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
     engine: opts.engine,
+    snapshots,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
   })
@@ -196,7 +206,7 @@ export function createServices(opts: ServicesOptions): Services {
   }
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, notifier, deliveries)
-  const notifications = new NotificationsService({ clock, logger, bus, integrations, deliveries, notifier, ...opts.notificationRetry })
+  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier, ...opts.notificationRetry })
   const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
@@ -225,7 +235,7 @@ export function createServices(opts: ServicesOptions): Services {
     agents,
     pool: opts.pool ?? noPool,
     workspaces,
-    workspaceFiles: new WorkspaceFilesService({ workspaces, engine: opts.engine, logger }),
+    workspaceFiles: new WorkspaceFilesService({ workspaces, engine: opts.engine, logger, snapshots }),
     tasks,
     eventLog,
     bus,
@@ -251,6 +261,7 @@ export function createServices(opts: ServicesOptions): Services {
       }
       await eventLog.remove(owner, id)
       await store.remove(`ws-conversations:${owner}:${id}`)
+      await snapshots.remove(owner, id)
       await workspaces.removeRecord(owner, id)
     },
   }

@@ -6,6 +6,8 @@ import type { GitAccountsService } from './git-accounts.js'
 import type { MemoryService } from './memory.js'
 import type { ProfileRecord } from './profiles.js'
 import type { WorkspaceRecord } from './workspaces.js'
+import type { Cipher } from '../ports/cipher.js'
+import { openServer, serverSecrets } from './mcp-secrets.js'
 
 /** What a task contributes to its run. */
 export interface TaskSpec {
@@ -24,8 +26,20 @@ export interface MaterializeDeps {
   tools: ToolsService
   skills: SkillsService
   agents: AgentsService
+  /** Decrypts the credentials in MCP server definitions (a sealed value without it fails the task). */
+  cipher?: Cipher
   /** Git credentials for profiles linked to connected accounts (none without it). */
   gitAccounts?: GitAccountsService
+}
+
+/** The SDK's model aliases for subagents: `inherit` (the main agent's) or a family name. */
+const ALIASES = new Set(['inherit', 'sonnet', 'opus', 'haiku'])
+
+/** An agent's model is allowed when the credential allows it, or one model of its alias's family. */
+function agentModelAllowed(model: string, allowed: string[]): boolean {
+  if (model === 'inherit') return true
+  if (ALIASES.has(model)) return allowed.some((id) => id.includes(`-${model}-`) || id.endsWith(`-${model}`))
+  return allowed.includes(model)
 }
 
 /** Where the runner works inside the container. */
@@ -59,6 +73,13 @@ export async function materialize(
   const credential = await deps.apiKeys.resolve(owner, profile.api_key_id).catch(() => {
     throw new ApiError('MODEL_ERROR', `The profile's model credential ${profile.api_key_id} no longer exists`)
   })
+  const model = workspace.model_override ?? profile.model
+  const allowed = (await deps.apiKeys.models(owner, profile.api_key_id)).map((m) => m.id)
+  // Rules checked when a profile is saved may have changed since: check them again now.
+  if (model !== null && !allowed.includes(model)) {
+    const where = workspace.model_override ? "the workspace's model_override" : "the profile's model"
+    throw new ApiError('MODEL_ERROR', `Model "${model}" (${where}) is not allowed by model credential ${profile.api_key_id}`)
+  }
   const [env, memory, tools, skills, agents, git] = await Promise.all([
     deps.secrets.environment(owner, profile.id),
     profile.memory_enabled ? deps.memory.forProfile(owner, profile.id) : Promise.resolve([]),
@@ -67,16 +88,26 @@ export async function materialize(
     deps.agents.forProfile(owner, profile.id),
     deps.gitAccounts && profile.git_account_ids?.length ? deps.gitAccounts.credentials(owner, profile.git_account_ids) : Promise.resolve([]),
   ])
-  const mcp = { ...profile.mcp_servers }
-  for (const t of tools) mcp[t.name] = t.server
-  const redact = [...Object.values(env), ...(credential.key ? [credential.key] : []), ...git.map((g) => g.token)].filter((s) => s.length >= 4)
+  for (const a of agents) {
+    if (a.model !== null && !agentModelAllowed(a.model, allowed)) {
+      throw new ApiError('MODEL_ERROR', `Agent "${a.name}" uses model "${a.model}", which model credential ${profile.api_key_id} does not allow`)
+    }
+  }
+  const mcp = Object.fromEntries(Object.entries(profile.mcp_servers).map(([name, s]) => [name, openServer(s, deps.cipher)]))
+  for (const t of tools) mcp[t.name] = openServer(t.server, deps.cipher)
+  const redact = [
+    ...Object.values(env),
+    ...(credential.key ? [credential.key] : []),
+    ...git.map((g) => g.token),
+    ...Object.values(mcp).flatMap(serverSecrets),
+  ].filter((s) => s.length >= 4)
   return {
     protocol: 1,
     task_id: task.id,
     prompt: task.prompt,
     model: {
       provider: credential.provider,
-      model: workspace.model_override ?? profile.model,
+      model,
       base_url: credential.base_url,
       api_key: credential.key,
     },

@@ -157,7 +157,7 @@ export class MessengerThreads {
     if (!ws.thread_claimed) await this.o.workspaces.patch(owner, ws.id, { thread_claimed: true })
     let taskId: string
     try {
-      ;({ task_id: taskId } = await this.o.tasks.submit({ id: owner, role: 'user' }, { mode: 'session', profile_id: ws.profile_id, session_id: ws.session_id, prompt: text }))
+      ;({ task_id: taskId } = await this.o.tasks.submit({ id: owner, role: 'user' }, { mode: 'session', profile_id: ws.profile_id, session_id: ws.session_id, prompt: text }, { queueWhenFull: true }))
     } catch (err) {
       if (!isApiError(err)) throw err
       await reply(`Could not continue: ${err.message}`)

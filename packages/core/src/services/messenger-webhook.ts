@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import * as v from 'valibot'
+import { maxLength } from '../schemas/length.js'
 import { ApiError, isApiError } from '../errors.js'
 import { idPattern } from '../ids.js'
 import { parseInput, readJsonBody } from '../internal/input.js'
@@ -63,7 +64,7 @@ const RECENT_UPDATES = 100
 
 const Chat = v.object({
   id: v.pipe(v.number(), v.safeInteger()),
-  type: v.pipe(v.string(), v.maxLength(50)),
+  type: v.pipe(v.string(), maxLength(50)),
   title: v.optional(v.string()),
   username: v.optional(v.string()),
   first_name: v.optional(v.string()),
@@ -75,7 +76,7 @@ const Update = v.object({
     v.object({
       message_id: v.pipe(v.number(), v.safeInteger()),
       chat: Chat,
-      text: v.optional(v.pipe(v.string(), v.maxLength(16_384))),
+      text: v.optional(v.pipe(v.string(), maxLength(16_384))),
       reply_to_message: v.optional(v.object({ message_id: v.pipe(v.number(), v.safeInteger()), chat: v.optional(Chat) })),
     }),
   ),

@@ -9,8 +9,11 @@ import type { Task } from '../schemas/task.js'
 import type { DeliveryLog } from './deliveries.js'
 import type { EventBus, TaskMessage } from './event-bus.js'
 import type { IntegrationsService } from './integrations.js'
+import type { Store } from '../ports/store.js'
 
 export interface NotificationsOptions {
+  /** Where retries wait (`notification-retries:*`), so a restart resumes them. */
+  store: Store
   clock: Clock
   logger: Logger
   bus: EventBus
@@ -33,6 +36,18 @@ interface Pending {
   body: string
 }
 
+/** A retry that waits: stored until it is made, so it survives a restart. */
+interface StoredRetry {
+  owner_id: string
+  integration_id: string
+  notification: Pending
+  attempt: number
+  /** When it is due, in the clock's milliseconds. */
+  due: number
+}
+
+const RETRIES = 'notification-retries:'
+
 /**
  * Notifications: when a task completes or fails, and when a playbook run ends, every
  * enabled integration of the owner whose scope covers the task's profile gets
@@ -41,8 +56,8 @@ interface Pending {
  * errors are retried with exponential backoff up to `attempts` tries. Tasks of playbook
  * runs notify once, as the run (`playbook_run.*`), not also as a task.
  *
- * Retries wait in this process: a restart drops the ones still waiting (their earlier
- * attempts stay recorded).
+ * Retries are stored until they are made: after a restart, `recover()` schedules the ones
+ * still waiting (each keeps its notification id, so receivers deduplicate).
  *
  * @example
  * ```ts
@@ -130,19 +145,37 @@ export class NotificationsService {
       at: isoNow(this.o.clock),
     })
     if (willRetry) {
-      const timer = setTimeout(() => {
-        this.timers.delete(timer)
-        if (this.closed) return
-        // Read again: the integration may have been deleted, disabled or reconfigured meanwhile.
-        const next = this.o.integrations.enabledTarget(target.owner_id, target.id).then((fresh) => fresh && this.attempt(fresh, n, attempt + 1, true))
-        this.track(next).catch((err) => this.o.logger.warn('notification retry failed', { integration: target.id, error: String(err) }))
-      }, this.backoffMs * 2 ** (attempt - 1))
-      timer.unref?.()
-      this.timers.add(timer)
+      const retry: StoredRetry = { owner_id: target.owner_id, integration_id: target.id, notification: n, attempt: attempt + 1, due: this.o.clock.now() + this.backoffMs * 2 ** (attempt - 1) }
+      await this.o.store.set(`${RETRIES}${n.notification_id}:${target.id}`, retry)
+      this.schedule(retry)
     } else if (!outcome.ok && retry) {
       this.o.logger.warn('notification not delivered', { integration: target.id, type: target.type, event: n.event, attempt, error: outcome.error.slice(0, 200) })
     }
     return delivery
+  }
+
+  /** Make a stored retry when it is due (at once when overdue). */
+  private schedule(r: StoredRetry): void {
+    if (this.closed) return
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      if (this.closed) return
+      const key = `${RETRIES}${r.notification.notification_id}:${r.integration_id}`
+      // Read again: the integration may have been deleted, disabled or reconfigured meanwhile.
+      const next = this.o.store
+        .remove(key)
+        .then(() => this.o.integrations.enabledTarget(r.owner_id, r.integration_id))
+        .then((fresh) => fresh && this.attempt(fresh, r.notification, r.attempt, true))
+      this.track(next).catch((err) => this.o.logger.warn('notification retry failed', { integration: r.integration_id, error: String(err) }))
+    }, Math.max(0, r.due - this.o.clock.now()))
+    timer.unref?.()
+    this.timers.add(timer)
+  }
+
+  /** After a restart: schedule the retries a previous run left waiting. */
+  async recover(): Promise<void> {
+    const keys = await this.o.store.keys(RETRIES)
+    for (const r of await this.o.store.getMany<StoredRetry>(keys)) if (r) this.schedule(r)
   }
 
   /** Stop retrying and wait for the attempts under way. */

@@ -139,7 +139,8 @@ export class PlaybookRunsService {
           ...(pb.max_turns !== null && { max_turns: pb.max_turns }),
           ...(pb.max_budget_usd !== null && { max_budget_usd: pb.max_budget_usd }),
         },
-        { workspace: { session_id: sessionId, name: `Playbook: ${pb.name}`.slice(0, 200) } },
+        // At the profile's limit the run waits in the task queue for a slot (never lost).
+        { workspace: { session_id: sessionId, name: `Playbook: ${pb.name}`.slice(0, 200) }, queueWhenFull: true },
       )
       const task = await this.o.tasks.records.get(owner, task_id)
       await this.lock.run(run.id, async () => {

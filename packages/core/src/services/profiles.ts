@@ -8,6 +8,8 @@ import type { CreateProfile, Profile, ProfileSummary, UpdateProfile } from '../s
 import type { ApiKeysService } from './api-keys.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
 import { assertOwnGitAccounts } from './git-accounts.js'
+import type { Cipher } from '../ports/cipher.js'
+import { maskServers, sealServers } from './mcp-secrets.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
 
@@ -29,6 +31,7 @@ export class ProfilesService {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly apiKeys: ApiKeysService,
+    private readonly cipher: Cipher,
   ) {
     this.records = new OwnedCollection<ProfileRecord>(store, 'profiles', 'profile')
   }
@@ -42,7 +45,8 @@ export class ProfilesService {
       description: r.description,
       model: r.model,
       default_tools: r.default_tools,
-      mcp_servers: r.mcp_servers,
+      // Credentials in env and headers are never shown (see mcp-secrets.ts).
+      mcp_servers: maskServers(r.mcp_servers),
       claude_md: r.claude_md,
       memory_enabled: r.memory_enabled,
       persistent_sessions: r.persistent_sessions,
@@ -88,7 +92,7 @@ export class ProfilesService {
         description: input.description ?? '',
         model: input.model ?? null,
         default_tools: input.default_tools ?? [],
-        mcp_servers: input.mcp_servers ?? {},
+        mcp_servers: sealServers(input.mcp_servers ?? {}, this.cipher, undefined, 'mcp_servers'),
         claude_md: input.claude_md ?? '',
         memory_enabled: input.memory_enabled ?? false,
         persistent_sessions: input.persistent_sessions ?? false,
@@ -116,6 +120,7 @@ export class ProfilesService {
       for (const [k, val] of Object.entries(input)) if (val !== undefined) (next as unknown as Record<string, unknown>)[k] = val
       if (input.api_key_id !== undefined || input.model !== undefined) await this.checkCredential(owner, next.api_key_id, next.model)
       if (input.slug !== undefined && input.slug !== r.slug) await this.checkSlug(owner, input.slug, id)
+      if (input.mcp_servers !== undefined) next.mcp_servers = sealServers(input.mcp_servers, this.cipher, r.mcp_servers, 'mcp_servers')
       if (input.git_account_ids !== undefined) {
         await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
         next.git_account_ids = [...new Set(input.git_account_ids)]
@@ -127,6 +132,19 @@ export class ProfilesService {
   /** Delete the profile. Its workspaces, memory and tasks stay. */
   async remove(owner: string, id: string): Promise<void> {
     await this.records.remove(owner, id)
+  }
+
+  /**
+   * 400 naming `path` unless the profile's credential allows `model` (a workspace's
+   * `model_override` is checked against its profile's credential when it is set).
+   */
+  async assertModel(owner: string, profileId: string | null, model: string, path: string): Promise<void> {
+    const profile = profileId ? await this.records.find(owner, profileId) : null
+    if (!profile) throw validationError([{ location: 'body', path, message: "the workspace's profile no longer exists, so no model can be checked" }])
+    const key = await this.apiKeys.records.find(owner, profile.api_key_id)
+    if (!key || !this.apiKeys.modelsOf(key).some((m) => m.id === model)) {
+      throw validationError([{ location: 'body', path, message: `model "${model}" is not available with api key ${profile.api_key_id} of profile ${profile.id}` }])
+    }
   }
 
   /** Models the profile's credential allows. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import * as v from 'valibot'
+import { maxLength, minLength } from '../schemas/length.js'
 import { isApiError } from '../errors.js'
 import { toIssues } from '../internal/input.js'
 import { KeyedMutex } from '../internal/mutex.js'
@@ -7,10 +8,11 @@ import type { Caller } from '../route.js'
 import { SubmitTask, type TranscriptEvent } from '../schemas/task.js'
 import type { TaskMessage } from './event-bus.js'
 import type { Services } from './index.js'
+import type { RateDecision } from '../limits/rate-limit.js'
 
 /** What a client may send over `/v1/ws`. */
 export const ClientMessage = v.variant('type', [
-  v.object({ type: v.literal('submit'), request_id: v.pipe(v.string(), v.minLength(1), v.maxLength(200)), task: v.unknown() }),
+  v.object({ type: v.literal('submit'), request_id: v.pipe(v.string(), minLength(1), maxLength(200)), task: v.unknown() }),
   v.object({ type: v.literal('subscribe'), task_id: v.string() }),
   v.object({ type: v.literal('unsubscribe'), task_id: v.string() }),
   v.object({ type: v.literal('ping') }),
@@ -29,6 +31,8 @@ export interface TaskSocketOptions {
   close(code: number, reason: string): void
   /** Queued bytes beyond which the socket is closed (default 1 MiB). */
   maxBuffered?: number
+  /** Take one token of the caller's rate limit per message (messages count like requests). */
+  take?: () => RateDecision | Promise<RateDecision>
 }
 
 const submitLock = new KeyedMutex()
@@ -64,10 +68,11 @@ export function createTaskSocket(o: TaskSocketOptions) {
     o.send(message)
   }
 
-  const fail = (err: unknown, request_id?: string) => {
+  /** An error message, carrying the `request_id` or `task_id` of the message it answers. */
+  const fail = (err: unknown, ids: { request_id?: string; task_id?: string } = {}) => {
     const body = isApiError(err) ? err.toJSON() : { code: 'INTERNAL_ERROR', error: 'Internal error' }
     if (!isApiError(err)) services.logger.error('websocket message failed', { error: String(err) })
-    send({ type: 'error', ...(request_id !== undefined && { request_id }), ...body })
+    send({ type: 'error', ...ids, ...body })
   }
 
   async function subscribe(taskId: string): Promise<void> {
@@ -133,6 +138,14 @@ export function createTaskSocket(o: TaskSocketOptions) {
         return
       }
       const m = msg.output
+      const ids = m.type === 'submit' ? { request_id: m.request_id } : m.type === 'subscribe' || m.type === 'unsubscribe' ? { task_id: m.task_id } : {}
+      if (o.take) {
+        const d = await o.take()
+        if (!d.allowed) {
+          send({ type: 'error', ...ids, code: 'RATE_LIMITED', error: 'Rate limit exceeded: WebSocket messages count like requests', details: { limit: d.limit, retry_after: d.retryAfterSeconds } })
+          return
+        }
+      }
       try {
         if (m.type === 'ping') send({ type: 'pong' })
         else if (m.type === 'subscribe') await subscribe(m.task_id)
@@ -141,7 +154,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
           subscriptions.delete(m.task_id)
         } else await submit(m.request_id, m.task)
       } catch (err) {
-        fail(err, m.type === 'submit' ? m.request_id : undefined)
+        fail(err, ids)
       }
     }
   }

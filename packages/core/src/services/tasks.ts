@@ -16,6 +16,9 @@ import { eventsFile, materialize, WORKSPACE_DIR, type MaterializeDeps } from './
 import type { ContainerPool, Lease, PooledContainer } from './pool.js'
 import type { ProfilesService } from './profiles.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
+import { nextQueued } from './task-queue.js'
+import type { WorkspaceSnapshots } from './workspace-snapshots.js'
+import { secretForms } from '../secret-forms.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -34,6 +37,11 @@ export interface TaskRecord extends OwnedRecord {
   finished_at: string | null
   result: TaskResult | null
   error: TaskError | null
+  /** Queued without a concurrency slot: waits in the queue until its profile has one free (playbook runs). */
+  slot_pending?: boolean
+  /** The task's events in its workspace's log: how many, and the first one's `seq` (kept when it ends). */
+  event_count?: number
+  first_seq?: number
 }
 
 /** Where task containers come from and how the runner is started in them. */
@@ -59,6 +67,8 @@ export interface TasksOptions {
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work to write its result (default 30 s). */
   recoveryGraceMs?: number
+  /** Keeps the files of a workspace without a volume when its container is released. */
+  snapshots?: WorkspaceSnapshots | undefined
 }
 
 type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
@@ -72,7 +82,6 @@ const RUNNER_EXIT_GRACE_MS = 10_000
 const CONVERSATION_DIR = `${WORKSPACE_DIR}/.berth`
 /** Conversation archives above this size are not kept (the follow-up starts afresh). */
 const MAX_CONVERSATION_BYTES = 20 * 1024 * 1024
-const RANK = { high: 0, normal: 1, low: 2 } as const
 
 /** Runner outcomes that fail a task, and the error code each becomes. */
 const OUTCOME_ERROR: Record<Exclude<ResultEvent['outcome'], 'success'>, TaskError['code']> = {
@@ -93,6 +102,8 @@ interface DetachOptions {
 interface Warm {
   lease: Lease
   timer: ReturnType<typeof setTimeout> | null
+  /** The workspace's profile (whose concurrency slot it holds). */
+  profile_id?: string | null
 }
 
 /**
@@ -116,10 +127,15 @@ export class TasksService {
   readonly records: OwnedCollection<TaskRecord>
   private readonly queue: TaskRecord[] = []
   private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>()
-  private readonly busy = new Set<string>()
+  /** Workspaces with a task under way → their owner. */
+  private readonly busy = new Map<string, string>()
   private readonly warm = new Map<string, Warm>()
   /** Workspaces whose container is being released (conversation saved, then reaped). */
   private readonly releasing = new Map<string, Promise<unknown>>()
+  /** Profiles whose idle session is being released for a task waiting for its slot. */
+  private readonly evicting = new Set<string>()
+  /** Events recorded per task under way: how many, and the first `seq`. */
+  private readonly eventCounts = new Map<string, { count: number; first: number }>()
   private closed = false
 
   constructor(private readonly o: TasksOptions) {
@@ -162,8 +178,8 @@ export class TasksService {
   async submit(
     caller: Caller,
     input: SubmitTask,
-    opts: { workspace?: { session_id: string; name: string } } = {},
-  ): Promise<{ task_id: string; status: TaskStatus; created_at: string }> {
+    opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {},
+  ): Promise<{ task_id: string; status: TaskStatus; created_at: string; session_id: string | null; workspace_id: string }> {
     const owner = caller.id
     this.engine()
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
@@ -180,7 +196,14 @@ export class TasksService {
     // A workspace that holds no slot (new, or idle) would start one more: count it now,
     // synchronously, so parallel submissions are admitted exactly up to the limit.
     const held = this.o.slots.has(profile.id, wsId)
-    this.o.slots.acquire(profile.id, wsId)
+    let slotPending = false
+    try {
+      this.o.slots.acquire(profile.id, wsId)
+    } catch (err) {
+      // Playbook and webhook runs wait for a slot in the queue instead of failing.
+      if (!opts.queueWhenFull || !isApiError(err) || err.code !== 'CONCURRENCY_LIMIT') throw err
+      slotPending = true
+    }
     try {
       ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions, ...opts.workspace })
       const now = isoNow(this.o.clock)
@@ -201,6 +224,7 @@ export class TasksService {
         finished_at: null,
         result: null,
         error: null,
+        ...(slotPending && { slot_pending: true }),
         created_at: now,
         updated_at: now,
       }
@@ -209,9 +233,15 @@ export class TasksService {
       this.queue.push(record)
       this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: this.view(record), owner_id: owner })
       queueMicrotask(() => this.pump())
-      return { task_id: record.id, status: record.status, created_at: record.created_at }
+      return {
+        task_id: record.id,
+        status: record.status,
+        created_at: record.created_at,
+        session_id: record.mode === 'session' ? record.session_id : null,
+        workspace_id: record.workspace_id,
+      }
     } catch (err) {
-      if (!held) this.o.slots.release(profile.id, wsId)
+      if (!held && !slotPending) this.o.slots.release(profile.id, wsId)
       throw err
     }
   }
@@ -229,10 +259,23 @@ export class TasksService {
     return { items: items.map((t) => this.view(t)), total }
   }
 
-  /** A task's own events from its workspace's log (`seq` is the workspace's). */
-  async events(owner: string, id: string, after: number, limit: number): Promise<TranscriptEvent[]> {
+  /**
+   * A page of a task's own events from its workspace's log (`seq` is the workspace's) and
+   * how many it has: counted as they are recorded, so the total never reads the log.
+   */
+  async events(owner: string, id: string, after: number, limit: number): Promise<{ events: TranscriptEvent[]; total: number }> {
     const t = await this.records.get(owner, id)
-    return this.o.eventLog.read(owner, t.workspace_id, { after, limit, taskId: id })
+    const live = this.eventCounts.get(id)
+    const first = live?.first ?? t.first_seq
+    // The task's events start at `first`: the workspace's earlier tasks are not scanned.
+    const from = first !== undefined ? Math.max(after, first - 1) : after
+    const events = await this.o.eventLog.read(owner, t.workspace_id, { after: from, limit, taskId: id })
+    let total = live?.count ?? t.event_count
+    if (total === undefined) {
+      // Tasks recorded before counts were kept, or that never ran.
+      total = ACTIVE.includes(t.status) ? 0 : (await this.o.eventLog.read(owner, t.workspace_id, { after: 0, limit: Number.MAX_SAFE_INTEGER, taskId: id })).length
+    }
+    return { events, total }
   }
 
   /** Cancel a queued or running task; a task already done is returned unchanged. */
@@ -270,29 +313,37 @@ export class TasksService {
     return ws !== null && ws.status === 'running'
   }
 
-  /** Order of the queue: priority, then the owner with the fewest tasks running, then age. */
+  /** The next task to start: its workspace free and, for a task waiting for a slot, a slot free. */
   private nextIndex(): number {
-    const runningBy = new Map<string, number>()
-    for (const id of this.busy) runningBy.set(id, (runningBy.get(id) ?? 0) + 1)
-    let best = -1
-    for (let i = 0; i < this.queue.length; i++) {
-      const t = this.queue[i]!
-      if (this.busy.has(t.workspace_id)) continue
-      if (best < 0) {
-        best = i
-        continue
-      }
-      const b = this.queue[best]!
-      const key = (x: TaskRecord) => [RANK[x.priority], runningBy.get(x.owner_id) ?? 0, x.created_at, x.id] as const
-      const [ka, kb] = [key(t), key(b)]
-      for (let k = 0; k < ka.length; k++) {
-        if (ka[k] !== kb[k]) {
-          if (ka[k]! < kb[k]!) best = i
-          break
-        }
+    const index = nextQueued(this.queue, this.busy.values(), (t) => !this.busy.has(t.workspace_id) && (!t.slot_pending || this.slotFree(t)))
+    if (index < 0) this.makeRoom()
+    return index
+  }
+
+  private slotFree(t: TaskRecord): boolean {
+    return this.o.slots.has(t.profile_id, t.workspace_id) || this.o.slots.running(t.profile_id) < this.o.slots.limit
+  }
+
+  /**
+   * Tasks waiting for a slot that a warm but idle session holds: release that session now
+   * (its conversation kept) rather than let the run wait out the idle timer.
+   */
+  private makeRoom(): void {
+    for (const t of this.queue) {
+      if (!t.slot_pending || this.slotFree(t) || this.evicting.has(t.profile_id)) continue
+      for (const [wsId, w] of this.warm) {
+        if (w.profile_id !== t.profile_id || !w.timer || this.busy.has(wsId) || this.queue.some((q) => q.workspace_id === wsId)) continue
+        clearTimeout(w.timer)
+        w.timer = null
+        const owner = w.lease.container.owner_id ?? t.owner_id
+        this.evicting.add(t.profile_id)
+        void this.detachWorkspace(owner, wsId, { keepConversation: true })
+          .then((lease) => lease?.release())
+          .catch((err) => this.o.logger.warn('could not release a session', { workspace: wsId, error: String(err) }))
+          .finally(() => this.evicting.delete(t.profile_id))
+        return
       }
     }
-    return best
   }
 
   /** Start every queued task whose workspace is free; the pool orders the waits for containers. */
@@ -300,7 +351,11 @@ export class TasksService {
     if (this.closed) return
     for (let i = this.nextIndex(); i >= 0; i = this.nextIndex()) {
       const [task] = this.queue.splice(i, 1)
-      this.busy.add(task!.workspace_id)
+      if (task!.slot_pending) {
+        this.o.slots.acquire(task!.profile_id, task!.workspace_id)
+        delete task!.slot_pending
+      }
+      this.busy.set(task!.workspace_id, task!.owner_id)
       const abort = new AbortController()
       const done = this.run(task!, abort.signal)
         .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task!.id, error: String(err) }))
@@ -325,11 +380,15 @@ export class TasksService {
     t: TaskRecord,
     end: { status: 'completed' | 'failed' | 'cancelled'; result?: TaskResult | null; error?: TaskError | null },
   ): Promise<TaskRecord> {
+    const counted = this.eventCounts.get(t.id)
     const done = await this.setStatus(t, end.status, {
       finished_at: isoNow(this.o.clock),
       result: end.result ?? null,
       error: end.error ?? null,
+      event_count: counted?.count ?? t.event_count ?? 0,
+      ...(counted && { first_seq: counted.first }),
     })
+    this.eventCounts.delete(t.id)
     await this.o.store.remove(`active-tasks:${t.id}`)
     await this.o.eventLog.flush(t.owner_id, t.workspace_id)
     return done
@@ -366,7 +425,7 @@ export class TasksService {
           signal,
           ...(volume && { spec: { mounts: [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] } }),
         })
-        warm = { lease, timer: null }
+        warm = { lease, timer: null, profile_id: profile.id }
         this.warm.set(ws.id, warm)
         if (volume && !ws.volume) ws = await this.o.workspaces.patch(owner, ws.id, { volume })
         if (!volume && ws.sdk_session_id && !(await this.restoreConversation(runtime, lease, ws))) {
@@ -495,6 +554,11 @@ export class TasksService {
       task.workspace_id,
       events.map((e) => ({ ...e, task_id: task.id })),
     )
+    if (placed.length) {
+      const c = this.eventCounts.get(task.id)
+      if (c) c.count += placed.length
+      else this.eventCounts.set(task.id, { count: (task.event_count ?? 0) + placed.length, first: task.first_seq ?? placed[0]!.seq })
+    }
     for (const event of placed) this.o.bus.publish({ type: 'task.event', task_id: task.id, event })
   }
 
@@ -541,11 +605,21 @@ export class TasksService {
         this.o.logger.warn('could not keep a session conversation', { workspace: wsId, error: String(err) }),
       )
     }
+    // Without a volume the files go with the container: copy them out first, so they stay readable.
+    if (warm && ws && !ws.volume && this.o.engine && this.o.snapshots) {
+      await this.o.snapshots
+        .save(this.o.engine.runtime, warm.lease.container.engine_id, owner, wsId)
+        .catch((err) => this.o.logger.warn('could not keep a workspace’s files', { workspace: wsId, error: String(err) }))
+    }
     if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { container_id: null })
     // A follow-up already queued or starting keeps the workspace's slot: it runs next.
     // (A run releasing its own workspace is the busy one itself.)
     const followUp = (!opts.fromRun && this.busy.has(wsId)) || this.queue.some((t) => t.workspace_id === wsId)
-    if (ws?.profile_id && !followUp) this.o.slots.release(ws.profile_id, wsId)
+    if (ws?.profile_id && !followUp) {
+      this.o.slots.release(ws.profile_id, wsId)
+      // A task waiting for this profile's slot may start now.
+      queueMicrotask(() => this.pump())
+    }
     return warm?.lease
   }
 
@@ -619,11 +693,18 @@ export class TasksService {
     await Promise.all(interrupted.map((t) => this.recoverRun(t)))
 
     for (const t of tasks.filter((x) => x.status === 'queued').sort((a, b) => (a.created_at < b.created_at ? -1 : 1))) {
-      this.o.slots.acquire(t.profile_id, t.workspace_id)
+      if (!t.slot_pending) {
+        try {
+          this.o.slots.acquire(t.profile_id, t.workspace_id)
+        } catch {
+          t.slot_pending = true
+        }
+      }
       this.queue.push(t)
     }
     for (const ws of await this.o.workspaces.allWithStatus(['running', 'starting'])) {
       const warm = this.warm.get(ws.id)
+      if (warm) warm.profile_id = ws.profile_id
       if (warm && ws.profile_id) {
         this.o.slots.acquire(ws.profile_id, ws.id)
         if (!this.queue.some((t) => t.workspace_id === ws.id)) this.scheduleIdle(ws.owner_id, ws.id, ws.session_id)
@@ -654,6 +735,7 @@ export class TasksService {
     }
     // Whatever the log missed (events after its last flush) comes from the runner's file.
     const stored = await this.o.eventLog.read(t.owner_id, t.workspace_id, { after: 0, limit: 1_000_000, taskId: t.id })
+    if (stored.length) this.eventCounts.set(t.id, { count: stored.length, first: stored[0]!.seq })
     if (events.length > stored.length) await this.record(t, events.slice(stored.length))
     if (result) {
       if (result.session_id) await this.o.workspaces.patch(t.owner_id, t.workspace_id, { sdk_session_id: result.session_id })
@@ -711,6 +793,7 @@ function endOf(result: ResultEvent): { status: 'completed' | 'failed'; result: T
 
 function redactAll(text: string, values: string[]): string {
   let out = text
-  for (const v of values) if (v) out = out.split(v).join('[REDACTED]')
+  const forms = [...new Set(values.flatMap(secretForms))].sort((a, b) => b.length - a.length)
+  for (const v of forms) if (v) out = out.split(v).join('[REDACTED]')
   return out
 }

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { ApiError, isApiError, validationError, type ValidationIssue } from '../errors.js'
 import { MultipartError, multipartBoundary, readMultipart } from '../internal/multipart.js'
+import { clientAborted } from '../internal/input.js'
 import { renameTarEntries, TAR_END } from '../internal/tar.js'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
 import type { TaskEngine } from './tasks.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
+import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 
 /** One directory entry. */
 export interface FileEntry {
@@ -40,6 +42,8 @@ export interface WorkspaceFilesOptions {
   logger: Logger
   /** How long to wait for a helper container when the pool is full (default 30 s). */
   helperTimeoutMs?: number
+  /** The kept files of released workspaces without a volume. */
+  snapshots?: WorkspaceSnapshots | undefined
 }
 
 /** Entries a listing returns at most. */
@@ -129,12 +133,39 @@ done
 rm -rf "$stage"
 exit 0`
 
+/**
+ * One file to `$2`: into it when `$2` is an existing directory (as `$2/$3`), else at `$2`
+ * itself (its parent created). Prints the stored path relative to the workspace.
+ */
+const COMMIT_ONE_SCRIPT = `${PRELUDE}
+stage=$1; dest=$2; name=$3
+if [ -d "./$dest" ]; then
+  mkdirs "$dest" || exit $?
+  out="$dest/$name"; field=files
+else
+  case "$dest" in */*) parent=\${dest%/*};; *) parent=;; esac
+  name=\${dest##*/}
+  mkdirs "$parent" || exit $?
+  p=$R
+  # An existing name (a link too) must resolve inside the workspace.
+  if [ -e "./$dest" ] || [ -L "./$dest" ]; then resolve "$dest" || exit $?; fi
+  R=$p
+  out=$dest; field=path
+fi
+d=$R
+if [ -d "$d/$name" ] && [ ! -L "$d/$name" ]; then printf '%s' "$field"; exit 6; fi
+mv -fT "$stage/0" "$d/$name" || exit 7
+rm -rf "$stage"
+printf '%s' "$out"`
+
 const TYPE_BITS: Record<number, FileEntry['type']> = { 0x8000: 'file', 0x4000: 'directory', 0xa000: 'symlink' }
 
 /** Where a workspace's files are right now, and how to let go of it. */
 interface Target {
   engineId: string
   release(): Promise<void>
+  /** After a write: keep what changed (a helper holding kept files copies them back). */
+  written?(): Promise<void>
 }
 
 const shown = (rel: RelPath) => (rel ? `${WORKSPACE_DIR}/${rel}` : WORKSPACE_DIR)
@@ -228,11 +259,22 @@ export class WorkspaceFilesService {
       if (c) return { engineId: c.engine_id, release: async () => {} }
     }
     if (engine && ws.volume) return this.helper(engine, ws, signal)
+    const snapshots = this.o.snapshots
+    if (engine && snapshots && (await snapshots.has(owner, wsId))) {
+      const target = await this.helper(engine, ws, signal)
+      try {
+        await snapshots.restore(engine.runtime, target.engineId, owner, wsId)
+      } catch (err) {
+        await target.release()
+        throw err
+      }
+      return { ...target, written: async () => void (await snapshots.save(engine.runtime, target.engineId, owner, wsId)) }
+    }
     throw new ApiError(
       'VALIDATION_FAILED',
       ws.status === 'starting'
         ? `Workspace ${ws.id} has no container yet: its first task has not started. Try again once it runs.`
-        : `Workspace ${ws.id} has no files to serve: its container was released and, without persistent sessions, its files went with it.`,
+        : `Workspace ${ws.id} has no files to serve: its container was released and its kept files expired (or were too large to keep).`,
       { issues: [{ location: 'params', path: 'id', message: 'the workspace has no container and no volume' }] },
     )
   }
@@ -246,7 +288,7 @@ export class WorkspaceFilesService {
         owner_id: ws.owner_id,
         purpose: 'batch',
         signal: abort,
-        spec: { mounts: [{ type: 'volume', source: ws.volume!, target: WORKSPACE_DIR }] },
+        ...(ws.volume && { spec: { mounts: [{ type: 'volume' as const, source: ws.volume, target: WORKSPACE_DIR }] } }),
         labels: { 'berth.files': ws.id },
       })
       return { engineId: lease.container.engine_id, release: () => lease.release() }
@@ -321,13 +363,14 @@ export class WorkspaceFilesService {
     let stage: string | null = null
     try {
       let rel: RelPath | null = null
+      let rawPath = ''
       const files: { name: string; size: number }[] = []
       const stageRel = `.berth/uploads/${randomBytes(8).toString('hex')}`
       for await (const part of readMultipart(readBody(request.body), boundary)) {
         if (part.filename === null) {
           if (part.name !== 'path') throw pathError('body', part.name, 'unknown field')
-          const value = await readField(part.body, MAX_PATH * 4)
-          rel = workspacePath(value, 'body', 'path')
+          rawPath = await readField(part.body, MAX_PATH * 4)
+          rel = workspacePath(rawPath, 'body', 'path')
           continue
         }
         const name = fileName(part.filename, part.name)
@@ -340,6 +383,19 @@ export class WorkspaceFilesService {
       }
       if (rel === null) throw pathError('body', 'path', 'missing: the directory under /workspace to store the files in')
       if (files.length === 0) throw pathError('body', 'files', 'no file parts: send one or more files')
+      // One file and a path that is not a directory (nor ends in "/"): the file goes to that path.
+      if (files.length === 1 && rel !== '' && !rawPath.endsWith('/')) {
+        const one = await this.sh(target.engineId, COMMIT_ONE_SCRIPT, [stage!, rel, files[0]!.name])
+        if (one.exitCode === 6) {
+          const field = Buffer.from(one.stdout).toString('utf8') === 'files' ? 'files' : 'path'
+          throw pathError('body', field, `${field === 'files' ? `${shown(rel)}/${files[0]!.name}` : shown(rel)} is a directory`)
+        }
+        if (one.exitCode !== 0) this.fail(one, rel, 'body', 'path')
+        stage = null
+        await target.written?.()
+        const stored = shown(Buffer.from(one.stdout).toString('utf8'))
+        return { path: stored.slice(0, stored.lastIndexOf('/')) || '/', files: [{ name: stored.slice(stored.lastIndexOf('/') + 1), path: stored, size: files[0]!.size }] }
+      }
       const res = await this.sh(target.engineId, COMMIT_SCRIPT, [stage!, rel, ...files.map((f) => f.name)])
       if (res.exitCode === 6) {
         const name = files[Number(Buffer.from(res.stdout).toString('utf8'))]?.name ?? ''
@@ -347,6 +403,7 @@ export class WorkspaceFilesService {
       }
       if (res.exitCode !== 0) this.fail(res, rel, 'body', 'path')
       stage = null
+      await target.written?.()
       const dir = shown(rel)
       return { path: dir, files: files.map((f) => ({ ...f, path: `${dir}/${f.name}` })) }
     } catch (err) {
@@ -455,9 +512,8 @@ async function* readBody(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8
     yield* body as unknown as AsyncIterable<Uint8Array>
   } catch (err) {
     if (isApiError(err)) throw err
-    throw new ApiError('VALIDATION_FAILED', 'The upload could not be read to its end (the connection broke?)', {
-      issues: [{ location: 'body', path: '', message: 'incomplete body' }],
-    })
+    // Logged as a client abort, not a failure.
+    throw clientAborted()
   }
 }
 

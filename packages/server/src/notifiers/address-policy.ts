@@ -107,7 +107,18 @@ export function hostOf(url: URL): string {
   return url.hostname.replace(/^\[(.*)\]$/, '$1')
 }
 
-function resolveAll(host: string): Promise<LookupAddress[]> {
+/** Resolves a host name to all its addresses (the system resolver by default; tests inject their own). */
+export type Resolve = (host: string) => Promise<LookupAddress[]>
+
+/**
+ * Every address of `host` from the system resolver.
+ *
+ * @example
+ * ```ts
+ * await resolveAll('localhost') // [{ address: '127.0.0.1', family: 4 }, ...]
+ * ```
+ */
+export function resolveAll(host: string): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) => dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))))
 }
 
@@ -120,8 +131,8 @@ function resolveAll(host: string): Promise<LookupAddress[]> {
  * await publicAddresses('localhost') // throws BlockedAddressError
  * ```
  */
-export async function publicAddresses(host: string): Promise<LookupAddress[]> {
-  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolveAll(host)
+export async function publicAddresses(host: string, resolve: Resolve = resolveAll): Promise<LookupAddress[]> {
+  const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await resolve(host)
   const bad = addresses.find((a) => isPrivateAddress(a.address))
   if (bad) throw new BlockedAddressError(host, bad.address)
   return addresses
@@ -137,8 +148,22 @@ export async function publicAddresses(host: string): Promise<LookupAddress[]> {
  * http.request(url, { lookup: checkedLookup })
  * ```
  */
-export const checkedLookup: LookupFunction = (host, options, callback) => {
-  publicAddresses(host).then(
+export const checkedLookup: LookupFunction = checkedLookupWith(resolveAll)
+
+/**
+ * {@link checkedLookup} over a resolver of your own (tests answer from a table).
+ *
+ * @example
+ * ```ts
+ * http.request(url, { lookup: checkedLookupWith(async () => [{ address: '203.0.113.5', family: 4 }]) })
+ * ```
+ */
+export function checkedLookupWith(resolve: Resolve): LookupFunction {
+  return (host, options, callback) => checked(resolve, host, options, callback)
+}
+
+function checked(resolve: Resolve, ...[host, options, callback]: Parameters<LookupFunction>): void {
+  publicAddresses(host, resolve).then(
     (addresses) => {
       const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses
       if (wanted.length === 0) {

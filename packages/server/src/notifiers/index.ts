@@ -2,10 +2,11 @@ import type { DeliveryOutcome, Notifier } from '@berth/core'
 import type { Channel } from './channel.js'
 import { emailChannel, type SmtpOptions } from './email.js'
 import { webhookChannel } from './webhook.js'
+import type { Resolve } from './address-policy.js'
 
 export { defineChannel, type Channel } from './channel.js'
 export { emailChannel, type EmailChannelOptions, type SmtpOptions } from './email.js'
-export { webhookChannel, signature, type WebhookChannelOptions } from './webhook.js'
+export { webhookChannel, signature, standardSignature, type WebhookChannelOptions } from './webhook.js'
 export { isPrivateAddress } from './address-policy.js'
 export { chatChannel, chatText, createChatProvider, type ChatProviderConfig } from './chat-provider.js'
 export { mailChannel, createMailProvider, type MailProviderConfig } from './mail-provider.js'
@@ -18,6 +19,8 @@ export interface NotifierOptions {
   smtp?: SmtpOptions | undefined
   /** Per attempt (default 10 s). */
   timeoutMs?: number
+  /** How webhook hosts resolve (default: the system resolver); tests answer from a table. */
+  resolve?: Resolve
   /** More channels by integration type (e.g. the chat provider's), or replacements. */
   channels?: Record<string, Channel>
 }
@@ -35,7 +38,11 @@ export interface NotifierOptions {
  */
 export function createNotifier(opts: NotifierOptions = {}): Notifier & { close(): void } {
   const channels: Record<string, Channel> = {
-    webhook: webhookChannel({ allowPrivate: opts.allowPrivateWebhooks ?? false, ...(opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }) }),
+    webhook: webhookChannel({
+      allowPrivate: opts.allowPrivateWebhooks ?? false,
+      ...(opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }),
+      ...(opts.resolve && { resolve: opts.resolve }),
+    }),
     email: emailChannel({ smtp: opts.smtp, ...(opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }) }),
     ...opts.channels,
   }
