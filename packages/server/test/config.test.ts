@@ -30,3 +30,11 @@ it('reads the embedded defaults and every variable, refusing values that cannot 
     expect(() => configFromEnv(env as Record<string, string>)).toThrow(message)
   }
 })
+
+it('reads BERTH_POOL_NAME (unset: derived from the data dir at start), refusing names a label cannot carry', () => {
+  expect(configFromEnv({}).poolName).toBeUndefined()
+  expect(configFromEnv({ BERTH_POOL_NAME: 'team-a.pool_1' }).poolName).toBe('team-a.pool_1')
+  for (const bad of ['-lead', 'has space', 'a/b', 'x'.repeat(64)]) {
+    expect(() => configFromEnv({ BERTH_POOL_NAME: bad })).toThrow(/BERTH_POOL_NAME/)
+  }
+})

@@ -399,7 +399,12 @@ export class ContainerPool {
       }
     }
     if (this.containers.size + this.creating < this.o.max) {
-      return this.create(req).then((c) => this.lease(c, req))
+      return this.create(req).then((c) => {
+        // Creations for claims counted toward the warm-up meanwhile; warm up for real now.
+        const lease = this.lease(c, req)
+        this.fill()
+        return lease
+      })
     }
     return null
   }
