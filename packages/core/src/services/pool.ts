@@ -310,6 +310,7 @@ export class ContainerPool {
           this.imageReady = null
           this.image = { ref, state: 'failed', error: describe(err) }
           this.o.logger.warn('could not provision the image', { runtime: rt.name, image: ref, error: describe(err) })
+          if (isContainerError(err, 'unreachable')) this.engineDown(err)
           throw err
         },
       )
