@@ -14,7 +14,8 @@ import {
 } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { EngineHealth, ImageHealth, PoolStats } from '../schemas/health.js'
+import type { EngineHealth, PoolStats } from '../schemas/health.js'
+import { PoolImage, oneLine } from './pool-image.js'
 
 /** Claim priority; higher priorities are served first when the pool is full. */
 export type Priority = 'low' | 'normal' | 'high'
@@ -103,12 +104,6 @@ export function defaultPoolName(dataDir: string): string {
   return `berth-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 8)}`
 }
 
-/** One line of an error, short enough for /health and logs. */
-function describe(err: unknown): string {
-  const text = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim()
-  return text.length > 300 ? `${text.slice(0, 297)}...` : text
-}
-
 /** `work`, or a rejection naming `what` after `ms` (an engine socket that accepts but never answers). */
 async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -163,14 +158,19 @@ export class ContainerPool {
   private recovered = false
   private reconnectFailures = 0
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null
-  private image: ImageHealth
-  /** The one provisioning every creation awaits; cleared on failure so the next creation tries again. */
-  private imageReady: Promise<void> | null = null
+  /** The image every creation from `image` awaits (provisioned once). */
+  private readonly image: PoolImage
 
   constructor(opts: PoolOptions) {
     if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max)) throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
     this.o = { name: 'default', ...opts }
-    this.image = { ref: opts.image, state: 'unknown' }
+    this.image = new PoolImage({
+      runtime: opts.runtime,
+      ref: opts.image,
+      recipe: opts.imageRecipe,
+      logger: opts.logger,
+      onUnreachable: (err) => this.engineDown(err),
+    })
   }
 
   private key(id: string): string {
@@ -200,11 +200,12 @@ export class ContainerPool {
 
   /** The engine's state for `/health`: its name, whether it answers, the last error, the image's state. */
   engineStatus(): EngineHealth {
+    const image = this.image.status()
     return {
       name: this.o.runtime.name,
       reachable: this.engine.reachable,
       ...(this.engine.lastError !== null && { last_error: this.engine.lastError }),
-      ...(this.o.runtime.ensureImage && { image: { ...this.image } }),
+      ...(image && { image }),
     }
   }
 
@@ -244,7 +245,7 @@ export class ContainerPool {
 
   /** The engine answers: provision the image in the background, warm up, serve waiting claims. */
   private afterConnect(): void {
-    this.track(this.ensureImage()) // failures are logged and shown in /health; creations try again
+    this.track(this.image.ready()) // failures are logged and shown in /health; creations try again
     this.fill()
     this.serveWaiters()
   }
@@ -253,7 +254,7 @@ export class ContainerPool {
   private engineDown(err: unknown): void {
     if (this.closed) return
     const wasUp = this.engine.reachable
-    this.engine = { reachable: false, lastError: describe(err) }
+    this.engine = { reachable: false, lastError: oneLine(err) }
     if (this.reconnectTimer) return
     const { initialMs = 1000, maxMs = 30_000 } = this.o.retry ?? {}
     const wait = Math.min(maxMs, initialMs * 2 ** this.reconnectFailures++)
@@ -275,46 +276,6 @@ export class ContainerPool {
       this.track(attempt)
     }, wait)
     this.reconnectTimer.unref?.()
-  }
-
-  /**
-   * Provision the pool's image once (present, pulled, or built from the recipe); every
-   * creation awaits the same run. A failure is logged, shown in `/health`, and retried
-   * by the next creation.
-   */
-  private ensureImage(): Promise<void> {
-    const rt = this.o.runtime
-    if (!rt.ensureImage) return Promise.resolve()
-    if (this.imageReady) return this.imageReady
-    const ref = this.o.image
-    const started = performance.now()
-    this.image = { ref, state: 'checking' }
-    this.imageReady = rt
-      .ensureImage(ref, {
-        ...(this.o.imageRecipe && { recipe: this.o.imageRecipe }),
-        onProgress: (stage, message) => {
-          this.image = { ref, state: stage }
-          // A pull that fails is quiet: the build line says why it was needed.
-          if (stage === 'building') this.o.logger.info(message, { runtime: rt.name, image: ref })
-        },
-      })
-      .then(
-        (report) => {
-          this.image = { ref: report.ref, state: 'ready' }
-          if (report.source !== 'present') {
-            const seconds = Math.round((performance.now() - started) / 100) / 10
-            this.o.logger.info(`image ${report.ref} ${report.source} in ${seconds} s`, { runtime: rt.name, image: report.ref, source: report.source, ...(report.recipe && { recipe: report.recipe }) })
-          }
-        },
-        (err: unknown) => {
-          this.imageReady = null
-          this.image = { ref, state: 'failed', error: describe(err) }
-          this.o.logger.warn('could not provision the image', { runtime: rt.name, image: ref, error: describe(err) })
-          if (isContainerError(err, 'unreachable')) this.engineDown(err)
-          throw err
-        },
-      )
-    return this.imageReady
   }
 
   /**
@@ -457,13 +418,13 @@ export class ContainerPool {
           ...(req?.workspace_id && { 'berth.workspace': req.workspace_id }),
         },
       }
-      if (spec.image === this.o.image) await this.ensureImage()
+      if (spec.image === this.o.image) await this.image.ready()
       let engineId: string
       try {
         engineId = (await this.o.runtime.create(spec)).id
       } catch (err) {
         // Removed since it was provisioned: provision again next time.
-        if (isContainerError(err, 'not_found') && spec.image === this.o.image) this.imageReady = null
+        if (isContainerError(err, 'not_found') && spec.image === this.o.image) this.image.invalidate()
         if (isContainerError(err, 'unreachable')) this.engineDown(err)
         throw err
       }
