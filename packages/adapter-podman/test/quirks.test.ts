@@ -1,7 +1,7 @@
 import Docker from 'dockerode'
 import { afterAll, describe, expect, it } from 'vitest'
 import { IDLE_COMMAND } from '@berth/core'
-import { packTar, readEngine, readTar } from '@berth/testkit'
+import { busyboxRecipe, packTar, readEngine, readTar } from '@berth/testkit'
 import { isQualifiedImage, localImageName, podmanRuntime, slashDirectoryNames } from '../src/index.js'
 
 const engine = readEngine('podman')
@@ -30,6 +30,16 @@ describe('podman image names', () => {
     created.push(id)
     const info = await rt.inspect(id)
     expect(info.image).toBe(engine.image)
+  })
+
+  it('ensureImage finds a short name under localhost/ and reports that name, with no pull and no build', async () => {
+    const short = engine.image.replace(/^localhost\//, '')
+    const recipe = busyboxRecipe('never-built', 'never')
+    const stages: string[] = []
+    const report = await rt.ensureImage!(short, { recipe, onProgress: (stage) => stages.push(stage) })
+    expect(report).toMatchObject({ ref: engine.image, source: 'present' })
+    expect(recipe.builds).toBe(0)
+    expect(stages).toEqual([])
   })
 })
 
