@@ -113,6 +113,8 @@ it('the README\'s Configuration table lists every setting with its config file k
     const pattern = (s: string) => s.replace(/^BERTH_(GITHUB|GITLAB|BITBUCKET)_/, 'BERTH_<GIT>_').replace(/^git\.(github|gitlab|bitbucket)\./, 'git.<git>.')
     const row = rows.find((r) => (r.includes(`\`${name}\``) || r.includes(`\`${pattern(name)}\``)) && (r.includes(`\`${key}\``) || r.includes(`\`${pattern(key)}\``)))
     expect(row, `${name} / ${key}`).toBeDefined()
+  }
+})
 
 it('reads BERTH_POOL_NAME (unset: derived from the data dir at start), refusing names a label cannot carry', () => {
   expect(configFromEnv({}).poolName).toBeUndefined()
