@@ -10,7 +10,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
-import { bundleRunner } from '@berth/runner'
+import { sharedRunnerBundle } from '@berth/runner'
 import { configFromEnv, createBerth } from '@berth/server'
 import { runtimeFor } from './runtime.js'
 import { onShutdown } from './shutdown.js'
@@ -40,7 +40,7 @@ const chosen = await runtimeFor(config, (line) => console.warn(line)).catch((err
 // The local runtime runs host processes: an image means nothing there.
 const image = chosen.name === 'local' ? 'local' : (config.image ?? DEFAULT_IMAGE)
 // Task containers run the agent runner: by default a self-contained bundle built from this
-// install, mounted read-only (any image with Node 20 works); BERTH_RUNNER=image uses the
+// install (cached per version, see sharedRunnerBundle), mounted read-only (any image with Node 20 works); BERTH_RUNNER=image uses the
 // copy the production image (packages/runner/Dockerfile) carries at the same path.
 let runner: { bundleDir?: string; command?: string[] } | undefined
 if (chosen.name === 'local') {
@@ -48,7 +48,8 @@ if (chosen.name === 'local') {
 } else if (config.runner === 'image') {
   runner = { command: ['node', '/opt/berth-runner/main.js'] }
 } else {
-  runner = { bundleDir: bundleRunner(resolve(config.dataDir, 'runner')).dir }
+  // One bundle per install and version, shared by every data dir (which holds data only).
+  runner = { bundleDir: sharedRunnerBundle().dir }
 }
 const berth = createBerth({
   storage,
@@ -58,7 +59,8 @@ const berth = createBerth({
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
   runtime: chosen.runtime,
-  pool: { image, min: config.poolMin, max: config.poolMax },
+  // BERTH_POOL_NAME (the `berth.pool` label) lets several servers share one engine.
+  pool: { image, min: config.poolMin, max: config.poolMax, ...(process.env.BERTH_POOL_NAME && { name: process.env.BERTH_POOL_NAME }) },
   concurrency: config.concurrency,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),
@@ -67,6 +69,7 @@ const berth = createBerth({
 
 const poolLine = `pool: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
+if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
 // Listen only once the pool has adopted what the last run left and warmed up. If the engine
 // went away since the ping, start-up fails: the API still serves everything that needs no
 // container, /health shows the empty pool, and a supervisor does not crash-loop us. A
@@ -101,7 +104,11 @@ server.listen(config.port, config.host, () => {
 })
 
 // Warm containers stay on the engine: the next start adopts them instead of creating new ones.
-onShutdown(server, async () => {
-  await berth.close()
-  await chosen.runtime.close?.()
-})
+onShutdown(
+  server,
+  async () => {
+    await berth.close()
+    await chosen.runtime.close?.()
+  },
+  { closeWebSockets: (o) => berth.closeWebSockets(o) },
+)

@@ -125,6 +125,24 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
+    async createVolume(volume, opts = {}) {
+      try {
+        // Both engines answer an existing name with that volume, unchanged.
+        await docker.createVolume({ Name: volume, Labels: { ...opts.labels, [MANAGED_LABEL]: 'true' } })
+      } catch (err) {
+        throw ctx.error(err, 'createVolume', { volume })
+      }
+    },
+
+    async listVolumes(filter) {
+      try {
+        const { Volumes } = await docker.listVolumes({ filters: { label: labelFilters(filter) } })
+        return (Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }))
+      } catch (err) {
+        throw ctx.error(err, 'listVolumes')
+      }
+    },
+
     async removeVolume(name) {
       try {
         await docker.getVolume(name).remove({ force: true })

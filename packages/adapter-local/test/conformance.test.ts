@@ -11,6 +11,8 @@ afterAll(() => rmSync(baseDir, { recursive: true, force: true }))
 
 runtimeConformanceSuite('local', () => localRuntime({ baseDir, logger: silentLogger }), {
   image: 'ignored-by-local',
+  // Host processes: nothing isolated, nothing limited, and the runtime must say so.
+  capabilities: { isolation: false, limits: false },
   // A base directory that cannot be created (its parent is a file) is the local "engine down".
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger }),
   killFromOutside: async (id) => {

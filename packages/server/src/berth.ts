@@ -162,6 +162,12 @@ export interface Berth {
    * run left and warmed up to `min`. Rejects when the engine cannot be reached.
    */
   ready: Promise<void>
+  /**
+   * Close every WebSocket with 1001 (going away) and accept no new one; `force` drops the
+   * sockets of clients that never answered. A shutdown calls this before `server.close()`,
+   * which otherwise waits for upgraded sockets forever.
+   */
+  closeWebSockets(opts?: { force?: boolean }): void
   /** Release storage and timers. Pooled containers stay for the next start to adopt. */
   close(opts?: { removeContainers?: boolean }): Promise<void>
 }
@@ -322,6 +328,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     storage,
     pool,
     ready,
+    closeWebSockets: (opts) => websocket.closeAll(opts),
     async close(opts = {}) {
       await ready.catch(() => {})
       websocket.closeAll()

@@ -152,6 +152,12 @@ export interface ListFilter {
   all?: boolean
 }
 
+/** One named volume as `listVolumes` reports it. */
+export interface VolumeSummary {
+  name: string
+  labels: Record<string, string>
+}
+
 /** The port every container adapter implements. All failures reject with {@link ContainerError}. */
 export interface ContainerRuntime {
   /** `docker`, `podman`, `local`, ... */
@@ -175,9 +181,16 @@ export interface ContainerRuntime {
   list(filter?: ListFilter): Promise<ContainerSummary[]>
   inspect(id: string): Promise<ContainerInfo>
   stats(id: string): Promise<ContainerStats>
-  /** Release connections and timers. */
+  /**
+   * Create a named volume with labels (`berth.managed=true` is added), so a restarted
+   * server can account for it. An existing volume of that name resolves as it is.
+   */
+  createVolume(name: string, options?: { labels?: Record<string, string> }): Promise<void>
+  /** Berth's volumes (label `berth.managed=true`), filtered by label like {@link list}. */
+  listVolumes(filter?: Pick<ListFilter, 'labels'>): Promise<VolumeSummary[]>
   /** Remove a named volume (a workspace's files); absent volumes resolve. */
   removeVolume(name: string): Promise<void>
+  /** Release connections and timers. */
   close?(): Promise<void>
 }
 
@@ -245,7 +258,7 @@ export function defineRuntime<F extends (...args: any[]) => ContainerRuntime>(fa
 }
 
 const GUARDED = [
-  'ping', 'create', 'start', 'stop', 'remove', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
+  'ping', 'create', 'start', 'stop', 'remove', 'createVolume', 'listVolumes', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
 ] as const
 
 function guardRuntime(rt: ContainerRuntime): ContainerRuntime {

@@ -106,6 +106,11 @@ export class ContainerPool {
     this.o = { name: 'default', ...opts }
   }
 
+  /** The pool's name, its `berth.pool` label (the workspace volumes it mounts carry it too). */
+  get name(): string {
+    return this.o.name
+  }
+
   private key(id: string): string {
     return `pool:${this.o.name}:${id}`
   }

@@ -16,6 +16,7 @@ import { eventsFile, materialize, WORKSPACE_DIR, type MaterializeDeps } from './
 import type { ContainerPool, Lease, PooledContainer } from './pool.js'
 import type { ProfilesService } from './profiles.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
+import { createWorkspaceVolume, recoverVolumes, workspaceVolumeName } from './volumes.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -357,7 +358,8 @@ export class TasksService {
       let warm = this.warm.get(ws.id)
       if (warm?.timer) clearTimeout(warm.timer)
       if (!warm) {
-        const volume = ws.persistent ? (ws.volume ?? `berth-${ws.id.replace('_', '-')}`) : null
+        const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
+        if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
         const lease = await pool.claim({
           owner_id: owner,
           workspace_id: ws.id,
@@ -631,6 +633,17 @@ export class TasksService {
         await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
       }
     }
+    await this.recoverVolumes()
+  }
+
+  /** Volumes are accounted for like containers: those of deleted workspaces go. */
+  private async recoverVolumes(): Promise<void> {
+    const engine = this.o.engine
+    if (!engine) return
+    const exists = async (owner: string, wsId: string) => (await this.o.workspaces.records.find(owner, wsId)) !== null
+    await recoverVolumes(engine.runtime, engine.pool.name, exists, this.o.logger).catch((err: unknown) =>
+      this.o.logger.warn('could not account for volumes', { error: String(err) }),
+    )
   }
 
   private async recoverRun(t: TaskRecord): Promise<void> {
