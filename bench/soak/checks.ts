@@ -78,11 +78,11 @@ export async function checkTasks(ctx: {
     'every task to reach a definite end',
   ).catch(async (err: Error) => {
     const list = await pages<Json>(call, '/v1/tasks', 'tasks', 'page')
-    for (const t of list.filter((x) => !(TERMINAL as readonly string[]).includes(x.status))) violations.push(`task ${t.id} stuck in ${t.status}`)
+    for (const t of list.filter((x) => !(TERMINAL as readonly string[]).includes(x.status))) violations.push(`task ${t.task_id} stuck in ${t.status}`)
     violations.push(err.message)
     return list
   })
-  const byId = new Map(all.map((t) => [t.id as string, t]))
+  const byId = new Map(all.map((t) => [t.task_id as string, t]))
   const outcomes: Record<string, number> = {}
   for (const t of tasks) {
     if (!t.id) continue
@@ -96,7 +96,7 @@ export async function checkTasks(ctx: {
     const allowed = [EXPECTED[t.kind], 'failed:CONTAINER_FAILED', ...(t.cancelRequested ? ['cancelled'] : [])]
     if (!allowed.includes(outcome)) violations.push(`task ${t.id} (${t.kind}) ended ${outcome}${got.error ? `: ${got.error.error}` : ''}`)
   }
-  const unknown = all.filter((t) => !tasks.some((s) => s.id === t.id))
+  const unknown = all.filter((t) => !tasks.some((s) => s.id === t.task_id))
 
   // Dense logs: each workspace's seq runs 1..n.
   let events = 0
@@ -111,18 +111,19 @@ export async function checkTasks(ctx: {
   // The live stream equals storage: what the last subscription to each task received.
   let streamed = 0
   for (const t of all) {
-    const stored = await pages<Json>(call, `/v1/tasks/${t.id}/events`, 'events', 'after')
-    const sub = observer.get(t.id as string)
+    const id = t.task_id as string
+    const stored = await pages<Json>(call, `/v1/tasks/${id}/events`, 'events', 'after')
+    const sub = observer.get(id)
     if (!sub) continue // submitted by a request whose answer was lost: nobody subscribed
     const live = await until(async () => (sub.events.length >= stored.length ? sub.events : undefined), 15_000, 'the stream').catch(() => sub.events)
     streamed += live.length
     if (!isDeepStrictEqual(live, stored)) {
       const i = live.findIndex((e, k) => !isDeepStrictEqual(e, stored[k]))
       violations.push(
-        `task ${t.id}: the WebSocket delivered ${live.length} events, storage holds ${stored.length}; first difference at ${i}: ${JSON.stringify(live[i])} vs ${JSON.stringify(stored[i])}`,
+        `task ${id}: the WebSocket delivered ${live.length} events, storage holds ${stored.length}; first difference at ${i}: ${JSON.stringify(live[i])} vs ${JSON.stringify(stored[i])}`,
       )
     }
-    if (!(TERMINAL as readonly string[]).includes(sub.status ?? '')) violations.push(`task ${t.id}: the WebSocket never said it ended (last: ${sub.status})`)
+    if (!(TERMINAL as readonly string[]).includes(sub.status ?? '')) violations.push(`task ${id}: the WebSocket never said it ended (last: ${sub.status})`)
   }
   violations.push(...observer.problems.map((p) => `WebSocket: ${p}`))
   const fivexx = ctx.api.statuses.filter((s) => s >= 500).length

@@ -133,9 +133,12 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const restartMs: number[] = []
   const rss: number[] = []
   onCleanup(async () => rmSync(dataDir, { recursive: true, force: true }))
+  // Unlabelled volumes (a regression) are not found by label: they are removed by name.
+  const volumeNames = new Set<string>()
   onCleanup(async () => {
     for (const c of await outside.list({ labels: { 'berth.pool': pool } })) await outside.remove(c.id)
-    for (const v of await outside.listVolumes({ labels: { 'berth.pool': pool } })) await outside.removeVolume(v.name)
+    for (const v of await outside.listVolumes({ labels: { 'berth.pool': pool } })) volumeNames.add(v.name)
+    for (const name of volumeNames) await outside.removeVolume(name).catch(() => {})
     await outside.close?.()
   })
   let server = await startStandalone(env)
@@ -192,7 +195,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
       if (!c) continue
       await outside.remove(c.id)
       containerKills++
-      config.log(`soak: removed container of ${t.id} from outside`)
+      config.log(`soak: removed container of ${t.task_id} from outside`)
       return
     }
   }
@@ -263,7 +266,9 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
       const sessionId = first?.sessionId
       if (!sessionId || !first?.id) return
       sessionIds.push(sessionId)
-      sessionWorkspaces.add((await call('GET', `/v1/tasks/${first.id}`)).body.workspace_id as string)
+      const ws = (await call('GET', `/v1/tasks/${first.id}`)).body.workspace_id as string
+      sessionWorkspaces.add(ws)
+      volumeNames.add(`berth-${ws.replace('_', '-')}`)
       for (let f = 0; f < config.followUps; f++) {
         await chaos()
         await submit('follow-up', { mode: 'session', session_id: sessionId, prompt: `Again [[berth:turns 1]] [[berth:text follow-up ${f}]]` }, sessionProfile.body.id as string)
@@ -314,8 +319,6 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const violations = [...result.violations, ...afterStop.violations]
   if (JSON.stringify(exit) !== JSON.stringify({ code: 0, signal: null })) violations.push(`SIGTERM at the end: ${JSON.stringify(exit)}`)
   violations.push(...checkLogs(runs))
-  // Unlabelled volumes (a regression) are not found by label: remove them by name too.
-  for (const ws of sessionWorkspaces) await outside.removeVolume(`berth-${ws.replace('_', '-')}`)
 
   const figures: Record<string, number | string> = {
     engine: config.engine,
