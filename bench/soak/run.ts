@@ -5,7 +5,7 @@
  * checks the job systems we trust make to prove nothing was lost (see checks.ts).
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -319,6 +319,11 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const violations = [...result.violations, ...afterStop.violations]
   if (JSON.stringify(exit) !== JSON.stringify({ code: 0, signal: null })) violations.push(`SIGTERM at the end: ${JSON.stringify(exit)}`)
   violations.push(...checkLogs(runs))
+  // Every server run's output, for reading after a violation.
+  const logDir = join(findRepoRoot(), '.tmp', 'soak', pool)
+  mkdirSync(logDir, { recursive: true })
+  runs.forEach((run, i) => writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n')))
+  config.log(`soak: server logs in ${logDir}`)
 
   const figures: Record<string, number | string> = {
     engine: config.engine,

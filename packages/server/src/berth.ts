@@ -25,9 +25,9 @@ import { H3, getRouterParams, type H3Event } from 'h3'
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
 import { createStorage, type Storage } from 'unstorage'
-import fsDriver from 'unstorage/drivers/fs'
 import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
+import { atomicFsDriver } from './fs-storage.js'
 import { createGitProviders, type GitProvidersConfig } from './git/providers.js'
 import { createNotifier } from './notifiers/index.js'
 import { createChatProvider, type ChatProviderConfig } from './notifiers/chat-provider.js'
@@ -194,7 +194,7 @@ function pathMatcher(path: string): RegExp {
  */
 export function createBerth(options: BerthOptions = {}): Berth {
   const dataDir = resolve(options.dataDir ?? './.data')
-  const storage = options.storage ?? createStorage({ driver: fsDriver({ base: resolve(dataDir, 'store') }) })
+  const storage = options.storage ?? createStorage({ driver: atomicFsDriver({ base: resolve(dataDir, 'store') }) })
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? jsonLogger()
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
