@@ -187,16 +187,20 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
 
   /** Remove a running task's container through the engine, behind Berth's back. */
   const killContainer = async () => {
-    const running = (await api.call('GET', '/v1/tasks?status=running&limit=100')).body.tasks as Json[] | undefined
-    for (const t of running ?? []) {
-      const ws = (await api.call('GET', `/v1/workspaces/${t.workspace_id}`)).body
-      if (!ws.container_id) continue
-      const [c] = await outside.list({ labels: { 'berth.pool': pool, 'berth.container': ws.container_id as string } })
-      if (!c) continue
-      await outside.remove(c.id)
-      containerKills++
-      config.log(`soak: removed container of ${t.task_id} from outside`)
-      return
+    // Until a task is running in a container (for a while at most).
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const running = (await call('GET', '/v1/tasks?status=running&limit=100')).body.tasks as Json[] | undefined
+      for (const t of running ?? []) {
+        const ws = (await call('GET', `/v1/workspaces/${t.workspace_id}`)).body
+        if (!ws.container_id) continue
+        const [c] = await outside.list({ labels: { 'berth.pool': pool, 'berth.container': ws.container_id as string } })
+        if (!c) continue
+        await outside.remove(c.id)
+        containerKills++
+        config.log(`soak: removed container of ${t.task_id} from outside`)
+        return
+      }
+      await new Promise((r) => setTimeout(r, 100))
     }
   }
 
@@ -242,9 +246,10 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     Array.from({ length: config.containerKills }, (_, i) => Math.floor(((i + 0.5) * total) / (config.containerKills + 1))),
   )
   let submitted = 0
+  const kills: Promise<void>[] = []
   const chaos = async () => {
     submitted++
-    if (containerKillAt.has(submitted)) void killContainer()
+    if (containerKillAt.has(submitted)) kills.push(killContainer())
     if (killAt.has(submitted)) await crash()
   }
 
@@ -281,6 +286,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
       for (let next = queue.shift(); next; next = queue.shift()) await next()
     }),
   )
+  await Promise.all(kills)
   const submittedMs = Math.round(performance.now() - started)
 
   const result = await checkTasks({ api, call, observer, tasks, log: config.log })
