@@ -177,7 +177,9 @@ describe('notifications on podman', () => {
       ['playbook_run.completed', null],
       ['task.completed', later.task_id],
     ])
-    expect(smtp.mails.filter((m) => m.headers.get('x-berth-event') === 'task.completed').map((m) => m.text?.includes(later.task_id))).toEqual([true])
+    const taskMails = () => smtp.mails.filter((m) => m.headers.get('x-berth-event') === 'task.completed')
+    await eventually(() => expect(taskMails().some((m) => m.text?.includes(later.task_id))).toBe(true))
+    expect(taskMails().map((m) => m.text?.includes(later.task_id))).toEqual([true])
     for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
   })
 
