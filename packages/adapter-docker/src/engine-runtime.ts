@@ -137,7 +137,11 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     async listVolumes(filter) {
       try {
         const { Volumes } = await docker.listVolumes({ filters: { label: labelFilters(filter) } })
-        return (Volumes ?? []).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }))
+        // Podman ORs several label filters on volumes (Docker ANDs them): every one must match.
+        const wanted: [string, string | true][] = Object.entries({ ...filter?.labels, [MANAGED_LABEL]: 'true' })
+        return (Volumes ?? [])
+          .map((v) => ({ name: v.Name, labels: v.Labels ?? {} }))
+          .filter((v) => wanted.every(([k, want]) => (want === true ? k in v.labels : v.labels[k] === want)))
       } catch (err) {
         throw ctx.error(err, 'listVolumes')
       }
