@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -49,6 +49,37 @@ function bundleKey(entry: string, platformPackages: string[]): string {
 }
 
 /**
+ * Hard-link the native binaries an earlier bundle already holds (same package, same size,
+ * copied after the source) into a bundle being built, so a new runner build does not copy
+ * the ~200 MB binary again; bundleRunner then sees them current and skips them.
+ */
+function seedFromSiblings(root: string, tmp: string, platformPackages: string[]): void {
+  const sdkRequire = createRequire(join(dirname(createRequire(import.meta.url).resolve(SDK)), 'package.json'))
+  const siblings = readdirSync(root).filter((d) => !d.includes('.tmp-'))
+  for (const pkg of platformPackages) {
+    let srcDir: string
+    try {
+      srcDir = dirname(sdkRequire.resolve(`${pkg}/package.json`))
+    } catch {
+      continue
+    }
+    for (const file of ['claude', 'claude.exe']) {
+      const src = join(srcDir, file)
+      if (!existsSync(src)) continue
+      const { size, mtimeMs } = statSync(src)
+      for (const sibling of siblings) {
+        const candidate = join(root, sibling, 'node_modules', pkg, file)
+        const st = existsSync(candidate) ? statSync(candidate) : null
+        if (!st || st.size !== size || st.mtimeMs < mtimeMs) continue
+        mkdirSync(join(tmp, 'node_modules', pkg), { recursive: true })
+        linkSync(candidate, join(tmp, 'node_modules', pkg, file))
+        break
+      }
+    }
+  }
+}
+
+/**
  * The runner bundle for this install and version, shared by every data dir and every server
  * on the machine: content-addressed under the cache directory (`<cacheDir>/<hash>`), built
  * once into a temporary directory and renamed into place, so concurrent starts never see a
@@ -71,6 +102,7 @@ export function sharedRunnerBundle(opts: SharedBundleOptions = {}): RunnerBundle
     mkdirSync(root, { recursive: true })
     const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`
     try {
+      seedFromSiblings(root, tmp, platformPackages)
       bundleRunner(tmp, { entry, platformPackages })
       renameSync(tmp, dir)
     } catch (err) {
