@@ -326,13 +326,15 @@ export class TasksService {
     t: TaskRecord,
     end: { status: 'completed' | 'failed' | 'cancelled'; result?: TaskResult | null; error?: TaskError | null },
   ): Promise<TaskRecord> {
+    // Events first: a task stored as ended is never recovered again, so a crash between its
+    // end and a later flush would lose the events its subscribers already saw.
+    await this.o.eventLog.flush(t.owner_id, t.workspace_id)
     const done = await this.setStatus(t, end.status, {
       finished_at: isoNow(this.o.clock),
       result: end.result ?? null,
       error: end.error ?? null,
     })
     await this.o.store.remove(`active-tasks:${t.id}`)
-    await this.o.eventLog.flush(t.owner_id, t.workspace_id)
     return done
   }
 
