@@ -6,7 +6,9 @@ export default defineProject({
   test: {
     name: 'adapter-docker',
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
+    globalSetup: ['../../vitest.leftovers.ts', 'test/global-setup.ts'],
+    // Every container and volume carries this run's label; the run fails if any outlives it.
+    setupFiles: ['../../vitest.leftovers.setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

@@ -7,7 +7,9 @@ export default defineProject({
     name: 'server',
     include: ['test/**/*.test.ts'],
     // The pool suites need Podman and Docker (provisioned here, never skipped).
-    globalSetup: ['test/pool.global-setup.ts', 'test/runner.global-setup.ts'],
+    globalSetup: ['../../vitest.leftovers.ts', 'test/pool.global-setup.ts', 'test/runner.global-setup.ts'],
+    // Every container and volume carries this run's label; the run fails if any outlives it.
+    setupFiles: ['../../vitest.leftovers.setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

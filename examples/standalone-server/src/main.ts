@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { hostImageRecipe } from '@berth/adapter-docker'
 import { defaultPoolName } from '@berth/core'
-import { bundleRunner } from '@berth/runner'
+import { sharedRunnerBundle } from '@berth/runner'
 import { createBerth, type BerthConfig } from '@berth/server'
 import { runtimeFor } from './runtime.js'
 import { loadSettings } from './settings.js'
@@ -51,14 +51,16 @@ const chosen = await runtimeFor(config, (line) => console.warn(line)).catch((err
 // The local runtime runs host processes: an image means nothing there.
 const image = chosen.name === 'local' ? 'local' : (config.image ?? DEFAULT_IMAGE)
 // Task containers run the agent runner: by default a self-contained bundle built from this
-// install, mounted read-only (any image with Node 20 works; on `local`, this host's Node);
+// install (one per install and version, shared by every data dir: see sharedRunnerBundle),
+// mounted read-only (any image with Node 20 works; on `local`, this host's Node);
 // BERTH_RUNNER=image uses the copy the production image (packages/runner/Dockerfile)
 // carries at the same path (there is no image on `local`).
 let runner: { bundleDir?: string; command?: string[] }
 if (config.runner === 'image' && chosen.name !== 'local') {
   runner = { command: ['node', '/opt/berth-runner/main.js'] }
 } else {
-  runner = { bundleDir: bundleRunner(resolve(config.dataDir, 'runner')).dir }
+  // One bundle per install and version, shared by every data dir (which holds data only).
+  runner = { bundleDir: sharedRunnerBundle().dir }
 }
 // A missing image is pulled, else built from this host's node (bundle mode only: the
 // image then needs nothing but Node, bash and the libraries, the runner is mounted).
@@ -95,6 +97,7 @@ const berth = createBerth({
 console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)
 const poolLine = `pool ${poolName}: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
+if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
 // Listen only once the pool has adopted what the last run left and warmed up. If the engine
 // went away since the ping, start-up fails: the API still serves everything that needs no
 // container, /health shows the engine down, and the pool retries with backoff until it
@@ -129,7 +132,11 @@ server.listen(config.port, config.host, () => {
 })
 
 // Warm containers stay on the engine: the next start adopts them instead of creating new ones.
-onShutdown(server, async () => {
-  await berth.close()
-  await chosen.runtime.close?.()
-})
+onShutdown(
+  server,
+  async () => {
+    await berth.close()
+    await chosen.runtime.close?.()
+  },
+  { closeWebSockets: (o) => berth.closeWebSockets(o) },
+)

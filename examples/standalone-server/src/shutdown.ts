@@ -1,32 +1,62 @@
 import type { Server } from 'node:http'
+import type { Socket } from 'node:net'
+
+/** Options of {@link onShutdown}. */
+export interface ShutdownOptions {
+  /** The whole shutdown's budget: the process exits within it whatever clients do (default 5 s). */
+  graceMs?: number
+  /** Close WebSockets with 1001; `force` drops the ones whose client never answered. */
+  closeWebSockets?: (opts: { force: boolean }) => void
+  log?: (line: string) => void
+  /** How the process ends (default `process.exit`); tests pass their own. */
+  exit?: (code: number) => void
+}
 
 /**
- * Stop cleanly on SIGINT/SIGTERM: stop accepting connections, let requests in flight
- * finish for up to `graceMs`, then run `cleanup` and exit 0. A second signal exits at once.
+ * Stop cleanly on SIGINT/SIGTERM, within `graceMs` whatever clients do:
+ * 1. stop accepting connections, close idle keep-alive connections, and close every
+ *    WebSocket with 1001 (going away);
+ * 2. let requests in flight finish for up to 60% of the grace, then drop every connection
+ *    still open (upgraded sockets included, which `server.close()` would wait for forever);
+ * 3. run `cleanup` (Berth's close: tasks still running are left to the next start's
+ *    recovery, warm containers stay for it to adopt) and exit 0; exit 1 when cleanup fails
+ *    or does not finish within the grace. A second signal exits at once.
  *
  * @example
  * ```ts
- * onShutdown(server, () => berth.close(), { log: console.log })
+ * onShutdown(server, () => berth.close(), { closeWebSockets: (o) => berth.closeWebSockets(o) })
  * ```
  */
-export function onShutdown(
-  server: Server,
-  cleanup: () => Promise<void>,
-  options: { graceMs?: number; log?: (line: string) => void } = {},
-): void {
-  const { graceMs = 5_000, log = console.log } = options
+export function onShutdown(server: Server, cleanup: () => Promise<void>, options: ShutdownOptions = {}): void {
+  const { graceMs = 5_000, log = console.log, exit = (code: number) => process.exit(code) } = options
+  // Every socket, upgraded ones included: the HTTP server forgets those once upgraded.
+  const sockets = new Set<Socket>()
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  })
   let stopping = false
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) {
       log(`${signal} again: exiting now`)
-      process.exit(1)
+      return exit(1)
     }
     stopping = true
-    log(`${signal}: shutting down`)
+    log(`${signal}: shutting down (grace ${graceMs} ms)`)
+    const deadline = setTimeout(() => {
+      log('shutdown did not finish within the grace period: exiting; running tasks are recovered at the next start')
+      exit(1)
+    }, graceMs)
+    deadline.unref()
     const closed = new Promise<void>((resolve) => server.close(() => resolve()))
     server.closeIdleConnections()
-    // Long-lived connections (WebSockets, slow clients) must not hold the exit forever.
-    const force = setTimeout(() => server.closeAllConnections(), graceMs)
+    options.closeWebSockets?.({ force: false })
+    const force = setTimeout(() => {
+      if (sockets.size) log(`dropping ${sockets.size} connection(s) still open`)
+      options.closeWebSockets?.({ force: true })
+      server.closeAllConnections()
+      for (const socket of sockets) socket.destroy()
+    }, Math.round(graceMs * 0.6))
     force.unref()
     await closed
     clearTimeout(force)
@@ -34,10 +64,12 @@ export function onShutdown(
       await cleanup()
     } catch (err) {
       log(`cleanup failed: ${(err as Error).message}`)
-      process.exit(1)
+      clearTimeout(deadline)
+      return exit(1)
     }
+    clearTimeout(deadline)
     log('stopped')
-    process.exit(0)
+    exit(0)
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path'
-import type { BerthConfig } from '@berth/server'
+import { atomicFsDriver, type BerthConfig } from '@berth/server'
 import { createStorage, type Storage } from 'unstorage'
-import fsDriver from 'unstorage/drivers/fs'
 import memoryDriver from 'unstorage/drivers/memory'
 
 /** The storage Berth keeps its records in, and a description safe to log. */
@@ -62,7 +61,8 @@ export async function storageFor(config: BerthConfig): Promise<ChosenStorage> {
     }
     case 'fs': {
       const base = resolve(config.dataDir, 'store')
-      return { storage: createStorage({ driver: fsDriver({ base }) }), description: `fs (${base})` }
+      // Atomic writes: a read racing a write, or a crash mid-write, never sees a torn record.
+      return { storage: createStorage({ driver: atomicFsDriver({ base }) }), description: `fs (${base})` }
     }
   }
 }

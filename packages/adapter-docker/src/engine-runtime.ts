@@ -130,6 +130,28 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
+    async createVolume(volume, opts = {}) {
+      try {
+        // Both engines answer an existing name with that volume, unchanged.
+        await docker.createVolume({ Name: volume, Labels: { ...opts.labels, [MANAGED_LABEL]: 'true' } })
+      } catch (err) {
+        throw ctx.error(err, 'createVolume', { volume })
+      }
+    },
+
+    async listVolumes(filter) {
+      try {
+        const { Volumes } = await docker.listVolumes({ filters: { label: labelFilters(filter) } })
+        // Podman ORs several label filters on volumes (Docker ANDs them): every one must match.
+        const wanted: [string, string | true][] = Object.entries({ ...filter?.labels, [MANAGED_LABEL]: 'true' })
+        return (Volumes ?? [])
+          .map((v) => ({ name: v.Name, labels: v.Labels ?? {} }))
+          .filter((v) => wanted.every(([k, want]) => (want === true ? k in v.labels : v.labels[k] === want)))
+      } catch (err) {
+        throw ctx.error(err, 'listVolumes')
+      }
+    },
+
     async removeVolume(name) {
       try {
         await docker.getVolume(name).remove({ force: true })

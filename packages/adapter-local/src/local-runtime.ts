@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { lstatSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
-import { access, constants, lstat, mkdir, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { access, constants, lstat, mkdir, readFile, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -101,6 +101,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
 
   const fail = (reason: ContainerError['reason'], message: string, details: Record<string, unknown> = {}) =>
     new ContainerError(reason, message, { runtime: 'local', baseDir, ...details })
+  const checkVolumeName = (name: string) => {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) throw fail('engine_error', `invalid volume name ${JSON.stringify(name)}`)
+  }
 
   const ensureBase = async () => {
     try {
@@ -376,9 +379,33 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       }
     },
 
+    async createVolume(name, opts = {}) {
+      checkVolumeName(name)
+      await mkdir(join(baseDir, 'volumes', name), { recursive: true })
+      // Labels beside the volumes (a volume's own directory is the workspace's files).
+      const labelFile = join(baseDir, 'volume-labels', `${name}.json`)
+      if (await access(labelFile).then(() => false, () => true)) {
+        await mkdir(dirname(labelFile), { recursive: true })
+        await writeFile(labelFile, JSON.stringify({ ...opts.labels, [MANAGED_LABEL]: 'true' }))
+      }
+    },
+
+    async listVolumes(filter = {}) {
+      await ensureBase()
+      const dir = join(baseDir, 'volume-labels')
+      const out: { name: string; labels: Record<string, string> }[] = []
+      for (const file of await readdir(dir).catch(() => [] as string[])) {
+        const labels = JSON.parse(await readFile(join(dir, file), 'utf8').catch(() => '{}')) as Record<string, string>
+        const ok = Object.entries(filter.labels ?? {}).every(([k, v]) => (v === true ? k in labels : labels[k] === v))
+        if (ok && file.endsWith('.json')) out.push({ name: file.slice(0, -'.json'.length), labels })
+      }
+      return out
+    },
+
     async removeVolume(name) {
-      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) throw fail('engine_error', `invalid volume name ${JSON.stringify(name)}`)
+      checkVolumeName(name)
       await rm(join(baseDir, 'volumes', name), { recursive: true, force: true })
+      await rm(join(baseDir, 'volume-labels', `${name}.json`), { force: true })
     },
 
     async remove(id) {

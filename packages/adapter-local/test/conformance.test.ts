@@ -18,6 +18,8 @@ const killMain = async (id: string) => {
 // (scripts/engines/ensure.sh installs it).
 runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' }), {
   image: 'ignored-by-local',
+  // Host processes: nothing isolated, nothing limited, and the runtime must say so.
+  capabilities: { isolation: false, limits: false },
   // A base directory that cannot be created (its parent is a file) is the local "engine down".
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'bwrap' }),
   killFromOutside: killMain,

@@ -6,6 +6,8 @@ const engine = readEngine('podman')
 
 runtimeConformanceSuite('podman', () => podmanRuntime({ socketPath: engine.socketPath }), {
   image: engine.image,
+  // Containers: namespaces, dropped capabilities and enforced limits are required.
+  capabilities: { isolation: true, limits: true },
   makeUnreachable: () => podmanRuntime({ socketPath: '/nonexistent/berth-test/podman.sock' }),
   killFromOutside: async (id) => {
     await new Docker({ socketPath: engine.socketPath }).getContainer(id).kill()

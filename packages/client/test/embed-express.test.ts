@@ -75,12 +75,17 @@ describe('Berth embedded in Express', () => {
   })
 
   it('serves the same Berth under the /berth prefix, owner isolation included', async () => {
-    const ada = createBerthClient({ baseURL: `${url}/berth`, token: await signIn('ada', 'Ada') })
+    const adaSession = await signIn('ada', 'Ada')
+    // Made at the root, read under the prefix: one Berth behind both (this test's own profile).
+    const atRoot = createBerthClient({ baseURL: url, token: adaSession })
+    const adaKey = await atRoot.apiKeys.create({ body: { name: 'Prefix test', provider: 'stub' } })
+    const made = await atRoot.profiles.create({ body: { name: 'Prefixed', slug: 'prefixed', api_key_id: adaKey.id } })
+    const ada = createBerthClient({ baseURL: `${url}/berth`, token: adaSession })
     const bob = createBerthClient({ baseURL: `${url}/berth`, token: await signIn('bob', 'Bob') })
     const { profiles } = await ada.profiles.list()
-    expect(profiles.map((p) => p.slug)).toContain('helper')
+    expect(profiles.find((p) => p.id === made.id)?.slug).toBe('prefixed')
     expect((await bob.profiles.list()).total).toBe(0)
-    await expect(bob.profiles.get({ params: { id: profiles[0]!.id } })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' })
+    await expect(bob.profiles.get({ params: { id: made.id } })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' })
     // Bodies reach Berth intact through Express (no body parser in front of it).
     const key = await bob.apiKeys.create({ body: { name: 'Bob offline', provider: 'stub' } })
     expect(key.name).toBe('Bob offline')

@@ -36,14 +36,18 @@ describe('token bucket', () => {
     expect(bucket.take('k').allowed).toBe(true)
     expect(bucket.take('other').remaining).toBe(3)
   })
-  it('stays bounded in memory by dropping full idle buckets', () => {
+  it('stays bounded in memory by dropping full idle buckets, and only those', () => {
     const clock = manualClock(0)
     const bucket = tokenBucket({ burst: 2, rpm: 60, clock, maxKeys: 10 })
-    for (let i = 0; i < 10; i++) bucket.take(`k${i}`)
-    clock.advance(10_000)
-    bucket.take('new')
-    // k0 was evicted while full: it starts again with a full bucket, as it would anyway.
-    expect(bucket.take('k0').remaining).toBe(1)
+    for (let i = 0; i < 9; i++) bucket.take(`idle${i}`)
+    clock.advance(10_000) // the idle buckets are full again
+    bucket.take('busy')
+    bucket.take('busy') // empty now: dropping it would hand out a fresh burst
+    expect(bucket.size()).toBe(10)
+    bucket.take('new') // at the bound: the 9 full idle buckets go, the busy one stays
+    expect(bucket.size()).toBe(2)
+    expect(bucket.take('busy').allowed).toBe(false)
+    expect(bucket.take('new').remaining).toBe(0)
   })
 })
 

@@ -27,9 +27,9 @@ import { H3, getRouterParams, type H3Event } from 'h3'
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
 import { createStorage, type Storage } from 'unstorage'
-import fsDriver from 'unstorage/drivers/fs'
 import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
+import { atomicFsDriver } from './fs-storage.js'
 import { createGitProviders, type GitProvidersConfig } from './git/providers.js'
 import { createNotifier } from './notifiers/index.js'
 import type { Resolve } from './notifiers/address-policy.js'
@@ -182,6 +182,12 @@ export interface Berth {
    * run left and warmed up to `min`. Rejects when the engine cannot be reached.
    */
   ready: Promise<void>
+  /**
+   * Close every WebSocket with 1001 (going away) and accept no new one; `force` drops the
+   * sockets of clients that never answered. A shutdown calls this before `server.close()`,
+   * which otherwise waits for upgraded sockets forever.
+   */
+  closeWebSockets(opts?: { force?: boolean }): void
   /** Release storage and timers. Pooled containers stay for the next start to adopt. */
   close(opts?: { removeContainers?: boolean }): Promise<void>
 }
@@ -215,7 +221,7 @@ function pathMatcher(path: string): RegExp {
  */
 export function createBerth(options: BerthOptions = {}): Berth {
   const dataDir = resolve(options.dataDir ?? './.data')
-  const storage = options.storage ?? createStorage({ driver: fsDriver({ base: resolve(dataDir, 'store') }) })
+  const storage = options.storage ?? createStorage({ driver: atomicFsDriver({ base: resolve(dataDir, 'store') }) })
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? jsonLogger()
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
@@ -366,6 +372,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     storage,
     pool,
     ready,
+    closeWebSockets: (opts) => websocket.closeAll(opts),
     async close(opts = {}) {
       await ready.catch(() => {})
       websocket.closeAll()

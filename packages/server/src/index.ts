@@ -1,6 +1,7 @@
 export { createBerth, type Berth, type BerthOptions } from './berth.js'
 export { berthMiddleware, type BerthMiddleware } from './middleware.js'
 export { unstorageStore } from './store.js'
+export { atomicFsDriver } from './fs-storage.js'
 export { loadEncryptionKey } from './encryption-key.js'
 export { configFromEnv, type BerthConfig } from './config.js'
 export { SETTINGS, withConfigFile, settingName, type ConfigFile } from './config-file.js'

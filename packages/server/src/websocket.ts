@@ -25,9 +25,11 @@ export interface WebSocketOptions {
  * server.on('upgrade', ws.handleUpgrade)
  * ```
  */
-export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapter['handleUpgrade']; closeAll(): void } {
+export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapter['handleUpgrade']; closeAll(opts?: { force?: boolean }): void } {
   const authenticate = createAuthenticate(o, true)
   const sessions = new Map<string, Session>()
+  // Set by closeAll: a shutdown refuses upgrades still arriving on kept-alive connections.
+  let closing = false
   const adapter = nodeAdapter({
     // ws refuses a larger frame before buffering it, closing with 1009 (message too big).
     serverOptions: { maxPayload: o.maxPayload ?? 1024 * 1024 },
@@ -47,6 +49,7 @@ export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapt
         }
       },
       open(peer) {
+        if (closing) return peer.close(1001, 'server shutting down')
         const caller = peer.context.caller as Caller
         sessions.set(
           peer.id,
@@ -77,6 +80,11 @@ export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapt
   })
   return {
     handleUpgrade: (req, socket, head) => adapter.handleUpgrade(req, socket, head),
-    closeAll: () => adapter.closeAll(1001, 'server shutting down'),
+    // 1001 "going away": clients reconnect elsewhere or later. `force` drops the sockets of
+    // clients that never answered the close handshake (a shutdown's grace is over).
+    closeAll: (opts = {}) => {
+      closing = true
+      adapter.closeAll(1001, 'server shutting down', opts.force ?? false)
+    },
   }
 }

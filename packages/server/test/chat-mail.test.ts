@@ -9,7 +9,7 @@
  * and chat events with bad signatures, stale timestamps or missing headers.
  */
 import { startFakeChatProvider, startFakeMailProvider, type FakeChatProvider, type FakeMailProvider } from '@berth/testkit/providers'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
 import { eventually, sweep } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
@@ -110,25 +110,36 @@ async function refusesBadStates(s: TestServer, type: Type, owner: { token: strin
 }
 
 describe('chat-workspace provider (Slack-shaped fake)', () => {
+  // Each test gets its own provider (one chat workspace) and server: none leans on another's state.
   let s: TestServer
   let chat: FakeChatProvider
   let clock: TestServer['clock'] | undefined
   let alice: { token: string; id: string }
   let bob: { token: string; id: string }
-  let id: string
-  const seen: string[] = []
+  let seen: string[]
   const events = () => `${s.url}/api/chatprovider/events`
   const tokenRequests = (grant?: string) => chat.requests.filter((r) => r.path === '/api/oauth.v2.access' && (!grant || r.grant_type === grant))
   const posts = () => chat.requests.filter((r) => r.path === '/api/chat.postMessage')
+  /** Alice's chatprovider integration, connected through the flow, optionally with a channel set. */
+  const connected = async (channel?: string): Promise<string> => {
+    const call = client(s, alice.token, seen)
+    const { id } = await connect(call, 'chatprovider')
+    if (channel) {
+      const current = (await call('GET', `/v1/integrations/${id}`)).body.config
+      expect((await call('PATCH', `/v1/integrations/${id}`, { config: { ...current, channel } })).status).toBe(200)
+    }
+    return id!
+  }
 
-  beforeAll(async () => {
+  beforeEach(async () => {
+    seen = []
     chat = await startFakeChatProvider({ now: () => clock!.now() })
     s = await startServer({ chatProvider: chat.config() })
     clock = s.clock
     alice = await s.user('Alice')
     bob = await s.user('Bob')
   })
-  afterAll(async () => {
+  afterEach(async () => {
     await s?.close()
     await chat?.close()
   })
@@ -155,7 +166,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     expect(location.pathname).toBe('/settings/integrations')
     expect(location.hash).toBe('#top')
     expect(flags).toEqual({ tab: 'chat', integration: 'connected', type: 'chatprovider', id: expect.stringMatching(/^int_[a-z0-9]+$/) })
-    id = created!
+    const id = created!
     expect(tokenRequests('authorization_code').map((r) => r.status)).toEqual([200])
 
     const one = await call('GET', `/v1/integrations/${id}`)
@@ -196,6 +207,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('the test notification: 502 with the delivery until a channel is set, 502 with the provider\'s error, then posted', async () => {
+    const id = await connected()
     const call = client(s, alice.token, seen)
     const unset = await call('POST', `/v1/integrations/${id}/test`)
     expect(unset.status).toBe(502)
@@ -226,6 +238,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('refreshes the expired access token with the refresh token (rotated) before posting, once', async () => {
+    const id = await connected('#alerts')
     const call = client(s, alice.token, seen)
     const before = (await call('GET', `/v1/integrations/${id}`)).body.config.expires_at as string
     const posted = posts().length
@@ -234,7 +247,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     expect(tokenRequests('refresh_token').map((r) => ({ status: r.status, error: r.error }))).toEqual([{ status: 200, error: undefined }])
     // Refreshed before posting: one post, with the new token (the old one would have been refused as token_expired).
     expect(posts().slice(posted).map((r) => r.error ?? 'ok')).toEqual(['ok'])
-    expect(chat.messages).toHaveLength(2)
+    expect(chat.messages).toHaveLength(1)
     const after = (await call('GET', `/v1/integrations/${id}`)).body
     expect(Date.parse(after.config.expires_at)).toBe(s.clock.now() + 12 * HOUR)
     expect(after.config.expires_at).not.toBe(before)
@@ -247,15 +260,17 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('a token the provider refuses while it looks current is refreshed and the post tried once more', async () => {
+    const id = await connected('#alerts')
     chat.failNext('invalid_auth')
     const res = await client(s, alice.token, seen)('POST', `/v1/integrations/${id}/test`)
     expect(res.status, res.text).toBe(200)
     expect(posts().slice(-2).map((r) => r.error)).toEqual(['invalid_auth', undefined])
-    expect(tokenRequests('refresh_token').map((r) => r.status)).toEqual([200, 200])
+    expect(tokenRequests('refresh_token').map((r) => r.status)).toEqual([200])
     expect((await client(s, alice.token, seen)('GET', `/v1/integrations/${id}`)).body.status).toBe('connected')
   })
 
   it('records signed events: url_verification answered, an app mention recorded once (retries too) and listed', async () => {
+    const id = await connected()
     const challenge = await chat.sendEvent(events(), chat.urlVerification('3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P'))
     expect(challenge.status).toBe(200)
     expect(await challenge.json()).toEqual({ challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' })
@@ -295,6 +310,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('refuses events with a bad signature, a stale or malformed timestamp or missing headers: 401, nothing recorded', async () => {
+    const id = await connected()
     const call = client(s, alice.token, seen)
     const recorded = async () => (await call('GET', `/v1/integrations/${id}/events`)).body.total as number
     const before = await recorded()
@@ -341,6 +357,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('refuses forged, replayed, expired, other-flow and other-caller states with nothing stored', async () => {
+    await connected() // the good callback below is then a reconnect: no new integration
     await refusesBadStates(s, 'chatprovider', alice, bob, () => tokenRequests('authorization_code').length)
   })
 
@@ -353,6 +370,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('a revoked grant marks the integration needs_reconnect: the test fails at once, without calling the provider', async () => {
+    const id = await connected('#alerts')
     const call = client(s, alice.token, seen)
     chat.revokeAll()
     const res = await call('POST', `/v1/integrations/${id}/test`)
@@ -379,6 +397,8 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('disconnect deletes the integration, its events and revokes the grant at the provider; a repeat is 404', async () => {
+    const id = await connected()
+    expect(await (await chat.sendEvent(events(), chat.messageEvent('recorded first'))).json()).toEqual({ ok: true, recorded: 1 })
     const call = client(s, alice.token, seen)
     const grants = chat.activeGrants()
     expect(grants).toBe(1)
@@ -403,7 +423,6 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   let t: Awaited<ReturnType<typeof taskServer>>
   let mail: FakeMailProvider
   let clock: TestServer['clock'] | undefined
-  let id: string
   const seen: string[] = []
   const call = (method: string, path: string, json?: unknown) => client(t.s, t.token, seen)(method, path, json)
   const tokenRequests = (grant?: string) => mail.requests.filter((r) => r.path === '/token' && (!grant || r.grant_type === grant))
@@ -419,6 +438,12 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     await mail?.close()
     if (t) expect(await sweep(t.runtime, t.pool)).toBe(0)
   })
+  // Each test connects its own integration and counts the provider's traffic from its own
+  // start; what it connected goes after it, so no test hears another's notifications.
+  afterEach(async () => {
+    for (const i of (await call('GET', '/v1/integrations?type=mailprovider')).body.integrations as Json[]) await call('DELETE', `/v1/integrations/${i.id}`)
+  })
+  const connected = async (): Promise<string> => (await connect(call, 'mailprovider', '/')).id!
 
   it('authorize answers the consent URL with PKCE S256 and offline access', async () => {
     const res = await call('GET', '/v1/integrations/mailprovider/authorize')
@@ -437,11 +462,12 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   })
 
   it('connects: a mailprovider integration for the mailbox, masked, recipients defaulting to the mailbox', async () => {
+    const [exchanges, issued] = [tokenRequests('authorization_code').length, mail.issuedTokens().length]
     const { id: created, flags } = await connect(call, 'mailprovider', '/')
     expect(flags).toMatchObject({ integration: 'connected', type: 'mailprovider' })
-    id = created!
+    const id = created!
     // The code exchange carried the PKCE verifier the fake checked.
-    expect(tokenRequests('authorization_code')).toEqual([expect.objectContaining({ status: 200, pkce: true })])
+    expect(tokenRequests('authorization_code').slice(exchanges)).toEqual([expect.objectContaining({ status: 200, pkce: true })])
     const one = await call('GET', `/v1/integrations/${id}`)
     expect(one.body).toMatchObject({
       type: 'mailprovider',
@@ -458,20 +484,22 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
       },
     })
     const everything = [...seen, await storageDump(t.s)].join('\n')
-    expect(mail.issuedTokens()).toHaveLength(2)
+    expect(mail.issuedTokens().slice(issued)).toHaveLength(2)
     for (const tok of mail.issuedTokens()) expect(everything).not.toContain(tok)
     expect(everything).not.toContain(mail.clientSecret)
   })
 
   it('a completed task is mailed through the send API from the mailbox to the recipients', async () => {
+    const id = await connected()
+    const sent = mail.sent.length
     const patched = await call('PATCH', `/v1/integrations/${id}`, { config: { recipients: ['ops@example.test', mail.user.email], email: 'evil@example.test' } })
     expect(patched.status, patched.text).toBe(200)
     expect(patched.body.config).toMatchObject({ recipients: ['ops@example.test', mail.user.email], email: mail.user.email, access_token: MASK })
 
     const task = await t.run({ prompt: 'Report. [[berth:text All green: 3 checks passed, über gut.]]' })
     expect(task.status).toBe('completed')
-    await eventually(() => expect(mail.sent).toHaveLength(1))
-    const m = mail.sent[0]!
+    await eventually(() => expect(mail.sent.slice(sent)).toHaveLength(1))
+    const m = mail.sent[sent]!
     expect(m).toMatchObject({ from: mail.user.email, to: ['ops@example.test', mail.user.email], subject: `Berth: task ${task.task_id} completed` })
     expect(m.headers).toMatchObject({ from: mail.user.email, 'x-berth-event': 'task.completed', 'x-berth-delivery': expect.stringMatching(/^ntf_/), 'content-type': 'text/plain; charset=UTF-8' })
     expect(m.text).toContain('All green: 3 checks passed, über gut.')
@@ -485,21 +513,26 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   })
 
   it('refreshes the expired access token with the refresh token (kept, not rotated) before sending', async () => {
+    const issued = mail.issuedTokens().length
+    const id = await connected()
+    const [refreshes, sent] = [tokenRequests('refresh_token').length, sends().length]
     t.s.clock.advance(2 * HOUR)
     const res = await call('POST', `/v1/integrations/${id}/test`)
     expect(res.status, res.text).toBe(200)
-    expect(tokenRequests('refresh_token').map((r) => r.status)).toEqual([200])
-    expect(sends().map((r) => r.status)).toEqual([200, 200])
+    expect(tokenRequests('refresh_token').slice(refreshes).map((r) => r.status)).toEqual([200])
+    expect(sends().slice(sent).map((r) => r.status)).toEqual([200])
     expect(mail.sent.at(-1)!.subject).toBe('Berth: test notification')
     const config = (await call('GET', `/v1/integrations/${id}`)).body.config
     expect(Date.parse(config.expires_at)).toBe(t.s.clock.now() + 3599_000)
     expect(config.refresh_token).toBe(MASK)
     const everything = [...seen, await storageDump(t.s)].join('\n')
-    expect(mail.issuedTokens()).toHaveLength(3)
+    expect(mail.issuedTokens().slice(issued)).toHaveLength(3)
     for (const tok of mail.issuedTokens()) expect(everything).not.toContain(tok)
   })
 
   it('a revoked grant marks it needs_reconnect: the task notification is recorded failed and logged as a warning, the task unaffected', async () => {
+    const id = await connected()
+    const sent = mail.sent.length
     mail.revokeAll()
     const task = await t.run({ prompt: 'Again. [[berth:text Done.]]' })
     expect(task.status).toBe('completed')
@@ -512,7 +545,7 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     expect(failed.response_status).toBe(401)
     expect(tokenRequests('refresh_token').at(-1)!.status).toBe(400)
     expect((await call('GET', `/v1/integrations/${id}`)).body.status).toBe('needs_reconnect')
-    expect(mail.sent).toHaveLength(2)
+    expect(mail.sent.length).toBe(sent)
     expect(t.s.logs.some((l) => l.includes('"level":"warn"') && l.includes('notification not delivered') && l.includes(id))).toBe(true)
 
     // The next one fails at once, without the provider.
@@ -524,16 +557,21 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   })
 
   it('refuses forged, replayed, expired, other-flow and other-caller states with nothing stored', async () => {
+    const id = await connected()
+    await call('PATCH', `/v1/integrations/${id}`, { config: { recipients: ['ops@example.test', mail.user.email] } })
+    mail.revokeAll()
     const other = await t.s.user('Bob')
-    // The genuine callback inside reconnects the revoked mailbox.
+    // The genuine callback inside reconnects the revoked mailbox (the same integration, settings kept).
     await refusesBadStates(t.s, 'mailprovider', { token: t.token }, other, () => tokenRequests('authorization_code').length)
     expect((await call('GET', `/v1/integrations/${id}`)).body).toMatchObject({ status: 'connected', config: { recipients: ['ops@example.test', mail.user.email] } })
   })
 
   it('disconnect deletes the integration and revokes the grant at the provider; a repeat is 404', async () => {
-    expect(mail.activeGrants()).toBe(1)
+    const id = await connected()
+    const grants = mail.activeGrants()
+    expect(grants).toBeGreaterThan(0)
     expect((await call('DELETE', `/v1/integrations/${id}`)).status).toBe(204)
-    expect(mail.activeGrants()).toBe(0)
+    expect(mail.activeGrants()).toBe(grants - 1)
     expect(mail.requests.at(-1)).toMatchObject({ path: '/revoke', status: 200 })
     expect((await call('GET', `/v1/integrations/${id}`)).status).toBe(404)
     expect((await call('DELETE', `/v1/integrations/${id}`)).status).toBe(404)

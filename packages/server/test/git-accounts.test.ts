@@ -77,17 +77,18 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
   }
 
   describe.each(PROVIDERS)('%s', (p) => {
-    let alice: { token: string; id: string }
-    let bob: { token: string; id: string }
-    let accountId: string
-    let firstToken: string
-
-    beforeAll(async () => {
-      alice = await s.user(`Alice ${p}`)
-      bob = await s.user(`Bob ${p}`)
-    })
+    // Each test has its own callers and account: none leans on what another left.
+    let n = 0
+    const user = (name: string) => s.user(`${name} ${p} ${++n}`)
+    /** A caller with a connected account. */
+    const connected = async () => {
+      const alice = await user('Alice')
+      const { accountId } = await connect(p, alice.token)
+      return { alice, accountId: accountId! }
+    }
 
     it('authorize answers the provider URL with a signed state, the callback redirect URI and PKCE where supported', async () => {
+      const alice = await user('Alice')
       const res = await api(s, alice.token)('GET', `/v1/integrations/git/${p}/authorize?returnPath=%2Fsettings%2Fgit`)
       expect(res.status).toBe(200)
       const url = new URL(res.body.url)
@@ -102,12 +103,14 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('connects an account: consent → callback → stored and listed, tokens nowhere in any response or in storage', async () => {
+      const [alice, bob] = [await user('Alice'), await user('Bob')]
       const before = tokenRequests(p, 'authorization_code').length
+      const issuedBefore = fakes[p].issuedTokens().length
       const { location, accountId: id, auth } = await connect(p, alice.token, '/settings/git?tab=accounts#top')
       expect(location.pathname).toBe('/settings/git')
       expect(Object.fromEntries(location.searchParams)).toEqual({ tab: 'accounts', git: 'connected', provider: p, account: expect.stringMatching(/^git_[a-z0-9]+$/) })
       expect(location.hash).toBe('#top')
-      accountId = id!
+      const accountId = id!
       const exchanges = tokenRequests(p, 'authorization_code')
       expect(exchanges.length).toBe(before + 1)
       // The code exchange carried the PKCE verifier the fake checked (and answered 200).
@@ -128,7 +131,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       expect((await api(s, bob.token)('GET', '/v1/integrations/git/accounts')).body).toEqual({ accounts: [], total: 0 })
       expect((await api(s, bob.token)('GET', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
 
-      const tokens = fakes[p].issuedTokens()
+      const tokens = fakes[p].issuedTokens().slice(issuedBefore)
       expect(tokens.length).toBe(2)
       const everything = [auth.text, list.text, one.text, location.href, await storageDump(s)].join('\n')
       for (const t of tokens) expect(everything).not.toContain(t)
@@ -136,22 +139,24 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('hands out the stored token while it is fresh and refreshes it with the refresh token once it expires', async () => {
+      const { alice, accountId } = await connected()
+      const refreshes = tokenRequests(p, 'refresh_token').length
       const [a] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
       expect(a).toMatchObject({ username: expect.any(String), host: expect.any(String) })
-      firstToken = a!.token
+      const firstToken = a!.token
       expect(fakes[p].tokenOwner(firstToken)).toBe(`octo-${p}`)
-      expect(tokenRequests(p, 'refresh_token')).toHaveLength(0)
+      expect(tokenRequests(p, 'refresh_token')).toHaveLength(refreshes)
 
       clock!.advance(9 * HOUR)
       expect(fakes[p].tokenOwner(firstToken)).toBeNull()
       const [b] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
       expect(b!.token).not.toBe(firstToken)
       expect(fakes[p].tokenOwner(b!.token)).toBe(`octo-${p}`)
-      expect(tokenRequests(p, 'refresh_token').map((r) => r.status)).toEqual([200])
+      expect(tokenRequests(p, 'refresh_token').slice(refreshes).map((r) => r.status)).toEqual([200])
       // Refreshed once, then reused.
       const [c] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
       expect(c!.token).toBe(b!.token)
-      expect(tokenRequests(p, 'refresh_token')).toHaveLength(1)
+      expect(tokenRequests(p, 'refresh_token')).toHaveLength(refreshes + 1)
       const list = await api(s, alice.token)('GET', '/v1/integrations/git/accounts')
       expect(list.body.accounts[0].status).toBe('connected')
       const dump = await storageDump(s)
@@ -159,6 +164,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('marks the account needs_reconnect when the provider revoked the grant, and a reconnect restores the same account', async () => {
+      const { alice, accountId } = await connected()
       fakes[p].revokeAll()
       clock!.advance(9 * HOUR)
       expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toEqual([])
@@ -174,6 +180,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('refuses forged, replayed, expired, cross-provider and cross-caller states with nothing stored', async () => {
+      const [alice, bob] = [await user('Alice'), await user('Bob')]
       const call = api(s, alice.token)
       const total = async (who = alice) => (await api(s, who.token)('GET', '/v1/integrations/git/accounts')).body.total as number
       const count = await total()
@@ -219,13 +226,13 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       expect(await expectRefused(late)).toMatch(/expired/)
       expect(await expectRefused(late)).toMatch(/already used/)
 
-      // Only the one good callback exchanged a code; the account count is unchanged (a reconnect).
+      // Only the one good callback exchanged a code, and connected the one account.
       expect(tokenRequests(p).length).toBe(exchanges + 1)
-      expect(await total()).toBe(count)
+      expect(await total()).toBe(count + 1)
     })
 
     it('a declined consent goes back to the return path with an error and stores nothing', async () => {
-      const carol = await s.user(`Carol ${p}`)
+      const carol = await user('Carol')
       fakes[p].declineNext()
       const { location } = await connect(p, carol.token, '/settings/git')
       expect(Object.fromEntries(location.searchParams)).toEqual({ git: 'error', provider: p, reason: 'access_denied' })
@@ -233,6 +240,8 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('links accounts to profiles: only your own, and tasks of the profile get their credentials', async () => {
+      const { alice, accountId } = await connected()
+      const bob = await user('Bob')
       const call = api(s, alice.token)
       const key = await call('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
       const bobKey = await api(s, bob.token)('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
@@ -259,6 +268,8 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('disconnect deletes the account and revokes the grant at the provider (where it has revocation); a repeat is a 404', async () => {
+      const { alice, accountId } = await connected()
+      const bob = await user('Bob')
       const call = api(s, alice.token)
       const grantsBefore = fakes[p].activeGrants()
       expect(grantsBefore).toBeGreaterThan(0)

@@ -56,8 +56,19 @@ describe('notifications on podman', () => {
     return res.body.id
   }
   const payloads = (r: { received: Received[] }) => r.received.map((x) => JSON.parse(x.body) as Json)
-  /** Give a notification that should not come the time it would have taken. */
-  const settle = () => new Promise((r) => setTimeout(r, 500))
+  /**
+   * A positive signal for an absence: a `sentinel` receiver (scope: all) hears about a task
+   * that runs after everything before it was dispatched, so a notification that should not
+   * come would have been sent before this resolves.
+   */
+  async function afterLaterTask(): Promise<Json> {
+    const sentinel = await receiver()
+    const id = await integration({ type: 'webhook', config: { url: sentinel.url } })
+    const later = await t.run({ prompt: 'Later. [[berth:text Later.]]' })
+    await eventually(() => expect(payloads(sentinel).map((p) => p.task?.task_id)).toContain(later.task_id))
+    await t.call('DELETE', `/v1/integrations/${id}`)
+    return later
+  }
 
   it('a completed task notifies every enabled integration in scope with a signed { event, task, at }; others hear nothing', async () => {
     const other = (await t.call('POST', '/v1/profiles', { name: 'Other', slug: 'other', api_key_id: t.keyId })).body.id as string
@@ -81,13 +92,12 @@ describe('notifications on podman', () => {
     expect(payloads(all)[0]).toEqual({ event: 'task.completed', task: { ...task, status: 'completed' }, at: expect.any(String) })
     expect(payloads(selected)[0]!.task.task_id).toBe(task.task_id)
     expect(selected.received[0]!.headers['x-berth-signature']).toBeUndefined()
-    await settle()
-    expect(elsewhere.received).toHaveLength(0)
-    expect(disabled.received).toHaveLength(0)
-
     const deliveries = (await t.call('GET', `/v1/integrations/${ids[0]}/deliveries`)).body
     expect(deliveries).toEqual({ total: 1, deliveries: [expect.objectContaining({ event: 'task.completed', attempt: 1, status: 'succeeded', response_status: 200 })] })
     for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
+    await afterLaterTask()
+    expect(elsewhere.received).toHaveLength(0)
+    expect(disabled.received).toHaveLength(0)
   })
 
   it('a failing receiver gets retries with backoff (5xx and timeouts) and never fails the task', async () => {
@@ -133,8 +143,10 @@ describe('notifications on podman', () => {
       [2, 503, true],
       [1, 503, true],
     ])
-    await settle()
-    expect(broken.received).toHaveLength(3)
+    // No fourth try: by the time a later task's notification arrives (after 1 + 2 backoffs
+    // and a whole task), the fourth try (4 backoffs after the third) would have come.
+    await afterLaterTask()
+    expect(broken.received.filter((r) => JSON.parse(r.body).task.task_id === task.task_id)).toHaveLength(3)
     expect((await t.call('GET', `/v1/tasks/${task.task_id}`)).body).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
     // Failed deliveries are warnings, never errors of the server.
     expect(t.s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
@@ -159,9 +171,15 @@ describe('notifications on podman', () => {
     const mail = smtp.mails.find((m) => m.text?.includes(run_id))!
     expect(mail.subject).toBe(`Berth: playbook run ${run_id} completed`)
     expect(mail.headers.get('x-berth-event')).toBe('playbook_run.completed')
-    await settle()
-    expect(hook.received).toHaveLength(1)
-    expect(smtp.mails.filter((m) => m.headers.get('x-berth-event') === 'task.completed')).toHaveLength(0)
+    // The run's own task ended before the later task started: a task.completed for it would be here by now.
+    const later = await afterLaterTask()
+    expect(payloads(hook).map((p) => [p.event, p.task?.task_id ?? null])).toEqual([
+      ['playbook_run.completed', null],
+      ['task.completed', later.task_id],
+    ])
+    const taskMails = () => smtp.mails.filter((m) => m.headers.get('x-berth-event') === 'task.completed')
+    await eventually(() => expect(taskMails().some((m) => m.text?.includes(later.task_id))).toBe(true))
+    expect(taskMails().map((m) => m.text?.includes(later.task_id))).toEqual([true])
     for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
   })
 

@@ -10,6 +10,7 @@ import {
   type ContainerRuntime,
   type ContainerSpec,
   type ExecProcess,
+  type RuntimeCapabilities,
 } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { busyboxRecipe } from './image-recipe.js'
@@ -23,6 +24,12 @@ export interface ConformanceOptions {
    * directory `/workspace`, so runtimes without a filesystem namespace (`local`) pass too.
    */
   image: string
+  /**
+   * What the adapter must guarantee (Docker and Podman: `{ isolation: true, limits: true }`).
+   * The suite checks the runtime declares exactly this, and holds it to it: a runtime cannot
+   * skip the isolation or limit cases by declaring less.
+   */
+  capabilities: RuntimeCapabilities
   /** A runtime of the same adapter pointed at an engine that is not there (e.g. a missing socket). */
   makeUnreachable: () => ContainerRuntime | Promise<ContainerRuntime>
   /** Kill the container from outside the runtime (a raw engine client, a signal to its main process). */
@@ -72,7 +79,7 @@ function text(chunks: Uint8Array[]): string {
  * it registers a vitest `describe` block with real containers (created under a unique
  * `berth.test.run` label and removed afterwards).
  *
- * Covered: create/start/inspect; exec with streamed stdout+stderr, exit codes 0 and
+ * Covered: the declared capabilities; labelled volumes; create/start/inspect; exec with streamed stdout+stderr, exit codes 0 and
  * non-zero, callbacks, stdin (string, web stream, async iterable, binary); env and working
  * directory; put/get archive round trip with binary content and nested paths; missing
  * paths; list by label; limits (inspect and the cgroup, where the runtime enforces them);
@@ -83,6 +90,7 @@ function text(chunks: Uint8Array[]): string {
  * ```ts
  * runtimeConformanceSuite('docker', () => dockerRuntime({ socketPath }), {
  *   image: 'berth-test:latest',
+ *   capabilities: { isolation: true, limits: true },
  *   makeUnreachable: () => dockerRuntime({ socketPath: '/nonexistent.sock' }),
  *   killFromOutside: (id) => new Docker({ socketPath }).getContainer(id).kill(),
  * })
@@ -127,6 +135,32 @@ export function runtimeConformanceSuite(
       await Promise.all(mine.map((c) => rt.remove(c.id)))
       for (const ref of builtImages) await opts.images?.removeImage(ref).catch(() => {})
       await rt.close?.()
+    })
+
+    it('declares the capabilities the adapter must have', () => {
+      expect({ ...rt.capabilities }).toEqual(opts.capabilities)
+    })
+
+    it('creates labelled volumes, lists them by label, mounts them writable and removes them idempotently', async () => {
+      const volume = `berth-conformance-${run}`
+      await rt.createVolume(volume, { labels: { ...runLabels, 'berth.workspace': 'ws_conformance' } })
+      await rt.createVolume(volume, { labels: { ...runLabels, 'berth.workspace': 'ws_other' } }) // exists: unchanged
+      try {
+        const listed = await rt.listVolumes({ labels: runLabels })
+        expect(listed.map((v) => v.name)).toEqual([volume])
+        expect(listed[0]!.labels).toMatchObject({ 'berth.managed': 'true', 'berth.workspace': 'ws_conformance', ...runLabels })
+        expect(await rt.listVolumes({ labels: { 'berth.test.run': `${run}-none` } })).toEqual([])
+        const a = await make({ mounts: [{ type: 'volume', source: volume, target: '/workspace/vol' }] })
+        expect((await sh(a, 'echo kept > vol/file && echo ok')).stdout.trim()).toBe('ok')
+        await rt.remove(a)
+        const b = await make({ mounts: [{ type: 'volume', source: volume, target: '/workspace/vol' }] })
+        expect((await sh(b, 'cat vol/file')).stdout.trim()).toBe('kept')
+        await rt.remove(b)
+      } finally {
+        await rt.removeVolume(volume)
+      }
+      expect(await rt.listVolumes({ labels: runLabels })).toEqual([])
+      await rt.removeVolume(volume)
     })
 
     it('creates and starts a container; inspect reports it running with berth labels', async () => {
@@ -311,7 +345,7 @@ export function runtimeConformanceSuite(
       const limits = { memoryBytes: 256 * MiB, pids: 64, cpus: 0.5 }
       const id = await make({ limits })
       const info = await rt.inspect(id)
-      if (!rt.capabilities.limits) {
+      if (!opts.capabilities.limits) {
         // An honest runtime without enforcement reports none rather than pretending.
         expect(info.limits).toEqual({})
         return
@@ -341,7 +375,7 @@ export function runtimeConformanceSuite(
         expect(r.stdout).toContain('from host')
         expect(r.stdout).toContain('rw-ok')
         expect(readFileSync(join(rw, 'out.txt'), 'utf8')).toBe('written\n')
-        if (rt.capabilities.isolation) expect(r.stdout).not.toContain('ro-writable')
+        if (opts.capabilities.isolation) expect(r.stdout).not.toContain('ro-writable')
       } finally {
         rmSync(dir, { recursive: true, force: true })
         rmSync(rw, { recursive: true, force: true })
@@ -350,7 +384,7 @@ export function runtimeConformanceSuite(
 
     it('isolates where it says it does: no new privileges, capabilities bounded, an init as PID 1', async () => {
       const r = await sh(shared, 'grep -E "^(CapBnd|NoNewPrivs)" /proc/self/status; cat /proc/1/comm')
-      if (!rt.capabilities.isolation) {
+      if (!opts.capabilities.isolation) {
         // The host's own PID 1 is not ours: nothing here is isolated, and the runtime says so.
         expect(rt.capabilities.limits).toBe(false)
         return

@@ -25,6 +25,8 @@ function fakeRuntime(failWith: unknown): ContainerRuntime {
     start: boom,
     stop: boom,
     remove: boom,
+    createVolume: boom,
+    listVolumes: boom,
     removeVolume: boom,
     exec: boom,
     putArchive: boom,

@@ -51,7 +51,7 @@ export interface TokenBucketOptions {
  * limiter.take('usr_1').allowed // true for the first 10 at once
  * ```
  */
-export function tokenBucket(opts: TokenBucketOptions): { take(key: string): RateDecision; state(): RateState } {
+export function tokenBucket(opts: TokenBucketOptions): { take(key: string): RateDecision; state(): RateState; size(): number } {
   const { burst, rpm, clock } = opts
   if (!(burst >= 1) || !(rpm > 0)) throw new Error('rate limit needs burst >= 1 and rpm > 0')
   const perMs = rpm / 60_000
@@ -74,6 +74,8 @@ export function tokenBucket(opts: TokenBucketOptions): { take(key: string): Rate
       }
       return { rpm, burst, keys }
     },
+    /** Buckets held in memory now (the `maxKeys` bound). */
+    size: () => buckets.size,
     take(key) {
       const now = clock.now()
       let b = buckets.get(key)

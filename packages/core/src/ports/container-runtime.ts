@@ -192,6 +192,12 @@ export interface ImageReport {
   recipe?: string
 }
 
+/** One named volume as `listVolumes` reports it. */
+export interface VolumeSummary {
+  name: string
+  labels: Record<string, string>
+}
+
 /** The port every container adapter implements. All failures reject with {@link ContainerError}. */
 export interface ContainerRuntime {
   /** `docker`, `podman`, `local`, ... */
@@ -215,6 +221,13 @@ export interface ContainerRuntime {
   list(filter?: ListFilter): Promise<ContainerSummary[]>
   inspect(id: string): Promise<ContainerInfo>
   stats(id: string): Promise<ContainerStats>
+  /**
+   * Create a named volume with labels (`berth.managed=true` is added), so a restarted
+   * server can account for it. An existing volume of that name resolves as it is.
+   */
+  createVolume(name: string, options?: { labels?: Record<string, string> }): Promise<void>
+  /** Berth's volumes (label `berth.managed=true`), filtered by label like {@link list}. */
+  listVolumes(filter?: Pick<ListFilter, 'labels'>): Promise<VolumeSummary[]>
   /** Remove a named volume (a workspace's files); absent volumes resolve. */
   removeVolume(name: string): Promise<void>
   /**
@@ -293,7 +306,7 @@ export function defineRuntime<F extends (...args: any[]) => ContainerRuntime>(fa
 }
 
 const GUARDED = [
-  'ping', 'create', 'start', 'stop', 'remove', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
+  'ping', 'create', 'start', 'stop', 'remove', 'createVolume', 'listVolumes', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
 ] as const
 
 function guardRuntime(rt: ContainerRuntime): ContainerRuntime {

@@ -173,6 +173,11 @@ export class ContainerPool {
     })
   }
 
+  /** The pool's name, its `berth.pool` label (the workspace volumes it mounts carry it too). */
+  get name(): string {
+    return this.o.name
+  }
+
   private key(id: string): string {
     return `pool:${this.o.name}:${id}`
   }

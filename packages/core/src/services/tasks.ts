@@ -19,6 +19,7 @@ import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
 import { nextQueued } from './task-queue.js'
 import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 import { secretForms } from '../secret-forms.js'
+import { createWorkspaceVolume, recoverVolumes, workspaceVolumeName } from './volumes.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -380,6 +381,9 @@ export class TasksService {
     t: TaskRecord,
     end: { status: 'completed' | 'failed' | 'cancelled'; result?: TaskResult | null; error?: TaskError | null },
   ): Promise<TaskRecord> {
+    // Events first: a task stored as ended is never recovered again, so a crash between its
+    // end and a later flush would lose the events its subscribers already saw.
+    await this.o.eventLog.flush(t.owner_id, t.workspace_id)
     const counted = this.eventCounts.get(t.id)
     const done = await this.setStatus(t, end.status, {
       finished_at: isoNow(this.o.clock),
@@ -390,7 +394,6 @@ export class TasksService {
     })
     this.eventCounts.delete(t.id)
     await this.o.store.remove(`active-tasks:${t.id}`)
-    await this.o.eventLog.flush(t.owner_id, t.workspace_id)
     return done
   }
 
@@ -416,7 +419,8 @@ export class TasksService {
       let warm = this.warm.get(ws.id)
       if (warm?.timer) clearTimeout(warm.timer)
       if (!warm) {
-        const volume = ws.persistent ? (ws.volume ?? `berth-${ws.id.replace('_', '-')}`) : null
+        const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
+        if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
         const lease = await pool.claim({
           owner_id: owner,
           workspace_id: ws.id,
@@ -712,6 +716,17 @@ export class TasksService {
         await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
       }
     }
+    await this.recoverVolumes()
+  }
+
+  /** Volumes are accounted for like containers: those of deleted workspaces go. */
+  private async recoverVolumes(): Promise<void> {
+    const engine = this.o.engine
+    if (!engine) return
+    const exists = async (owner: string, wsId: string) => (await this.o.workspaces.records.find(owner, wsId)) !== null
+    await recoverVolumes(engine.runtime, engine.pool.name, exists, this.o.logger).catch((err: unknown) =>
+      this.o.logger.warn('could not account for volumes', { error: String(err) }),
+    )
   }
 
   private async recoverRun(t: TaskRecord): Promise<void> {

@@ -1,0 +1,40 @@
+/**
+ * `pnpm soak`: Berth's own chaos soak (see run.ts). Options as flags or environment:
+ *
+ *   pnpm soak                                   # the default mix on Docker
+ *   pnpm soak --engine podman --tasks 240 --server-kills 4 --container-kills 2
+ *   SOAK_TASKS=40 SOAK_SEED=7 pnpm soak
+ *
+ * Prints the figures; exits 1 (listing each violation) when a check fails.
+ */
+import { parseArgs } from 'node:util'
+import { DEFAULT_CONFIG, runSoak, type SoakConfig } from './run.js'
+
+const NUMERIC = ['tasks', 'sessions', 'follow-ups', 'concurrency', 'cancel-rate', 'server-kills', 'container-kills', 'pool-min', 'pool-max', 'seed'] as const
+const { values } = parseArgs({
+  options: { engine: { type: 'string' }, ...Object.fromEntries(NUMERIC.map((k) => [k, { type: 'string' as const }])) },
+})
+const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())
+const config: SoakConfig = { ...DEFAULT_CONFIG }
+for (const key of NUMERIC) {
+  const raw = (values as Record<string, string | undefined>)[key] ?? process.env[`SOAK_${key.toUpperCase().replace(/-/g, '_')}`]
+  if (raw === undefined) continue
+  const n = Number(raw)
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--${key} must be a non-negative number, got ${raw}`)
+  ;(config as unknown as Record<string, number>)[camel(key)] = n
+}
+const engine = values.engine ?? process.env.SOAK_ENGINE
+if (engine !== undefined) {
+  if (engine !== 'docker' && engine !== 'podman') throw new Error(`--engine must be docker or podman, got ${engine}`)
+  config.engine = engine
+}
+
+const { figures, violations } = await runSoak(config)
+console.log('\nsoak figures')
+for (const [k, v] of Object.entries(figures)) console.log(`  ${k.padEnd(32)} ${v}`)
+if (violations.length) {
+  console.log(`\n${violations.length} violation(s):`)
+  for (const v of violations) console.log(`  - ${v}`)
+  process.exit(1)
+}
+console.log('\nsoak passed: every task definite, logs dense, stream equal to storage, no 5xx, no error line, no orphan')

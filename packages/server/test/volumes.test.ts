@@ -1,0 +1,86 @@
+/**
+ * Workspace volumes (persistent sessions) on a real engine: labelled like containers, so a
+ * restart accounts for them and removes those whose workspace is gone.
+ */
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { createStorage } from 'unstorage'
+import { afterAll, describe, expect, it } from 'vitest'
+import { atomicFsDriver } from '../src/fs-storage.js'
+import { startServer, type TestServer } from './helpers.js'
+import { engineRuntime, eventually, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { RUNNER_BUNDLE } from './runner.global-setup.js'
+import type { Json } from './tasks.helpers.js'
+
+const { info, runtime } = engineRuntime('docker')
+const pool = uniquePoolName('volumes')
+const dataDir = tempDataDir()
+// On disk, so the restart finds what the first run stored (close() disposes the storage).
+const start = () =>
+  startServer({
+    storage: createStorage({ driver: atomicFsDriver({ base: join(dataDir, 'store') }) }),
+    dataDir,
+    runtime,
+    pool: { image: info.image, min: 0, max: 4, name: pool, spec: { network: 'none' } },
+    runner: { bundleDir: RUNNER_BUNDLE },
+  })
+const poolVolumes = () => runtime.listVolumes({ labels: { 'berth.pool': pool } })
+
+afterAll(async () => {
+  await sweep(runtime, pool)
+  for (const v of await poolVolumes()) await runtime.removeVolume(v.name)
+  rmSync(dataDir, { recursive: true, force: true })
+  await runtime.close?.()
+})
+
+describe('workspace volumes (docker)', () => {
+  let s: TestServer | undefined
+
+  afterAll(async () => {
+    await s?.close()
+  })
+
+  it('carry the pool, owner and workspace labels; a restart removes those whose workspace is gone and keeps the rest; deleting the workspace removes its own', async () => {
+    s = await start()
+    await s.berth.ready
+    const user = await s.user()
+    const call = async (method: string, path: string, json?: unknown) => {
+      const res = await s!.request(path, { method, token: user.token, ...(json !== undefined && { json }) })
+      const text = await res.text()
+      return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
+    }
+    const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
+    const profile = await call('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.body.id, default_tools: ['Bash'], persistent_sessions: true })
+    const sub = await call('POST', '/v1/tasks', { mode: 'session', profile_id: profile.body.id, prompt: 'Keep a file [[berth:tool Bash {"command":"echo kept > a.txt"}]] [[berth:text ok]]' })
+    expect(sub.status).toBe(202)
+    const task = await eventually(async () => {
+      const t = (await call('GET', `/v1/tasks/${sub.body.task_id}`)).body
+      expect(t.status).toBe('completed')
+      return t
+    }, 60_000)
+    const ws = (await call('GET', `/v1/workspaces/${task.workspace_id}`)).body
+    expect(ws.status).toBe('running')
+
+    const live = `berth-${(task.workspace_id as string).replace('_', '-')}`
+    expect(await poolVolumes()).toEqual([
+      { name: live, labels: expect.objectContaining({ 'berth.managed': 'true', 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': task.workspace_id }) },
+    ])
+    // What a workspace deleted while the engine was away leaves behind.
+    const stale = `berth-ws-stale${pool.replace(/[^a-z0-9]/g, '')}`
+    await runtime.createVolume(stale, { labels: { 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': 'ws_zzzzzzzzzzzzzzzzzzzz' } })
+
+    // A restart (containers kept): the live session's volume stays, the stale one goes.
+    s.server.closeAllConnections()
+    await s.berth.close()
+    await new Promise<void>((r) => s!.server.close(() => r()))
+    s = await start()
+    await s.berth.ready
+    expect((await poolVolumes()).map((v) => v.name)).toEqual([live])
+
+    // Its files are still there, and deleting the workspace removes the volume.
+    const files = await s.request(`/v1/workspaces/${task.workspace_id}/files?path=.`, { token: user.token })
+    expect(((await files.json()) as Json).entries.map((e: Json) => e.name)).toContain('a.txt')
+    expect((await s.request(`/v1/workspaces/${task.workspace_id}`, { method: 'DELETE', token: user.token })).status).toBe(204)
+    expect(await poolVolumes()).toEqual([])
+  })
+})
