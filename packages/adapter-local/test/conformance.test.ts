@@ -18,8 +18,9 @@ const killMain = async (id: string) => {
 // (scripts/engines/ensure.sh installs it).
 runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' }), {
   image: 'ignored-by-local',
-  // Host processes: nothing isolated, nothing limited, and the runtime must say so.
-  capabilities: { isolation: false, limits: false },
+  // bubblewrap isolates (namespaces, no capabilities, no new privileges); the limits come
+  // from a cgroup per container, which root on the project's machines can write.
+  capabilities: { isolation: true, limits: true },
   // A base directory that cannot be created (its parent is a file) is the local "engine down".
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'bwrap' }),
   killFromOutside: killMain,
@@ -27,6 +28,8 @@ runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: s
 
 runtimeConformanceSuite('local (no sandbox)', () => localRuntime({ baseDir, logger: silentLogger, sandbox: 'none' }), {
   image: 'ignored-by-local',
+  // Plain host processes: nothing isolated, nothing limited, and the runtime must say so.
+  capabilities: { isolation: false, limits: false },
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'none' }),
   killFromOutside: killMain,
 })
