@@ -47,15 +47,17 @@ export function randomToken(length: number): string {
 }
 
 /**
- * A new prefixed identifier, e.g. `prof_8f3k2m...`.
+ * A new prefixed identifier, e.g. `prof_0mhx3k2a9f3k2m...`: 20 lowercase base-36
+ * characters, the first 9 the creation time in milliseconds (so ids sort by creation, and
+ * newest-first lists and storage indexes stay append-only), the other 11 random.
  *
  * @example
  * ```ts
- * newId('profile') // 'prof_0c9x...'
+ * newId('profile') // 'prof_0mhx3k2a9c9x...'
  * ```
  */
 export function newId(kind: IdKind): string {
-  return `${ID_PREFIX[kind]}_${randomToken(20)}`
+  return `${ID_PREFIX[kind]}_${Date.now().toString(36).padStart(9, '0').slice(-9)}${randomToken(11)}`
 }
 
 /** Pattern an identifier of `kind` must match (used by the schemas). */
