@@ -35,7 +35,7 @@ try {
 // where the command was typed (pnpm's INIT_CWD), so the root's `./.data` is the default.
 config.dataDir = resolve(process.env.INIT_CWD ?? process.cwd(), config.dataDir)
 
-const { storage, description } = await storageFor(config).catch((err: Error) => fail(err.message))
+const { store, description } = await storageFor(config).catch((err: Error) => fail(err.message))
 const chosen = await runtimeFor(config, (line) => console.warn(line)).catch((err: Error) => fail(err.message))
 // The local runtime runs host processes: an image means nothing there.
 const image = chosen.name === 'local' ? 'local' : (config.image ?? DEFAULT_IMAGE)
@@ -51,7 +51,7 @@ if (chosen.name === 'local') {
   runner = { bundleDir: bundleRunner(resolve(config.dataDir, 'runner')).dir }
 }
 const berth = createBerth({
-  storage,
+  store,
   dataDir: config.dataDir,
   encryptionKey: config.encryptionKey,
   adminToken: config.adminToken,

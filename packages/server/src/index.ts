@@ -1,6 +1,6 @@
 export { createBerth, type Berth, type BerthOptions } from './berth.js'
 export { unstorageStore } from './store.js'
-export { memoryStore, sqliteStore, redisStore, type ClosableStore, type RedisStoreOptions } from './storage/index.js'
+export { memoryStore, sqliteStore, redisStore, embeddedStore, migrateFsLayout, storageView, type ClosableStore, type SqliteStore, type RedisStoreOptions, type RedisClient } from './storage/index.js'
 export { loadEncryptionKey } from './encryption-key.js'
 export { configFromEnv, type BerthConfig } from './config.js'
 export { createGitProviders, GIT_PROVIDER_PRESETS, type GitProviderConfig, type GitProvidersConfig } from './git/providers.js'

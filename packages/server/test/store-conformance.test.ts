@@ -60,8 +60,9 @@ let db = 0
 storeConformanceSuite('redis', async () => {
   // One key prefix per test: each starts empty on the shared test server.
   const prefix = `t${++db}:`
-  const store = await redisStore({ path: redis.path, prefix })
-  const r = reopener(() => redisStore({ path: redis.path, prefix }), store)
+  const open = () => redisStore({ client: redis.connect(), prefix })
+  const store = open()
+  const r = reopener(open, store)
   return { store, reopen: r.reopen, cleanup: r.close, spawnWriter: () => spawn(process.execPath, ['--import', 'tsx', writer, 'redis', redis.path, prefix], { stdio: ['ignore', 'pipe', 'inherit'] }) }
 })
 

@@ -3,4 +3,4 @@ export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.
 export { runStoreWriter } from './store-writer.js'
 export { ensureEngines, readEngine, findRepoRoot, ENSURE_SCRIPT, type EngineInfo } from './engines.js'
 export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
-export { startRedis, type LocalRedis } from './redis.js'
+export { startRedis, connectRedis, type LocalRedis } from './redis.js'

@@ -3,12 +3,15 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Redis } from 'ioredis'
 import { findRepoRoot } from './engines.js'
 
 /** A private `redis-server` started for a test, on a unix socket in a temporary directory. */
 export interface LocalRedis {
   /** The unix socket path (ioredis: `new Redis({ path })`). */
   path: string
+  /** A new ioredis client on the socket. */
+  connect(): Redis
   /** Stop the server and remove its directory. */
   stop(): Promise<void>
 }
@@ -54,10 +57,23 @@ export async function startRedis(): Promise<LocalRedis> {
   }
   return {
     path,
+    connect: () => connectRedis(path),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM')
       await exited
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * An ioredis client on a unix socket (for a store in a test or a test's child process).
+ *
+ * @example
+ * ```ts
+ * const store = redisStore({ client: connectRedis('/tmp/berth-redis-x/redis.sock') })
+ * ```
+ */
+export function connectRedis(path: string): Redis {
+  return new Redis({ path, maxRetriesPerRequest: 3 })
 }

@@ -1,5 +1,4 @@
 import type { IndexEntry, IndexQuery } from '@berth/core'
-import type { Redis } from 'ioredis'
 import { indexNames, indexName, SEP, idOf } from './ordered-index.js'
 import type { ClosableStore } from './sqlite.js'
 
@@ -32,39 +31,55 @@ else
 end
 return 1`
 
+// One page of one index, its count and the page's values, read atomically in one round trip.
+const LIST = `
+local p, name, scope, offset, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local total = redis.call('ZCARD', p .. 'i:' .. name)
+local values = {}
+if limit > 0 and offset < total then
+  local members = redis.call('ZREVRANGE', p .. 'i:' .. name, offset, offset + limit - 1)
+  for i, m in ipairs(members) do
+    local id = string.match(m, '\\031([^\\031]*)$')
+    values[i] = redis.call('GET', p .. 'v:' .. scope .. ':' .. id) or ''
+  end
+end
+return { total, values }`
+
+/** What the store needs of a Redis client: an `ioredis` instance fits. */
+export interface RedisClient {
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>
+  get(key: string): Promise<string | null>
+  mget(keys: string[]): Promise<(string | null)[]>
+  zrangebylex(key: string, min: string, max: string): Promise<string[]>
+  quit(): Promise<unknown>
+}
+
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
-  /** `redis://…` URL; or `path` (a unix socket), or `client`. */
-  url?: string
-  path?: string
-  /** An ioredis client (the store closes it on `close()` only when it created it). */
-  client?: Redis
+  /** A connected client, e.g. `new Redis(url)` of the optional `ioredis` package. */
+  client: RedisClient
   /** Key prefix (default `berth:`), so several deployments can share one Redis. */
   prefix?: string
+  /** Quit the client on `close()` (default true). */
+  closeClient?: boolean
 }
 
 /**
  * A store in Redis (for several Berth instances sharing one store): values as strings,
- * each list a sorted set read by rank (`ZREVRANGE`, `ZCARD`), every key in one sorted set
- * for prefix reads by range. Needs the optional `ioredis` package. One Redis (or a primary
- * with replicas); not Redis Cluster, whose slots would split a record from its index.
+ * each list a sorted set read by rank (`ZCARD`, `ZREVRANGE`) in one Lua script, every key
+ * in one sorted set for prefix reads by range. One Redis (or a primary with replicas); not
+ * Redis Cluster, whose slots would split a record from its index.
  *
  * @example
  * ```ts
- * const store = await redisStore({ url: 'redis://127.0.0.1:6379/0' })
+ * import { Redis } from 'ioredis'
+ * const store = redisStore({ client: new Redis('redis://127.0.0.1:6379/0') })
  * await store.list('tasks:usr_1', { offset: 0, limit: 20 })
  * await store.close()
  * ```
  */
-export async function redisStore(opts: RedisStoreOptions): Promise<ClosableStore> {
-  const own = !opts.client
-  let client = opts.client
-  if (!client) {
-    const { Redis: Client } = await import('ioredis')
-    const options = { maxRetriesPerRequest: 3 }
-    client = opts.path ? new Client({ ...options, path: opts.path }) : new Client(opts.url ?? 'redis://127.0.0.1:6379', options)
-  }
-  const redis = client
+export function redisStore(opts: RedisStoreOptions): ClosableStore {
+  const redis = opts.client
   const p = opts.prefix ?? 'berth:'
   const write = async (key: string, value: string, entry: IndexEntry | null) => {
     const e = entry ? JSON.stringify({ names: indexNames(entry), member: `${entry.order}${SEP}${idOf(key)}` }) : ''
@@ -97,18 +112,12 @@ export async function redisStore(opts: RedisStoreOptions): Promise<ClosableStore
       await write(key, text(key, value), entry)
     },
     async list<T>(scope: string, query: IndexQuery) {
-      const name = `${p}i:${indexName(scope, query.term)}`
-      const [[, total], [, members]] = (await redis
-        .multi()
-        .zcard(name)
-        .zrevrange(name, query.offset, query.offset + Math.max(query.limit, 1) - 1)
-        .exec()) as [[unknown, number], [unknown, string[]]]
-      const ids = query.limit > 0 ? members.map((m) => `${scope}:${m.slice(m.lastIndexOf(SEP) + 1)}`) : []
-      const items = (await mget<T>(ids)).filter((v): v is Awaited<T> => v !== null) as T[]
-      return { items, total }
+      const limit = Math.min(query.limit, 1_000_000_000)
+      const [total, values] = (await redis.eval(LIST, 0, p, indexName(scope, query.term), scope, query.offset, limit)) as [number, string[]]
+      return { items: values.filter((v) => v !== '').map((v) => JSON.parse(v) as T), total }
     },
     async close() {
-      if (own) await redis.quit().catch(() => redis.disconnect())
+      if (opts.closeClient !== false) await redis.quit().catch(() => {})
     },
   }
 }

@@ -7,6 +7,13 @@ import { idOf, indexNames, indexName } from './ordered-index.js'
 /** A store that can be closed (it holds a file or a connection). */
 export type ClosableStore = Store & { close(): Promise<void> }
 
+/** The SQLite store: also a synchronous bulk import (the migration) and its file. */
+export type SqliteStore = ClosableStore & {
+  path: string
+  /** Write many keys in one transaction (`entry` null: outside any index). */
+  importSync(rows: { key: string; value: unknown; entry: IndexEntry | null }[]): void
+}
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, entry TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ix_name (nid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, n INTEGER NOT NULL);
@@ -35,7 +42,7 @@ type StoredEntry = [scope: string, order: string, terms: string[]]
  * await store.close()
  * ```
  */
-export function sqliteStore(path: string): ClosableStore {
+export function sqliteStore(path: string): SqliteStore {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
   db.exec('PRAGMA journal_mode = WAL')
@@ -83,7 +90,7 @@ export function sqliteStore(path: string): ClosableStore {
       q.bump.run(1, nid)
     }
   }
-  const write = db.transaction((key: string, text: string, entry: IndexEntry | null) => {
+  const writeRow = (key: string, text: string, entry: IndexEntry | null) => {
     const row = q.entry.get(key) as Row | undefined
     const next = entry && JSON.stringify([entry.scope, entry.order, entry.terms ?? []] satisfies StoredEntry)
     if (row?.entry !== next) {
@@ -91,12 +98,14 @@ export function sqliteStore(path: string): ClosableStore {
       if (entry) index(key, entry)
     }
     q.upsert.run(key, text, next)
-  })
+  }
+  // IMMEDIATE: take the write lock up front, so another process's writer waits (busy_timeout).
+  const write = db.transaction(writeRow).immediate
   const remove = db.transaction((key: string) => {
     const row = q.entry.get(key) as Row | undefined
     if (row?.entry) unindex(key, JSON.parse(row.entry) as StoredEntry)
     q.del.run(key)
-  })
+  }).immediate
   const text = (key: string, value: unknown) => {
     if (value === undefined) throw new TypeError(`store: undefined value for ${key}`)
     return JSON.stringify(value)
@@ -106,7 +115,13 @@ export function sqliteStore(path: string): ClosableStore {
     return v === undefined ? null : (JSON.parse(v) as T)
   }
 
+  const importMany = db.transaction((rows: { key: string; value: unknown; entry: IndexEntry | null }[]) => {
+    for (const r of rows) writeRow(r.key, text(r.key, r.value), r.entry)
+  }).immediate
+
   return {
+    path,
+    importSync: (rows) => importMany(rows),
     async get<T>(key: string) {
       return read<T>(key)
     },
