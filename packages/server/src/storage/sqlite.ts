@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { IndexEntry, IndexQuery, Store } from '@berth/core'
 import Database from 'libsql'
-import { idOf, indexNames, indexName } from './ordered-index.js'
+import { idOf, indexName } from './ordered-index.js'
 
 /** A store that can be closed (it holds a file or a connection). */
 export type ClosableStore = Store & { close(): Promise<void> }
@@ -14,10 +14,30 @@ export type SqliteStore = ClosableStore & {
   importSync(rows: { key: string; value: unknown; entry: IndexEntry | null }[]): void
 }
 
+// `kv.entry` is the record's index entry as JSON: `{ s: scope, o: order, i: id, t: ['', ...terms] }`
+// (`''`: the whole scope); an index's name is `<scope>␟<term>`.
+// Triggers keep `ix` (one row per record and index) and `ix_name.n` (each index's count)
+// in step with it inside the writing statement itself: one statement per write, atomic.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, entry TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ix_name (nid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ix (nid INTEGER NOT NULL, ord TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (nid, ord, id)) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS kv_index_insert AFTER INSERT ON kv WHEN NEW.entry IS NOT NULL BEGIN
+  INSERT INTO ix_name (name, n) SELECT (NEW.entry ->> '$.s') || char(31) || value, 0 FROM json_each(NEW.entry, '$.t') WHERE true ON CONFLICT (name) DO NOTHING;
+  INSERT INTO ix (nid, ord, id) SELECT (SELECT nid FROM ix_name WHERE name = (NEW.entry ->> '$.s') || char(31) || j.value), NEW.entry ->> '$.o', NEW.entry ->> '$.i' FROM json_each(NEW.entry, '$.t') j;
+  UPDATE ix_name SET n = n + 1 WHERE name IN (SELECT (NEW.entry ->> '$.s') || char(31) || value FROM json_each(NEW.entry, '$.t'));
+END;
+CREATE TRIGGER IF NOT EXISTS kv_index_delete AFTER DELETE ON kv WHEN OLD.entry IS NOT NULL BEGIN
+  DELETE FROM ix WHERE (nid, ord, id) IN (SELECT (SELECT nid FROM ix_name WHERE name = (OLD.entry ->> '$.s') || char(31) || j.value), OLD.entry ->> '$.o', OLD.entry ->> '$.i' FROM json_each(OLD.entry, '$.t') j);
+  UPDATE ix_name SET n = n - 1 WHERE name IN (SELECT (OLD.entry ->> '$.s') || char(31) || value FROM json_each(OLD.entry, '$.t'));
+END;
+CREATE TRIGGER IF NOT EXISTS kv_index_update AFTER UPDATE OF entry ON kv WHEN OLD.entry IS NOT NEW.entry BEGIN
+  DELETE FROM ix WHERE OLD.entry IS NOT NULL AND (nid, ord, id) IN (SELECT (SELECT nid FROM ix_name WHERE name = (OLD.entry ->> '$.s') || char(31) || j.value), OLD.entry ->> '$.o', OLD.entry ->> '$.i' FROM json_each(OLD.entry, '$.t') j);
+  UPDATE ix_name SET n = n - 1 WHERE OLD.entry IS NOT NULL AND name IN (SELECT (OLD.entry ->> '$.s') || char(31) || value FROM json_each(OLD.entry, '$.t'));
+  INSERT INTO ix_name (name, n) SELECT (NEW.entry ->> '$.s') || char(31) || value, 0 FROM json_each(NEW.entry, '$.t') WHERE NEW.entry IS NOT NULL ON CONFLICT (name) DO NOTHING;
+  INSERT INTO ix (nid, ord, id) SELECT (SELECT nid FROM ix_name WHERE name = (NEW.entry ->> '$.s') || char(31) || j.value), NEW.entry ->> '$.o', NEW.entry ->> '$.i' FROM json_each(NEW.entry, '$.t') j WHERE NEW.entry IS NOT NULL;
+  UPDATE ix_name SET n = n + 1 WHERE NEW.entry IS NOT NULL AND name IN (SELECT (NEW.entry ->> '$.s') || char(31) || value FROM json_each(NEW.entry, '$.t'));
+END;
 `
 
 /** The upper bound of a prefix range: the prefix with its last character incremented. */
@@ -25,8 +45,6 @@ function after(prefix: string): string {
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
 }
 
-type Row = { entry: string | null }
-type StoredEntry = [scope: string, order: string, terms: string[]]
 
 /**
  * The embedded default: one SQLite file (through `libsql`, prebuilt from npm) in WAL mode.
@@ -54,58 +72,28 @@ export function sqliteStore(path: string): SqliteStore {
 
   const q = {
     get: db.prepare('SELECT value FROM kv WHERE key = ?').raw(),
-    entry: db.prepare('SELECT entry FROM kv WHERE key = ?'),
     upsert: db.prepare('INSERT INTO kv (key, value, entry) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, entry = excluded.entry'),
     del: db.prepare('DELETE FROM kv WHERE key = ?'),
     range: db.prepare('SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key').raw(),
-    nid: db.prepare('SELECT nid FROM ix_name WHERE name = ?').raw(),
-    addName: db.prepare('INSERT INTO ix_name (name, n) VALUES (?, 0)'),
-    count: db.prepare('SELECT n FROM ix_name WHERE name = ?').raw(),
-    bump: db.prepare('UPDATE ix_name SET n = n + ? WHERE nid = ?'),
-    ixAdd: db.prepare('INSERT INTO ix (nid, ord, id) VALUES (?, ?, ?)'),
-    ixDel: db.prepare('DELETE FROM ix WHERE nid = ? AND ord = ? AND id = ?'),
-    desc: db.prepare('SELECT id FROM ix WHERE nid = ? ORDER BY ord DESC, id DESC LIMIT ? OFFSET ?').raw(),
-    asc: db.prepare('SELECT id FROM ix WHERE nid = ? ORDER BY ord ASC, id ASC LIMIT ? OFFSET ?').raw(),
+    name: db.prepare('SELECT nid, n FROM ix_name WHERE name = ?').raw(),
+    // The page's ids from the index alone (OFFSET skips index rows only), then their values.
+    desc: db
+      .prepare('SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord DESC, id DESC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord DESC, p.id DESC')
+      .raw(),
+    asc: db
+      .prepare('SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord ASC, id ASC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord ASC, p.id ASC')
+      .raw(),
   }
   // Rows come back raw (arrays): the first column of one row, or of every row.
   const one = (stmt: Database.Statement, ...args: unknown[]) => (stmt.get(...args) as unknown[] | undefined)?.[0]
   const col = (stmt: Database.Statement, ...args: unknown[]) => (stmt.all(...args) as unknown[][]).map((r) => r[0])
-  const nids = new Map<string, number>()
-  const nidOf = (name: string, create: boolean): number | undefined => {
-    let nid = nids.get(name) ?? (one(q.nid, name) as number | undefined)
-    if (nid === undefined && create) nid = Number(q.addName.run(name).lastInsertRowid)
-    if (nid !== undefined) nids.set(name, nid)
-    return nid
-  }
-  const unindex = (key: string, stored: StoredEntry) => {
-    for (const name of indexNames({ scope: stored[0], order: stored[1], terms: stored[2] })) {
-      const nid = nidOf(name, false)
-      if (nid !== undefined && q.ixDel.run(nid, stored[1], idOf(key)).changes > 0) q.bump.run(-1, nid)
-    }
-  }
-  const index = (key: string, e: IndexEntry) => {
-    for (const name of indexNames(e)) {
-      const nid = nidOf(name, true)!
-      q.ixAdd.run(nid, e.order, idOf(key))
-      q.bump.run(1, nid)
-    }
-  }
   const writeRow = (key: string, text: string, entry: IndexEntry | null) => {
-    const row = q.entry.get(key) as Row | undefined
-    const next = entry && JSON.stringify([entry.scope, entry.order, entry.terms ?? []] satisfies StoredEntry)
-    if (row?.entry !== next) {
-      if (row?.entry) unindex(key, JSON.parse(row.entry) as StoredEntry)
-      if (entry) index(key, entry)
-    }
-    q.upsert.run(key, text, next)
+    q.upsert.run(key, text, entry && JSON.stringify({ s: entry.scope, o: entry.order, i: idOf(key), t: ['', ...(entry.terms ?? [])] }))
   }
-  // IMMEDIATE: take the write lock up front, so another process's writer waits (busy_timeout).
-  const write = db.transaction(writeRow).immediate
-  const remove = db.transaction((key: string) => {
-    const row = q.entry.get(key) as Row | undefined
-    if (row?.entry) unindex(key, JSON.parse(row.entry) as StoredEntry)
+  const write = writeRow
+  const remove = (key: string) => {
     q.del.run(key)
-  }).immediate
+  }
   const text = (key: string, value: unknown) => {
     if (value === undefined) throw new TypeError(`store: undefined value for ${key}`)
     return JSON.stringify(value)
@@ -142,19 +130,20 @@ export function sqliteStore(path: string): SqliteStore {
       write(key, text(key, value), entry)
     },
     async list<T>(scope: string, query: IndexQuery) {
-      const name = indexName(scope, query.term)
-      const total = (one(q.count, name) as number | undefined) ?? 0
-      const nid = nidOf(name, false)
-      if (nid === undefined || query.offset >= total || query.limit <= 0) return { items: [], total }
+      const row = q.name.get(indexName(scope, query.term)) as [number, number] | undefined
+      const total = row?.[1] ?? 0
+      if (!row || query.offset >= total || query.limit <= 0) return { items: [], total }
       const limit = Math.min(query.limit, total - query.offset)
       // OFFSET steps through the index: walk from whichever end is nearer.
-      const ids =
+      const values =
         query.offset <= total - query.offset - limit
-          ? (col(q.desc, nid, limit, query.offset) as string[])
-          : (col(q.asc, nid, limit, total - query.offset - limit) as string[]).reverse()
-      return { items: ids.map((id) => read<T>(`${scope}:${id}`)!).filter((v) => v !== null), total }
+          ? (col(q.desc, row[0], limit, query.offset, `${scope}:`) as string[])
+          : (col(q.asc, row[0], limit, total - query.offset - limit, `${scope}:`) as string[]).reverse()
+      return { items: values.map((v) => JSON.parse(v) as T), total }
     },
     async close() {
+      // Fold the write-ahead log into the file, so a closed store is one file of its real size.
+      db.exec('PRAGMA wal_checkpoint(TRUNCATE)')
       db.close()
     },
   }
