@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { IndexEntry, IndexQuery, Store } from '@berth/core'
 import Database from 'libsql'
-import { idOf, indexName } from './ordered-index.js'
+import { idOf, indexName, indexNames } from './ordered-index.js'
 
 /** A store that can be closed (it holds a file or a connection). */
 export type ClosableStore = Store & { close(): Promise<void> }
@@ -14,29 +14,25 @@ export type SqliteStore = ClosableStore & {
   importSync(rows: { key: string; value: unknown; entry: IndexEntry | null }[]): void
 }
 
-// `kv.entry` is the record's index entry as JSON: `{ s: scope, o: order, i: id, t: ['', ...terms] }`
-// (`''`: the whole scope); an index's name is `<scope>␟<term>`.
+// `kv.entry` is the record's index entry as JSON, `{ o: order, i: id, n: [index ids] }`
+// (`ix_name` numbers the indexes: `<scope>␟<term>`, `<scope>␟` for the whole scope).
 // Triggers keep `ix` (one row per record and index) and `ix_name.n` (each index's count)
 // in step with it inside the writing statement itself: one statement per write, atomic.
+const ADD = (e: string) => `
+  INSERT INTO ix (nid, ord, id) SELECT value, ${e} ->> '$.o', ${e} ->> '$.i' FROM json_each(${e}, '$.n') WHERE ${e} IS NOT NULL;
+  UPDATE ix_name SET n = n + 1 WHERE ${e} IS NOT NULL AND nid IN (SELECT value FROM json_each(${e}, '$.n'));`
+const DROP = (e: string) => `
+  DELETE FROM ix WHERE ${e} IS NOT NULL AND (nid, ord, id) IN (SELECT value, ${e} ->> '$.o', ${e} ->> '$.i' FROM json_each(${e}, '$.n'));
+  UPDATE ix_name SET n = n - 1 WHERE ${e} IS NOT NULL AND nid IN (SELECT value FROM json_each(${e}, '$.n'));`
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, entry TEXT) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ix_name (nid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS ix (nid INTEGER NOT NULL, ord TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (nid, ord, id)) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS kv_index_insert AFTER INSERT ON kv WHEN NEW.entry IS NOT NULL BEGIN
-  INSERT INTO ix_name (name, n) SELECT (NEW.entry ->> '$.s') || char(31) || value, 0 FROM json_each(NEW.entry, '$.t') WHERE true ON CONFLICT (name) DO NOTHING;
-  INSERT INTO ix (nid, ord, id) SELECT (SELECT nid FROM ix_name WHERE name = (NEW.entry ->> '$.s') || char(31) || j.value), NEW.entry ->> '$.o', NEW.entry ->> '$.i' FROM json_each(NEW.entry, '$.t') j;
-  UPDATE ix_name SET n = n + 1 WHERE name IN (SELECT (NEW.entry ->> '$.s') || char(31) || value FROM json_each(NEW.entry, '$.t'));
+CREATE TRIGGER IF NOT EXISTS kv_index_insert AFTER INSERT ON kv WHEN NEW.entry IS NOT NULL BEGIN${ADD('NEW.entry')}
 END;
-CREATE TRIGGER IF NOT EXISTS kv_index_delete AFTER DELETE ON kv WHEN OLD.entry IS NOT NULL BEGIN
-  DELETE FROM ix WHERE (nid, ord, id) IN (SELECT (SELECT nid FROM ix_name WHERE name = (OLD.entry ->> '$.s') || char(31) || j.value), OLD.entry ->> '$.o', OLD.entry ->> '$.i' FROM json_each(OLD.entry, '$.t') j);
-  UPDATE ix_name SET n = n - 1 WHERE name IN (SELECT (OLD.entry ->> '$.s') || char(31) || value FROM json_each(OLD.entry, '$.t'));
+CREATE TRIGGER IF NOT EXISTS kv_index_delete AFTER DELETE ON kv WHEN OLD.entry IS NOT NULL BEGIN${DROP('OLD.entry')}
 END;
-CREATE TRIGGER IF NOT EXISTS kv_index_update AFTER UPDATE OF entry ON kv WHEN OLD.entry IS NOT NEW.entry BEGIN
-  DELETE FROM ix WHERE OLD.entry IS NOT NULL AND (nid, ord, id) IN (SELECT (SELECT nid FROM ix_name WHERE name = (OLD.entry ->> '$.s') || char(31) || j.value), OLD.entry ->> '$.o', OLD.entry ->> '$.i' FROM json_each(OLD.entry, '$.t') j);
-  UPDATE ix_name SET n = n - 1 WHERE OLD.entry IS NOT NULL AND name IN (SELECT (OLD.entry ->> '$.s') || char(31) || value FROM json_each(OLD.entry, '$.t'));
-  INSERT INTO ix_name (name, n) SELECT (NEW.entry ->> '$.s') || char(31) || value, 0 FROM json_each(NEW.entry, '$.t') WHERE NEW.entry IS NOT NULL ON CONFLICT (name) DO NOTHING;
-  INSERT INTO ix (nid, ord, id) SELECT (SELECT nid FROM ix_name WHERE name = (NEW.entry ->> '$.s') || char(31) || j.value), NEW.entry ->> '$.o', NEW.entry ->> '$.i' FROM json_each(NEW.entry, '$.t') j WHERE NEW.entry IS NOT NULL;
-  UPDATE ix_name SET n = n + 1 WHERE NEW.entry IS NOT NULL AND name IN (SELECT (NEW.entry ->> '$.s') || char(31) || value FROM json_each(NEW.entry, '$.t'));
+CREATE TRIGGER IF NOT EXISTS kv_index_update AFTER UPDATE OF entry ON kv WHEN OLD.entry IS NOT NEW.entry BEGIN${DROP('OLD.entry')}${ADD('NEW.entry')}
 END;
 `
 
@@ -76,6 +72,7 @@ export function sqliteStore(path: string): SqliteStore {
     del: db.prepare('DELETE FROM kv WHERE key = ?'),
     range: db.prepare('SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key').raw(),
     name: db.prepare('SELECT nid, n FROM ix_name WHERE name = ?').raw(),
+    addName: db.prepare('INSERT INTO ix_name (name, n) VALUES (?, 0) ON CONFLICT (name) DO NOTHING'),
     // The page's ids from the index alone (OFFSET skips index rows only), then their values.
     desc: db
       .prepare('SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord DESC, id DESC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord DESC, p.id DESC')
@@ -87,8 +84,19 @@ export function sqliteStore(path: string): SqliteStore {
   // Rows come back raw (arrays): the first column of one row, or of every row.
   const one = (stmt: Database.Statement, ...args: unknown[]) => (stmt.get(...args) as unknown[] | undefined)?.[0]
   const col = (stmt: Database.Statement, ...args: unknown[]) => (stmt.all(...args) as unknown[][]).map((r) => r[0])
+  // Index ids never change once given (names are never deleted), so they are cached.
+  const nids = new Map<string, number>()
+  const nidOf = (name: string): number => {
+    let nid = nids.get(name)
+    if (nid === undefined) {
+      q.addName.run(name)
+      nid = (q.name.get(name) as [number, number])[0]
+      nids.set(name, nid)
+    }
+    return nid
+  }
   const writeRow = (key: string, text: string, entry: IndexEntry | null) => {
-    q.upsert.run(key, text, entry && JSON.stringify({ s: entry.scope, o: entry.order, i: idOf(key), t: ['', ...(entry.terms ?? [])] }))
+    q.upsert.run(key, text, entry && JSON.stringify({ o: entry.order, i: idOf(key), n: indexNames(entry).map(nidOf) }))
   }
   const write = writeRow
   const remove = (key: string) => {
