@@ -60,6 +60,9 @@ describe('ids and model patterns', () => {
     expect(second > first).toBe(true)
     expect(parseInt(first.slice(5, 14), 36)).toBeLessThanOrEqual(Date.now())
     expect(parseInt(first.slice(5, 14), 36)).toBeGreaterThan(Date.now() - 60_000)
+    // Within one millisecond too.
+    const burst = Array.from({ length: 200 }, () => newId('task'))
+    expect([...burst].sort()).toEqual(burst)
   })
   it('model allow-lists match ids and globs exactly', () => {
     expect(modelAllowed('claude-sonnet-4-5', null)).toBe(true)
