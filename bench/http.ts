@@ -5,7 +5,7 @@
  * run, on 127.0.0.1.
  *
  * Three processes per measurement: this orchestrator, the server under test
- * (bench/lib/server-host.ts: Berth with unstorage's memory driver, Berth with its fs driver
+ * (bench/lib/server-host.ts: Berth with unstorage's memory driver, Berth with its default store
  * in a temp dir, or bare node:http) and the load generator (bench/lib/loadgen.ts: fixed
  * keep-alive connections, warm-up, then a bounded window).
  *

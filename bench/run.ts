@@ -1,8 +1,8 @@
 /**
  * `pnpm bench`: every benchmark, one after the other, each printing its own table.
  * bench/runtime.ts (container engines), bench/workspaces.ts (transcripts, WebSocket
- * fan-out) and bench/tasks.ts (agent tasks: overhead over the bare runner, throughput)
- * run when present.
+ * fan-out), bench/tasks.ts (agent tasks: overhead over the bare runner, throughput) and
+ * bench/storage.ts (lists and reads as records grow, per store driver) run when present.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -58,6 +58,20 @@ if (existsSync(fileURLToPath(tasksUrl))) {
   }
 } else {
   console.log('\nTasks benchmarks skipped: bench/tasks.ts is not present.')
+}
+
+const storageUrl = new URL('./storage.ts', import.meta.url)
+if (existsSync(fileURLToPath(storageUrl))) {
+  try {
+    const storage = (await import(storageUrl.href)) as { main?: () => unknown }
+    if (typeof storage.main !== 'function') throw new Error('bench/storage.ts does not export main()')
+    await storage.main()
+  } catch (err) {
+    failed = true
+    console.error(`\nStorage benchmark failed: ${(err as Error).stack ?? String(err)}`)
+  }
+} else {
+  console.log('\nStorage benchmarks skipped: bench/storage.ts is not present.')
 }
 
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)

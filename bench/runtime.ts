@@ -24,9 +24,9 @@ import {
   silentLogger,
   systemClock,
   type ContainerRuntime,
-  type Store,
 } from '../packages/core/src/index.js'
 import { ensureEngines, type EngineInfo } from '../packages/testkit/src/engines.js'
+import { memoryStore } from '../packages/server/src/storage/memory.js'
 import { ms, table } from './lib/table.js'
 
 const ITERATIONS = Number(process.env.BENCH_RUNTIME_ITERATIONS ?? 20)
@@ -80,18 +80,6 @@ async function rawExec(docker: DockerClient, id: string): Promise<number> {
     stream.resume()
   })
   return (await exec.inspect()).ExitCode ?? -1
-}
-
-/** The pool's records, in memory: the benchmark measures the engine side, not a storage driver. */
-function memoryStore(): Store {
-  const m = new Map<string, unknown>()
-  return {
-    get: async <T>(k: string) => (m.get(k) as T | undefined) ?? null,
-    getMany: async <T>(keys: string[]) => keys.map((k) => (m.get(k) as T | undefined) ?? null),
-    set: async (k, v) => void m.set(k, structuredClone(v)),
-    remove: async (k) => void m.delete(k),
-    keys: async (prefix) => [...m.keys()].filter((k) => k.startsWith(prefix)),
-  }
 }
 
 async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {

@@ -93,7 +93,7 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
   const ws = await loadWorkspace()
   const dataDir = mkdtempSync(join(tmpdir(), `berth-bench-${kind}-`))
   const berth = ws.server.createBerth({
-    // fs: no storage given, so Berth uses its default, unstorage's fs driver under <dataDir>/store.
+    // fs: no storage given, so Berth uses its default store (SQLite at <dataDir>/berth.db).
     ...(kind === 'memory' && { storage: ws.unstorage.createStorage() }),
     dataDir,
     adminToken: ADMIN_TOKEN,
@@ -126,7 +126,7 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
     ready: {
       type: 'ready',
       port,
-      storage: kind === 'memory' ? 'unstorage memory' : 'unstorage fs (temp dir)',
+      storage: kind === 'memory' ? 'unstorage memory' : 'embedded default: sqlite (temp dir)',
       path,
       headers: { authorization: `Bearer ${token}` },
       bodyBase64: body.toString('base64'),

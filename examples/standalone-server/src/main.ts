@@ -46,7 +46,7 @@ const cwd = process.env.INIT_CWD ?? process.cwd()
 const { config, sources } = await loadSettings(cwd).catch((err: Error): never => fail(err.message))
 config.dataDir = resolve(cwd, config.dataDir)
 
-const { storage, description } = await storageFor(config).catch((err: Error) => fail(err.message))
+const { store, description } = await storageFor(config).catch((err: Error) => fail(err.message))
 const chosen = await runtimeFor(config, (line) => console.warn(line)).catch((err: Error) => fail(err.message))
 // The local runtime runs host processes: an image means nothing there.
 const image = chosen.name === 'local' ? 'local' : (config.image ?? DEFAULT_IMAGE)
@@ -74,7 +74,7 @@ if (runner?.bundleDir) {
 }
 const poolName = config.poolName ?? defaultPoolName(config.dataDir)
 const berth = createBerth({
-  storage,
+  store,
   dataDir: config.dataDir,
   encryptionKey: config.encryptionKey,
   adminToken: config.adminToken,

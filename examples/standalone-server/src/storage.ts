@@ -1,12 +1,11 @@
 import { resolve } from 'node:path'
-import { atomicFsDriver, type BerthConfig } from '@berth/server'
-import { createStorage, type Storage } from 'unstorage'
-import memoryDriver from 'unstorage/drivers/memory'
+import { jsonLogger, type Logger, type Store } from '@berth/core'
+import { embeddedStore, memoryStore, redisStore, type BerthConfig } from '@berth/server'
 
-/** The storage Berth keeps its records in, and a description safe to log. */
+/** The store Berth keeps its records in, and a description safe to log. */
 export interface ChosenStorage {
-  storage: Storage
-  /** e.g. `fs (/srv/berth/.data/store)`; never contains a password. */
+  store: Store
+  /** e.g. `sqlite (/srv/berth/.data/berth.db)`; never contains a password. */
   description: string
 }
 
@@ -27,23 +26,26 @@ function isMissingModule(err: unknown, name: string): boolean {
 }
 
 /**
- * The unstorage instance `BERTH_STORAGE` asks for: `fs` under `BERTH_DATA_DIR/store`,
- * `memory` (gone on restart), or `redis` at `BERTH_REDIS_URL`. The Redis driver needs the
- * optional `ioredis` package, loaded only when asked for.
+ * The store `BERTH_STORAGE` asks for: `fs` (the default) or `sqlite`, both the embedded
+ * SQLite file `BERTH_DATA_DIR/berth.db` (a data dir in the older fs layout,
+ * `BERTH_DATA_DIR/store`, is migrated into it once, with progress on the console);
+ * `memory` (gone on restart); or `redis` at `BERTH_REDIS_URL`, which needs the optional
+ * `ioredis` package, loaded only when asked for.
  *
  * @example
  * ```ts
- * const { storage, description } = await storageFor(configFromEnv(process.env))
+ * const { store, description } = await storageFor(configFromEnv(process.env))
  * ```
  */
-export async function storageFor(config: BerthConfig): Promise<ChosenStorage> {
+export async function storageFor(config: BerthConfig, logger: Logger = jsonLogger()): Promise<ChosenStorage> {
   switch (config.storage) {
     case 'memory':
-      return { storage: createStorage({ driver: memoryDriver() }), description: 'memory (lost on restart)' }
+      return { store: memoryStore(), description: 'memory (lost on restart)' }
     case 'redis': {
-      let redisDriver: typeof import('unstorage/drivers/redis').default
+      const url = config.redisUrl!
       try {
-        redisDriver = (await import('unstorage/drivers/redis')).default
+        const { Redis } = await import('ioredis')
+        return { store: redisStore({ client: new Redis(url, { maxRetriesPerRequest: 3 }) }), description: `redis (${redactUrl(url)})` }
       } catch (err) {
         if (isMissingModule(err, 'ioredis')) {
           throw new Error(
@@ -53,16 +55,11 @@ export async function storageFor(config: BerthConfig): Promise<ChosenStorage> {
         }
         throw err
       }
-      const url = config.redisUrl!
-      return {
-        storage: createStorage({ driver: redisDriver({ url, base: 'berth' }) }),
-        description: `redis (${redactUrl(url)})`,
-      }
     }
-    case 'fs': {
-      const base = resolve(config.dataDir, 'store')
-      // Atomic writes: a read racing a write, or a crash mid-write, never sees a torn record.
-      return { storage: createStorage({ driver: atomicFsDriver({ base }) }), description: `fs (${base})` }
+    case 'fs':
+    case 'sqlite': {
+      const path = resolve(config.dataDir, 'berth.db')
+      return { store: embeddedStore(config.dataDir, logger), description: `sqlite (${path})` }
     }
   }
 }

@@ -48,6 +48,8 @@ function fsStore() {
       return base.remove(k)
     },
     keys: (p) => base.keys(p),
+    put: (k, v, e) => base.put(k, v, e),
+    list: (s, q) => base.list(s, q),
   }
   return store
 }

@@ -57,6 +57,17 @@ describe('ids and model patterns', () => {
     expect(ids.size).toBe(1000)
     for (const id of ids) expect(id).toMatch(/^prof_[a-z0-9]{20}$/)
   })
+  it('ids start with their creation time, so a later id sorts after an earlier one', async () => {
+    const first = newId('task')
+    await new Promise((r) => setTimeout(r, 5))
+    const second = newId('task')
+    expect(second > first).toBe(true)
+    expect(parseInt(first.slice(5, 14), 36)).toBeLessThanOrEqual(Date.now())
+    expect(parseInt(first.slice(5, 14), 36)).toBeGreaterThan(Date.now() - 60_000)
+    // Within one millisecond too.
+    const burst = Array.from({ length: 200 }, () => newId('task'))
+    expect([...burst].sort()).toEqual(burst)
+  })
   it('model allow-lists match ids and globs exactly', () => {
     expect(modelAllowed('claude-sonnet-4-5', null)).toBe(true)
     expect(modelAllowed('claude-sonnet-4-5', ['claude-sonnet-*'])).toBe(true)

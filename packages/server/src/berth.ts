@@ -22,14 +22,14 @@ import {
   type ModelCatalog,
   type RateLimiter,
   type Services,
+  type Store,
 } from '@berth/core'
 import { H3, getRouterParams, type H3Event } from 'h3'
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
-import { createStorage, type Storage } from 'unstorage'
+import type { Storage } from 'unstorage'
 import { resolve } from 'node:path'
 import { loadEncryptionKey } from './encryption-key.js'
-import { atomicFsDriver } from './fs-storage.js'
 import { createGitProviders, type GitProvidersConfig } from './git/providers.js'
 import { createNotifier } from './notifiers/index.js'
 import type { Resolve } from './notifiers/address-policy.js'
@@ -41,19 +41,26 @@ import { createMessengerApi, type MessengerApiOptions } from './notifiers/messen
 import { serverRoutes } from './routes.js'
 import { unstorageStore } from './store.js'
 import { mountConsole } from './console.js'
+import { embeddedStore } from './storage/embedded.js'
+import { storageView } from './storage/unstorage-view.js'
 import { createWebSocket } from './websocket.js'
 import { VERSION } from './version.js'
 
 /** Options of {@link createBerth}. Every field has an embedded default. */
 export interface BerthOptions {
-  /** An unstorage instance (any driver). Default: the fs driver under `dataDir`. */
+  /**
+   * Where records live: a `Store` (`sqliteStore`, `memoryStore`, `redisStore`). Default:
+   * SQLite at `<dataDir>/berth.db`, after migrating a `<dataDir>/store` fs layout once.
+   */
+  store?: Store
+  /** Or an unstorage instance (any driver); its list indexes are derived from the records. */
   storage?: Storage
   /**
    * Cache reads in memory. Default: on for the embedded fs storage (this process is its
    * only writer), off for a storage you pass in (it may be shared by several instances).
    */
   cacheReads?: boolean
-  /** Where the fs driver and the generated encryption key live. Default `./.data`. */
+  /** Where the embedded store and the generated encryption key live. Default `./.data`. */
   dataDir?: string
   /** 32-byte key (base64 or hex) for encryption at rest. Default: generated into `dataDir`. */
   encryptionKey?: string
@@ -174,6 +181,8 @@ export interface Berth {
   services: Services
   /** The mounted route table (core's routes plus the server's own). */
   routes: readonly AnyRoute[]
+  /** The records' store, and an unstorage view of it (the `storage` passed in, if any). */
+  store: Store
   storage: Storage
   /** The warm pool, when a runtime is configured. */
   pool: ContainerPool | undefined
@@ -221,11 +230,13 @@ function pathMatcher(path: string): RegExp {
  */
 export function createBerth(options: BerthOptions = {}): Berth {
   const dataDir = resolve(options.dataDir ?? './.data')
-  const storage = options.storage ?? createStorage({ driver: atomicFsDriver({ base: resolve(dataDir, 'store') }) })
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? jsonLogger()
+  const store = options.storage
+    ? unstorageStore(options.storage, { cache: options.cacheReads ?? false })
+    : (options.store ?? embeddedStore(dataDir, logger))
+  const storage = options.storage ?? storageView(store)
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
-  const store = unstorageStore(storage, { cache: options.cacheReads ?? !options.storage })
   if (options.pool && !options.runtime) throw new Error('createBerth: `pool` needs a `runtime`')
   const runnerMount = options.runner?.bundleDir
     ? [{ type: 'bind' as const, source: resolve(options.runner.bundleDir), target: '/opt/berth-runner', readOnly: true }]
@@ -369,6 +380,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     handleUpgrade: websocket.handleUpgrade,
     services,
     routes: table,
+    store,
     storage,
     pool,
     ready,
@@ -382,6 +394,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       notifier.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
       await storage.dispose()
+      await store.close?.()
     },
   }
 }

@@ -7,7 +7,7 @@ export interface BerthConfig extends IntegrationsConfig {
   host: string
   adminToken: string | undefined
   dataDir: string
-  storage: 'fs' | 'memory' | 'redis'
+  storage: 'fs' | 'sqlite' | 'memory' | 'redis'
   redisUrl: string | undefined
   encryptionKey: string | undefined
   runtime: 'auto' | 'docker' | 'podman' | 'local'
@@ -83,7 +83,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     host: env.HOST || '127.0.0.1',
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     dataDir: env.BERTH_DATA_DIR || './.data',
-    storage: oneOf(env, 'BERTH_STORAGE', ['fs', 'memory', 'redis'] as const, 'fs'),
+    storage: oneOf(env, 'BERTH_STORAGE', ['fs', 'sqlite', 'memory', 'redis'] as const, 'fs'),
     redisUrl: env.BERTH_REDIS_URL || undefined,
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
     runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),

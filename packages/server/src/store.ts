@@ -1,5 +1,6 @@
-import type { Store } from '@berth/core'
+import { indexEntryFor, type IndexEntry, type IndexQuery, type Store } from '@berth/core'
 import type { Storage } from 'unstorage'
+import { OrderedIndexes } from './storage/ordered-index.js'
 
 export interface UnstorageStoreOptions {
   /**
@@ -13,7 +14,10 @@ export interface UnstorageStoreOptions {
 
 /**
  * The core `Store` port over an unstorage instance. Any unstorage driver works (fs,
- * memory, redis, db0, ...); values are stored as JSON.
+ * memory, redis, db0, ...); values are stored as JSON. Its indexes are derived: the
+ * records are the truth, and each entry is `indexEntryFor(key, value)`. With the cache
+ * (sole writer) a scope's index is built once from its records and then kept with every
+ * write; without it (a shared store) every list reads and sorts the scope's records.
  *
  * @example
  * ```ts
@@ -39,7 +43,37 @@ export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {
   let index: Promise<Set<string>> | undefined
   const keyIndex = () => (index ??= storage.getKeys('').then((k) => new Set(k)))
 
-  return {
+  const scopes = new Map<string, Promise<OrderedIndexes>>()
+  const scopeOf = (key: string) => key.slice(0, key.lastIndexOf(':'))
+  const scopeKeys = async (scope: string) => {
+    const keys = await storeKeys(`${scope}:`)
+    return keys.filter((k) => k.lastIndexOf(':') === scope.length)
+  }
+  const build = async (scope: string) => {
+    const ix = new OrderedIndexes()
+    const keys = await scopeKeys(scope)
+    const values = await self.getMany(keys)
+    keys.forEach((k, i) => {
+      const entry = values[i] === null ? null : indexEntryFor(k, values[i])
+      if (entry?.scope === scope) ix.put(k, entry)
+    })
+    return ix
+  }
+  const indexOf = (scope: string) => {
+    if (!cache) return build(scope)
+    let ix = scopes.get(scope)
+    if (!ix) scopes.set(scope, (ix = build(scope)))
+    return ix
+  }
+  const storeKeys = async (prefix: string) => {
+    if (cache) return [...(await keyIndex())].filter((k) => k.startsWith(prefix))
+    // unstorage normalises keys (":" separators); ask for the base, keep exact-prefix matches.
+    const base = prefix.endsWith(':') ? prefix.slice(0, -1) : prefix
+    const keys = await storage.getKeys(base)
+    return keys.filter((k) => k.startsWith(prefix))
+  }
+
+  const self: Store = {
     async get<T>(key: string) {
       if (cache?.has(key)) return copy<T>(cache.get(key))
       const value = ((await storage.getItem(key)) as T | null) ?? null
@@ -62,18 +96,29 @@ export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {
       await storage.setItem(key, value as never)
       remember(key, copy(value))
       if (index) (await index).add(key)
+      const ix = scopes.get(scopeOf(key))
+      if (ix) (await ix).drop(key)
     },
     async remove(key: string) {
       await storage.removeItem(key)
       cache?.delete(key)
       if (index) (await index).delete(key)
+      const ix = scopes.get(scopeOf(key))
+      if (ix) (await ix).drop(key)
     },
-    async keys(prefix: string) {
-      if (cache) return [...(await keyIndex())].filter((k) => k.startsWith(prefix))
-      // unstorage normalises keys (":" separators); ask for the base, keep exact-prefix matches.
-      const base = prefix.endsWith(':') ? prefix.slice(0, -1) : prefix
-      const keys = await storage.getKeys(base)
-      return keys.filter((k) => k.startsWith(prefix))
+    keys: storeKeys,
+    async put<T>(key: string, value: T, entry: IndexEntry) {
+      await storage.setItem(key, value as never)
+      remember(key, copy(value))
+      if (index) (await index).add(key)
+      const ix = scopes.get(entry.scope)
+      if (ix) (await ix).put(key, entry)
+    },
+    async list<T>(scope: string, query: IndexQuery) {
+      const { keys, total } = (await indexOf(scope)).page(scope, query)
+      const items = (await self.getMany<T>(keys)).filter((v): v is Awaited<T> => v !== null) as T[]
+      return { items, total }
     },
   }
+  return self
 }

@@ -1,4 +1,7 @@
 export { runtimeConformanceSuite, type ConformanceOptions } from './conformance.js'
+export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
+export { runStoreWriter } from './store-writer.js'
 export { ensureEngines, readEngine, findRepoRoot, ENSURE_SCRIPT, type EngineInfo } from './engines.js'
 export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
 export { busyboxRecipe } from './image-recipe.js'
+export { startRedis, connectRedis, type LocalRedis } from './redis.js'

@@ -185,7 +185,7 @@ export class ChatEventsService {
   }
 
   private async sorted(owner: string, integrationId: string): Promise<ChatEventRecord[]> {
-    return (await this.collection(integrationId).all(owner)).sort((a, b) => b.order - a.order)
+    return this.collection(integrationId).all(owner)
   }
 
   /** The events recorded for an integration, newest first. */

@@ -1,5 +1,6 @@
 import { notFound } from '../errors.js'
 import type { Store } from '../ports/store.js'
+import { indexEntryFor } from './indexes.js'
 
 /** Fields every stored record has. `owner_id` is the caller that created it. */
 export interface OwnedRecord {
@@ -70,8 +71,12 @@ export class OwnedCollection<T extends OwnedRecord> {
     return record
   }
 
+  /** Store the record and its place in the owner's ordered list (see `INDEXES`). */
   async put(record: T): Promise<T> {
-    await this.store.set(this.key(record.owner_id, record.id), record)
+    const key = this.key(record.owner_id, record.id)
+    const entry = indexEntryFor(key, record)
+    if (!entry) throw new Error(`${this.kind} is not a listed kind (see INDEXES)`)
+    await this.store.put(key, record, entry)
     return record
   }
 
@@ -82,16 +87,17 @@ export class OwnedCollection<T extends OwnedRecord> {
     return record
   }
 
-  /** Every record of an owner, newest first. */
+  /** Every record of an owner, in list order (newest first). Reads them all: for small kinds. */
   async all(owner: string): Promise<T[]> {
-    const keys = await this.store.keys(`${this.kind}:${owner}:`)
-    const records = (await this.store.getMany<T>(keys)).filter((r): r is T => r !== null)
-    return records.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1))
+    return (await this.store.list<T>(`${this.kind}:${owner}`, { offset: 0, limit: Number.MAX_SAFE_INTEGER })).items
   }
 
-  /** One page of an owner's records (newest first), optionally filtered. */
-  async list(owner: string, page: Page, filter?: (r: T) => boolean): Promise<Paged<T>> {
-    const all = await this.all(owner)
-    return paginate(filter ? all.filter(filter) : all, page)
+  /**
+   * One page of an owner's records (newest first), optionally of one filter term (see
+   * `INDEXES`, built with `term()`): reads the page's records and a kept count only.
+   */
+  async list(owner: string, page: Page, filter?: string): Promise<Paged<T>> {
+    const limit = page.limit
+    return this.store.list<T>(`${this.kind}:${owner}`, { term: filter, offset: (page.page - 1) * limit, limit })
   }
 }

@@ -52,7 +52,7 @@ export class DeliveryLog {
   }
 
   private async sorted(owner: string, integrationId: string): Promise<DeliveryRecord[]> {
-    return (await this.collection(integrationId).all(owner)).sort((a, b) => b.order - a.order)
+    return this.collection(integrationId).all(owner)
   }
 
   async record(owner: string, attempt: Omit<Delivery, 'id'>): Promise<Delivery> {

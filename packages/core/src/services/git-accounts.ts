@@ -1,5 +1,6 @@
 import { validationError } from '../errors.js'
 import { newId } from '../ids.js'
+import { term } from './indexes.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -180,7 +181,7 @@ export class GitAccountsService {
   }
 
   async list(owner: string, page: Page, filter: { provider?: GitProviderName | undefined } = {}): Promise<Paged<GitAccount>> {
-    const { items, total } = await this.records.list(owner, page, (r) => filter.provider === undefined || r.provider === filter.provider)
+    const { items, total } = await this.records.list(owner, page, term({ provider: filter.provider }))
     return { items: items.map((r) => this.view(r)), total }
   }
 

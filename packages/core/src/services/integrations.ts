@@ -1,5 +1,6 @@
 import { validationError } from '../errors.js'
 import { newId } from '../ids.js'
+import { term } from './indexes.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -121,7 +122,7 @@ export class IntegrationsService {
   }
 
   async list(owner: string, page: Page, filter: { type?: IntegrationType | undefined }): Promise<Paged<Integration>> {
-    const { items, total } = await this.records.list(owner, page, (r) => filter.type === undefined || r.type === filter.type)
+    const { items, total } = await this.records.list(owner, page, term({ type: filter.type }))
     return { items: items.map((r) => this.view(r)), total }
   }
 

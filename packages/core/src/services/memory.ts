@@ -1,4 +1,5 @@
 import { newId } from '../ids.js'
+import { term } from './indexes.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { CreateMemory, Memory, UpdateMemory } from '../schemas/memory.js'
@@ -64,11 +65,7 @@ export class MemoryService {
   }
 
   async list(owner: string, page: Page, filter: { profile_id?: string | undefined; type?: string | undefined }): Promise<Paged<Memory>> {
-    const { items, total } = await this.records.list(
-      owner,
-      page,
-      (r) => (filter.profile_id === undefined || r.profile_id === filter.profile_id) && (filter.type === undefined || r.type === filter.type),
-    )
+    const { items, total } = await this.records.list(owner, page, term({ profile_id: filter.profile_id, type: filter.type }))
     return { items: items.map((r) => this.view(r)), total }
   }
 

@@ -159,11 +159,19 @@ export class PlaybookRunsService {
 
   /** A playbook's runs, newest first, with their live status. */
   async list(owner: string, playbookId: string, page: Page, filter: { status?: TaskStatus | undefined }): Promise<Paged<PlaybookRun>> {
-    const all = (await this.collection(playbookId).all(owner)).sort((a, b) => b.order - a.order)
-    const taskIds = all.filter((r) => r.task_id && !DONE.includes(r.status)).map((r) => r.task_id!)
-    const tasks = new Map((await this.o.store.getMany<TaskRecord>(taskIds.map((id) => `tasks:${owner}:${id}`))).filter((t) => t !== null).map((t) => [t!.id, t!]))
-    const views = all.map((r) => this.view(r, r.task_id ? tasks.get(r.task_id) : null)).filter((r) => filter.status === undefined || r.status === filter.status)
-    return paginate(views, page)
+    const runs = this.collection(playbookId)
+    const live = async (records: RunRecord[]) => {
+      const taskIds = records.filter((r) => r.task_id && !DONE.includes(r.status)).map((r) => r.task_id!)
+      const tasks = new Map((await this.o.store.getMany<TaskRecord>(taskIds.map((id) => `tasks:${owner}:${id}`))).filter((t) => t !== null).map((t) => [t!.id, t!]))
+      return records.map((r) => this.view(r, r.task_id ? tasks.get(r.task_id) : null))
+    }
+    // Unfiltered: one page of the playbook's index. A status filter matches the live status
+    // (the task's, while the run is under way), so it reads this playbook's runs.
+    if (filter.status === undefined) {
+      const { items, total } = await runs.list(owner, page)
+      return { items: await live(items), total }
+    }
+    return paginate((await live(await runs.all(owner))).filter((r) => r.status === filter.status), page)
   }
 
   private onTaskMessage(m: TaskMessage): void {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { validationError } from '../errors.js'
 import { newId, randomToken } from '../ids.js'
+import { term } from './indexes.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { CreatePlaybook, Playbook, PlaybookTrigger, UpdatePlaybook } from '../schemas/playbook.js'
@@ -136,7 +137,7 @@ export class PlaybooksService {
   /** The playbooks of one of the owner's profiles (404 for another owner's profile). */
   async listForProfile(owner: string, profileId: string, page: Page): Promise<Paged<Playbook>> {
     await this.profiles.records.get(owner, profileId)
-    const { items, total } = await this.records.list(owner, page, (r) => r.profile_id === profileId)
+    const { items, total } = await this.records.list(owner, page, term({ profile_id: profileId }))
     return { items: items.map((r) => this.view(r)), total }
   }
 

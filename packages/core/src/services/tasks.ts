@@ -1,6 +1,7 @@
 import * as v from 'valibot'
 import { ApiError, isApiError, validationError } from '../errors.js'
 import { newId } from '../ids.js'
+import { term } from './indexes.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import { collectExec, type ContainerRuntime } from '../ports/container-runtime.js'
@@ -252,11 +253,7 @@ export class TasksService {
   }
 
   async list(owner: string, page: Page, filter: { status?: TaskStatus | undefined; mode?: 'batch' | 'session' | undefined }): Promise<Paged<Task>> {
-    const { items, total } = await this.records.list(
-      owner,
-      page,
-      (t) => (filter.status === undefined || t.status === filter.status) && (filter.mode === undefined || t.mode === filter.mode),
-    )
+    const { items, total } = await this.records.list(owner, page, term({ status: filter.status, mode: filter.mode }))
     return { items: items.map((t) => this.view(t)), total }
   }
 

@@ -5,7 +5,8 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../route.js'
 import type { CallerKey, IssuedCallerKey, User } from '../schemas/user.js'
-import { paginate, type Page, type Paged } from './collection.js'
+import { type Page, type Paged } from './collection.js'
+import { indexEntryFor } from './indexes.js'
 
 /** Prefix of every caller key, so leaked keys are recognisable by secret scanners. */
 export const CALLER_KEY_PREFIX = 'berth_sk_'
@@ -69,7 +70,7 @@ export class UsersService {
   /** Create a user and its first caller key (the token is in the result, once). */
   async create(input: { name: string; role?: 'user' | 'admin' | undefined }): Promise<{ user: User; key: IssuedCallerKey }> {
     const user: User = { id: newId('user'), name: input.name, role: input.role ?? 'user', created_at: isoNow(this.clock) }
-    await this.store.set(`users:${user.id}`, user)
+    await this.store.put(`users:${user.id}`, user, indexEntryFor(`users:${user.id}`, user)!)
     const key = await this.issueKey(user.id, {})
     return { user, key }
   }
@@ -81,11 +82,7 @@ export class UsersService {
   }
 
   async list(page: Page): Promise<Paged<User>> {
-    const keys = await this.store.keys('users:')
-    const users = (await this.store.getMany<User>(keys))
-      .filter((u): u is User => u !== null)
-      .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
-    return paginate(users, page)
+    return this.store.list<User>('users', { offset: (page.page - 1) * page.limit, limit: page.limit })
   }
 
   /** Delete a user and revoke all its keys. Its resources stay in the store, unreachable. */

@@ -114,11 +114,8 @@ export class WorkspacesService {
 
   /** The list: playbook-only workspaces (`pb-` sessions) are left out unless claimed as a thread. */
   async list(owner: string, page: Page, filter: { status?: WorkspaceStatus | undefined }): Promise<Paged<WorkspaceSummary>> {
-    const { items, total } = await this.records.list(
-      owner,
-      page,
-      (r) => (!r.session_id.startsWith('pb-') || r.thread_claimed) && (filter.status === undefined || r.status === filter.status),
-    )
+    // The `listed` index leaves playbook-only workspaces out (see INDEXES).
+    const { items, total } = await this.records.list(owner, page, filter.status === undefined ? 'listed' : `listed,status=${filter.status}`)
     return { items: items.map((r) => this.summary(r)), total }
   }
 

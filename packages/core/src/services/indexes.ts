@@ -1,0 +1,89 @@
+import type { IndexEntry } from '../ports/store.js'
+
+/** How records of one kind are ordered and filtered in their list. */
+export interface IndexSpec {
+  /** Sort key (highest first). Default: `created_at`, then id: newest first. */
+  order?(record: IndexedRecord): string
+  /** Filter terms (each one its own counted index), e.g. `status=running`. */
+  terms?(record: IndexedRecord): string[]
+}
+
+/** The fields the index specs read. */
+export type IndexedRecord = { id: string; created_at: string } & Record<string, unknown>
+
+/**
+ * A filter term from several `field=value` parts, in a fixed order, leaving out the
+ * absent ones: `undefined` when nothing filters (the whole list).
+ *
+ * @example
+ * ```ts
+ * term({ mode: 'batch', status: undefined }) // 'mode=batch'
+ * ```
+ */
+export function term(parts: Record<string, string | null | undefined>): string | undefined {
+  const set = Object.keys(parts)
+    .sort()
+    .filter((k) => parts[k] !== undefined && parts[k] !== null)
+  return set.length ? set.map((k) => `${k}=${parts[k]}`).join(',') : undefined
+}
+
+/** Every combination of the present parts, so a filter on any subset reads one index. */
+function combos(parts: Record<string, string | null | undefined>): string[] {
+  const keys = Object.keys(parts).filter((k) => parts[k] !== undefined && parts[k] !== null)
+  const out: string[] = []
+  for (let mask = 1; mask < 1 << keys.length; mask++) {
+    out.push(term(Object.fromEntries(keys.filter((_, i) => mask & (1 << i)).map((k) => [k, parts[k]])))!)
+  }
+  return out
+}
+
+/** `order` numbers (microsecond sequence) of runs, deliveries and chat events, fixed width. */
+const byOrderField = (r: IndexedRecord) => `${String(r.order ?? 0).padStart(20, '0')}|${r.id}`
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+
+/**
+ * Every listed kind, by the first segment of its keys. The lists' filters are index
+ * terms; the migration and rebuilt indexes use the same table, so they always agree.
+ */
+export const INDEXES: Record<string, IndexSpec> = {
+  tasks: { terms: (r) => combos({ status: str(r.status), mode: str(r.mode) }) },
+  // Playbook-only workspaces (`pb-` sessions) stay out of the list unless claimed as a thread.
+  workspaces: {
+    terms: (r) => {
+      const listed = !String(r.session_id ?? '').startsWith('pb-') || Boolean(r.thread_claimed)
+      return listed ? ['listed', `listed,status=${str(r.status)}`] : []
+    },
+  },
+  memory: { terms: (r) => combos({ profile_id: str(r.profile_id), type: str(r.type) }) },
+  integrations: { terms: (r) => combos({ type: str(r.type) }) },
+  'git-accounts': { terms: (r) => combos({ provider: str(r.provider) }) },
+  'playbook-runs': { order: byOrderField },
+  'integration-deliveries': { order: byOrderField },
+  'chatprovider-events': { order: byOrderField },
+  profiles: {},
+  secrets: {},
+  tools: {},
+  skills: {},
+  agents: {},
+  apikeys: {},
+  playbooks: { terms: (r) => combos({ profile_id: str(r.profile_id) }) },
+  users: {},
+}
+
+/**
+ * The index entry of a stored record, or `null` when its kind is not listed (or the value
+ * is not a record). The scope is the key without its last `:<id>` segment.
+ *
+ * @example
+ * ```ts
+ * indexEntryFor('tasks:usr_1:task_1', task) // { scope: 'tasks:usr_1', order: '2026-…|task_1', terms: [...] }
+ * ```
+ */
+export function indexEntryFor(key: string, value: unknown): IndexEntry | null {
+  const spec = INDEXES[key.slice(0, key.indexOf(':'))]
+  const cut = key.lastIndexOf(':')
+  if (!spec || cut < 0 || typeof value !== 'object' || value === null) return null
+  const r = value as IndexedRecord
+  if (typeof r.id !== 'string' || typeof r.created_at !== 'string' || key.slice(cut + 1) !== r.id) return null
+  return { scope: key.slice(0, cut), order: spec.order ? spec.order(r) : `${r.created_at}|${r.id}`, terms: spec.terms?.(r) ?? [] }
+}
