@@ -90,8 +90,8 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
   for (const [i, status] of statuses.entries()) {
     legacy.clock.advance(1000)
     const ws = await legacy.berth.services.workspaces.create(owner, { profile_id: profile.id, persistent: false, name: `W${i}` })
-    // Settled states: a restart's recovery would move `starting` ones on.
-    await legacy.berth.services.workspaces.setStatus(owner, ws.id, i % 2 ? 'idle' : 'failed')
+    // A settled state: a restart's recovery would move `starting` and `running` ones on.
+    await legacy.berth.services.workspaces.setStatus(owner, ws.id, 'idle')
     const now = new Date(legacy.clock.now()).toISOString()
     const record: TaskRecord = {
       id: `task_${String(i).padStart(9, '0')}legacy${i}x`,

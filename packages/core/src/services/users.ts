@@ -5,7 +5,7 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../route.js'
 import type { CallerKey, IssuedCallerKey, User } from '../schemas/user.js'
-import { type Page, type Paged } from './collection.js'
+import { paginate, type Page, type Paged } from './collection.js'
 import { indexEntryFor } from './indexes.js'
 
 /** Prefix of every caller key, so leaked keys are recognisable by secret scanners. */
