@@ -43,7 +43,9 @@ export async function toBlob(data: UploadData): Promise<Blob> {
  */
 export async function uploadForm(files: readonly { name: string; blob: Blob }[], dir: string): Promise<FormData> {
   const form = new FormData()
-  form.set('path', dir)
+  // A trailing slash names a directory: without it the server stores a single file at
+  // `path` itself (the spec's upload form), not inside a directory of that name.
+  form.set('path', dir === '' || dir.endsWith('/') ? dir : `${dir}/`)
   for (const file of files) form.append('file', file.blob, file.name)
   return form
 }

@@ -276,8 +276,10 @@ function errorCodes(route: AnyRoute): ErrorCode[] {
   if (route.auth !== 'public') codes.push('UNAUTHORIZED')
   if (route.auth === 'admin') codes.push('FORBIDDEN')
   if (route.auth !== 'public' && !route.unlimited) codes.push('RATE_LIMITED')
-  if (route.params || route.query || route.body) codes.push('VALIDATION_FAILED')
-  if (pathParamNames(route.path).length > 0) codes.push('NOT_FOUND')
+  const hasPathParams = pathParamNames(route.path).length > 0
+  // A path parameter that is not valid percent-encoding is refused before any handler runs.
+  if (route.params || route.query || route.body || hasPathParams) codes.push('VALIDATION_FAILED')
+  if (hasPathParams) codes.push('NOT_FOUND')
   if (route.body) codes.push('PAYLOAD_TOO_LARGE')
   codes.push('INTERNAL_ERROR')
   return [...new Set([...codes, ...(route.errors ?? [])])]

@@ -105,7 +105,10 @@ export function filesPanel(workspaceId: string): HTMLElement {
       return
     }
     const form = new FormData()
-    form.set('path', dirInput.value.trim() || '.')
+    // The field names a folder: a trailing slash keeps a single file from being stored
+    // under the folder's name itself (the upload route's one-file form).
+    const dir = dirInput.value.trim() || '.'
+    form.set('path', dir.endsWith('/') ? dir : `${dir}/`)
     for (const f of files) form.append('file', f, f.name)
     status.textContent = `Uploading ${files.length} file${files.length === 1 ? '' : 's'}…`
     try {
