@@ -10,6 +10,8 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
+import { hostImageRecipe } from '@berth/adapter-docker'
+import { defaultPoolName } from '@berth/core'
 import { bundleRunner } from '@berth/runner'
 import { createBerth, type BerthConfig } from '@berth/server'
 import { runtimeFor } from './runtime.js'
@@ -58,6 +60,17 @@ if (config.runner === 'image' && chosen.name !== 'local') {
 } else {
   runner = { bundleDir: bundleRunner(resolve(config.dataDir, 'runner')).dir }
 }
+// A missing image is pulled, else built from this host's node (bundle mode only: the
+// image then needs nothing but Node, bash and the libraries, the runner is mounted).
+let imageRecipe: ReturnType<typeof hostImageRecipe> | undefined
+if (runner?.bundleDir) {
+  try {
+    imageRecipe = hostImageRecipe()
+  } catch (err) {
+    console.warn(`berth: cannot build images from this host (${(err as Error).message}); a missing ${image} must be pulled`)
+  }
+}
+const poolName = config.poolName ?? defaultPoolName(config.dataDir)
 const berth = createBerth({
   storage,
   dataDir: config.dataDir,
@@ -66,7 +79,7 @@ const berth = createBerth({
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
   runtime: chosen.runtime,
-  pool: { image, min: config.poolMin, max: config.poolMax },
+  pool: { image, min: config.poolMin, max: config.poolMax, name: poolName, ...(imageRecipe && { imageRecipe }) },
   concurrency: config.concurrency,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),
@@ -79,12 +92,12 @@ const berth = createBerth({
 })
 
 console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)
-const poolLine = `pool: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
+const poolLine = `pool ${poolName}: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
 // Listen only once the pool has adopted what the last run left and warmed up. If the engine
 // went away since the ping, start-up fails: the API still serves everything that needs no
-// container, /health shows the empty pool, and a supervisor does not crash-loop us. A
-// missing image does not fail it: warming retries in the background.
+// container, /health shows the engine down, and the pool retries with backoff until it
+// answers. A missing image is provisioned (pulled or built) before the first container.
 try {
   await berth.ready
   const { idle, in_use } = berth.services.pool.stats()
@@ -96,7 +109,7 @@ try {
   console.error(`berth: start-up did not complete: ${(err as Error).message}`)
   console.error(
     'berth: serving the API without warm containers; tasks fail with CONTAINER_FAILED until the engine ' +
-      'answers and Berth is restarted.',
+      'answers (retried in the background, see /health).',
   )
 }
 

@@ -8,6 +8,8 @@ export interface DockerRuntimeOptions extends EngineConnectionOptions {
   hardening?: HardeningOptions
   /** How often a running exec checks that its container is alive (default 1000 ms). */
   watchIntervalMs?: number
+  /** `ensureImage` gives up a pull after this long without progress (default 15 s). */
+  pullIdleTimeoutMs?: number
 }
 
 /**
@@ -29,5 +31,6 @@ export const dockerRuntime = defineRuntime((options: DockerRuntimeOptions = {}) 
     endpoint,
     hardening: options.hardening,
     watchIntervalMs: options.watchIntervalMs,
+    pullIdleTimeoutMs: options.pullIdleTimeoutMs,
   })
 })

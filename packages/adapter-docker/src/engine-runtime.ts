@@ -12,6 +12,7 @@ import type { EngineContext } from './context.js'
 import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
+import { imageProvisioner } from './images.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
 
 /** Everything an Engine-API runtime is built from; Docker and Podman differ only in these. */
@@ -26,6 +27,10 @@ export interface EngineRuntimeOptions {
   watchIntervalMs?: number
   /** Rewrite an image reference before create (Podman qualifies local short names). */
   resolveImage?: (image: string) => Promise<string>
+  /** The name an image built by `ensureImage` gets (Podman: `localhost/<name>`); default unchanged. */
+  localImageName?: (image: string) => string
+  /** `ensureImage` gives up a pull after this long without progress (default 15 s). */
+  pullIdleTimeoutMs?: number
   /** Rewrite `getArchive`'s tar stream (Podman names directories without the trailing slash). */
   transformArchive?: (tar: Readable) => AsyncIterable<Uint8Array>
   /** Check that `putArchive`'s target exists first (Podman creates missing directories; Docker answers 404). */
@@ -135,6 +140,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     },
 
     exec: (id, opts) => startExec(ctx, id, opts),
+
+    ensureImage: imageProvisioner(ctx, { localName: options.localImageName, pullIdleTimeoutMs: options.pullIdleTimeoutMs }),
 
     putArchive: (id, path, tar) => putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath }),
 

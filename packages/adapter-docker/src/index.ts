@@ -5,6 +5,8 @@ export { toCreateOptions, DEFAULT_CAP_ADD, DEFAULT_LIMITS, type HardeningOptions
 export { toContainerError, statusOf, type FailureContext } from './errors.js'
 export { toContainerInfo, toContainerSummary, toContainerStats, toState, toIso } from './inspect.js'
 export { EXEC_MARKER_ENV } from './exec.js'
+export { imageProvisioner, splitRef, PULL_IDLE_TIMEOUT_MS, PULL_RETRY_AFTER_MS, type ImageNaming } from './images.js'
+export { hostImageRecipe } from './host-image.js'
 export { toRequestBody } from './internal/streams.js'
 /** Re-exported from `@berth/core`, where the port's byte helpers live. */
 export { toWebStream } from '@berth/core'

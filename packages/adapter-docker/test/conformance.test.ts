@@ -10,4 +10,9 @@ runtimeConformanceSuite('docker', () => dockerRuntime({ socketPath: engine.socke
   killFromOutside: async (id) => {
     await new Docker({ socketPath: engine.socketPath }).getContainer(id).kill()
   },
+  images: {
+    removeImage: async (ref) => {
+      await new Docker({ socketPath: engine.socketPath }).getImage(ref).remove({ force: true })
+    },
+  },
 })

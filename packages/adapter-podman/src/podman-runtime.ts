@@ -2,7 +2,7 @@ import { createEngineRuntime, connectEngine, type DockerRuntimeOptions } from '@
 import { defineRuntime } from '@berth/core'
 import { slashDirectoryNames } from './archive-names.js'
 import { discoverPodman } from './discovery.js'
-import { podmanImageResolver } from './image-names.js'
+import { localImageName, podmanImageResolver } from './image-names.js'
 
 /** Options of {@link podmanRuntime}; with no connection given, the socket is discovered. */
 export type PodmanRuntimeOptions = DockerRuntimeOptions
@@ -11,7 +11,7 @@ export type PodmanRuntimeOptions = DockerRuntimeOptions
  * The Podman runtime: Berth's {@link ContainerRuntime} on Podman's Docker-compatible API,
  * rootful or rootless, built on `@berth/adapter-docker` (same hardening, same exec and
  * archive code) plus Podman's ways: socket discovery (`discoverPodman`), local images
- * under `localhost/`, archive directory entries named like Docker's (`dir/`), and a
+ * under `localhost/` (where `ensureImage` also tags what it builds), archive directory entries named like Docker's (`dir/`), and a
  * missing `putArchive` target reported as missing (Podman would create it).
  *
  * @example
@@ -29,7 +29,9 @@ export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) 
     endpoint,
     hardening: options.hardening,
     watchIntervalMs: options.watchIntervalMs,
+    pullIdleTimeoutMs: options.pullIdleTimeoutMs,
     resolveImage: podmanImageResolver(docker),
+    localImageName,
     transformArchive: slashDirectoryNames,
     verifyPutPath: true,
   })

@@ -1,6 +1,7 @@
 import {
   ApiError,
   ContainerPool,
+  defaultPoolName,
   createAesGcmCipher,
   createPipeline,
   createServices,
@@ -16,6 +17,7 @@ import {
   type ContainerRuntime,
   type ContainerSpec,
   type PooledContainer,
+  type PoolOptions,
   type Logger,
   type ModelCatalog,
   type RateLimiter,
@@ -134,10 +136,14 @@ export interface BerthOptions {
     min?: number
     /** Containers at most (default 20). */
     max?: number
-    /** Pool name, the `berth.pool` label (default `default`). */
+    /** Pool name, the `berth.pool` label: recovery touches only its own (default: `berth-` + a hash of the data dir). */
     name?: string
     /** Spec fields every container gets: limits, network, the runner mount. */
     spec?: Partial<ContainerSpec>
+    /** Built when the image is missing and cannot be pulled (e.g. `hostImageRecipe()` from `@berth/adapter-docker`). */
+    imageRecipe?: PoolOptions['imageRecipe']
+    /** Backoff while the engine does not answer (default 1 s doubling to 30 s). */
+    retry?: PoolOptions['retry']
   }
 }
 
@@ -210,7 +216,9 @@ export function createBerth(options: BerthOptions = {}): Berth {
           image: options.pool.image,
           min: options.pool.min ?? 0,
           max: options.pool.max ?? 20,
-          ...(options.pool.name && { name: options.pool.name }),
+          name: options.pool.name ?? defaultPoolName(dataDir),
+          ...(options.pool.imageRecipe && { imageRecipe: options.pool.imageRecipe }),
+          ...(options.pool.retry && { retry: options.pool.retry }),
           spec: { ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
           adopt: (c) => accountFor(c),
         })

@@ -19,6 +19,8 @@ export interface BerthConfig extends IntegrationsConfig {
   concurrency: number
   poolMin: number
   poolMax: number
+  /** `BERTH_POOL_NAME`: the `berth.pool` label of this server's containers; unset, derived from the data dir. */
+  poolName: string | undefined
   bodyLimit: number
   /** Outgoing mail for email integrations, from `BERTH_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…` for TLS) and `BERTH_SMTP_FROM`. */
   smtp: { host: string; port: number; secure: boolean; auth?: { user: string; pass: string }; from: string } | undefined
@@ -92,6 +94,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     concurrency: int(env, 'BERTH_CONCURRENCY', 5, 1),
     poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
     poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
+    poolName: env.BERTH_POOL_NAME || undefined,
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
@@ -99,6 +102,9 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
   }
   if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)
   if (config.poolMin > config.poolMax) throw new Error(`${settingName(env, 'BERTH_POOL_MIN')} (${config.poolMin}) must not exceed ${settingName(env, 'BERTH_POOL_MAX')} (${config.poolMax})`)
+  if (config.poolName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.poolName)) {
+    throw new Error(`${settingName(env, 'BERTH_POOL_NAME')} must be 1-63 letters, digits, '_', '.' or '-' (starting with a letter or digit), got "${config.poolName}"`)
+  }
   if (config.storage === 'redis' && !config.redisUrl) throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
   return config
 }

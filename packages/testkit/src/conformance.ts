@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -11,6 +12,7 @@ import {
   type ExecProcess,
 } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { busyboxRecipe } from './image-recipe.js'
 import { packTar, readTar } from './tar.js'
 
 /** What the suite needs to know about one adapter beyond the runtime itself. */
@@ -27,6 +29,22 @@ export interface ConformanceOptions {
   killFromOutside: (id: string) => Promise<void>
   /** Upper bound for "promptly" when a container dies mid-exec (default 10 s). */
   deathDetectionMs?: number
+  /**
+   * For runtimes with images: the suite then checks `ensureImage` (reuse, build from a
+   * recipe with one build for concurrent callers, rebuild on a new recipe, a clear
+   * failure) with a tiny recipe made of the host's static busybox, under names on a
+   * local port where no registry listens. `removeImage` cleans up from outside.
+   */
+  images?: { removeImage: (ref: string) => Promise<void> }
+}
+
+/** A local TCP port nothing listens on (taken, then released). */
+async function closedPort(): Promise<number> {
+  const srv = createServer()
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  const { port } = srv.address() as { port: number }
+  await new Promise<void>((r) => srv.close(() => r()))
+  return port
 }
 
 const MiB = 1024 * 1024
@@ -101,10 +119,13 @@ export function runtimeConformanceSuite(
       shared = await make({ env: { BERTH_SUITE: name } })
     })
 
+    const builtImages: string[] = []
+
     afterAll(async () => {
       if (!rt) return
       const mine = await rt.list({ labels: runLabels }).catch(() => [])
       await Promise.all(mine.map((c) => rt.remove(c.id)))
+      for (const ref of builtImages) await opts.images?.removeImage(ref).catch(() => {})
       await rt.close?.()
     })
 
@@ -399,9 +420,78 @@ export function runtimeConformanceSuite(
       expect(Date.now() - t0).toBeLessThan(6000)
     })
 
+    if (opts.images) {
+      describe('images', () => {
+        let registry: string // host:port of a "registry" that refuses every connection
+
+        beforeAll(async () => {
+          expect(rt.ensureImage, `${name} says it has images, but has no ensureImage`).toBeTypeOf('function')
+          registry = `127.0.0.1:${await closedPort()}`
+        })
+
+        it('ensureImage uses a present image as it is: no pull, no build', async () => {
+          const recipe = busyboxRecipe(`unused-${run}`, 'unused')
+          const stages: string[] = []
+          const report = await rt.ensureImage!(opts.image, { recipe, onProgress: (stage) => stages.push(stage) })
+          expect(report.source).toBe('present')
+          expect(report.id).toMatch(/^sha256:[0-9a-f]{64}$/)
+          expect(recipe.builds).toBe(0)
+          expect(stages).toEqual([])
+        })
+
+        it('builds a missing image no registry has from the recipe, once for concurrent callers; containers run it', async () => {
+          const ref = `${registry}/berth-conformance-${run}:v1`
+          builtImages.push(ref)
+          const recipe = busyboxRecipe(`conf-${run}-1`, 'first recipe')
+          const stages: string[] = []
+          const reports = await Promise.all([
+            rt.ensureImage!(ref, { recipe, onProgress: (stage) => stages.push(stage) }),
+            rt.ensureImage!(ref, { recipe }),
+            rt.ensureImage!(ref, { recipe }),
+          ])
+          expect(recipe.builds).toBe(1)
+          expect(stages).toEqual(['pulling', 'building'])
+          expect(reports[0]).toMatchObject({ ref, source: 'built', recipe: `conf-${run}-1` })
+          expect(reports[1]).toEqual(reports[0])
+          expect(reports[2]).toEqual(reports[0])
+
+          const id = await make({ image: ref })
+          expect((await sh(id, 'cat /marker; echo "|$PATH"')).stdout).toBe('first recipe|/bin\n')
+
+          // Built already: reused, not rebuilt.
+          const again = await rt.ensureImage!(ref, { recipe })
+          expect(again).toMatchObject({ ref, id: reports[0]!.id, source: 'present', recipe: `conf-${run}-1` })
+          expect(recipe.builds).toBe(1)
+        })
+
+        it('rebuilds an image Berth built from another recipe; a container of the old one keeps running', async () => {
+          const ref = `${registry}/berth-conformance-${run}:v2`
+          builtImages.push(ref)
+          const first = await rt.ensureImage!(ref, { recipe: busyboxRecipe(`conf-${run}-a`, 'recipe a') })
+          builtImages.push(first.id) // kept untagged while its container runs
+          const old = await make({ image: ref })
+          const changed = busyboxRecipe(`conf-${run}-b`, 'recipe b')
+          const second = await rt.ensureImage!(ref, { recipe: changed })
+          expect(second).toMatchObject({ ref, source: 'built', recipe: `conf-${run}-b` })
+          expect(second.id).not.toBe(first.id)
+          expect(changed.builds).toBe(1)
+          expect((await sh(await make({ image: ref }), 'cat /marker')).stdout).toBe('recipe b')
+          expect((await sh(old, 'cat /marker')).stdout).toBe('recipe a')
+        })
+
+        it('a missing image that cannot be pulled and has no recipe is CONTAINER_FAILED not_found, naming it', async () => {
+          const ref = `${registry}/berth-conformance-absent-${run}:v1`
+          const details = await expectContainerFailure(rt.ensureImage!(ref), 'not_found')
+          expect(details.image).toBe(ref)
+          await expectContainerFailure(rt.create({ image: ref, cmd: [...IDLE_COMMAND], labels: runLabels }))
+        })
+      })
+    }
+
     it('fails with CONTAINER_FAILED when the engine is not there', async () => {
       const down = await opts.makeUnreachable()
       const t0 = Date.now()
+      if (down.ensureImage) await expectContainerFailure(down.ensureImage(opts.image), 'unreachable')
       await expectContainerFailure(down.ping(), 'unreachable')
       await expectContainerFailure(down.create({ image: opts.image, cmd: [...IDLE_COMMAND] }), 'unreachable')
       await expectContainerFailure(down.list(), 'unreachable')

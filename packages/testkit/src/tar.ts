@@ -1,11 +1,12 @@
 import { pack, extract, type Header } from 'tar-stream'
 
-/** One tar entry to write: a file (with content) or a directory. */
+/** One tar entry to write: a file (with content), a directory, or a symlink (to `linkname`). */
 export interface TarInput {
   name: string
-  type?: 'file' | 'directory'
+  type?: 'file' | 'directory' | 'symlink'
   content?: Uint8Array | string
   mode?: number
+  linkname?: string
 }
 
 /** One entry read back from a tar. */
@@ -37,6 +38,8 @@ export async function packTar(entries: TarInput[]): Promise<Uint8Array> {
   for (const e of entries) {
     if ((e.type ?? 'file') === 'directory') {
       p.entry({ name: e.name, type: 'directory', mode: e.mode ?? 0o755 })
+    } else if (e.type === 'symlink') {
+      p.entry({ name: e.name, type: 'symlink', linkname: e.linkname ?? '' })
     } else {
       const body = typeof e.content === 'string' ? Buffer.from(e.content) : Buffer.from(e.content ?? new Uint8Array())
       p.entry({ name: e.name, type: 'file', mode: e.mode ?? 0o644, size: body.length }, body)

@@ -152,6 +152,46 @@ export interface ListFilter {
   all?: boolean
 }
 
+/** The label an image built from an {@link ImageRecipe} carries: the recipe's hash. */
+export const RECIPE_LABEL = 'berth.recipe'
+
+/**
+ * How to build an image that cannot be pulled: a root filesystem and the config it runs
+ * with. `@berth/adapter-docker`'s `hostImageRecipe()` is one (the host's Node, bash, git).
+ */
+export interface ImageRecipe {
+  /** What the image is built from, as a hash: an image whose {@link RECIPE_LABEL} differs is rebuilt. */
+  hash: string
+  /** For the progress line, e.g. `the host's node v20.19.2, bash, busybox, git`. */
+  description: string
+  /** The root filesystem as a tar stream; called once per build. */
+  rootfs(): AsyncIterable<Uint8Array>
+  /** Environment of the image, e.g. `{ PATH: '/usr/local/bin:/usr/bin:/bin' }`. */
+  env?: Record<string, string>
+  cmd?: string[]
+  workingDir?: string
+}
+
+/** Options of {@link ContainerRuntime.ensureImage}. */
+export interface EnsureImageOptions {
+  /** Built (and labelled with its hash) when the image is absent and cannot be pulled, or built from an older recipe. */
+  recipe?: ImageRecipe
+  /** Called when real work starts: a pull, then (if that fails) a build. */
+  onProgress?: (stage: 'pulling' | 'building', message: string) => void
+}
+
+/** What {@link ContainerRuntime.ensureImage} found or did. */
+export interface ImageReport {
+  /** The name the engine knows the image by (Podman: `localhost/…` for local images). */
+  ref: string
+  /** The engine's image id. */
+  id: string
+  /** `present`: it was there (and current); `pulled` from a registry; `built` from the recipe. */
+  source: 'present' | 'pulled' | 'built'
+  /** The recipe hash the image carries, when Berth built it. */
+  recipe?: string
+}
+
 /** The port every container adapter implements. All failures reject with {@link ContainerError}. */
 export interface ContainerRuntime {
   /** `docker`, `podman`, `local`, ... */
@@ -175,9 +215,17 @@ export interface ContainerRuntime {
   list(filter?: ListFilter): Promise<ContainerSummary[]>
   inspect(id: string): Promise<ContainerInfo>
   stats(id: string): Promise<ContainerStats>
-  /** Release connections and timers. */
   /** Remove a named volume (a workspace's files); absent volumes resolve. */
   removeVolume(name: string): Promise<void>
+  /**
+   * Make sure `ref` exists on the engine before containers are created from it: reuse it
+   * when present (rebuilding one Berth built from another recipe), else pull it, else
+   * build it from `options.recipe`. Concurrent calls for one ref share one provisioning.
+   * Rejects with `not_found` when the image is absent, cannot be pulled and there is no
+   * recipe. Runtimes without images (`local`) omit it.
+   */
+  ensureImage?(ref: string, options?: EnsureImageOptions): Promise<ImageReport>
+  /** Release connections and timers. */
   close?(): Promise<void>
 }
 
@@ -255,7 +303,7 @@ function guardRuntime(rt: ContainerRuntime): ContainerRuntime {
     throw new ContainerError('engine_error', `${rt.name} ${op} failed: ${message}`, { runtime: rt.name, op })
   }
   const guarded: ContainerRuntime = Object.create(rt)
-  for (const op of GUARDED) {
+  for (const op of [...GUARDED, ...(rt.ensureImage ? (['ensureImage'] as const) : [])]) {
     const fn = rt[op] as (...a: unknown[]) => Promise<unknown>
     ;(guarded as unknown as Record<string, unknown>)[op] = (...a: unknown[]) => {
       try {

@@ -10,10 +10,13 @@ export const health = defineRoute({
   path: '/health',
   auth: 'public',
   tag: 'system',
-  summary: 'Liveness check with version and pool statistics',
+  summary: 'Liveness check with version, pool statistics and the container engine\'s state',
   response: Health,
   unlimited: true,
-  handle: ({ services }) => ({ ok: true as const, version: services.version, pool: services.pool.stats() }),
+  handle: ({ services }) => {
+    const engine = services.pool.engineStatus()
+    return { ok: true as const, version: services.version, pool: services.pool.stats(), ...(engine && { engine }) }
+  },
 })
 
 export const adminRoutes = [

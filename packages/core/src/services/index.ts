@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import { silentLogger, type Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { PoolStats } from '../schemas/health.js'
+import type { EngineHealth, PoolStats } from '../schemas/health.js'
 import { ApiKeysService } from './api-keys.js'
 import {
   createAgentsService,
@@ -104,7 +104,8 @@ export interface Services {
   tools: ToolsService
   skills: SkillsService
   agents: AgentsService
-  pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'>
+  /** The warm pool; `engineStatus()` is `null` without a container runtime. */
+  pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'> & { engineStatus(): EngineHealth | null }
   workspaces: WorkspacesService
   /** Browse, upload and download a workspace's files (in its container, or from its volume). */
   workspaceFiles: WorkspaceFilesService
@@ -137,6 +138,7 @@ export interface Services {
 const noPool: Services['pool'] = {
   stats: (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 }),
   list: (): PooledContainer[] => [],
+  engineStatus: () => null,
   forceRemove: async (id: string) => {
     throw notFound('container', id)
   },

@@ -1,10 +1,20 @@
+import { createHash } from 'node:crypto'
+import { resolve } from 'node:path'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import { isoNow, type Clock } from '../ports/clock.js'
-import { IDLE_COMMAND, MANAGED_LABEL, type ContainerRuntime, type ContainerSpec } from '../ports/container-runtime.js'
+import {
+  ContainerError,
+  IDLE_COMMAND,
+  MANAGED_LABEL,
+  isContainerError,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ImageRecipe,
+} from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { PoolStats } from '../schemas/health.js'
+import type { EngineHealth, ImageHealth, PoolStats } from '../schemas/health.js'
 
 /** Claim priority; higher priorities are served first when the pool is full. */
 export type Priority = 'low' | 'normal' | 'high'
@@ -56,8 +66,21 @@ export interface PoolOptions {
   min: number
   /** Containers at most, idle and in use together. */
   max: number
-  /** Pool name: the `berth.pool` label, so several pools (or servers) can share an engine. */
+  /**
+   * Pool name: the `berth.pool` label. Recovery only touches containers carrying it, so
+   * servers sharing an engine need different names (see {@link defaultPoolName}).
+   */
   name?: string
+  /**
+   * How to build the image when the engine lacks it and no registry has it (e.g.
+   * `hostImageRecipe()` from `@berth/adapter-docker`). Without one, a missing image that
+   * cannot be pulled fails container creation with CONTAINER_FAILED.
+   */
+  imageRecipe?: ImageRecipe
+  /** Reconnecting to an engine that does not answer: first wait and cap, doubling between (default 1 s to 30 s). */
+  retry?: { initialMs?: number; maxMs?: number }
+  /** How long the engine gets to answer a ping before it counts as down (default 5 s). */
+  pingTimeoutMs?: number
   /** Spec fields every container gets: limits, network, the runner's read-only mount, env. */
   spec?: Partial<ContainerSpec>
   /**
@@ -65,6 +88,38 @@ export interface PoolOptions {
    * (e.g. its session workspace is alive). Unaccounted containers are removed.
    */
   adopt?: (container: PooledContainer) => Promise<boolean>
+}
+
+/**
+ * The default pool name for a data directory: `berth-` and 8 hex digits of its absolute
+ * path's hash, so two servers with their own data on one engine never share a pool.
+ *
+ * @example
+ * ```ts
+ * defaultPoolName('/var/lib/berth') // 'berth-1c0e5f2a' (stable for that path)
+ * ```
+ */
+export function defaultPoolName(dataDir: string): string {
+  return `berth-${createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 8)}`
+}
+
+/** One line of an error, short enough for /health and logs. */
+function describe(err: unknown): string {
+  const text = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim()
+  return text.length > 300 ? `${text.slice(0, 297)}...` : text
+}
+
+/** `work`, or a rejection naming `what` after `ms` (an engine socket that accepts but never answers). */
+async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ContainerError('unreachable', `${what} did not answer within ${ms} ms`)), ms)
+  })
+  try {
+    return await Promise.race([work, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 interface Waiter {
@@ -80,7 +135,9 @@ interface Waiter {
  * a fair queue (priority first, then the owner holding fewest containers, then arrival).
  * Released containers are reaped and replaced. Every container carries `berth.*` labels
  * and a persisted record, so a restarted server adopts what it can account for and
- * removes the rest.
+ * removes the rest. The image is provisioned (present, pulled, or built from
+ * `imageRecipe`) once, before the first container. An engine that does not answer is
+ * retried with capped backoff until it does; meanwhile claims fail fast.
  *
  * @example
  * ```ts
@@ -100,10 +157,20 @@ export class ContainerPool {
   private filling: Promise<void> | null = null
   private fillFailures = 0
   private fillRetry: ReturnType<typeof setTimeout> | null = null
+  /** Whether the engine answered last time we asked; `lastError` once it did not. */
+  private engine: { reachable: boolean; lastError: string | null } = { reachable: false, lastError: null }
+  /** Recovery ran (it needs the engine): until then, a reconnect recovers first. */
+  private recovered = false
+  private reconnectFailures = 0
+  private reconnectTimer: ReturnType<typeof setTimeout> | null = null
+  private image: ImageHealth
+  /** The one provisioning every creation awaits; cleared on failure so the next creation tries again. */
+  private imageReady: Promise<void> | null = null
 
   constructor(opts: PoolOptions) {
     if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max)) throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
     this.o = { name: 'default', ...opts }
+    this.image = { ref: opts.image, state: 'unknown' }
   }
 
   private key(id: string): string {
@@ -126,18 +193,127 @@ export class ContainerPool {
     return [...this.containers.values()].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
   }
 
+  /** Known not to answer (before the first attempt, nothing is known). */
+  private get down(): boolean {
+    return !this.engine.reachable && this.engine.lastError !== null
+  }
+
+  /** The engine's state for `/health`: its name, whether it answers, the last error, the image's state. */
+  engineStatus(): EngineHealth {
+    return {
+      name: this.o.runtime.name,
+      reachable: this.engine.reachable,
+      ...(this.engine.lastError !== null && { last_error: this.engine.lastError }),
+      ...(this.o.runtime.ensureImage && { image: { ...this.image } }),
+    }
+  }
+
   get(id: string): PooledContainer {
     const c = this.containers.get(id)
     if (!c) throw notFound('container', id)
     return c
   }
 
-  /** Recover what a previous run left, then warm up to `min`. */
+  /**
+   * Recover what a previous run left, then provision the image and warm up to `min`. When
+   * the engine does not answer, rejects (CONTAINER_FAILED) and keeps retrying recovery
+   * and warm-up in the background, with capped exponential backoff, until it does.
+   */
   async start(): Promise<{ adopted: number; removed: number }> {
-    const result = await this.recover()
-    this.fill()
+    let result: { adopted: number; removed: number }
+    try {
+      result = await this.connect()
+    } catch (err) {
+      this.engineDown(err)
+      throw err
+    }
+    this.afterConnect()
     await this.filling
     return result
+  }
+
+  /** Ping (bounded), then recover once. */
+  private async connect(): Promise<{ adopted: number; removed: number }> {
+    await within(this.o.runtime.ping(), this.o.pingTimeoutMs ?? 5_000, `the ${this.o.runtime.name} engine`)
+    const result = this.recovered ? { adopted: 0, removed: 0 } : await this.recover()
+    this.recovered = true
+    this.engine = { reachable: true, lastError: null }
+    this.reconnectFailures = 0
+    return result
+  }
+
+  /** The engine answers: provision the image in the background, warm up, serve waiting claims. */
+  private afterConnect(): void {
+    this.track(this.ensureImage()) // failures are logged and shown in /health; creations try again
+    this.fill()
+    this.serveWaiters()
+  }
+
+  /** Note that the engine does not answer and try again later (once; the retry reschedules itself). */
+  private engineDown(err: unknown): void {
+    if (this.closed) return
+    const wasUp = this.engine.reachable
+    this.engine = { reachable: false, lastError: describe(err) }
+    if (this.reconnectTimer) return
+    const { initialMs = 1000, maxMs = 30_000 } = this.o.retry ?? {}
+    const wait = Math.min(maxMs, initialMs * 2 ** this.reconnectFailures++)
+    this.o.logger.warn(wasUp ? 'container engine stopped answering' : 'container engine does not answer', {
+      runtime: this.o.runtime.name,
+      error: this.engine.lastError,
+      retry_in_ms: wait,
+    })
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null
+      const attempt = this.connect().then(
+        ({ adopted, removed }) => {
+          if (this.closed) return
+          this.o.logger.info('container engine answers', { runtime: this.o.runtime.name, adopted, removed })
+          this.afterConnect()
+        },
+        (e) => this.engineDown(e),
+      )
+      this.track(attempt)
+    }, wait)
+    this.reconnectTimer.unref?.()
+  }
+
+  /**
+   * Provision the pool's image once (present, pulled, or built from the recipe); every
+   * creation awaits the same run. A failure is logged, shown in `/health`, and retried
+   * by the next creation.
+   */
+  private ensureImage(): Promise<void> {
+    const rt = this.o.runtime
+    if (!rt.ensureImage) return Promise.resolve()
+    if (this.imageReady) return this.imageReady
+    const ref = this.o.image
+    const started = performance.now()
+    this.image = { ref, state: 'checking' }
+    this.imageReady = rt
+      .ensureImage(ref, {
+        ...(this.o.imageRecipe && { recipe: this.o.imageRecipe }),
+        onProgress: (stage, message) => {
+          this.image = { ref, state: stage }
+          // A pull that fails is quiet: the build line says why it was needed.
+          if (stage === 'building') this.o.logger.info(message, { runtime: rt.name, image: ref })
+        },
+      })
+      .then(
+        (report) => {
+          this.image = { ref: report.ref, state: 'ready' }
+          if (report.source !== 'present') {
+            const seconds = Math.round((performance.now() - started) / 100) / 10
+            this.o.logger.info(`image ${report.ref} ${report.source} in ${seconds} s`, { runtime: rt.name, image: report.ref, source: report.source, ...(report.recipe && { recipe: report.recipe }) })
+          }
+        },
+        (err: unknown) => {
+          this.imageReady = null
+          this.image = { ref, state: 'failed', error: describe(err) }
+          this.o.logger.warn('could not provision the image', { runtime: rt.name, image: ref, error: describe(err) })
+          throw err
+        },
+      )
+    return this.imageReady
   }
 
   /**
@@ -183,6 +359,12 @@ export class ContainerPool {
   claim(req: ClaimRequest): Promise<Lease> {
     if (this.closed) return Promise.reject(new ApiError('CONTAINER_FAILED', 'The container pool is shut down'))
     if (req.signal?.aborted) return Promise.reject(req.signal.reason)
+    if (this.down) {
+      const name = this.o.runtime.name
+      return Promise.reject(
+        new ContainerError('unreachable', `The ${name} engine is not answering (${this.engine.lastError}); Berth keeps retrying in the background`, { runtime: name }),
+      )
+    }
     if (this.waiters.length === 0) {
       const lease = this.tryClaim(req)
       if (lease) return lease
@@ -269,7 +451,16 @@ export class ContainerPool {
           ...(req?.workspace_id && { 'berth.workspace': req.workspace_id }),
         },
       }
-      const { id: engineId } = await this.o.runtime.create(spec)
+      if (spec.image === this.o.image) await this.ensureImage()
+      let engineId: string
+      try {
+        engineId = (await this.o.runtime.create(spec)).id
+      } catch (err) {
+        // Removed since it was provisioned: provision again next time.
+        if (isContainerError(err, 'not_found') && spec.image === this.o.image) this.imageReady = null
+        if (isContainerError(err, 'unreachable')) this.engineDown(err)
+        throw err
+      }
       try {
         await this.o.runtime.start(engineId)
         // Shut down meanwhile: nobody will release this one, so it must not outlive us.
@@ -359,7 +550,7 @@ export class ContainerPool {
 
   /** Whether warming should create another container now (claims waiting come first). */
   private wantsWarm(): boolean {
-    return !this.closed && this.waiters.length === 0 && this.idle.length + this.creating < this.o.min && this.containers.size + this.creating < this.o.max
+    return !this.closed && !this.down && this.waiters.length === 0 && this.idle.length + this.creating < this.o.min && this.containers.size + this.creating < this.o.max
   }
 
   /** Create warm containers until `min` are idle (within `max`), one at a time, in the background. */
@@ -396,6 +587,7 @@ export class ContainerPool {
   async close(opts: { removeAll?: boolean } = {}): Promise<void> {
     this.closed = true
     if (this.fillRetry) clearTimeout(this.fillRetry)
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer)
     for (const w of this.waiters.splice(0)) w.reject(new ApiError('CONTAINER_FAILED', 'The container pool is shut down'))
     await this.filling
     await Promise.all(this.inflight)
