@@ -57,3 +57,5 @@ export { MessengerClaims, claimCodeIn, CLAIM_CODE_TTL_MS, type ClaimOutcome } fr
 export { MessengerThreads, type MessengerThreadsOptions } from './services/messenger-threads.js'
 export { MessengerWebhook, SECRET_TOKEN_HEADER, webhookSecretToken, secretTokenHash, type WebhookState, type MessengerWebhookOptions } from './services/messenger-webhook.js'
 export { createTaskSocket, ClientMessage, SLOW_CONSUMER_CLOSE, type TaskSocketOptions } from './services/socket.js'
+export { EnvironmentsService, DEFAULT_ENVIRONMENT_CAPS, type EnvironmentRecord, type EnvironmentCaps, type EnvironmentImages, type ResolvedEnvironment } from './services/environments.js'
+export * from './net/private-ranges.js'

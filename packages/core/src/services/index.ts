@@ -25,6 +25,7 @@ import { WorkspacesService } from './workspaces.js'
 import { WorkspaceFilesService } from './workspace-files.js'
 import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
+import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService, type EnvironmentCaps, type EnvironmentImages } from './environments.js'
 import { UsersService } from './users.js'
 import { tokenBucket } from '../limits/rate-limit.js'
 import { unconfiguredNotifier, type Notifier } from '../ports/notifier.js'
@@ -63,6 +64,10 @@ export interface ServicesOptions {
   engine?: TaskEngine
   /** Running workspaces per profile (default 5). */
   concurrency?: number
+  /** The operator's caps and defaults for environments (default {@link DEFAULT_ENVIRONMENT_CAPS}). */
+  environmentCaps?: EnvironmentCaps
+  /** How environment images are provisioned (without it, every environment uses the pool's image). */
+  environmentImages?: EnvironmentImages
   /** A session's container is released after this long without a prompt (default 15 min). */
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
@@ -99,6 +104,8 @@ export interface Services {
   users: UsersService
   apiKeys: ApiKeysService
   profiles: ProfilesService
+  /** Environments: image, network policy, limits and variables of a profile's containers. */
+  environments: EnvironmentsService
   memory: MemoryService
   secrets: SecretsService
   tools: ToolsService
@@ -157,7 +164,9 @@ export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS))
-  const profiles = new ProfilesService(store, clock, apiKeys)
+  const logger = opts.logger ?? silentLogger
+  const environments = new EnvironmentsService({ store, clock, logger, caps: opts.environmentCaps ?? DEFAULT_ENVIRONMENT_CAPS, images: opts.environmentImages })
+  const profiles = new ProfilesService(store, clock, apiKeys, environments)
   const memory = new MemoryService(store, clock)
   const secrets = createSecretsService(store, clock, cipher)
   const tools = createToolsService(store, clock)
@@ -167,7 +176,6 @@ export function createServices(opts: ServicesOptions): Services {
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
   const slots = new ConcurrencySlots(opts.concurrency ?? 5)
-  const logger = opts.logger ?? silentLogger
   const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)))
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
   const tasks = new TasksService({
@@ -178,6 +186,7 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     slots,
     profiles,
+    environments,
     workspaces,
     catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts },
     engine: opts.engine,
@@ -216,6 +225,7 @@ export function createServices(opts: ServicesOptions): Services {
     users: new UsersService({ store, clock, adminToken: opts.adminToken }),
     apiKeys,
     profiles,
+    environments,
     memory,
     secrets,
     tools,

@@ -8,6 +8,7 @@ import type { CreateProfile, Profile, ProfileSummary, UpdateProfile } from '../s
 import type { ApiKeysService } from './api-keys.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
 import { assertOwnGitAccounts } from './git-accounts.js'
+import type { EnvironmentsService } from './environments.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
 
@@ -29,6 +30,7 @@ export class ProfilesService {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly apiKeys: ApiKeysService,
+    private readonly environments: EnvironmentsService,
   ) {
     this.records = new OwnedCollection<ProfileRecord>(store, 'profiles', 'profile')
   }
@@ -48,6 +50,8 @@ export class ProfilesService {
       persistent_sessions: r.persistent_sessions,
       // Records written before Git accounts existed have no list.
       git_account_ids: r.git_account_ids ?? [],
+      // Records written before environments existed have none: the default.
+      environment_id: r.environment_id ?? null,
       created_at: r.created_at,
       updated_at: r.updated_at,
     }
@@ -75,6 +79,7 @@ export class ProfilesService {
   async create(owner: string, input: CreateProfile): Promise<Profile> {
     await this.checkCredential(owner, input.api_key_id, input.model ?? null)
     if (input.git_account_ids) await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
+    if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
     // The slug check and the write must not interleave with another create of the same owner.
     return this.slugLock.run(owner, async () => {
       await this.checkSlug(owner, input.slug)
@@ -93,6 +98,7 @@ export class ProfilesService {
         memory_enabled: input.memory_enabled ?? false,
         persistent_sessions: input.persistent_sessions ?? false,
         git_account_ids: [...new Set(input.git_account_ids ?? [])],
+        environment_id: input.environment_id ?? null,
         created_at: now,
         updated_at: now,
       }
@@ -116,6 +122,7 @@ export class ProfilesService {
       for (const [k, val] of Object.entries(input)) if (val !== undefined) (next as unknown as Record<string, unknown>)[k] = val
       if (input.api_key_id !== undefined || input.model !== undefined) await this.checkCredential(owner, next.api_key_id, next.model)
       if (input.slug !== undefined && input.slug !== r.slug) await this.checkSlug(owner, input.slug, id)
+      if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
       if (input.git_account_ids !== undefined) {
         await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
         next.git_account_ids = [...new Set(input.git_account_ids)]
