@@ -40,7 +40,7 @@ export const PRIVATE_IPV6_RANGES: readonly (readonly [string, number])[] = [
 /** IPv6 ranges that carry an IPv4 address (the firewall refuses them whole: `::/96` compatible and loopback, mapped, NAT64). */
 export const PRIVATE_IPV6_EMBEDDING: readonly (readonly [string, number])[] = [
   ['::', 96],
-  ['::ffff:0:0', 96],
+  ['::ffff:0.0.0.0', 96],
   ['64:ff9b::', 96],
 ]
 
