@@ -128,6 +128,12 @@ const BEYOND_API_MD = [
   'POST /v1/playbooks/:id/webhook-secret',
   // What the chat provider's signed events recorded for an integration (API.md: events are verified before acting; this shows what arrived).
   'GET /v1/integrations/:id/events',
+  // Environments (issue 18): image, network policy, limits and variables of a profile's containers.
+  'GET /v1/environments',
+  'POST /v1/environments',
+  'GET /v1/environments/:id',
+  'PATCH /v1/environments/:id',
+  'DELETE /v1/environments/:id',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */
