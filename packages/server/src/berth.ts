@@ -228,7 +228,8 @@ export function createBerth(options: BerthOptions = {}): Berth {
   }
   const defaultEnvSpec: Partial<ContainerSpec> = runtime?.capabilities.isolation
     ? {
-        ...(caps.defaultPolicy !== 'allowlist' && enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
+        // A pool spec naming a network of its own (an embedding's choice) keeps it.
+        ...(options.pool?.spec?.network === undefined && caps.defaultPolicy !== 'allowlist' && enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
         limits: { cpus: caps.defaults.cpus, memoryBytes: caps.defaults.memory_mb * 1024 * 1024, pids: caps.defaults.pids },
         ...(agentUser !== 'root' && { user: agentUser }),
       }
