@@ -61,7 +61,7 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   }, 120_000)
 
   afterAll(async () => {
-    await t?.s.close({ removeContainers: true })
+    await t?.s.close()
     await sweep(runtime, peerPool)
     await new Promise((r) => listener.close(r))
   })

@@ -91,7 +91,7 @@ describe('environments: an image that fails is refused at submit (docker)', () =
   beforeAll(async () => {
     t = await taskServer('docker', { min: 0, max: 2, berth: { pool: { image: info.image, min: 0, max: 2, name: uniquePoolName('env-img') } } })
   }, 60_000)
-  afterAll(() => t?.s.close({ removeContainers: true }))
+  afterAll(() => t?.s.close())
 
   it('shows building then failed with the log tail; a submit is a 400; fixing it makes it ready and runnable', async () => {
     const env = await t.call('POST', '/v1/environments', { name: 'missing', image: 'berth-no-such-image-e18:1' })
