@@ -116,7 +116,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
 
   return {
     name,
-    capabilities: { isolation: true, limits: true, egress: ['none', 'public', 'allowlist'] },
+    capabilities: { isolation: true, limits: true, unprivilegedUser: true, egress: ['none', 'public', 'allowlist'] },
 
     async ping() {
       try {

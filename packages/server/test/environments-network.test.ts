@@ -85,7 +85,8 @@ describe.each(ENGINES)('environments on %s', (engine) => {
 
   it('public (the default): the host (bridge gateway, its other address) and another container are unreachable; the agent is not root', async () => {
     const { task, output } = await probe(t.profileId, [`${host}:${port}`, `${peerIp}:${port}`, `${engine === 'docker' ? '172.17.0.1' : host}:${port}`])
-    bridgeGateway = cli(engine, ['network', 'inspect', '-f', '{{range .IPAM.Config}}{{.Gateway}}{{end}}', 'berth-public'])
+    bridgeGateway = cli(engine, ['network', 'inspect', '-f', engine === 'docker' ? '{{range .IPAM.Config}}{{.Gateway}}{{end}}' : '{{range .Subnets}}{{.Gateway}}{{end}}', 'berth-public'])
+    expect(bridgeGateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
     expect(task.status, JSON.stringify(task)).toBe('completed')
     expect(task.result.text).toContain('probed')
     expect(output).toContain(`closed ${host}:${port}`)

@@ -158,6 +158,8 @@ export interface RuntimeCapabilities {
   isolation: boolean
   /** `limits` are enforced and reported by `inspect`. */
   limits: boolean
+  /** A non-root `user` is honoured: commands run as it with no capabilities, the working directory and put files its own. */
+  unprivilegedUser?: boolean
   /** Egress policies the runtime enforces (`local` under bubblewrap: `none` only). */
   egress?: readonly EgressPolicy['policy'][]
 }
