@@ -137,7 +137,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const created = await docker.createContainer(
           toCreateOptions({ ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) }, containerNameValue, options.hardening),
         )
-        if (unprivileged(spec.user) || spec.egress) owners.set(created.id, { user: spec.user ?? '', workingDir: spec.workingDir, egress: spec.egress !== undefined })
+        // Known for every container made here, so an exec needs no inspect to learn its user.
+        owners.set(created.id, { user: user ?? '', workingDir: spec.workingDir, egress: spec.egress !== undefined })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
         throw ctx.error(err, 'create', { image, name: containerNameValue })
