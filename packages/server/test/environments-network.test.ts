@@ -6,7 +6,7 @@
  * reading the installed rules (`iptables -S`), never by sending traffic there.
  */
 import { execFileSync } from 'node:child_process'
-import { createServer, type Server } from 'node:net'
+import { createServer, type Server, type Socket } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { collectExec, privateCidrs } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -34,6 +34,7 @@ function probeCommand(targets: string[]): string {
 describe.each(ENGINES)('environments on %s', (engine) => {
   let t: Awaited<ReturnType<typeof taskServer>>
   let listener: Server
+  const sockets = new Set<Socket>()
   let port: number
   let peerId: string
   let peerIp: string
@@ -43,7 +44,10 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   const peerPool = uniquePoolName(`env-peer-${engine}`)
 
   beforeAll(async () => {
-    listener = createServer((s) => s.end('pong'))
+    listener = createServer((s) => {
+      sockets.add(s.on('close', () => sockets.delete(s)))
+      s.end('pong')
+    })
     await new Promise<void>((r) => listener.listen(0, '0.0.0.0', r))
     port = (listener.address() as { port: number }).port
     // A listener in another container, on the engine's default network.
@@ -61,10 +65,11 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   }, 120_000)
 
   afterAll(async () => {
-    await t?.s.close()
-    await sweep(runtime, peerPool)
+    for (const s of sockets) s.destroy()
     await new Promise((r) => listener.close(r))
-  })
+    await sweep(runtime, peerPool)
+    await t?.s.close()
+  }, 240_000)
 
   /** Run a probe task in `profileId`'s environment; the tool's output. */
   async function probe(profileId: string, targets: string[]): Promise<{ task: Json; output: string }> {
