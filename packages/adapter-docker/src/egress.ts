@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import { ContainerError, MANAGED_LABEL, type EgressPolicy } from '@berth/core'
+import { ContainerError, MANAGED_LABEL, touchesPrivateRange, type EgressPolicy } from '@berth/core'
 import type { EngineContext } from './context.js'
 import { ensureDispatchFirst, installBridgeRules, type BridgeRules, type FirewallOptions } from './firewall.js'
 import { statusOf } from './errors.js'
@@ -22,12 +22,21 @@ export const EGRESS_LABEL = 'berth.egress'
 export function egressNetwork(policy: EgressPolicy): { name: string; bridge: string } | null {
   if (policy.policy === 'none') return null
   const allow = (policy.allow ?? []).map((a) => `${a.host.toLowerCase()}:${[...(a.ports ?? [])].sort((x, y) => x - y).join(',')}`).sort()
-  const hash = createHash('sha256').update(JSON.stringify([policy.policy, policy.policy === 'allowlist' ? allow : []])).digest('hex').slice(0, 12)
+  // Stable across versions for `public` (an existing berth-public keeps its bridge name).
+  const key = policy.policy === 'allowlist' ? ['allowlist', allow, ...(policy.allowPrivate ? ['private'] : [])] : [policy.policy, []]
+  const hash = createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 12)
   return { name: policy.policy === 'public' ? 'berth-public' : `berth-allow-${hash}`, bridge: `brb${hash}` }
 }
 
 /** Every address of the allowlist's entries (names resolved now; a CIDR as written). */
 async function resolveAllow(policy: EgressPolicy): Promise<BridgeRules['allow']> {
+  const out = await resolveEntries(policy)
+  const bad = policy.allowPrivate ? undefined : out.find((a) => touchesPrivateRange(a.address))
+  if (bad) throw new ContainerError('engine_error', `The allowlist reaches ${bad.address}, a private, loopback, link-local or metadata address, which is not allowed`, { address: bad.address })
+  return out
+}
+
+async function resolveEntries(policy: EgressPolicy): Promise<BridgeRules['allow']> {
   const out: BridgeRules['allow'] = []
   for (const entry of policy.allow ?? []) {
     const [base] = entry.host.split('/')

@@ -64,7 +64,8 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
     memory_mb: Math.min(d.defaults.memory_mb, max.memory_mb ?? Infinity),
     pids: Math.min(d.defaults.pids, max.pids ?? Infinity),
   }
-  return { defaultPolicy, allowedPolicies: policies as NetworkPolicy[], max, defaults }
+  const allowPrivateDestinations = oneOf(env, 'BERTH_ENV_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
+  return { defaultPolicy, allowedPolicies: policies as NetworkPolicy[], max, defaults, allowPrivateDestinations }
 }
 
 function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {

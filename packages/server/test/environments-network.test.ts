@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server, type Socket } from 'node:net'
 import { networkInterfaces } from 'node:os'
-import { collectExec, privateCidrs } from '@berth/core'
+import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRange } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
@@ -61,7 +61,15 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     await runtime.start(peerId)
     peerIp = cli(engine, ['inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', peerId])
     // The default environment (a new profile names none) gets the operator's default: public.
-    t = await taskServer(engine, { min: 0, max: 4, berth: { pool: { image: info.image, min: 0, max: 4, name: uniquePoolName(`env-${engine}`) } } })
+    t = await taskServer(engine, {
+      min: 0,
+      max: 4,
+      berth: {
+        pool: { image: info.image, min: 0, max: 4, name: uniquePoolName(`env-${engine}`) },
+        // Allowlisting this host's own address needs the operator's leave when it is a private one.
+        environments: { caps: { ...DEFAULT_ENVIRONMENT_CAPS, allowPrivateDestinations: touchesPrivateRange(host) } },
+      },
+    })
   }, 120_000)
 
   afterAll(async () => {

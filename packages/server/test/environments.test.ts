@@ -53,6 +53,11 @@ describe('environments: caps and ownership', () => {
       [{ name: 'big', limits: { memory_mb: 4096 } }, 'limits.memory_mb'],
       [{ name: 'big', limits: { pids: 10_000 } }, 'limits.pids'],
       [{ name: 'open', network: { policy: 'public' } }, 'network.policy'],
+      // An allowlist cannot open what `public` refuses: the metadata address, private ranges, everything.
+      [{ name: 'meta', network: { policy: 'allowlist', allow: [{ host: '169.254.169.254', ports: [80] }] } }, 'network.allow.0.host'],
+      [{ name: 'lan', network: { policy: 'allowlist', allow: [{ host: 'pypi.org' }, { host: '10.20.0.0/16' }] } }, 'network.allow.1.host'],
+      [{ name: 'all', network: { policy: 'allowlist', allow: [{ host: '0.0.0.0/0' }] } }, 'network.allow.0.host'],
+      [{ name: 'ula', network: { policy: 'allowlist', allow: [{ host: 'fd00::1' }] } }, 'network.allow.0.host'],
     ] as const) {
       const res = await call(alice, 'POST', '/v1/environments', body)
       expect(res.status, JSON.stringify(body)).toBe(400)
@@ -116,6 +121,7 @@ describe('environments: an image that fails is refused at submit (docker)', () =
     }, 30_000)
     const ok = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: 'Hello [[berth:text fine]]' })
     expect(ok.status).toBe(202)
-    expect((await t.waitDone(ok.body.task_id)).status).toBe('completed')
+    const done = await t.waitDone(ok.body.task_id)
+    expect(done.status, JSON.stringify(done.error)).toBe('completed')
   }, 120_000)
 })

@@ -1,3 +1,5 @@
+import { BlockList, isIP } from 'node:net'
+
 /**
  * The address ranges Berth never lets an untrusted party reach by default: "this"
  * network, private (RFC 1918, unique-local), loopback, link-local (cloud metadata lives
@@ -55,4 +57,40 @@ export const PRIVATE_IPV6_EMBEDDING: readonly (readonly [string, number])[] = [
 export function privateCidrs(family: 4 | 6): string[] {
   const ranges = family === 4 ? PRIVATE_IPV4_RANGES : [...PRIVATE_IPV6_EMBEDDING, ...PRIVATE_IPV6_RANGES]
   return ranges.map(([net, bits]) => `${net}/${bits}`)
+}
+
+const v4ToInt = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0)
+const private6 = new BlockList()
+for (const [net, bits] of [...PRIVATE_IPV6_EMBEDDING, ...PRIVATE_IPV6_RANGES]) private6.addSubnet(net, bits, 'ipv6')
+
+/**
+ * True when an address or CIDR (`10.1.2.3`, `0.0.0.0/0`, `fd00::/8`) reaches into any
+ * private range: an allowlist entry that would open what `public` refuses.
+ *
+ * @example
+ * ```ts
+ * touchesPrivateRange('169.254.169.254') // true
+ * touchesPrivateRange('0.0.0.0/0') // true (it contains them all)
+ * touchesPrivateRange('203.0.113.0/24') // false
+ * ```
+ */
+export function touchesPrivateRange(entry: string): boolean {
+  const [address, bitsText] = entry.split('/') as [string, string | undefined]
+  const family = isIP(address)
+  if (family === 4) {
+    const bits = bitsText === undefined ? 32 : Number(bitsText)
+    const size = 2 ** (32 - bits)
+    const start = Math.floor(v4ToInt(address) / size) * size
+    const end = start + size - 1
+    return PRIVATE_IPV4_RANGES.some(([net, b]) => {
+      const s = v4ToInt(net)
+      return start <= s + 2 ** (32 - b) - 1 && s <= end
+    })
+  }
+  if (family === 6) {
+    const bits = bitsText === undefined ? 128 : Number(bitsText)
+    // Wider than the narrowest private prefix could contain one: refused as touching.
+    return bits < 16 || private6.check(address, 'ipv6')
+  }
+  return false
 }

@@ -39,6 +39,8 @@ export interface ResourceLimits {
 export interface EgressPolicy {
   policy: 'none' | 'public' | 'allowlist'
   allow?: { host: string; ports?: number[] }[]
+  /** Let `allow` reach private ranges (an operator's choice); otherwise such an entry, or a name resolving to one, fails the create. */
+  allowPrivate?: boolean
 }
 
 /** What to create a container from. */

@@ -6,6 +6,7 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { CreateEnvironment, Environment, ImageStatus, NetworkPolicy, UpdateEnvironment } from '../schemas/environment.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './collection.js'
+import { touchesPrivateRange } from '../net/private-ranges.js'
 
 export interface EnvironmentRecord extends OwnedRecord, Omit<Environment, 'id' | 'created_at' | 'updated_at'> {}
 
@@ -19,6 +20,12 @@ export interface EnvironmentCaps {
   max: { cpus: number | null; memory_mb: number | null; pids: number | null; disk_mb: number | null }
   /** Limits of containers whose environment sets none. */
   defaults: { cpus: number; memory_mb: number; pids: number }
+  /**
+   * Let an allowlist (and the model endpoint it adds) name private, loopback, link-local or
+   * metadata addresses (default false: refused, 400 for a literal address, a failed
+   * container for a name that resolves to one).
+   */
+  allowPrivateDestinations?: boolean
 }
 
 /** Caps when the deployment sets none: every policy offered, `public` by default, 4 CPUs, 8 GiB, 4096 pids, 20 GiB disk. */
@@ -111,6 +118,11 @@ export class EnvironmentsService {
       const asked = r.limits[k]
       const max = caps.max[k]
       if (asked !== null && max !== null && asked > max) issues.push({ location: 'body', path: `limits.${k}`, message: `${asked} is above the operator's cap of ${max}` })
+    }
+    if (!caps.allowPrivateDestinations) {
+      r.network.allow.forEach((a, i) => {
+        if (touchesPrivateRange(a.host)) issues.push({ location: 'body', path: `network.allow.${i}.host`, message: `${a.host} reaches private, loopback, link-local or metadata addresses, which this server does not allow` })
+      })
     }
     if (issues.length) throw validationError(issues)
   }
@@ -246,7 +258,7 @@ export class EnvironmentsService {
       // Warm containers serve the default environment, unless its allowlist must name this
       // task's model endpoint: then the container is made for the task.
       if (caps.defaultPolicy !== 'allowlist') return { id: null, network: { policy: caps.defaultPolicy }, spec: {} }
-      const network: EgressPolicy = { policy: 'allowlist', allow: extraHosts.map((host) => ({ host })) }
+      const network: EgressPolicy = { policy: 'allowlist', allow: extraHosts.map((host) => ({ host })), ...(caps.allowPrivateDestinations && { allowPrivate: true }) }
       return { id: null, network, spec: { egress: network } }
     }
     if (r.image_status.state !== 'ready') {
@@ -256,7 +268,11 @@ export class EnvironmentsService {
     }
     const network: EgressPolicy =
       r.network.policy === 'allowlist'
-        ? { policy: 'allowlist', allow: [...r.network.allow.map((a) => ({ host: a.host, ...(a.ports.length && { ports: a.ports }) })), ...extraHosts.map((host) => ({ host }))] }
+        ? {
+            policy: 'allowlist',
+            allow: [...r.network.allow.map((a) => ({ host: a.host, ...(a.ports.length && { ports: a.ports }) })), ...extraHosts.map((host) => ({ host }))],
+            ...(caps.allowPrivateDestinations && { allowPrivate: true }),
+          }
         : { policy: r.network.policy }
     const l = { ...caps.defaults, ...Object.fromEntries(Object.entries(r.limits).filter(([, val]) => val !== null)) }
     return {
