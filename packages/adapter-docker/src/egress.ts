@@ -48,8 +48,9 @@ async function resolveEntries(policy: EgressPolicy): Promise<BridgeRules['allow'
     let found: { address: string; family: number }[]
     try {
       found = await lookup(entry.host, { all: true, verbatim: true })
-    } catch (err) {
-      throw new ContainerError('engine_error', `Allowlist host ${entry.host} does not resolve (${(err as Error).message})`, { host: entry.host })
+    } catch {
+      // Not resolvable now: no rule lets it through (safe), and the task still runs.
+      continue
     }
     for (const a of found) out.push({ address: a.address, family: a.family as 4 | 6, ports: entry.ports ?? [] })
   }

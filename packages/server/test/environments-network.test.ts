@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server, type Socket } from 'node:net'
 import { networkInterfaces } from 'node:os'
+import { egressNetwork } from '@berth/adapter-docker'
 import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRange } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
@@ -77,6 +78,9 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     await new Promise((r) => listener.close(r))
     await sweep(runtime, peerPool)
     await t?.s.close()
+    // The allowlist's network is this run's own (its hash covers the port); berth-public is shared.
+    const own = egressNetwork({ policy: 'allowlist', allow: [{ host, ports: [port] }], ...(touchesPrivateRange(host) && { allowPrivate: true }) })
+    if (own) execFileSync(engine, ['network', 'rm', own.name], { stdio: 'ignore' })
   }, 240_000)
 
   /** Run a probe task in `profileId`'s environment; the tool's output. */
