@@ -86,6 +86,13 @@ describe('environments: caps and ownership', () => {
     expect(bare.body.environment_id).toBeNull()
     const moved = await call(bob, 'PATCH', `/v1/profiles/${bare.body.id}`, { environment_id: env.body.id })
     expect(moved.status).toBe(400)
+    // In use: not deleted (its profile would silently get the default's wider network).
+    const inUse = await call(alice, 'DELETE', `/v1/environments/${env.body.id}`)
+    expect(inUse.status).toBe(400)
+    expect(inUse.body.error).toContain(own.body.id)
+    expect((await call(alice, 'GET', `/v1/environments/${env.body.id}`)).status).toBe(200)
+    await call(alice, 'PATCH', `/v1/profiles/${own.body.id}`, { environment_id: null })
+    expect((await call(alice, 'DELETE', `/v1/environments/${env.body.id}`)).status).toBe(204)
   })
 })
 

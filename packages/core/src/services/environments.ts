@@ -78,6 +78,8 @@ function tail(err: unknown): string {
  */
 export class EnvironmentsService {
   readonly records: OwnedCollection<EnvironmentRecord>
+  /** Profiles, read only: which name an environment. */
+  private readonly profiles: OwnedCollection<OwnedRecord & { environment_id?: string | null }>
   /** Provisioning runs by image ref + hash: each is built once, concurrent callers share it. */
   private readonly builds = new Map<string, Promise<void>>()
 
@@ -85,6 +87,7 @@ export class EnvironmentsService {
     private readonly o: { store: Store; clock: Clock; logger: Logger; caps: EnvironmentCaps; images?: EnvironmentImages | undefined },
   ) {
     this.records = new OwnedCollection<EnvironmentRecord>(o.store, 'environments', 'environment')
+    this.profiles = new OwnedCollection(o.store, 'profiles', 'profile')
   }
 
   get caps(): EnvironmentCaps {
@@ -223,8 +226,18 @@ export class EnvironmentsService {
     return this.view(next)
   }
 
-  /** Delete the environment; profiles naming it fall back to the default environment. */
+  /**
+   * Delete the environment. Refused (400) while a profile names it: falling back to the
+   * default environment could widen what that profile's agents may reach.
+   */
   async remove(owner: string, id: string): Promise<void> {
+    await this.records.get(owner, id)
+    const users = (await this.profiles.all(owner)).filter((p) => p.environment_id === id)
+    if (users.length) {
+      throw validationError(
+        [{ location: 'params', path: 'id', message: `environment ${id} is used by profile ${users.map((p) => p.id).join(', ')}; point them elsewhere first` }],
+      )
+    }
     await this.records.remove(owner, id)
   }
 
@@ -248,11 +261,13 @@ export class EnvironmentsService {
 
   /**
    * What a task's container is made of: the profile's environment (its image provisioned
-   * first), or the operator's default when the profile names none or it was deleted.
+   * first), or the operator's default when the profile names none.
    * `extraHosts` (the model endpoint, remote MCP servers) join an allowlist.
    */
   async resolve(owner: string, id: string | null | undefined, extraHosts: readonly string[] = []): Promise<ResolvedEnvironment> {
     const r = id ? await this.records.find(owner, id) : null
+    // Never a silent fallback to the (possibly wider) default.
+    if (id && !r) throw new ApiError('CONTAINER_FAILED', `The profile's environment ${id} no longer exists`)
     const { caps } = this.o
     if (!r) {
       // Warm containers serve the default environment, unless its allowlist must name this
