@@ -34,6 +34,15 @@ describe('EnvironmentsService.resolve', () => {
     expect(d.spec.egress).toEqual({ policy: 'allowlist', allow: [{ host: 'api.anthropic.com' }] })
   })
 
+  it('root only where the operator allows it', async () => {
+    await expect(service().create('usr_1', { name: 'r', run_as_root: true })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' })
+    const envs = service({ allowRoot: true })
+    const env = await envs.create('usr_1', { name: 'r', run_as_root: true })
+    expect((await envs.resolve('usr_1', env.id)).spec.user).toBe('0:0')
+    const plain = await envs.create('usr_1', { name: 'p' })
+    expect((await envs.resolve('usr_1', plain.id)).spec.user).toBeUndefined()
+  })
+
   it('another owner\'s or a vanished environment is never replaced by the default', async () => {
     const envs = service()
     const env = await envs.create('usr_1', { name: 'x', network: { policy: 'none' } })

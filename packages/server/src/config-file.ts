@@ -40,6 +40,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_ENV_MAX_PIDS: 'environments.max.pids',
   BERTH_ENV_MAX_DISK_MB: 'environments.max.diskMb',
   BERTH_ENV_ALLOW_PRIVATE: 'environments.allowPrivate',
+  BERTH_ENV_ALLOW_ROOT: 'environments.allowRoot',
   BERTH_AGENT_USER: 'agentUser',
   ...Object.fromEntries(
     GIT_PROVIDERS.flatMap((p) =>

@@ -65,7 +65,8 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
     pids: Math.min(d.defaults.pids, max.pids ?? Infinity),
   }
   const allowPrivateDestinations = oneOf(env, 'BERTH_ENV_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
-  return { defaultPolicy, allowedPolicies: policies as NetworkPolicy[], max, defaults, allowPrivateDestinations }
+  const allowRoot = oneOf(env, 'BERTH_ENV_ALLOW_ROOT', ['true', 'false'] as const, 'false') === 'true'
+  return { defaultPolicy, allowedPolicies: policies as NetworkPolicy[], max, defaults, allowPrivateDestinations, allowRoot }
 }
 
 function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {

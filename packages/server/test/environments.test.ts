@@ -53,6 +53,7 @@ describe('environments: caps and ownership', () => {
       [{ name: 'big', limits: { memory_mb: 4096 } }, 'limits.memory_mb'],
       [{ name: 'big', limits: { pids: 10_000 } }, 'limits.pids'],
       [{ name: 'open', network: { policy: 'public' } }, 'network.policy'],
+      [{ name: 'root', run_as_root: true }, 'run_as_root'],
       // An allowlist cannot open what `public` refuses: the metadata address, private ranges, everything.
       [{ name: 'meta', network: { policy: 'allowlist', allow: [{ host: '169.254.169.254', ports: [80] }] } }, 'network.allow.0.host'],
       [{ name: 'lan', network: { policy: 'allowlist', allow: [{ host: 'pypi.org' }, { host: '10.20.0.0/16' }] } }, 'network.allow.1.host'],

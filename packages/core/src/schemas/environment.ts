@@ -77,6 +77,8 @@ const environmentFields = {
   network: v.object({ policy: v.picklist(NETWORK_POLICIES), allow: v.array(v.object({ host: v.string(), ports: v.array(v.number()) })) }),
   limits: v.object({ cpus: v.nullable(v.number()), memory_mb: v.nullable(v.number()), pids: v.nullable(v.number()), disk_mb: v.nullable(v.number()) }),
   env: v.record(v.string(), v.string()),
+  /** The agent runs as root in the container (only where the operator allows it). */
+  run_as_root: v.boolean(),
 }
 
 /** An environment: what the agent's container is made of and may reach. */
@@ -99,6 +101,7 @@ export const CreateEnvironment = v.strictObject({
   network: v.optional(NetworkSpec),
   limits: v.optional(EnvironmentLimits),
   env: v.optional(EnvVars),
+  run_as_root: v.optional(v.boolean()),
 })
 export const UpdateEnvironment = v.partial(CreateEnvironment)
 

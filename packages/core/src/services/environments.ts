@@ -26,6 +26,8 @@ export interface EnvironmentCaps {
    * container for a name that resolves to one).
    */
   allowPrivateDestinations?: boolean
+  /** Let an environment ask for `run_as_root` (default false: the agent is never root). */
+  allowRoot?: boolean
 }
 
 /** Caps when the deployment sets none: every policy offered, `public` by default, 4 CPUs, 8 GiB, 4096 pids, 20 GiB disk. */
@@ -104,6 +106,8 @@ export class EnvironmentsService {
       network: r.network,
       limits: r.limits,
       env: r.env,
+      // Records written before the field existed: never root.
+      run_as_root: r.run_as_root ?? false,
       image_status: r.image_status,
       created_at: r.created_at,
       updated_at: r.updated_at,
@@ -111,9 +115,10 @@ export class EnvironmentsService {
   }
 
   /** 400 naming every field beyond the operator's caps. */
-  private checkCaps(r: Pick<EnvironmentRecord, 'network' | 'limits'>): void {
+  private checkCaps(r: Pick<EnvironmentRecord, 'network' | 'limits' | 'run_as_root'>): void {
     const issues: ValidationIssue[] = []
     const { caps } = this.o
+    if (r.run_as_root && !caps.allowRoot) issues.push({ location: 'body', path: 'run_as_root', message: 'this server does not let agents run as root' })
     if (!caps.allowedPolicies.includes(r.network.policy)) {
       issues.push({ location: 'body', path: 'network.policy', message: `policy "${r.network.policy}" is not offered here (allowed: ${caps.allowedPolicies.join(', ')})` })
     }
@@ -165,7 +170,7 @@ export class EnvironmentsService {
     )
   }
 
-  private normalize(input: CreateEnvironment, base?: EnvironmentRecord): Pick<EnvironmentRecord, 'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env'> {
+  private normalize(input: CreateEnvironment, base?: EnvironmentRecord): Pick<EnvironmentRecord, 'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root'> {
     const network = input.network
       ? { policy: input.network.policy, allow: (input.network.allow ?? []).map((a) => ({ host: a.host.toLowerCase(), ports: [...new Set(a.ports ?? [])] })) }
       : (base?.network ?? { policy: this.o.caps.defaultPolicy, allow: [] })
@@ -179,6 +184,7 @@ export class EnvironmentsService {
       network,
       limits,
       env: input.env ?? base?.env ?? {},
+      run_as_root: input.run_as_root ?? base?.run_as_root ?? false,
     }
   }
 
@@ -298,6 +304,7 @@ export class EnvironmentsService {
         egress: network,
         limits: { cpus: l.cpus, memoryBytes: l.memory_mb * MB, pids: l.pids },
         env: { ...r.env },
+        ...(r.run_as_root && caps.allowRoot && { user: '0:0' }),
         labels: { 'berth.environment': r.id },
       },
     }
