@@ -224,7 +224,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
   // the default limits, the agent's user.
   const enforced = runtime?.capabilities.egress ?? []
   if (runtime && options.pool && caps.defaultPolicy !== 'allowlist' && !enforced.includes(caps.defaultPolicy)) {
-    logger.warn(`the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: default-environment tasks get its own network (see docs/ENVIRONMENTS.md)`)
+    logger.warn(`the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: tasks of the default environment keep the host's network (see docs/ENVIRONMENTS.md)`)
   }
   const defaultEnvSpec: Partial<ContainerSpec> = runtime?.capabilities.isolation
     ? {
