@@ -65,6 +65,9 @@ describe('environments: caps and ownership', () => {
       expect(res.body.code).toBe('VALIDATION_FAILED')
       expect(res.body.details.issues.map((i: Json) => i.path)).toContain(path)
     }
+    const reserved = await call(alice, 'POST', '/v1/environments', { name: 'sneaky', env: { ANTHROPIC_BASE_URL: 'http://10.0.0.1' } })
+    expect(reserved.status).toBe(400)
+    expect(JSON.stringify(reserved.body.details)).toContain('ANTHROPIC_BASE_URL')
     const ok = await call(alice, 'POST', '/v1/environments', { name: 'small', limits: { cpus: 2, memory_mb: 1024 } })
     expect(ok.status).toBe(201)
     const raise = await call(alice, 'PATCH', `/v1/environments/${ok.body.id}`, { limits: { memory_mb: 2048 } })

@@ -41,7 +41,12 @@ export const EnvironmentLimits = v.strictObject({
 /** Environment variables that are not secrets (secrets go to `/v1/secrets`). Names are shell identifiers. */
 export const EnvVars = v.pipe(
   v.record(
-    v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'names are letters, digits and _ (not starting with a digit)')),
+    v.pipe(
+      v.string(),
+      v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'names are letters, digits and _ (not starting with a digit)'),
+      // Berth's and the agent SDK's own settings are not the environment's to override.
+      v.regex(/^(?!(BERTH|ANTHROPIC|CLAUDE)_)/i, 'names starting with BERTH_, ANTHROPIC_ or CLAUDE_ are reserved'),
+    ),
     v.pipe(v.string(), v.maxLength(10_000)),
   ),
   v.check((m) => Object.keys(m).length <= 100, 'at most 100 variables'),
