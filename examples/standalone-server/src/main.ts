@@ -92,12 +92,16 @@ const berth = createBerth({
   bankProvider: config.bankProvider,
   messenger: config.messenger,
   runner,
+  environments: { caps: config.environmentCaps, ...(imageRecipe && { recipe: (packages: readonly string[]) => hostImageRecipe({ packages }) }) },
+  agentUser: config.agentUser,
 })
 
 console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)
 const poolLine = `pool ${poolName}: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
 if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
+const caps = config.environmentCaps
+console.log(`Environments: default network ${caps.defaultPolicy}, offered ${caps.allowedPolicies.join('/')}${chosen.name === 'local' ? '' : `, agent user ${config.agentUser}`}`)
 // Listen only once the pool has adopted what the last run left and warmed up. If the engine
 // went away since the ping, start-up fails: the API still serves everything that needs no
 // container, /health shows the engine down, and the pool retries with backoff until it

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import {
   MANAGED_LABEL,
+  collectExec,
   type ContainerRuntime,
   type ContainerSpec,
   type ListFilter,
@@ -13,6 +14,8 @@ import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
 import { imageProvisioner } from './images.js'
+import { egressEnforcer, EGRESS_LABEL } from './egress.js'
+import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
 
 /** Everything an Engine-API runtime is built from; Docker and Podman differ only in these. */
@@ -35,6 +38,16 @@ export interface EngineRuntimeOptions {
   transformArchive?: (tar: Readable) => AsyncIterable<Uint8Array>
   /** Check that `putArchive`'s target exists first (Podman creates missing directories; Docker answers 404). */
   verifyPutPath?: boolean
+  /** The iptables binaries the egress policies' firewall rules are installed with (default `iptables`, `ip6tables`; needs root). */
+  firewall?: FirewallOptions
+}
+
+/** The label holding the user a container's commands run as. */
+export const USER_LABEL = 'berth.user'
+
+/** True for a `user` that is not root (`1000`, `1000:1000`, `node`). */
+function unprivileged(user: string | undefined): user is string {
+  return user !== undefined && user !== '' && !/^(0|root)(:|$)/.test(user)
 }
 
 /**
@@ -74,10 +87,36 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     error: (err, op, extra) => toContainerError(err, { runtime: name, op, endpoint, ...extra }),
   }
   const container = (id: string) => docker.getContainer(id)
+  const egress = egressEnforcer(ctx, options.firewall)
+  /**
+   * Containers whose commands run as a non-root user (`spec.user`, kept in the
+   * {@link USER_LABEL} label too, so a restarted server finds it): their working directory
+   * and the files put in are that user's. The main process (an idle init) stays root, so
+   * Berth's own housekeeping can still chown; every exec defaults to the user, and a
+   * non-root exec has no capabilities at all.
+   */
+  const owners = new Map<string, { user: string; workingDir: string | undefined; egress: boolean }>()
+  const userOf = async (id: string): Promise<string | undefined> => {
+    const own = owners.get(id)
+    if (own) return own.user || undefined
+    try {
+      const info = (await container(id).inspect()) as { Config?: { Labels?: Record<string, string>; WorkingDir?: string } }
+      const user = info.Config?.Labels?.[USER_LABEL] ?? ''
+      owners.set(id, { user, workingDir: info.Config?.WorkingDir, egress: false })
+      return user || undefined
+    } catch {
+      return undefined // the exec itself reports the missing container
+    }
+  }
+  /** Run a short command as root (Berth's own housekeeping: never the agent's). */
+  const asRoot = async (id: string, cmd: string[], op: string) => {
+    const result = await collectExec(await startExec(ctx, id, { cmd, user: '0' }))
+    if (result.exitCode !== 0) throw ctx.error(new Error(`${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.trim().slice(0, 300)}`), op, { id })
+  }
 
   return {
     name,
-    capabilities: { isolation: true, limits: true },
+    capabilities: { isolation: true, limits: true, unprivilegedUser: true, egress: ['none', 'public', 'allowlist'] },
 
     async ping() {
       try {
@@ -92,9 +131,14 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       let image = spec.image
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
+        const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
+        const user = unprivileged(spec.user) ? spec.user : undefined
+        const labels = { ...spec.labels, ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }), ...(user && { [USER_LABEL]: user }) }
         const created = await docker.createContainer(
-          toCreateOptions({ ...spec, image }, containerNameValue, options.hardening),
+          toCreateOptions({ ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) }, containerNameValue, options.hardening),
         )
+        // Known for every container made here, so an exec needs no inspect to learn its user.
+        owners.set(created.id, { user: user ?? '', workingDir: spec.workingDir, egress: spec.egress !== undefined })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
         throw ctx.error(err, 'create', { image, name: containerNameValue })
@@ -106,6 +150,15 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         await container(id).start()
       } catch (err) {
         if (statusOf(err) === 304) return // already running
+        throw ctx.error(err, 'start', { id })
+      }
+      const own = owners.get(id)
+      if (!own) return
+      try {
+        // The engine made the working directory as root; the agent's user must own it.
+        if (unprivileged(own.user) && own.workingDir) await asRoot(id, ['chown', own.user, own.workingDir], 'start')
+        if (own.egress) await egress.recheck()
+      } catch (err) {
         throw ctx.error(err, 'start', { id })
       }
     },
@@ -121,6 +174,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
 
     async remove(id) {
       try {
+        owners.delete(id)
         await container(id).remove({ force: true, v: true })
       } catch (err) {
         const status = statusOf(err)
@@ -161,11 +215,19 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
-    exec: (id, opts) => startExec(ctx, id, opts),
+    exec: async (id, opts) => {
+      const user = opts.user ?? (await userOf(id))
+      return startExec(ctx, id, { ...opts, ...(user && { user }) })
+    },
 
     ensureImage: imageProvisioner(ctx, { localName: options.localImageName, pullIdleTimeoutMs: options.pullIdleTimeoutMs }),
 
-    putArchive: (id, path, tar) => putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath }),
+    async putArchive(id, path, tar) {
+      await putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath })
+      // Extracted as root: hand the files to the container's user.
+      const own = owners.get(id)
+      if (own && unprivileged(own.user)) await asRoot(id, ['chown', '-R', own.user, path], 'putArchive')
+    },
 
     getArchive: (id, path) => getArchive(ctx, id, path, options.transformArchive),
 

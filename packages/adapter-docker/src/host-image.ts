@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { createReadStream, existsSync, lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
+import { closeSync, createReadStream, existsSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { delimiter, dirname, join } from 'node:path'
 import type { ImageRecipe } from '@berth/core'
 import { pack, type Header } from 'tar-stream'
@@ -120,8 +120,42 @@ function addGit(tree: Tree, git: string): void {
   tree.symlink('usr/bin/git', join(core, 'git'))
 }
 
+/** True for an ELF file (a program or a library: its own libraries come along). */
+function isElf(path: string): boolean {
+  const fd = openSync(path, 'r')
+  try {
+    const head = Buffer.alloc(4)
+    return readSync(fd, head, 0, 4, 0) === 4 && head.toString('latin1') === '\x7fELF'
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The files of Debian packages installed on the host (`dpkg -L`), with the libraries their programs link. */
+function addPackages(tree: Tree, packages: readonly string[]): void {
+  for (const name of packages) {
+    let listing: string
+    try {
+      listing = execFileSync('dpkg', ['-L', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+    } catch {
+      throw new Error(`package ${name} is not installed on this host (the image is built from the host's files)`)
+    }
+    for (const path of listing.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/'))) {
+      let st
+      try {
+        st = lstatSync(path)
+      } catch {
+        continue // listed but removed (e.g. a diverted file)
+      }
+      const key = path.slice(1)
+      if (st.isSymbolicLink()) tree.symlink(key, readlinkSync(path))
+      else if (st.isFile()) tree.file(key, path, isElf(path))
+    }
+  }
+}
+
 /** What the recipe is built from, and how to hash it. */
-function describeHost(): { tree: Tree; parts: string[] } {
+function describeHost(packages: readonly string[] = []): { tree: Tree; parts: string[] } {
   const tree = new Tree()
   const parts = [`node ${process.version}`]
   for (const d of ['bin', 'usr/bin', 'usr/local/bin', 'etc', 'root', 'workspace', 'proc', 'sys', 'dev']) tree.dir(d, d === 'root' ? 0o700 : 0o755)
@@ -164,6 +198,10 @@ function describeHost(): { tree: Tree; parts: string[] } {
     tree.file('etc/ssl/certs/ca-certificates.crt', '/etc/ssl/certs/ca-certificates.crt')
     parts.push('CA certificates')
   }
+  if (packages.length) {
+    addPackages(tree, packages)
+    parts.push(`packages ${packages.join(' ')}`)
+  }
   tree.text('etc/passwd', 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000:node:/home/node:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n')
   tree.text('etc/group', 'root:x:0:\nnode:x:1000:\nnogroup:x:65534:\n')
   return { tree, parts }
@@ -197,6 +235,8 @@ function packTree(tree: Tree): AsyncIterable<Uint8Array> {
  * CA bundle, librt (Claude Code's native binary needs it) and every library `ldd` lists
  * for them; `/tmp`, `/workspace`, a `node` user (1000). The agent runner itself is
  * mounted from the install (`BERTH_RUNNER=bundle`), so this is all a task needs.
+ * `packages` adds the files of Debian packages installed on the host (`dpkg -L`, e.g.
+ * `python3.11-minimal`), with the libraries their programs link (an environment's toolchain).
  * The hash covers the recipe's version, node's version and every file's path, size and
  * modification time: upgrading node (or a library) rebuilds the image. Throws when the
  * host has no `ldd`.
@@ -207,8 +247,8 @@ function packTree(tree: Tree): AsyncIterable<Uint8Array> {
  * await rt.ensureImage!('berth-runner:latest', { recipe: hostImageRecipe() })
  * ```
  */
-export function hostImageRecipe(): ImageRecipe {
-  const { tree, parts } = describeHost()
+export function hostImageRecipe(options: { packages?: readonly string[] } = {}): ImageRecipe {
+  const { tree, parts } = describeHost(options.packages)
   const manifest = [...tree.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, e]) => {
     if (e.kind === 'file') return [name, e.source, e.mode, e.size, Math.round(e.mtimeMs)]
     if (e.kind === 'text') return [name, e.content, e.mode]

@@ -10,3 +10,5 @@ export { hostImageRecipe } from './host-image.js'
 export { toRequestBody } from './internal/streams.js'
 /** Re-exported from `@berth/core`, where the port's byte helpers live. */
 export { toWebStream } from '@berth/core'
+export { egressNetwork, egressEnforcer, EGRESS_LABEL } from './egress.js'
+export { bridgeRules, chainNames, installBridgeRules, ensureDispatchFirst, type BridgeRules, type FirewallOptions } from './firewall.js'

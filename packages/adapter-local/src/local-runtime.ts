@@ -241,11 +241,16 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     name: 'local',
     sandbox: sandbox.mode,
     description,
-    capabilities: { isolation: sandbox.mode === 'bwrap', limits: cgroups !== null },
+    // bwrap can only cut the network entirely (an empty namespace); it has no firewall.
+    capabilities: { isolation: sandbox.mode === 'bwrap', limits: cgroups !== null, egress: sandbox.mode === 'bwrap' ? ['none'] : [] },
 
     ping: ensureBase,
 
     async create(spec) {
+      // Fail closed: a policy this runtime cannot enforce is refused, not ignored.
+      if (spec.egress && (spec.egress.policy !== 'none' || sandbox.mode !== 'bwrap')) {
+        throw fail('engine_error', `the local runtime cannot enforce the ${spec.egress.policy} network policy${sandbox.mode === 'bwrap' ? ' (bubblewrap can only cut the network: use policy none, or Docker/Podman)' : ' (no bubblewrap sandbox)'}`, { op: 'create' })
+      }
       await ensureBase()
       const id = randomBytes(32).toString('hex')
       const name = spec.name ?? `berth-${id.slice(0, 12)}`
@@ -288,6 +293,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
         pidStart: null,
         sandbox: sandbox.mode,
         ...(spec.network && { network: spec.network }),
+        ...(spec.egress && { network: 'none' }),
       }
       const limits = Object.fromEntries(Object.entries(spec.limits ?? {}).filter(([, v]) => v !== undefined))
       if (cgroups && Object.keys(limits).length) {

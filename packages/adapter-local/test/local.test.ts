@@ -28,7 +28,7 @@ describe('local runtime', () => {
     expect(warnings).toHaveLength(1)
     expect(warnings[0]?.msg).toMatch(/NO isolation/)
     expect(warnings[0]?.fields).toMatchObject({ id, ignoredLimits: { memoryBytes: 1 << 20 } })
-    expect(rt.capabilities).toEqual({ isolation: false, limits: false })
+    expect(rt.capabilities).toEqual({ isolation: false, limits: false, egress: [] })
     expect(rt.sandbox).toBe('none')
     expect(rt.description).toMatch(/NO ISOLATION/)
     await rt.remove(id)
@@ -40,7 +40,7 @@ describe('local runtime', () => {
     const { id } = await rt.create({ image: 'x' })
     expect(warnings).toHaveLength(0)
     // The test machines run as root with a writable cgroupfs (as the engines need): limits are enforced.
-    expect(rt.capabilities).toEqual({ isolation: true, limits: true })
+    expect(rt.capabilities).toEqual({ isolation: true, limits: true, egress: ['none'] })
     expect(rt.sandbox).toBe('bwrap')
     expect(rt.description).toMatch(/bubblewrap sandbox: own mount, PID/)
     expect(rt.description).toMatch(/memory, CPU and pids limits through cgroups v[12]/)

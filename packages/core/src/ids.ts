@@ -19,6 +19,7 @@ export const ID_PREFIX = {
   session: 'sess',
   delivery: 'dlv',
   notification: 'ntf',
+  environment: 'env',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

@@ -63,3 +63,5 @@ export { MessengerThreads, type MessengerThreadsOptions } from './services/messe
 export { MessengerWebhook, SECRET_TOKEN_HEADER, webhookSecretToken, secretTokenHash, type WebhookState, type MessengerWebhookOptions } from './services/messenger-webhook.js'
 export { createTaskSocket, ClientMessage, SLOW_CONSUMER_CLOSE, type TaskSocketOptions } from './services/socket.js'
 export * from './secret-forms.js'
+export { EnvironmentsService, DEFAULT_ENVIRONMENT_CAPS, type EnvironmentRecord, type EnvironmentCaps, type EnvironmentImages, type ResolvedEnvironment } from './services/environments.js'
+export * from './net/private-ranges.js'

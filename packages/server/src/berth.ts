@@ -23,7 +23,11 @@ import {
   type RateLimiter,
   type Services,
   type Store,
+  DEFAULT_ENVIRONMENT_CAPS,
+  type EnvironmentCaps,
+  type ImageRecipe,
 } from '@berth/core'
+import { environmentImages } from './environment-images.js'
 import { H3, getRouterParams, type H3Event } from 'h3'
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
@@ -149,6 +153,14 @@ export interface BerthOptions {
   messenger?: Omit<MessengerApiOptions, 'fetch'> & { publicUrl?: string }
   /** Serve the browser console at `/console` (`@berth/console`; default false, on in the standalone server). */
   console?: boolean
+  /**
+   * Environments: the operator's caps and defaults (default policy `public`, every policy
+   * offered, 4 CPUs / 8 GiB / 4096 pids / 20 GiB at most), and how images with `packages`
+   * are built (e.g. `(p) => hostImageRecipe({ packages: p })`; without it they are refused).
+   */
+  environments?: { caps?: EnvironmentCaps; recipe?: (packages: readonly string[]) => ImageRecipe }
+  /** The user the agent runs as in containers of runtimes with isolation (default `1000:1000`; `root` opts out). */
+  agentUser?: string
   /** Warm pool settings (needs `runtime`). */
   pool?: {
     /** Image task containers start from. */
@@ -242,6 +254,24 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ? [{ type: 'bind' as const, source: resolve(options.runner.bundleDir), target: '/opt/berth-runner', readOnly: true }]
     : []
   const command = options.runner?.command ?? (options.runner?.bundleDir ? ['node', '/opt/berth-runner/main.js'] : ['berth-runner'])
+  const caps = options.environments?.caps ?? DEFAULT_ENVIRONMENT_CAPS
+  const runtime = options.runtime
+  const agentUser = options.agentUser ?? '1000:1000'
+  // The default environment's containers (the warm ones): its policy where the runtime
+  // enforces it (an allowlist is made per task, as it names the task's model endpoint),
+  // the default limits, the agent's user.
+  const enforced = runtime?.capabilities.egress ?? []
+  if (runtime && options.pool && caps.defaultPolicy !== 'allowlist' && !enforced.includes(caps.defaultPolicy)) {
+    logger.warn(`the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: tasks of the default environment keep the host's network (see docs/ENVIRONMENTS.md)`)
+  }
+  const defaultEnvSpec: Partial<ContainerSpec> = runtime?.capabilities.isolation
+    ? {
+        // A pool spec naming a network of its own (an embedding's choice) keeps it.
+        ...(options.pool?.spec?.network === undefined && caps.defaultPolicy !== 'allowlist' && enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
+        limits: { cpus: caps.defaults.cpus, memoryBytes: caps.defaults.memory_mb * 1024 * 1024, pids: caps.defaults.pids },
+        ...(agentUser !== 'root' && { user: agentUser }),
+      }
+    : {}
   // The pool asks the tasks service which in-use containers a restart should keep.
   let accountFor: (c: PooledContainer) => Promise<boolean> = async () => false
   const pool =
@@ -257,7 +287,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
           name: options.pool.name ?? defaultPoolName(dataDir),
           ...(options.pool.imageRecipe && { imageRecipe: options.pool.imageRecipe }),
           ...(options.pool.retry && { retry: options.pool.retry }),
-          spec: { ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
+          spec: { ...defaultEnvSpec, ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
           adopt: (c) => accountFor(c),
         })
       : undefined
@@ -283,6 +313,8 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
     ...(pool && { pool, engine: { runtime: options.runtime!, pool, command } }),
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
+    environmentCaps: caps,
+    ...(pool && runtime?.ensureImage && { environmentImages: environmentImages({ runtime, defaultRef: options.pool!.image, ...(options.environments?.recipe && { recipe: options.environments.recipe }) }) }),
     ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
     ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),
     ...(options.workspaceFiles && { workspaceFiles: options.workspaceFiles }),

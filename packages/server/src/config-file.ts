@@ -33,6 +33,15 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_SMTP_URL: 'smtp.url',
   BERTH_SMTP_FROM: 'smtp.from',
   BERTH_ALLOW_PRIVATE_WEBHOOKS: 'allowPrivateWebhooks',
+  BERTH_ENV_DEFAULT_POLICY: 'environments.defaultPolicy',
+  BERTH_ENV_POLICIES: 'environments.policies',
+  BERTH_ENV_MAX_CPUS: 'environments.max.cpus',
+  BERTH_ENV_MAX_MEMORY_MB: 'environments.max.memoryMb',
+  BERTH_ENV_MAX_PIDS: 'environments.max.pids',
+  BERTH_ENV_MAX_DISK_MB: 'environments.max.diskMb',
+  BERTH_ENV_ALLOW_PRIVATE: 'environments.allowPrivate',
+  BERTH_ENV_ALLOW_ROOT: 'environments.allowRoot',
+  BERTH_AGENT_USER: 'agentUser',
   ...Object.fromEntries(
     GIT_PROVIDERS.flatMap((p) =>
       // Bitbucket has no self-hosted layout to derive from one address (see config-integrations.ts).

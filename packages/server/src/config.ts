@@ -1,5 +1,6 @@
 import { bothNames, settingName, withConfigFile, type ConfigFile } from './config-file.js'
 import { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
+import { DEFAULT_ENVIRONMENT_CAPS, NETWORK_POLICIES, type EnvironmentCaps, type NetworkPolicy } from '@berth/core'
 
 /** The standalone server's settings, read from the environment and an optional config file (README "Configuration"). */
 export interface BerthConfig extends IntegrationsConfig {
@@ -26,6 +27,46 @@ export interface BerthConfig extends IntegrationsConfig {
   smtp: { host: string; port: number; secure: boolean; auth?: { user: string; pass: string }; from: string } | undefined
   /** Let webhook integrations target private and loopback addresses (`BERTH_ALLOW_PRIVATE_WEBHOOKS=true`). */
   allowPrivateWebhooks: boolean
+  /** Environments: default network policy, the policies offered, the most a caller may ask for (`BERTH_ENV_*`). */
+  environmentCaps: EnvironmentCaps
+  /** `BERTH_AGENT_USER`: the user the agent runs as in Docker/Podman containers (default `1000:1000`; `root` to opt out). */
+  agentUser: string
+}
+
+/** A positive number (CPUs may be fractional), or the default; `0` means no cap. */
+function cap(env: Record<string, string | undefined>, name: string, fallback: number | null): number | null {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${settingName(env, name)} must be a number (0: no cap), got "${raw}"`)
+  return Number(raw) === 0 ? null : Number(raw)
+}
+
+function environmentCaps(env: Record<string, string | undefined>): EnvironmentCaps {
+  const d = DEFAULT_ENVIRONMENT_CAPS
+  const policiesRaw = env.BERTH_ENV_POLICIES
+  const policies = policiesRaw ? policiesRaw.split(',').map((p) => p.trim()).filter(Boolean) : [...d.allowedPolicies]
+  for (const p of policies) {
+    if (!(NETWORK_POLICIES as readonly string[]).includes(p)) throw new Error(`${settingName(env, 'BERTH_ENV_POLICIES')} lists "${p}"; the policies are ${NETWORK_POLICIES.join(', ')}`)
+  }
+  const defaultPolicy = oneOf(env, 'BERTH_ENV_DEFAULT_POLICY', NETWORK_POLICIES, d.defaultPolicy)
+  if (!policies.includes(defaultPolicy)) {
+    throw new Error(`${settingName(env, 'BERTH_ENV_DEFAULT_POLICY')} (${defaultPolicy}) must be one of ${settingName(env, 'BERTH_ENV_POLICIES')} (${policies.join(', ')})`)
+  }
+  const max = {
+    cpus: cap(env, 'BERTH_ENV_MAX_CPUS', d.max.cpus),
+    memory_mb: cap(env, 'BERTH_ENV_MAX_MEMORY_MB', d.max.memory_mb),
+    pids: cap(env, 'BERTH_ENV_MAX_PIDS', d.max.pids),
+    disk_mb: cap(env, 'BERTH_ENV_MAX_DISK_MB', d.max.disk_mb),
+  }
+  // The defaults never exceed the caps.
+  const defaults = {
+    cpus: Math.min(d.defaults.cpus, max.cpus ?? Infinity),
+    memory_mb: Math.min(d.defaults.memory_mb, max.memory_mb ?? Infinity),
+    pids: Math.min(d.defaults.pids, max.pids ?? Infinity),
+  }
+  const allowPrivateDestinations = oneOf(env, 'BERTH_ENV_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
+  const allowRoot = oneOf(env, 'BERTH_ENV_ALLOW_ROOT', ['true', 'false'] as const, 'false') === 'true'
+  return { defaultPolicy, allowedPolicies: policies as NetworkPolicy[], max, defaults, allowPrivateDestinations, allowRoot }
 }
 
 function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {
@@ -98,6 +139,8 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
+    environmentCaps: environmentCaps(env),
+    agentUser: env.BERTH_AGENT_USER || '1000:1000',
     ...integrationsFromEnv(env),
   }
   if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)
@@ -105,6 +148,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
   if (config.poolName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.poolName)) {
     throw new Error(`${settingName(env, 'BERTH_POOL_NAME')} must be 1-63 letters, digits, '_', '.' or '-' (starting with a letter or digit), got "${config.poolName}"`)
   }
+  if (!/^(root|[0-9]{1,9}(:[0-9]{1,9})?)$/.test(config.agentUser)) throw new Error(`${settingName(env, 'BERTH_AGENT_USER')} must be uid[:gid] or root, got "${config.agentUser}"`)
   if (config.storage === 'redis' && !config.redisUrl) throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
   return config
 }

@@ -33,6 +33,7 @@ export function fixtures(s: TestServer) {
     '/v1/tools': async () => ({ name: `tool-${uniq()}`, server: { type: 'stdio', command: 'node', args: ['server.js'] } }),
     '/v1/skills': async () => ({ name: `skill-${uniq()}`, body: '# Skill\nDo the thing.' }),
     '/v1/agents': async () => ({ name: `agent-${uniq()}`, prompt: 'You review code.' }),
+    '/v1/environments': async () => ({ name: 'Environment', network: { policy: 'none' }, limits: { cpus: 1 } }),
     '/v1/tasks': async (a: Actor) => ({ mode: 'batch', profile_id: await make('/v1/profiles', a), prompt: 'Say hello.' }),
     '/v1/playbooks': async (a: Actor) => ({ profile_id: await make('/v1/profiles', a), name: 'Playbook', prompt: 'Summarise the news.' }),
     // Email: a webhook URL would have to resolve (no DNS here) to a public address.

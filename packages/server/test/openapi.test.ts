@@ -148,6 +148,12 @@ const BEYOND_API_MD = [
   // The console's operator views (issue 16): a user's keys, and rate and concurrency state per caller.
   'GET /admin/users/:id/keys',
   'GET /admin/limits',
+  // Environments (issue 18): image, network policy, limits and variables of a profile's containers.
+  'GET /v1/environments',
+  'POST /v1/environments',
+  'GET /v1/environments/:id',
+  'PATCH /v1/environments/:id',
+  'DELETE /v1/environments/:id',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */

@@ -84,8 +84,13 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const status = await collectExec(await runtime.exec(c!.engine_id, { cmd: ['cat', '/proc/self/status'] }))
     expect(status.exitCode).toBe(0)
     // CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID: bits 0, 1, 3, 5, 6, 7.
-    expect(status.stdout).toMatch(/^CapEff:\s+0*eb$/m)
+    // Commands run as the agent user, with no capabilities at all; the bounding set (what
+    // Berth's own root housekeeping keeps) is CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID.
+    expect(status.stdout).toMatch(/^Uid:\s+1000\s/m)
+    expect(status.stdout).toMatch(/^CapEff:\s+0+$/m)
     expect(status.stdout).toMatch(/^CapBnd:\s+0*eb$/m)
+    const root = await collectExec(await runtime.exec(c!.engine_id, { cmd: ['cat', '/proc/self/status'], user: '0' }))
+    expect(root.stdout).toMatch(/^CapEff:\s+0*eb$/m)
     expect(status.stdout).toMatch(/^NoNewPrivs:\s+1$/m)
   })
 

@@ -398,6 +398,30 @@ export function runtimeConformanceSuite(
       expect(r.stdout.trim().split('\n').at(-1)).not.toBe('sleep')
     })
 
+    it('runs commands as a non-root user where it says it can: no capabilities, its working directory and put files its own', async () => {
+      if (!rt.capabilities.unprivilegedUser) return
+      const id = await make({ user: '1000:1000' })
+      const r = await sh(id, 'id -u; grep CapEff /proc/self/status; touch /workspace/mine && echo writable')
+      expect(r.stdout).toMatch(/^1000\n/)
+      expect(r.stdout).toMatch(/CapEff:\s+0+\n/)
+      expect(r.stdout).toContain('writable')
+      await rt.putArchive(id, '/workspace', await packTar([{ name: 'put.txt', content: 'x\n' }]))
+      expect((await sh(id, 'stat -c %u /workspace/put.txt && echo more >> /workspace/put.txt && echo appended')).stdout).toMatch(/^1000\nappended/)
+    })
+
+    it('enforces the egress policies it names, and refuses the others', async () => {
+      const enforced = rt.capabilities.egress ?? []
+      for (const policy of ['none', 'public', 'allowlist'] as const) {
+        if (enforced.includes(policy)) continue
+        await expectContainerFailure(make({ egress: { policy } }), 'engine_error')
+      }
+      if (!enforced.includes('none')) return
+      const id = await make({ egress: { policy: 'none' } })
+      // Interfaces of the command's network namespace, loopback excepted.
+      const r = await sh(id, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$' | wc -l")
+      expect(r.stdout.trim()).toBe('0')
+    })
+
     it('reports memory usage in stats', async () => {
       const stats = await rt.stats(shared)
       expect(stats.memoryBytes).toBeGreaterThan(0)

@@ -27,6 +27,22 @@ export interface ResourceLimits {
   pids?: number
 }
 
+/**
+ * Where a container may connect to, enforced by the engine's network and the host's
+ * firewall (never by the agent's good will):
+ * - `none`: no network interface but loopback;
+ * - `public`: the internet, but no private, loopback, link-local (metadata), CGNAT,
+ *   multicast or reserved address (core's `PRIVATE_IPV4_RANGES`/`PRIVATE_IPV6_RANGES`),
+ *   and nothing on the host itself;
+ * - `allowlist`: only `allow` (TCP to a host name, address or CIDR, on `ports` or all).
+ */
+export interface EgressPolicy {
+  policy: 'none' | 'public' | 'allowlist'
+  allow?: { host: string; ports?: number[] }[]
+  /** Let `allow` reach private ranges (an operator's choice); otherwise such an entry, or a name resolving to one, fails the create. */
+  allowPrivate?: boolean
+}
+
 /** What to create a container from. */
 export interface ContainerSpec {
   image: string
@@ -44,8 +60,10 @@ export interface ContainerSpec {
   limits?: ResourceLimits
   /** Labels; adapters always add `berth.managed=true`. Use `berth.*` keys (`berth.owner`, `berth.workspace`, `berth.pool`). */
   labels?: Record<string, string>
-  /** `bridge` (default: egress allowed, no published ports), `none`, `host` or a named network. */
+  /** `bridge` (egress allowed, no published ports), `none`, `host` or a named network. Ignored with `egress`. */
   network?: string
+  /** A network policy the runtime enforces (see {@link EgressPolicy}); wins over `network`. */
+  egress?: EgressPolicy
 }
 
 /** A main process that keeps a container alive until stopped, for any POSIX image. */
@@ -142,6 +160,10 @@ export interface RuntimeCapabilities {
   isolation: boolean
   /** `limits` are enforced and reported by `inspect`. */
   limits: boolean
+  /** A non-root `user` is honoured: commands run as it with no capabilities, the working directory and put files its own. */
+  unprivilegedUser?: boolean
+  /** Egress policies the runtime enforces (`local` under bubblewrap: `none` only). */
+  egress?: readonly EgressPolicy['policy'][]
 }
 
 /** Filter for {@link ContainerRuntime.list}. */

@@ -14,6 +14,7 @@ import { gitAccountRoutes } from './git-accounts.js'
 import { chatMailRoutes } from './chat-mail.js'
 import { bankProviderRoutes } from './bank-provider.js'
 import { messengerRoutes } from './messenger-bot.js'
+import { environmentRoutes } from './environments.js'
 
 /**
  * The route table: every operation of the HTTP API, defined once. The server mounts it,
@@ -27,6 +28,7 @@ export const routes = [
   ...workspaceFileRoutes,
   ...profileRoutes,
   listProfileModels,
+  ...environmentRoutes,
   ...apiKeyRoutes,
   ...memoryRoutes,
   ...secretRoutes,

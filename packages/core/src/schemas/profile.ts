@@ -50,6 +50,8 @@ const profileFields = {
   persistent_sessions: v.boolean(),
   /** Connected Git accounts whose credentials the profile's tasks get (through a credential helper). */
   git_account_ids: GitAccountIds,
+  /** The environment its tasks run in; `null`: the operator's default environment. */
+  environment_id: v.nullable(Id('environment')),
 }
 
 /** The full profile, `claude_md` included. */
@@ -78,6 +80,7 @@ export const CreateProfile = v.strictObject({
   memory_enabled: v.optional(profileFields.memory_enabled),
   persistent_sessions: v.optional(profileFields.persistent_sessions),
   git_account_ids: v.optional(profileFields.git_account_ids),
+  environment_id: v.optional(profileFields.environment_id),
 })
 
 /** Body of `PATCH /v1/profiles/:id`: any subset of the create fields; `model: null` clears it. */

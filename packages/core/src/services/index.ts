@@ -26,6 +26,7 @@ import { WorkspaceFilesService } from './workspace-files.js'
 import { WorkspaceSnapshots } from './workspace-snapshots.js'
 import type { ContainerPool, PooledContainer } from './pool.js'
 import { ProfilesService } from './profiles.js'
+import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService, type EnvironmentCaps, type EnvironmentImages } from './environments.js'
 import { UsersService } from './users.js'
 import { tokenBucket, type RateLimiter } from '../limits/rate-limit.js'
 import { unconfiguredNotifier, type Notifier } from '../ports/notifier.js'
@@ -66,6 +67,10 @@ export interface ServicesOptions {
   concurrency?: number
   /** The per-caller limiter the server applies; read by `GET /admin/limits` only. */
   rateLimiter?: RateLimiter
+  /** The operator's caps and defaults for environments (default {@link DEFAULT_ENVIRONMENT_CAPS}). */
+  environmentCaps?: EnvironmentCaps
+  /** How environment images are provisioned (without it, every environment uses the pool's image). */
+  environmentImages?: EnvironmentImages
   /** A session's container is released after this long without a prompt (default 15 min). */
   sessionIdleMs?: number
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
@@ -107,6 +112,8 @@ export interface Services {
   users: UsersService
   apiKeys: ApiKeysService
   profiles: ProfilesService
+  /** Environments: image, network policy, limits and variables of a profile's containers. */
+  environments: EnvironmentsService
   memory: MemoryService
   secrets: SecretsService
   tools: ToolsService
@@ -169,7 +176,9 @@ export function createServices(opts: ServicesOptions): Services {
   // A model credential's base_url follows the webhooks' address policy.
   const checkUrl = async (url: string) => (await opts.notifier?.check?.('webhook', { url })) ?? []
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
-  const profiles = new ProfilesService(store, clock, apiKeys, cipher)
+  const logger = opts.logger ?? silentLogger
+  const environments = new EnvironmentsService({ store, clock, logger, caps: opts.environmentCaps ?? DEFAULT_ENVIRONMENT_CAPS, images: opts.environmentImages })
+  const profiles = new ProfilesService(store, clock, apiKeys, cipher, environments)
   const memory = new MemoryService(store, clock)
   const secrets = createSecretsService(store, clock, cipher)
   const tools = createToolsService(store, clock, cipher)
@@ -179,7 +188,6 @@ export function createServices(opts: ServicesOptions): Services {
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
   const slots = new ConcurrencySlots(opts.concurrency ?? 5)
-  const logger = opts.logger ?? silentLogger
   const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)))
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
@@ -191,6 +199,7 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     slots,
     profiles,
+    environments,
     workspaces,
     catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
     engine: opts.engine,
@@ -230,6 +239,7 @@ export function createServices(opts: ServicesOptions): Services {
     users: new UsersService({ store, clock, adminToken: opts.adminToken }),
     apiKeys,
     profiles,
+    environments,
     memory,
     secrets,
     tools,

@@ -415,6 +415,7 @@ export class ContainerPool {
         env: { ...base.env, ...req?.spec?.env },
         labels: {
           ...base.labels,
+          ...req?.spec?.labels,
           ...req?.labels,
           [MANAGED_LABEL]: 'true',
           'berth.pool': this.o.name,

@@ -10,6 +10,7 @@ import { OwnedCollection, type OwnedRecord, type Page, type Paged } from './coll
 import { assertOwnGitAccounts } from './git-accounts.js'
 import type { Cipher } from '../ports/cipher.js'
 import { maskServers, sealServers } from './mcp-secrets.js'
+import type { EnvironmentsService } from './environments.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
 
@@ -32,6 +33,7 @@ export class ProfilesService {
     private readonly clock: Clock,
     private readonly apiKeys: ApiKeysService,
     private readonly cipher: Cipher,
+    private readonly environments: EnvironmentsService,
   ) {
     this.records = new OwnedCollection<ProfileRecord>(store, 'profiles', 'profile')
   }
@@ -52,6 +54,8 @@ export class ProfilesService {
       persistent_sessions: r.persistent_sessions,
       // Records written before Git accounts existed have no list.
       git_account_ids: r.git_account_ids ?? [],
+      // Records written before environments existed have none: the default.
+      environment_id: r.environment_id ?? null,
       created_at: r.created_at,
       updated_at: r.updated_at,
     }
@@ -79,6 +83,7 @@ export class ProfilesService {
   async create(owner: string, input: CreateProfile): Promise<Profile> {
     await this.checkCredential(owner, input.api_key_id, input.model ?? null)
     if (input.git_account_ids) await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
+    if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
     // The slug check and the write must not interleave with another create of the same owner.
     return this.slugLock.run(owner, async () => {
       await this.checkSlug(owner, input.slug)
@@ -97,6 +102,7 @@ export class ProfilesService {
         memory_enabled: input.memory_enabled ?? false,
         persistent_sessions: input.persistent_sessions ?? false,
         git_account_ids: [...new Set(input.git_account_ids ?? [])],
+        environment_id: input.environment_id ?? null,
         created_at: now,
         updated_at: now,
       }
@@ -121,6 +127,7 @@ export class ProfilesService {
       if (input.api_key_id !== undefined || input.model !== undefined) await this.checkCredential(owner, next.api_key_id, next.model)
       if (input.slug !== undefined && input.slug !== r.slug) await this.checkSlug(owner, input.slug, id)
       if (input.mcp_servers !== undefined) next.mcp_servers = sealServers(input.mcp_servers, this.cipher, r.mcp_servers, 'mcp_servers')
+      if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
       if (input.git_account_ids !== undefined) {
         await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
         next.git_account_ids = [...new Set(input.git_account_ids)]

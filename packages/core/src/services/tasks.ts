@@ -15,7 +15,8 @@ import type { EventBus } from './event-bus.js'
 import type { EventLog } from './event-log.js'
 import { eventsFile, materialize, WORKSPACE_DIR, type MaterializeDeps } from './materialize.js'
 import type { ContainerPool, Lease, PooledContainer } from './pool.js'
-import type { ProfilesService } from './profiles.js'
+import type { ProfilesService, ProfileRecord } from './profiles.js'
+import type { EnvironmentsService } from './environments.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
 import { nextQueued } from './task-queue.js'
 import type { WorkspaceSnapshots } from './workspace-snapshots.js'
@@ -62,6 +63,7 @@ export interface TasksOptions {
   bus: EventBus
   slots: ConcurrencySlots
   profiles: ProfilesService
+  environments: EnvironmentsService
   workspaces: WorkspacesService
   catalog: MaterializeDeps
   engine?: TaskEngine | undefined
@@ -186,6 +188,7 @@ export class TasksService {
     this.engine()
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
     if (!profile) throw validationError([{ location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` }])
+    await this.o.environments.assertRunnable(owner, profile.environment_id)
     let ws: WorkspaceRecord | null = null
     if (input.session_id) {
       ws = await this.o.workspaces.bySession(owner, input.session_id)
@@ -418,13 +421,18 @@ export class TasksService {
       if (!warm) {
         const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
         if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
+        const env = await this.o.environments.resolve(owner, profile.environment_id, await this.endpointHosts(profile))
+        const mounts = volume ? [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] : []
+        // Without a spec the claim takes a warm container (the default environment's); any
+        // other environment, or a volume, gets a container made for the claim.
+        const spec = { ...env.spec, ...(mounts.length && { mounts }) }
         const lease = await pool.claim({
           owner_id: owner,
           workspace_id: ws.id,
           purpose: task.mode,
           priority: task.priority,
           signal,
-          ...(volume && { spec: { mounts: [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] } }),
+          ...(Object.keys(spec).length && { spec }),
         })
         warm = { lease, timer: null, profile_id: profile.id }
         this.warm.set(ws.id, warm)
@@ -465,6 +473,17 @@ export class TasksService {
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) this.scheduleIdle(owner, ws.id, ws.session_id)
     await lease?.release()
+  }
+
+  /** Hosts the agent must reach under an allowlist: the model endpoint and remote MCP servers. */
+  private async endpointHosts(profile: ProfileRecord): Promise<string[]> {
+    const owner = profile.owner_id
+    const hosts = new Set<string>()
+    const credential = await this.o.catalog.apiKeys.resolve(owner, profile.api_key_id).catch(() => null)
+    if (credential && credential.provider !== 'stub') hosts.add(new URL(credential.base_url ?? 'https://api.anthropic.com').hostname)
+    const servers = [...Object.values(profile.mcp_servers), ...(await this.o.catalog.tools.forProfile(owner, profile.id)).map((t) => t.server)]
+    for (const server of servers) if (server.type !== 'stdio') hosts.add(new URL(server.url).hostname)
+    return [...hosts].map((h) => h.replace(/^\[(.*)\]$/, '$1'))
   }
 
   /** Exec the runner and turn its lines into stored events; the result event, or CONTAINER_FAILED. */

@@ -1,42 +1,20 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
+import { PRIVATE_IPV4_RANGES, PRIVATE_IPV6_RANGES } from '@berth/core'
 
 /**
  * Addresses a webhook must not reach unless the deployment allows it: "this" network,
  * private (RFC 1918, unique-local), loopback, link-local (cloud metadata lives at
  * 169.254.169.254), shared CGNAT, benchmarking, multicast and reserved ranges, and the IPv6
  * forms that embed an IPv4 address (mapped, compatible, NAT64, 6to4), so no spelling of an
- * internal address gets through.
+ * internal address gets through. The list is core's (`PRIVATE_IPV4_RANGES`), shared with the
+ * container firewall.
  */
 const blocked4 = new BlockList()
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked4.addSubnet(net, bits, 'ipv4')
-}
+for (const [net, bits] of PRIVATE_IPV4_RANGES) blocked4.addSubnet(net, bits, 'ipv4')
 // A separate list: node checks IPv4 addresses against IPv6 rules too (as mapped addresses).
 const blocked6 = new BlockList()
-for (const [net, bits] of [
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2002::', 16],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked6.addSubnet(net, bits, 'ipv6')
-}
+for (const [net, bits] of PRIVATE_IPV6_RANGES) blocked6.addSubnet(net, bits, 'ipv6')
 
 /** The 16 bytes of an IPv6 address. */
 function ipv6Bytes(address: string): number[] {

@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto'
+import { lookup } from 'node:dns/promises'
+import { isIP } from 'node:net'
+import { ContainerError, MANAGED_LABEL, touchesPrivateRange, type EgressPolicy } from '@berth/core'
+import type { EngineContext } from './context.js'
+import { ensureDispatchFirst, installBridgeRules, type BridgeRules, type FirewallOptions } from './firewall.js'
+import { statusOf } from './errors.js'
+
+/** The label a Berth egress network carries: its policy. */
+export const EGRESS_LABEL = 'berth.egress'
+
+/**
+ * The network of a policy: `berth-public`, `berth-allow-<hash of the allowlist>`, or
+ * Docker's `none`; and the bridge interface it gets (`brb` + 12 hex, named so the firewall
+ * can match it before the engine creates it).
+ *
+ * @example
+ * ```ts
+ * egressNetwork({ policy: 'public' }) // { name: 'berth-public', bridge: 'brb…' }
+ * ```
+ */
+export function egressNetwork(policy: EgressPolicy): { name: string; bridge: string } | null {
+  if (policy.policy === 'none') return null
+  const allow = (policy.allow ?? []).map((a) => `${a.host.toLowerCase()}:${[...(a.ports ?? [])].sort((x, y) => x - y).join(',')}`).sort()
+  // Stable across versions for `public` (an existing berth-public keeps its bridge name).
+  const key = policy.policy === 'allowlist' ? ['allowlist', allow, ...(policy.allowPrivate ? ['private'] : [])] : [policy.policy, []]
+  const hash = createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 12)
+  return { name: policy.policy === 'public' ? 'berth-public' : `berth-allow-${hash}`, bridge: `brb${hash}` }
+}
+
+/** Every address of the allowlist's entries (names resolved now; a CIDR as written). */
+async function resolveAllow(policy: EgressPolicy): Promise<BridgeRules['allow']> {
+  const out = await resolveEntries(policy)
+  const bad = policy.allowPrivate ? undefined : out.find((a) => touchesPrivateRange(a.address))
+  if (bad) throw new ContainerError('engine_error', `The allowlist reaches ${bad.address}, a private, loopback, link-local or metadata address, which is not allowed`, { address: bad.address })
+  return out
+}
+
+async function resolveEntries(policy: EgressPolicy): Promise<BridgeRules['allow']> {
+  const out: BridgeRules['allow'] = []
+  for (const entry of policy.allow ?? []) {
+    const [base] = entry.host.split('/')
+    const family = isIP(base!)
+    if (family) {
+      out.push({ address: entry.host, family: family as 4 | 6, ports: entry.ports ?? [] })
+      continue
+    }
+    let found: { address: string; family: number }[]
+    try {
+      found = await lookup(entry.host, { all: true, verbatim: true })
+    } catch {
+      // Not resolvable now: no rule lets it through (safe), and the task still runs.
+      continue
+    }
+    for (const a of found) out.push({ address: a.address, family: a.family as 4 | 6, ports: entry.ports ?? [] })
+  }
+  return out
+}
+
+/**
+ * Makes a policy real on an Engine-API engine: the policy's bridge network (created once,
+ * IPv4 only, no inter-container traffic) and its host firewall rules (installed or
+ * repaired on every container created on it). `none` needs neither: the container gets
+ * Docker's `none` network mode (loopback only).
+ *
+ * @example
+ * ```ts
+ * const egress = egressEnforcer(ctx)
+ * const mode = await egress.networkFor({ policy: 'public' }) // 'berth-public'
+ * ```
+ */
+export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {}) {
+  const networks = new Map<string, Promise<{ gateway: string | null }>>()
+
+  async function ensureNetwork(name: string, bridge: string, policy: string): Promise<{ gateway: string | null }> {
+    const inspect = async () => {
+      const info = (await ctx.docker.getNetwork(name).inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] }; Options?: Record<string, string> }
+      const bridgeName = info.Options?.['com.docker.network.bridge.name']
+      // Podman reports options it honoured only in its own API; the name is ours either way.
+      if (bridgeName && bridgeName !== bridge) throw new ContainerError('engine_error', `Network ${name} exists with bridge ${bridgeName}, not ${bridge}; remove it`, { network: name })
+      return { gateway: info.IPAM?.Config?.[0]?.Gateway ?? null }
+    }
+    try {
+      return await inspect()
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err
+    }
+    try {
+      await ctx.docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        EnableIPv6: false,
+        Labels: { [MANAGED_LABEL]: 'true', [EGRESS_LABEL]: policy },
+        Options: { 'com.docker.network.bridge.name': bridge, 'com.docker.network.bridge.enable_icc': 'false' },
+      })
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err // created meanwhile by another server
+    }
+    const found = await inspect()
+    // Docker fills the gateway at once; Podman's compat inspect may omit it until first use.
+    return found
+  }
+
+  return {
+    /** The `NetworkMode` for a policy, its network and firewall rules in place. */
+    async networkFor(policy: EgressPolicy): Promise<string> {
+      const net = egressNetwork(policy)
+      if (!net) return 'none'
+      try {
+        let ready = networks.get(net.name)
+        if (!ready) {
+          ready = ensureNetwork(net.name, net.bridge, policy.policy)
+          networks.set(net.name, ready)
+          ready.catch(() => networks.delete(net.name))
+        }
+        const { gateway } = await ready
+        await installBridgeRules({ bridge: net.bridge, gateway, policy: policy.policy as 'public' | 'allowlist', allow: await resolveAllow(policy) }, firewall)
+        return net.name
+      } catch (err) {
+        if (err instanceof ContainerError) throw err
+        // Fail closed: a container whose policy cannot be enforced is not created.
+        throw new ContainerError('engine_error', `Cannot enforce the ${policy.policy} network policy: ${(err as Error).message}`, { runtime: ctx.name, policy: policy.policy })
+      }
+    },
+    /** After a start: the dispatch jumps still come first (an engine may have re-inserted its own). */
+    async recheck(): Promise<void> {
+      if (networks.size) await ensureDispatchFirst(firewall)
+    },
+  }
+}

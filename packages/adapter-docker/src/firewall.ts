@@ -1,0 +1,145 @@
+import { execFile } from 'node:child_process'
+import { privateCidrs } from '@berth/core'
+
+/**
+ * Host firewall rules (iptables, root) that make a Berth bridge network honour its egress
+ * policy. Two dispatch chains, `BERTH-FORWARD` (traffic a container sends through the
+ * host) and `BERTH-INPUT` (traffic a container sends to the host itself), are jumped to
+ * first thing in `FORWARD` and `INPUT`; they send each Berth bridge's packets to its own
+ * chains. Only drops and rejects are decided here: what passes continues to the engine's
+ * own rules (Docker's `DOCKER-*`, netavark's `NETAVARK_*`).
+ */
+
+export type Family = 4 | 6
+
+/** The rules one bridge network needs. */
+export interface BridgeRules {
+  /** The bridge interface, e.g. `brb1f2e3d4c5b6a`. */
+  bridge: string
+  /** The gateway address on the host (DNS forwarders such as aardvark listen there). */
+  gateway: string | null
+  policy: 'public' | 'allowlist'
+  /** Resolved allowlist: an address or CIDR with TCP ports (empty: all ports and protocols). */
+  allow: { address: string; family: Family; ports: number[] }[]
+}
+
+const DISPATCH = { FORWARD: 'BERTH-FORWARD', INPUT: 'BERTH-INPUT' } as const
+
+function run(bin: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(bin, ['-w', ...args], { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${bin} ${args.join(' ')}: ${(stderr || err.message).trim()}`))
+      else resolve(stdout)
+    })
+  })
+}
+
+/** The per-bridge chain names: `BERTH-<bridge>-F` / `-I` (iptables allows 28 characters). */
+export function chainNames(bridge: string): { forward: string; input: string } {
+  const tag = bridge.replace(/^brb/, '').slice(0, 12)
+  return { forward: `BERTH-${tag}-F`, input: `BERTH-${tag}-I` }
+}
+
+/**
+ * The rules (as `iptables -S` prints them, chain by chain) for one bridge and family.
+ *
+ * @example
+ * ```ts
+ * bridgeRules({ bridge: 'brbabc', gateway: '10.89.0.1', policy: 'public', allow: [] }, 4).forward
+ * // ['-A BERTH-abc-F -d 0.0.0.0/8 -j REJECT --reject-with icmp-port-unreachable', ...]
+ * ```
+ */
+export function bridgeRules(r: BridgeRules, family: Family): { forward: string[]; input: string[] } {
+  const names = chainNames(r.bridge)
+  const reject = family === 4 ? '-j REJECT --reject-with icmp-port-unreachable' : '-j REJECT --reject-with icmp6-port-unreachable'
+  const allowed = (chain: string) =>
+    r.allow
+      .filter((a) => a.family === family)
+      .map((a) => {
+        const dst = a.address.includes('/') ? a.address : `${a.address}/${family === 4 ? 32 : 128}`
+        return a.ports.length ? `-A ${chain} -d ${dst} -p tcp -m multiport --dports ${a.ports.join(',')} -j RETURN` : `-A ${chain} -d ${dst} -j RETURN`
+      })
+  const forward =
+    r.policy === 'allowlist'
+      ? [...allowed(names.forward), `-A ${names.forward} ${reject}`]
+      : // `public`: every private range refused, the rest goes on to the engine's rules.
+        [...privateCidrs(family).map((cidr) => `-A ${names.forward} -d ${cidr} ${reject}`), ...(family === 6 ? [`-A ${names.forward} ${reject}`] : [`-A ${names.forward} -j RETURN`])]
+  const dns =
+    family === 4 && r.gateway
+      ? [`-A ${names.input} -d ${r.gateway}/32 -p udp -m udp --dport 53 -j RETURN`, `-A ${names.input} -d ${r.gateway}/32 -p tcp -m tcp --dport 53 -j RETURN`]
+      : []
+  // The host itself is never a destination, whatever its address (the gateway, eth0's, ...),
+  // but for its DNS forwarder and what an allowlist names.
+  const input = [...dns, ...(r.policy === 'allowlist' ? allowed(names.input) : []), `-A ${names.input} ${reject}`]
+  return { forward, input }
+}
+
+/** Normalise `iptables -S` text of a chain to its `-A` lines (as {@link bridgeRules} writes them). */
+function appendLines(text: string): string[] {
+  return text.split('\n').filter((l) => l.startsWith('-A '))
+}
+
+/** Create the chain if missing; make its rules exactly `rules` without a moment of fewer rules (new ones appended, old ones removed from the bottom). */
+async function syncChain(bin: string, chain: string, rules: string[]): Promise<void> {
+  await run(bin, ['-N', chain]).catch(() => {}) // exists
+  const current = appendLines(await run(bin, ['-S', chain]))
+  if (current.length === rules.length && current.every((l, i) => l === rules[i])) return
+  for (const rule of rules) await run(bin, rule.split(' '))
+  for (let i = current.length; i >= 1; i--) await run(bin, ['-D', chain, String(i)])
+}
+
+/** Make `rule` (an `-A <chain> …` line) the first rule of its chain; drop other copies. */
+async function ensureFirst(bin: string, chain: string, rule: string): Promise<void> {
+  const lines = appendLines(await run(bin, ['-S', chain]))
+  if (lines[0] === rule && lines.filter((l) => l === rule).length === 1) return
+  await run(bin, ['-I', chain, '1', ...rule.split(' ').slice(2)])
+  for (let i = lines.length + 1; i >= 2; i--) if (lines[i - 2] === rule) await run(bin, ['-D', chain, String(i)])
+}
+
+/** The binaries, per family. */
+export interface FirewallOptions {
+  iptables?: string
+  ip6tables?: string
+}
+
+/**
+ * Install (idempotently) the rules of one bridge for IPv4 and IPv6, and make sure the
+ * dispatch chains are hooked first in `FORWARD` and `INPUT` (engines insert their own
+ * jumps at the top when they restart, so this is checked on every call).
+ *
+ * @example
+ * ```ts
+ * await installBridgeRules({ bridge: 'brbabc', gateway: '10.89.0.1', policy: 'public', allow: [] })
+ * ```
+ */
+export async function installBridgeRules(r: BridgeRules, options: FirewallOptions = {}): Promise<void> {
+  const names = chainNames(r.bridge)
+  for (const family of [4, 6] as const) {
+    const bin = family === 4 ? (options.iptables ?? 'iptables') : (options.ip6tables ?? 'ip6tables')
+    const rules = bridgeRules(r, family)
+    await syncChain(bin, names.forward, rules.forward)
+    await syncChain(bin, names.input, rules.input)
+    for (const [hook, dispatch] of Object.entries(DISPATCH)) {
+      await run(bin, ['-N', dispatch]).catch(() => {})
+      const target = hook === 'FORWARD' ? names.forward : names.input
+      const jump = `-A ${dispatch} -i ${r.bridge} -j ${target}`
+      if (!appendLines(await run(bin, ['-S', dispatch])).includes(jump)) await run(bin, jump.split(' '))
+      await ensureFirst(bin, hook, `-A ${hook} -j ${dispatch}`)
+    }
+  }
+}
+
+/**
+ * Re-check only that the dispatch chains are still jumped to first (cheap; after a
+ * container start, when an engine may have re-inserted its own rules).
+ *
+ * @example
+ * ```ts
+ * await ensureDispatchFirst()
+ * ```
+ */
+export async function ensureDispatchFirst(options: FirewallOptions = {}): Promise<void> {
+  for (const bin of [options.iptables ?? 'iptables', options.ip6tables ?? 'ip6tables']) {
+    for (const [hook, dispatch] of Object.entries(DISPATCH)) await ensureFirst(bin, hook, `-A ${hook} -j ${dispatch}`)
+  }
+}
