@@ -66,6 +66,7 @@ export const INDEXES: Record<string, IndexSpec> = {
   skills: {},
   agents: {},
   apikeys: {},
+  environments: {},
   playbooks: { terms: (r) => combos({ profile_id: str(r.profile_id) }) },
   users: {},
 }
