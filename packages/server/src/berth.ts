@@ -1,6 +1,7 @@
 import {
   ApiError,
   ContainerPool,
+  WarmAgents,
   defaultPoolName,
   createAesGcmCipher,
   createPipeline,
@@ -144,6 +145,12 @@ export interface BerthOptions {
     imageRecipe?: PoolOptions['imageRecipe']
     /** Backoff while the engine does not answer (default 1 s doubling to 30 s). */
     retry?: PoolOptions['retry']
+    /**
+     * Warm agents kept at most (default 0: off): pooled containers whose runner already
+     * started Claude Code for the settings of a recent task, so the next task like it skips
+     * the agent's start-up. Each holds a container (counted in `max`) until used or evicted.
+     */
+    warmAgents?: number
   }
 }
 
@@ -237,7 +244,17 @@ export function createBerth(options: BerthOptions = {}): Berth {
     notifier,
     ...(options.notifications && { notificationRetry: { attempts: options.notifications.attempts, backoffMs: options.notifications.backoffMs } }),
     ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
-    ...(pool && { pool, engine: { runtime: options.runtime!, pool, command } }),
+    ...(pool && {
+      pool,
+      engine: {
+        runtime: options.runtime!,
+        pool,
+        command,
+        ...(options.pool?.warmAgents && {
+          warmAgents: new WarmAgents({ runtime: options.runtime!, pool, command, logger, max: options.pool.warmAgents, cwd: '/workspace' }),
+        }),
+      },
+    }),
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
     ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),

@@ -16,6 +16,7 @@ import { eventsFile, materialize, WORKSPACE_DIR, type MaterializeDeps } from './
 import type { ContainerPool, Lease, PooledContainer } from './pool.js'
 import type { ProfilesService } from './profiles.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
+import { warmKey, type WarmAgent, type WarmAgents } from './warm-agents.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -42,6 +43,8 @@ export interface TaskEngine {
   pool: ContainerPool
   /** The command that starts the runner inside a container, e.g. `['berth-runner']`. */
   command: string[]
+  /** Agents started ahead of tasks (see {@link WarmAgents}); without it every task starts its runner cold. */
+  warmAgents?: WarmAgents
 }
 
 export interface TasksOptions {
@@ -356,7 +359,24 @@ export class TasksService {
       }
       let warm = this.warm.get(ws.id)
       if (warm?.timer) clearTimeout(warm.timer)
-      if (!warm) {
+      // A new container with nothing to restore may get an agent that is already up.
+      let early: RunnerInput | null = null
+      let agent: WarmAgent | null = null
+      const agents = this.o.engine?.warmAgents
+      if (!warm && agents && !ws.persistent && !ws.sdk_session_id) {
+        early = await materialize(this.o.catalog, task, profile, ws).catch(() => null)
+        if (early) agent = agents.take(warmKey(owner, early))
+      }
+      if (agent) {
+        await pool.assign(agent.lease.container.id, ws.id)
+        warm = { lease: agent.lease, timer: null }
+        this.warm.set(ws.id, warm)
+      } else if (!warm) {
+        // Parked agents give their containers back when a cold task needs the room.
+        if (agents) {
+          const st = pool.stats()
+          if (st.idle === 0 && st.in_use >= st.max) await agents.evictOne()
+        }
         const volume = ws.persistent ? (ws.volume ?? `berth-${ws.id.replace('_', '-')}`) : null
         const lease = await pool.claim({
           owner_id: owner,
@@ -374,12 +394,14 @@ export class TasksService {
           ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: null })
         }
       }
+      // One more like this one for the next task (after this one's claim, so it takes no container this one needed).
+      if (early) agents?.prepare(owner, early)
       task = await this.setStatus(task, 'starting')
       ws = await this.o.workspaces.setStatus(owner, ws.id, 'running', { container_id: warm.lease.container.id })
-      const input = await materialize(this.o.catalog, task, profile, ws)
+      const input = early ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()
       task = await this.setStatus(task, 'running', { started_at: isoNow(this.o.clock) })
-      const { result, exited: runnerExited } = await this.exec(runtime, command, warm.lease, task, input, signal)
+      const { result, exited: runnerExited } = await this.exec(runtime, command, warm.lease, task, input, signal, agent)
       exited = runnerExited
       if (result.session_id) ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: result.session_id })
       end = endOf(result)
@@ -415,6 +437,7 @@ export class TasksService {
     task: TaskRecord,
     input: RunnerInput,
     signal: AbortSignal,
+    agent: WarmAgent | null = null,
   ): Promise<{ result: ResultEvent; exited: Promise<unknown> }> {
     let result: ResultEvent | null = null
     let sawResult!: () => void
@@ -443,12 +466,8 @@ export class TasksService {
       }
       chain = chain.then(() => this.record(task, [event.output]))
     }
-    const proc = await runtime.exec(lease.container.engine_id, {
-      cmd: command,
-      cwd: WORKSPACE_DIR,
-      stdin: `${JSON.stringify(input)}\n`,
-      signal,
-      onStdout: (chunk) => {
+    const out = {
+      onStdout: (chunk: Uint8Array) => {
         pending += decoder.decode(chunk, { stream: true })
         let nl: number
         while ((nl = pending.indexOf('\n')) >= 0) {
@@ -456,10 +475,13 @@ export class TasksService {
           pending = pending.slice(nl + 1)
         }
       },
-      onStderr: (chunk) => {
+      onStderr: (chunk: Uint8Array) => {
         stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
       },
-    })
+    }
+    const proc = agent
+      ? agent.handOff({ id: task.id, prompt: input.prompt, events_file: input.events_file }, out, signal)
+      : await runtime.exec(lease.container.engine_id, { cmd: command, cwd: WORKSPACE_DIR, stdin: `${JSON.stringify(input)}\n`, signal, ...out })
     const ended = await Promise.race([proc.exit, resultSeen])
     if (ended === null) {
       await chain
@@ -688,6 +710,7 @@ export class TasksService {
   async close(): Promise<void> {
     this.closed = true
     for (const w of this.warm.values()) if (w.timer) clearTimeout(w.timer)
+    await this.o.engine?.warmAgents?.close()
     await this.o.eventLog.flushAll()
   }
 }
