@@ -79,7 +79,7 @@ const berth = createBerth({
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
   runtime: chosen.runtime,
-  pool: { image, min: config.poolMin, max: config.poolMax, name: poolName, ...(imageRecipe && { imageRecipe }) },
+  pool: { image, min: config.poolMin, max: config.poolMax, name: poolName, warmAgents: config.warmAgents, ...(imageRecipe && { imageRecipe }) },
   concurrency: config.concurrency,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),

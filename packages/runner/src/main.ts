@@ -10,7 +10,8 @@
  * `berth-runner --warm` (a warm agent): stdin is line by line. The first line,
  * `{"type":"init","input":RunnerInput}`, starts Claude Code at once (SDK streaming input);
  * the second, `{"type":"prompt","task_id","prompt","events_file"}`, hands it the task, and
- * from there it runs as above. Stdin ending before a prompt exits 0 without output.
+ * from there it runs as above. Stdin ending before a prompt exits 0 without output. Once
+ * Claude Code is up, it writes `{"warm":"ready"}` on stderr.
  */
 mark('imports')
 import { mark } from './probe.js'
@@ -20,7 +21,7 @@ import { InputError, parseInput, readAll, underRoot } from './input.js'
 import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
-import { readWarmLines, type WarmLines } from './warm.js'
+import { readWarmLines, WARM_READY, type WarmLines } from './warm.js'
 import type { RunnerEvent } from '@berth/core/contract'
 
 async function main(): Promise<number> {
@@ -65,7 +66,7 @@ async function main(): Promise<number> {
   try {
     await runTask(input, {
       emit: (e) => (sink ? sink.emit(e) : early.push(e)),
-      ...(prompt && { prompt }),
+      ...(prompt && { prompt, onReady: () => process.stderr.write(`${WARM_READY}\n`) }),
       redactor,
       signal: cancel.signal,
       stderr: debug ? (d) => process.stderr.write(d) : undefined,

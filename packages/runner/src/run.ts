@@ -24,6 +24,8 @@ export interface RunTaskOptions {
    * id and prompt (`input.prompt` and `input.task_id` are then ignored).
    */
   prompt?: Promise<TaskPrompt>
+  /** Warm mode: Claude Code is up and waits for the prompt. */
+  onReady?: () => void
 }
 
 /** What a warm runner learns only when its task arrives. */
@@ -92,6 +94,15 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     mark('spawn')
     const messages = query({ prompt: opts.prompt ? streamed() : input.prompt, options })
     if (opts.prompt) {
+      // Claude Code answered the SDK's initialize request: the agent is up (not awaited: a
+      // prompt may come sooner, and a start that fails shows in the run).
+      void messages.initializationResult().then(
+        () => {
+          mark('ready')
+          opts.onReady?.()
+        },
+        () => {},
+      )
       await sendUser()
       mark('prompt')
     }

@@ -3,6 +3,9 @@ import * as v from 'valibot'
 import { InputError } from './input.js'
 import type { TaskPrompt } from './run.js'
 
+/** The stderr line a warm runner writes once Claude Code is up and waits for the prompt. */
+export const WARM_READY = '{"warm":"ready"}'
+
 /** The second line a warm runner reads: the task it serves. */
 const PromptLine = v.object({ type: v.literal('prompt'), task_id: v.string(), prompt: v.string(), events_file: v.string() })
 

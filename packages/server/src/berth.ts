@@ -170,6 +170,8 @@ export interface Berth {
   storage: Storage
   /** The warm pool, when a runtime is configured. */
   pool: ContainerPool | undefined
+  /** Agents started ahead of tasks, when `pool.warmAgents` is set. */
+  warmAgents: WarmAgents | undefined
   /**
    * Resolves once start-up work is done: the pool has adopted or removed what a previous
    * run left and warmed up to `min`. Rejects when the engine cannot be reached.
@@ -230,6 +232,10 @@ export function createBerth(options: BerthOptions = {}): Berth {
           adopt: (c) => accountFor(c),
         })
       : undefined
+  const warmAgents =
+    pool && options.pool?.warmAgents
+      ? new WarmAgents({ runtime: options.runtime!, pool, command, logger, max: options.pool.warmAgents, cwd: '/workspace' })
+      : undefined
   const providerOpts = { clock, ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }) }
   const chatProvider = options.chatProvider && createChatProvider(options.chatProvider, providerOpts)
   const mailProvider = options.mailProvider && createMailProvider(options.mailProvider, providerOpts)
@@ -250,9 +256,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
         runtime: options.runtime!,
         pool,
         command,
-        ...(options.pool?.warmAgents && {
-          warmAgents: new WarmAgents({ runtime: options.runtime!, pool, command, logger, max: options.pool.warmAgents, cwd: '/workspace' }),
-        }),
+        ...(warmAgents && { warmAgents }),
       },
     }),
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
@@ -346,6 +350,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     routes: table,
     storage,
     pool,
+    warmAgents,
     ready,
     async close(opts = {}) {
       await ready.catch(() => {})

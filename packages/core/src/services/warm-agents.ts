@@ -53,7 +53,12 @@ export function warmKey(owner: string, input: RunnerInput): string {
 interface Parked extends WarmAgent {
   proc: ExecProcess
   dead: boolean
+  /** Claude Code is up (the runner said so on stderr). */
+  ready: boolean
 }
+
+/** What a warm runner writes on stderr once Claude Code waits for the prompt. */
+const READY_LINE = '{"warm":"ready"}'
 
 /**
  * Warm agents: pooled containers whose runner has already started Claude Code in the
@@ -76,15 +81,17 @@ export class WarmAgents {
 
   constructor(private readonly o: WarmAgentsOptions) {}
 
-  /** How many agents are parked (ready) and starting. */
-  stats(): { parked: number; starting: number } {
-    return { parked: this.parked.filter((a) => !a.dead).length, starting: this.starting }
+  /** Agents parked (`ready`: Claude Code up and waiting), and being started (container claim, exec). */
+  stats(): { parked: number; ready: number; starting: number } {
+    this.prune()
+    return { parked: this.parked.length, ready: this.parked.filter((a) => a.ready).length, starting: this.starting }
   }
 
-  /** A live parked agent for `key`, removed from the set; `null` when there is none. */
+  /** A live parked agent for `key` (a ready one first), removed from the set; `null` when there is none. */
   take(key: string): WarmAgent | null {
     this.prune()
-    const i = this.parked.findIndex((a) => a.key === key)
+    let i = this.parked.findIndex((a) => a.key === key && a.ready)
+    if (i < 0) i = this.parked.findIndex((a) => a.key === key)
     if (i < 0) return null
     return this.parked.splice(i, 1)[0]!
   }
@@ -137,18 +144,27 @@ export class WarmAgents {
     // Until a task takes it, output is kept (a crash message, probe lines) for that task.
     let out: AgentOutput | null = null
     const early: { stream: 'out' | 'err'; chunk: Uint8Array }[] = []
+    let errText = ''
+    const parkedErr = (chunk: Uint8Array) => {
+      early.push({ stream: 'err', chunk })
+      errText = (errText + Buffer.from(chunk).toString('utf8')).slice(-4000)
+      if (errText.includes(READY_LINE)) agent.ready = true
+    }
+    // eslint-disable-next-line prefer-const
+    let agent: Parked
     const proc = await this.o.runtime.exec(lease.container.engine_id, {
       cmd: [...this.o.command, '--warm'],
       cwd: this.o.cwd,
       stdin,
       onStdout: (chunk) => (out ? out.onStdout(chunk) : early.push({ stream: 'out', chunk })),
-      onStderr: (chunk) => (out ? out.onStderr(chunk) : early.push({ stream: 'err', chunk })),
+      onStderr: (chunk) => (out ? out.onStderr(chunk) : parkedErr(chunk)),
     })
-    const agent: Parked = {
+    agent = {
       key,
       lease,
       proc,
       dead: false,
+      ready: errText.includes(READY_LINE),
       handOff: (task, to, signal) => {
         for (const e of early.splice(0)) (e.stream === 'out' ? to.onStdout : to.onStderr)(e.chunk)
         out = to
