@@ -52,7 +52,7 @@ describe('berth-runner --warm (stub provider)', () => {
     // The events file is the prompt's, not the init line's.
     expect(readFileSync(join(input.cwd, '.berth/events/task_w1.jsonl'), 'utf8')).toBe(r.stdout())
     // The probe saw Claude Code up before the prompt came.
-    const marks = Object.fromEntries(
+    const marks: Record<string, number> = Object.fromEntries(
       r
         .stderr()
         .split('\n')
@@ -60,8 +60,8 @@ describe('berth-runner --warm (stub provider)', () => {
         .map((l) => JSON.parse(l) as { probe: string; t: number })
         .map((p) => [p.probe, p.t]),
     )
-    expect(marks.ready).toBeLessThanOrEqual(marks.prompt)
-    expect(marks.prompt).toBeLessThanOrEqual(marks.token)
+    expect(marks.ready).toBeLessThanOrEqual(marks.prompt!)
+    expect(marks.prompt).toBeLessThanOrEqual(marks.token!)
   })
 
   it('exits quietly when stdin ends before a prompt (an evicted agent)', async () => {

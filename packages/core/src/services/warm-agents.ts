@@ -107,11 +107,15 @@ export class WarmAgents {
 
   /**
    * Start one agent for tasks like `input` (in the background; failures are logged), when
-   * there is room: fewer than `max` parked or starting, and an idle container in the pool.
+   * there is room: fewer than `max` parked or starting, an idle container in the pool, and
+   * capacity left to create another, so a parked agent never makes a cold task wait (on a
+   * saturated pool it would only be evicted again, its start-up wasted).
    */
   prepare(owner: string, input: RunnerInput): void {
     this.prune()
-    if (this.closed || this.parked.length + this.starting >= this.o.max || this.o.pool.stats().idle === 0) return
+    if (this.closed || this.parked.length + this.starting >= this.o.max) return
+    const pool = this.o.pool.stats()
+    if (pool.idle === 0 || pool.in_use + pool.idle >= pool.max) return
     this.starting++
     void this.start(owner, input)
       .catch((err) => this.o.logger.warn('could not start a warm agent', { error: String(err) }))
