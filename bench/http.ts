@@ -26,9 +26,11 @@ import { int, ms, table } from './lib/table.js'
 
 /** Berth must serve at least this fraction of bare node:http's requests per second. */
 export const TARGET_RATIO = 0.5
+/** Berth (request log on) must serve at least this fraction of bare h3's requests per second, same adapter, same run (issue 15). */
+export const TARGET_H3_RATIO = 0.8
 
 const RESULTS_FILE = fileURLToPath(new URL('./results/http.json', import.meta.url))
-const ALL_TARGETS: HostKind[] = ['bare', 'memory', 'fs']
+const ALL_TARGETS: HostKind[] = ['bare', 'h3', 'memory', 'fs']
 
 export interface HttpBenchOptions {
   connections: number
@@ -62,6 +64,10 @@ export interface TargetResult extends Measurement {
   /** Bare's server CPU per request over this target's (median over rounds): efficiency, load-independent. */
   cpuRatio: number
   verdict: 'PASS' | 'BELOW TARGET' | 'baseline' | 'no baseline'
+  /** Berth's req/s over bare h3's in the same round (median over rounds); NaN without the h3 target. */
+  ratioH3: number
+  /** Against {@link TARGET_H3_RATIO}. */
+  verdictH3: 'PASS' | 'BELOW TARGET' | 'baseline' | 'no baseline'
   /** Every round's numbers; the fields above are the median round's (by req/s). */
   rounds: Measurement[]
   /** Berth: how far the rate limiter's bucket went down (it counted every request). */
@@ -77,6 +83,9 @@ export interface HttpBenchReport {
   config: Omit<HttpBenchOptions, 'resultsFile'> & { serverDir?: string; rateLimit: typeof RATE_LIMIT; bodyBytes: number }
   targetRatio: number
   results: TargetResult[]
+  targetH3Ratio: number
+  /** Every Berth target at or above {@link TARGET_H3_RATIO} of bare h3. */
+  passH3: boolean
   /** Every Berth target at or above the target ratio. */
   pass: boolean
 }
@@ -152,7 +161,7 @@ async function measure(host: Host, opts: HttpBenchOptions): Promise<Measurement>
 }
 
 function targetName(h: Host): string {
-  return h.kind === 'bare' ? 'bare node:http' : 'Berth'
+  return h.kind === 'bare' ? 'bare node:http' : h.kind === 'h3' ? 'bare h3' : 'Berth'
 }
 
 /**
@@ -167,7 +176,7 @@ function targetName(h: Host): string {
 export async function main(options: Partial<HttpBenchOptions> = {}): Promise<HttpBenchReport> {
   const opts = { ...optionsFromEnv(), ...options }
 
-  console.log('\nHTTP: authenticated GET /v1/profiles/:id — Berth vs bare node:http (same response bytes)')
+  console.log('\nHTTP: authenticated GET /v1/profiles/:id — Berth (request log on) vs bare node:http and bare h3 (same response bytes)')
   console.log(
     `  ${opts.connections} keep-alive connections from a separate process, ${opts.warmupMs} ms warm-up, ` +
       `${opts.durationMs} ms measured${opts.rounds > 1 ? `, ${opts.rounds} rounds (medians)` : ''}; ` +
@@ -191,6 +200,15 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       Object.assign(bare, { path: ref.path, headers: ref.headers })
       if (temporary) await ref.close()
       hosts.unshift(bare)
+    }
+    if (opts.targets.includes('h3')) {
+      const ref = hosts.find((h) => h.kind !== 'bare')
+      const body = ref ?? hosts[0]
+      if (!body) throw new Error('BENCH_TARGETS: h3 needs memory, fs or bare too (it answers their bytes)')
+      const h3 = await startHost({ kind: 'h3', bodyBase64: body.bodyBase64, contentType: body.contentType }, opts.serverNodeArgs)
+      // The same request line and headers as Berth gets; the route pattern is Berth's.
+      Object.assign(h3, { path: body.path, headers: body.headers })
+      hosts.splice(hosts[0]?.kind === 'bare' ? 1 : 0, 0, h3)
     }
     if (hosts[0]?.serverDir && process.env.BENCH_SERVER_DIR) console.log(`  @berth/server from ${hosts[0].serverDir} (BENCH_SERVER_DIR)`)
 
@@ -216,10 +234,14 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
 
   const bare = hosts.find((h) => h.kind === 'bare')
   const bareRuns = bare ? runs.get(bare)! : []
+  const h3 = hosts.find((h) => h.kind === 'h3')
+  const h3Runs = h3 ? runs.get(h3)! : []
   const results: TargetResult[] = hosts.map((h) => {
     const rs = runs.get(h)!
     const mid = [...rs].sort((a, b) => a.rps - b.rps)[(rs.length - 1) >> 1]!
     const ratio = h === bare ? 1 : median(rs.map((r, i) => r.rps / (bareRuns[i]?.rps ?? NaN)))
+    const ratioH3 = h === h3 ? 1 : median(rs.map((r, i) => r.rps / (h3Runs[i]?.rps ?? NaN)))
+    const berth = h.kind === 'memory' || h.kind === 'fs'
     const cpuRatio = h === bare ? 1 : median(rs.map((r, i) => (bareRuns[i]?.serverCpuUsPerRequest ?? NaN) / r.serverCpuUsPerRequest))
     const limiter = closed.get(h)?.limiter
     return {
@@ -229,7 +251,9 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       storage: h.storage,
       ratio,
       cpuRatio,
-      verdict: h === bare ? 'baseline' : !bare ? 'no baseline' : ratio >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET',
+      verdict: !berth ? 'baseline' : !bare ? 'no baseline' : ratio >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET',
+      ratioH3,
+      verdictH3: !berth ? 'baseline' : !h3 ? 'no baseline' : ratioH3 >= TARGET_H3_RATIO ? 'PASS' : 'BELOW TARGET',
       rounds: rs,
       ...(limiter && { limiter }),
     }
@@ -238,7 +262,7 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
   console.log()
   console.log(
     table(
-      ['target', 'storage', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU', 'CPU µs/req', 'vs bare', `target ≥ ${TARGET_RATIO}`],
+      ['target', 'storage', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU', 'CPU µs/req', 'vs bare', `target ≥ ${TARGET_RATIO}`, 'vs h3', `target ≥ ${TARGET_H3_RATIO}`],
       results.map((r) => [
         r.target,
         r.storage,
@@ -248,14 +272,16 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
         String(r.errors),
         `${Math.round(r.serverCpuCores * 100)}%`,
         int(r.serverCpuUsPerRequest),
-        r.verdict === 'baseline' ? '1.00' : Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : 'n/a',
+        Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : 'n/a',
         r.verdict === 'baseline' ? '—' : r.verdict === 'no baseline' ? 'n/a' : r.verdict,
+        Number.isFinite(r.ratioH3) ? r.ratioH3.toFixed(2) : 'n/a',
+        r.verdictH3 === 'baseline' ? '—' : r.verdictH3 === 'no baseline' ? 'n/a' : r.verdictH3,
       ]),
     ),
   )
-  const ref = hosts.find((h) => h.kind !== 'bare') ?? hosts[0]
+  const ref = hosts.find((h) => h.kind === 'memory' || h.kind === 'fs') ?? hosts[0]
   console.log(`  server CPU: share of one core used by the server process in the window; response body ${ref?.body.length ?? 0} bytes`)
-  const berthRows = results.filter((r) => r.kind !== 'bare' && Number.isFinite(r.cpuRatio))
+  const berthRows = results.filter((r) => (r.kind === 'memory' || r.kind === 'fs') && Number.isFinite(r.cpuRatio))
   if (berthRows.length) {
     console.log(
       `  CPU per request vs bare (bare µs/req ÷ Berth µs/req, independent of how the 2 cores are shared): ` +
@@ -299,6 +325,8 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     targetRatio: TARGET_RATIO,
     results,
     pass: !!bare && results.every((r) => r.verdict === 'PASS' || r.verdict === 'baseline'),
+    targetH3Ratio: TARGET_H3_RATIO,
+    passH3: !!h3 && results.every((r) => r.verdictH3 === 'PASS' || r.verdictH3 === 'baseline'),
   }
   if (opts.resultsFile && opts.targets.length < ALL_TARGETS.length) {
     console.log(`  results not written: BENCH_TARGETS picks a subset (${opts.targets.join(',')})`)

@@ -74,6 +74,15 @@ if (existsSync(fileURLToPath(storageUrl))) {
   console.log('\nStorage benchmarks skipped: bench/storage.ts is not present.')
 }
 
+// Warm agents vs cold starts (first token, throughput), per engine.
+try {
+  const warm = (await import(new URL('./warm.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await warm.main()
+} catch (err) {
+  failed = true
+  console.error(`\nWarm agents benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)
 // A benchmark that could not run is a failure; a number below target is reported, not fatal.
 process.exit(failed ? 1 : 0)

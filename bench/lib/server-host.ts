@@ -15,13 +15,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadWorkspace } from './workspace.js'
+import { loadPackageFile, loadWorkspace } from './workspace.js'
 
-export type HostKind = 'bare' | 'memory' | 'fs'
+export type HostKind = 'bare' | 'h3' | 'memory' | 'fs'
 
 export interface HostConfig {
   kind: HostKind
-  /** For `bare`: the bytes and content type to answer with (base64). */
+  /** For `bare` and `h3`: the bytes and content type to answer with (base64). */
   bodyBase64?: string
   contentType?: string
 }
@@ -89,6 +89,32 @@ async function startBare(cfg: HostConfig): Promise<Started> {
   }
 }
 
+/**
+ * Bare h3, as Berth's `@berth/server` resolves it: one route with Berth's path pattern
+ * answering the same bytes, through the same `toNodeHandler` adapter. What h3 and the
+ * adapter cost alone.
+ */
+async function startH3(cfg: HostConfig): Promise<Started> {
+  type H3Module = {
+    H3: new () => { get(path: string, handler: () => Response): unknown }
+    toNodeHandler(app: unknown): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void
+  }
+  const h3 = await loadPackageFile<H3Module>('h3', 'dist/_entries/node.mjs')
+  const body = Buffer.from(cfg.bodyBase64 ?? '', 'base64')
+  const contentType = cfg.contentType ?? 'application/json'
+  const app = new h3.H3()
+  app.get('/v1/profiles/:id', () => new Response(body, { headers: { 'content-type': contentType } }))
+  const server = createServer(h3.toNodeHandler(app))
+  const port = await listen(server)
+  return {
+    ready: { type: 'ready', port, storage: '—', path: '/', headers: {}, bodyBase64: body.toString('base64'), contentType },
+    async close() {
+      await closeServer(server)
+      return { type: 'closed' }
+    },
+  }
+}
+
 async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
   const ws = await loadWorkspace()
   const dataDir = mkdtempSync(join(tmpdir(), `berth-bench-${kind}-`))
@@ -98,7 +124,8 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
     dataDir,
     adminToken: ADMIN_TOKEN,
     rateLimit: RATE_LIMIT,
-    logger: ws.core.silentLogger,
+    // As users run it: the request log on (BENCH_REQUEST_LOG=0 for the silent logger), to a sink.
+    logger: process.env.BENCH_REQUEST_LOG === '0' ? ws.core.silentLogger : ws.core.jsonLogger(() => {}),
   })
   const server = createServer(berth.handler)
   const port = await listen(server)
@@ -154,7 +181,7 @@ if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
   process.on('message', (msg: HostConfig | { type: string }) => {
     void (async () => {
       if ('kind' in msg) {
-        started = msg.kind === 'bare' ? await startBare(msg) : await startBerth(msg.kind)
+        started = msg.kind === 'bare' ? await startBare(msg) : msg.kind === 'h3' ? await startH3(msg) : await startBerth(msg.kind)
         await send(started.ready)
       } else if (msg.type === 'measure-start') {
         cpu0 = process.cpuUsage()

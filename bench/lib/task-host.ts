@@ -42,6 +42,8 @@ export interface TaskHostConfig {
    * of tasks, workspaces and event-log chunks): a store that already served many tasks.
    */
   preloadKeys: number
+  /** Warm agents kept (the pool's `warmAgents`; 0: every task starts its runner cold). */
+  warmAgents?: number
 }
 
 export interface TaskHostReady {
@@ -125,7 +127,14 @@ async function startHost(cfg: TaskHostConfig): Promise<Host> {
     runtime: probe.runtime,
     runner: { bundleDir: cfg.bundleDir },
     concurrency: cfg.concurrency,
-    pool: { image: cfg.image, min: cfg.pool.min, max: cfg.pool.max, name: cfg.pool.name, spec: { network: 'none', labels: cfg.pool.labels } },
+    pool: {
+      image: cfg.image,
+      min: cfg.pool.min,
+      max: cfg.pool.max,
+      name: cfg.pool.name,
+      spec: { network: 'none', labels: cfg.pool.labels },
+      ...(cfg.warmAgents && { warmAgents: cfg.warmAgents }),
+    },
   })
   const pool = berth.pool!
   probe.attach(pool, berth.services.bus)
@@ -159,7 +168,11 @@ async function startHost(cfg: TaskHostConfig): Promise<Host> {
     const end = t0 + 60_000
     for (;;) {
       const s = pool.stats()
-      if (s.in_use === 0 && s.idle >= cfg.pool.min) return performance.now() - t0
+      // With warm agents: nothing serving a workspace, and an agent parked (in use, no workspace).
+      const list = cfg.warmAgents ? pool.list() : []
+      const serving = cfg.warmAgents ? list.filter((c) => c.state === 'in_use' && c.workspace_id).length : s.in_use
+      const parked = berth.warmAgents?.stats().ready ?? 0
+      if (serving === 0 && s.idle >= cfg.pool.min && parked >= (cfg.warmAgents ? 1 : 0)) return performance.now() - t0
       if (performance.now() > end) throw new Error(`pool did not settle: ${JSON.stringify(s)}`)
       await new Promise((r) => setTimeout(r, 10))
     }

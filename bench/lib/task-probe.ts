@@ -25,6 +25,8 @@ export interface ExecTrace {
   /** `exit` resolved: the process ended and its output was delivered. */
   exit?: number
   exitCode?: number | null
+  /** The runner's own start-up steps (BERTH_RUNNER_PROBE), wall clock: node, imports, input, model, spawn, init, request, token, result. */
+  runner?: Record<string, number>
 }
 
 /** One task, from the server's side. */
@@ -230,7 +232,23 @@ export function createProbe(inner: ContainerRuntime): Probe {
       }
       o.onStdout?.(chunk)
     }
-    const proc = await rt.exec(id, { ...o, onStdout })
+    // The runner's own probe: one stderr line per start-up step.
+    let errPending = ''
+    const onStderr = (chunk: Uint8Array) => {
+      errPending += Buffer.from(chunk).toString('utf8')
+      let nl: number
+      while ((nl = errPending.indexOf('\n')) >= 0) {
+        const line = errPending.slice(0, nl)
+        errPending = errPending.slice(nl + 1)
+        if (!line.startsWith('{"probe"')) continue
+        try {
+          const p = JSON.parse(line) as { probe: string; t: number }
+          ;(trace.runner ??= {})[p.probe] = p.t
+        } catch {}
+      }
+      o.onStderr?.(chunk)
+    }
+    const proc = await rt.exec(id, { ...o, env: { ...o.env, BERTH_RUNNER_PROBE: '1' }, onStdout, onStderr })
     trace.attached = wallNow()
     void proc.exit.then(
       (r) => {

@@ -81,7 +81,7 @@ const berth = createBerth({
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
   runtime: chosen.runtime,
-  pool: { image, min: config.poolMin, max: config.poolMax, name: poolName, ...(imageRecipe && { imageRecipe }) },
+  pool: { image, min: config.poolMin, max: config.poolMax, name: poolName, warmAgents: config.warmAgents, ...(imageRecipe && { imageRecipe }) },
   concurrency: config.concurrency,
   console: true,
   allowPrivateWebhooks: config.allowPrivateWebhooks,

@@ -6,20 +6,33 @@
  * run: the result then has outcome `error_during_execution` and error `cancelled`.
  * `BERTH_CONTAINER_ROOT` (set by the unsandboxed `local` runtime) puts the input's
  * container paths under that host directory.
+ *
+ * `berth-runner --warm` (a warm agent): stdin is line by line. The first line,
+ * `{"type":"init","input":RunnerInput}`, starts Claude Code at once (SDK streaming input);
+ * the second, `{"type":"prompt","task_id","prompt","events_file"}`, hands it the task, and
+ * from there it runs as above. Stdin ending before a prompt exits 0 without output. Once
+ * Claude Code is up, it writes `{"warm":"ready"}` on stderr.
  */
+mark('imports')
+import { mark } from './probe.js'
 import { mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { InputError, parseInput, readAll, underRoot } from './input.js'
-import { openEventSink } from './event-sink.js'
+import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
+import { readWarmLines, WARM_READY, type WarmLines } from './warm.js'
+import type { RunnerEvent } from '@berth/core/contract'
 
 async function main(): Promise<number> {
   const cancel = new AbortController()
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => cancel.abort())
 
+  const root = process.env.BERTH_CONTAINER_ROOT
+  const warm: WarmLines | null = process.argv.includes('--warm') ? readWarmLines(process.stdin) : null
   let input
   try {
-    input = underRoot(parseInput(await readAll(process.stdin)), process.env.BERTH_CONTAINER_ROOT)
+    input = underRoot(parseInput(warm ? await warm.init : await readAll(process.stdin)), root)
   } catch (err) {
     if (!(err instanceof InputError)) throw err
     process.stdout.write(`${JSON.stringify({ type: 'error', message: err.message })}\n`)
@@ -27,18 +40,39 @@ async function main(): Promise<number> {
   }
   const gitTokens = (input.git_credentials ?? []).map((c) => c.token)
   const redactor = createRedactor([...input.redact, ...(input.model.api_key ? [input.model.api_key] : []), ...gitTokens])
+  mark('input')
   mkdirSync(input.cwd, { recursive: true })
-  const sink = openEventSink(input.events_file, redactor)
   const debug = process.env.BERTH_RUNNER_DEBUG === '1'
+  let sink: EventSink | null = null
+  const early: RunnerEvent[] = []
+  let prompt
+  if (warm) {
+    const cwd = input.cwd
+    prompt = warm.prompt.then(
+      (p) => {
+        const file = root ? join(root, p.events_file) : resolve(cwd, p.events_file)
+        sink = openEventSink(file, redactor)
+        for (const e of early.splice(0)) sink.emit(e)
+        return p
+      },
+      (err: unknown) => {
+        // Evicted before any task (stdin closed): nothing to say.
+        if (err instanceof InputError && err.message.startsWith('stdin ended')) process.exit(0)
+        process.stdout.write(`${JSON.stringify({ type: 'error', message: err instanceof Error ? err.message : String(err) })}\n`)
+        process.exit(2)
+      },
+    )
+  } else sink = openEventSink(input.events_file, redactor)
   try {
     await runTask(input, {
-      emit: (e) => sink.emit(e),
+      emit: (e) => (sink ? sink.emit(e) : early.push(e)),
+      ...(prompt && { prompt, onReady: () => process.stderr.write(`${WARM_READY}\n`) }),
       redactor,
       signal: cancel.signal,
       stderr: debug ? (d) => process.stderr.write(d) : undefined,
     })
   } finally {
-    await sink.close()
+    await (sink as EventSink | null)?.close()
   }
   return 0
 }

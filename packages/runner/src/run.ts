@@ -4,6 +4,7 @@ import { startOfflineModel, type OfflineModelServer } from '@berth/testkit/model
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
+import { mark } from './probe.js'
 import { Transcript } from './transcript.js'
 import { writeSkills } from './workspace.js'
 
@@ -17,6 +18,20 @@ export interface RunTaskOptions {
   stderr?: (text: string) => void
   /** How long to wait for the SDK to wind down after a cancel before giving up on it. */
   cancelGraceMs?: number
+  /**
+   * Warm mode: Claude Code is started now, with everything but the prompt, and waits in
+   * the SDK's streaming-input mode; the run goes on when this settles with the task's
+   * id and prompt (`input.prompt` and `input.task_id` are then ignored).
+   */
+  prompt?: Promise<TaskPrompt>
+  /** Warm mode: Claude Code is up and waits for the prompt. */
+  onReady?: () => void
+}
+
+/** What a warm runner learns only when its task arrives. */
+export interface TaskPrompt {
+  task_id: string
+  prompt: string
 }
 
 /**
@@ -30,8 +45,21 @@ export interface RunTaskOptions {
  * ```
  */
 export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise<void> {
-  const { emit, redactor } = opts
-  emit({ type: 'user_message', text: input.prompt })
+  const { redactor } = opts
+  const emit = (e: RunnerEvent) => {
+    if (e.type === 'token') mark('token')
+    opts.emit(e)
+  }
+  // Cold: the prompt is known now. Warm: user_message goes out once it arrives.
+  const prompt: Promise<TaskPrompt> = opts.prompt ?? Promise.resolve({ task_id: input.task_id, prompt: input.prompt })
+  let sentUser = false
+  const sendUser = async () => {
+    const p = await prompt
+    if (!sentUser) emit({ type: 'user_message', text: p.prompt })
+    sentUser = true
+    return p
+  }
+  if (!opts.prompt) await sendUser()
   const transcript = new Transcript(emit, redactor.stream())
   const abortController = new AbortController()
   const cancelled = () => opts.signal?.aborted === true
@@ -41,7 +69,8 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   let git: GitCredentialSetup | undefined
   let failure: string | undefined
   try {
-    if (input.model.provider === 'stub') model = await startOfflineModel({ host: '127.0.0.1', port: 0 })
+    if (input.model.provider === 'stub') model = await startOfflineModel({ host: '127.0.0.1', port: 0, onRequest: () => mark('request') })
+    mark('model')
     const skills = writeSkills(input.cwd, input.skills)
     if (input.git_credentials?.length) git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env })
     const options = sdkOptions(input, {
@@ -52,24 +81,57 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
     })
     if (cancelled()) throw new Error('cancelled')
-    const messages = query({ prompt: input.prompt, options })
+    let sawResult!: () => void
+    const resultSeen = new Promise<void>((r) => (sawResult = r))
+    abortController.signal.addEventListener('abort', () => sawResult(), { once: true })
+    // Warm: streaming input. The first user message waits for the prompt; the input ends
+    // after the result, so Claude Code exits as after a one-shot prompt.
+    const streamed = async function* () {
+      const p = await prompt
+      yield { type: 'user' as const, message: { role: 'user' as const, content: p.prompt }, parent_tool_use_id: null }
+      await resultSeen
+    }
+    mark('spawn')
+    const messages = query({ prompt: opts.prompt ? streamed() : input.prompt, options })
+    if (opts.prompt) {
+      // Claude Code answered the SDK's initialize request: the agent is up (not awaited: a
+      // prompt may come sooner, and a start that fails shows in the run).
+      void messages.initializationResult().then(
+        () => {
+          mark('ready')
+          opts.onReady?.()
+        },
+        () => {},
+      )
+      await sendUser()
+      mark('prompt')
+    }
     const drain = (async () => {
       // The SDK throws after it yielded an error result; the result is what counts then.
       try {
-        for await (const m of messages) transcript.push(m)
+        for await (const m of messages) {
+          if (m.type === 'system' && m.subtype === 'init') mark('init')
+          transcript.push(m)
+          if (m.type === 'result') sawResult()
+        }
       } catch (err) {
         if (!transcript.hasResult() || cancelled()) throw err
+      } finally {
+        sawResult()
       }
     })()
     await (opts.signal ? untilAbortedPlusGrace(drain, opts.signal, opts.cancelGraceMs ?? 5000) : drain)
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err)
+    // A warm start that failed still answers its task (once the prompt came) with this failure.
+    await sendUser().catch(() => {})
   } finally {
     opts.signal?.removeEventListener('abort', onAbort)
     // The credentials live as long as the run: a warm session container keeps none between prompts.
     git?.cleanup()
     await model?.close()
   }
+  mark('result')
   emit(transcript.result(cancelled() ? 'cancelled' : failure))
 }
 

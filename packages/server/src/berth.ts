@@ -1,6 +1,7 @@
 import {
   ApiError,
   ContainerPool,
+  WarmAgents,
   defaultPoolName,
   createAesGcmCipher,
   createPipeline,
@@ -177,6 +178,12 @@ export interface BerthOptions {
     imageRecipe?: PoolOptions['imageRecipe']
     /** Backoff while the engine does not answer (default 1 s doubling to 30 s). */
     retry?: PoolOptions['retry']
+    /**
+     * Warm agents kept at most (default 0: off): pooled containers whose runner already
+     * started Claude Code for the settings of a recent task, so the next task like it skips
+     * the agent's start-up. Each holds a container (counted in `max`) until used or evicted.
+     */
+    warmAgents?: number
   }
 }
 
@@ -198,6 +205,8 @@ export interface Berth {
   storage: Storage
   /** The warm pool, when a runtime is configured. */
   pool: ContainerPool | undefined
+  /** Agents started ahead of tasks, when `pool.warmAgents` is set. */
+  warmAgents: WarmAgents | undefined
   /**
    * Resolves once start-up work is done: the pool has adopted or removed what a previous
    * run left and warmed up to `min`. Rejects when the engine cannot be reached.
@@ -291,6 +300,10 @@ export function createBerth(options: BerthOptions = {}): Berth {
           adopt: (c) => accountFor(c),
         })
       : undefined
+  const warmAgents =
+    pool && options.pool?.warmAgents
+      ? new WarmAgents({ runtime: options.runtime!, pool, command, logger, max: options.pool.warmAgents, cwd: '/workspace' })
+      : undefined
   const providerOpts = { clock, ...(options.notifications?.timeoutMs !== undefined && { timeoutMs: options.notifications.timeoutMs }) }
   const chatProvider = options.chatProvider && createChatProvider(options.chatProvider, providerOpts)
   const mailProvider = options.mailProvider && createMailProvider(options.mailProvider, providerOpts)
@@ -311,7 +324,15 @@ export function createBerth(options: BerthOptions = {}): Berth {
     notifier,
     ...(options.notifications && { notificationRetry: { attempts: options.notifications.attempts, backoffMs: options.notifications.backoffMs } }),
     ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
-    ...(pool && { pool, engine: { runtime: options.runtime!, pool, command } }),
+    ...(pool && {
+      pool,
+      engine: {
+        runtime: options.runtime!,
+        pool,
+        command,
+        ...(warmAgents && { warmAgents }),
+      },
+    }),
     ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
     environmentCaps: caps,
     ...(pool && runtime?.ensureImage && { environmentImages: environmentImages({ runtime, defaultRef: options.pool!.image, ...(options.environments?.recipe && { recipe: options.environments.recipe }) }) }),
@@ -415,6 +436,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     store,
     storage,
     pool,
+    warmAgents,
     ready,
     closeWebSockets: (opts) => websocket.closeAll(opts),
     async close(opts = {}) {

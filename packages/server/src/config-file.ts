@@ -28,6 +28,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_CONCURRENCY: 'concurrency',
   BERTH_POOL_MIN: 'pool.min',
   BERTH_POOL_MAX: 'pool.max',
+  BERTH_WARM_AGENTS: 'pool.warmAgents',
   BERTH_POOL_NAME: 'pool.name',
   BERTH_BODY_LIMIT: 'bodyLimit',
   BERTH_SMTP_URL: 'smtp.url',

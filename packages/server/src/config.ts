@@ -20,6 +20,8 @@ export interface BerthConfig extends IntegrationsConfig {
   concurrency: number
   poolMin: number
   poolMax: number
+  /** `BERTH_WARM_AGENTS`: agents started ahead of tasks, at most (0: off). */
+  warmAgents: number
   /** `BERTH_POOL_NAME`: the `berth.pool` label of this server's containers; unset, derived from the data dir. */
   poolName: string | undefined
   bodyLimit: number
@@ -135,6 +137,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     concurrency: int(env, 'BERTH_CONCURRENCY', 5, 1),
     poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
     poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
+    warmAgents: int(env, 'BERTH_WARM_AGENTS', 0, 0),
     poolName: env.BERTH_POOL_NAME || undefined,
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     smtp: smtpFrom(env),

@@ -11,13 +11,13 @@ export type Json = Record<string, any>
 /** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
 export async function taskServer(
   engine: (typeof ENGINES)[number],
-  opts: { concurrency?: number; max?: number; min?: number; sessionIdleMs?: number; berth?: Partial<BerthOptions> } = {},
+  opts: { concurrency?: number; max?: number; min?: number; warmAgents?: number; sessionIdleMs?: number; berth?: Partial<BerthOptions> } = {},
 ) {
   const { info, runtime } = engineRuntime(engine)
   const pool = uniquePoolName(`tasks-${engine}`)
   const s = await startServer({
     runtime,
-    pool: { image: info.image, min: opts.min ?? 1, max: opts.max ?? 8, name: pool, spec: { network: 'none' } },
+    pool: { image: info.image, min: opts.min ?? 1, max: opts.max ?? 8, name: pool, spec: { network: 'none' }, ...(opts.warmAgents && { warmAgents: opts.warmAgents }) },
     runner: { bundleDir: RUNNER_BUNDLE },
     concurrency: opts.concurrency ?? 20,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),

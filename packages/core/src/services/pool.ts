@@ -489,6 +489,13 @@ export class ContainerPool {
     }
   }
 
+  /** Record the workspace an in-use container now serves (a warm agent handed to a task), so a restart accounts for it. */
+  async assign(id: string, workspaceId: string): Promise<void> {
+    const c = this.get(id)
+    c.workspace_id = workspaceId
+    await this.o.store.set(this.key(c.id), c)
+  }
+
   /** Admin force-remove: 404 for an unknown id. A holder of the lease sees CONTAINER_FAILED. */
   async forceRemove(id: string): Promise<void> {
     this.get(id)

@@ -22,6 +22,7 @@ import { nextQueued } from './task-queue.js'
 import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 import { secretForms } from '../secret-forms.js'
 import { createWorkspaceVolume, recoverVolumes, workspaceVolumeName } from './volumes.js'
+import { warmKey, type WarmAgent, type WarmAgents } from './warm-agents.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -53,6 +54,8 @@ export interface TaskEngine {
   pool: ContainerPool
   /** The command that starts the runner inside a container, e.g. `['berth-runner']`. */
   command: string[]
+  /** Agents started ahead of tasks (see {@link WarmAgents}); without it every task starts its runner cold. */
+  warmAgents?: WarmAgents
 }
 
 export interface TasksOptions {
@@ -418,14 +421,32 @@ export class TasksService {
       }
       let warm = this.warm.get(ws.id)
       if (warm?.timer) clearTimeout(warm.timer)
-      if (!warm) {
+      // A new container with nothing to restore may get an agent that is already up. Warm
+      // agents live in the default environment's containers: only its tasks may take one.
+      const env = warm ? null : await this.o.environments.resolve(owner, profile.environment_id, await this.endpointHosts(profile))
+      let early: RunnerInput | null = null
+      let agent: WarmAgent | null = null
+      const agents = this.o.engine?.warmAgents
+      if (env && Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id) {
+        early = await materialize(this.o.catalog, task, profile, ws).catch(() => null)
+        if (early) agent = agents.take(warmKey(owner, early))
+      }
+      if (agent) {
+        await pool.assign(agent.lease.container.id, ws.id)
+        warm = { lease: agent.lease, timer: null, profile_id: profile.id }
+        this.warm.set(ws.id, warm)
+      } else if (!warm) {
+        // Parked agents give their containers back when a cold task needs the room.
+        if (agents) {
+          const st = pool.stats()
+          if (st.idle === 0 && st.in_use >= st.max) await agents.evictOne()
+        }
         const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
         if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
-        const env = await this.o.environments.resolve(owner, profile.environment_id, await this.endpointHosts(profile))
         const mounts = volume ? [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] : []
         // Without a spec the claim takes a warm container (the default environment's); any
         // other environment, or a volume, gets a container made for the claim.
-        const spec = { ...env.spec, ...(mounts.length && { mounts }) }
+        const spec = { ...env!.spec, ...(mounts.length && { mounts }) }
         const lease = await pool.claim({
           owner_id: owner,
           workspace_id: ws.id,
@@ -442,12 +463,14 @@ export class TasksService {
           ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: null })
         }
       }
+      // One more like this one for the next task (after this one's claim, so it takes no container this one needed).
+      if (early) agents?.prepare(owner, early)
       task = await this.setStatus(task, 'starting')
       ws = await this.o.workspaces.setStatus(owner, ws.id, 'running', { container_id: warm.lease.container.id })
-      const input = await materialize(this.o.catalog, task, profile, ws)
+      const input = early ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()
       task = await this.setStatus(task, 'running', { started_at: isoNow(this.o.clock) })
-      const { result, exited: runnerExited } = await this.exec(runtime, command, warm.lease, task, input, signal)
+      const { result, exited: runnerExited } = await this.exec(runtime, command, warm.lease, task, input, signal, agent)
       exited = runnerExited
       if (result.session_id) ws = await this.o.workspaces.patch(owner, ws.id, { sdk_session_id: result.session_id })
       end = endOf(result)
@@ -494,6 +517,7 @@ export class TasksService {
     task: TaskRecord,
     input: RunnerInput,
     signal: AbortSignal,
+    agent: WarmAgent | null = null,
   ): Promise<{ result: ResultEvent; exited: Promise<unknown> }> {
     let result: ResultEvent | null = null
     let sawResult!: () => void
@@ -522,12 +546,8 @@ export class TasksService {
       }
       chain = chain.then(() => this.record(task, [event.output]))
     }
-    const proc = await runtime.exec(lease.container.engine_id, {
-      cmd: command,
-      cwd: WORKSPACE_DIR,
-      stdin: `${JSON.stringify(input)}\n`,
-      signal,
-      onStdout: (chunk) => {
+    const out = {
+      onStdout: (chunk: Uint8Array) => {
         pending += decoder.decode(chunk, { stream: true })
         let nl: number
         while ((nl = pending.indexOf('\n')) >= 0) {
@@ -535,10 +555,13 @@ export class TasksService {
           pending = pending.slice(nl + 1)
         }
       },
-      onStderr: (chunk) => {
+      onStderr: (chunk: Uint8Array) => {
         stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
       },
-    })
+    }
+    const proc = agent
+      ? agent.handOff({ id: task.id, prompt: input.prompt, events_file: input.events_file }, out, signal)
+      : await runtime.exec(lease.container.engine_id, { cmd: command, cwd: WORKSPACE_DIR, stdin: `${JSON.stringify(input)}\n`, signal, ...out })
     const ended = await Promise.race([proc.exit, resultSeen])
     if (ended === null) {
       await chain
@@ -801,6 +824,7 @@ export class TasksService {
   async close(): Promise<void> {
     this.closed = true
     for (const w of this.warm.values()) if (w.timer) clearTimeout(w.timer)
+    await this.o.engine?.warmAgents?.close()
     await this.o.eventLog.flushAll()
   }
 }

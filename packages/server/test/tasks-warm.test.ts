@@ -1,0 +1,66 @@
+/**
+ * Warm agents: a pooled container whose runner already started Claude Code for the
+ * settings of a recent task serves the next task with exactly those settings, and never
+ * a task whose settings (secrets, model) differ.
+ */
+import type { PooledContainer } from '@berth/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ENGINES, eventually, sweep } from './pool.helpers.js'
+import { taskServer, type Json } from './tasks.helpers.js'
+
+describe.each(ENGINES)('warm agents on %s', (engine) => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  beforeAll(async () => {
+    t = await taskServer(engine, { min: 2, max: 8, warmAgents: 2 })
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  /** Containers holding a parked agent: in use, serving no workspace. */
+  const parked = () => (t.s.berth.pool!.list() as PooledContainer[]).filter((c) => c.state === 'in_use' && c.workspace_id === null).map((c) => c.id)
+  const echo = async (profileId: string) => {
+    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profileId, prompt: 'Show it. [[berth:tool Bash {"command":"echo val=$MY_VAL"}]] [[berth:text shown]]' })
+    expect(sub.status, JSON.stringify(sub.body)).toBe(202)
+    const task = await t.waitDone(sub.body.task_id)
+    expect(task.status, JSON.stringify(task.error)).toBe('completed')
+    const out = (await t.events(task.task_id)).find((e) => e.type === 'tool_result') as Json
+    return out.output as string
+  }
+
+  it('serves the next task with the same settings, and none whose secrets or model differ', async () => {
+    const one = await t.call('POST', '/v1/secrets', { name: 'MY_VAL', value: 'one' })
+    expect(one.status).toBe(201)
+    // Cold, and it leaves an agent started with its settings.
+    expect(await echo(t.profileId)).toContain('val=one')
+    const [first] = await eventually(() => {
+      const p = parked()
+      if (p.length !== 1) throw new Error(`parked: ${p.length}`)
+      return p
+    }, 60_000)
+
+    // The secret changed: the parked agent (started with "one") must not serve this task.
+    await t.call('DELETE', `/v1/secrets/${one.body.id}`)
+    expect((await t.call('POST', '/v1/secrets', { name: 'MY_VAL', value: 'two' })).status).toBe(201)
+    expect(await echo(t.profileId)).toContain('val=two')
+    expect(parked()).toContain(first)
+    const second = await eventually(() => {
+      const p = parked().filter((id) => id !== first)
+      if (p.length !== 1) throw new Error(`parked: ${parked().length}`)
+      return p[0]!
+    }, 60_000)
+
+    // Same settings as the last task: its agent serves this one (and is used up).
+    expect(await echo(t.profileId)).toContain('val=two')
+    expect(parked()).not.toContain(second)
+    expect(parked()).toContain(first)
+
+    // Another model: cold again, the agents started for the other settings stay parked.
+    const other = await t.call('POST', '/v1/profiles', { name: 'Other', slug: 'other', api_key_id: t.keyId, default_tools: ['Bash'], model: 'claude-haiku-4-5' })
+    expect(other.status).toBe(201)
+    const before = parked()
+    expect(await echo(other.body.id)).toContain('val=two')
+    for (const id of before) expect(parked()).toContain(id)
+  })
+})
