@@ -7,7 +7,7 @@ const engine = readEngine('docker')
 runtimeConformanceSuite('docker', () => dockerRuntime({ socketPath: engine.socketPath }), {
   image: engine.image,
   // Containers: namespaces, dropped capabilities and enforced limits are required.
-  capabilities: { isolation: true, limits: true },
+  capabilities: { isolation: true, limits: true, unprivilegedUser: true, egress: ['none', 'public', 'allowlist'] },
   makeUnreachable: () => dockerRuntime({ socketPath: '/nonexistent/berth-test/docker.sock' }),
   killFromOutside: async (id) => {
     await new Docker({ socketPath: engine.socketPath }).getContainer(id).kill()

@@ -7,7 +7,7 @@ const engine = readEngine('podman')
 runtimeConformanceSuite('podman', () => podmanRuntime({ socketPath: engine.socketPath }), {
   image: engine.image,
   // Containers: namespaces, dropped capabilities and enforced limits are required.
-  capabilities: { isolation: true, limits: true },
+  capabilities: { isolation: true, limits: true, unprivilegedUser: true, egress: ['none', 'public', 'allowlist'] },
   makeUnreachable: () => podmanRuntime({ socketPath: '/nonexistent/berth-test/podman.sock' }),
   killFromOutside: async (id) => {
     await new Docker({ socketPath: engine.socketPath }).getContainer(id).kill()
