@@ -320,6 +320,9 @@ describe('console', () => {
     await page.getByRole('link', { name: 'Operator' }).click()
     await page.getByRole('heading', { name: 'Warm pool' }).waitFor()
     await expect.poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Warm pool' }) }).textContent()).toContain('In use')
+    // The engine's state comes from /health: the runtime answers.
+    const engine = page.locator('section', { has: page.getByRole('heading', { name: 'Engine and server' }) })
+    await expect.poll(() => engine.textContent()).toMatch(/Engine(docker|podman): answering/)
     const limits = page.locator('section', { has: page.getByRole('heading', { name: 'Rate and concurrency per caller' }) })
     const slots = limits.locator('tr', { hasText: t.profileId })
     await expect.poll(() => slots.locator('td').last().textContent()).toMatch(/^[1-9]\d* \/ 20$/)

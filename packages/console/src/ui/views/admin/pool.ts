@@ -19,6 +19,20 @@ interface Container {
   created_at: string
   claimed_at: string | null
 }
+/** `/health`'s `engine`: the runtime, whether it answers, and the pool image's state. */
+interface EngineState {
+  name: string
+  reachable: boolean
+  last_error?: string
+  image?: { ref: string; state: string }
+}
+
+/** One line for the engine's state, with the last error when it does not answer. */
+function engineLine(engine: EngineState | undefined): string {
+  if (!engine) return 'none (no container runtime)'
+  return engine.reachable ? `${engine.name}: answering` : `${engine.name}: not answering${engine.last_error ? ` (${engine.last_error})` : ''}`
+}
+
 /**
  * The server and the warm pool: version, containers on the engine, min/max/in use/idle, and
  * every managed container with its owner, workspace, purpose and age.
@@ -36,7 +50,7 @@ export function poolSections(): { health: HTMLElement; pool: HTMLElement; load()
   const loadHealth = async () => {
     try {
       const [health, pool, containers] = await Promise.all([
-        api<{ ok: boolean; version: string; pool: PoolStats }>('/health'),
+        api<{ ok: boolean; version: string; pool: PoolStats; engine?: EngineState }>('/health'),
         api<PoolStats>('/v1/pool', { admin: true }),
         api<{ containers: Container[]; total: number }>('/v1/pool/containers?limit=100', { admin: true }),
       ])
@@ -49,6 +63,8 @@ export function poolSections(): { health: HTMLElement; pool: HTMLElement; load()
             [
               ['Server', health.ok ? 'ok' : 'down'],
               ['Version', health.version],
+              ['Engine', engineLine(health.engine)],
+              ['Image', health.engine?.image ? `${health.engine.image.ref} (${health.engine.image.state})` : '—'],
               ['Containers on the engine', `${pool.in_use + pool.idle} of ${pool.max}`],
             ] as const
           ).map(([k, v]) => h('div', { class: 'stat' }, h('dt', null, k), h('dd', null, v))),
