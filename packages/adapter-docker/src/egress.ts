@@ -16,16 +16,25 @@ export const EGRESS_LABEL = 'berth.egress'
  *
  * @example
  * ```ts
- * egressNetwork({ policy: 'public' }) // { name: 'berth-public', bridge: 'brb…' }
+ * egressNetwork({ policy: 'public' }, 'podman') // { name: 'berth-public', bridge: 'brb…' }
  * ```
  */
-export function egressNetwork(policy: EgressPolicy): { name: string; bridge: string } | null {
+export function egressNetwork(policy: EgressPolicy, engine = 'docker'): { name: string; bridge: string } | null {
   if (policy.policy === 'none') return null
   const allow = (policy.allow ?? []).map((a) => `${a.host.toLowerCase()}:${[...(a.ports ?? [])].sort((x, y) => x - y).join(',')}`).sort()
   // Stable across versions for `public` (an existing berth-public keeps its bridge name).
   const key = policy.policy === 'allowlist' ? ['allowlist', allow, ...(policy.allowPrivate ? ['private'] : [])] : [policy.policy, []]
-  const hash = createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 12)
+  // The engine is part of the bridge's name: Docker and Podman on one host each need their
+  // own bridge device (one engine tearing down its network must never take the other's).
+  const hash = createHash('sha256').update(JSON.stringify([engine, ...key])).digest('hex').slice(0, 12)
   return { name: policy.policy === 'public' ? 'berth-public' : `berth-allow-${hash}`, bridge: `brb${hash}` }
+}
+
+/** An existing policy network whose bridge has another name. */
+class BridgeMismatch extends Error {
+  constructor(readonly bridge: string) {
+    super(`bridge ${bridge}`)
+  }
 }
 
 /** Every address of the allowlist's entries (names resolved now; a CIDR as written). */
@@ -77,13 +86,18 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
       const info = (await ctx.docker.getNetwork(name).inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] }; Options?: Record<string, string> }
       const bridgeName = info.Options?.['com.docker.network.bridge.name']
       // Podman reports options it honoured only in its own API; the name is ours either way.
-      if (bridgeName && bridgeName !== bridge) throw new ContainerError('engine_error', `Network ${name} exists with bridge ${bridgeName}, not ${bridge}; remove it`, { network: name })
+      if (bridgeName && bridgeName !== bridge) throw new BridgeMismatch(bridgeName)
       return { gateway: info.IPAM?.Config?.[0]?.Gateway ?? null }
     }
     try {
       return await inspect()
     } catch (err) {
-      if (statusOf(err) !== 404) throw err
+      if (err instanceof BridgeMismatch) {
+        // Made by an earlier Berth with another bridge name: replace it while nothing uses it.
+        await ctx.docker.getNetwork(name).remove().catch((e: unknown) => {
+          throw new ContainerError('engine_error', `Network ${name} exists with bridge ${err.bridge}, not ${bridge}, and could not be replaced (${(e as Error).message}); remove it`, { network: name })
+        })
+      } else if (statusOf(err) !== 404) throw err
     }
     try {
       await ctx.docker.createNetwork({
@@ -105,7 +119,7 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
   return {
     /** The `NetworkMode` for a policy, its network and firewall rules in place. */
     async networkFor(policy: EgressPolicy): Promise<string> {
-      const net = egressNetwork(policy)
+      const net = egressNetwork(policy, ctx.name)
       if (!net) return 'none'
       try {
         let ready = networks.get(net.name)

@@ -79,7 +79,7 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     await sweep(runtime, peerPool)
     await t?.s.close()
     // The allowlist's network is this run's own (its hash covers the port); berth-public is shared.
-    const own = egressNetwork({ policy: 'allowlist', allow: [{ host, ports: [port] }], ...(touchesPrivateRange(host) && { allowPrivate: true }) })
+    const own = egressNetwork({ policy: 'allowlist', allow: [{ host, ports: [port] }], ...(touchesPrivateRange(host) && { allowPrivate: true }) }, engine)
     if (own) execFileSync(engine, ['network', 'rm', own.name], { stdio: 'ignore' })
   }, 240_000)
 
