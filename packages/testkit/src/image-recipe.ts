@@ -34,7 +34,8 @@ export function busyboxRecipe(hash: string, marker: string): ImageRecipe & { bui
         yield await packTar([
           { name: 'bin/', type: 'directory' },
           { name: 'bin/busybox', content: readFileSync(hostBusybox()), mode: 0o755 },
-          ...['sh', 'sleep', 'cat'].map((a) => ({ name: `bin/${a}`, type: 'symlink' as const, linkname: 'busybox' })),
+          // chown: containers start by giving /workspace to the unprivileged agent user.
+          ...['sh', 'sleep', 'cat', 'chown'].map((a) => ({ name: `bin/${a}`, type: 'symlink' as const, linkname: 'busybox' })),
           { name: 'tmp/', type: 'directory', mode: 0o1777 },
           { name: 'workspace/', type: 'directory' },
           { name: 'marker', content: marker },
