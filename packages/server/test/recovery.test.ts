@@ -40,7 +40,23 @@ function startProcess(): Promise<{ url: string; child: ChildProcess }> {
 }
 
 afterAll(async () => {
-  for (const c of children) c.kill('SIGKILL')
+  // SIGTERM, not SIGKILL: a killed server may leave a container create in flight that the
+  // engine finishes after the sweep below (a leaked container in state "created").
+  await Promise.all(
+    children
+      .filter((c) => c.exitCode === null && c.signalCode === null)
+      .map(
+        (c) =>
+          new Promise<void>((done) => {
+            const force = setTimeout(() => c.kill('SIGKILL'), 15_000)
+            c.once('exit', () => {
+              clearTimeout(force)
+              done()
+            })
+            c.kill('SIGTERM')
+          }),
+      ),
+  )
   await sweep(runtime, pool)
   rmSync(dataDir, { recursive: true, force: true })
 })
