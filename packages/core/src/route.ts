@@ -1,6 +1,9 @@
 import type * as v from 'valibot'
 import type { ErrorCode } from './errors.js'
-import type { Services } from './services/index.js'
+import type { Caller } from './caller.js'
+import type { Services } from './services.js'
+
+export type { Caller } from './caller.js'
 
 /** HTTP methods routes use. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -10,14 +13,6 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
  * `admin` (a caller with role `admin` or the deployment's operator token).
  */
 export type AuthLevel = 'public' | 'caller' | 'admin'
-
-/** An authenticated caller. `id` owns every resource the caller creates. */
-export interface Caller {
-  id: string
-  role: 'user' | 'admin'
-  /** The caller key used, when authenticated by a Berth caller key. */
-  key_id?: string
-}
 
 type AnySchema = v.GenericSchema
 type Out<S> = S extends AnySchema ? v.InferOutput<S> : undefined

@@ -1,6 +1,6 @@
 import { routes, type AnyRoute } from '@berth/core/contract'
 import { createFetch } from 'ofetch'
-import type { BerthClientOptions } from '../client.js'
+import type { BerthClientOptions } from '../options.js'
 import { retryDelay, retryPolicy, type RetryPolicy } from '../retry.js'
 import type { CallOptions } from '../types.js'
 import { toBerthError } from './fetch-error.js'

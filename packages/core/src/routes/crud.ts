@@ -3,8 +3,8 @@ import type { ErrorCode } from '../errors.js'
 import type { IdKind } from '../ids.js'
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
-import type { Services } from '../services/index.js'
-import type { Page, Paged } from '../services/collection.js'
+import type { Services } from '../services.js'
+import type { Page, Paged } from '../records/collection.js'
 
 /** The service surface a CRUD resource exposes to its routes. */
 export interface CrudService<V, LV, C, U, F> {

@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { paginate } from '../services/collection.js'
+import { paginate } from '../records/collection.js'
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
 import { PoolStats } from '../schemas/health.js'

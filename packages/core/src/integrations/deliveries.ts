@@ -1,0 +1,77 @@
+import { newId } from '../ids.js'
+import type { Store } from '../ports/store.js'
+import type { Delivery } from '../schemas/integration.js'
+import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+
+/** A stored delivery attempt. `order` sorts attempts made within the same clock tick. */
+export interface DeliveryRecord extends OwnedRecord, Omit<Delivery, 'id'> {
+  order: number
+}
+
+/** Attempts kept per integration; older ones are dropped as new ones arrive. */
+const KEEP = 200
+
+let sequence = 0
+/** Increasing across calls and restarts (wall time plus a counter), independent of the injected clock. */
+function nextOrder(): number {
+  sequence = (sequence + 1) % 1000
+  return Date.now() * 1000 + sequence
+}
+
+/**
+ * The record of every delivery attempt of an integration, newest first, the last 200 kept.
+ * Keys: `integration-deliveries:<integration>:<owner>:<delivery>`.
+ *
+ * @example
+ * ```ts
+ * await deliveries.record('usr_1', { integration_id: 'int_1', event: 'task.completed', ... })
+ * const { items } = await deliveries.list('usr_1', 'int_1', { page: 1, limit: 20 })
+ * ```
+ */
+export class DeliveryLog {
+  constructor(private readonly store: Store) {}
+
+  private collection(integrationId: string): OwnedCollection<DeliveryRecord> {
+    return new OwnedCollection<DeliveryRecord>(this.store, `integration-deliveries:${integrationId}`, 'delivery')
+  }
+
+  view(r: DeliveryRecord): Delivery {
+    return {
+      id: r.id,
+      integration_id: r.integration_id,
+      notification_id: r.notification_id,
+      event: r.event,
+      attempt: r.attempt,
+      status: r.status,
+      response_status: r.response_status,
+      error: r.error,
+      will_retry: r.will_retry,
+      duration_ms: r.duration_ms,
+      at: r.at,
+    }
+  }
+
+  private async sorted(owner: string, integrationId: string): Promise<DeliveryRecord[]> {
+    return this.collection(integrationId).all(owner)
+  }
+
+  async record(owner: string, attempt: Omit<Delivery, 'id'>): Promise<Delivery> {
+    const record: DeliveryRecord = { ...attempt, id: newId('delivery'), owner_id: owner, created_at: attempt.at, updated_at: attempt.at, order: nextOrder() }
+    const collection = this.collection(attempt.integration_id)
+    await collection.put(record)
+    const all = await this.sorted(owner, attempt.integration_id)
+    for (const old of all.slice(KEEP)) await collection.remove(owner, old.id).catch(() => {})
+    return this.view(record)
+  }
+
+  async list(owner: string, integrationId: string, page: Page): Promise<Paged<Delivery>> {
+    const all = await this.sorted(owner, integrationId)
+    const { items, total } = paginate(all, page)
+    return { items: items.map((r) => this.view(r)), total }
+  }
+
+  /** Drop every attempt of an integration (it was deleted). */
+  async clear(owner: string, integrationId: string): Promise<void> {
+    for (const key of await this.store.keys(`integration-deliveries:${integrationId}:${owner}:`)) await this.store.remove(key)
+  }
+}

@@ -1,0 +1,188 @@
+import { ApiError } from '../errors.js'
+import { newId } from '../ids.js'
+import { isoNow, type Clock } from '../ports/clock.js'
+import type { Logger } from '../ports/logger.js'
+import type { DeliveryOutcome, NotificationTarget, Notifier } from '../ports/notifier.js'
+import type { Delivery } from '../schemas/integration.js'
+import type { PlaybookRun } from '../schemas/playbook.js'
+import type { Task } from '../schemas/task.js'
+import type { DeliveryLog } from './deliveries.js'
+import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
+import type { IntegrationsService } from './integrations.js'
+import type { Store } from '../ports/store.js'
+
+export interface NotificationsOptions {
+  /** Where retries wait (`notification-retries:*`), so a restart resumes them. */
+  store: Store
+  clock: Clock
+  logger: Logger
+  bus: EventBus
+  integrations: IntegrationsService
+  deliveries: DeliveryLog
+  notifier: Notifier
+  /** Tries per notification, the first included (default 5). */
+  attempts?: number
+  /** Wait before the first retry; doubled for each next one (default 1 s). */
+  backoffMs?: number
+}
+
+/** What a notification is about: a task, a playbook run, or nothing (a test). */
+export type NotificationSubject = { task: Task } | { run: PlaybookRun } | Record<string, never>
+
+interface Pending {
+  notification_id: string
+  event: string
+  payload: Record<string, unknown>
+  body: string
+}
+
+/** A retry that waits: stored until it is made, so it survives a restart. */
+interface StoredRetry {
+  owner_id: string
+  integration_id: string
+  notification: Pending
+  attempt: number
+  /** When it is due, in the clock's milliseconds. */
+  due: number
+}
+
+const RETRIES = 'notification-retries:'
+
+/**
+ * Notifications: when a task completes or fails, and when a playbook run ends, every
+ * enabled integration of the owner whose scope covers the task's profile gets
+ * `{ event, task | run, at }`. Deliveries run in the background: a failing integration
+ * never fails the task. Each attempt is recorded; 5xx answers, timeouts and connection
+ * errors are retried with exponential backoff up to `attempts` tries. Tasks of playbook
+ * runs notify once, as the run (`playbook_run.*`), not also as a task.
+ *
+ * Retries are stored until they are made: after a restart, `recover()` schedules the ones
+ * still waiting (each keeps its notification id, so receivers deduplicate).
+ *
+ * @example
+ * ```ts
+ * const notifications = new NotificationsService({ clock, logger, bus, integrations, deliveries, notifier })
+ * await notifications.test('usr_1', 'int_1') // one delivery now, or 502 BAD_GATEWAY
+ * ```
+ */
+export class NotificationsService {
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  private readonly inflight = new Set<Promise<unknown>>()
+  private closed = false
+  private readonly attempts: number
+  private readonly backoffMs: number
+
+  constructor(private readonly o: NotificationsOptions) {
+    this.attempts = Math.max(1, o.attempts ?? 5)
+    this.backoffMs = o.backoffMs ?? 1000
+    o.bus.subscribeAll((m) => this.onTaskMessage(m))
+  }
+
+  private onTaskMessage(m: TaskMessage): void {
+    if (m.type !== 'task.status' || (m.status !== 'completed' && m.status !== 'failed')) return
+    if (m.task.session_id?.startsWith('pb-')) return
+    this.track(this.notify(m.owner_id, m.task.profile_id, `task.${m.status}`, { task: m.task }))
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p)
+    void p.finally(() => this.inflight.delete(p)).catch(() => {})
+    return p
+  }
+
+  private pending(event: string, subject: NotificationSubject): Pending {
+    const payload = { event, ...subject, at: isoNow(this.o.clock) }
+    return { notification_id: newId('notification'), event, payload, body: JSON.stringify(payload) }
+  }
+
+  /**
+   * Send `event` to every enabled integration of `owner` in scope of `profileId`, in the
+   * background with retries. Never throws.
+   */
+  async notify(owner: string, profileId: string, event: string, subject: NotificationSubject): Promise<void> {
+    if (this.closed) return
+    try {
+      const targets = await this.o.integrations.targetsFor(owner, profileId)
+      await Promise.all(targets.map((t) => this.attempt(t, this.pending(event, subject), 1, true)))
+    } catch (err) {
+      this.o.logger.warn('notification failed', { event, error: err instanceof Error ? err.message : String(err) })
+    }
+  }
+
+  /**
+   * Send a test notification through one integration now, once: the recorded delivery, or
+   * 502 BAD_GATEWAY with it in `details.delivery` when the third party failed.
+   */
+  async test(owner: string, integrationId: string): Promise<Delivery> {
+    const target = await this.o.integrations.targetOf(owner, integrationId)
+    const delivery = await this.track(this.attempt(target, this.pending('integration.test', {}), 1, false))
+    if (delivery.status === 'failed') {
+      throw new ApiError('BAD_GATEWAY', `The ${target.type} integration did not accept the test notification: ${delivery.error}`, { delivery })
+    }
+    return delivery
+  }
+
+  /** One attempt: deliver, record, schedule the next one when it may help. */
+  private async attempt(target: NotificationTarget, n: Pending, attempt: number, retry: boolean): Promise<Delivery> {
+    const started = performance.now()
+    let outcome: DeliveryOutcome
+    try {
+      outcome = await this.o.notifier.deliver(target, { ...n, timestamp: Math.floor(this.o.clock.now() / 1000), attempt })
+    } catch (err) {
+      outcome = { ok: false, status: null, error: err instanceof Error ? err.message : String(err), retryable: false }
+    }
+    const willRetry = retry && !outcome.ok && outcome.retryable && attempt < this.attempts && !this.closed
+    const delivery = await this.o.deliveries.record(target.owner_id, {
+      integration_id: target.id,
+      notification_id: n.notification_id,
+      event: n.event,
+      attempt,
+      status: outcome.ok ? 'succeeded' : 'failed',
+      response_status: outcome.status,
+      error: outcome.ok ? null : outcome.error.slice(0, 500),
+      will_retry: willRetry,
+      duration_ms: Math.round(performance.now() - started),
+      at: isoNow(this.o.clock),
+    })
+    if (willRetry) {
+      const retry: StoredRetry = { owner_id: target.owner_id, integration_id: target.id, notification: n, attempt: attempt + 1, due: this.o.clock.now() + this.backoffMs * 2 ** (attempt - 1) }
+      await this.o.store.set(`${RETRIES}${n.notification_id}:${target.id}`, retry)
+      this.schedule(retry)
+    } else if (!outcome.ok && retry) {
+      this.o.logger.warn('notification not delivered', { integration: target.id, type: target.type, event: n.event, attempt, error: outcome.error.slice(0, 200) })
+    }
+    return delivery
+  }
+
+  /** Make a stored retry when it is due (at once when overdue). */
+  private schedule(r: StoredRetry): void {
+    if (this.closed) return
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      if (this.closed) return
+      const key = `${RETRIES}${r.notification.notification_id}:${r.integration_id}`
+      // Read again: the integration may have been deleted, disabled or reconfigured meanwhile.
+      const next = this.o.store
+        .remove(key)
+        .then(() => this.o.integrations.enabledTarget(r.owner_id, r.integration_id))
+        .then((fresh) => fresh && this.attempt(fresh, r.notification, r.attempt, true))
+      this.track(next).catch((err) => this.o.logger.warn('notification retry failed', { integration: r.integration_id, error: String(err) }))
+    }, Math.max(0, r.due - this.o.clock.now()))
+    timer.unref?.()
+    this.timers.add(timer)
+  }
+
+  /** After a restart: schedule the retries a previous run left waiting. */
+  async recover(): Promise<void> {
+    const keys = await this.o.store.keys(RETRIES)
+    for (const r of await this.o.store.getMany<StoredRetry>(keys)) if (r) this.schedule(r)
+  }
+
+  /** Stop retrying and wait for the attempts under way. */
+  async close(): Promise<void> {
+    this.closed = true
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+    await Promise.allSettled([...this.inflight])
+  }
+}

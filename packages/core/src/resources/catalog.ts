@@ -1,0 +1,117 @@
+import type { Clock } from '../ports/clock.js'
+import type { Cipher } from '../ports/cipher.js'
+import type { Store } from '../ports/store.js'
+import type { Agent, Skill, Tool } from '../schemas/catalog.js'
+import type { CreateSecret, Secret, UpdateSecret } from '../schemas/secret.js'
+import type * as S from '../schemas/catalog.js'
+import type * as v from 'valibot'
+import { NamedScopedService, pickDefined, type NamedScopedRecord } from '../records/named.js'
+import { maskServer, sealServer } from './mcp-secrets.js'
+
+export interface ToolRecord extends NamedScopedRecord, Omit<Tool, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
+export interface SkillRecord extends NamedScopedRecord, Omit<Skill, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
+export interface AgentRecord extends NamedScopedRecord, Omit<Agent, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
+export interface SecretRecord extends NamedScopedRecord {
+  value_encrypted: string
+}
+
+const meta = <R extends NamedScopedRecord>(r: R) => ({
+  id: r.id,
+  name: r.name,
+  scope: r.scope,
+  profile_ids: r.profile_ids,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+})
+
+type In<S extends v.GenericSchema> = v.InferOutput<S>
+
+/**
+ * Tools (MCP servers).
+ *
+ * @example
+ * ```ts
+ * await tools.create(caller.id, { name: 'search', server: { type: 'http', url: 'https://mcp.example.com', headers: { Authorization: 'Bearer t' } } })
+ * ```
+ */
+export function createToolsService(store: Store, clock: Clock, cipher: Cipher) {
+  return new NamedScopedService<ToolRecord, Tool, In<typeof S.CreateTool>, In<typeof S.UpdateTool>>(store, clock, {
+    kind: 'tools',
+    label: 'tool',
+    idKind: 'tool',
+    // The server's env and headers values are credentials: sealed, masked, kept on a mask.
+    create: (i) => ({ description: i.description ?? '', server: sealServer(i.server, cipher, undefined, 'server') }),
+    update: (i, current) => ({ ...pickDefined(i, ['description'] as const), ...(i.server && { server: sealServer(i.server, cipher, current.server, 'server') }) }),
+    view: (r) => ({ ...meta(r), description: r.description, server: maskServer(r.server) }),
+  })
+}
+
+/**
+ * Skills (SKILL.md bodies).
+ *
+ * @example
+ * ```ts
+ * await skills.create(caller.id, { name: 'changelog', body: '# Changelog\nWrite entries as...' })
+ * ```
+ */
+export function createSkillsService(store: Store, clock: Clock) {
+  return new NamedScopedService<SkillRecord, Skill, In<typeof S.CreateSkill>, In<typeof S.UpdateSkill>>(store, clock, {
+    kind: 'skills',
+    label: 'skill',
+    idKind: 'skill',
+    create: (i) => ({ description: i.description ?? '', body: i.body }),
+    update: (i) => pickDefined(i, ['description', 'body'] as const),
+    view: (r) => ({ ...meta(r), description: r.description, body: r.body }),
+  })
+}
+
+/**
+ * Agents (subagents with their own prompt, tools and model).
+ *
+ * @example
+ * ```ts
+ * await agents.create(caller.id, { name: 'reviewer', prompt: 'You review diffs.', tools: ['Read'] })
+ * ```
+ */
+export function createAgentsService(store: Store, clock: Clock) {
+  return new NamedScopedService<AgentRecord, Agent, In<typeof S.CreateAgent>, In<typeof S.UpdateAgent>>(store, clock, {
+    kind: 'agents',
+    label: 'agent',
+    idKind: 'agent',
+    create: (i) => ({ description: i.description ?? '', prompt: i.prompt, tools: i.tools ?? null, model: i.model ?? null }),
+    update: (i) => pickDefined(i, ['description', 'prompt', 'tools', 'model'] as const),
+    view: (r) => ({ ...meta(r), description: r.description, prompt: r.prompt, tools: r.tools, model: r.model }),
+  })
+}
+
+/**
+ * Secrets: the value is encrypted at rest and never returned.
+ *
+ * @example
+ * ```ts
+ * await secrets.create(caller.id, { name: 'GITHUB_TOKEN', value: 'ghp_...' })
+ * ```
+ */
+export function createSecretsService(store: Store, clock: Clock, cipher: Cipher) {
+  const service = new NamedScopedService<SecretRecord, Secret, CreateSecret, UpdateSecret>(store, clock, {
+    kind: 'secrets',
+    label: 'secret',
+    idKind: 'secret',
+    create: (i) => ({ value_encrypted: cipher.encrypt(i.value) }),
+    update: (i) => (i.value !== undefined ? { value_encrypted: cipher.encrypt(i.value) } : {}),
+    view: (r) => meta(r),
+  })
+  return Object.assign(service, {
+    /** Plaintext `NAME → value` of the secrets that apply to a profile (task environment only). */
+    async environment(owner: string, profileId: string): Promise<Record<string, string>> {
+      const env: Record<string, string> = {}
+      for (const r of await service.forProfile(owner, profileId)) env[r.name] = cipher.decrypt(r.value_encrypted)
+      return env
+    },
+  })
+}
+
+export type ToolsService = ReturnType<typeof createToolsService>
+export type SkillsService = ReturnType<typeof createSkillsService>
+export type AgentsService = ReturnType<typeof createAgentsService>
+export type SecretsService = ReturnType<typeof createSecretsService>

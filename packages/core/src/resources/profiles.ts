@@ -1,0 +1,163 @@
+import { validationError } from '../errors.js'
+import { newId } from '../ids.js'
+import { KeyedMutex } from '../internal/mutex.js'
+import { isoNow, type Clock } from '../ports/clock.js'
+import type { Store } from '../ports/store.js'
+import type { ModelInfo } from '../schemas/api-key.js'
+import type { CreateProfile, Profile, ProfileSummary, UpdateProfile } from '../schemas/profile.js'
+import type { ApiKeysService } from './api-keys.js'
+import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { assertOwnGitAccounts } from '../integrations/git-accounts.js'
+import type { Cipher } from '../ports/cipher.js'
+import { maskServers, sealServers } from './mcp-secrets.js'
+import type { EnvironmentsService } from './environments.js'
+
+export interface ProfileRecord extends OwnedRecord, Profile {}
+
+/**
+ * Profiles: agent configurations. `slug` is unique per owner; `api_key_id` must be one of
+ * the caller's credentials and `model` one the credential allows. Deleting a profile keeps
+ * its workspaces.
+ *
+ * @example
+ * ```ts
+ * const p = await profiles.create(caller.id, { name: 'Docs bot', slug: 'docs', api_key_id: key.id })
+ * ```
+ */
+export class ProfilesService {
+  readonly records: OwnedCollection<ProfileRecord>
+  private readonly slugLock = new KeyedMutex()
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly apiKeys: ApiKeysService,
+    private readonly cipher: Cipher,
+    private readonly environments: EnvironmentsService,
+  ) {
+    this.records = new OwnedCollection<ProfileRecord>(store, 'profiles', 'profile')
+  }
+
+  view(r: ProfileRecord): Profile {
+    return {
+      id: r.id,
+      name: r.name,
+      slug: r.slug,
+      api_key_id: r.api_key_id,
+      description: r.description,
+      model: r.model,
+      default_tools: r.default_tools,
+      // Credentials in env and headers are never shown (see mcp-secrets.ts).
+      mcp_servers: maskServers(r.mcp_servers),
+      claude_md: r.claude_md,
+      memory_enabled: r.memory_enabled,
+      persistent_sessions: r.persistent_sessions,
+      // Records written before Git accounts existed have no list.
+      git_account_ids: r.git_account_ids ?? [],
+      // Records written before environments existed have none: the default.
+      environment_id: r.environment_id ?? null,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+    }
+  }
+
+  summary(r: ProfileRecord): ProfileSummary {
+    const { claude_md: _omit, ...rest } = this.view(r)
+    return rest
+  }
+
+  /** 400 unless the credential is the caller's and allows the model. */
+  private async checkCredential(owner: string, apiKeyId: string, model: string | null): Promise<void> {
+    const key = await this.apiKeys.records.find(owner, apiKeyId)
+    if (!key) throw validationError([{ location: 'body', path: 'api_key_id', message: `api key ${apiKeyId} does not exist` }])
+    if (model !== null && !this.apiKeys.modelsOf(key).some((m) => m.id === model)) {
+      throw validationError([{ location: 'body', path: 'model', message: `model "${model}" is not available with api key ${apiKeyId}` }])
+    }
+  }
+
+  private async checkSlug(owner: string, slug: string, selfId?: string): Promise<void> {
+    const taken = (await this.records.all(owner)).some((p) => p.slug === slug && p.id !== selfId)
+    if (taken) throw validationError([{ location: 'body', path: 'slug', message: `slug "${slug}" is already used by another profile` }])
+  }
+
+  async create(owner: string, input: CreateProfile): Promise<Profile> {
+    await this.checkCredential(owner, input.api_key_id, input.model ?? null)
+    if (input.git_account_ids) await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
+    if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
+    // The slug check and the write must not interleave with another create of the same owner.
+    return this.slugLock.run(owner, async () => {
+      await this.checkSlug(owner, input.slug)
+      const now = isoNow(this.clock)
+      const record: ProfileRecord = {
+        id: newId('profile'),
+        owner_id: owner,
+        name: input.name,
+        slug: input.slug,
+        api_key_id: input.api_key_id,
+        description: input.description ?? '',
+        model: input.model ?? null,
+        default_tools: input.default_tools ?? [],
+        mcp_servers: sealServers(input.mcp_servers ?? {}, this.cipher, undefined, 'mcp_servers'),
+        claude_md: input.claude_md ?? '',
+        memory_enabled: input.memory_enabled ?? false,
+        persistent_sessions: input.persistent_sessions ?? false,
+        git_account_ids: [...new Set(input.git_account_ids ?? [])],
+        environment_id: input.environment_id ?? null,
+        created_at: now,
+        updated_at: now,
+      }
+      return this.view(await this.records.put(record))
+    })
+  }
+
+  async get(owner: string, id: string): Promise<Profile> {
+    return this.view(await this.records.get(owner, id))
+  }
+
+  async list(owner: string, page: Page): Promise<Paged<ProfileSummary>> {
+    const { items, total } = await this.records.list(owner, page)
+    return { items: items.map((r) => this.summary(r)), total }
+  }
+
+  async update(owner: string, id: string, input: UpdateProfile): Promise<Profile> {
+    return this.slugLock.run(owner, async () => {
+      const r = await this.records.get(owner, id)
+      const next: ProfileRecord = { ...r, updated_at: isoNow(this.clock) }
+      for (const [k, val] of Object.entries(input)) if (val !== undefined) (next as unknown as Record<string, unknown>)[k] = val
+      if (input.api_key_id !== undefined || input.model !== undefined) await this.checkCredential(owner, next.api_key_id, next.model)
+      if (input.slug !== undefined && input.slug !== r.slug) await this.checkSlug(owner, input.slug, id)
+      if (input.mcp_servers !== undefined) next.mcp_servers = sealServers(input.mcp_servers, this.cipher, r.mcp_servers, 'mcp_servers')
+      if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
+      if (input.git_account_ids !== undefined) {
+        await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
+        next.git_account_ids = [...new Set(input.git_account_ids)]
+      }
+      return this.view(await this.records.put(next))
+    })
+  }
+
+  /** Delete the profile. Its workspaces, memory and tasks stay. */
+  async remove(owner: string, id: string): Promise<void> {
+    await this.records.remove(owner, id)
+  }
+
+  /**
+   * 400 naming `path` unless the profile's credential allows `model` (a workspace's
+   * `model_override` is checked against its profile's credential when it is set).
+   */
+  async assertModel(owner: string, profileId: string | null, model: string, path: string): Promise<void> {
+    const profile = profileId ? await this.records.find(owner, profileId) : null
+    if (!profile) throw validationError([{ location: 'body', path, message: "the workspace's profile no longer exists, so no model can be checked" }])
+    const key = await this.apiKeys.records.find(owner, profile.api_key_id)
+    if (!key || !this.apiKeys.modelsOf(key).some((m) => m.id === model)) {
+      throw validationError([{ location: 'body', path, message: `model "${model}" is not available with api key ${profile.api_key_id} of profile ${profile.id}` }])
+    }
+  }
+
+  /** Models the profile's credential allows. */
+  async models(owner: string, id: string): Promise<ModelInfo[]> {
+    const r = await this.records.get(owner, id)
+    const key = await this.apiKeys.records.find(owner, r.api_key_id)
+    return key ? this.apiKeys.modelsOf(key) : []
+  }
+}

@@ -1,0 +1,167 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { notFound } from '../errors.js'
+import { newId, randomToken } from '../ids.js'
+import { isoNow, type Clock } from '../ports/clock.js'
+import type { Store } from '../ports/store.js'
+import type { Caller } from '../caller.js'
+import type { CallerKey, IssuedCallerKey, User } from '../schemas/user.js'
+import { paginate, type Page, type Paged } from '../records/collection.js'
+import { indexEntryFor } from '../records/indexes.js'
+
+/** Prefix of every caller key, so leaked keys are recognisable by secret scanners. */
+export const CALLER_KEY_PREFIX = 'berth_sk_'
+
+/** Caller id the deployment's operator token authenticates as. */
+export const OPERATOR_ID = 'usr_operator'
+
+interface StoredKey extends CallerKey {
+  hash: string
+}
+
+/**
+ * SHA-256 hex of a caller key; the only form in which keys are stored.
+ *
+ * @example
+ * ```ts
+ * hashKey('berth_sk_abc') // '5d41...'
+ * ```
+ */
+export function hashKey(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex')
+}
+
+
+export interface UsersOptions {
+  store: Store
+  clock: Clock
+  /** The deployment's operator token (`BERTH_ADMIN_TOKEN`); absent means none works. */
+  adminToken?: string | undefined
+  /** How long a verified key is trusted before the store is asked again (ms). */
+  cacheMs?: number
+}
+
+/**
+ * Users, caller keys and bearer authentication. Keys are random, shown once, stored as
+ * SHA-256 hashes; revoking a key or deleting a user takes effect at once in this process.
+ *
+ * @example
+ * ```ts
+ * const users = new UsersService({ store, clock: systemClock })
+ * const { user, key } = await users.create({ name: 'Ada' })
+ * await users.authenticate(key.token) // { id: user.id, role: 'user', key_id: key.id }
+ * ```
+ */
+export class UsersService {
+  private readonly store: Store
+  private readonly clock: Clock
+  /** SHA-256 of the operator token: compared in constant time with the token's hash. */
+  private readonly adminHash: Buffer | undefined
+  private readonly cacheMs: number
+  private readonly cache = new Map<string, { caller: Caller; until: number }>()
+  private readonly lastTouched = new Map<string, number>()
+
+  constructor(opts: UsersOptions) {
+    this.store = opts.store
+    this.clock = opts.clock
+    this.adminHash = opts.adminToken ? createHash('sha256').update(opts.adminToken, 'utf8').digest() : undefined
+    this.cacheMs = opts.cacheMs ?? 5_000
+  }
+
+  /** Create a user and its first caller key (the token is in the result, once). */
+  async create(input: { name: string; role?: 'user' | 'admin' | undefined }): Promise<{ user: User; key: IssuedCallerKey }> {
+    const user: User = { id: newId('user'), name: input.name, role: input.role ?? 'user', created_at: isoNow(this.clock) }
+    await this.store.put(`users:${user.id}`, user, indexEntryFor(`users:${user.id}`, user)!)
+    const key = await this.issueKey(user.id, {})
+    return { user, key }
+  }
+
+  async get(id: string): Promise<User> {
+    const user = await this.store.get<User>(`users:${id}`)
+    if (!user) throw notFound('user', id)
+    return user
+  }
+
+  async list(page: Page): Promise<Paged<User>> {
+    return this.store.list<User>('users', { offset: (page.page - 1) * page.limit, limit: page.limit })
+  }
+
+  /** Delete a user and revoke all its keys. Its resources stay in the store, unreachable. */
+  async remove(id: string): Promise<void> {
+    await this.get(id)
+    for (const key of await this.keysOf(id)) await this.revokeKey(key.id)
+    await this.store.remove(`users:${id}`)
+    this.cache.clear()
+  }
+
+  /** Issue another caller key for a user. The token is returned once. */
+  async issueKey(userId: string, input: { name?: string | undefined }): Promise<IssuedCallerKey> {
+    await this.get(userId)
+    const token = `${CALLER_KEY_PREFIX}${randomToken(40)}`
+    const stored: StoredKey = {
+      id: newId('callerKey'),
+      user_id: userId,
+      name: input.name ?? null,
+      created_at: isoNow(this.clock),
+      last_used_at: null,
+      hash: hashKey(token),
+    }
+    await this.store.set(`callerkeys:${stored.hash}`, stored)
+    await this.store.set(`callerkey-ids:${stored.id}`, { hash: stored.hash, user_id: userId })
+    const { hash: _hash, ...meta } = stored
+    return { ...meta, token }
+  }
+
+  async revokeKey(keyId: string): Promise<void> {
+    const ref = await this.store.get<{ hash: string }>(`callerkey-ids:${keyId}`)
+    if (!ref) throw notFound('key', keyId)
+    await this.store.remove(`callerkeys:${ref.hash}`)
+    await this.store.remove(`callerkey-ids:${keyId}`)
+    this.cache.delete(ref.hash)
+  }
+
+  /** A user's caller keys (metadata only, never a token or hash), newest first. */
+  async listKeys(userId: string, page: Page): Promise<Paged<CallerKey>> {
+    await this.get(userId)
+    const refs = await this.store.getMany<{ hash: string }>((await this.keysOf(userId)).map((k) => `callerkey-ids:${k.id}`))
+    const stored = await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
+    const keys = stored
+      .filter((k): k is StoredKey => k !== null)
+      .map(({ hash: _hash, ...meta }) => meta)
+      .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
+    return paginate(keys, page)
+  }
+
+  private async keysOf(userId: string): Promise<{ id: string }[]> {
+    const keys = await this.store.keys('callerkey-ids:')
+    const refs = await this.store.getMany<{ user_id: string }>(keys)
+    return keys.flatMap((k, i) => (refs[i]?.user_id === userId ? [{ id: k.slice('callerkey-ids:'.length) }] : []))
+  }
+
+  /**
+   * The caller a bearer token stands for, or `null`. The operator token is an admin caller
+   * with id {@link OPERATOR_ID}.
+   */
+  async authenticate(token: string): Promise<Caller | null> {
+    if (!token || token.length > 4096) return null
+    // One hash per request serves both the operator check and the key lookup.
+    const digest = createHash('sha256').update(token, 'utf8').digest()
+    if (this.adminHash && timingSafeEqual(digest, this.adminHash)) return { id: OPERATOR_ID, role: 'admin' }
+    if (!token.startsWith(CALLER_KEY_PREFIX) || token.length > 200) return null
+    const hash = digest.toString('hex')
+    const now = this.clock.now()
+    const hit = this.cache.get(hash)
+    if (hit && hit.until > now) return hit.caller
+    const key = await this.store.get<StoredKey>(`callerkeys:${hash}`)
+    if (!key) return null
+    const user = await this.store.get<User>(`users:${key.user_id}`)
+    if (!user) return null
+    const caller: Caller = { id: user.id, role: user.role, key_id: key.id }
+    this.cache.set(hash, { caller, until: now + this.cacheMs })
+    // Record use at most once a minute per key: a write per request would dominate reads.
+    if ((this.lastTouched.get(key.id) ?? 0) + 60_000 <= now) {
+      this.lastTouched.set(key.id, now)
+      await this.store.set(`callerkeys:${hash}`, { ...key, last_used_at: isoNow(this.clock) })
+    }
+    return caller
+  }
+}

@@ -1,0 +1,130 @@
+import { ApiError } from '../errors.js'
+import type { RunnerInput } from './runner-protocol.js'
+import type { ApiKeysService } from '../resources/api-keys.js'
+import type { AgentsService, SecretsService, SkillsService, ToolsService } from '../resources/catalog.js'
+import type { GitAccountsService } from '../integrations/git-accounts.js'
+import type { MemoryService } from '../resources/memory.js'
+import type { ProfileRecord } from '../resources/profiles.js'
+import type { WorkspaceRecord } from '../workspaces/workspaces.js'
+import type { Cipher } from '../ports/cipher.js'
+import { openServer, serverSecrets } from '../resources/mcp-secrets.js'
+
+/** What a task contributes to its run. */
+export interface TaskSpec {
+  id: string
+  owner_id: string
+  prompt: string
+  allowed_tools: string[] | null
+  max_turns: number | null
+  max_budget_usd: number | null
+}
+
+export interface MaterializeDeps {
+  apiKeys: ApiKeysService
+  secrets: SecretsService
+  memory: MemoryService
+  tools: ToolsService
+  skills: SkillsService
+  agents: AgentsService
+  /** Decrypts the credentials in MCP server definitions (a sealed value without it fails the task). */
+  cipher?: Cipher
+  /** Git credentials for profiles linked to connected accounts (none without it). */
+  gitAccounts?: GitAccountsService
+}
+
+/** The SDK's model aliases for subagents: `inherit` (the main agent's) or a family name. */
+const ALIASES = new Set(['inherit', 'sonnet', 'opus', 'haiku'])
+
+/** An agent's model is allowed when the credential allows it, or one model of its alias's family. */
+function agentModelAllowed(model: string, allowed: string[]): boolean {
+  if (model === 'inherit') return true
+  if (ALIASES.has(model)) return allowed.some((id) => id.includes(`-${model}-`) || id.endsWith(`-${model}`))
+  return allowed.includes(model)
+}
+
+/** Where the runner works inside the container. */
+export const WORKSPACE_DIR = '/workspace'
+
+/** The event file of a task inside its container. */
+export function eventsFile(taskId: string): string {
+  return `${WORKSPACE_DIR}/.berth/events/${taskId}.jsonl`
+}
+
+/**
+ * Resolve everything one prompt needs into the runner's input: the profile's model and
+ * credential, tools (profile defaults unless the task overrides), MCP servers (the
+ * profile's and the caller's tools in scope), CLAUDE.md, memory when enabled, skills,
+ * agents, the secrets in scope as environment, whose values the runner redacts, and the
+ * credentials of the profile's Git accounts (tokens refreshed when due, redacted too).
+ *
+ * @example
+ * ```ts
+ * const input = await materialize(deps, task, profile, workspace)
+ * await runtime.exec(id, { cmd: ['berth-runner'], stdin: JSON.stringify(input) })
+ * ```
+ */
+export async function materialize(
+  deps: MaterializeDeps,
+  task: TaskSpec,
+  profile: ProfileRecord,
+  workspace: WorkspaceRecord,
+): Promise<RunnerInput> {
+  const owner = task.owner_id
+  const credential = await deps.apiKeys.resolve(owner, profile.api_key_id).catch(() => {
+    throw new ApiError('MODEL_ERROR', `The profile's model credential ${profile.api_key_id} no longer exists`)
+  })
+  const model = workspace.model_override ?? profile.model
+  const allowed = (await deps.apiKeys.models(owner, profile.api_key_id)).map((m) => m.id)
+  // Rules checked when a profile is saved may have changed since: check them again now.
+  if (model !== null && !allowed.includes(model)) {
+    const where = workspace.model_override ? "the workspace's model_override" : "the profile's model"
+    throw new ApiError('MODEL_ERROR', `Model "${model}" (${where}) is not allowed by model credential ${profile.api_key_id}`)
+  }
+  const [env, memory, tools, skills, agents, git] = await Promise.all([
+    deps.secrets.environment(owner, profile.id),
+    profile.memory_enabled ? deps.memory.forProfile(owner, profile.id) : Promise.resolve([]),
+    deps.tools.forProfile(owner, profile.id),
+    deps.skills.forProfile(owner, profile.id),
+    deps.agents.forProfile(owner, profile.id),
+    deps.gitAccounts && profile.git_account_ids?.length ? deps.gitAccounts.credentials(owner, profile.git_account_ids) : Promise.resolve([]),
+  ])
+  for (const a of agents) {
+    if (a.model !== null && !agentModelAllowed(a.model, allowed)) {
+      throw new ApiError('MODEL_ERROR', `Agent "${a.name}" uses model "${a.model}", which model credential ${profile.api_key_id} does not allow`)
+    }
+  }
+  const mcp = Object.fromEntries(Object.entries(profile.mcp_servers).map(([name, s]) => [name, openServer(s, deps.cipher)]))
+  for (const t of tools) mcp[t.name] = openServer(t.server, deps.cipher)
+  const redact = [
+    ...Object.values(env),
+    ...(credential.key ? [credential.key] : []),
+    ...git.map((g) => g.token),
+    ...Object.values(mcp).flatMap(serverSecrets),
+  ].filter((s) => s.length >= 4)
+  return {
+    protocol: 1,
+    task_id: task.id,
+    prompt: task.prompt,
+    model: {
+      provider: credential.provider,
+      model,
+      base_url: credential.base_url,
+      api_key: credential.key,
+    },
+    allowed_tools: task.allowed_tools ?? profile.default_tools,
+    mcp_servers: mcp,
+    claude_md: profile.claude_md,
+    memory: memory.map((m) => ({ type: m.type, name: m.name, body: m.body })),
+    skills: skills.map((s) => ({ name: s.name, description: s.description, body: s.body })),
+    agents: agents.map((a) => ({ name: a.name, description: a.description, prompt: a.prompt, tools: a.tools, model: a.model })),
+    max_turns: task.max_turns,
+    max_budget_usd: task.max_budget_usd,
+    resume: workspace.sdk_session_id,
+    env,
+    redact,
+    cwd: WORKSPACE_DIR,
+    events_file: eventsFile(task.id),
+    // Written by the runner as a git credential helper outside the workspace, never into the environment.
+    ...(git.length > 0 && { git_credentials: git }),
+  }
+}

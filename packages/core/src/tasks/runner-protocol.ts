@@ -1,0 +1,112 @@
+import * as v from 'valibot'
+import { McpServer } from '../schemas/profile.js'
+
+/**
+ * The protocol between the server and `@berth/runner`, the program inside a task's
+ * container. The server execs the runner with one {@link RunnerInput} as JSON on stdin;
+ * the runner writes one {@link RunnerEvent} per line on stdout and appends the same lines
+ * to `events_file`, so a result is never lost when the server is down.
+ */
+
+/** The model endpoint a run talks to. `stub`: the runner serves the offline model itself. */
+export const RunnerModel = v.object({
+  provider: v.picklist(['anthropic', 'stub']),
+  /** Model id, e.g. `claude-sonnet-4-5` (null: the SDK's default). */
+  model: v.nullable(v.string()),
+  /** Anthropic-compatible base URL (null: the provider's default). */
+  base_url: v.nullable(v.string()),
+  /** The credential (null for `stub`). Never echoed in any event. */
+  api_key: v.nullable(v.string()),
+})
+
+export const RunnerSkill = v.object({ name: v.string(), description: v.string(), body: v.string() })
+export const RunnerAgent = v.object({
+  name: v.string(),
+  description: v.string(),
+  prompt: v.string(),
+  tools: v.nullable(v.array(v.string())),
+  model: v.nullable(v.string()),
+})
+
+/** Everything one prompt needs, resolved by the server from the task, profile and catalog. */
+export const RunnerInput = v.object({
+  protocol: v.literal(1),
+  task_id: v.string(),
+  prompt: v.string(),
+  model: RunnerModel,
+  /** Tools the agent may use without asking (SDK `allowedTools`). */
+  allowed_tools: v.array(v.string()),
+  mcp_servers: v.record(v.string(), McpServer),
+  /** The profile's CLAUDE.md text (appended to the system prompt). */
+  claude_md: v.string(),
+  /** Memory rows, most important first (appended to the system prompt). */
+  memory: v.array(v.object({ type: v.string(), name: v.string(), body: v.string() })),
+  /** Written to `<cwd>/.claude/skills/<name>/SKILL.md` before the run. */
+  skills: v.array(RunnerSkill),
+  /** Subagents (SDK `agents`). */
+  agents: v.array(RunnerAgent),
+  max_turns: v.nullable(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  max_budget_usd: v.nullable(v.pipe(v.number(), v.minValue(0))),
+  /** The SDK session to resume (session follow-ups), or null for a new conversation. */
+  resume: v.nullable(v.string()),
+  /** Environment for the agent's tools (the secrets that apply). */
+  env: v.record(v.string(), v.string()),
+  /** Values to replace with `[REDACTED]` in every event the runner writes. */
+  redact: v.array(v.string()),
+  cwd: v.string(),
+  /** Where the runner appends every event line (JSONL), e.g. `/workspace/.berth/events/<task_id>.jsonl`. */
+  events_file: v.string(),
+  /**
+   * Git credentials per host (`host[:port]` → username and token, optionally a CA to trust
+   * there). The runner serves them to git through a credential helper reading a 0600 file
+   * outside the workspace, removed when the run ends; they never enter the environment and
+   * every token is redacted from events.
+   */
+  git_credentials: v.optional(
+    v.array(
+      v.object({
+        host: v.pipe(v.string(), v.regex(/^[A-Za-z0-9.-]+(:\d{1,5})?$/, 'must be host or host:port')),
+        username: v.pipe(v.string(), v.regex(/^[^\s:]{1,200}$/, 'must be a username without whitespace or colons')),
+        token: v.pipe(v.string(), v.regex(/^[^\s]{1,4096}$/, 'must be a token without whitespace')),
+        ca_pem: v.optional(v.string()),
+      }),
+    ),
+  ),
+})
+
+const Usage = { input_tokens: v.number(), output_tokens: v.number() }
+
+export const ToolCall = v.object({ id: v.string(), name: v.string(), input: v.unknown() })
+
+/** How a run ended. */
+export const RunnerOutcome = v.picklist(['success', 'error_max_turns', 'error_max_budget_usd', 'model_error', 'error_during_execution'])
+
+/** One line the runner writes. `seq` and `at` are added when the server stores it. */
+export const RunnerEvent = v.variant('type', [
+  v.object({ type: v.literal('user_message'), text: v.string() }),
+  v.object({ type: v.literal('turn_start'), turn: v.number() }),
+  /** A text delta as the model streams it. */
+  v.object({ type: v.literal('token'), text: v.string() }),
+  v.object({ type: v.literal('tool_call'), id: v.string(), name: v.string(), input: v.unknown() }),
+  v.object({ type: v.literal('tool_result'), id: v.string(), output: v.string(), is_error: v.boolean() }),
+  v.object({ type: v.literal('turn_end'), turn: v.number(), ...Usage }),
+  v.object({
+    type: v.literal('result'),
+    outcome: RunnerOutcome,
+    text: v.string(),
+    tool_calls: v.array(ToolCall),
+    ...Usage,
+    cost_usd: v.number(),
+    turns: v.number(),
+    /** The SDK session id, for resuming this conversation later. */
+    session_id: v.nullable(v.string()),
+    /** What went wrong, for outcomes other than success. */
+    error: v.nullable(v.string()),
+  }),
+  v.object({ type: v.literal('error'), message: v.string() }),
+])
+
+export type RunnerInput = v.InferOutput<typeof RunnerInput>
+export type RunnerEvent = v.InferOutput<typeof RunnerEvent>
+export type RunnerOutcome = v.InferOutput<typeof RunnerOutcome>
+export type ToolCall = v.InferOutput<typeof ToolCall>

@@ -1,0 +1,211 @@
+import { createHash } from 'node:crypto'
+import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
+import type { Logger } from '../ports/logger.js'
+import type { RunnerInput } from './runner-protocol.js'
+import type { ContainerPool, Lease } from '../runtime/pool.js'
+
+/** Where a warm agent's output goes once a task took it. */
+export interface AgentOutput {
+  onStdout: (chunk: Uint8Array) => void
+  onStderr: (chunk: Uint8Array) => void
+}
+
+/** A runner whose Claude Code is up and waiting for its first prompt, in a claimed container. */
+export interface WarmAgent {
+  key: string
+  lease: Lease
+  /**
+   * Hand the task's prompt to the agent: its output goes to `out` from now on (anything it
+   * wrote while parked first), and `signal` kills it. Returns the runner's process.
+   */
+  handOff(task: { id: string; prompt: string; events_file: string }, out: AgentOutput, signal: AbortSignal): ExecProcess
+}
+
+export interface WarmAgentsOptions {
+  runtime: ContainerRuntime
+  pool: ContainerPool
+  /** The runner's command; `--warm` is appended. */
+  command: string[]
+  logger: Logger
+  /** Agents kept parked at most, all keys together (0: none). */
+  max: number
+  /** Working directory of the runner (the workspace). */
+  cwd: string
+}
+
+/**
+ * What fixes an agent at start: the owner and the whole runner input except what only the
+ * task brings (its id, prompt and events file). Profile settings, tools, MCP servers,
+ * model and credential, secrets (as env and redactions), skills, agents, limits and the
+ * conversation to resume all count, so a task whose input differs in any of them never
+ * meets an agent started for another.
+ *
+ * @example
+ * ```ts
+ * warmKey(owner, input) === warmKey(owner, { ...input, task_id: 'other', prompt: 'other' }) // true
+ * ```
+ */
+export function warmKey(owner: string, input: RunnerInput): string {
+  const { task_id: _t, prompt: _p, events_file: _e, ...fixed } = input
+  return createHash('sha256').update(JSON.stringify([owner, fixed])).digest('hex')
+}
+
+interface Parked extends WarmAgent {
+  proc: ExecProcess
+  dead: boolean
+  /** Claude Code is up (the runner said so on stderr). */
+  ready: boolean
+}
+
+/** What a warm runner writes on stderr once Claude Code waits for the prompt. */
+const READY_LINE = '{"warm":"ready"}'
+
+/**
+ * Warm agents: pooled containers whose runner has already started Claude Code in the
+ * SDK's streaming-input mode, keyed by {@link warmKey}. A task whose key matches takes
+ * one and hands it its prompt (no Node, SDK or Claude Code start on its critical path);
+ * every other task runs cold. Agents are started from idle pool containers only, at most
+ * `max`, and give their container back when the pool needs room.
+ *
+ * @example
+ * ```ts
+ * const agents = new WarmAgents({ runtime, pool, command: ['node', '/opt/berth-runner/main.js'], logger, max: 2, cwd: '/workspace' })
+ * const agent = agents.take(warmKey(owner, input)) // null: run cold
+ * agents.prepare(owner, input)                      // one for the next task like it
+ * ```
+ */
+export class WarmAgents {
+  private readonly parked: Parked[] = []
+  private starting = 0
+  private closed = false
+
+  constructor(private readonly o: WarmAgentsOptions) {}
+
+  /** Agents parked (`ready`: Claude Code up and waiting), and being started (container claim, exec). */
+  stats(): { parked: number; ready: number; starting: number } {
+    this.prune()
+    return { parked: this.parked.length, ready: this.parked.filter((a) => a.ready).length, starting: this.starting }
+  }
+
+  /** A live parked agent for `key` (a ready one first), removed from the set; `null` when there is none. */
+  take(key: string): WarmAgent | null {
+    this.prune()
+    let i = this.parked.findIndex((a) => a.key === key && a.ready)
+    if (i < 0) i = this.parked.findIndex((a) => a.key === key)
+    if (i < 0) return null
+    return this.parked.splice(i, 1)[0]!
+  }
+
+  /** Give back the oldest parked agent's container (the pool needs room). True when one went. */
+  async evictOne(): Promise<boolean> {
+    this.prune()
+    const a = this.parked.shift()
+    if (!a) return false
+    await a.lease.release()
+    return true
+  }
+
+  /**
+   * Start one agent for tasks like `input` (in the background; failures are logged), when
+   * there is room: fewer than `max` parked or starting, an idle container in the pool, and
+   * capacity left to create another, so a parked agent never makes a cold task wait (on a
+   * saturated pool it would only be evicted again, its start-up wasted).
+   */
+  prepare(owner: string, input: RunnerInput): void {
+    this.prune()
+    if (this.closed || this.parked.length + this.starting >= this.o.max) return
+    const pool = this.o.pool.stats()
+    if (pool.idle === 0 || pool.in_use + pool.idle >= pool.max) return
+    this.starting++
+    void this.start(owner, input)
+      .catch((err) => this.o.logger.warn('could not start a warm agent', { error: String(err) }))
+      .finally(() => this.starting--)
+  }
+
+  private async start(owner: string, input: RunnerInput): Promise<void> {
+    const key = warmKey(owner, input)
+    const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
+    if (this.closed) return lease.release()
+    // Stdin stays open: the init line now, the prompt line when a task takes the agent.
+    let push!: (line: string | null) => void
+    const lines: (string | null)[] = [JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '' } })]
+    let wake: (() => void) | null = null
+    push = (line) => {
+      lines.push(line)
+      wake?.()
+    }
+    const stdin = (async function* () {
+      for (;;) {
+        while (lines.length) {
+          const line = lines.shift()!
+          if (line === null) return
+          yield `${line}\n`
+        }
+        await new Promise<void>((r) => (wake = r))
+        wake = null
+      }
+    })()
+    // Until a task takes it, output is kept (a crash message, probe lines) for that task.
+    let out: AgentOutput | null = null
+    const early: { stream: 'out' | 'err'; chunk: Uint8Array }[] = []
+    let errText = ''
+    const parkedErr = (chunk: Uint8Array) => {
+      early.push({ stream: 'err', chunk })
+      errText = (errText + Buffer.from(chunk).toString('utf8')).slice(-4000)
+      if (errText.includes(READY_LINE)) agent.ready = true
+    }
+    // eslint-disable-next-line prefer-const
+    let agent: Parked
+    const proc = await this.o.runtime.exec(lease.container.engine_id, {
+      cmd: [...this.o.command, '--warm'],
+      cwd: this.o.cwd,
+      stdin,
+      onStdout: (chunk) => (out ? out.onStdout(chunk) : early.push({ stream: 'out', chunk })),
+      onStderr: (chunk) => (out ? out.onStderr(chunk) : parkedErr(chunk)),
+    })
+    agent = {
+      key,
+      lease,
+      proc,
+      dead: false,
+      ready: errText.includes(READY_LINE),
+      handOff: (task, to, signal) => {
+        for (const e of early.splice(0)) (e.stream === 'out' ? to.onStdout : to.onStderr)(e.chunk)
+        out = to
+        push(JSON.stringify({ type: 'prompt', task_id: task.id, prompt: task.prompt, events_file: task.events_file }))
+        push(null)
+        const kill = () => void proc.kill().catch(() => {})
+        if (signal.aborted) kill()
+        else signal.addEventListener('abort', kill, { once: true })
+        void proc.exit.finally(() => signal.removeEventListener('abort', kill)).catch(() => {})
+        return proc
+      },
+    }
+    // An agent that ends while parked is dropped, its container reaped.
+    void proc.exit
+      .catch(() => null)
+      .then(() => {
+        agent.dead = true
+        const i = this.parked.indexOf(agent)
+        if (i >= 0) {
+          this.parked.splice(i, 1)
+          void lease.release().catch(() => {})
+        }
+      })
+    if (this.closed) {
+      await lease.release()
+      return
+    }
+    this.parked.push(agent)
+  }
+
+  private prune(): void {
+    for (let i = this.parked.length - 1; i >= 0; i--) if (this.parked[i]!.dead) this.parked.splice(i, 1)
+  }
+
+  /** Stop starting agents and give every parked one's container back. */
+  async close(): Promise<void> {
+    this.closed = true
+    await Promise.all(this.parked.splice(0).map((a) => a.lease.release().catch(() => {})))
+  }
+}

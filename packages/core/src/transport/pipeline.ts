@@ -1,0 +1,291 @@
+import * as v from 'valibot'
+import { ApiError, isApiError, type ErrorBody } from '../errors.js'
+import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
+import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
+import type { Logger } from '../ports/logger.js'
+import type { Caller } from '../caller.js'
+import type { AnyRoute } from '../route.js'
+import type { Services } from '../services.js'
+
+/** Replaces bearer-key authentication: return the caller for a request, or `null` (401). */
+export type Authenticate = (request: Request) => Caller | null | Promise<Caller | null>
+
+export interface PipelineOptions {
+  services: Services
+  rateLimiter: RateLimiter
+  /** Custom authentication; defaults to Berth caller keys and the operator token. */
+  authenticate?: Authenticate | undefined
+  /** JSON body limit in bytes (default 1 MiB). */
+  bodyLimit?: number
+  /** Body limit of `multipart` (upload) routes in bytes (default 100 MiB). */
+  uploadLimit?: number
+  /** Check every response against its schema (tests and development): a mismatch is a 500. */
+  validateResponses?: boolean
+  logger: Logger
+  /**
+   * The `Response` class to build JSON responses with. A server may pass a faster
+   * subclass (srvx's `FastResponse` on Node writes string bodies straight out).
+   */
+  responseClass?: typeof Response
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * A JSON response.
+ *
+ * @example
+ * ```ts
+ * return json({ ok: true }, 200)
+ * ```
+ */
+export function json(body: unknown, status = 200, headers?: Record<string, string>, R: typeof Response = Response): Response {
+  return new R(JSON.stringify(body), { status, headers: { 'content-type': JSON_TYPE, ...headers } })
+}
+
+/**
+ * The error response for anything thrown: an {@link ApiError} keeps its code; anything else
+ * is logged and answered as a generic 500 that reveals nothing.
+ *
+ * @example
+ * ```ts
+ * errorResponse(new ApiError('NOT_FOUND', 'no such route'))
+ * ```
+ */
+export function errorResponse(err: unknown, logger?: Logger, headers?: Record<string, string>, R: typeof Response = Response): Response {
+  if (isApiError(err)) return json(err.toJSON(), err.status, { ...headers, ...err.headers }, R)
+  logger?.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
+  const body: ErrorBody = { error: 'Internal server error', code: 'INTERNAL_ERROR' }
+  return json(body, 500, headers, R)
+}
+
+/** The bearer token of a request (`Authorization: Bearer …`, or `?token=` when allowed). */
+export function bearerToken(request: Request, allowQuery = false): string | null {
+  const header = request.headers.get('authorization')
+  const m = header?.match(/^Bearer\s+(\S+)\s*$/i)
+  if (m) return m[1]!
+  if (allowQuery) return new URL(request.url).searchParams.get('token')
+  return null
+}
+
+/** The request path for the log, with the route's credential segments replaced. */
+function loggedPath(route: AnyRoute, pathname: string): string {
+  if (!route.secretParams?.length) return pathname
+  const template = route.path.split('/')
+  return pathname
+    .split('/')
+    .map((segment, i) => (route.secretParams!.includes(template[i]?.slice(1) ?? '') && template[i]!.startsWith(':') ? '[redacted]' : segment))
+    .join('/')
+}
+
+function isValidCaller(c: Caller): boolean {
+  return typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(c.id) && (c.role === 'user' || c.role === 'admin')
+}
+
+/**
+ * The IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers): `RateLimit-Policy`
+ * states the bucket (burst, the window it refills in, and the per-minute rate), the others
+ * the state of the caller's bucket.
+ */
+function rateHeaders(d: RateDecision): Record<string, string> {
+  return {
+    ...(d.policy && { 'ratelimit-policy': d.policy }),
+    'ratelimit-limit': String(d.limit),
+    'ratelimit-remaining': String(d.remaining),
+    'ratelimit-reset': String(d.resetSeconds),
+  }
+}
+
+/** The rate-limit key of an unauthenticated request: its client address. */
+function addressKey(request: Request): string {
+  return `address:${(request as { ip?: string }).ip ?? 'unknown'}`
+}
+
+function rateLimited(d: RateDecision): ApiError {
+  return new ApiError(
+    'RATE_LIMITED',
+    `Rate limit exceeded: ${d.limit} requests at once, refilled over a minute`,
+    { limit: d.limit, retry_after: d.retryAfterSeconds },
+    { 'retry-after': String(d.retryAfterSeconds) },
+  )
+}
+
+/**
+ * Builds the function that runs one route for one request: authenticate, rate-limit,
+ * validate params/query/body, call the handler, shape the response. Every route goes
+ * through it, so errors, limits and validation are uniform.
+ *
+ * @example
+ * ```ts
+ * const run = createPipeline({ services, rateLimiter, logger })
+ * const res = await run(routes[0], request, {})
+ * ```
+ */
+export function createPipeline(opts: PipelineOptions) {
+  const { services, rateLimiter, logger } = opts
+  const bodyLimit = opts.bodyLimit ?? 1024 * 1024
+  const uploadLimit = opts.uploadLimit ?? 100 * 1024 * 1024
+  const R = opts.responseClass ?? Response
+  const authenticate = createAuthenticate(opts)
+
+  /**
+   * Take a token for a request: the caller's, or for a request without valid credentials
+   * its client address's (so guessing keys is throttled). Returns the headers; throws 429.
+   */
+  async function take(key: string, out: { headers?: Record<string, string> }): Promise<void> {
+    const d = await rateLimiter.take(key)
+    out.headers = rateHeaders(d)
+    if (!d.allowed) throw rateLimited(d)
+  }
+
+  /** The caller of a request for a route (its token taken), or a thrown 401/403/429. */
+  async function callerFor(route: AnyRoute, request: Request, out: { headers?: Record<string, string> }): Promise<Caller | null> {
+    if (route.auth === 'public') return null
+    const caller = await authenticate(request)
+    if (!caller) {
+      await take(addressKey(request), out)
+      throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
+    }
+    if (!route.unlimited) await take(caller.id, out)
+    if (route.auth === 'admin' && caller.role !== 'admin') {
+      throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
+    }
+    return caller
+  }
+
+  /**
+   * Rate-limit headers for a `/v1` request no route answers (404, 405): its token is taken
+   * like any request's. Throws 429 when the bucket is empty.
+   */
+  async function limitHeaders(request: Request): Promise<Record<string, string>> {
+    const out: { headers?: Record<string, string> } = {}
+    const caller = await authenticate(request)
+    await take(caller ? caller.id : addressKey(request), out)
+    return out.headers ?? {}
+  }
+
+  async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+    const started = performance.now()
+    const limits: { headers?: Record<string, string> } = {}
+    let headers: Record<string, string> | undefined
+    let caller: Caller | null = null
+    let response: Response
+    const url = new URL(request.url)
+    try {
+      try {
+        caller = await callerFor(route, request, limits)
+      } finally {
+        headers = limits.headers
+      }
+      const params = route.params ? parseInput('params', route.params, rawParams) : undefined
+      const query = route.query ? parseInput('query', route.query, coerceQuery(route.query, url.searchParams)) : undefined
+      let body: unknown
+      if (route.body) {
+        const raw = await readJsonBody(request, bodyLimit)
+        // valibot's object schemas accept arrays; a body is always a JSON object here.
+        if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+          throw new ApiError('VALIDATION_FAILED', 'The body must be a JSON object', {
+            issues: [{ location: 'body', path: '', message: raw === undefined ? 'missing body' : `expected an object, got ${Array.isArray(raw) ? 'an array' : raw === null ? 'null' : typeof raw}` }],
+          })
+        }
+        body = parseInput('body', route.body, raw)
+      }
+      const input = route.multipart ? limitBody(request, uploadLimit) : request
+      const result = await route.handle({ caller: caller as Caller, params, query, body, services, request: input })
+      response = toResponse(route, result, headers)
+    } catch (err) {
+      if (isClientAbort(err)) logger.info('client aborted', { method: request.method, path: loggedPath(route, url.pathname), route: route.name })
+      response = errorResponse(err, logger, headers, R)
+    }
+    logger.info('request', {
+      method: request.method,
+      // The path only: query strings may carry tokens (`?token=` on the WebSocket).
+      path: loggedPath(route, url.pathname),
+      route: route.name,
+      status: response.status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      caller: caller?.id,
+    })
+    return response
+  }
+
+  return Object.assign(run, { limitHeaders })
+
+  function toResponse(route: AnyRoute, result: unknown, headers?: Record<string, string>): Response {
+    if (result instanceof Response) {
+      if (headers) for (const [k, val] of Object.entries(headers)) result.headers.set(k, val)
+      return result
+    }
+    const status = route.status ?? 200
+    if (status === 204) return new R(null, { status, headers })
+    if (opts.validateResponses && route.response) {
+      const check = v.safeParse(route.response, result)
+      if (!check.success) {
+        logger.error('response does not match its schema', { route: route.name, issues: check.issues.map((i) => i.message) })
+        throw new Error(`response of ${route.name} does not match its schema`)
+      }
+    }
+    return json(result, status, headers, R)
+  }
+}
+
+export type Pipeline = ReturnType<typeof createPipeline>
+
+/**
+ * The request with its body capped at `limit` bytes: 413 now when the declared length is
+ * over it, else reading past it fails with 413 (the handler's read throws it), so an
+ * upload is counted as it streams and never buffered here.
+ */
+function limitBody(request: Request, limit: number): Request {
+  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit }, { connection: 'close' })
+  const declared = request.headers.get('content-length')
+  if (declared !== null && Number(declared) > limit) throw tooLarge()
+  if (!request.body) return request
+  let size = 0
+  const counted = request.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        size += chunk.byteLength
+        if (size > limit) controller.error(tooLarge())
+        else controller.enqueue(chunk)
+      },
+    }),
+    // Never cancel the incoming stream (see readBodyBytes: Node 20 would throw an uncaught
+    // error for data arriving afterwards); a 413 closes the connection instead.
+    { preventCancel: true },
+  )
+  return new Request(request.url, { method: request.method, headers: request.headers, body: counted, signal: request.signal, duplex: 'half' } as RequestInit)
+}
+
+/**
+ * The request → caller function the pipeline and the WebSocket share: the embedder's
+ * `authenticate`, or Berth caller keys and the operator token (`Authorization: Bearer`, and
+ * `?token=` when `allowQuery`, for browsers opening a WebSocket). A caller whose id could
+ * escape its storage key range is refused (and the embedder told why).
+ *
+ * @example
+ * ```ts
+ * const authenticate = createAuthenticate({ services, logger })
+ * const caller = await authenticate(request) // Caller | null
+ * ```
+ */
+export function createAuthenticate(opts: Pick<PipelineOptions, 'authenticate' | 'services' | 'logger'>, allowQuery = false): Authenticate {
+  const base: Authenticate =
+    opts.authenticate ??
+    ((req) => {
+      const token = bearerToken(req, allowQuery)
+      return token ? opts.services.users.authenticate(token) : null
+    })
+  return async (request) => {
+    const caller = await base(request)
+    if (caller && !isValidCaller(caller)) {
+      // Caller ids become part of storage keys: one with a ':' could reach into another
+      // owner's key range. Refuse it as unauthenticated and tell the embedder why.
+      opts.logger.warn('authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin', {
+        role: String(caller.role).slice(0, 20),
+      })
+      return null
+    }
+    return caller
+  }
+}

@@ -1,0 +1,176 @@
+import { createHash } from 'node:crypto'
+import * as v from 'valibot'
+import { maxLength, minLength } from '../schemas/length.js'
+import { isApiError } from '../errors.js'
+import { toIssues } from '../internal/input.js'
+import { KeyedMutex } from '../internal/mutex.js'
+import type { Caller } from '../caller.js'
+import { SubmitTask, type TranscriptEvent } from '../schemas/task.js'
+import type { TaskMessage } from '../tasks/event-bus.js'
+import type { Services } from '../services.js'
+import type { RateDecision } from '../limits/rate-limit.js'
+
+/** What a client may send over `/v1/ws`. */
+export const ClientMessage = v.variant('type', [
+  v.object({ type: v.literal('submit'), request_id: v.pipe(v.string(), minLength(1), maxLength(200)), task: v.unknown() }),
+  v.object({ type: v.literal('subscribe'), task_id: v.string() }),
+  v.object({ type: v.literal('unsubscribe'), task_id: v.string() }),
+  v.object({ type: v.literal('ping') }),
+])
+
+/** Close code for a client that does not read fast enough. */
+export const SLOW_CONSUMER_CLOSE = 4008
+
+export interface TaskSocketOptions {
+  caller: Caller
+  services: Services
+  /** Send one message (JSON-serialisable). */
+  send(message: object): void
+  /** Bytes queued to the client and not yet sent. */
+  buffered(): number
+  close(code: number, reason: string): void
+  /** Queued bytes beyond which the socket is closed (default 1 MiB). */
+  maxBuffered?: number
+  /** Take one token of the caller's rate limit per message (messages count like requests). */
+  take?: () => RateDecision | Promise<RateDecision>
+}
+
+const submitLock = new KeyedMutex()
+
+/**
+ * One client's WebSocket session: submit tasks exactly once per `request_id`, subscribe to
+ * a task's status and events (what already happened first, then live, with no gap and no
+ * duplicate), and errors as messages rather than a dropped socket. A client that lets more
+ * than `maxBuffered` bytes queue up is closed with {@link SLOW_CONSUMER_CLOSE}: it cannot
+ * stall the task or the server.
+ *
+ * @example
+ * ```ts
+ * const session = createTaskSocket({ caller, services, send: (m) => peer.send(JSON.stringify(m)), buffered: () => peer.bufferedAmount, close: (c, r) => peer.close(c, r) })
+ * peer.on('message', (text) => session.message(text))
+ * ```
+ */
+export function createTaskSocket(o: TaskSocketOptions) {
+  const { caller, services } = o
+  const maxBuffered = o.maxBuffered ?? 1024 * 1024
+  const subscriptions = new Map<string, () => void>()
+  let closed = false
+
+  const send = (message: object) => {
+    if (closed) return
+    if (o.buffered() > maxBuffered) {
+      closed = true
+      for (const off of subscriptions.values()) off()
+      subscriptions.clear()
+      o.close(SLOW_CONSUMER_CLOSE, 'slow consumer: too many messages waiting to be sent')
+      return
+    }
+    o.send(message)
+  }
+
+  /** An error message, carrying the `request_id` or `task_id` of the message it answers. */
+  const fail = (err: unknown, ids: { request_id?: string; task_id?: string } = {}) => {
+    const body = isApiError(err) ? err.toJSON() : { code: 'INTERNAL_ERROR', error: 'Internal error' }
+    if (!isApiError(err)) services.logger.error('websocket message failed', { error: String(err) })
+    send({ type: 'error', ...ids, ...body })
+  }
+
+  async function subscribe(taskId: string): Promise<void> {
+    if (subscriptions.has(taskId)) return
+    const task = await services.tasks.records.get(caller.id, taskId)
+    // Listen first and hold live messages back, then replay the log: nothing falls between.
+    let lastSeq = 0
+    let replaying = true
+    const held: TaskMessage[] = []
+    const deliver = (m: TaskMessage) => {
+      if (m.type === 'task.event') {
+        if (m.event.seq <= lastSeq) return
+        lastSeq = m.event.seq
+        send({ type: 'task.event', task_id: m.task_id, event: m.event })
+      } else send({ type: 'task.status', task_id: m.task_id, status: m.status, task: m.task })
+    }
+    const off = services.bus.subscribe(taskId, (m) => (replaying ? held.push(m) : deliver(m)))
+    subscriptions.set(taskId, off)
+    send({ type: 'task.status', task_id: taskId, status: task.status, task: services.tasks.view(task) })
+    for (;;) {
+      const page: TranscriptEvent[] = await services.eventLog.read(caller.id, task.workspace_id, { after: lastSeq, limit: 500, taskId })
+      for (const event of page) deliver({ type: 'task.event', task_id: taskId, event })
+      if (page.length < 500) break
+    }
+    replaying = false
+    for (const m of held.splice(0)) deliver(m)
+  }
+
+  async function submit(requestId: string, raw: unknown): Promise<void> {
+    const parsed = v.safeParse(SubmitTask, raw)
+    if (!parsed.success) {
+      const issues = toIssues('body', parsed.issues).map((i) => ({ ...i, path: i.path ? `task.${i.path}` : 'task' }))
+      send({ type: 'error', request_id: requestId, code: 'VALIDATION_FAILED', error: `Invalid task: ${issues[0]?.message}`, details: { issues } })
+      return
+    }
+    // The same request_id from this caller (a resend, a reconnect) is the same task.
+    const key = `ws-requests:${caller.id}:${createHash('sha256').update(requestId).digest('hex')}`
+    const taskId = await submitLock.run(key, async () => {
+      const seen = await services.tasks.recordsStore.get<{ task_id: string }>(key)
+      if (seen) return seen.task_id
+      const { task_id } = await services.tasks.submit(caller, parsed.output)
+      await services.tasks.recordsStore.set(key, { task_id })
+      return task_id
+    })
+    const task = await services.tasks.records.get(caller.id, taskId)
+    send({ type: 'submitted', request_id: requestId, task_id: taskId, status: task.status })
+    await subscribe(taskId)
+  }
+
+  /** Handle one message; messages of a socket are handled one after another, in order. */
+  async function handle(text: string): Promise<void> {
+    {
+      let data: unknown
+      try {
+        data = JSON.parse(text)
+      } catch {
+        send({ type: 'error', code: 'VALIDATION_FAILED', error: 'Messages must be JSON' })
+        return
+      }
+      const msg = v.safeParse(ClientMessage, data)
+      if (!msg.success) {
+        send({ type: 'error', code: 'VALIDATION_FAILED', error: 'Unknown or malformed message', details: { issues: toIssues('body', msg.issues) } })
+        return
+      }
+      const m = msg.output
+      const ids = m.type === 'submit' ? { request_id: m.request_id } : m.type === 'subscribe' || m.type === 'unsubscribe' ? { task_id: m.task_id } : {}
+      if (o.take) {
+        const d = await o.take()
+        if (!d.allowed) {
+          send({ type: 'error', ...ids, code: 'RATE_LIMITED', error: 'Rate limit exceeded: WebSocket messages count like requests', details: { limit: d.limit, retry_after: d.retryAfterSeconds } })
+          return
+        }
+      }
+      try {
+        if (m.type === 'ping') send({ type: 'pong' })
+        else if (m.type === 'subscribe') await subscribe(m.task_id)
+        else if (m.type === 'unsubscribe') {
+          subscriptions.get(m.task_id)?.()
+          subscriptions.delete(m.task_id)
+        } else await submit(m.request_id, m.task)
+      } catch (err) {
+        fail(err, ids)
+      }
+    }
+  }
+
+  let queue = Promise.resolve()
+  return {
+    /** Handle one text message from the client (after the ones before it). */
+    message(text: string): Promise<void> {
+      queue = queue.then(() => handle(text))
+      return queue
+    },
+    /** The socket closed: drop every subscription. */
+    close(): void {
+      closed = true
+      for (const off of subscriptions.values()) off()
+      subscriptions.clear()
+    },
+  }
+}
