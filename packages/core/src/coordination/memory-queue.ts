@@ -65,7 +65,9 @@ export function memoryQueue<P>(hub: MemoryHub, instance: string, name: string): 
       if (!j) return false
       if (opts.retryInMs === undefined) return jobs().delete(job.id)
       const delay = Math.max(0, opts.retryInMs)
-      Object.assign(j, { state: delay > 0 ? 'delayed' : 'waiting', readyAt: hub.clock.now() + delay, holder: null, token: '', seq: ++hub.seq })
+      // Back at once: in front of its rank (it was next); after a delay: behind it.
+      const seq = delay > 0 ? ++hub.seq : -++hub.seq
+      Object.assign(j, { state: delay > 0 ? 'delayed' : 'waiting', readyAt: hub.clock.now() + delay, holder: null, token: '', seq })
       return true
     },
     async cancel(id) {

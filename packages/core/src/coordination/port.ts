@@ -48,8 +48,9 @@ export interface JobQueue<P = unknown> {
   /** The job is done: it leaves the queue. False when this instance had lost its lease. */
   ack(job: TakenJob<P>): Promise<boolean>
   /**
-   * The job could not be done. Without `retryInMs` it leaves the queue; with it, it goes back
-   * (0: ready at once, >0: after that delay). False when this instance had lost its lease.
+   * The job could not be done. Without `retryInMs` it leaves the queue; with it, it goes back:
+   * 0 ready at once, in front of its priority (it keeps its turn); >0 after that delay, behind
+   * the jobs of its priority. False when this instance had lost its lease.
    */
   fail(job: TakenJob<P>, opts?: { retryInMs?: number }): Promise<boolean>
   /** Remove a job that is waiting or delayed (not one being worked on); false when none. */

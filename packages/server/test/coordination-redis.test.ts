@@ -1,0 +1,55 @@
+import { createCoordination } from '@berth/server'
+import { coordinationConformanceSuite, startRedis, type LocalRedis } from '@berth/testkit'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+let redis: LocalRedis
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+
+// Several instances, each with its own connections, on one real redis-server; a key prefix
+// per test, so each starts empty.
+let n = 0
+const LEASE_MS = 600
+coordinationConformanceSuite('redis', () => {
+  const prefix = `t${++n}:`
+  return { open: () => createCoordination({ driver: 'redis', url: redis.path, prefix, leaseMs: LEASE_MS }), leaseMs: LEASE_MS }
+})
+
+describe('redis coordination', () => {
+  it('keeps its keys under the prefix, so two deployments on one server do not meet', async () => {
+    const a = await createCoordination({ driver: 'redis', url: redis.path, prefix: 'dep-a:' })
+    const b = await createCoordination({ driver: 'redis', url: redis.path, prefix: 'dep-b:' })
+    try {
+      expect(await a.once.claimOnce('state_1', 60_000)).toBe(true)
+      expect(await b.once.claimOnce('state_1', 60_000)).toBe(true)
+      expect(await a.slots.acquire('prof_1', 1, 'ws_a', 60_000)).not.toBeNull()
+      expect(await b.slots.acquire('prof_1', 1, 'ws_b', 60_000)).not.toBeNull()
+      await a.queue('tasks').add({ id: 'task_1', owner: 'usr_1', payload: {} })
+      expect(await b.queue('tasks').take()).toBeNull()
+      expect(await b.instances.alive()).toEqual([b.instanceId])
+      const client = redis.connect()
+      const keys = await client.keys('*')
+      await client.quit()
+      expect(keys.length).toBeGreaterThan(0)
+      for (const k of keys) expect(k).toMatch(/^(dep-[ab]|t\d+):/)
+      expect(keys).toEqual(expect.arrayContaining(['dep-a:once:state_1', 'dep-a:slot:prof_1', 'dep-a:instances', 'dep-a:q:tasks:prioritized']))
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  it('refuses a second live instance with the same id, and an unknown driver', async () => {
+    const a = await createCoordination({ driver: 'redis', url: redis.path, prefix: 'dup:', instanceId: 'inst_1' })
+    try {
+      await expect(createCoordination({ driver: 'redis', url: redis.path, prefix: 'dup:', instanceId: 'inst_1' })).rejects.toThrow(/already alive/)
+    } finally {
+      await a.close()
+    }
+    await expect(createCoordination({ driver: 'nope' } as never)).rejects.toThrow(/unknown driver/)
+  })
+})
