@@ -13,7 +13,7 @@ afterAll(async () => {
 // Several instances, each with its own connections, on one real redis-server; a key prefix
 // per test, so each starts empty.
 let n = 0
-const LEASE_MS = 600
+const LEASE_MS = 1000
 coordinationConformanceSuite('redis', () => {
   const prefix = `t${++n}:`
   return { open: () => createCoordination({ driver: 'redis', url: redis.path, prefix, leaseMs: LEASE_MS }), leaseMs: LEASE_MS }

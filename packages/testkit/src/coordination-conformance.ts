@@ -71,7 +71,7 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await all[0]!.slots.count('prof_1')).toBe(5)
       expect(await all[0]!.slots.count('prof_2')).toBe(0)
       // A holder that never releases (it died) stops counting after its ttl.
-      const short = await all[0]!.slots.acquire('prof_3', 1, 'ws_dead', 200)
+      const short = await all[0]!.slots.acquire('prof_3', 1, 'ws_dead', 1000)
       expect(short).not.toBeNull()
       expect(await all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000)).toBeNull()
       await eventually(() => all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000), 'a lapsed slot lease frees its slot')
@@ -106,8 +106,8 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await all[2]!.once.get('req:usr_1:none')).toBeNull()
       await all[1]!.once.delete('oauth:abc')
       expect(await all[2]!.once.claimOnce('oauth:abc', 60_000)).toBe(true)
-      expect(await all[0]!.once.claimOnce('nonce:short', 200)).toBe(true)
-      expect(await all[1]!.once.claimOnce('nonce:short', 200)).toBe(false)
+      expect(await all[0]!.once.claimOnce('nonce:short', 1000)).toBe(true)
+      expect(await all[1]!.once.claimOnce('nonce:short', 1000)).toBe(false)
       await eventually(() => all[1]!.once.claimOnce('nonce:short', 60_000), 'a single-use key lapses after its ttl')
     })
 
@@ -173,7 +173,7 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const again = (await qa.take())!
       expect(again).toMatchObject({ id: 'j_2', deliveries: 2, payload: { id: 'j_2' } })
       expect(await qa.cancel('j_2')).toBe(false) // being worked on
-      expect(await qa.fail(again, { retryInMs: 300 })).toBe(true)
+      expect(await qa.fail(again, { retryInMs: 1000 })).toBe(true)
       const j4 = (await qb.take())!
       expect(j4.id).toBe('j_4')
       expect(await qb.fail(j4)).toBe(true) // dropped
@@ -207,10 +207,11 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const all = await instances(3)
       const ran: DueJob[] = []
       for (const c of all) await c.delayed.process('hooks', async (job) => void ran.push(job))
-      const at = Date.now() + 300
+      // Far enough ahead that the second schedule and the cancel meet pending jobs.
+      const at = Date.now() + 1000
       await all[0]!.delayed.schedule('hooks', 'dlv_1', at, { attempt: 2 })
       await all[1]!.delayed.schedule('hooks', 'dlv_1', at, { attempt: 3 }) // a second schedule is ignored
-      await all[2]!.delayed.schedule('hooks', 'dlv_2', at, {})
+      await all[2]!.delayed.schedule('hooks', 'dlv_2', at + 60_000, {})
       expect(await all[1]!.delayed.cancel('hooks', 'dlv_2')).toBe(true)
       expect(await all[1]!.delayed.cancel('hooks', 'dlv_2')).toBe(false)
       await all[2]!.delayed.schedule('hooks', 'dlv_3', at + 200, { last: true })

@@ -10,6 +10,8 @@ export interface RedisDelayedOptions {
   leaseMs: number
   /** Jobs one instance runs at once per queue (default 8). */
   concurrency?: number
+  /** Told of connection errors and of handlers that throw. */
+  onError?: (err: unknown) => void
 }
 
 /**
@@ -53,7 +55,8 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
         },
         { ...base, concurrency: opts.concurrency ?? 8, lockDuration: opts.leaseMs, stalledInterval: Math.max(50, Math.floor(opts.leaseMs / 2)), maxStalledCount: 1_000_000 },
       )
-      worker.on('error', () => {})
+      worker.on('error', opts.onError ?? (() => {}))
+      worker.on('failed', (_job, err) => opts.onError?.(err))
       workers.add(worker)
       await worker.waitUntilReady()
       return async () => {

@@ -15,7 +15,7 @@ import type { Redis } from 'ioredis'
  * await pubsub.publish('task:1', { type: 'task.event' })
  * ```
  */
-export function redisPubSub(client: Redis, prefix: string): PubSub & { close(): Promise<void> } {
+export function redisPubSub(client: Redis, prefix: string, onError: (err: unknown) => void = () => {}): PubSub & { close(): Promise<void> } {
   const channelKey = (channel: string) => `${prefix}ps:${channel}`
   const handlers = new Map<string, Set<(m: unknown) => void>>()
   let sub: Redis | null = null
@@ -29,7 +29,7 @@ export function redisPubSub(client: Redis, prefix: string): PubSub & { close(): 
   const subscriber = () => {
     if (!sub) {
       sub = client.duplicate()
-      sub.on('error', () => {}) // ioredis reconnects and resubscribes on its own
+      sub.on('error', onError) // ioredis reconnects and resubscribes on its own
       sub.on('message', (key: string, text: string) => {
         const set = handlers.get(key)
         if (!set) return

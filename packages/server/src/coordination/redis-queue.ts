@@ -21,6 +21,7 @@ export interface RedisQueueContext {
   scripts: CoordinationScripts
   instanceId: string
   leaseMs: number
+  onError(err: unknown): void
 }
 
 /**
@@ -67,7 +68,7 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
         // A dead instance's job always comes back: the taker decides what a redelivery means.
         maxStalledCount: 1_000_000,
       })
-      worker.on('error', () => {}) // connection trouble: BullMQ reconnects; calls reject meanwhile
+      worker.on('error', ctx.onError) // connection trouble: BullMQ reconnects; calls reject meanwhile
       void worker.startStalledCheckTimer()
     }
     return worker

@@ -22,6 +22,8 @@ export interface RedisCoordinationOptions {
    * instance's jobs are handed out again within about two leases. Renewed every third of it.
    */
   leaseMs?: number
+  /** Told of background failures (lost connections, heartbeats, lock renewals); default: ignored. */
+  onError?: (err: unknown) => void
 }
 
 /**
@@ -41,17 +43,18 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
   const p = opts.prefix ?? 'berth:'
   const leaseMs = opts.leaseMs ?? 30_000
   const instanceId = opts.instanceId ?? `${process.pid}-${randomUUID()}`
-  // BullMQ's connections block (BZPOPMIN): they need `maxRetriesPerRequest: null`.
-  const redisOptions: RedisOptions = { ...opts.redis, maxRetriesPerRequest: null }
+  const onError = opts.onError ?? (() => {})
+  const redisOptions: RedisOptions = { ...opts.redis }
   const client = opts.url ? new Redis(opts.url, redisOptions) : new Redis(redisOptions)
-  client.on('error', () => {}) // ioredis reconnects; calls fail meanwhile
-  // BullMQ opens its own connections (a worker blocks one) with the options ioredis parsed.
-  const connection = { ...client.options } as ConnectionOptions
+  client.on('error', onError) // ioredis reconnects; calls fail meanwhile
+  // BullMQ opens its own connections with the options ioredis parsed; a worker's block
+  // (BZPOPMIN), so they retry without limit.
+  const connection = { ...client.options, maxRetriesPerRequest: null } as ConnectionOptions
   const scripts = coordinationScripts(client)
-  const pubsub = redisPubSub(client, p)
-  const delayed = redisDelayed({ connection, bullPrefix: `${p}d`, leaseMs })
+  const pubsub = redisPubSub(client, p, onError)
+  const delayed = redisDelayed({ connection, bullPrefix: `${p}d`, leaseMs, onError })
   const queues = new Map<string, RedisQueue<unknown>>()
-  const queueCtx = { connection, bullPrefix: `${p}q`, key: (kind: string, q: string) => `${p}${kind}:${q}`, scripts, instanceId, leaseMs }
+  const queueCtx = { connection, bullPrefix: `${p}q`, key: (kind: string, q: string) => `${p}${kind}:${q}`, scripts, instanceId, leaseMs, onError }
   const instancesKey = `${p}instances`
   const slotKey = (key: string) => `${p}slot:${key}`
   const onceKey = (key: string) => `${p}once:${key}`
@@ -66,7 +69,7 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
     await Promise.all([...queues.values()].map((q) => q.renewLeases()))
   }
   await beat()
-  const timer = setInterval(() => void beat().catch(() => {}), Math.max(10, Math.floor(leaseMs / 3)))
+  const timer = setInterval(() => void beat().catch(onError), Math.max(10, Math.floor(leaseMs / 3)))
   timer.unref()
   let closed = false
 
