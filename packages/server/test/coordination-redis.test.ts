@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
 import { createCoordination } from '@berth/server'
 import { coordinationConformanceSuite, startRedis, type LocalRedis } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -40,6 +44,33 @@ describe('redis coordination', () => {
     } finally {
       await a.close()
       await b.close()
+    }
+  })
+
+  it('hands the job and slot of a SIGKILLed instance process to the survivors after the lease', async () => {
+    const prefix = 'kill:'
+    const survivor = await createCoordination({ driver: 'redis', url: redis.path, prefix, leaseMs: LEASE_MS })
+    try {
+      await survivor.queue('tasks').add({ id: 'task_1', owner: 'usr_1', payload: { n: 1 } })
+      const worker = fileURLToPath(new URL('./fixtures/coordination-worker.ts', import.meta.url))
+      const child = spawn(process.execPath, ['--import', 'tsx', worker, redis.path, prefix, String(LEASE_MS)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string]
+      const said = JSON.parse(line) as { instance: string; job: string | null; slot: boolean }
+      expect(said).toMatchObject({ job: 'task_1', slot: true })
+      expect(await survivor.instances.alive()).toContain(said.instance)
+      expect(await survivor.slots.acquire('prof_1', 1, 'ws_survivor', 60_000)).toBeNull()
+      child.kill('SIGKILL')
+      await once(child, 'exit')
+      let taken = null
+      for (const end = Date.now() + 30_000; !taken && Date.now() < end; ) {
+        taken = await survivor.queue('tasks').take()
+        if (!taken) await new Promise((r) => setTimeout(r, 50))
+      }
+      expect(taken).toMatchObject({ id: 'task_1', deliveries: 2, payload: { n: 1 } })
+      expect(await survivor.instances.alive()).toEqual([survivor.instanceId])
+      expect(await survivor.slots.acquire('prof_1', 1, 'ws_survivor', 60_000)).not.toBeNull()
+    } finally {
+      await survivor.close()
     }
   })
 
