@@ -66,3 +66,4 @@ export { createTaskSocket, ClientMessage, SLOW_CONSUMER_CLOSE, type TaskSocketOp
 export * from './tasks/secret-forms.js'
 export { EnvironmentsService, DEFAULT_ENVIRONMENT_CAPS, type EnvironmentRecord, type EnvironmentCaps, type EnvironmentImages, type ResolvedEnvironment } from './resources/environments.js'
 export * from './net/private-ranges.js'
+export * from './coordination/index.js'

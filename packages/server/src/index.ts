@@ -12,3 +12,4 @@ export { createGitProviders, GIT_PROVIDER_PRESETS, type GitProviderConfig, type 
 export { createFetchOAuthClient, type FetchOAuthClientOptions, type OAuthRevocation } from './oauth/fetch-client.js'
 export { createNotifier, defineChannel, emailChannel, webhookChannel, signature, standardSignature, isPrivateAddress, type Channel, type NotifierOptions, type SmtpOptions } from './notifiers/index.js'
 export { createChatProvider, createMailProvider, chatChannel, mailChannel, type ChatProviderConfig, type MailProviderConfig } from './notifiers/index.js'
+export { createCoordination, redisCoordination, type CoordinationOptions, type RedisCoordinationOptions } from './coordination/index.js'

@@ -5,3 +5,4 @@ export { ensureEngines, readEngine, findRepoRoot, ENSURE_SCRIPT, type EngineInfo
 export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
 export { busyboxRecipe } from './image-recipe.js'
 export { startRedis, connectRedis, type LocalRedis } from './redis.js'
+export { coordinationConformanceSuite, type CoordinationUnderTest } from './coordination-conformance.js'
