@@ -15,8 +15,8 @@
  *   node --import tsx bench/runtime.ts        (or via bench/run.ts: export main())
  */
 import { runAsScript, writeResults } from './lib/results.js'
-import { connectEngine, dockerRuntime, toCreateOptions } from '../packages/adapter-docker/src/index.js'
-import { podmanRuntime } from '../packages/adapter-podman/src/index.js'
+import { connectEngine, dockerRuntime, toCreateOptions } from '@berth/adapter-docker'
+import { podmanRuntime } from '@berth/adapter-podman'
 import {
   ContainerPool,
   IDLE_COMMAND,
@@ -24,9 +24,9 @@ import {
   silentLogger,
   systemClock,
   type ContainerRuntime,
-} from '../packages/core/src/index.js'
-import { ensureEngines, type EngineInfo } from '../packages/testkit/src/engines.js'
-import { memoryStore } from '../packages/server/src/storage/memory.js'
+} from '@berth/core'
+import { memoryStore } from '@berth/server'
+import { ensureEngines, type EngineInfo } from '@berth/testkit'
 import { ms, table } from './lib/table.js'
 
 const ITERATIONS = Number(process.env.BENCH_RUNTIME_ITERATIONS ?? 20)

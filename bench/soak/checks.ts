@@ -7,7 +7,7 @@
  * belongs to a live workspace.
  */
 import { isDeepStrictEqual } from 'node:util'
-import type { ContainerRuntime } from '../../packages/core/src/index.js'
+import type { ContainerRuntime } from '@berth/core'
 import { TERMINAL, until, type ApiClient, type Json, type Reply } from './api.js'
 import type { TaskObserver } from './observer.js'
 import { logLines, type Standalone } from './standalone.js'

@@ -1,14 +1,16 @@
+/**
+ * `@berth/adapter-docker`: Berth's container runtime on the Docker Engine API. The factory
+ * and its options, the engine connection it takes, and the pieces a sibling Docker-API
+ * engine (`@berth/adapter-podman`) is built from; the rest stays inside the package.
+ */
+
+// Factory and options
 export { dockerRuntime, type DockerRuntimeOptions } from './docker-runtime.js'
-export { createEngineRuntime, containerName, type EngineRuntimeOptions } from './engine-runtime.js'
-export { connectEngine, describeEndpoint, type EngineConnectionOptions } from './connection.js'
-export { toCreateOptions, DEFAULT_CAP_ADD, DEFAULT_LIMITS, type HardeningOptions } from './hardening.js'
-export { toContainerError, statusOf, type FailureContext } from './errors.js'
-export { toContainerInfo, toContainerSummary, toContainerStats, toState, toIso } from './inspect.js'
-export { EXEC_MARKER_ENV } from './exec.js'
-export { imageProvisioner, splitRef, PULL_IDLE_TIMEOUT_MS, PULL_RETRY_AFTER_MS, type ImageNaming } from './images.js'
+export { connectEngine, type EngineConnectionOptions } from './connection.js'
+
+// Images built from this host's Node (a pool or environment image recipe)
 export { hostImageRecipe } from './host-image.js'
-export { toRequestBody } from './internal/streams.js'
-/** Re-exported from `@berth/core`, where the port's byte helpers live. */
-export { toWebStream } from '@berth/core'
-export { egressNetwork, egressEnforcer, EGRESS_LABEL } from './egress.js'
-export { bridgeRules, chainNames, installBridgeRules, ensureDispatchFirst, type BridgeRules, type FirewallOptions } from './firewall.js'
+
+// Building blocks for other Docker-API engines
+export { createEngineRuntime, type EngineRuntimeOptions } from './engine-runtime.js'
+export { toCreateOptions, type HardeningOptions } from './hardening.js'

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ApiError, isContainerError } from '@berth/core'
-import { connectEngine, toContainerError } from '../src/index.js'
+import { connectEngine } from '../src/index.js'
+import { toContainerError } from '../src/errors.js'
 
 const ctx = { runtime: 'docker', op: 'inspect', endpoint: 'unix:///x.sock', id: 'abc' }
 

@@ -2,7 +2,8 @@ import Docker from 'dockerode'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { IDLE_COMMAND, collectExec } from '@berth/core'
 import { readEngine } from '@berth/testkit'
-import { DEFAULT_CAP_ADD, DEFAULT_LIMITS, dockerRuntime, toCreateOptions } from '../src/index.js'
+import { DEFAULT_CAP_ADD, DEFAULT_LIMITS, toCreateOptions } from '../src/hardening.js'
+import { dockerRuntime } from '../src/index.js'
 
 const engine = readEngine('docker')
 const raw = new Docker({ socketPath: engine.socketPath })

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { collectExec, isContainerError, type Logger } from '@berth/core'
 import { packTar } from '@berth/testkit'
-import { hostPath, localRuntime, readMeta } from '../src/index.js'
+import { localRuntime } from '../src/index.js'
+import { hostPath, readMeta } from '../src/paths.js'
 
 const dirs: string[] = []
 const tempBase = () => {

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { collectExec, silentLogger, type ContainerRuntime } from '@berth/core'
-import { hostPath, localRuntime, readMeta, rootDir } from '../src/index.js'
+import { localRuntime } from '../src/index.js'
+import { hostPath, readMeta, rootDir } from '../src/paths.js'
 import { processTree } from '../src/processes.js'
 
 const baseDir = mkdtempSync(join(tmpdir(), 'berth-local-sandbox-'))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ROOTFUL_SOCKET, discoverPodman, parseEngineUrl } from '../src/index.js'
+import { ROOTFUL_SOCKET, discoverPodman, parseEngineUrl } from '../src/discovery.js'
 
 const all = () => true
 const none = () => false

@@ -2,7 +2,9 @@ import Docker from 'dockerode'
 import { afterAll, describe, expect, it } from 'vitest'
 import { IDLE_COMMAND } from '@berth/core'
 import { busyboxRecipe, packTar, readEngine, readTar } from '@berth/testkit'
-import { isQualifiedImage, localImageName, podmanRuntime, slashDirectoryNames } from '../src/index.js'
+import { slashDirectoryNames } from '../src/archive-names.js'
+import { isQualifiedImage, localImageName } from '../src/image-names.js'
+import { podmanRuntime } from '../src/index.js'
 
 const engine = readEngine('podman')
 const rt = podmanRuntime({ socketPath: engine.socketPath })

@@ -1,69 +1,79 @@
-export * from './errors.js'
-export * from './ids.js'
-export * from './route.js'
-export * from './routes/index.js'
-export { crudRoutes, type CrudService } from './routes/crud.js'
+/**
+ * `@berth/core`: the public surface, by group. Everything `@berth/core/contract` exports
+ * (errors, ids, the route table, schemas, the runner protocol) is here too, plus what a
+ * server is built from: ports, services, the container pool and the HTTP pipeline.
+ * Nothing under `internal/` is exported (test/public-surface.test.ts pins this list).
+ */
+
+// Errors and ids
+export { ApiError, ERROR_STATUS, isApiError, notFound, validationError, type ErrorBody, type ErrorCode, type ValidationIssue } from './errors.js'
+export { ID_PREFIX, idPattern, newId, randomToken, type IdKind } from './ids.js'
+export type { Caller } from './caller.js'
+
+// Routes and contract
+export { defineRoute, type AnyRoute, type AuthLevel, type HttpMethod, type MultipartBody, type RouteContext, type RouteDef, type RouteResult } from './route.js'
+export { routes, type Routes } from './routes/index.js'
+export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi.js'
+
+// Schemas (valibot; each is also its output type)
 export * from './schemas/index.js'
-export * from './ports/store.js'
-export * from './ports/clock.js'
-export * from './ports/cipher.js'
-export * from './ports/logger.js'
-export * from './models.js'
-export * from './limits/rate-limit.js'
-export * from './transport/pipeline.js'
-export * from './services.js'
-export { OwnedCollection, type OwnedRecord, type Page, type Paged } from './records/collection.js'
-export { INDEXES, indexEntryFor, term, type IndexSpec, type IndexedRecord } from './records/indexes.js'
-export { NamedScopedService, type NamedScopedRecord } from './records/named.js'
-export { resolveScope, assertOwnProfiles, appliesTo, type Scoped } from './records/scope.js'
-export { UsersService, hashKey, CALLER_KEY_PREFIX, OPERATOR_ID } from './resources/users.js'
-export { ApiKeysService, type ResolvedCredential } from './resources/api-keys.js'
-export { ProfilesService } from './resources/profiles.js'
-export { MemoryService } from './resources/memory.js'
-export * from './openapi.js'
-export * from './ports/container-runtime.js'
-export { ContainerPool, defaultPoolName, type PooledContainer, type Lease, type ClaimRequest, type PoolOptions, type Priority } from './runtime/pool.js'
-export { workspaceVolumeName, createWorkspaceVolume, recoverVolumes, type VolumeOwner } from './runtime/volumes.js'
-export { WarmAgents, warmKey, type WarmAgent, type WarmAgentsOptions, type AgentOutput } from './tasks/warm-agents.js'
-export * from './tasks/runner-protocol.js'
-export { TasksService, type TaskRecord, type TaskEngine } from './tasks/tasks.js'
-export { nextQueued, type QueuedTask } from './tasks/task-queue.js'
-export { WorkspacesService, type WorkspaceRecord } from './workspaces/workspaces.js'
-export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'
-export { WorkspaceFilesService, workspacePath, MAX_ENTRIES, type FileEntry, type FileListing, type UploadResult, type WorkspaceFilesOptions } from './workspaces/workspace-files.js'
+
+// Runner protocol (the runner's stdin and stdout)
+export { RunnerAgent, RunnerEvent, RunnerInput, RunnerModel, RunnerOutcome, RunnerSkill, ToolCall } from './tasks/runner-protocol.js'
+export { secretForms } from './tasks/secret-forms.js'
+
+// Ports: storage, time, secrets, logging
+export type { IndexEntry, IndexQuery, Store } from './ports/store.js'
+export { manualClock, systemClock, type Clock } from './ports/clock.js'
+export { createAesGcmCipher, type Cipher } from './ports/cipher.js'
+export { jsonLogger, silentLogger, type Logger } from './ports/logger.js'
+
+// Ports: container runtime (and its byte helpers)
+export { ContainerError, IDLE_COMMAND, MANAGED_LABEL, RECIPE_LABEL, byteChannel, collectExec, defineRuntime, isContainerError, toByteChunks, toWebStream, type ByteChannel, type ByteSource, type ContainerFailure, type ContainerInfo, type ContainerMount, type ContainerRuntime, type ContainerSpec, type ContainerState, type ContainerStats, type ContainerSummary, type EgressPolicy, type EnsureImageOptions, type ExecOptions, type ExecProcess, type ExecResult, type ImageRecipe, type ImageReport, type ListFilter, type ResourceLimits, type RuntimeCapabilities, type StdinSource, type VolumeSummary } from './ports/container-runtime.js'
+
+// Ports: outside services (notifications, OAuth, Git hosts, banking, messenger)
+export type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from './ports/notifier.js'
+export { OAuthError, isOAuthError, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from './ports/oauth-client.js'
+export { GIT_PROVIDERS, type GitIdentity, type GitProvider, type GitProviderName } from './ports/git-provider.js'
+export { BankApiError, isBankApiError, type BankAccount, type BankApi, type BankApiErrorKind } from './ports/bank-api.js'
+export { MessengerApiError, isMessengerApiError, type MessengerApi, type MessengerApiErrorKind, type MessengerBotUser, type MessengerChat, type MessengerMessage, type MessengerUpdate } from './ports/messenger-api.js'
+
+// Services (everything behind the route table, wired once)
+export { createServices, type Services, type ServicesOptions } from './services.js'
+export type { ModelCatalog } from './models.js'
+
+// Records
+export { indexEntryFor } from './records/indexes.js'
+
+// Resources
+export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages } from './resources/environments.js'
+
+// Tasks
+export type { TaskRecord } from './tasks/tasks.js'
 export { EventBus, type TaskMessage } from './tasks/event-bus.js'
-export * from './ports/notifier.js'
-export { PlaybooksService, webhookPath, type PlaybookRecord } from './playbooks/playbooks.js'
-export { PlaybookRunsService, runPrompt, type RunRecord } from './playbooks/playbook-runs.js'
-export { WebhookTrigger } from './playbooks/webhook-trigger.js'
-export { IntegrationsService, type IntegrationRecord } from './integrations/integrations.js'
-export { NotificationsService, type NotificationSubject } from './integrations/notifications.js'
-export { DeliveryLog, type DeliveryRecord } from './integrations/deliveries.js'
-export { maskConfig, sealConfig, openConfig, restoreMasks, configIssues } from './integrations/integration-config.js'
-export { ConcurrencySlots } from './limits/concurrency.js'
-export { materialize, eventsFile, WORKSPACE_DIR } from './tasks/materialize.js'
-export { sealServer, sealServers, maskServer, maskServers, openServer, serverSecrets } from './resources/mcp-secrets.js'
-export * from './ports/oauth-client.js'
-export * from './ports/git-provider.js'
-export * from './schemas/git-account.js'
-export * from './schemas/oauth-return-path.js'
-export { OAuthStates, deriveOAuthStateKey, pkcePair, pkceChallenge, OAUTH_STATE_TTL_MS, type OAuthStateRecord, type ConsumedState } from './integrations/oauth-state.js'
-export { GitAccountsService, assertOwnGitAccounts, type GitAccountRecord, type GitCredential } from './integrations/git-accounts.js'
-export * from './schemas/chat-mail.js'
-export { ChatMailConnectService, isConnectType, type ConnectProvider, type ConnectCallbackInput, type ChatMailConnectOptions } from './integrations/chat-mail-connect.js'
-export { ChatEventsService, chatRequestSignature, verifyChatSignature, CHAT_EVENT_WINDOW_SECONDS, type ChatEventRecord, type ChatEventsOptions } from './integrations/chat-events.js'
-export * from './schemas/bank-provider.js'
-export * from './schemas/messenger-bot.js'
-export * from './schemas/limits.js'
-export * from './ports/bank-api.js'
-export * from './ports/messenger-api.js'
-export { BankProviderService, type BankProviderOptions } from './integrations/bank-provider.js'
-export { MessengerService, MESSENGER_WEBHOOK_PATH, type MessengerOptions } from './integrations/messenger-bot.js'
-export { MessengerClaims, claimCodeIn, CLAIM_CODE_TTL_MS, type ClaimOutcome } from './integrations/messenger-claims.js'
-export { MessengerThreads, type MessengerThreadsOptions } from './integrations/messenger-threads.js'
-export { MessengerWebhook, SECRET_TOKEN_HEADER, webhookSecretToken, secretTokenHash, type WebhookState, type MessengerWebhookOptions } from './integrations/messenger-webhook.js'
-export { createTaskSocket, ClientMessage, SLOW_CONSUMER_CLOSE, type TaskSocketOptions } from './transport/socket.js'
-export * from './tasks/secret-forms.js'
-export { EnvironmentsService, DEFAULT_ENVIRONMENT_CAPS, type EnvironmentRecord, type EnvironmentCaps, type EnvironmentImages, type ResolvedEnvironment } from './resources/environments.js'
-export * from './net/private-ranges.js'
-export * from './coordination/index.js'
+export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
+
+// Workspaces
+export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'
+
+// Runtime (the warm container pool)
+export { ContainerPool, defaultPoolName, type Lease, type PoolOptions, type PooledContainer } from './runtime/pool.js'
+
+// Integrations
+export { deriveOAuthStateKey } from './integrations/oauth-state.js'
+export type { ConnectProvider } from './integrations/chat-mail-connect.js'
+
+// Limits and network ranges
+export { tokenBucket, type RateLimiter, type TokenBucketOptions } from './limits/rate-limit.js'
+export { PRIVATE_IPV4_RANGES, PRIVATE_IPV6_RANGES, privateCidrs, touchesPrivateRange } from './net/private-ranges.js'
+
+// Transport (HTTP pipeline, WebSocket session)
+export { createAuthenticate, createPipeline, errorResponse, type Authenticate, type PipelineOptions } from './transport/pipeline.js'
+export { createTaskSocket, type TaskSocketOptions } from './transport/socket.js'
+
+// Coordination of several instances (the port, its memory driver, and what drivers share)
+export type { Coordination, DelayedJobs, DueJob, Instances, JobPriority, JobQueue, NewJob, OnceKeys, PubSub, QueueCounts, RateBuckets, RateSettings, SlotLease, Slots, TakenJob } from './coordination/port.js'
+export { memoryCoordination, type MemoryCoordinationOptions } from './coordination/memory.js'
+export { memoryHub, type MemoryHub, type MemoryHubOptions } from './coordination/memory-hub.js'
+export { checkRateSettings, rateDecision } from './coordination/rate.js'
+export { checkQueueName, queueRank } from './coordination/order.js'

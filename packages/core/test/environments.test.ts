@@ -6,7 +6,8 @@
 import { createStorage } from 'unstorage'
 import { describe, expect, it } from 'vitest'
 import { unstorageStore } from '../../server/src/store.js'
-import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService, silentLogger, systemClock, touchesPrivateRange, type EnvironmentCaps } from '../src/index.js'
+import { DEFAULT_ENVIRONMENT_CAPS, silentLogger, systemClock, touchesPrivateRange, type EnvironmentCaps } from '@berth/core'
+import { EnvironmentsService } from '../src/resources/environments.js'
 
 function service(caps: Partial<EnvironmentCaps> = {}) {
   const store = unstorageStore(createStorage(), { cache: false })

@@ -2,7 +2,9 @@
 import { randomBytes } from 'node:crypto'
 import { createStorage } from 'unstorage'
 import { describe, expect, it } from 'vitest'
-import { OAuthStates, createAesGcmCipher, deriveOAuthStateKey, isApiError, isLocalReturnPath, manualClock, pkceChallenge, pkcePair, withResult, type OAuthStateRecord } from '@berth/core'
+import { createAesGcmCipher, deriveOAuthStateKey, isApiError, manualClock } from '@berth/core'
+import { OAuthStates, pkceChallenge, pkcePair, type OAuthStateRecord } from '../src/integrations/oauth-state.js'
+import { isLocalReturnPath, withResult } from '../src/schemas/oauth-return-path.js'
 import { unstorageStore } from '../../server/src/store.js'
 
 function setup() {

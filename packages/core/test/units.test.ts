@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { createAesGcmCipher, manualClock, modelAllowed, newId, tokenBucket } from '@berth/core'
+import { createAesGcmCipher, manualClock, newId, tokenBucket } from '@berth/core'
+import { modelAllowed } from '../src/models.js'
 
 describe('AES-256-GCM cipher', () => {
   const cipher = createAesGcmCipher(randomBytes(32))

@@ -1,15 +1,30 @@
+/**
+ * `@berth/server`: Berth on h3 and `node:http`, by group. `createBerth` and its options,
+ * mounting in another framework, the stores, and the standalone server's configuration.
+ */
+
+// Berth
 export { createBerth, type Berth, type BerthOptions } from './berth.js'
+export type { SmtpOptions } from './notifiers/email.js'
+export type { GitProviderConfig, GitProvidersConfig } from './git/providers.js'
+export type { ChatProviderConfig } from './notifiers/chat-provider.js'
+export type { MailProviderConfig } from './notifiers/mail-provider.js'
+
+// Embedding (Express, Fastify, Connect)
 export { berthMiddleware, type BerthMiddleware } from './middleware.js'
-export { unstorageStore } from './store.js'
+
+// Stores
+export { memoryStore } from './storage/memory.js'
+export { embeddedStore } from './storage/embedded.js'
+export { sqliteStore, type ClosableStore, type SqliteStore } from './storage/sqlite.js'
+export { redisStore, type RedisClient, type RedisStoreOptions } from './storage/redis.js'
+export { unstorageStore, type UnstorageStoreOptions } from './store.js'
 export { atomicFsDriver } from './fs-storage.js'
-export { memoryStore, sqliteStore, redisStore, embeddedStore, migrateFsLayout, storageView, type ClosableStore, type SqliteStore, type RedisStoreOptions, type RedisClient } from './storage/index.js'
-export { loadEncryptionKey } from './encryption-key.js'
+
+// Configuration from the environment and a config file (the standalone server)
 export { configFromEnv, type BerthConfig } from './config.js'
-export { SETTINGS, withConfigFile, settingName, type ConfigFile } from './config-file.js'
+export { SETTINGS, withConfigFile, type ConfigFile } from './config-file.js'
 export { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
-export { clientCertificateFetch, type ClientCertificate } from './notifiers/client-certificate.js'
-export { createGitProviders, GIT_PROVIDER_PRESETS, type GitProviderConfig, type GitProvidersConfig } from './git/providers.js'
-export { createFetchOAuthClient, type FetchOAuthClientOptions, type OAuthRevocation } from './oauth/fetch-client.js'
-export { createNotifier, defineChannel, emailChannel, webhookChannel, signature, standardSignature, isPrivateAddress, type Channel, type NotifierOptions, type SmtpOptions } from './notifiers/index.js'
-export { createChatProvider, createMailProvider, chatChannel, mailChannel, type ChatProviderConfig, type MailProviderConfig } from './notifiers/index.js'
+
+// Coordination of several instances (queues, slots, rate buckets, single-use keys, pub/sub)
 export { createCoordination, redisCoordination, type CoordinationOptions, type RedisCoordinationOptions } from './coordination/index.js'

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createAesGcmCipher, openServer, type Cipher } from '@berth/core'
+import { createAesGcmCipher, type Cipher } from '@berth/core'
+import { openServer } from '../../core/src/resources/mcp-secrets.js'
 import { startServer, type TestServer } from './helpers.js'
 
 const dataDir = mkdtempSync(join(tmpdir(), 'berth-creds-'))

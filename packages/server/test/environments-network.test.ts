@@ -8,9 +8,9 @@
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server, type Socket } from 'node:net'
 import { networkInterfaces } from 'node:os'
-import { egressNetwork } from '@berth/adapter-docker'
 import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRange } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { egressNetwork } from '../../adapter-docker/src/egress.js'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 

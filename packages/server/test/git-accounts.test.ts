@@ -255,7 +255,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       expect(unknown.status).toBe(400)
       expect(unknown.body.details.issues[0]).toMatchObject({ path: 'git_account_ids.1' })
       expect((await call('GET', `/v1/profiles/${prof.body.id}`)).body.git_account_ids).toEqual([accountId])
-      const { materialize } = await import('@berth/core')
+      const { materialize } = await import('../../core/src/tasks/materialize.js')
       const services = s.berth.services
       const profile = await services.profiles.records.get(alice.id, prof.body.id)
       const ws = { id: 'ws_x', owner_id: alice.id, model_override: null, sdk_session_id: null } as never

@@ -1,8 +1,21 @@
+/**
+ * `@berth/testkit`: shared suites and fixtures for Berth's tests and for anyone writing a
+ * runtime or a store. The offline model and the fake providers have their own entries
+ * (`@berth/testkit/model`, `@berth/testkit/providers`).
+ */
+
+// Conformance suites (a runtime, a store) and the store suite's crash-test writer
 export { runtimeConformanceSuite, type ConformanceOptions } from './conformance.js'
 export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
 export { runStoreWriter } from './store-writer.js'
+
+// Container engines (Docker, Podman) provisioned for tests, and a small image recipe
 export { ensureEngines, readEngine, findRepoRoot, ENSURE_SCRIPT, type EngineInfo } from './engines.js'
-export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
 export { busyboxRecipe } from './image-recipe.js'
+
+// Tar archives (the runtime port's archive format)
+export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
+
+// A local redis-server
 export { startRedis, connectRedis, type LocalRedis } from './redis.js'
 export { coordinationConformanceSuite, type CoordinationUnderTest } from './coordination-conformance.js'

@@ -1,6 +1,0 @@
-export { memoryStore } from './memory.js'
-export { embeddedStore } from './embedded.js'
-export { migrateFsLayout } from './migrate.js'
-export { storageView } from './unstorage-view.js'
-export { sqliteStore, type ClosableStore, type SqliteStore } from './sqlite.js'
-export { redisStore, type RedisStoreOptions, type RedisClient } from './redis.js'
