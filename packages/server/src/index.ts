@@ -1,4 +1,5 @@
-export { createBerth, type Berth, type BerthOptions } from './berth.js'
+export { createBerth } from './berth.js'
+export type { Berth, BerthOptions } from './berth-options.js'
 export { berthMiddleware, type BerthMiddleware } from './middleware.js'
 export { unstorageStore } from './store.js'
 export { atomicFsDriver } from './fs-storage.js'

@@ -1,7 +1,6 @@
-import { OAuthError, isOAuthError, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
+import { OAuthError, defineChannel, isOAuthError, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
-import { defineChannel, type Channel } from './channel.js'
 import { subjectOf } from './email.js'
 
 /**

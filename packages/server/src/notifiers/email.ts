@@ -1,6 +1,5 @@
 import { createTransport } from 'nodemailer'
-import type { DeliveryOutcome, OutgoingNotification } from '@berth/core'
-import { defineChannel } from './channel.js'
+import { defineChannel, type DeliveryOutcome, type OutgoingNotification } from '@berth/core'
 
 /** The deployment's SMTP server (`createBerth({ smtp })`). */
 export interface SmtpOptions {

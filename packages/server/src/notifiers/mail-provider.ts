@@ -1,7 +1,6 @@
-import { OAuthError, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
+import { OAuthError, defineChannel, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
-import { defineChannel, type Channel } from './channel.js'
 import { subjectOf, textOf } from './email.js'
 import { mailMessage } from './mail-message.js'
 
