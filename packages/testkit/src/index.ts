@@ -1,5 +1,6 @@
 export { runtimeConformanceSuite, type ConformanceOptions } from './conformance.js'
 export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
+export { channelConformanceSuite, type ChannelConformanceOptions, type ChannelPeer, type ChannelSetup, type PeerAddress } from './channel-conformance.js'
 export { runStoreWriter } from './store-writer.js'
 export { ensureEngines, readEngine, findRepoRoot, ENSURE_SCRIPT, type EngineInfo } from './engines.js'
 export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'

@@ -124,7 +124,7 @@ export class BankProviderService {
    */
   readonly channel: Channel = { deliver: (config, n, integration) => this.deliver(config, n, integration) }
 
-  private async deliver(config: Record<string, unknown>, n: OutgoingNotification, target: ChannelIntegration): Promise<DeliveryOutcome> {
+  private async deliver(config: Record<string, unknown>, n: OutgoingNotification, target: ChannelIntegration | undefined): Promise<DeliveryOutcome> {
     if (n.event !== 'integration.test') return { ok: false, status: null, error: 'banking integrations are data sources: they receive no notifications', retryable: false }
     const token = config.access_token
     if (typeof token !== 'string') return { ok: false, status: null, error: 'the integration has no access token', retryable: false }
@@ -133,7 +133,7 @@ export class BankProviderService {
       return { ok: true, status: 200 }
     } catch (err) {
       if (!isBankApiError(err)) throw err
-      if (err.kind === 'unauthorized') await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
+      if (err.kind === 'unauthorized' && target) await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
       return { ok: false, status: err.status, error: err.message, retryable: err.kind === 'unavailable' }
     }
   }

@@ -1,6 +1,6 @@
 /** Fresh access tokens for the OAuth-connected integrations, and their delivery channel around the provider's transport. */
 import { KeyedMutex } from '../internal/mutex.js'
-import type { Channel, ChannelIntegration } from '../ports/channel.js'
+import { withoutIntegration, type Channel, type ChannelIntegration } from '../ports/channel.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -124,7 +124,7 @@ export class ConnectTokens {
   channel(type: ConnectType, inner: Channel): Channel {
     return {
       ...(inner.check && { check: (config: Config) => inner.check!(config) }),
-      deliver: (_config, n, integration) => this.deliver(inner, type, n, integration),
+      deliver: async (_config, n, integration) => (integration ? this.deliver(inner, type, n, integration) : withoutIntegration(type)),
     }
   }
 

@@ -1,7 +1,7 @@
 import { isApiError } from '../errors.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Logger } from '../ports/logger.js'
-import type { ChannelIntegration } from '../ports/channel.js'
+import { withoutIntegration, type ChannelIntegration } from '../ports/channel.js'
 import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js'
 import type { Store } from '../ports/store.js'
 import type { PlaybookRun } from '../schemas/playbook.js'
@@ -96,7 +96,8 @@ export class MessengerThreads {
   }
 
   /** The `messenger` channel: one attempt at posting a notification to the claimed chat. */
-  async deliver(config: Record<string, unknown>, n: OutgoingNotification, target: ChannelIntegration): Promise<DeliveryOutcome> {
+  async deliver(config: Record<string, unknown>, n: OutgoingNotification, target?: ChannelIntegration): Promise<DeliveryOutcome> {
+    if (!target) return withoutIntegration('messenger')
     const token = config.bot_token
     const chatId = config.chat_id
     if (typeof token !== 'string') return { ok: false, status: null, error: 'the integration has no bot token: set the bot up again', retryable: false }

@@ -25,8 +25,11 @@ export type ChannelIntegration = Omit<NotificationTarget, 'config'>
 export interface Channel {
   /** Checks of a config that need the outside world (issues name `config.<field>`). */
   check?(config: Record<string, unknown>): Promise<ValidationIssue[]>
-  /** One attempt with the integration's decrypted config; never throws. */
-  deliver(config: Record<string, unknown>, notification: OutgoingNotification, integration: ChannelIntegration): Promise<DeliveryOutcome>
+  /**
+   * One attempt with the integration's decrypted config; never throws. The registry always
+   * passes the integration; a channel that keeps state per integration fails without it.
+   */
+  deliver(config: Record<string, unknown>, notification: OutgoingNotification, integration?: ChannelIntegration): Promise<DeliveryOutcome>
   /** Release connections. */
   close?(): void
 }
@@ -63,11 +66,23 @@ export interface ChannelRegistry extends Notifier {
   close(): void
 }
 
+/**
+ * The failure of a channel that keeps state per integration, called without one.
+ *
+ * @example
+ * ```ts
+ * if (!integration) return withoutIntegration('messenger')
+ * ```
+ */
+export function withoutIntegration(type: string): DeliveryOutcome {
+  return { ok: false, status: null, error: `a ${type} delivery needs its integration (deliver through the channel registry)`, retryable: false }
+}
+
 /** A whole notifier as the channel of one type. */
 function notifierChannel(notifier: Notifier, type: string): Channel {
   return {
     ...(notifier.check && { check: (config: Record<string, unknown>) => notifier.check!(type, config) }),
-    deliver: (config, n, integration) => notifier.deliver({ ...integration, type, config }, n),
+    deliver: async (config, n, integration) => (integration ? notifier.deliver({ ...integration, type, config }, n) : withoutIntegration(type)),
   }
 }
 
