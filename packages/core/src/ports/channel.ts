@@ -7,11 +7,13 @@
  * check?, close? }))`: `deliver(config, notification, integration)` makes one attempt and
  * never throws (every failure is a {@link DeliveryOutcome}: `retryable` for 5xx, 429,
  * timeouts and connection errors; `unauthorized` when the provider refuses an OAuth grant's
- * token; no secret of `config` in `error`). Add its config shape to `core/src/schemas/integration.ts`,
- * pass it to `createServices({ channels: { <type>: yourChannel(opts) } })` (the server does
- * this in `server/src/wiring/channels.ts`), and run `channelConformanceSuite` from
- * `@berth/testkit` against it with a local fake of the third party. A channel that needs
- * core's own records (messenger threads, banking token checks) is registered by its service
+ * token; no secret of `config` in `error`, even one the provider echoes back). Name the type
+ * in `IntegrationType` (`schemas/integration.ts`) with its config schema in `CONFIG_SCHEMAS`
+ * (`integrations/integration-config.ts`), pass the channel to `createServices({ channels:
+ * { <type>: yourChannel(opts) } })` (the server does this in `server/src/wiring/channels.ts`),
+ * and run `channelConformanceSuite` from `@berth/testkit` against it with a local fake of
+ * the third party (see `server/test/channels.test.ts`). A channel that needs core's own
+ * records (messenger threads, banking token checks) is registered by its service
  * in `createServices`; one that wraps a deployment's transport (OAuth token refresh around
  * the chat and mail providers) uses {@link ChannelRegistry.wrap}.
  */
