@@ -33,6 +33,7 @@ export { ContainerError, IDLE_COMMAND, MANAGED_LABEL, RECIPE_LABEL, byteChannel,
 
 // Ports: outside services (notifications, OAuth, Git hosts, banking, messenger)
 export type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from './ports/notifier.js'
+export { createChannelRegistry, defineChannel, withoutIntegration, type Channel, type ChannelIntegration, type ChannelRegistry } from './ports/channel.js'
 export { OAuthError, isOAuthError, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from './ports/oauth-client.js'
 export { GIT_PROVIDERS, type GitIdentity, type GitProvider, type GitProviderName } from './ports/git-provider.js'
 export { BankApiError, isBankApiError, type BankAccount, type BankApi, type BankApiErrorKind } from './ports/bank-api.js'
@@ -55,20 +56,21 @@ export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
 
 // Workspaces
 export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'
+export { adoptRunningWorkspaces } from './workspaces/adopt.js'
 
 // Runtime (the warm container pool)
 export { ContainerPool, defaultPoolName, type Lease, type PoolOptions, type PooledContainer } from './runtime/pool.js'
 
 // Integrations
 export { deriveOAuthStateKey } from './integrations/oauth-state.js'
-export type { ConnectProvider } from './integrations/chat-mail-connect.js'
+export type { ConnectProvider } from './integrations/chat-mail-types.js'
 
 // Limits and network ranges
 export { tokenBucket, type RateLimiter, type TokenBucketOptions } from './limits/rate-limit.js'
 export { PRIVATE_IPV4_RANGES, PRIVATE_IPV6_RANGES, privateCidrs, touchesPrivateRange } from './net/private-ranges.js'
 
 // Transport (HTTP pipeline, WebSocket session)
-export { createAuthenticate, createPipeline, errorResponse, type Authenticate, type PipelineOptions } from './transport/pipeline.js'
+export { createAuthenticate, createPipeline, errorResponse, type Authenticate, type Pipeline, type PipelineOptions } from './transport/pipeline.js'
 export { createTaskSocket, type TaskSocketOptions } from './transport/socket.js'
 
 // Coordination of several instances (the port, its memory driver, and what drivers share)

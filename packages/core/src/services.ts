@@ -1,3 +1,4 @@
+/** `createServices`: every service of a deployment, built in order over its ports. */
 import { notFound } from './errors.js'
 import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
@@ -29,7 +30,8 @@ import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService, type EnvironmentCaps, type EnvironmentImages } from './resources/environments.js'
 import { UsersService } from './resources/users.js'
 import { tokenBucket, type RateLimiter } from './limits/rate-limit.js'
-import { unconfiguredNotifier, type Notifier } from './ports/notifier.js'
+import type { Notifier } from './ports/notifier.js'
+import { createChannelRegistry, type Channel, type ChannelRegistry } from './ports/channel.js'
 import { DeliveryLog } from './integrations/deliveries.js'
 import { IntegrationsService } from './integrations/integrations.js'
 import { NotificationsService } from './integrations/notifications.js'
@@ -40,9 +42,10 @@ import { randomBytes } from 'node:crypto'
 import type { GitProvider, GitProviderName } from './ports/git-provider.js'
 import { GitAccountsService } from './integrations/git-accounts.js'
 import { OAuthStates } from './integrations/oauth-state.js'
-import { ChatMailConnectService, type ConnectProvider } from './integrations/chat-mail-connect.js'
+import { ChatMailConnectService } from './integrations/chat-mail-connect.js'
+import type { ConnectProvider } from './integrations/chat-mail-types.js'
 import { ChatEventsService } from './integrations/chat-events.js'
-import type { ConnectType } from './schemas/chat-mail.js'
+import { CONNECT_TYPES, type ConnectType } from './schemas/chat-mail.js'
 import { unconfiguredBankApi, type BankApi } from './ports/bank-api.js'
 import { BankProviderService } from './integrations/bank-provider.js'
 import { unconfiguredMessengerApi, type MessengerApi } from './ports/messenger-api.js'
@@ -80,7 +83,13 @@ export interface ServicesOptions {
    * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB).
    */
   workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
-  /** Delivers notifications (webhook, email); without one, every delivery fails untried. */
+  /**
+   * How each integration type delivers: `webhook`, `email`, and the transports of
+   * `chatprovider` and `mailprovider` (core wraps them with fresh OAuth tokens). Core adds
+   * `bankprovider` and `messenger` itself. A type without a channel fails its deliveries, untried.
+   */
+  channels?: Record<string, Channel>
+  /** A whole notifier for the types without a channel (the form before `channels`). */
   notifier?: Notifier
   /** Notification retries: tries in all (default 5) and the first backoff (default 1 s, doubling). */
   notificationRetry?: { attempts?: number; backoffMs?: number }
@@ -135,6 +144,8 @@ export interface Services {
   webhookTrigger: WebhookTrigger
   integrations: IntegrationsService
   deliveries: DeliveryLog
+  /** One channel per integration type: every delivery goes through it. */
+  channels: ChannelRegistry
   notifications: NotificationsService
   /** Delete a workspace for good: stop its tasks, reap its container and volume, drop its log and row. */
   deleteWorkspace(owner: string, id: string): Promise<void>
@@ -173,8 +184,10 @@ const noPool: Services['pool'] = {
 export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
+  // Every delivery goes through it; the services with a channel of their own register it below.
+  const channels = createChannelRegistry(opts.channels, opts.notifier)
   // A model credential's base_url follows the webhooks' address policy.
-  const checkUrl = async (url: string) => (await opts.notifier?.check?.('webhook', { url })) ?? []
+  const checkUrl = (url: string) => channels.check('webhook', { url })
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
   const logger = opts.logger ?? silentLogger
   const environments = new EnvironmentsService({ store, clock, logger, caps: opts.environmentCaps ?? DEFAULT_ENVIRONMENT_CAPS, images: opts.environmentImages })
@@ -207,26 +220,22 @@ export function createServices(opts: ServicesOptions): Services {
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
   })
-  // Messenger and banking deliveries need core's own records (a run's task, a chat's
-  // threads, the provider's token check); every other type goes to the deployment's notifier.
-  const deployed = opts.notifier ?? unconfiguredNotifier
-  let ownDeliveries: Record<string, Notifier['deliver']> = {}
-  const notifier: Notifier = {
-    ...(deployed.check && { check: (type: string, config: Record<string, unknown>) => deployed.check!(type, config) }),
-    deliver: (target, n) => (Object.hasOwn(ownDeliveries, target.type) ? ownDeliveries[target.type]!(target, n) : deployed.deliver(target, n)),
-  }
   const deliveries = new DeliveryLog(store)
-  const integrations = new IntegrationsService(store, clock, cipher, notifier, deliveries)
-  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier, ...opts.notificationRetry })
+  const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
+  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry })
   const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
+  // Messenger and banking deliveries need core's own records (a run's task, a chat's
+  // threads, the provider's token check); chat and mail get fresh OAuth tokens around the
+  // deployment's transport.
   const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
+  channels.register('bankprovider', bankProvider.channel)
   const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations })
-  ownDeliveries = { bankprovider: (t, n) => bankProvider.deliver(t, n), messenger: (t, n) => messenger.deliver(t, n) }
+  channels.register('messenger', messenger.channel)
   integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
   const chatMail = new ChatMailConnectService({ store, clock, cipher, logger, states: oauthStates, integrations, providers: opts.connectProviders ?? {} })
+  for (const type of CONNECT_TYPES) channels.wrap(type, (transport) => chatMail.tokens.channel(type, transport))
   const chatEvents = new ChatEventsService({ store, clock, logger, integrations, connect: chatMail, signingSecret: opts.chatSigningSecret })
-  ownDeliveries = { ...ownDeliveries, ...chatMail.deliveries(deployed) }
   const webhookTrigger = new WebhookTrigger({
     playbooks,
     runs: playbookRuns,
@@ -258,6 +267,7 @@ export function createServices(opts: ServicesOptions): Services {
     webhookTrigger,
     integrations,
     deliveries,
+    channels,
     notifications,
     oauthStates,
     gitAccounts,

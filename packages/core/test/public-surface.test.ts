@@ -36,6 +36,7 @@ const PINNED = [
   'RunnerSkill',
   'ToolCall',
   'WarmAgents',
+  'adoptRunningWorkspaces',
   'buildOpenApi',
   'byteChannel',
   'checkQueueName',
@@ -43,10 +44,12 @@ const PINNED = [
   'collectExec',
   'createAesGcmCipher',
   'createAuthenticate',
+  'createChannelRegistry',
   'createPipeline',
   'createServices',
   'createTaskSocket',
   'defaultPoolName',
+  'defineChannel',
   'defineRoute',
   'defineRuntime',
   'deriveOAuthStateKey',
@@ -77,6 +80,7 @@ const PINNED = [
   'tokenBucket',
   'touchesPrivateRange',
   'validationError',
+  'withoutIntegration',
 ]
 
 describe('@berth/core public surface', () => {

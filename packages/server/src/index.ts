@@ -4,11 +4,15 @@
  */
 
 // Berth
-export { createBerth, type Berth, type BerthOptions } from './berth.js'
+export { createBerth } from './berth.js'
+export type { Berth, BerthOptions } from './berth-options.js'
 export type { SmtpOptions } from './notifiers/email.js'
 export type { GitProviderConfig, GitProvidersConfig } from './git/providers.js'
 export type { ChatProviderConfig } from './notifiers/chat-provider.js'
 export type { MailProviderConfig } from './notifiers/mail-provider.js'
+
+// Channels: add a delivery type (the port lives in @berth/core)
+export { defineChannel, type Channel } from '@berth/core'
 
 // Embedding (Express, Fastify, Connect)
 export { berthMiddleware, type BerthMiddleware } from './middleware.js'

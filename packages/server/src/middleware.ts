@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Berth } from './berth.js'
+import type { Berth } from './berth-options.js'
 
 /** A connect-style middleware (Express, Connect, Fastify's `onRequest` with the raw objects). */
 export interface BerthMiddleware {

@@ -3,7 +3,8 @@ import { newId } from '../ids.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
-import type { DeliveryOutcome, NotificationTarget, OutgoingNotification } from '../ports/notifier.js'
+import type { Channel, ChannelIntegration } from '../ports/channel.js'
+import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js'
 import type { Store } from '../ports/store.js'
 import type { BankConnectPayload, BankProviderConfig, SetBankProviderConfig } from '../schemas/bank-provider.js'
 import type { Integration } from '../schemas/integration.js'
@@ -118,19 +119,21 @@ export class BankProviderService {
   }
 
   /**
-   * The `bankprovider` half of the notifier: it delivers nothing; a test checks that the
-   * provider still accepts the stored access token.
+   * The `bankprovider` channel: it delivers nothing; a test checks that the provider still
+   * accepts the stored access token.
    */
-  async deliver(target: NotificationTarget, n: OutgoingNotification): Promise<DeliveryOutcome> {
+  readonly channel: Channel = { deliver: (config, n, integration) => this.deliver(config, n, integration) }
+
+  private async deliver(config: Record<string, unknown>, n: OutgoingNotification, target: ChannelIntegration | undefined): Promise<DeliveryOutcome> {
     if (n.event !== 'integration.test') return { ok: false, status: null, error: 'banking integrations are data sources: they receive no notifications', retryable: false }
-    const token = target.config.access_token
+    const token = config.access_token
     if (typeof token !== 'string') return { ok: false, status: null, error: 'the integration has no access token', retryable: false }
     try {
       await this.o.api.listAccounts(token)
       return { ok: true, status: 200 }
     } catch (err) {
       if (!isBankApiError(err)) throw err
-      if (err.kind === 'unauthorized') await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
+      if (err.kind === 'unauthorized' && target) await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
       return { ok: false, status: err.status, error: err.message, retryable: err.kind === 'unavailable' }
     }
   }

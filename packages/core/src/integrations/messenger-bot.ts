@@ -4,7 +4,7 @@ import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
-import type { DeliveryOutcome, NotificationTarget, OutgoingNotification } from '../ports/notifier.js'
+import type { Channel } from '../ports/channel.js'
 import type { Store } from '../ports/store.js'
 import type { MessengerClaimCode, MessengerConfig } from '../schemas/messenger-bot.js'
 import type { EventBus } from '../tasks/event-bus.js'
@@ -168,10 +168,8 @@ export class MessengerService {
     }
   }
 
-  /** The `messenger` half of the notifier. */
-  deliver(target: NotificationTarget, n: OutgoingNotification): Promise<DeliveryOutcome> {
-    return this.threads.deliver(target, n)
-  }
+  /** The `messenger` channel: posts to the claimed chat (see {@link MessengerThreads.deliver}). */
+  readonly channel: Channel = { deliver: (config, n, integration) => this.threads.deliver(config, n, integration) }
 
   /** The integration was disconnected: stop the provider's webhook and forget its state. */
   async disconnected(record: IntegrationRecord): Promise<void> {

@@ -1,7 +1,8 @@
 import { isApiError } from '../errors.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Logger } from '../ports/logger.js'
-import type { DeliveryOutcome, NotificationTarget, OutgoingNotification } from '../ports/notifier.js'
+import { withoutIntegration, type ChannelIntegration } from '../ports/channel.js'
+import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js'
 import type { Store } from '../ports/store.js'
 import type { PlaybookRun } from '../schemas/playbook.js'
 import type { Task, TaskStatus } from '../schemas/task.js'
@@ -78,7 +79,7 @@ function outcomeText(task: Pick<Task, 'status' | 'result' | 'error'>): string | 
  * @example
  * ```ts
  * const threads = new MessengerThreads({ store, logger, api, bus, tasks, workspaces, playbooks, integrations })
- * await threads.deliver(target, notification) // posts to the claimed chat, remembers the message
+ * await threads.deliver(config, notification, integration) // posts to the claimed chat, remembers the message
  * ```
  */
 export class MessengerThreads {
@@ -94,10 +95,11 @@ export class MessengerThreads {
     void p.finally(() => this.inflight.delete(p)).catch(() => {})
   }
 
-  /** The `messenger` half of the notifier: one attempt at posting a notification to the claimed chat. */
-  async deliver(target: NotificationTarget, n: OutgoingNotification): Promise<DeliveryOutcome> {
-    const token = target.config.bot_token
-    const chatId = target.config.chat_id
+  /** The `messenger` channel: one attempt at posting a notification to the claimed chat. */
+  async deliver(config: Record<string, unknown>, n: OutgoingNotification, target?: ChannelIntegration): Promise<DeliveryOutcome> {
+    if (!target) return withoutIntegration('messenger')
+    const token = config.bot_token
+    const chatId = config.chat_id
     if (typeof token !== 'string') return { ok: false, status: null, error: 'the integration has no bot token: set the bot up again', retryable: false }
     if (typeof chatId !== 'number') {
       return { ok: false, status: null, error: 'no chat is claimed yet: get a code from POST /v1/integrations/messenger/claim and send it to the bot', retryable: false }

@@ -1,3 +1,4 @@
+/** The notifier port: what a delivery attempt carries and how it went. */
 import type { ValidationIssue } from '../errors.js'
 
 /** An integration as a notifier sees it: its type and its config with secrets decrypted. */
@@ -40,9 +41,9 @@ export type DeliveryOutcome =
     }
 
 /**
- * Delivers notifications to third parties (webhook receivers, SMTP servers). Core decides
- * what to send, when and how often; the notifier only knows how. The server implements it
- * with node's HTTP client and nodemailer.
+ * Delivers notifications to third parties by integration type. Core decides what to send,
+ * when and how often; the notifier only knows how. `createServices` builds one: the
+ * channel registry (`ports/channel.ts`), one channel per type.
  */
 export interface Notifier {
   /**

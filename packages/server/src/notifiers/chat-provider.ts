@@ -1,7 +1,7 @@
-import { OAuthError, isOAuthError, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
+import { OAuthError, defineChannel, isOAuthError, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
-import { defineChannel, type Channel } from './channel.js'
+import { redact } from './redact.js'
 import { subjectOf } from './email.js'
 
 /**
@@ -106,7 +106,7 @@ export const chatChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: n
       }
       const { status, body } = answer
       if (body?.ok === true) return { ok: true, status }
-      const code = typeof body?.error === 'string' ? body.error.slice(0, 100) : null
+      const code = typeof body?.error === 'string' ? redact(body.error, [token]).slice(0, 100) : null
       if (code === null) return { ok: false, status, error: `the chat provider answered ${status}`, retryable: status >= 500 || status === 429 }
       const needed = typeof body?.needed === 'string' ? ` (needs ${body.needed.slice(0, 100)})` : ''
       return {

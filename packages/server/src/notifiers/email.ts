@@ -1,6 +1,6 @@
 import { createTransport } from 'nodemailer'
-import type { DeliveryOutcome, OutgoingNotification } from '@berth/core'
-import { defineChannel } from './channel.js'
+import { defineChannel, type DeliveryOutcome, type OutgoingNotification } from '@berth/core'
+import { redact } from './redact.js'
 
 /** The deployment's SMTP server (`createBerth({ smtp })`). */
 export interface SmtpOptions {
@@ -93,6 +93,8 @@ export const emailChannel = defineChannel((opts: EmailChannelOptions) => {
         socketTimeout: timeout,
       })
     : undefined
+  // The SMTP password, and the `AUTH PLAIN` argument it travels in: a server may echo them.
+  const credentials = smtp?.auth ? [smtp.auth.pass, `\0${smtp.auth.user}\0${smtp.auth.pass}`] : []
   return {
     async deliver(config, n): Promise<DeliveryOutcome> {
       if (!transport || !smtp) return { ok: false, status: null, error: 'this server has no SMTP server configured, so it cannot send email', retryable: false }
@@ -112,9 +114,9 @@ export const emailChannel = defineChannel((opts: EmailChannelOptions) => {
       } catch (err) {
         const e = err as NodeJS.ErrnoException & { responseCode?: number; permanent?: boolean; response?: string }
         if (e.responseCode) {
-          return { ok: false, status: e.responseCode, error: `SMTP ${e.responseCode}: ${(e.response ?? e.message).slice(0, 300)}`, retryable: e.permanent === false }
+          return { ok: false, status: e.responseCode, error: `SMTP ${e.responseCode}: ${redact(e.response ?? e.message, credentials).slice(0, 300)}`, retryable: e.permanent === false }
         }
-        return { ok: false, status: null, error: `${e.code ?? 'SMTP error'}: ${e.message}`.slice(0, 300), retryable: e.code !== undefined && TRANSIENT.has(e.code) }
+        return { ok: false, status: null, error: redact(`${e.code ?? 'SMTP error'}: ${e.message}`, credentials).slice(0, 300), retryable: e.code !== undefined && TRANSIENT.has(e.code) }
       }
     },
     close() {

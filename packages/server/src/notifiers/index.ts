@@ -1,10 +1,10 @@
-import type { DeliveryOutcome, Notifier } from '@berth/core'
-import type { Channel } from './channel.js'
+/** The server's delivery channels (webhook, email, chat and mail provider transports) and the notifier over them. */
+import { createChannelRegistry, type Channel, type ChannelRegistry } from '@berth/core'
 import { emailChannel, type SmtpOptions } from './email.js'
 import { webhookChannel } from './webhook.js'
 import type { Resolve } from './address-policy.js'
 
-export { defineChannel, type Channel } from './channel.js'
+export { defineChannel, type Channel } from '@berth/core'
 export { emailChannel, type EmailChannelOptions, type SmtpOptions } from './email.js'
 export { webhookChannel, signature, standardSignature, type WebhookChannelOptions } from './webhook.js'
 export { isPrivateAddress } from './address-policy.js'
@@ -26,38 +26,33 @@ export interface NotifierOptions {
 }
 
 /**
- * Core's `Notifier` over one channel per integration type: `webhook` (node's HTTP client,
- * signed, private addresses refused) and `email` (nodemailer). Types without a channel
- * fail their deliveries with the reason.
+ * The server's channels by integration type: `webhook` (node's HTTP client, signed, private
+ * addresses refused), `email` (nodemailer), and `opts.channels` on top.
+ *
+ * @example
+ * ```ts
+ * createServices({ store, cipher, channels: notifierChannels({ smtp: { host: 'localhost', port: 25, from: 'berth@example.com' } }) })
+ * ```
+ */
+export function notifierChannels(opts: NotifierOptions = {}): Record<string, Channel> {
+  const timeout = opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }
+  return {
+    webhook: webhookChannel({ allowPrivate: opts.allowPrivateWebhooks ?? false, ...timeout, ...(opts.resolve && { resolve: opts.resolve }) }),
+    email: emailChannel({ smtp: opts.smtp, ...timeout }),
+    ...opts.channels,
+  }
+}
+
+/**
+ * Core's `Notifier` over {@link notifierChannels}: a channel registry. Types without a
+ * channel fail their deliveries with the reason.
  *
  * @example
  * ```ts
  * const notifier = createNotifier({ smtp: { host: 'localhost', port: 25, from: 'berth@example.com' } })
- * createServices({ store, cipher, notifier })
+ * await notifier.deliver({ id: 'int_1', owner_id: 'usr_1', type: 'email', config: { recipients: ['ops@example.com'] } }, notification)
  * ```
  */
-export function createNotifier(opts: NotifierOptions = {}): Notifier & { close(): void } {
-  const channels: Record<string, Channel> = {
-    webhook: webhookChannel({
-      allowPrivate: opts.allowPrivateWebhooks ?? false,
-      ...(opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }),
-      ...(opts.resolve && { resolve: opts.resolve }),
-    }),
-    email: emailChannel({ smtp: opts.smtp, ...(opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }) }),
-    ...opts.channels,
-  }
-  const channelOf = (type: string): Channel | undefined => (Object.hasOwn(channels, type) ? channels[type] : undefined)
-  return {
-    async check(type, config) {
-      return (await channelOf(type)?.check?.(config)) ?? []
-    },
-    async deliver(target, notification): Promise<DeliveryOutcome> {
-      const channel = channelOf(target.type)
-      if (!channel) return { ok: false, status: null, error: `this server does not deliver ${target.type} notifications yet`, retryable: false }
-      return channel.deliver(target.config, notification)
-    },
-    close() {
-      for (const c of Object.values(channels)) c.close?.()
-    },
-  }
+export function createNotifier(opts: NotifierOptions = {}): ChannelRegistry {
+  return createChannelRegistry(notifierChannels(opts))
 }

@@ -1,7 +1,7 @@
-import { OAuthError, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
+import { OAuthError, defineChannel, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
-import { defineChannel, type Channel } from './channel.js'
+import { redact } from './redact.js'
 import { subjectOf, textOf } from './email.js'
 import { mailMessage } from './mail-message.js'
 
@@ -103,7 +103,7 @@ export const mailChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: n
       return {
         ok: false,
         status,
-        error: `the mail provider refused the message (${status} ${apiError(answer)})`,
+        error: `the mail provider refused the message (${status} ${redact(apiError(answer), [String(config.access_token ?? '')])})`,
         retryable: status === 429 || status >= 500,
         ...(status === 401 && { unauthorized: true }),
       }

@@ -2,11 +2,10 @@ import { createHmac } from 'node:crypto'
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { isIP } from 'node:net'
-import type { DeliveryOutcome, OutgoingNotification } from '@berth/core'
+import { defineChannel, type DeliveryOutcome, type OutgoingNotification } from '@berth/core'
 import { VERSION } from '../version.js'
 import type { LookupFunction } from 'node:net'
 import { BlockedAddressError, checkedLookupWith, hostOf, isPrivateAddress, publicAddresses, resolveAll, type Resolve } from './address-policy.js'
-import { defineChannel } from './channel.js'
 
 export interface WebhookChannelOptions {
   /** Let webhooks reach private, loopback and link-local addresses (local development, tests). */

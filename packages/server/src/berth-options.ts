@@ -1,0 +1,200 @@
+/** The options of `createBerth` and the running server it returns. */
+import type {
+  AnyRoute,
+  Authenticate,
+  Clock,
+  ContainerPool,
+  ContainerRuntime,
+  ContainerSpec,
+  EnvironmentCaps,
+  ImageRecipe,
+  Logger,
+  ModelCatalog,
+  PoolOptions,
+  RateLimiter,
+  Services,
+  Store,
+  WarmAgents,
+} from '@berth/core'
+import type { H3 } from 'h3'
+import type { toNodeHandler } from 'h3/node'
+import type { Storage } from 'unstorage'
+import type { GitProvidersConfig } from './git/providers.js'
+import type { Resolve } from './notifiers/address-policy.js'
+import type { BankApiOptions } from './notifiers/bank-api.js'
+import type { ChatProviderConfig } from './notifiers/chat-provider.js'
+import type { SmtpOptions } from './notifiers/email.js'
+import type { MailProviderConfig } from './notifiers/mail-provider.js'
+import type { MessengerApiOptions } from './notifiers/messenger-api.js'
+import type { createWebSocket } from './websocket.js'
+
+/** Options of {@link createBerth}. Every field has an embedded default. */
+export interface BerthOptions {
+  /**
+   * Where records live: a `Store` (`sqliteStore`, `memoryStore`, `redisStore`). Default:
+   * SQLite at `<dataDir>/berth.db`, after migrating a `<dataDir>/store` fs layout once.
+   */
+  store?: Store
+  /** Or an unstorage instance (any driver); its list indexes are derived from the records. */
+  storage?: Storage
+  /**
+   * Cache reads in memory. Default: on for the embedded fs storage (this process is its
+   * only writer), off for a storage you pass in (it may be shared by several instances).
+   */
+  cacheReads?: boolean
+  /** Where the embedded store and the generated encryption key live. Default `./.data`. */
+  dataDir?: string
+  /** 32-byte key (base64 or hex) for encryption at rest. Default: generated into `dataDir`. */
+  encryptionKey?: string
+  /** Operator token for `/admin/*` and force-remove (`BERTH_ADMIN_TOKEN`). Default: none. */
+  adminToken?: string
+  /** Replace bearer-key authentication with the embedding app's own. */
+  authenticate?: Authenticate
+  /** Per-caller token bucket (default `{ rpm: 60, burst: 10 }`), or a limiter of your own. */
+  rateLimit?: { rpm: number; burst: number } | RateLimiter
+  /** JSON body limit in bytes (default 1 MiB). */
+  bodyLimit?: number
+  /** Upload limit in bytes: the whole multipart body of `POST /v1/workspaces/:id/files` (default 100 MiB); 413 beyond. */
+  uploadLimit?: number
+  /** Validate every response against its schema (on in tests; a mismatch is a 500). */
+  validateResponses?: boolean
+  clock?: Clock
+  /** Structured logger. Default: JSON lines on stderr. */
+  logger?: Logger
+  catalog?: ModelCatalog
+  /** The container engine (see `@berth/adapter-docker`, `-podman`, `-local`). Without one, no pool. */
+  runtime?: ContainerRuntime
+  /**
+   * How the agent runner starts in a task container. Default: `['berth-runner']` (the
+   * production image has it installed). With `bundleDir`, a self-contained runner directory
+   * on the host (see `@berth/runner`) is mounted read-only at `/opt/berth-runner` and run
+   * from there, so any image with Node 20 works.
+   */
+  runner?: { command?: string[]; bundleDir?: string }
+  /** Running workspaces per profile (`BERTH_CONCURRENCY`, default 5). */
+  concurrency?: number
+  /** A session's container is released after this long without a prompt (default 15 min). */
+  sessionIdleMs?: number
+  /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
+  recoveryGraceMs?: number
+  /**
+   * Files of a workspace without a volume (batch tasks) are copied out when its container
+   * is released and stay readable for `retentionMs` (default 7 days; `null`: until the
+   * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB).
+   */
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
+  /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
+  smtp?: SmtpOptions
+  /**
+   * Let `webhook` integrations reach private, loopback and link-local addresses (default
+   * false: such URLs are refused when saved and at every delivery, so callers cannot make
+   * the server probe its own network). For local development and tests.
+   */
+  allowPrivateWebhooks?: boolean
+  /**
+   * Notification deliveries: tries per notification (default 5), first backoff (default 1 s,
+   * doubling; retries are stored and survive a restart), per-attempt timeout (default 10 s),
+   * and how webhook hosts resolve (`resolve`, default the system resolver; for tests).
+   */
+  notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number; resolve?: Resolve }
+  /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
+  playbookWebhookRate?: { rpm: number; burst: number }
+  /**
+   * Git providers callers can connect accounts from (OAuth apps you registered), e.g.
+   * `{ github: { clientId, clientSecret } }`. Endpoints default to the public hosts; override
+   * them for self-hosted instances. Providers left out cannot be connected.
+   */
+  gitProviders?: GitProvidersConfig
+  /**
+   * The chat-workspace provider app (Slack-shaped) callers connect `chatprovider`
+   * integrations to: `{ clientId, clientSecret, signingSecret }`, endpoints defaulting to
+   * slack.com (`authorizeUrl`, `tokenUrl`, `apiBaseUrl`). Without it the chat routes answer 404 / 401.
+   */
+  chatProvider?: ChatProviderConfig
+  /**
+   * The mail provider OAuth client (Gmail-shaped) callers connect `mailprovider`
+   * integrations with: `{ clientId, clientSecret }`, endpoints defaulting to Google's
+   * (`authorizeUrl`, `tokenUrl`, `apiBaseUrl`, `userinfoUrl`, `revokeUrl`).
+   */
+  mailProvider?: MailProviderConfig
+  /**
+   * The banking-data provider (Teller-shaped) whose connect widget callers enroll banks
+   * with: `apiBaseUrl` (default `https://api.teller.io`), `timeoutMs` per request (default 10 s).
+   */
+  bankProvider?: Omit<BankApiOptions, 'fetch'>
+  /**
+   * The messenger (Telegram-shaped Bot API) callers' bots run on: `apiBaseUrl` (default
+   * `https://api.telegram.org`), `publicUrl` (where the provider reaches this server's
+   * `/api/messenger/webhook`; default: the setup request's origin, so set it behind a proxy),
+   * `timeoutMs` per request (default 10 s).
+   */
+  messenger?: Omit<MessengerApiOptions, 'fetch'> & { publicUrl?: string }
+  /** Serve the browser console at `/console` (`@berth/console`; default false, on in the standalone server). */
+  console?: boolean
+  /**
+   * Environments: the operator's caps and defaults (default policy `public`, every policy
+   * offered, 4 CPUs / 8 GiB / 4096 pids / 20 GiB at most), and how images with `packages`
+   * are built (e.g. `(p) => hostImageRecipe({ packages: p })`; without it they are refused).
+   */
+  environments?: { caps?: EnvironmentCaps; recipe?: (packages: readonly string[]) => ImageRecipe }
+  /** The user the agent runs as in containers of runtimes with isolation (default `1000:1000`; `root` opts out). */
+  agentUser?: string
+  /** Warm pool settings (needs `runtime`). */
+  pool?: {
+    /** Image task containers start from. */
+    image: string
+    /** Idle containers kept warm (default 0). */
+    min?: number
+    /** Containers at most (default 20). */
+    max?: number
+    /** Pool name, the `berth.pool` label: recovery touches only its own (default: `berth-` + a hash of the data dir). */
+    name?: string
+    /** Spec fields every container gets: limits, network, the runner mount. */
+    spec?: Partial<ContainerSpec>
+    /** Built when the image is missing and cannot be pulled (e.g. `hostImageRecipe()` from `@berth/adapter-docker`). */
+    imageRecipe?: PoolOptions['imageRecipe']
+    /** Backoff while the engine does not answer (default 1 s doubling to 30 s). */
+    retry?: PoolOptions['retry']
+    /**
+     * Warm agents kept at most (default 0: off): pooled containers whose runner already
+     * started Claude Code for the settings of a recent task, so the next task like it skips
+     * the agent's start-up. Each holds a container (counted in `max`) until used or evicted.
+     */
+    warmAgents?: number
+  }
+}
+
+/** A running Berth: mount `handler` in node:http/Express/Fastify, or call `fetch`. */
+export interface Berth {
+  /** The h3 app (for composing into another h3 app). */
+  app: H3
+  /** Web-standard handler: `Request` in, `Response` out. */
+  fetch: (request: Request) => Promise<Response>
+  /** Node `(req, res)` handler for node:http, Express 5 and Fastify 5. */
+  handler: ReturnType<typeof toNodeHandler>
+  /** The WebSocket (`/v1/ws`): pass a Node server's `upgrade` event here (`server.on('upgrade', berth.handleUpgrade)`). */
+  handleUpgrade: ReturnType<typeof createWebSocket>['handleUpgrade']
+  services: Services
+  /** The mounted route table (core's routes plus the server's own). */
+  routes: readonly AnyRoute[]
+  /** The records' store, and an unstorage view of it (the `storage` passed in, if any). */
+  store: Store
+  storage: Storage
+  /** The warm pool, when a runtime is configured. */
+  pool: ContainerPool | undefined
+  /** Agents started ahead of tasks, when `pool.warmAgents` is set. */
+  warmAgents: WarmAgents | undefined
+  /**
+   * Resolves once start-up work is done: the pool has adopted or removed what a previous
+   * run left and warmed up to `min`. Rejects when the engine cannot be reached.
+   */
+  ready: Promise<void>
+  /**
+   * Close every WebSocket with 1001 (going away) and accept no new one; `force` drops the
+   * sockets of clients that never answered. A shutdown calls this before `server.close()`,
+   * which otherwise waits for upgraded sockets forever.
+   */
+  closeWebSockets(opts?: { force?: boolean }): void
+  /** Release storage and timers. Pooled containers stay for the next start to adopt. */
+  close(opts?: { removeContainers?: boolean }): Promise<void>
+}

@@ -1,0 +1,72 @@
+/** The HTTP side of `createBerth`: the route table on h3, HEAD wherever GET, and Berth's 404/405/OPTIONS answers. */
+import { ApiError, errorResponse, type AnyRoute, type Logger, type Pipeline } from '@berth/core'
+import { H3, getRouterParams, type H3Event } from 'h3'
+import { mountConsole } from '../console.js'
+
+/** A GET's answer as a HEAD answer: same status and headers, no body (a streamed one is cancelled). */
+async function headOf(answer: Promise<Response>): Promise<Response> {
+  const res = await answer
+  await res.body?.cancel().catch(() => {})
+  return new Response(null, { status: res.status, headers: res.headers })
+}
+
+/** Compile `/v1/profiles/:id` into a matcher for the 404/405 fallback. */
+function pathMatcher(path: string): RegExp {
+  const pattern = path
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/')
+  return new RegExp(`^${pattern}/?$`)
+}
+
+/**
+ * The h3 app serving `table` through the pipeline `run`, with the browser console when
+ * `console` is set.
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ table: [...coreRoutes, ...serverRoutes], run: createPipeline({ services, rateLimiter }), logger, console: false })
+ * ```
+ */
+export function createApp(o: { table: readonly AnyRoute[]; run: Pipeline; logger: Logger; console: boolean }): H3 {
+  const { table, run, logger } = o
+  const app = new H3({
+    // h3's own rejections (e.g. a malformed percent-encoded path) get Berth's error shape.
+    onError: (error) => {
+      const status = error.status
+      if (status === 400) return errorResponse(new ApiError('VALIDATION_FAILED', `Malformed request: ${error.message}`))
+      if (status === 404) return errorResponse(new ApiError('NOT_FOUND', 'Not found'))
+      if (status === 405) return errorResponse(new ApiError('METHOD_NOT_ALLOWED', 'Method not allowed'))
+      if (status === 413) return errorResponse(new ApiError('PAYLOAD_TOO_LARGE', 'Request body too large'))
+      return errorResponse(error.cause ?? error, logger)
+    },
+  })
+
+  for (const route of table) {
+    app.on(route.method, route.path, (event: H3Event) => run(route, event.req, getRouterParams(event, { decode: true })))
+    // HEAD wherever GET: the GET's status and headers, its body dropped unread.
+    if (route.method === 'GET') app.on('HEAD', route.path, (event: H3Event) => headOf(run(route, event.req, getRouterParams(event, { decode: true }))))
+  }
+  if (o.console) mountConsole(app)
+  const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
+  app.all('/**', async (event: H3Event) => {
+    const path = event.url.pathname
+    // Every /v1 answer counts against a rate limit and says so, 404 and 405 included.
+    let limits: Record<string, string> = {}
+    if (path === '/v1' || path.startsWith('/v1/')) {
+      try {
+        limits = await run.limitHeaders(event.req)
+      } catch (err) {
+        return errorResponse(err, logger)
+      }
+    }
+    const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
+    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`), undefined, limits)
+    if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...limits, allow: allowed.join(', ') } })
+    return errorResponse(new ApiError('METHOD_NOT_ALLOWED', `${event.req.method} is not allowed on ${path.slice(0, 200)}`, { allow: allowed }), undefined, {
+      ...limits,
+      allow: allowed.join(', '),
+    })
+  })
+  return app
+}

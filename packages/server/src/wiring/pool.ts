@@ -1,0 +1,102 @@
+/** The container side of `createBerth`: the warm pool, warm agents, and the task engine and environment images the services get. */
+import {
+  ContainerPool,
+  DEFAULT_ENVIRONMENT_CAPS,
+  WarmAgents,
+  adoptRunningWorkspaces,
+  defaultPoolName,
+  type Clock,
+  type ContainerSpec,
+  type Logger,
+  type ServicesOptions,
+  type Store,
+} from '@berth/core'
+import { resolve } from 'node:path'
+import type { BerthOptions } from '../berth-options.js'
+import { environmentImages } from '../environment-images.js'
+
+/** What the container side is built over. */
+export interface PoolWiringContext {
+  store: Store
+  clock: Clock
+  logger: Logger
+  /** The resolved data directory (the default pool name hashes it). */
+  dataDir: string
+}
+
+/** The pool, the warm agents, and the services' options that use them. */
+export interface PoolWiring {
+  pool: ContainerPool | undefined
+  warmAgents: WarmAgents | undefined
+  services: Pick<ServicesOptions, 'pool' | 'engine' | 'environmentCaps' | 'environmentImages'>
+}
+
+/**
+ * The default environment's container spec: its network policy where the runtime enforces
+ * it (an allowlist is made per task, as it names the task's model endpoint), the default
+ * limits, the agent's user.
+ */
+function defaultEnvSpec(options: BerthOptions, logger: Logger): Partial<ContainerSpec> {
+  const runtime = options.runtime
+  const caps = options.environments?.caps ?? DEFAULT_ENVIRONMENT_CAPS
+  const agentUser = options.agentUser ?? '1000:1000'
+  const enforced = runtime?.capabilities.egress ?? []
+  if (runtime && options.pool && caps.defaultPolicy !== 'allowlist' && !enforced.includes(caps.defaultPolicy)) {
+    logger.warn(`the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: tasks of the default environment keep the host's network (see docs/ENVIRONMENTS.md)`)
+  }
+  if (!runtime?.capabilities.isolation) return {}
+  return {
+    // A pool spec naming a network of its own (an embedding's choice) keeps it.
+    ...(options.pool?.spec?.network === undefined && caps.defaultPolicy !== 'allowlist' && enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
+    limits: { cpus: caps.defaults.cpus, memoryBytes: caps.defaults.memory_mb * 1024 * 1024, pids: caps.defaults.pids },
+    ...(agentUser !== 'root' && { user: agentUser }),
+  }
+}
+
+/**
+ * Build the container side from `createBerth`'s options: no pool without `options.pool`.
+ * At start the pool keeps an in-use container it finds when the container's workspace is
+ * still running (a task at work, or a warm session), read from the workspace records.
+ *
+ * @example
+ * ```ts
+ * const { pool, services } = wirePool({ runtime, pool: { image: 'berth-agent' } }, { store, clock, logger, dataDir })
+ * createServices({ store, cipher, ...services })
+ * ```
+ */
+export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWiring {
+  const caps = options.environments?.caps ?? DEFAULT_ENVIRONMENT_CAPS
+  const runtime = options.runtime
+  if (options.pool && !runtime) throw new Error('createBerth: `pool` needs a `runtime`')
+  if (!runtime || !options.pool) return { pool: undefined, warmAgents: undefined, services: { environmentCaps: caps } }
+  const runnerMount = options.runner?.bundleDir
+    ? [{ type: 'bind' as const, source: resolve(options.runner.bundleDir), target: '/opt/berth-runner', readOnly: true }]
+    : []
+  const command = options.runner?.command ?? (options.runner?.bundleDir ? ['node', '/opt/berth-runner/main.js'] : ['berth-runner'])
+  const pool = new ContainerPool({
+    runtime,
+    store: ctx.store,
+    clock: ctx.clock,
+    logger: ctx.logger,
+    image: options.pool.image,
+    min: options.pool.min ?? 0,
+    max: options.pool.max ?? 20,
+    name: options.pool.name ?? defaultPoolName(ctx.dataDir),
+    ...(options.pool.imageRecipe && { imageRecipe: options.pool.imageRecipe }),
+    ...(options.pool.retry && { retry: options.pool.retry }),
+    spec: { ...defaultEnvSpec(options, ctx.logger), ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
+    adopt: adoptRunningWorkspaces(ctx.store),
+  })
+  const warmAgents = options.pool.warmAgents ? new WarmAgents({ runtime, pool, command, logger: ctx.logger, max: options.pool.warmAgents, cwd: '/workspace' }) : undefined
+  const recipe = options.environments?.recipe
+  return {
+    pool,
+    warmAgents,
+    services: {
+      pool,
+      engine: { runtime, pool, command, ...(warmAgents && { warmAgents }) },
+      environmentCaps: caps,
+      ...(runtime.ensureImage && { environmentImages: environmentImages({ runtime, defaultRef: options.pool.image, ...(recipe && { recipe }) }) }),
+    },
+  }
+}
