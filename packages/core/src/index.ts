@@ -26,7 +26,7 @@ export { ContainerPool, defaultPoolName, type PooledContainer, type Lease, type 
 export { workspaceVolumeName, createWorkspaceVolume, recoverVolumes, type VolumeOwner } from './runtime/volumes.js'
 export { WarmAgents, warmKey, type WarmAgent, type WarmAgentsOptions, type AgentOutput } from './tasks/warm-agents.js'
 export * from './tasks/runner-protocol.js'
-export { TasksService, type TaskRecord, type TaskEngine } from './tasks/tasks.js'
+export { TasksService, type TaskRecord, type TaskEngine } from './tasks/index.js'
 export { nextQueued, type QueuedTask } from './tasks/task-queue.js'
 export { WorkspacesService, type WorkspaceRecord } from './workspaces/workspaces.js'
 export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'
