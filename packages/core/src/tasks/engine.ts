@@ -14,7 +14,14 @@ export interface TaskEngine {
   warmAgents?: WarmAgents
 }
 
-/** The engine, or CONTAINER_FAILED for a server without a container runtime. */
+/**
+ * The engine, or CONTAINER_FAILED for a server without a container runtime.
+ *
+ * @example
+ * ```ts
+ * const { runtime, pool, command } = requireEngine(options.engine)
+ * ```
+ */
 export function requireEngine(engine: TaskEngine | undefined): TaskEngine {
   if (!engine) throw new ApiError('CONTAINER_FAILED', 'This server has no container runtime configured, so it cannot run tasks')
   return engine

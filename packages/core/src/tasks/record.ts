@@ -41,10 +41,26 @@ export interface TaskEnd {
   error?: TaskError | null
 }
 
-/** The store key that lists a task as not yet ended (read by restart recovery). */
-export const activeKey = (taskId: string): string => `active-tasks:${taskId}`
+/**
+ * The store key that lists a task as not yet ended (read by restart recovery).
+ *
+ * @example
+ * ```ts
+ * await store.set(activeKey(task.id), { owner: task.owner_id })
+ * ```
+ */
+export function activeKey(taskId: string): string {
+  return `active-tasks:${taskId}`
+}
 
-/** A task as the API shows it. */
+/**
+ * A task as the API shows it.
+ *
+ * @example
+ * ```ts
+ * taskView(record).session_id // null for a batch task
+ * ```
+ */
 export function taskView(r: TaskRecord): Task {
   return {
     task_id: r.id,
@@ -71,7 +87,14 @@ const OUTCOME_ERROR: Record<Exclude<ResultEvent['outcome'], 'success'>, TaskErro
   error_during_execution: 'CONTAINER_FAILED',
 }
 
-/** How a runner result ends its task: completed, or failed with the outcome's code and the partial result. */
+/**
+ * How a runner result ends its task: completed, or failed with the outcome's code and the partial result.
+ *
+ * @example
+ * ```ts
+ * endOf({ ...result, outcome: 'error_max_turns' }).error?.code // 'TURN_LIMIT_EXCEEDED'
+ * ```
+ */
 export function endOf(result: ResultEvent): TaskEnd & { status: 'completed' | 'failed'; result: TaskResult } {
   const taskResult: TaskResult = {
     text: result.text,
@@ -88,7 +111,15 @@ export function endOf(result: ResultEvent): TaskEnd & { status: 'completed' | 'f
 /** The codes a failed task may carry: the schema's own list. */
 const TASK_ERROR_CODES: readonly string[] = TaskError.entries.code.options
 
-/** The error a run that threw ends with: an API error keeps its code when a task may carry it. */
+/**
+ * The error a run that threw ends with: an API error keeps its code when a task may carry it.
+ *
+ * @example
+ * ```ts
+ * errorOf(new ApiError('MODEL_ERROR', 'gone')) // { code: 'MODEL_ERROR', error: 'gone' }
+ * errorOf(new Error('boom'))                   // { code: 'INTERNAL_ERROR', error: 'Internal error while running the task' }
+ * ```
+ */
 export function errorOf(err: unknown): TaskError {
   const code = isApiError(err) && TASK_ERROR_CODES.includes(err.code) ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
   return { code, error: isApiError(err) ? err.message : 'Internal error while running the task' }

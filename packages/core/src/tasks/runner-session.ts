@@ -12,7 +12,15 @@ import type { WarmAgent } from './warm-agents.js'
 /** How long a runner may take to exit after writing its result before it is killed. */
 const RUNNER_EXIT_GRACE_MS = 10_000
 
-/** A line of the runner's output: an event, or why it is none. */
+/**
+ * A line of the runner's output: an event, or why it is none.
+ *
+ * @example
+ * ```ts
+ * parseRunnerLine('{"type":"token","text":"Hi"}') // { type: 'token', text: 'Hi' }
+ * parseRunnerLine('oops')                          // 'not json'
+ * ```
+ */
 export function parseRunnerLine(line: string): RunnerEvent | 'not json' | 'unknown event' {
   let parsed: unknown
   try {

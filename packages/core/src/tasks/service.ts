@@ -1,4 +1,5 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
+import type * as v from 'valibot'
 import { ApiError, isApiError, validationError } from '../errors.js'
 import { newId } from '../ids.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
@@ -10,7 +11,7 @@ import { term } from '../records/indexes.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { PooledContainer } from '../runtime/pool.js'
-import type { SubmitTask, Task, TaskStatus, TranscriptEvent } from '../schemas/task.js'
+import type { SubmitTask, SubmittedTask, Task, TaskStatus, TranscriptEvent } from '../schemas/task.js'
 import type { EventLog } from '../workspaces/event-log.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
@@ -47,14 +48,8 @@ export interface TasksOptions {
   snapshots?: WorkspaceSnapshots | undefined
 }
 
-/** What a submit answers. */
-export interface Submitted {
-  task_id: string
-  status: TaskStatus
-  created_at: string
-  session_id: string | null
-  workspace_id: string
-}
+/** What a submit answers (the `202` body). */
+export type Submitted = v.InferOutput<typeof SubmittedTask>
 
 /**
  * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
