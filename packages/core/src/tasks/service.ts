@@ -165,8 +165,8 @@ export class TasksService {
       }
       await this.records.put(record)
       await this.o.store.set(activeKey(record.id), { owner })
-      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: taskView(record), owner_id: owner })
       this.scheduler.enqueue(record)
+      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: taskView(record), owner_id: owner })
       const { id: task_id, status, created_at, mode, session_id, workspace_id } = record
       return { task_id, status, created_at, session_id: mode === 'session' ? session_id : null, workspace_id }
     } catch (err) {
