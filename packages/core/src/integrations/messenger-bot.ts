@@ -15,7 +15,7 @@ import { MessengerClaims } from './messenger-claims.js'
 import { MessengerThreads } from './messenger-threads.js'
 import { MessengerWebhook, secretTokenHash, webhookSecretToken, type WebhookState } from './messenger-webhook.js'
 import type { PlaybooksService } from '../playbooks/playbooks.js'
-import type { TasksService } from '../tasks/tasks.js'
+import type { TasksService } from '../tasks/service.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 
 /** The path the provider delivers updates to (on `publicUrl`). */

@@ -10,7 +10,7 @@ import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
 import { isMessengerApiError, type MessengerApi, type MessengerMessage } from '../ports/messenger-api.js'
 import type { PlaybooksService } from '../playbooks/playbooks.js'
-import type { TasksService } from '../tasks/tasks.js'
+import type { TasksService } from '../tasks/service.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 
 export interface MessengerThreadsOptions {
@@ -159,7 +159,7 @@ export class MessengerThreads {
     if (!ws.thread_claimed) await this.o.workspaces.patch(owner, ws.id, { thread_claimed: true })
     let taskId: string
     try {
-      ;({ task_id: taskId } = await this.o.tasks.submit({ id: owner, role: 'user' }, { mode: 'session', profile_id: ws.profile_id, session_id: ws.session_id, prompt: text }, { queueWhenFull: true }))
+      ;({ task_id: taskId } = await this.o.tasks.submit(owner, { mode: 'session', profile_id: ws.profile_id, session_id: ws.session_id, prompt: text }, { queueWhenFull: true }))
     } catch (err) {
       if (!isApiError(err)) throw err
       await reply(`Could not continue: ${err.message}`)

@@ -10,7 +10,8 @@ import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } fr
 import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
 import type { NotificationsService } from '../integrations/notifications.js'
 import type { PlaybookRecord } from './record.js'
-import type { TaskRecord, TasksService } from '../tasks/tasks.js'
+import type { TaskRecord } from '../tasks/record.js'
+import type { TasksService } from '../tasks/service.js'
 
 /** A stored run. `order` sorts runs started within the same clock tick. */
 export interface RunRecord extends OwnedRecord, Omit<PlaybookRun, 'id' | 'created_at'> {
@@ -130,7 +131,7 @@ export class PlaybookRunsService {
     await this.o.store.set(`active-runs:${run.id}`, { owner, playbook_id: pb.id })
     try {
       const { task_id } = await this.o.tasks.submit(
-        { id: owner, role: 'user' },
+        owner,
         {
           mode: 'session',
           profile_id: pb.profile_id,

@@ -16,7 +16,7 @@ export const taskRoutes = [
     response: SubmittedTask,
     status: 202,
     errors: ['CONCURRENCY_LIMIT', 'CONTAINER_FAILED'],
-    handle: ({ caller, body, services }) => services.tasks.submit(caller, body),
+    handle: ({ caller, body, services }) => services.tasks.submit(caller.id, body),
   }),
   defineRoute({
     name: 'tasks.list',

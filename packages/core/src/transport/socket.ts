@@ -113,7 +113,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
     const taskId = await submitLock.run(key, async () => {
       const seen = await services.tasks.recordsStore.get<{ task_id: string }>(key)
       if (seen) return seen.task_id
-      const { task_id } = await services.tasks.submit(caller, parsed.output)
+      const { task_id } = await services.tasks.submit(caller.id, parsed.output)
       await services.tasks.recordsStore.set(key, { task_id })
       return task_id
     })

@@ -6,7 +6,7 @@ import { renameTarEntries, TAR_END } from '../internal/tar.js'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from '../tasks/materialize.js'
-import type { TaskEngine } from '../tasks/tasks.js'
+import type { TaskEngine } from '../tasks/engine.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
 import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 

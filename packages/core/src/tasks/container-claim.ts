@@ -1,0 +1,91 @@
+/** A new container for a workspace that has none: a warm agent's, a warm pooled one, or one made for its environment or volume. */
+import type { EnvironmentsService } from '../resources/environments.js'
+import type { ProfileRecord } from '../resources/profiles.js'
+import type { Lease } from '../runtime/pool.js'
+import { createWorkspaceVolume, workspaceVolumeName } from '../runtime/volumes.js'
+import type { WorkspaceRecord } from '../workspaces/workspaces.js'
+import type { TaskEngine } from './engine.js'
+import { materialize, WORKSPACE_DIR, type MaterializeDeps } from './materialize.js'
+import type { TaskRecord } from './record.js'
+import type { RunnerInput } from './runner-protocol.js'
+import { warmKey, type WarmAgent } from './warm-agents.js'
+
+export interface ClaimDeps {
+  engine: TaskEngine
+  environments: EnvironmentsService
+  catalog: MaterializeDeps
+}
+
+/** A workspace's new container, and what its record must take with its next write. */
+export interface Claimed {
+  lease: Lease
+  /** Workspace fields to store with its next write (the volume made for it). */
+  changes: Partial<WorkspaceRecord>
+  /** The runner input, resolved ahead to find a warm agent (null: resolve it now). */
+  early: RunnerInput | null
+  /** The warm agent that takes the task's prompt (null: start the runner). */
+  agent: WarmAgent | null
+}
+
+/**
+ * Claim a container for a task's workspace. A new workspace of the default environment with
+ * nothing to restore may get an agent that is already up; otherwise the pool's claim (a warm
+ * container, or one made for the environment or the workspace's volume). The caller puts
+ * a kept conversation back and asks the warm agents for one more like `early`.
+ *
+ * @example
+ * ```ts
+ * const { lease, changes, early, agent } = await claimContainer(deps, task, profile, ws, signal)
+ * ```
+ */
+export async function claimContainer(deps: ClaimDeps, task: TaskRecord, profile: ProfileRecord, ws: WorkspaceRecord, signal: AbortSignal): Promise<Claimed> {
+  const { runtime, pool, warmAgents: agents } = deps.engine
+  const owner = task.owner_id
+  const env = await deps.environments.resolve(owner, profile.environment_id, await endpointHosts(deps.catalog, profile))
+  // Warm agents live in the default environment's containers: only its tasks may take one.
+  let early: RunnerInput | null = null
+  let agent: WarmAgent | null = null
+  if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id) {
+    early = await materialize(deps.catalog, task, profile, ws).catch(() => null)
+    if (early) agent = agents.take(warmKey(owner, early))
+  }
+  const changes: Partial<WorkspaceRecord> = {}
+  let lease: Lease
+  if (agent) {
+    await pool.assign(agent.lease.container.id, ws.id)
+    lease = agent.lease
+  } else {
+    // Parked agents give their containers back when a cold task needs the room.
+    if (agents) {
+      const st = pool.stats()
+      if (st.idle === 0 && st.in_use >= st.max) await agents.evictOne()
+    }
+    const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
+    if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
+    const mounts = volume ? [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] : []
+    // Without a spec the claim takes a warm container (the default environment's); any
+    // other environment, or a volume, gets a container made for the claim.
+    const spec = { ...env.spec, ...(mounts.length && { mounts }) }
+    lease = await pool.claim({
+      owner_id: owner,
+      workspace_id: ws.id,
+      purpose: task.mode,
+      priority: task.priority,
+      signal,
+      ...(Object.keys(spec).length && { spec }),
+    })
+    if (volume && !ws.volume) changes.volume = volume
+  }
+  return { lease, changes, early, agent }
+}
+
+/** Hosts the agent must reach under an allowlist: the model endpoint and remote MCP servers. */
+async function endpointHosts(catalog: MaterializeDeps, profile: ProfileRecord): Promise<string[]> {
+  const owner = profile.owner_id
+  const hosts = new Set<string>()
+  const credential = await catalog.apiKeys.resolve(owner, profile.api_key_id).catch(() => null)
+  if (credential && credential.provider !== 'stub') hosts.add(new URL(credential.base_url ?? 'https://api.anthropic.com').hostname)
+  const servers = [...Object.values(profile.mcp_servers), ...(await catalog.tools.forProfile(owner, profile.id)).map((t) => t.server)]
+  for (const server of servers) if (server.type !== 'stdio') hosts.add(new URL(server.url).hostname)
+  return [...hosts].map((h) => h.replace(/^\[(.*)\]$/, '$1'))
+}

@@ -1,0 +1,126 @@
+/** After a restart: the tasks and workspaces a previous process left under way, each brought to a definite state. */
+import type { ConcurrencySlots } from '../limits/concurrency.js'
+import { collectExec, type ContainerRuntime } from '../ports/container-runtime.js'
+import type { Logger } from '../ports/logger.js'
+import type { Store } from '../ports/store.js'
+import type { OwnedCollection } from '../records/collection.js'
+import { recoverVolumes } from '../runtime/volumes.js'
+import type { WorkspacesService } from '../workspaces/workspaces.js'
+import type { TaskEngine } from './engine.js'
+import type { TaskLifecycle } from './lifecycle.js'
+import { eventsFile } from './materialize.js'
+import { ACTIVE, activeKey, endOf, type ResultEvent, type TaskRecord } from './record.js'
+import type { RunnerEvent } from './runner-protocol.js'
+import { parseRunnerLine } from './runner-session.js'
+import type { SessionContainers } from './session-containers.js'
+import type { TaskEvents } from './task-events.js'
+import type { Workload } from './workload.js'
+
+export interface RecoveryOptions {
+  store: Store
+  records: OwnedCollection<TaskRecord>
+  engine: TaskEngine | undefined
+  logger: Logger
+  slots: ConcurrencySlots
+  workspaces: WorkspacesService
+  containers: SessionContainers
+  lifecycle: TaskLifecycle
+  events: TaskEvents
+  work: Workload
+  /** How long to wait for a runner still at work to write its result (default 30 s). */
+  recoveryGraceMs?: number | undefined
+}
+
+/**
+ * After a restart: queued tasks go back in the queue; a task that was starting or
+ * running gets the result its runner wrote to the workspace's event file (waiting up to
+ * `recoveryGraceMs` for a runner still at work), or fails with CONTAINER_FAILED; warm
+ * sessions keep their container; every other workspace that was running goes idle; the
+ * volumes of deleted workspaces go. Nothing starts until the caller pumps the queue.
+ *
+ * @example
+ * ```ts
+ * await recover({ store, records, engine, logger, slots, workspaces, containers, lifecycle, events, work })
+ * scheduler.pump()
+ * ```
+ */
+export async function recover(o: RecoveryOptions): Promise<void> {
+  const prefix = activeKey('')
+  const refs = await o.store.keys(prefix)
+  const owners = await o.store.getMany<{ owner: string }>(refs)
+  const tasks: TaskRecord[] = []
+  for (let i = 0; i < refs.length; i++) {
+    const t = owners[i] && (await o.records.find(owners[i]!.owner, refs[i]!.slice(prefix.length)))
+    if (t && ACTIVE.includes(t.status)) tasks.push(t)
+    else await o.store.remove(refs[i]!)
+  }
+  // Warm containers come back with their workspaces.
+  o.containers.adopt()
+  await Promise.all(tasks.filter((t) => t.status !== 'queued').map((t) => recoverRun(o, t)))
+
+  for (const t of tasks.filter((x) => x.status === 'queued').sort((a, b) => (a.created_at < b.created_at ? -1 : 1))) {
+    if (!t.slot_pending) {
+      try {
+        o.slots.acquire(t.profile_id, t.workspace_id)
+      } catch {
+        t.slot_pending = true
+      }
+    }
+    o.work.queue.push(t)
+  }
+  for (const ws of await o.workspaces.allWithStatus(['running', 'starting'])) await o.containers.resume(ws)
+  // Volumes are accounted for like containers: those of deleted workspaces go.
+  const engine = o.engine
+  if (engine) {
+    const exists = async (owner: string, wsId: string) => (await o.workspaces.records.find(owner, wsId)) !== null
+    await recoverVolumes(engine.runtime, engine.pool.name, exists, o.logger).catch((err: unknown) =>
+      o.logger.warn('could not account for volumes', { error: String(err) }),
+    )
+  }
+}
+
+/** A task that was starting or running: the result its runner left, or CONTAINER_FAILED. */
+async function recoverRun(o: RecoveryOptions, t: TaskRecord): Promise<void> {
+  const engine = o.engine
+  const engineId = o.containers.engineIdOf(t.workspace_id)
+  let result: ResultEvent | null = null
+  let events: RunnerEvent[] = []
+  if (engine && engineId) {
+    // Real time, not the injectable clock: this is how long the server waits, not a business rule.
+    const deadline = performance.now() + (o.recoveryGraceMs ?? 30_000)
+    for (;;) {
+      events = await readEventFile(engine.runtime, engineId, t.id).catch(() => [])
+      result = (events.find((e) => e.type === 'result') as ResultEvent | undefined) ?? null
+      const alive = await engine.runtime
+        .inspect(engineId)
+        .then((i) => i.running)
+        .catch(() => false)
+      if (result || !alive || performance.now() >= deadline) break
+      await new Promise((r) => setTimeout(r, 500))
+    }
+  }
+  // Whatever the log missed (events after its last flush) comes from the runner's file.
+  const stored = await o.events.recount(t)
+  if (events.length > stored.length) await o.events.record(t, events.slice(stored.length))
+  if (result) {
+    if (result.session_id) await o.workspaces.patch(t.owner_id, t.workspace_id, { sdk_session_id: result.session_id })
+    await o.lifecycle.finish(t, endOf(result))
+  } else {
+    await o.lifecycle.finish(t, {
+      status: 'failed',
+      error: { code: 'CONTAINER_FAILED', error: 'The server restarted while the task was running and its runner left no result' },
+    })
+  }
+  // Batch containers are reaped; a session keeps a container that survived.
+  if (t.mode === 'batch' || !result) await o.containers.release(t.owner_id, t.workspace_id)
+}
+
+/** The runner's event file inside a container, parsed (lines that are no event are skipped). */
+async function readEventFile(runtime: ContainerRuntime, engineId: string, taskId: string): Promise<RunnerEvent[]> {
+  const { exitCode, stdout } = await collectExec(await runtime.exec(engineId, { cmd: ['cat', eventsFile(taskId)] }))
+  if (exitCode !== 0) return []
+  return stdout.split('\n').flatMap((line) => {
+    const event = parseRunnerLine(line)
+    return typeof event === 'string' ? [] : [event]
+  })
+}

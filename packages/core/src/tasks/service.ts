@@ -1,0 +1,242 @@
+/** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
+import type * as v from 'valibot'
+import { ApiError, isApiError, validationError } from '../errors.js'
+import { newId } from '../ids.js'
+import type { ConcurrencySlots } from '../limits/concurrency.js'
+import { isoNow, type Clock } from '../ports/clock.js'
+import type { Logger } from '../ports/logger.js'
+import type { Store } from '../ports/store.js'
+import { OwnedCollection, type Page, type Paged } from '../records/collection.js'
+import { term } from '../records/indexes.js'
+import type { EnvironmentsService } from '../resources/environments.js'
+import type { ProfilesService } from '../resources/profiles.js'
+import type { SubmitTask, SubmittedTask, Task, TaskStatus, TranscriptEvent } from '../schemas/task.js'
+import type { EventLog } from '../workspaces/event-log.js'
+import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
+import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
+import { Conversations } from './conversation.js'
+import { requireEngine, type TaskEngine } from './engine.js'
+import type { EventBus } from './event-bus.js'
+import { TaskLifecycle } from './lifecycle.js'
+import type { MaterializeDeps } from './materialize.js'
+import { ACTIVE, activeKey, taskView, type TaskRecord } from './record.js'
+import { recover } from './recovery.js'
+import { TaskRuns } from './run.js'
+import { Scheduler } from './scheduler.js'
+import { SessionContainers } from './session-containers.js'
+import { TaskEvents } from './task-events.js'
+import { Workload } from './workload.js'
+
+export interface TasksOptions {
+  store: Store
+  clock: Clock
+  logger: Logger
+  eventLog: EventLog
+  bus: EventBus
+  slots: ConcurrencySlots
+  profiles: ProfilesService
+  environments: EnvironmentsService
+  workspaces: WorkspacesService
+  catalog: MaterializeDeps
+  engine?: TaskEngine | undefined
+  /** A session's container is released after this long without a prompt (default 15 min). */
+  sessionIdleMs?: number
+  /** After a restart, how long to wait for a runner still at work to write its result (default 30 s). */
+  recoveryGraceMs?: number
+  /** Keeps the files of a workspace without a volume when its container is released. */
+  snapshots?: WorkspaceSnapshots | undefined
+}
+
+/** What a submit answers (the `202` body). */
+export type Submitted = v.InferOutput<typeof SubmittedTask>
+
+/**
+ * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
+ * in pooled containers through the runner, results and limit errors, cancel, and recovery
+ * after a restart. The parts live beside this file: the {@link Scheduler}, the
+ * {@link SessionContainers}, the {@link TaskRuns}, the {@link TaskLifecycle} and
+ * {@link recover}.
+ *
+ * Batch tasks get a fresh workspace and container, reaped when they end. Session tasks
+ * keep their container warm; a follow-up with the `session_id` runs in it and resumes the
+ * conversation, queued behind a prompt still running in the same session. After
+ * `sessionIdleMs` the container is released (the workspace goes `idle`); a later follow-up
+ * claims a new one, with the workspace's volume when the profile has persistent sessions.
+ *
+ * @example
+ * ```ts
+ * const { task_id } = await tasks.submit(ownerId, { mode: 'batch', profile_id, prompt: 'Summarise README.md' })
+ * const task = await tasks.get(ownerId, task_id) // poll until completed | failed | cancelled
+ * ```
+ */
+export class TasksService {
+  readonly records: OwnedCollection<TaskRecord>
+  private readonly work = new Workload()
+  private readonly transcript: TaskEvents
+  private readonly lifecycle: TaskLifecycle
+  private readonly containers: SessionContainers
+  private readonly scheduler: Scheduler
+
+  constructor(private readonly o: TasksOptions) {
+    const { store, clock, logger, eventLog, bus, engine, workspaces } = o
+    const work = this.work
+    this.records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
+    this.transcript = new TaskEvents(eventLog, bus)
+    this.lifecycle = new TaskLifecycle({ records: this.records, store, clock, bus, eventLog, events: this.transcript })
+    this.containers = new SessionContainers({
+      engine,
+      workspaces,
+      environments: o.environments,
+      catalog: o.catalog,
+      slots: o.slots,
+      work,
+      conversations: new Conversations(store, logger),
+      logger,
+      sessionIdleMs: o.sessionIdleMs,
+      snapshots: o.snapshots,
+    })
+    const runs = new TaskRuns({ engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work })
+    this.scheduler = new Scheduler({ work, slots: o.slots, containers: this.containers, logger, run: (task, signal) => runs.run(task, signal) })
+  }
+
+  /** The store tasks live in (for records that belong with them, e.g. WebSocket request ids). */
+  get recordsStore(): Store {
+    return this.o.store
+  }
+
+  view(r: TaskRecord): Task {
+    return taskView(r)
+  }
+
+  /**
+   * Validate, take a concurrency slot when a workspace would start, persist, queue.
+   * `opts.workspace` names the new workspace's session id and name (playbook runs start
+   * `pb-…` sessions); it needs a `session` task without `session_id`.
+   */
+  async submit(owner: string, input: SubmitTask, opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {}): Promise<Submitted> {
+    requireEngine(this.o.engine)
+    const profile = await this.o.profiles.records.find(owner, input.profile_id)
+    if (!profile) throw validationError([{ location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` }])
+    await this.o.environments.assertRunnable(owner, profile.environment_id)
+    let ws: WorkspaceRecord | null = null
+    if (input.session_id) {
+      ws = await this.o.workspaces.bySession(owner, input.session_id)
+      if (!ws) throw validationError([{ location: 'body', path: 'session_id', message: `session ${input.session_id} does not exist` }])
+      if (ws.profile_id !== profile.id) {
+        throw validationError([{ location: 'body', path: 'profile_id', message: `session ${input.session_id} belongs to profile ${ws.profile_id}` }])
+      }
+    }
+    const wsId = ws?.id ?? newId('workspace')
+    // A workspace that holds no slot (new, or idle) would start one more: count it now,
+    // synchronously, so parallel submissions are admitted exactly up to the limit.
+    const held = this.o.slots.has(profile.id, wsId)
+    let slotPending = false
+    try {
+      this.o.slots.acquire(profile.id, wsId)
+    } catch (err) {
+      // Playbook and webhook runs wait for a slot in the queue instead of failing.
+      if (!opts.queueWhenFull || !isApiError(err) || err.code !== 'CONCURRENCY_LIMIT') throw err
+      slotPending = true
+    }
+    try {
+      ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions, ...opts.workspace })
+      const now = isoNow(this.o.clock)
+      const record: TaskRecord = {
+        id: newId('task'),
+        owner_id: owner,
+        mode: input.mode,
+        profile_id: profile.id,
+        prompt: input.prompt,
+        priority: input.priority ?? 'normal',
+        workspace_id: ws.id,
+        session_id: ws.session_id,
+        allowed_tools: input.allowed_tools ?? null,
+        max_turns: input.max_turns ?? null,
+        max_budget_usd: input.max_budget_usd ?? null,
+        status: 'queued',
+        started_at: null,
+        finished_at: null,
+        result: null,
+        error: null,
+        ...(slotPending && { slot_pending: true }),
+        created_at: now,
+        updated_at: now,
+      }
+      await this.records.put(record)
+      await this.o.store.set(activeKey(record.id), { owner })
+      this.scheduler.enqueue(record)
+      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: taskView(record), owner_id: owner })
+      const { id: task_id, status, created_at, mode, session_id, workspace_id } = record
+      return { task_id, status, created_at, session_id: mode === 'session' ? session_id : null, workspace_id }
+    } catch (err) {
+      if (!held && !slotPending) this.o.slots.release(profile.id, wsId)
+      throw err
+    }
+  }
+
+  async get(owner: string, id: string): Promise<Task> {
+    return taskView(await this.records.get(owner, id))
+  }
+
+  async list(owner: string, page: Page, filter: { status?: TaskStatus | undefined; mode?: 'batch' | 'session' | undefined }): Promise<Paged<Task>> {
+    const { items, total } = await this.records.list(owner, page, term({ status: filter.status, mode: filter.mode }))
+    return { items: items.map(taskView), total }
+  }
+
+  /**
+   * A page of a task's own events from its workspace's log (`seq` is the workspace's) and
+   * how many it has: counted as they are recorded, so the total never reads the log.
+   */
+  async events(owner: string, id: string, after: number, limit: number): Promise<{ events: TranscriptEvent[]; total: number }> {
+    return this.transcript.page(await this.records.get(owner, id), after, limit)
+  }
+
+  /** Cancel a queued or running task; a task already done is returned unchanged. */
+  async cancel(owner: string, id: string): Promise<Task> {
+    const t = await this.records.get(owner, id)
+    if (!ACTIVE.includes(t.status)) return taskView(t)
+    if (this.scheduler.dequeue(id)) {
+      const done = await this.lifecycle.finish(t, { status: 'cancelled' })
+      await this.containers.releaseIfUnused(t)
+      return taskView(done)
+    }
+    await this.scheduler.abort(id, new ApiError('VALIDATION_FAILED', 'cancelled'))
+    return taskView(await this.records.get(owner, id))
+  }
+
+  /** Start serving: recover what a previous run left, then run the queue. */
+  async start(): Promise<void> {
+    await this.recover()
+    this.scheduler.pump()
+  }
+
+  /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
+  async releaseWorkspace(owner: string, wsId: string): Promise<void> {
+    await this.containers.release(owner, wsId)
+  }
+
+  /** Cancel everything of a workspace and release it (workspace deletion). */
+  async stopWorkspace(owner: string, wsId: string): Promise<void> {
+    for (const t of this.work.queue.filter((q) => q.workspace_id === wsId)) await this.cancel(owner, t.id)
+    for (const id of [...this.work.running.keys()]) {
+      const t = await this.records.find(owner, id)
+      if (t?.workspace_id === wsId) await this.scheduler.abort(id)
+    }
+    await this.containers.release(owner, wsId)
+  }
+
+  /** After a restart: bring what a previous process left under way to a definite state (see {@link recover}). */
+  async recover(): Promise<void> {
+    const { store, engine, logger, slots, workspaces, recoveryGraceMs } = this.o
+    const parts = { containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work: this.work }
+    await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
+  }
+
+  /** Stop taking work; running tasks are left to a restart's recovery. Containers stay. */
+  async close(): Promise<void> {
+    this.work.closed = true
+    this.containers.close()
+    await this.o.engine?.warmAgents?.close()
+    await this.o.eventLog.flushAll()
+  }
+}

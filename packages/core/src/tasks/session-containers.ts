@@ -1,0 +1,225 @@
+/** The containers workspaces hold: leased for a run, kept warm for a session's follow-up, released when idle. */
+import type { ConcurrencySlots } from '../limits/concurrency.js'
+import type { Logger } from '../ports/logger.js'
+import type { EnvironmentsService } from '../resources/environments.js'
+import type { ProfileRecord } from '../resources/profiles.js'
+import type { Lease } from '../runtime/pool.js'
+import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
+import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
+import { claimContainer, type Claimed } from './container-claim.js'
+import type { Conversations } from './conversation.js'
+import { requireEngine, type TaskEngine } from './engine.js'
+import type { MaterializeDeps } from './materialize.js'
+import type { TaskRecord } from './record.js'
+import type { Workload } from './workload.js'
+
+export interface SessionContainersOptions {
+  engine: TaskEngine | undefined
+  workspaces: WorkspacesService
+  environments: EnvironmentsService
+  catalog: MaterializeDeps
+  slots: ConcurrencySlots
+  work: Workload
+  conversations: Conversations
+  logger: Logger
+  /** A session's container is released after this long without a prompt (default 15 min). */
+  sessionIdleMs?: number | undefined
+  /** Keeps the files of a workspace without a volume when its container is released. */
+  snapshots?: WorkspaceSnapshots | undefined
+}
+
+/** A workspace's claimed container and its idle timer. */
+interface Warm {
+  lease: Lease
+  timer: ReturnType<typeof setTimeout> | null
+  /** The workspace's profile (whose concurrency slot it holds). */
+  profile_id?: string | null
+}
+
+export interface DetachOptions {
+  /** Save the conversation first (no volume keeps it). */
+  keepConversation?: boolean
+  /** Called by the run that used the workspace, at its end. */
+  fromRun?: boolean
+  /** Workspace fields to store with its `idle` status (what the run learnt). */
+  changes?: Partial<WorkspaceRecord>
+}
+
+/**
+ * The container of each workspace with one. A run leases it (waiting for a release under
+ * way, reusing a session's warm container, or claiming a new one and restoring the kept
+ * conversation); a session keeps it for `sessionIdleMs` after its prompt; a release saves
+ * the conversation and files that no volume keeps, frees the concurrency slot, marks the
+ * workspace idle and hands back the lease to reap.
+ *
+ * @example
+ * ```ts
+ * const { lease, changes } = await containers.lease(task, profile, ws, signal)
+ * containers.keepWarm(owner, ws.id, ws.session_id) // or: await containers.release(owner, ws.id)
+ * ```
+ */
+export class SessionContainers {
+  private readonly warm = new Map<string, Warm>()
+  /** Workspaces whose container is being released (conversation saved, then reaped). */
+  private readonly releasing = new Map<string, Promise<unknown>>()
+  /** Profiles whose idle session is being released for a task waiting for its slot. */
+  private readonly evicting = new Set<string>()
+
+  constructor(private readonly o: SessionContainersOptions) {}
+
+  /** Whether the workspace holds a container. */
+  has(wsId: string): boolean {
+    return this.warm.has(wsId)
+  }
+
+  /**
+   * The workspace's container for a run: a release under way finishes first (its
+   * conversation saved), then a warm one is reused or a new one claimed.
+   */
+  async lease(task: TaskRecord, profile: ProfileRecord, ws: WorkspaceRecord, signal: AbortSignal): Promise<Claimed & { ws: WorkspaceRecord }> {
+    const releasing = this.releasing.get(ws.id)
+    if (releasing) {
+      await releasing
+      ws = await this.o.workspaces.records.get(task.owner_id, task.workspace_id)
+    }
+    const warm = this.warm.get(ws.id)
+    if (warm) {
+      if (warm.timer) clearTimeout(warm.timer)
+      return { lease: warm.lease, changes: {}, early: null, agent: null, ws }
+    }
+    const engine = requireEngine(this.o.engine)
+    const claimed = await claimContainer({ ...this.o, engine }, task, profile, ws, signal)
+    this.warm.set(ws.id, { lease: claimed.lease, timer: null, profile_id: profile.id })
+    if (!claimed.agent && !ws.persistent && ws.sdk_session_id) {
+      // Nothing kept to resume from: the follow-up starts a new conversation.
+      if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws))) claimed.changes.sdk_session_id = null
+    }
+    // One more like this one for the next task (after this one's claim, so it takes no container this one needed).
+    if (claimed.early) engine.warmAgents?.prepare(task.owner_id, claimed.early)
+    return { ...claimed, ws }
+  }
+
+  /** Keep a session's container until it idles out; a playbook's (`pb-…`) goes at once, as no one is waiting to follow up. */
+  keepWarm(owner: string, wsId: string, sessionId: string): void {
+    const warm = this.warm.get(wsId)
+    if (!warm) return
+    warm.timer = setTimeout(() => {
+      // Not while a follow-up is running or waiting to.
+      if (this.o.work.wanted(wsId)) return
+      void this.releaseIdle(owner, wsId)
+    }, sessionId.startsWith('pb-') ? 0 : (this.o.sessionIdleMs ?? 15 * 60_000))
+    warm.timer.unref?.()
+  }
+
+  /**
+   * A task waits for a slot of `profileId` that a warm but idle session holds: release that
+   * session now (its conversation kept) rather than let the run wait out the idle timer.
+   * Whether one is being released.
+   */
+  evictIdle(profileId: string, fallbackOwner: string): boolean {
+    if (this.evicting.has(profileId)) return false
+    for (const [wsId, w] of this.warm) {
+      if (w.profile_id !== profileId || !w.timer || this.o.work.wanted(wsId)) continue
+      clearTimeout(w.timer)
+      w.timer = null
+      this.evicting.add(profileId)
+      void this.releaseIdle(w.lease.container.owner_id ?? fallbackOwner, wsId).finally(() => this.evicting.delete(profileId))
+      return true
+    }
+    return false
+  }
+
+  /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
+  async release(owner: string, wsId: string): Promise<void> {
+    await (await this.detach(owner, wsId))?.release()
+  }
+
+  /** A cancelled queued task may leave a workspace that never started: free its slot. */
+  async releaseIfUnused(t: TaskRecord): Promise<void> {
+    if (this.o.work.wanted(t.workspace_id) || this.warm.has(t.workspace_id)) return
+    await this.release(t.owner_id, t.workspace_id)
+  }
+
+  /**
+   * Free a workspace's concurrency slot and mark it idle; returns its container's lease for
+   * the caller to release (reap) when convenient.
+   */
+  detach(owner: string, wsId: string, opts: DetachOptions = {}): Promise<Lease | undefined> {
+    const done = this.detachNow(owner, wsId, opts)
+    const tracked = done.catch(() => undefined).finally(() => {
+      if (this.releasing.get(wsId) === tracked) this.releasing.delete(wsId)
+    })
+    this.releasing.set(wsId, tracked)
+    return done
+  }
+
+  /** After a restart: the pool's in-use containers come back with their workspaces. */
+  adopt(): void {
+    const pool = this.o.engine?.pool
+    for (const c of pool?.list() ?? []) {
+      if (c.state === 'in_use' && c.workspace_id) this.warm.set(c.workspace_id, { lease: pool!.leaseOf(c.id), timer: null })
+    }
+  }
+
+  /** The engine id of the workspace's container, if it has one. */
+  engineIdOf(wsId: string): string | undefined {
+    return this.warm.get(wsId)?.lease.container.engine_id
+  }
+
+  /**
+   * After a restart, a workspace that was running: with its container back it keeps it
+   * (and its slot) until it idles out; without, it goes idle. Either waits for a task queued for it.
+   */
+  async resume(ws: WorkspaceRecord): Promise<void> {
+    const warm = this.warm.get(ws.id)
+    if (warm) warm.profile_id = ws.profile_id
+    if (warm && ws.profile_id) {
+      this.o.slots.acquire(ws.profile_id, ws.id)
+      if (!this.o.work.queued(ws.id)) this.keepWarm(ws.owner_id, ws.id, ws.session_id)
+    } else if (!this.o.work.queued(ws.id)) {
+      await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
+    }
+  }
+
+  /** Stop the idle clocks (containers stay for the next start). */
+  close(): void {
+    for (const w of this.warm.values()) if (w.timer) clearTimeout(w.timer)
+  }
+
+  private releaseIdle(owner: string, wsId: string): Promise<void> {
+    return this.detach(owner, wsId, { keepConversation: true })
+      .then((lease) => lease?.release())
+      .catch((err) => this.o.logger.warn('could not release a session', { workspace: wsId, error: String(err) }))
+  }
+
+  private async detachNow(owner: string, wsId: string, opts: DetachOptions): Promise<Lease | undefined> {
+    const { engine, snapshots, logger } = this.o
+    const warm = this.warm.get(wsId)
+    this.warm.delete(wsId)
+    if (warm?.timer) clearTimeout(warm.timer)
+    const found = await this.o.workspaces.records.find(owner, wsId)
+    const ws = found && { ...found, ...opts.changes }
+    // Without a volume the container's files go with it: keep the conversation at least.
+    if (opts.keepConversation && warm && ws && !ws.volume && ws.sdk_session_id && engine) {
+      await this.o.conversations
+        .save(engine.runtime, warm.lease.container.engine_id, ws)
+        .catch((err) => logger.warn('could not keep a session conversation', { workspace: wsId, error: String(err) }))
+    }
+    // Without a volume the files go with the container: copy them out first, so they stay readable.
+    if (warm && ws && !ws.volume && engine && snapshots) {
+      await snapshots
+        .save(engine.runtime, warm.lease.container.engine_id, owner, wsId)
+        .catch((err) => logger.warn('could not keep a workspace’s files', { workspace: wsId, error: String(err) }))
+    }
+    if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { ...opts.changes, container_id: null })
+    // A follow-up already queued or starting keeps the workspace's slot: it runs next.
+    // (A run releasing its own workspace is the busy one itself.)
+    const followUp = (!opts.fromRun && this.o.work.busy.has(wsId)) || this.o.work.queued(wsId)
+    if (ws?.profile_id && !followUp) {
+      this.o.slots.release(ws.profile_id, wsId)
+      // A task waiting for this profile's slot may start now.
+      this.o.work.wake()
+    }
+    return warm?.lease
+  }
+}
