@@ -2,7 +2,7 @@
  * What the production runner ships: the offline model comes from `@berth/stub-model`,
  * nothing from the test kit (global-setup built dist/main.js from this checkout).
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 
@@ -13,6 +13,12 @@ describe('the runner program and package', () => {
     const main = read('../dist/main.js')
     expect(main).toContain('// ../stub-model/src/server.ts')
     expect(main).not.toMatch(/testkit/)
+  })
+
+  it('no runner source imports @berth/testkit', () => {
+    const sources = readdirSync(fileURLToPath(new URL('../src', import.meta.url)), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
+    expect(sources).toContain('run.ts')
+    for (const file of sources) expect(read(`../src/${file}`), file).not.toMatch(/['"]@berth\/testkit/)
   })
 
   it('depends on @berth/stub-model; @berth/testkit is for its tests only', () => {
