@@ -23,7 +23,7 @@ export default defineConfig([
     esbuildOptions(options) {
       options.alias = {
         '@berth/core/contract': source('../core/src/contract.ts'),
-        '@berth/testkit/model': source('../testkit/src/model/index.ts'),
+        '@berth/stub-model': source('../stub-model/src/index.ts'),
       }
     },
   },

@@ -1,14 +1,8 @@
-import { fileURLToPath } from 'node:url'
 import { defineProject } from 'vitest/config'
 import { alias } from '../../vitest.shared.js'
 
 export default defineProject({
-  resolve: {
-    alias: [
-      { find: /^@berth\/testkit\/model$/, replacement: fileURLToPath(new URL('../testkit/src/model/index.ts', import.meta.url)) },
-      ...alias,
-    ],
-  },
+  resolve: { alias },
   test: {
     name: 'runner',
     include: ['test/**/*.test.ts'],

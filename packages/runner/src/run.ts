@@ -1,6 +1,6 @@
 import { query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
-import { startOfflineModel, type OfflineModelServer } from '@berth/testkit/model'
+import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startOfflineModel, type OfflineModelServer } from '../src/model/index.js'
+import { startOfflineModel, type OfflineModelServer } from '../src/index.js'
 
 // The official client parses the fake's SSE and errors exactly as it would Anthropic's.
 describe('offline model: the Messages API as the official client sees it', () => {

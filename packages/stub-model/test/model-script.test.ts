@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { answer, DirectiveError, parseScript, readConversation, type MessageParam } from '../src/model/index.js'
+import { answer, DirectiveError, parseScript, readConversation, type MessageParam } from '../src/index.js'
 
 const tools = [{ name: 'Bash' }]
 const user = (content: MessageParam['content']): MessageParam => ({ role: 'user', content })

@@ -1,6 +1,7 @@
 /**
- * `@berth/testkit/model`: the offline model, a scriptable fake of the Anthropic Messages
- * API. No vitest here: the runner embeds it for the `stub` provider.
+ * `@berth/stub-model`: the offline model, a scriptable fake of the Anthropic Messages API.
+ * Only `node:` imports: the runner embeds it for the `stub` provider, and
+ * `@berth/testkit/model` re-exports it for tests.
  */
 export { createOfflineModel, type OfflineModelOptions, type RecordedRequest, type RequestHandler } from './handler.js'
 export { startOfflineModel, type OfflineModelServer } from './server.js'

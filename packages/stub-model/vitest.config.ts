@@ -1,0 +1,10 @@
+import { defineProject } from 'vitest/config'
+import { alias } from '../../vitest.shared.js'
+
+export default defineProject({
+  resolve: { alias },
+  test: {
+    name: 'stub-model',
+    include: ['test/**/*.test.ts'],
+  },
+})
