@@ -5,6 +5,8 @@ import { systemClock, type Clock } from './ports/clock.js'
 import type { Cipher } from './ports/cipher.js'
 import { silentLogger, type Logger } from './ports/logger.js'
 import type { Store } from './ports/store.js'
+import { memoryCoordination } from './coordination/memory.js'
+import type { Coordination } from './coordination/port.js'
 import type { EngineHealth, PoolStats } from './schemas/health.js'
 import { ApiKeysService } from './resources/api-keys.js'
 import {
@@ -71,6 +73,8 @@ export interface ServicesOptions {
   concurrency?: number
   /** The per-caller limiter the server applies; read by `GET /admin/limits` only. */
   rateLimiter?: RateLimiter
+  /** What instances share (queues, slots, rate buckets, single-use keys, pub/sub); default one process's memory. */
+  coordination?: Coordination
   /** The operator's caps and defaults for environments (default {@link DEFAULT_ENVIRONMENT_CAPS}). */
   environmentCaps?: EnvironmentCaps
   /** How environment images are provisioned (without it, every environment uses the pool's image). */
@@ -140,6 +144,8 @@ export interface Services {
   slots: ConcurrencySlots
   /** The per-caller rate limiter, when the server shares it (for the operator's view). */
   rateLimiter: RateLimiter | undefined
+  /** What this instance shares with the others (`memory` when it runs alone). */
+  coordination: Coordination
   playbooks: PlaybooksService
   playbookRuns: PlaybookRunsService
   webhookTrigger: WebhookTrigger
@@ -185,6 +191,7 @@ const noPool: Services['pool'] = {
 export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
+  const coordination = opts.coordination ?? memoryCoordination({ clock })
   // Every delivery goes through it; the services with a channel of their own register it below.
   const channels = createChannelRegistry(opts.channels, opts.notifier)
   // A model credential's base_url follows the webhooks' address policy.
@@ -263,6 +270,7 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     slots,
     rateLimiter: opts.rateLimiter,
+    coordination,
     playbooks,
     playbookRuns,
     webhookTrigger,

@@ -22,6 +22,7 @@ import type { Storage } from 'unstorage'
 import type { GitProvidersConfig } from './git/providers.js'
 import type { Resolve } from './notifiers/address-policy.js'
 import type { BankApiOptions } from './notifiers/bank-api.js'
+import type { Coordination } from '@berth/core'
 import type { ChatProviderConfig } from './notifiers/chat-provider.js'
 import type { SmtpOptions } from './notifiers/email.js'
 import type { MailProviderConfig } from './notifiers/mail-provider.js'
@@ -52,6 +53,12 @@ export interface BerthOptions {
   authenticate?: Authenticate
   /** Per-caller token bucket (default `{ rpm: 60, burst: 10 }`), or a limiter of your own. */
   rateLimit?: { rpm: number; burst: number } | RateLimiter
+  /**
+   * What several instances share: queues, concurrency slots, rate buckets, single-use keys,
+   * pub/sub (`createCoordination({ driver: 'redis', url })`). Default: this process's memory,
+   * for one instance. The caller opens and closes it.
+   */
+  coordination?: Coordination
   /** JSON body limit in bytes (default 1 MiB). */
   bodyLimit?: number
   /** Upload limit in bytes: the whole multipart body of `POST /v1/workspaces/:id/files` (default 100 MiB); 413 beyond. */

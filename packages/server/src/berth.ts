@@ -52,6 +52,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const services = createServices({
     store,
     rateLimiter,
+    ...(options.coordination && { coordination: options.coordination }),
     ...containerSide,
     ...wireIntegrations(options, { clock, key }),
     ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
