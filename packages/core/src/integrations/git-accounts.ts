@@ -8,9 +8,10 @@ import type { GitIdentity, GitProvider, GitProviderName } from '../ports/git-pro
 import type { Logger } from '../ports/logger.js'
 import { isOAuthError, type OAuthTokens } from '../ports/oauth-client.js'
 import type { Store } from '../ports/store.js'
-import type { GitAccount, GitAccountStatus } from '../schemas/git-account.js'
+import { GitAccount, type GitAccountStatus } from '../schemas/git-account.js'
 import { withResult } from '../schemas/oauth-return-path.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import type { OAuthStates } from './oauth-state.js'
 
 /** A stored Git account. Tokens are encrypted at rest and never leave the server but into task containers. */
@@ -96,15 +97,7 @@ export class GitAccountsService {
   }
 
   view(r: GitAccountRecord): GitAccount {
-    return {
-      id: r.id,
-      provider: r.provider,
-      login: r.login,
-      scopes: r.scopes,
-      status: r.status,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    return toView(GitAccount, r)
   }
 
   /** The configured provider; 400 naming `provider` when this server has no client for it. */
