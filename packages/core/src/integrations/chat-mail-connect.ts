@@ -5,7 +5,8 @@ import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from '../ports/notifier.js'
-import { isOAuthError, type OAuthClient, type OAuthTokens } from '../ports/oauth-client.js'
+import type { OAuthClient, OAuthTokens } from '../ports/oauth-client.js'
+import { isProviderError } from '../ports/provider-error.js'
 import type { Store } from '../ports/store.js'
 import { CONNECT_TYPES, type ConnectType } from '../schemas/chat-mail.js'
 import { withResult } from '../schemas/oauth-return-path.js'
@@ -22,7 +23,7 @@ export interface ConnectProvider {
   oauth: OAuthClient
   /**
    * The account a token belongs to, as the config fields the flow owns: `team_id`,
-   * `team_name`, `bot_user_id` (chat); `account_id`, `email` (mail). Throws `OAuthError`.
+   * `team_name`, `bot_user_id` (chat); `account_id`, `email` (mail). Throws a `ProviderError` of `oauth`.
    */
   account(accessToken: string): Promise<Record<string, string>>
   /** A fixed OAuth redirect URI; default: `/api/<type>/callback` on the authorize request's origin. */
@@ -161,7 +162,7 @@ export class ChatMailConnectService {
   }
 
   private failure(type: ConnectType, err: unknown): string {
-    const reason = !isOAuthError(err) ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
+    const reason = !isProviderError(err, 'oauth') ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
     this.o.logger.warn('connecting an integration failed', { type, reason, error: message(err) })
     return reason
   }
@@ -286,13 +287,13 @@ export class ChatMailConnectService {
         if (!saved) return { ok: false, error: 'the integration was deleted', retryable: false }
         return { ok: true, config: openConfig(saved.config, this.o.cipher) }
       } catch (err) {
-        if (isOAuthError(err) && err.kind === 'invalid_grant') {
+        if (isProviderError(err, 'oauth') && err.kind === 'invalid_grant') {
           await this.markNeedsReconnect(cur, message(err))
           return this.reconnectError(cur.type)
         }
         this.o.logger.warn('could not refresh an integration token', { integration: id, type: cur.type, error: message(err) })
         if (usable) return { ok: true, config: c }
-        return { ok: false, error: `could not refresh the access token: ${message(err)}`, retryable: !isOAuthError(err) || err.kind === 'unavailable' }
+        return { ok: false, error: `could not refresh the access token: ${message(err)}`, retryable: !isProviderError(err, 'oauth') || err.kind === 'unavailable' }
       }
     })
   }

@@ -6,7 +6,8 @@ import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { GitIdentity, GitProvider, GitProviderName } from '../ports/git-provider.js'
 import type { Logger } from '../ports/logger.js'
-import { isOAuthError, type OAuthTokens } from '../ports/oauth-client.js'
+import type { OAuthTokens } from '../ports/oauth-client.js'
+import { isProviderError } from '../ports/provider-error.js'
 import type { Store } from '../ports/store.js'
 import { GitAccount, type GitAccountStatus } from '../schemas/git-account.js'
 import { withResult } from '../schemas/oauth-return-path.js'
@@ -135,7 +136,7 @@ export class GitAccountsService {
       tokens = await p.oauth.exchangeCode({ code: query.code!, redirectUri: st.redirect_uri, codeVerifier: st.code_verifier })
       identity = await p.identity(tokens.access_token)
     } catch (err) {
-      const reason = !isOAuthError(err) ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
+      const reason = !isProviderError(err, 'oauth') ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
       this.o.logger.warn('git account connection failed', { provider: name, reason, error: err instanceof Error ? err.message : String(err) })
       return fail(reason)
     }
@@ -229,7 +230,7 @@ export class GitAccountsService {
         })
         return tokens.access_token
       } catch (err) {
-        if (isOAuthError(err) && err.kind === 'invalid_grant') {
+        if (isProviderError(err, 'oauth') && err.kind === 'invalid_grant') {
           await this.markNeedsReconnect(cur)
           return null
         }
