@@ -19,14 +19,14 @@ import {
   newId,
   sealConfig,
   systemClock,
-  type ApiKeyRecord,
   type GitAccountRecord,
   type IntegrationRecord,
   type PlaybookRecord,
-  type ProfileRecord,
   type Store,
 } from '../src/index.js'
+import type { ApiKeyRecord } from '../src/resources/api-keys.js'
 import { createSecretsService, type SecretRecord } from '../src/resources/catalog.js'
+import type { ProfileRecord } from '../src/resources/profiles.js'
 import { toView } from '../src/records/view.js'
 
 // The views read nothing from the store; every service only keeps it.
