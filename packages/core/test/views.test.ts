@@ -15,6 +15,8 @@ import {
   ProfilesService,
   ProfileSummary,
   SECRET_MASK,
+  UsersService,
+  hashKey,
   createAesGcmCipher,
   newId,
   sealConfig,
@@ -146,6 +148,28 @@ describe('record views', () => {
     expect(summary).not.toHaveProperty('claude_md')
     expect(leaks(summary, header, 'Bearer tok')).toEqual([])
     expect(v.is(ProfileSummary, summary)).toBe(true)
+  })
+})
+
+describe('caller key views', () => {
+  it('never carry the key hash; the token only in the answer that issues it', async () => {
+    // A map of keys is all the users service needs for issuing and listing keys.
+    const data = new Map<string, unknown>()
+    const mapStore = {
+      get: async (k: string) => data.get(k) ?? null,
+      getMany: async (ks: string[]) => ks.map((k) => data.get(k) ?? null),
+      set: async (k: string, value: unknown) => void data.set(k, value),
+      keys: async (prefix: string) => [...data.keys()].filter((k) => k.startsWith(prefix)),
+    } as unknown as Store
+    const users = new UsersService({ store: mapStore, clock: systemClock })
+    data.set('users:usr_owner', { id: 'usr_owner', name: 'me', role: 'user', created_at: now })
+    const issued = await users.issueKey('usr_owner', { name: 'ci' })
+    const hash = hashKey(issued.token)
+    expect(JSON.stringify(issued)).not.toContain(hash)
+    expect(Object.keys(issued).sort()).toEqual(['created_at', 'id', 'last_used_at', 'name', 'token', 'user_id'])
+    const { items } = await users.listKeys('usr_owner', { page: 1, limit: 20 })
+    expect(items).toEqual([{ id: issued.id, user_id: 'usr_owner', name: 'ci', created_at: issued.created_at, last_used_at: null }])
+    expect(JSON.stringify(items)).not.toContain(hash)
   })
 })
 
