@@ -34,10 +34,11 @@ export { ContainerError, IDLE_COMMAND, MANAGED_LABEL, RECIPE_LABEL, byteChannel,
 // Ports: outside services (notifications, OAuth, Git hosts, banking, messenger)
 export type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from './ports/notifier.js'
 export { createChannelRegistry, defineChannel, withoutIntegration, type Channel, type ChannelIntegration, type ChannelRegistry } from './ports/channel.js'
-export { OAuthError, isOAuthError, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from './ports/oauth-client.js'
+export { ProviderError, isProviderError, type ProviderErrorDetail, type ProviderErrorKinds, type ProviderApi } from './ports/provider-error.js'
+export type { OAuthClient, OAuthErrorKind, OAuthTokens } from './ports/oauth-client.js'
 export { GIT_PROVIDERS, type GitIdentity, type GitProvider, type GitProviderName } from './ports/git-provider.js'
-export { BankApiError, isBankApiError, type BankAccount, type BankApi, type BankApiErrorKind } from './ports/bank-api.js'
-export { MessengerApiError, isMessengerApiError, type MessengerApi, type MessengerApiErrorKind, type MessengerBotUser, type MessengerChat, type MessengerMessage, type MessengerUpdate } from './ports/messenger-api.js'
+export type { BankAccount, BankApi, BankApiErrorKind } from './ports/bank-api.js'
+export type { MessengerApi, MessengerApiErrorKind, MessengerBotUser, MessengerChat, MessengerMessage, MessengerUpdate } from './ports/messenger-api.js'
 
 // Services (everything behind the route table, wired once)
 export { createServices, type Services, type ServicesOptions } from './services.js'

@@ -8,7 +8,8 @@ import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js
 import type { Store } from '../ports/store.js'
 import type { BankConnectPayload, BankProviderConfig, SetBankProviderConfig } from '../schemas/bank-provider.js'
 import type { Integration } from '../schemas/integration.js'
-import { isBankApiError, type BankAccount, type BankApi } from '../ports/bank-api.js'
+import type { BankAccount, BankApi } from '../ports/bank-api.js'
+import { isProviderError } from '../ports/provider-error.js'
 import { sealConfig } from './integration-config.js'
 import type { IntegrationRecord, IntegrationsService } from './integrations.js'
 
@@ -107,7 +108,7 @@ export class BankProviderService {
     try {
       return await this.o.api.listAccounts(accessToken)
     } catch (err) {
-      if (!isBankApiError(err)) throw err
+      if (!isProviderError(err, 'bank')) throw err
       const why = err.kind === 'unauthorized' ? 'refused the access token' : err.kind === 'unavailable' ? 'is unavailable' : 'refused the request'
       throw new ApiError('BAD_GATEWAY', `The banking provider ${why}: ${err.message}`.slice(0, 500), {
         provider: 'bankprovider',
@@ -132,7 +133,7 @@ export class BankProviderService {
       await this.o.api.listAccounts(token)
       return { ok: true, status: 200 }
     } catch (err) {
-      if (!isBankApiError(err)) throw err
+      if (!isProviderError(err, 'bank')) throw err
       if (err.kind === 'unauthorized' && target) await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
       return { ok: false, status: err.status, error: err.message, retryable: err.kind === 'unavailable' }
     }

@@ -4,9 +4,10 @@ import { ApiError, validationError } from '../errors.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { ChatEvent, ChatEventAck } from '../schemas/chat-mail.js'
+import { ChatEvent, type ChatEventAck } from '../schemas/chat-mail.js'
 import type { ChatMailConnectService } from './chat-mail-connect.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import type { IntegrationRecord, IntegrationsService } from './integrations.js'
 
 /** How far a request's timestamp may be from the server's clock (5 minutes), in seconds. */
@@ -104,17 +105,7 @@ export class ChatEventsService {
   }
 
   view(r: ChatEventRecord): ChatEvent {
-    return {
-      event_id: r.event_id,
-      type: r.type,
-      subtype: r.subtype,
-      channel: r.channel,
-      user: r.user,
-      text: r.text,
-      mentions_bot: r.mentions_bot,
-      event_time: r.event_time,
-      received_at: r.received_at,
-    }
+    return toView(ChatEvent, r)
   }
 
   /** Verify and handle one request from the provider. */

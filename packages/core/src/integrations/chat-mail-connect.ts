@@ -5,7 +5,8 @@ import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
-import { isOAuthError, type OAuthTokens } from '../ports/oauth-client.js'
+import type { OAuthTokens } from '../ports/oauth-client.js'
+import { isProviderError } from '../ports/provider-error.js'
 import type { Store } from '../ports/store.js'
 import type { ConnectType } from '../schemas/chat-mail.js'
 import { withResult } from '../schemas/oauth-return-path.js'
@@ -112,7 +113,7 @@ export class ChatMailConnectService {
   }
 
   private failure(type: ConnectType, err: unknown): string {
-    const reason = !isOAuthError(err) ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
+    const reason = !isProviderError(err, 'oauth') ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
     this.o.logger.warn('connecting an integration failed', { type, reason, error: message(err) })
     return reason
   }

@@ -5,7 +5,7 @@ import type { Cipher } from '../ports/cipher.js'
 import type { Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js'
-import { isOAuthError } from '../ports/oauth-client.js'
+import { isProviderError } from '../ports/provider-error.js'
 import type { ConnectType } from '../schemas/chat-mail.js'
 import { isConnectType, message, notConfigured, TYPES, type Config, type ConnectProvider } from './chat-mail-types.js'
 import { openConfig, sealConfig } from './integration-config.js'
@@ -99,13 +99,13 @@ export class ConnectTokens {
         if (!saved) return { ok: false, error: 'the integration was deleted', retryable: false }
         return { ok: true, config: openConfig(saved.config, this.o.cipher) }
       } catch (err) {
-        if (isOAuthError(err) && err.kind === 'invalid_grant') {
+        if (isProviderError(err, 'oauth') && err.kind === 'invalid_grant') {
           await this.markNeedsReconnect(cur, message(err))
           return this.reconnectError(cur.type)
         }
         this.o.logger.warn('could not refresh an integration token', { integration: id, type: cur.type, error: message(err) })
         if (usable) return { ok: true, config: c }
-        return { ok: false, error: `could not refresh the access token: ${message(err)}`, retryable: !isOAuthError(err) || err.kind === 'unavailable' }
+        return { ok: false, error: `could not refresh the access token: ${message(err)}`, retryable: !isProviderError(err, 'oauth') || err.kind === 'unavailable' }
       }
     })
   }

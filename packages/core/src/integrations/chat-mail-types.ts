@@ -11,7 +11,7 @@ export interface ConnectProvider {
   oauth: OAuthClient
   /**
    * The account a token belongs to, as the config fields the flow owns: `team_id`,
-   * `team_name`, `bot_user_id` (chat); `account_id`, `email` (mail). Throws `OAuthError`.
+   * `team_name`, `bot_user_id` (chat); `account_id`, `email` (mail). Throws a `ProviderError` of `oauth`.
    */
   account(accessToken: string): Promise<Record<string, string>>
   /** A fixed OAuth redirect URI; default: `/api/<type>/callback` on the authorize request's origin. */

@@ -1,7 +1,8 @@
 import { newId } from '../ids.js'
 import type { Store } from '../ports/store.js'
-import type { Delivery } from '../schemas/integration.js'
+import { Delivery } from '../schemas/integration.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 
 /** A stored delivery attempt. `order` sorts attempts made within the same clock tick. */
 export interface DeliveryRecord extends OwnedRecord, Omit<Delivery, 'id'> {
@@ -36,19 +37,7 @@ export class DeliveryLog {
   }
 
   view(r: DeliveryRecord): Delivery {
-    return {
-      id: r.id,
-      integration_id: r.integration_id,
-      notification_id: r.notification_id,
-      event: r.event,
-      attempt: r.attempt,
-      status: r.status,
-      response_status: r.response_status,
-      error: r.error,
-      will_retry: r.will_retry,
-      duration_ms: r.duration_ms,
-      at: r.at,
-    }
+    return toView(Delivery, r)
   }
 
   private async sorted(owner: string, integrationId: string): Promise<DeliveryRecord[]> {

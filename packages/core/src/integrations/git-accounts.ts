@@ -6,11 +6,13 @@ import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { GitIdentity, GitProvider, GitProviderName } from '../ports/git-provider.js'
 import type { Logger } from '../ports/logger.js'
-import { isOAuthError, type OAuthTokens } from '../ports/oauth-client.js'
+import type { OAuthTokens } from '../ports/oauth-client.js'
+import { isProviderError } from '../ports/provider-error.js'
 import type { Store } from '../ports/store.js'
-import type { GitAccount, GitAccountStatus } from '../schemas/git-account.js'
+import { GitAccount, type GitAccountStatus } from '../schemas/git-account.js'
 import { withResult } from '../schemas/oauth-return-path.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import type { OAuthStates } from './oauth-state.js'
 
 /** A stored Git account. Tokens are encrypted at rest and never leave the server but into task containers. */
@@ -96,15 +98,7 @@ export class GitAccountsService {
   }
 
   view(r: GitAccountRecord): GitAccount {
-    return {
-      id: r.id,
-      provider: r.provider,
-      login: r.login,
-      scopes: r.scopes,
-      status: r.status,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    return toView(GitAccount, r)
   }
 
   /** The configured provider; 400 naming `provider` when this server has no client for it. */
@@ -142,7 +136,7 @@ export class GitAccountsService {
       tokens = await p.oauth.exchangeCode({ code: query.code!, redirectUri: st.redirect_uri, codeVerifier: st.code_verifier })
       identity = await p.identity(tokens.access_token)
     } catch (err) {
-      const reason = !isOAuthError(err) ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
+      const reason = !isProviderError(err, 'oauth') ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
       this.o.logger.warn('git account connection failed', { provider: name, reason, error: err instanceof Error ? err.message : String(err) })
       return fail(reason)
     }
@@ -236,7 +230,7 @@ export class GitAccountsService {
         })
         return tokens.access_token
       } catch (err) {
-        if (isOAuthError(err) && err.kind === 'invalid_grant') {
+        if (isProviderError(err, 'oauth') && err.kind === 'invalid_grant') {
           await this.markNeedsReconnect(cur)
           return null
         }

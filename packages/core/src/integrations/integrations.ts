@@ -9,12 +9,13 @@ import type { Store } from '../ports/store.js'
 import {
   DIRECT_INTEGRATION_TYPES,
   type CreateIntegration,
-  type Integration,
+  Integration,
   type IntegrationStatus,
   type IntegrationType,
   type UpdateIntegration,
 } from '../schemas/integration.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import type { DeliveryLog } from './deliveries.js'
 import { configIssues, depthIssues, keepManaged, maskConfig, openConfig, restoreMasks, sealConfig } from './integration-config.js'
 import { appliesTo, resolveScope, type Scoped } from '../records/scope.js'
@@ -58,18 +59,7 @@ export class IntegrationsService {
   }
 
   view(r: IntegrationRecord): Integration {
-    return {
-      id: r.id,
-      type: r.type,
-      config: maskConfig(r.config),
-      enabled: r.enabled,
-      is_default: r.is_default,
-      status: r.status ?? 'connected',
-      scope: r.scope,
-      profile_ids: r.profile_ids,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    return toView(Integration, r, { config: maskConfig(r.config), status: r.status ?? 'connected' })
   }
 
   /** Restore masks, check shape and reachability; the plaintext config to store, or 400. */

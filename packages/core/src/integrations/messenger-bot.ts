@@ -10,7 +10,8 @@ import type { MessengerClaimCode, MessengerConfig } from '../schemas/messenger-b
 import type { EventBus } from '../tasks/event-bus.js'
 import { openConfig, sealConfig } from './integration-config.js'
 import type { IntegrationRecord, IntegrationsService } from './integrations.js'
-import { isMessengerApiError, type MessengerApi, type MessengerBotUser } from '../ports/messenger-api.js'
+import type { MessengerApi, MessengerBotUser } from '../ports/messenger-api.js'
+import { isProviderError } from '../ports/provider-error.js'
 import { MessengerClaims } from './messenger-claims.js'
 import { MessengerThreads } from './messenger-threads.js'
 import { MessengerWebhook, secretTokenHash, webhookSecretToken, type WebhookState } from './messenger-webhook.js'
@@ -80,7 +81,7 @@ export class MessengerService {
     try {
       return await call()
     } catch (err) {
-      if (!isMessengerApiError(err)) throw err
+      if (!isProviderError(err, 'messenger')) throw err
       if (err.kind === 'unauthorized') throw validationError([{ location: 'body', path: 'bot_token', message: `the messenger provider refused this bot token (${err.message.slice(0, 200)})` }])
       throw new ApiError('BAD_GATEWAY', `The messenger provider failed at ${step}: ${err.message}`.slice(0, 500), { provider: 'messenger', step, reason: err.kind, provider_status: err.status })
     }

@@ -8,7 +8,8 @@ import type { PlaybookRun } from '../schemas/playbook.js'
 import type { Task, TaskStatus } from '../schemas/task.js'
 import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
-import { isMessengerApiError, type MessengerApi, type MessengerMessage } from '../ports/messenger-api.js'
+import type { MessengerApi, MessengerMessage } from '../ports/messenger-api.js'
+import { isProviderError } from '../ports/provider-error.js'
 import type { PlaybooksService } from '../playbooks/playbooks.js'
 import type { TasksService } from '../tasks/service.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
@@ -109,7 +110,7 @@ export class MessengerThreads {
     try {
       sent = await this.o.api.sendMessage(token, { chat_id: chatId, text: await this.textOf(target.owner_id, n) })
     } catch (err) {
-      if (!isMessengerApiError(err)) throw err
+      if (!isProviderError(err, 'messenger')) throw err
       return { ok: false, status: err.status, error: err.message, retryable: err.kind === 'unavailable' }
     }
     if (run?.session_id && run.workspace_id) {
@@ -204,7 +205,7 @@ export class MessengerThreads {
       const { message_id } = await this.o.api.sendMessage(botToken, { chat_id: chatId, text, ...(replyTo !== undefined && { reply_to_message_id: replyTo }) })
       return message_id
     } catch (err) {
-      if (!isMessengerApiError(err)) throw err
+      if (!isProviderError(err, 'messenger')) throw err
       this.o.logger.warn('messenger message not sent', { chat: chatId, error: err.message.slice(0, 200) })
       return null
     }

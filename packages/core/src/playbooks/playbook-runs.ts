@@ -4,9 +4,10 @@ import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { PlaybookRun, PlaybookTrigger } from '../schemas/playbook.js'
+import { PlaybookRun, type PlaybookTrigger } from '../schemas/playbook.js'
 import type { Task, TaskStatus } from '../schemas/task.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
 import type { NotificationsService } from '../integrations/notifications.js'
 import type { PlaybookRecord } from './record.js'
@@ -85,21 +86,7 @@ export class PlaybookRunsService {
   /** The run as read: while it is under way, status and times come from its task. */
   view(r: RunRecord, task?: TaskRecord | null): PlaybookRun {
     const live = task && !DONE.includes(r.status) ? fromTask(task) : {}
-    return {
-      id: r.id,
-      playbook_id: r.playbook_id,
-      profile_id: r.profile_id,
-      status: r.status,
-      trigger: r.trigger,
-      task_id: r.task_id,
-      workspace_id: r.workspace_id,
-      session_id: r.session_id,
-      created_at: r.created_at,
-      started_at: r.started_at,
-      finished_at: r.finished_at,
-      error: r.error,
-      ...live,
-    }
+    return toView(PlaybookRun, r, live)
   }
 
   /** Start a run of `pb` as a task. Always a new run; a task that cannot start makes a failed run. */

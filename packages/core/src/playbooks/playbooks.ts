@@ -4,8 +4,9 @@ import { newId, randomToken } from '../ids.js'
 import { term } from '../records/indexes.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
-import type { CreatePlaybook, Playbook, PlaybookTrigger, UpdatePlaybook } from '../schemas/playbook.js'
+import { Playbook, type CreatePlaybook, type PlaybookTrigger, type UpdatePlaybook } from '../schemas/playbook.js'
 import { OwnedCollection, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import type { PlaybookRecord } from './record.js'
 import type { PlaybookRunsService } from './playbook-runs.js'
 import type { ProfilesService } from '../resources/profiles.js'
@@ -62,22 +63,11 @@ export class PlaybooksService {
   }
 
   view(r: PlaybookRecord, secret?: string): Playbook {
-    return {
-      id: r.id,
-      profile_id: r.profile_id,
-      name: r.name,
-      description: r.description,
-      prompt: r.prompt,
-      trigger_type: r.trigger_type,
-      max_turns: r.max_turns,
-      max_budget_usd: r.max_budget_usd,
-      allowed_tools: r.allowed_tools,
+    return toView(Playbook, r, {
       has_webhook_secret: r.webhook_secret_hash !== null,
       ...(secret !== undefined && { webhook_secret: secret }),
       webhook_path: r.trigger_type === 'webhook' ? webhookPath(r.id) : null,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    })
   }
 
   private async assertProfile(owner: string, profileId: string): Promise<void> {

@@ -21,7 +21,7 @@ export interface GitIdentity {
 export interface GitProvider {
   name: GitProviderName
   oauth: OAuthClient
-  /** The user a token belongs to. Throws `OAuthError` (`unauthorized` for a refused token). */
+  /** The user a token belongs to. Throws a `ProviderError` of `oauth` (`unauthorized` for a refused token). */
   identity(accessToken: string): Promise<GitIdentity>
   /** `host[:port]` of the provider's Git HTTPS endpoint (where task credentials apply), e.g. `github.com`. */
   gitHost: string

@@ -4,6 +4,8 @@
  * (`<base>/bot<token>/<method>`); tests point it at the fake in `@berth/testkit/providers`.
  */
 
+import { ProviderError, type ProviderErrorKinds } from './provider-error.js'
+
 /** The bot itself (`getMe`). */
 export interface MessengerBotUser {
   id: number
@@ -37,47 +39,10 @@ export interface MessengerUpdate {
   message?: MessengerMessage
 }
 
-/**
- * Why a Bot API call failed:
- * - `unauthorized`: the bot token was refused (`error_code` 401, or 404 for a malformed one);
- * - `unavailable`: the provider could not be reached, timed out, or answered 5xx/429 or something unusable;
- * - `rejected`: the provider refused the request itself (another 4xx, e.g. `chat not found`).
- */
-export type MessengerApiErrorKind = 'unauthorized' | 'unavailable' | 'rejected'
+/** Why a Bot API call failed: see {@link ProviderErrorKinds}. */
+export type MessengerApiErrorKind = ProviderErrorKinds['messenger']
 
-/**
- * A failed Bot API call, with the provider's `error_code` and `description` when it sent them.
- *
- * @example
- * ```ts
- * throw new MessengerApiError('rejected', 'Bad Request: chat not found', { status: 400 })
- * ```
- */
-export class MessengerApiError extends Error {
-  readonly kind: MessengerApiErrorKind
-  readonly status: number | null
-
-  constructor(kind: MessengerApiErrorKind, message: string, extra: { status?: number | null } = {}) {
-    super(message)
-    this.name = 'MessengerApiError'
-    this.kind = kind
-    this.status = extra.status ?? null
-  }
-}
-
-/**
- * True for a {@link MessengerApiError} (also across module copies).
- *
- * @example
- * ```ts
- * try { await api.getMe(token) } catch (err) { if (isMessengerApiError(err) && err.kind === 'unauthorized') badToken() }
- * ```
- */
-export function isMessengerApiError(value: unknown): value is MessengerApiError {
-  return value instanceof MessengerApiError || (typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'MessengerApiError')
-}
-
-/** The Bot API calls Berth makes, each authenticated by the bot's token. Every method throws {@link MessengerApiError}. */
+/** The Bot API calls Berth makes, each authenticated by the bot's token. Every method throws {@link ProviderError}. */
 export interface MessengerApi {
   getMe(botToken: string): Promise<MessengerBotUser>
   /** Register where updates go, and the secret the provider sends back in `X-Telegram-Bot-Api-Secret-Token`. */
@@ -103,5 +68,5 @@ export const unconfiguredMessengerApi: MessengerApi = {
 }
 
 async function unavailable(): Promise<never> {
-  throw new MessengerApiError('unavailable', 'this server has no messenger provider configured')
+  throw new ProviderError('messenger', 'unavailable', 'this server has no messenger provider configured')
 }

@@ -4,6 +4,8 @@
  * `fetch` against configurable URLs; tests point those at local fakes.
  */
 
+import type { ProviderError, ProviderErrorKinds } from './provider-error.js'
+
 /** Tokens from a token endpoint, normalised across providers. */
 export interface OAuthTokens {
   access_token: string
@@ -15,51 +17,8 @@ export interface OAuthTokens {
   scopes: string[]
 }
 
-/**
- * Why an OAuth call failed:
- * - `invalid_grant`: the code or refresh token is invalid, expired or revoked (the user
- *   has to authorize again);
- * - `unauthorized`: an API call was refused for the access token (401);
- * - `client`: the provider refused Berth's client credentials or request (a deployment
- *   misconfiguration);
- * - `unavailable`: the provider could not be reached or answered something unusable.
- */
-export type OAuthErrorKind = 'invalid_grant' | 'unauthorized' | 'client' | 'unavailable'
-
-/**
- * A failed OAuth or provider API call. `code` is the provider's own error code when it sent
- * one (e.g. `bad_verification_code`), for logs; never shown to callers verbatim.
- *
- * @example
- * ```ts
- * throw new OAuthError('invalid_grant', 'refresh token revoked', { code: 'invalid_grant', status: 400 })
- * ```
- */
-export class OAuthError extends Error {
-  readonly kind: OAuthErrorKind
-  readonly code: string | undefined
-  readonly status: number | undefined
-
-  constructor(kind: OAuthErrorKind, message: string, extra: { code?: string | undefined; status?: number | undefined } = {}) {
-    super(message)
-    this.name = 'OAuthError'
-    this.kind = kind
-    this.code = extra.code
-    this.status = extra.status
-  }
-}
-
-/**
- * True for an {@link OAuthError} (also across module copies).
- *
- * @example
- * ```ts
- * try { await client.refresh(rt) } catch (err) { if (isOAuthError(err) && err.kind === 'invalid_grant') markNeedsReconnect() }
- * ```
- */
-export function isOAuthError(value: unknown): value is OAuthError {
-  return value instanceof OAuthError || (typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'OAuthError')
-}
+/** Why an OAuth call failed: see {@link ProviderErrorKinds}. */
+export type OAuthErrorKind = ProviderErrorKinds['oauth']
 
 /** The authorization-code grant of one provider, for one registered client. */
 export interface OAuthClient {
@@ -67,10 +26,10 @@ export interface OAuthClient {
   readonly pkce: boolean
   /** The provider URL to send the user to for consent. */
   authorizeUrl(req: { state: string; redirectUri: string; codeChallenge: string | null }): string
-  /** Exchange an authorization code for tokens. Throws {@link OAuthError}. */
+  /** Exchange an authorization code for tokens. Throws {@link ProviderError}. */
   exchangeCode(req: { code: string; redirectUri: string; codeVerifier: string | null }): Promise<OAuthTokens>
-  /** New tokens from a refresh token. Throws {@link OAuthError} (`invalid_grant` when revoked). */
+  /** New tokens from a refresh token. Throws {@link ProviderError} (`invalid_grant` when revoked). */
   refresh(refreshToken: string): Promise<OAuthTokens>
-  /** Revoke the grant at the provider; a no-op where the provider has no revocation. Throws {@link OAuthError}. */
+  /** Revoke the grant at the provider; a no-op where the provider has no revocation. Throws {@link ProviderError}. */
   revoke(tokens: { access_token: string; refresh_token: string | null }): Promise<void>
 }

@@ -4,8 +4,9 @@ import { modelAllowed, type ModelCatalog } from '../models.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Store } from '../ports/store.js'
-import type { ApiKey, CreateApiKey, ModelInfo, UpdateApiKey } from '../schemas/api-key.js'
+import { ApiKey, type CreateApiKey, type ModelInfo, type UpdateApiKey } from '../schemas/api-key.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 
 /** A stored model credential: the key only as ciphertext. */
 export interface ApiKeyRecord extends OwnedRecord, Omit<ApiKey, 'has_key'> {
@@ -65,18 +66,9 @@ export class ApiKeysService {
     return (await this.profiles.all(owner)).filter((p) => p.api_key_id === id)
   }
 
-  /** The response view: an allow-list of fields, so the ciphertext never leaves. */
+  /** The response view: the `ApiKey` schema's fields only, so the ciphertext never leaves. */
   view(r: ApiKeyRecord): ApiKey {
-    return {
-      id: r.id,
-      name: r.name,
-      provider: r.provider,
-      base_url: r.base_url,
-      allowed_models: r.allowed_models,
-      has_key: r.key_encrypted !== null,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    return toView(ApiKey, r, { has_key: r.key_encrypted !== null })
   }
 
   async create(owner: string, input: CreateApiKey): Promise<ApiKey> {

@@ -2,10 +2,11 @@ import type { Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Store } from '../ports/store.js'
 import type { Agent, Skill, Tool } from '../schemas/catalog.js'
-import type { CreateSecret, Secret, UpdateSecret } from '../schemas/secret.js'
-import type * as S from '../schemas/catalog.js'
+import { Secret, type CreateSecret, type UpdateSecret } from '../schemas/secret.js'
+import * as S from '../schemas/catalog.js'
 import type * as v from 'valibot'
 import { NamedScopedService, pickDefined, type NamedScopedRecord } from '../records/named.js'
+import { toView } from '../records/view.js'
 import { maskServer, sealServer } from './mcp-secrets.js'
 
 export interface ToolRecord extends NamedScopedRecord, Omit<Tool, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
@@ -14,15 +15,6 @@ export interface AgentRecord extends NamedScopedRecord, Omit<Agent, 'id' | 'name
 export interface SecretRecord extends NamedScopedRecord {
   value_encrypted: string
 }
-
-const meta = <R extends NamedScopedRecord>(r: R) => ({
-  id: r.id,
-  name: r.name,
-  scope: r.scope,
-  profile_ids: r.profile_ids,
-  created_at: r.created_at,
-  updated_at: r.updated_at,
-})
 
 type In<S extends v.GenericSchema> = v.InferOutput<S>
 
@@ -42,7 +34,7 @@ export function createToolsService(store: Store, clock: Clock, cipher: Cipher) {
     // The server's env and headers values are credentials: sealed, masked, kept on a mask.
     create: (i) => ({ description: i.description ?? '', server: sealServer(i.server, cipher, undefined, 'server') }),
     update: (i, current) => ({ ...pickDefined(i, ['description'] as const), ...(i.server && { server: sealServer(i.server, cipher, current.server, 'server') }) }),
-    view: (r) => ({ ...meta(r), description: r.description, server: maskServer(r.server) }),
+    view: (r) => toView(S.Tool, r, { server: maskServer(r.server) }),
   })
 }
 
@@ -61,7 +53,7 @@ export function createSkillsService(store: Store, clock: Clock) {
     idKind: 'skill',
     create: (i) => ({ description: i.description ?? '', body: i.body }),
     update: (i) => pickDefined(i, ['description', 'body'] as const),
-    view: (r) => ({ ...meta(r), description: r.description, body: r.body }),
+    view: (r) => toView(S.Skill, r),
   })
 }
 
@@ -80,7 +72,7 @@ export function createAgentsService(store: Store, clock: Clock) {
     idKind: 'agent',
     create: (i) => ({ description: i.description ?? '', prompt: i.prompt, tools: i.tools ?? null, model: i.model ?? null }),
     update: (i) => pickDefined(i, ['description', 'prompt', 'tools', 'model'] as const),
-    view: (r) => ({ ...meta(r), description: r.description, prompt: r.prompt, tools: r.tools, model: r.model }),
+    view: (r) => toView(S.Agent, r),
   })
 }
 
@@ -99,7 +91,7 @@ export function createSecretsService(store: Store, clock: Clock, cipher: Cipher)
     idKind: 'secret',
     create: (i) => ({ value_encrypted: cipher.encrypt(i.value) }),
     update: (i) => (i.value !== undefined ? { value_encrypted: cipher.encrypt(i.value) } : {}),
-    view: (r) => meta(r),
+    view: (r) => toView(Secret, r),
   })
   return Object.assign(service, {
     /** Plaintext `NAME → value` of the secrets that apply to a profile (task environment only). */

@@ -4,8 +4,9 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { ContainerSpec, EgressPolicy } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { CreateEnvironment, Environment, ImageStatus, NetworkPolicy, UpdateEnvironment } from '../schemas/environment.js'
+import { Environment, type CreateEnvironment, type ImageStatus, type NetworkPolicy, type UpdateEnvironment } from '../schemas/environment.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import { touchesPrivateRange } from '../net/private-ranges.js'
 
 export interface EnvironmentRecord extends OwnedRecord, Omit<Environment, 'id' | 'created_at' | 'updated_at'> {}
@@ -97,21 +98,8 @@ export class EnvironmentsService {
   }
 
   view(r: EnvironmentRecord): Environment {
-    return {
-      id: r.id,
-      name: r.name,
-      description: r.description,
-      image: r.image,
-      packages: r.packages,
-      network: r.network,
-      limits: r.limits,
-      env: r.env,
-      // Records written before the field existed: never root.
-      run_as_root: r.run_as_root ?? false,
-      image_status: r.image_status,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    // Records written before the field existed: never root.
+    return toView(Environment, r, { run_as_root: r.run_as_root ?? false })
   }
 
   /** 400 naming every field beyond the operator's caps. */

@@ -2,9 +2,10 @@ import { newId } from '../ids.js'
 import { term } from '../records/indexes.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
-import type { CreateMemory, Memory, UpdateMemory } from '../schemas/memory.js'
+import { Memory, type CreateMemory, type UpdateMemory } from '../schemas/memory.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { pickDefined } from '../records/named.js'
+import { toView } from '../records/view.js'
 import { assertOwnProfiles } from '../records/scope.js'
 
 export interface MemoryRecord extends OwnedRecord, Memory {}
@@ -29,17 +30,7 @@ export class MemoryService {
   }
 
   view(r: MemoryRecord): Memory {
-    return {
-      id: r.id,
-      type: r.type,
-      name: r.name,
-      body: r.body,
-      description: r.description,
-      importance: r.importance,
-      profile_id: r.profile_id,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    return toView(Memory, r)
   }
 
   async create(owner: string, input: CreateMemory): Promise<Memory> {

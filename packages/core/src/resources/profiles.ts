@@ -4,15 +4,28 @@ import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { ModelInfo } from '../schemas/api-key.js'
-import type { CreateProfile, Profile, ProfileSummary, UpdateProfile } from '../schemas/profile.js'
+import { Profile, ProfileSummary, type CreateProfile, type UpdateProfile } from '../schemas/profile.js'
 import type { ApiKeysService } from './api-keys.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import { assertOwnGitAccounts } from '../integrations/git-accounts.js'
 import type { Cipher } from '../ports/cipher.js'
 import { maskServers, sealServers } from './mcp-secrets.js'
 import type { EnvironmentsService } from './environments.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
+
+/** The view fields that are not a plain copy of the record. */
+function computed(r: ProfileRecord) {
+  return {
+    // Credentials in env and headers are never shown (see mcp-secrets.ts).
+    mcp_servers: maskServers(r.mcp_servers),
+    // Records written before Git accounts existed have no list.
+    git_account_ids: r.git_account_ids ?? [],
+    // Records written before environments existed have none: the default.
+    environment_id: r.environment_id ?? null,
+  }
+}
 
 /**
  * Profiles: agent configurations. `slug` is unique per owner; `api_key_id` must be one of
@@ -39,31 +52,11 @@ export class ProfilesService {
   }
 
   view(r: ProfileRecord): Profile {
-    return {
-      id: r.id,
-      name: r.name,
-      slug: r.slug,
-      api_key_id: r.api_key_id,
-      description: r.description,
-      model: r.model,
-      default_tools: r.default_tools,
-      // Credentials in env and headers are never shown (see mcp-secrets.ts).
-      mcp_servers: maskServers(r.mcp_servers),
-      claude_md: r.claude_md,
-      memory_enabled: r.memory_enabled,
-      persistent_sessions: r.persistent_sessions,
-      // Records written before Git accounts existed have no list.
-      git_account_ids: r.git_account_ids ?? [],
-      // Records written before environments existed have none: the default.
-      environment_id: r.environment_id ?? null,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    }
+    return toView(Profile, r, computed(r))
   }
 
   summary(r: ProfileRecord): ProfileSummary {
-    const { claude_md: _omit, ...rest } = this.view(r)
-    return rest
+    return toView(ProfileSummary, r, computed(r))
   }
 
   /** 400 unless the credential is the caller's and allows the model. */

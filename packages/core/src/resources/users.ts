@@ -4,9 +4,10 @@ import { newId, randomToken } from '../ids.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../caller.js'
-import type { CallerKey, IssuedCallerKey, User } from '../schemas/user.js'
+import { CallerKey, IssuedCallerKey, type User } from '../schemas/user.js'
 import { paginate, type Page, type Paged } from '../records/collection.js'
 import { indexEntryFor } from '../records/indexes.js'
+import { toView } from '../records/view.js'
 
 /** Prefix of every caller key, so leaked keys are recognisable by secret scanners. */
 export const CALLER_KEY_PREFIX = 'berth_sk_'
@@ -107,8 +108,7 @@ export class UsersService {
     }
     await this.store.set(`callerkeys:${stored.hash}`, stored)
     await this.store.set(`callerkey-ids:${stored.id}`, { hash: stored.hash, user_id: userId })
-    const { hash: _hash, ...meta } = stored
-    return { ...meta, token }
+    return toView(IssuedCallerKey, stored, { token })
   }
 
   async revokeKey(keyId: string): Promise<void> {
@@ -126,7 +126,7 @@ export class UsersService {
     const stored = await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
     const keys = stored
       .filter((k): k is StoredKey => k !== null)
-      .map(({ hash: _hash, ...meta }) => meta)
+      .map((k) => toView(CallerKey, k))
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
     return paginate(keys, page)
   }

@@ -1,8 +1,9 @@
 import { newId } from '../ids.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
-import type { UpdateWorkspace, Workspace, WorkspaceStatus, WorkspaceSummary } from '../schemas/workspace.js'
+import { Workspace, WorkspaceSummary, type UpdateWorkspace, type WorkspaceStatus } from '../schemas/workspace.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { toView } from '../records/view.js'
 import { notFound } from '../errors.js'
 
 /** A stored workspace: the API fields plus what the task runner needs to continue it. */
@@ -36,26 +37,11 @@ export class WorkspacesService {
   }
 
   view(r: WorkspaceRecord): Workspace {
-    return { ...this.summary(r), container_id: r.container_id, persistent: r.persistent }
+    return toView(Workspace, r)
   }
 
   summary(r: WorkspaceRecord): WorkspaceSummary {
-    return {
-      id: r.id,
-      session_id: r.session_id,
-      profile_id: r.profile_id,
-      status: r.status,
-      name: r.name,
-      starred: r.starred,
-      pinned: r.pinned,
-      archived: r.archived,
-      tags: r.tags,
-      public_preview: r.public_preview,
-      model_override: r.model_override,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-      last_active_at: r.last_active_at,
-    }
+    return toView(WorkspaceSummary, r)
   }
 
   async create(

@@ -1,4 +1,4 @@
-import { OAuthError, type Clock, type GitIdentity, type GitProvider, type GitProviderName } from '@berth/core'
+import { ProviderError, type Clock, type GitIdentity, type GitProvider, type GitProviderName } from '@berth/core'
 import { createFetchOAuthClient, type OAuthRevocation } from '../oauth/fetch-client.js'
 
 /**
@@ -148,14 +148,14 @@ async function fetchIdentity(doFetch: typeof fetch, url: string, token: string, 
       signal: AbortSignal.timeout(10_000),
     })
   } catch (err) {
-    throw new OAuthError('unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
+    throw new ProviderError('oauth', 'unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
   }
   const body = (await res.json().catch(() => null)) as Record<string, unknown> | null
-  if (res.status === 401 || res.status === 403) throw new OAuthError('unauthorized', `the provider refused the token (${res.status})`, { status: res.status })
-  if (!res.ok || !body || typeof body !== 'object') throw new OAuthError('unavailable', `the user API answered ${res.status}`, { status: res.status })
+  if (res.status === 401 || res.status === 403) throw new ProviderError('oauth', 'unauthorized', `the provider refused the token (${res.status})`, { status: res.status })
+  if (!res.ok || !body || typeof body !== 'object') throw new ProviderError('oauth', 'unavailable', `the user API answered ${res.status}`, { status: res.status })
   const { id, login } = preset.identity(body)
   if ((typeof id !== 'string' && typeof id !== 'number') || typeof login !== 'string' || !login) {
-    throw new OAuthError('unavailable', 'the user API answered without an id and login')
+    throw new ProviderError('oauth', 'unavailable', 'the user API answered without an id and login')
   }
   return { id: String(id), login }
 }

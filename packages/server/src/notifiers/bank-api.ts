@@ -1,4 +1,4 @@
-import { BankApiError, type BankAccount, type BankApi } from '@berth/core'
+import { ProviderError, type BankAccount, type BankApi } from '@berth/core'
 import { clientCertificateFetch, type ClientCertificate } from './client-certificate.js'
 
 /** The banking-data provider's API (`createBerth({ bankProvider })`). */
@@ -72,7 +72,7 @@ export function createBankApi(opts: BankApiOptions = {}): BankApi {
       } catch (err) {
         const e = err as Error & { cause?: { code?: string } }
         const why = e.name === 'TimeoutError' ? `did not answer within ${timeoutMs} ms` : `could not be reached (${e.cause?.code ?? e.message})`
-        throw new BankApiError('unavailable', `${new URL(url).host} ${why}`)
+        throw new ProviderError('bank', 'unavailable', `${new URL(url).host} ${why}`)
       }
       const text = await res.text().catch(() => '')
       let body: unknown = null
@@ -83,11 +83,11 @@ export function createBankApi(opts: BankApiOptions = {}): BankApi {
       }
       const { code, message } = providerError(body)
       const detail = `${res.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`
-      if (res.status === 401 || res.status === 403) throw new BankApiError('unauthorized', `the provider refused the access token (${detail})`, { status: res.status, code })
-      if (res.status >= 500) throw new BankApiError('unavailable', `the provider answered ${detail}`, { status: res.status, code })
-      if (res.status >= 300) throw new BankApiError('rejected', `the provider answered ${detail}`, { status: res.status, code })
+      if (res.status === 401 || res.status === 403) throw new ProviderError('bank', 'unauthorized', `the provider refused the access token (${detail})`, { status: res.status, code })
+      if (res.status >= 500) throw new ProviderError('bank', 'unavailable', `the provider answered ${detail}`, { status: res.status, code })
+      if (res.status >= 300) throw new ProviderError('bank', 'rejected', `the provider answered ${detail}`, { status: res.status, code })
       const accounts = Array.isArray(body) ? body.map(toAccount) : null
-      if (!accounts || accounts.some((a) => a === null)) throw new BankApiError('unavailable', 'the provider answered something that is not a list of accounts', { status: res.status })
+      if (!accounts || accounts.some((a) => a === null)) throw new ProviderError('bank', 'unavailable', 'the provider answered something that is not a list of accounts', { status: res.status })
       return accounts as BankAccount[]
     },
   }

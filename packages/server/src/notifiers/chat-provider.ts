@@ -1,4 +1,4 @@
-import { OAuthError, defineChannel, isOAuthError, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
+import { ProviderError, defineChannel, isProviderError, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
 import { redact } from './redact.js'
@@ -125,7 +125,7 @@ async function classified<T>(p: Promise<T>): Promise<T> {
   try {
     return await p
   } catch (err) {
-    if (isOAuthError(err) && err.kind === 'client' && err.code && GRANT_ERRORS.has(err.code)) throw new OAuthError('invalid_grant', err.message, { code: err.code, status: err.status })
+    if (isProviderError(err, 'oauth') && err.kind === 'client' && err.code && GRANT_ERRORS.has(err.code)) throw new ProviderError('oauth', 'invalid_grant', err.message, { code: err.code, status: err.status })
     throw err
   }
 }
@@ -160,19 +160,19 @@ export function createChatProvider(c: ChatProviderConfig, opts: { clock?: Clock;
     ...(opts.clock && { clock: opts.clock }),
   })
 
-  /** A Web API call that must succeed: its body, or an `OAuthError`. */
+  /** A Web API call that must succeed: its body, or a `ProviderError` of `oauth`. */
   async function must(method: string, token: string): Promise<Record<string, unknown>> {
     let answer: ApiAnswer
     try {
       answer = await callApi(doFetch, apiBaseUrl, method, token, {}, timeoutMs)
     } catch (err) {
-      throw new OAuthError('unavailable', `could not reach the chat provider: ${err instanceof Error ? err.message : String(err)}`)
+      throw new ProviderError('oauth', 'unavailable', `could not reach the chat provider: ${err instanceof Error ? err.message : String(err)}`)
     }
     const { status, body } = answer
     if (body?.ok === true) return body
     const code = typeof body?.error === 'string' ? body.error.slice(0, 100) : undefined
-    if (code && AUTH_ERRORS.has(code)) throw new OAuthError('unauthorized', `${method} refused the token (${code})`, { code, status })
-    throw new OAuthError(status >= 500 || !code ? 'unavailable' : 'client', `${method} answered ${code ?? status}`, { code, status })
+    if (code && AUTH_ERRORS.has(code)) throw new ProviderError('oauth', 'unauthorized', `${method} refused the token (${code})`, { code, status })
+    throw new ProviderError('oauth', status >= 500 || !code ? 'unavailable' : 'client', `${method} answered ${code ?? status}`, { code, status })
   }
 
   const oauth: OAuthClient = {
@@ -190,7 +190,7 @@ export function createChatProvider(c: ChatProviderConfig, opts: { clock?: Clock;
         await must('auth.revoke', tokens.access_token)
       } catch (err) {
         // Already revoked or lapsed: nothing left to revoke.
-        if (isOAuthError(err) && err.kind === 'unauthorized') return
+        if (isProviderError(err, 'oauth') && err.kind === 'unauthorized') return
         throw err
       }
     },

@@ -1,4 +1,4 @@
-import { OAuthError, defineChannel, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
+import { ProviderError, defineChannel, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
 import { redact } from './redact.js'
@@ -142,7 +142,7 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
     ...(opts.clock && { clock: opts.clock }),
   })
 
-  const unreachable = (what: string, err: unknown) => new OAuthError('unavailable', `could not reach the mail provider's ${what}: ${err instanceof Error ? err.message : String(err)}`)
+  const unreachable = (what: string, err: unknown) => new ProviderError('oauth', 'unavailable', `could not reach the mail provider's ${what}: ${err instanceof Error ? err.message : String(err)}`)
 
   const oauth: OAuthClient = {
     pkce: base.pkce,
@@ -168,7 +168,7 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
       }
       // 400 invalid_token: already revoked or expired.
       if (answer.status === 200 || (answer.status === 400 && answer.body?.error === 'invalid_token')) return
-      throw new OAuthError(answer.status >= 500 ? 'unavailable' : 'client', `token revocation answered ${answer.status}`, { status: answer.status })
+      throw new ProviderError('oauth', answer.status >= 500 ? 'unavailable' : 'client', `token revocation answered ${answer.status}`, { status: answer.status })
     },
   }
 
@@ -181,8 +181,8 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
       } catch (err) {
         throw unreachable('userinfo endpoint', err)
       }
-      if (a.status === 401 || a.status === 403) throw new OAuthError('unauthorized', `userinfo refused the token (${apiError(a)})`, { status: a.status })
-      if (a.status !== 200 || !a.body) throw new OAuthError('unavailable', `userinfo answered ${a.status}`, { status: a.status })
+      if (a.status === 401 || a.status === 403) throw new ProviderError('oauth', 'unauthorized', `userinfo refused the token (${apiError(a)})`, { status: a.status })
+      if (a.status !== 200 || !a.body) throw new ProviderError('oauth', 'unavailable', `userinfo answered ${a.status}`, { status: a.status })
       const sub = a.body.sub
       const email = a.body.email
       return { account_id: typeof sub === 'string' ? sub : typeof sub === 'number' ? String(sub) : '', email: typeof email === 'string' ? email : '' }

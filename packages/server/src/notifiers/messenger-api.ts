@@ -1,4 +1,4 @@
-import { MessengerApiError, type MessengerApi, type MessengerBotUser } from '@berth/core'
+import { ProviderError, type MessengerApi, type MessengerBotUser } from '@berth/core'
 
 /** The messenger's Bot API (`createBerth({ messenger })`). */
 export interface MessengerApiOptions {
@@ -38,7 +38,7 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
 
   async function call(token: string, method: string, params: Record<string, unknown> = {}): Promise<unknown> {
     // A token is `<digits>:<secret>`; anything that could leave the path is refused before a request is made.
-    if (!/^[\w:-]{1,200}$/.test(token)) throw new MessengerApiError('unauthorized', 'Not Found: malformed bot token', { status: 404 })
+    if (!/^[\w:-]{1,200}$/.test(token)) throw new ProviderError('messenger', 'unauthorized', 'Not Found: malformed bot token', { status: 404 })
     const scrub = (s: string) => s.split(token).join('<token>')
     let res: Response
     try {
@@ -52,7 +52,7 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
     } catch (err) {
       const e = err as Error & { cause?: { code?: string } }
       const why = e.name === 'TimeoutError' ? `did not answer within ${timeoutMs} ms` : `could not be reached (${scrub(e.cause?.code ?? e.message)})`
-      throw new MessengerApiError('unavailable', `${host} ${why} (${method})`)
+      throw new ProviderError('messenger', 'unavailable', `${host} ${why} (${method})`)
     }
     const text = await res.text().catch(() => '')
     let body: Answer | null = null
@@ -65,13 +65,13 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
     if (body?.ok === true) return body.result
     const code = typeof body?.error_code === 'number' ? body.error_code : res.status
     const description = scrub(typeof body?.description === 'string' ? body.description.slice(0, 300) : `${method} answered ${res.status}`)
-    if (!body || typeof body.ok !== 'boolean') throw new MessengerApiError('unavailable', `${method}: ${description}`, { status: res.status })
-    if (code === 401 || code === 404) throw new MessengerApiError('unauthorized', description, { status: code })
-    if (code === 429 || code >= 500) throw new MessengerApiError('unavailable', description, { status: code })
-    throw new MessengerApiError('rejected', description, { status: code })
+    if (!body || typeof body.ok !== 'boolean') throw new ProviderError('messenger', 'unavailable', `${method}: ${description}`, { status: res.status })
+    if (code === 401 || code === 404) throw new ProviderError('messenger', 'unauthorized', description, { status: code })
+    if (code === 429 || code >= 500) throw new ProviderError('messenger', 'unavailable', description, { status: code })
+    throw new ProviderError('messenger', 'rejected', description, { status: code })
   }
 
-  const unusable = (method: string) => new MessengerApiError('unavailable', `${method} answered something unusable`)
+  const unusable = (method: string) => new ProviderError('messenger', 'unavailable', `${method} answered something unusable`)
 
   return {
     async getMe(token) {

@@ -1,4 +1,4 @@
-import { OAuthError, systemClock, type Clock, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from '@berth/core'
+import { ProviderError, systemClock, type Clock, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from '@berth/core'
 
 /** How a provider revokes grants. */
 export type OAuthRevocation =
@@ -41,7 +41,7 @@ function basic(user: string, pass: string): string {
 /**
  * A generic OAuth 2 client (RFC 6749 authorization code + refresh, RFC 7636 PKCE, RFC 7009
  * revocation, and GitHub's variants: errors in a 200 body, comma-separated scopes, grant
- * deletion) over `fetch`, against configurable URLs. Errors are {@link OAuthError}s:
+ * deletion) over `fetch`, against configurable URLs. Errors are `ProviderError`s of `oauth`:
  * `invalid_grant` for a bad code or a revoked refresh token, `client` for a refused client,
  * `unavailable` for anything unreachable or unreadable.
  *
@@ -64,7 +64,7 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
     try {
       res = await doFetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
     } catch (err) {
-      throw new OAuthError('unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
+      throw new ProviderError('oauth', 'unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
     }
     const text = await res.text().catch(() => '')
     let body: Record<string, unknown> | null = null
@@ -92,12 +92,12 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
     const { status, body } = await call(o.tokenUrl, { method: 'POST', headers, body: form.toString() })
     if (body && typeof body.error === 'string') {
       const desc = typeof body.error_description === 'string' ? `: ${body.error_description.slice(0, 300)}` : ''
-      throw new OAuthError(classify(body.error), `token endpoint refused (${body.error}${desc})`, { code: body.error.slice(0, 100), status })
+      throw new ProviderError('oauth', classify(body.error), `token endpoint refused (${body.error}${desc})`, { code: body.error.slice(0, 100), status })
     }
-    if (status >= 500 || !body) throw new OAuthError('unavailable', `token endpoint answered ${status}`, { status })
-    if (status >= 400) throw new OAuthError(status === 401 ? 'client' : 'invalid_grant', `token endpoint answered ${status}`, { status })
+    if (status >= 500 || !body) throw new ProviderError('oauth', 'unavailable', `token endpoint answered ${status}`, { status })
+    if (status >= 400) throw new ProviderError('oauth', status === 401 ? 'client' : 'invalid_grant', `token endpoint answered ${status}`, { status })
     const access = body.access_token
-    if (typeof access !== 'string' || access.length === 0) throw new OAuthError('unavailable', 'token endpoint answered without an access_token', { status })
+    if (typeof access !== 'string' || access.length === 0) throw new ProviderError('oauth', 'unavailable', 'token endpoint answered without an access_token', { status })
     const expiresIn = Number(body.expires_in)
     const scope = typeof body.scope === 'string' ? body.scope : typeof body.scopes === 'string' ? body.scopes : ''
     return {
@@ -141,7 +141,7 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
           body: JSON.stringify({ access_token: tokens.access_token }),
         })
         // 404: the grant is already gone.
-        if (status !== 204 && status !== 404) throw new OAuthError(status >= 500 ? 'unavailable' : 'client', `grant revocation answered ${status}`, { status })
+        if (status !== 204 && status !== 404) throw new ProviderError('oauth', status >= 500 ? 'unavailable' : 'client', `grant revocation answered ${status}`, { status })
         return
       }
       // RFC 7009: revoking the refresh token ends the grant; the access token too, for providers that keep them apart.
@@ -151,7 +151,7 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
         const form = new URLSearchParams({ token: value, token_type_hint: hint })
         clientFields(form, headers)
         const { status } = await call(r.url, { method: 'POST', headers, body: form.toString() })
-        if (status !== 200) throw new OAuthError(status >= 500 ? 'unavailable' : 'client', `token revocation answered ${status}`, { status })
+        if (status !== 200) throw new ProviderError('oauth', status >= 500 ? 'unavailable' : 'client', `token revocation answered ${status}`, { status })
       }
     },
   }
