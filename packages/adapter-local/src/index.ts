@@ -1,4 +1,5 @@
-export { localRuntime, type LocalRuntime, type LocalRuntimeOptions } from './local-runtime.js'
+export { localRuntime, type LocalRuntime } from './local-runtime.js'
+export type { LocalRuntimeOptions } from './local-context.js'
 export { hostPath, rootDir, containerDir, readMeta, type LocalMeta } from './paths.js'
 export { packPath, extractInto } from './archive.js'
 export { detectSandbox, bwrapArgs, type Sandbox, type SandboxMode } from './sandbox.js'
