@@ -1,4 +1,5 @@
-export { runtimeConformanceSuite, type ConformanceOptions } from './conformance.js'
+export { runtimeConformanceSuite } from './conformance/index.js'
+export type { ConformanceOptions } from './conformance/suite.js'
 export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
 export { runStoreWriter } from './store-writer.js'
 export { ensureEngines, readEngine, findRepoRoot, ENSURE_SCRIPT, type EngineInfo } from './engines.js'

@@ -59,10 +59,10 @@ for p in "$@"; do
   if resolve "$p"; then printf 'ok\\0%s\\0' "$R"; else printf '%s\\0\\0' "$?"; fi
 done`
 
-/** `$1` a new staging directory under the root: created safely, its real path printed. */
+/** `$1` a new staging directory under the root: created safely; the root's real path and its own printed, NUL between. */
 export const STAGE_SCRIPT = `${PRELUDE}
 mkdirs "$1" || exit $?
-printf '%s' "$R"`
+printf '%s\\0%s' "$root" "$R"`
 
 /** `$1` the staging dir, `$2` the destination, then the file names (staged as 0, 1, ...). */
 export const COMMIT_SCRIPT = `${PRELUDE}

@@ -100,12 +100,10 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
       if (res.exitCode !== 0) fail(res, '')
       const fields = Buffer.from(res.stdout).toString('utf8').split('\0')
       const realRoot = fields[0]!
-      const base = root.replace(/\/+$/, '')
       const real = rels.map((rel, i) => {
         const [status, at] = [fields[1 + 2 * i], fields[2 + 2 * i]]
         if (status !== 'ok') fail({ exitCode: Number(status), stderr: res.stderr }, rel)
-        // The container's own path (the local runtime's realpath is a host path).
-        return base + at!.slice(realRoot.length) || '/'
+        return inContainer(root, realRoot, at!)
       })
       const parts = async function* (): AsyncGenerator<Uint8Array> {
         for (let i = 0; i < real.length; i++) {
@@ -135,7 +133,10 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
       }
       return {
         async add(body) {
-          if (stage === null) stage = Buffer.from((await run(STAGE_SCRIPT, [stageRel], stageRel)).stdout).toString('utf8')
+          if (stage === null) {
+            const [realRoot, real] = Buffer.from((await run(STAGE_SCRIPT, [stageRel], stageRel)).stdout).toString('utf8').split('\0')
+            stage = inContainer(root, realRoot!, real!)
+          }
           return writeStaged(`${stage}/${count++}`, body)
         },
         async commit(dir, names) {
@@ -194,6 +195,14 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
       }
     },
   }
+}
+
+/**
+ * A real path the container printed as the container's own path under `root`: the local
+ * runtime's `realpath` answers with host paths, which it would not map back.
+ */
+function inContainer(root: string, realRoot: string, real: string): string {
+  return root.replace(/\/+$/, '') + real.slice(realRoot.length) || '/'
 }
 
 /** A script's exit code as an error: a path problem, or the container's failure. */
