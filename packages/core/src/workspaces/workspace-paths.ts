@@ -8,10 +8,24 @@ const MAX_PATH = 4096
 /** A path as the file operations take it: relative to `/workspace`, '' for itself. */
 export type RelPath = string
 
-/** `rel` as the caller sees it: an absolute path under `/workspace`. */
+/**
+ * `rel` as the caller sees it: an absolute path under `/workspace`.
+ *
+ * @example
+ * ```ts
+ * shown('src/app') // '/workspace/src/app'
+ * ```
+ */
 export const shown = (rel: RelPath): string => (rel ? `${WORKSPACE_DIR}/${rel}` : WORKSPACE_DIR)
 
-/** A 400 `VALIDATION_FAILED` naming one field. */
+/**
+ * A 400 `VALIDATION_FAILED` naming one field.
+ *
+ * @example
+ * ```ts
+ * throw pathError('query', 'path', 'must be under /workspace')
+ * ```
+ */
 export function pathError(location: ValidationIssue['location'], field: string, message: string): ApiError {
   return validationError([{ location, path: field, message }])
 }
@@ -42,14 +56,28 @@ export function workspacePath(input: string, location: ValidationIssue['location
   return parts.join('/')
 }
 
-/** A file name from an upload: one plain name, no separators or control characters. */
+/**
+ * A file name from an upload: one plain name, no separators or control characters.
+ *
+ * @example
+ * ```ts
+ * fileName('notes.txt', 'file') // 'notes.txt'; '../x' throws a 400 naming `file`
+ * ```
+ */
 export function fileName(name: string, field: string): string {
   const ok = name !== '' && name !== '.' && name !== '..' && !/[/\u0000-\u001f\u007f]/.test(name) && Buffer.byteLength(name) <= 255
   if (!ok) throw pathError('body', field, `file name ${JSON.stringify(name.slice(0, 100))} must be a plain name: no "/", no control characters, not "." or "..", at most 255 bytes`)
   return name
 }
 
-/** A text field's value, at most {@link MAX_PATH} (times 4) bytes. */
+/**
+ * The `path` field's value of an upload, at most {@link MAX_PATH} (times 4) bytes.
+ *
+ * @example
+ * ```ts
+ * const raw = await readPathField(part.body) // '/workspace/src/'
+ * ```
+ */
 export async function readPathField(body: AsyncIterable<Uint8Array>): Promise<string> {
   const parts: Uint8Array[] = []
   let size = 0
@@ -61,7 +89,14 @@ export async function readPathField(body: AsyncIterable<Uint8Array>): Promise<st
   return Buffer.concat(parts).toString('utf8')
 }
 
-/** A runtime's refusal of a path as the 400 the files routes answer, naming `field`. */
+/**
+ * A runtime's refusal of a path as the 400 the files routes answer, naming `field`.
+ *
+ * @example
+ * ```ts
+ * await runtime.listFiles(id, '/workspace', rel).catch((err) => { throw isFilePathError(err) ? refused(err, 'query', 'path') : err })
+ * ```
+ */
 export function refused(err: FilePathError, location: ValidationIssue['location'], field: string): ApiError {
   const at = shown(err.path)
   switch (err.problem) {
