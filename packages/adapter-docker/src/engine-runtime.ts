@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream'
 import {
   MANAGED_LABEL,
   collectExec,
+  execFileOperations,
   type ContainerRuntime,
   type ContainerSpec,
   type ListFilter,
@@ -113,6 +114,11 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     const result = await collectExec(await startExec(ctx, id, { cmd, user: '0' }))
     if (result.exitCode !== 0) throw ctx.error(new Error(`${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.trim().slice(0, 300)}`), op, { id })
   }
+  const exec: ContainerRuntime['exec'] = async (id, opts) => {
+    const user = opts.user ?? (await userOf(id))
+    return startExec(ctx, id, { ...opts, ...(user && { user }) })
+  }
+  const fetchArchive: ContainerRuntime['getArchive'] = (id, path) => getArchive(ctx, id, path, options.transformArchive)
 
   return {
     name,
@@ -215,10 +221,9 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
-    exec: async (id, opts) => {
-      const user = opts.user ?? (await userOf(id))
-      return startExec(ctx, id, { ...opts, ...(user && { user }) })
-    },
+    exec,
+    // Files through the container's shell, as its user: what the agent may touch, Berth may.
+    ...execFileOperations({ exec, getArchive: fetchArchive }),
 
     ensureImage: imageProvisioner(ctx, { localName: options.localImageName, pullIdleTimeoutMs: options.pullIdleTimeoutMs }),
 
@@ -229,7 +234,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       if (own && unprivileged(own.user)) await asRoot(id, ['chown', '-R', own.user, path], 'putArchive')
     },
 
-    getArchive: (id, path) => getArchive(ctx, id, path, options.transformArchive),
+    getArchive: fetchArchive,
 
     async list(filter) {
       try {

@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Duplex } from 'node:stream'
-import {
-  ContainerError,
-  byteChannel,
-  toByteChunks,
-  type ExecOptions,
-  type ExecProcess,
-  type ExecResult,
-} from '@berth/core'
+import { ContainerError, abortedExec, execLifecycle, type ExecOptions, type ExecProcess } from '@berth/core'
 import type Docker from 'dockerode'
 import type { EngineContext } from './context.js'
 import { createDemuxer } from './internal/demux.js'
@@ -45,18 +38,6 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   ]).finally(() => clearTimeout(timer))
 }
 
-function waitWritable(sock: Duplex): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      sock.off('drain', done)
-      sock.off('close', done)
-      resolve()
-    }
-    sock.on('drain', done)
-    sock.on('close', done)
-  })
-}
-
 /**
  * Run a command in a running container over the Engine API: a hijacked, multiplexed
  * attach stream carries stdin/stdout/stderr; the exit code comes from exec inspect. While
@@ -72,13 +53,7 @@ function waitWritable(sock: Duplex): Promise<void> {
  * ```
  */
 export async function startExec(ctx: EngineContext, id: string, opts: ExecOptions): Promise<ExecProcess> {
-  const stdout = byteChannel(opts.onStdout)
-  const stderr = byteChannel(opts.onStderr)
-  if (opts.signal?.aborted) {
-    stdout.end()
-    stderr.end()
-    return { stdout, stderr, exit: Promise.resolve({ exitCode: null, killed: true }), kill: async () => {} }
-  }
+  if (opts.signal?.aborted) return abortedExec(opts)
   const container = ctx.docker.getContainer(id)
   const marker = randomUUID()
   const hasStdin = opts.stdin !== undefined
@@ -101,16 +76,6 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
     throw ctx.error(err, 'exec', { id, cmd: opts.cmd[0] })
   }
 
-  let settled = false
-  let killed = false
-  let resolveExit!: (r: ExecResult) => void
-  let rejectExit!: (e: ContainerError) => void
-  const exit = new Promise<ExecResult>((resolve, reject) => {
-    resolveExit = resolve
-    rejectExit = reject
-  })
-  exit.catch(() => {}) // the caller awaits it; never an unhandled rejection
-
   const died = (state: Docker.ContainerInspectInfo['State'] | null, why: string) =>
     new ContainerError('died', `${ctx.name} container ${id} ${why} while running ${opts.cmd[0]}`, {
       runtime: ctx.name,
@@ -124,23 +89,37 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
     return mapped.reason === 'not_found' ? died(null, 'was removed') : mapped
   }
 
-  let watch: NodeJS.Timeout | undefined
-  const onAbort = () => void kill()
-  const finish = (outcome: { result: ExecResult } | { error: ContainerError }) => {
-    if (settled) return
-    settled = true
-    clearInterval(watch)
-    opts.signal?.removeEventListener('abort', onAbort)
-    if ('error' in outcome) sock.destroy()
-    stdout.end()
-    stderr.end()
-    if ('error' in outcome) rejectExit(outcome.error)
-    else resolveExit(outcome.result)
-  }
+  const life = execLifecycle(opts, {
+    // The Engine API has no "kill exec": a second exec kills every process carrying the marker.
+    async kill() {
+      try {
+        const killer = await container.exec({
+          Cmd: ['/bin/sh', '-c', KILL_SCRIPT, 'berth-kill', marker],
+          User: opts.user,
+          AttachStdout: true,
+          AttachStderr: true,
+        })
+        const ks = (await killer.start({ hijack: true, stdin: false })) as Duplex
+        await new Promise<void>((resolve) => {
+          ks.on('end', resolve).on('close', resolve).on('error', resolve).resume()
+        })
+      } catch {
+        // The container may be gone already; the watchdog or the stream end settles `exit`.
+      }
+      setTimeout(() => {
+        if (life.settled) return
+        sock.destroy()
+        life.finish({ result: { exitCode: null, killed: true } })
+      }, KILL_GRACE_MS).unref()
+    },
+    cleanup(outcome) {
+      if ('error' in outcome) sock.destroy()
+    },
+  })!
 
   sock.on(
     'data',
-    createDemuxer((kind, payload) => (kind === 'stderr' ? stderr : stdout).push(payload)),
+    createDemuxer((kind, payload) => (kind === 'stderr' ? life.stderr : life.stdout).push(payload)),
   )
   let streamEnded = false
   const onStreamEnd = () => {
@@ -149,9 +128,9 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
     void (async () => {
       try {
         const info = await container.inspect()
-        if (!info.State.Running) return finish({ error: died(info.State, 'died') })
+        if (!info.State.Running) return life.finish({ error: died(info.State, 'died') })
         let exitCode: number | null = null
-        for (let i = 0; i < 80 && !settled; i++) {
+        for (let i = 0; i < 80 && !life.settled; i++) {
           const e = await exec.inspect()
           if (!e.Running) {
             exitCode = e.ExitCode ?? null
@@ -161,16 +140,16 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
         }
         // A container killed from outside SIGKILLs its execs before the engine reports it
         // dead, so a SIGKILL-shaped end that we did not cause gets a closer look.
-        if (!killed && (exitCode === null || exitCode === 137)) {
-          for (let waited = 0; waited < DEATH_SETTLE_MS && !settled; waited += 50) {
+        if (!life.killed && (exitCode === null || exitCode === 137)) {
+          for (let waited = 0; waited < DEATH_SETTLE_MS && !life.settled; waited += 50) {
             await sleep(50)
             const again = await container.inspect()
-            if (!again.State.Running) return finish({ error: died(again.State, 'died') })
+            if (!again.State.Running) return life.finish({ error: died(again.State, 'died') })
           }
         }
-        finish({ result: { exitCode, killed } })
+        life.finish({ result: { exitCode, killed: life.killed } })
       } catch (err) {
-        finish({ error: asDeath(err) })
+        life.finish({ error: asDeath(err) })
       }
     })()
   }
@@ -178,65 +157,17 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
   sock.on('close', onStreamEnd)
   sock.on('error', onStreamEnd)
 
-  let checking = false
   let misses = 0
-  watch = setInterval(() => {
-    if (settled || checking) return
-    checking = true
-    withTimeout(container.inspect(), WATCH_TIMEOUT_MS)
-      .then((info) => {
-        misses = 0
-        if (!info.State.Running) finish({ error: died(info.State, 'died') })
-      })
-      .catch((err: unknown) => {
-        if ((err as { code?: string }).code === 'ETIMEDOUT' && ++misses < 2) return
-        finish({ error: asDeath(err) })
-      })
-      .finally(() => {
-        checking = false
-      })
-  }, ctx.watchIntervalMs)
-  watch.unref()
-
-  const kill = async () => {
-    if (settled) return
-    killed = true
+  life.watch(ctx.watchIntervalMs, async () => {
     try {
-      const killer = await container.exec({
-        Cmd: ['/bin/sh', '-c', KILL_SCRIPT, 'berth-kill', marker],
-        User: opts.user,
-        AttachStdout: true,
-        AttachStderr: true,
-      })
-      const ks = (await killer.start({ hijack: true, stdin: false })) as Duplex
-      await new Promise<void>((resolve) => {
-        ks.on('end', resolve).on('close', resolve).on('error', resolve).resume()
-      })
-    } catch {
-      // The container may be gone already; the watchdog or the stream end settles `exit`.
+      const info = await withTimeout(container.inspect(), WATCH_TIMEOUT_MS)
+      misses = 0
+      return info.State.Running ? null : died(info.State, 'died')
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ETIMEDOUT' && ++misses < 2) return null
+      return asDeath(err)
     }
-    setTimeout(() => {
-      if (settled) return
-      sock.destroy()
-      finish({ result: { exitCode: null, killed: true } })
-    }, KILL_GRACE_MS).unref()
-  }
-  opts.signal?.addEventListener('abort', onAbort, { once: true })
-
-  if (hasStdin) {
-    void (async () => {
-      try {
-        for await (const chunk of toByteChunks(opts.stdin!)) {
-          if (settled || sock.destroyed) break
-          if (!sock.write(chunk)) await waitWritable(sock)
-        }
-      } catch {
-        // A failing stdin source just closes stdin early.
-      } finally {
-        if (!sock.destroyed) sock.end()
-      }
-    })()
-  }
-
-  return { stdout, stderr, exit, kill }
+  })
+  life.pumpStdin(sock)
+  return life.process
 }

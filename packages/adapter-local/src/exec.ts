@@ -1,13 +1,6 @@
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import {
-  ContainerError,
-  byteChannel,
-  toByteChunks,
-  type ExecOptions,
-  type ExecProcess,
-  type ExecResult,
-} from '@berth/core'
+import { ContainerError, abortedExec, execLifecycle, type ExecOptions, type ExecProcess } from '@berth/core'
 import { exitCodeOf, killTree } from './processes.js'
 
 /** A host process to spawn: what a container command becomes. */
@@ -42,13 +35,7 @@ export interface LocalExecContext {
  * ```
  */
 export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecProcess {
-  const stdout = byteChannel(opts.onStdout)
-  const stderr = byteChannel(opts.onStderr)
-  if (opts.signal?.aborted) {
-    stdout.end()
-    stderr.end()
-    return { stdout, stderr, exit: Promise.resolve({ exitCode: null, killed: true }), kill: async () => {} }
-  }
+  if (opts.signal?.aborted) return abortedExec(opts)
   const hasStdin = opts.stdin !== undefined
   const how = ctx.launch(opts.cmd, { ...opts.env, BERTH_EXEC_ID: randomUUID() })
   const child = spawn(how.file, how.args, {
@@ -58,78 +45,37 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
     stdio: [hasStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   })
   const untrack = child.pid ? ctx.track(child.pid) : () => {}
+  const life = execLifecycle(opts, {
+    kill: async () => {
+      if (child.pid) killTree(child.pid)
+    },
+    cleanup: untrack,
+  })!
 
-  let settled = false
-  let killed = false
-  let resolveExit!: (r: ExecResult) => void
-  let rejectExit!: (e: ContainerError) => void
-  const exit = new Promise<ExecResult>((resolve, reject) => {
-    resolveExit = resolve
-    rejectExit = reject
-  })
-  exit.catch(() => {})
-  let watch: NodeJS.Timeout | undefined
-  const onAbort = () => void kill()
-  const finish = (outcome: { result: ExecResult } | { error: ContainerError }) => {
-    if (settled) return
-    settled = true
-    clearInterval(watch)
-    untrack()
-    opts.signal?.removeEventListener('abort', onAbort)
-    stdout.end()
-    stderr.end()
-    if ('error' in outcome) rejectExit(outcome.error)
-    else resolveExit(outcome.result)
-  }
-
-  child.stdout!.on('data', (c: Buffer) => stdout.push(new Uint8Array(c)))
-  child.stderr!.on('data', (c: Buffer) => stderr.push(new Uint8Array(c)))
+  child.stdout!.on('data', (c: Buffer) => life.stdout.push(new Uint8Array(c)))
+  child.stderr!.on('data', (c: Buffer) => life.stderr.push(new Uint8Array(c)))
   child.on('error', (err: NodeJS.ErrnoException) => {
     // The command could not start (not found, not executable): engines report 126/127.
-    stderr.push(new TextEncoder().encode(`${opts.cmd[0]}: ${err.message}\n`))
-    finish({ result: { exitCode: err.code === 'ENOENT' ? 127 : 126, killed } })
+    life.stderr.push(new TextEncoder().encode(`${opts.cmd[0]}: ${err.message}\n`))
+    life.finish({ result: { exitCode: err.code === 'ENOENT' ? 127 : 126, killed: life.killed } })
   })
   child.on('close', (code, signal) => {
     void ctx.checkDead().then((dead) => {
-      if (dead && !killed) {
-        finish({ error: died(ctx.id, opts.cmd[0]!, dead) })
-      } else finish({ result: { exitCode: exitCodeOf(code, signal), killed } })
+      if (dead && !life.killed) life.finish({ error: died(ctx.id, opts.cmd[0]!, dead) })
+      else life.finish({ result: { exitCode: exitCodeOf(code, signal), killed: life.killed } })
     })
   })
-
-  watch = setInterval(() => {
-    void ctx.checkDead().then((dead) => {
-      if (!dead || settled) return
-      if (child.pid) killTree(child.pid)
-      finish({ error: died(ctx.id, opts.cmd[0]!, dead) })
-    })
-  }, ctx.watchIntervalMs)
-  watch.unref()
-
-  const kill = async () => {
-    if (settled) return
-    killed = true
+  life.watch(ctx.watchIntervalMs, async () => {
+    const dead = await ctx.checkDead()
+    if (!dead || life.settled) return null
     if (child.pid) killTree(child.pid)
-  }
-  opts.signal?.addEventListener('abort', onAbort, { once: true })
-
+    return died(ctx.id, opts.cmd[0]!, dead)
+  })
   if (hasStdin) {
-    const sink = child.stdin!
-    sink.on('error', () => {}) // EPIPE when the command does not read its input
-    void (async () => {
-      try {
-        for await (const chunk of toByteChunks(opts.stdin!)) {
-          if (settled || sink.destroyed) break
-          if (!sink.write(chunk)) await new Promise<void>((r) => sink.once('drain', r).once('close', r))
-        }
-      } catch {
-        // a failing stdin source just closes stdin early
-      } finally {
-        sink.end()
-      }
-    })()
+    child.stdin!.on('error', () => {}) // EPIPE when the command does not read its input
+    life.pumpStdin(child.stdin!)
   }
-  return { stdout, stderr, exit, kill }
+  return life.process
 }
 
 function died(id: string, cmd: string, why: string): ContainerError {

@@ -4,5 +4,6 @@
  */
 
 // Factory and options
-export { localRuntime, type LocalRuntime, type LocalRuntimeOptions } from './local-runtime.js'
+export { localRuntime, type LocalRuntime } from './local-runtime.js'
+export type { LocalRuntimeOptions } from './local-context.js'
 export type { SandboxMode } from './sandbox.js'

@@ -28,8 +28,13 @@ export { manualClock, systemClock, type Clock } from './ports/clock.js'
 export { createAesGcmCipher, type Cipher } from './ports/cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './ports/logger.js'
 
-// Ports: container runtime (and its byte helpers)
-export { ContainerError, IDLE_COMMAND, MANAGED_LABEL, RECIPE_LABEL, byteChannel, collectExec, defineRuntime, isContainerError, toByteChunks, toWebStream, type ByteChannel, type ByteSource, type ContainerFailure, type ContainerInfo, type ContainerMount, type ContainerRuntime, type ContainerSpec, type ContainerState, type ContainerStats, type ContainerSummary, type EgressPolicy, type EnsureImageOptions, type ExecOptions, type ExecProcess, type ExecResult, type ImageRecipe, type ImageReport, type ListFilter, type ResourceLimits, type RuntimeCapabilities, type StdinSource, type VolumeSummary } from './ports/container-runtime.js'
+// Ports: container runtime, and what every adapter shares (bytes, errors, one exec lifecycle, file operations)
+export { IDLE_COMMAND, MANAGED_LABEL, RECIPE_LABEL, type ByteSource, type ContainerInfo, type ContainerMount, type ContainerRuntime, type ContainerSpec, type ContainerState, type ContainerStats, type ContainerSummary, type DirectoryListing, type EgressPolicy, type EnsureImageOptions, type ExecOptions, type ExecProcess, type ExecResult, type FileEntry, type FileWrite, type ImageRecipe, type ImageReport, type ListFilter, type ResourceLimits, type RuntimeCapabilities, type StdinSource, type VolumeSummary } from './ports/container-runtime.js'
+export { byteChannel, collectExec, toByteChunks, toWebStream, type ByteChannel } from './runtime/bytes.js'
+export { ContainerError, FilePathError, isContainerError, isFilePathError, type ContainerFailure, type FilePathProblem } from './runtime/errors.js'
+export { defineRuntime } from './runtime/define.js'
+export { abortedExec, execLifecycle, type ExecHooks, type ExecLifecycle, type ExecOutcome, type StdinSink } from './runtime/exec.js'
+export { MAX_ENTRIES, execFileOperations, relativePath, type FileOperations, type FileOperationsBase } from './runtime/files.js'
 
 // Ports: outside services (notifications, OAuth, Git hosts, banking, messenger)
 export type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from './ports/notifier.js'

@@ -5,7 +5,8 @@
  */
 
 // Conformance suites (a runtime, a store) and the store suite's crash-test writer
-export { runtimeConformanceSuite, type ConformanceOptions } from './conformance.js'
+export { runtimeConformanceSuite } from './conformance/index.js'
+export type { ConformanceOptions } from './conformance/suite.js'
 export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
 export { channelConformanceSuite, type ChannelConformanceOptions, type ChannelPeer, type ChannelSetup, type PeerAddress } from './channel-conformance.js'
 export { runStoreWriter } from './store-writer.js'

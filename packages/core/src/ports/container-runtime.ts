@@ -1,5 +1,3 @@
-import { ApiError, isApiError } from '../errors.js'
-
 /**
  * The `ContainerRuntime` port: everything Berth needs from a container engine. Adapters
  * (`@berth/adapter-docker`, `@berth/adapter-podman`, `@berth/adapter-local`) implement it;
@@ -147,7 +145,7 @@ export interface ExecProcess {
   stderr: AsyncIterable<Uint8Array>
   /**
    * Resolves once the command ended and all its output was delivered. Rejects with a
-   * {@link ContainerError} when the container dies or the engine goes away meanwhile.
+   * `ContainerError` when the container dies or the engine goes away meanwhile.
    */
   exit: Promise<ExecResult>
   /** Kill the command and its children. Resolves once the kill was sent. */
@@ -220,7 +218,40 @@ export interface VolumeSummary {
   labels: Record<string, string>
 }
 
-/** The port every container adapter implements. All failures reject with {@link ContainerError}. */
+/** One directory entry as {@link ContainerRuntime.listFiles} reports it. */
+export interface FileEntry {
+  name: string
+  type: 'file' | 'directory' | 'symlink' | 'other'
+  /** Bytes (for a symlink, the length of its target). */
+  size: number
+  /** Last modification, ISO-8601 UTC. */
+  mtime: string
+}
+
+/** A directory's entries, sorted by name, at most `maxEntries`. */
+export interface DirectoryListing {
+  entries: FileEntry[]
+  /** True when the directory holds more entries than were listed. */
+  truncated: boolean
+}
+
+/**
+ * Files written in two steps (see {@link ContainerRuntime.writeFiles}): each `add` streams
+ * one file into a staging directory under the root as it arrives; `commit` moves them all
+ * into place at once, so a refused or broken upload leaves nothing behind.
+ */
+export interface FileWrite {
+  /** Stream the next file in; resolves its size. A failing `body` rejects with its own error. */
+  add(body: AsyncIterable<Uint8Array>): Promise<number>
+  /** Move the added files into directory `dir` (created as needed), as `names[i]`. */
+  commit(dir: string, names: string[]): Promise<void>
+  /** Move the one added file to `path`, or into it as `name` when `path` is a directory; resolves where it went, relative to the root. */
+  commitOne(path: string, name: string): Promise<string>
+  /** Drop what was staged; nothing once committed. */
+  discard(): Promise<void>
+}
+
+/** The port every container adapter implements. All failures reject with a `ContainerError` (`runtime/errors.ts`). */
 export interface ContainerRuntime {
   /** `docker`, `podman`, `local`, ... */
   readonly name: string
@@ -239,6 +270,21 @@ export interface ContainerRuntime {
   putArchive(id: string, path: string, tar: ByteSource): Promise<void>
   /** A tar of `path` (a file or a directory, itself as the archive's top entry). */
   getArchive(id: string, path: string): Promise<ReadableStream<Uint8Array>>
+  /**
+   * File operations, confined to `root` (an absolute directory in the container): every
+   * `path` is relative to it (or absolute under it), `..` segments are refused and symbolic
+   * links are resolved in the container's own view; whatever resolves outside `root` is a
+   * `FilePathError` `outside`, like a missing path (`missing`) or a wrong kind.
+   * `listFiles` lists a directory (at most `maxEntries`, default 10,000; a listing over
+   * 16 MiB is `too_large`).
+   */
+  listFiles(id: string, root: string, path: string, options?: { maxEntries?: number }): Promise<DirectoryListing>
+  /** One file's bytes, whole (at most `maxBytes`, default 64 MiB, else `too_large`). */
+  readFile(id: string, root: string, path: string, options?: { maxBytes?: number }): Promise<Uint8Array>
+  /** A tar of `paths`, each named in it as given relative to `root` (`.` for the root); all are resolved before it streams. */
+  archiveFiles(id: string, root: string, paths: string[]): Promise<ReadableStream<Uint8Array>>
+  /** Start writing files under `root` (see {@link FileWrite}). */
+  writeFiles(id: string, root: string): Promise<FileWrite>
   /** Berth's containers (label `berth.managed=true`), filtered by label. */
   list(filter?: ListFilter): Promise<ContainerSummary[]>
   inspect(id: string): Promise<ContainerInfo>
@@ -264,225 +310,3 @@ export interface ContainerRuntime {
   close?(): Promise<void>
 }
 
-/** Why a container operation failed; carried as `details.reason`. */
-export type ContainerFailure =
-  /** The engine did not answer (socket missing, refused, timed out). */
-  | 'unreachable'
-  /** No such container, image, path or volume. */
-  | 'not_found'
-  /** The container is not running (exec into a stopped container). */
-  | 'not_running'
-  /** The container died while a command ran in it. */
-  | 'died'
-  /** The engine answered with an error. */
-  | 'engine_error'
-
-/**
- * The error every runtime operation rejects with: an {@link ApiError} with code
- * `CONTAINER_FAILED` (502) and `details: { reason, runtime?, op?, id?, ... }`.
- *
- * @example
- * ```ts
- * throw new ContainerError('not_found', 'No such container ctr_1', { id: 'ctr_1' })
- * ```
- */
-export class ContainerError extends ApiError {
-  readonly reason: ContainerFailure
-
-  constructor(reason: ContainerFailure, message: string, details: Record<string, unknown> = {}) {
-    super('CONTAINER_FAILED', message, { reason, ...details })
-    this.reason = reason
-  }
-}
-
-/**
- * True for a `CONTAINER_FAILED` error, optionally of one reason; works across module copies.
- *
- * @example
- * ```ts
- * try { await rt.inspect(id) } catch (err) { if (isContainerError(err, 'not_found')) return null; throw err }
- * ```
- */
-export function isContainerError(err: unknown, reason?: ContainerFailure): err is ContainerError {
-  if (!isApiError(err) || err.code !== 'CONTAINER_FAILED') return false
-  return reason === undefined || err.details?.reason === reason
-}
-
-/**
- * Define a runtime adapter, like unstorage's `defineDriver`: returns the factory, wrapped
- * so that any error an operation throws that is not already an {@link ApiError} becomes a
- * {@link ContainerError} (`engine_error`) naming the runtime and the operation.
- *
- * @example
- * ```ts
- * export const fakeRuntime = defineRuntime((opts: { name?: string } = {}) => ({
- *   name: opts.name ?? 'fake', capabilities: { isolation: false, limits: false },
- *   ping: async () => {}, create: async () => ({ id: 'c1', name: 'c1' }), ...rest,
- * }))
- * const rt = fakeRuntime()
- * ```
- */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function defineRuntime<F extends (...args: any[]) => ContainerRuntime>(factory: F): F {
-  return ((...args: Parameters<F>) => guardRuntime(factory(...args))) as F
-}
-
-const GUARDED = [
-  'ping', 'create', 'start', 'stop', 'remove', 'createVolume', 'listVolumes', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
-] as const
-
-function guardRuntime(rt: ContainerRuntime): ContainerRuntime {
-  const wrap = (op: string, err: unknown): never => {
-    if (isApiError(err)) throw err
-    const message = err instanceof Error ? err.message : String(err)
-    throw new ContainerError('engine_error', `${rt.name} ${op} failed: ${message}`, { runtime: rt.name, op })
-  }
-  const guarded: ContainerRuntime = Object.create(rt)
-  for (const op of [...GUARDED, ...(rt.ensureImage ? (['ensureImage'] as const) : [])]) {
-    const fn = rt[op] as (...a: unknown[]) => Promise<unknown>
-    ;(guarded as unknown as Record<string, unknown>)[op] = (...a: unknown[]) => {
-      try {
-        return fn.apply(rt, a).catch((err) => wrap(op, err))
-      } catch (err) {
-        return Promise.reject(err).catch((e) => wrap(op, e))
-      }
-    }
-  }
-  guarded.exec = async (id, options) => {
-    let proc: ExecProcess
-    try {
-      proc = await rt.exec(id, options)
-    } catch (err) {
-      return wrap('exec', err)
-    }
-    const exit = proc.exit.catch((err) => wrap('exec', err))
-    exit.catch(() => {}) // surfaced to whoever awaits `exit`; never an unhandled rejection
-    return { ...proc, exit }
-  }
-  return guarded
-}
-
-/** A push-to-pull byte queue: producers `push`, one consumer iterates. */
-export interface ByteChannel extends AsyncIterable<Uint8Array> {
-  push(chunk: Uint8Array): void
-  /** No more chunks: the iteration ends after the buffered ones. */
-  end(): void
-}
-
-/**
- * The stream shape {@link ExecProcess.stdout} uses, for adapter authors: unbounded buffer,
- * one consumer, ends after `end()`. With `onChunk`, chunks go to the callback instead.
- *
- * @example
- * ```ts
- * const out = byteChannel(); out.push(new TextEncoder().encode('hi')); out.end()
- * for await (const chunk of out) console.log(chunk)
- * ```
- */
-export function byteChannel(onChunk?: (chunk: Uint8Array) => void): ByteChannel {
-  const buffered: Uint8Array[] = []
-  let ended = false
-  let wake: (() => void) | null = null
-  const notify = () => {
-    const w = wake
-    wake = null
-    w?.()
-  }
-  return {
-    push(chunk) {
-      if (ended || chunk.length === 0) return
-      if (onChunk) onChunk(chunk)
-      else buffered.push(chunk)
-      notify()
-    },
-    end() {
-      ended = true
-      notify()
-    },
-    async *[Symbol.asyncIterator]() {
-      for (;;) {
-        const next = buffered.shift()
-        if (next) {
-          yield next
-          continue
-        }
-        if (ended) return
-        await new Promise<void>((resolve) => {
-          wake = resolve
-        })
-      }
-    },
-  }
-}
-
-/**
- * Any {@link StdinSource} or {@link ByteSource} as an async iterable of byte chunks.
- *
- * @example
- * ```ts
- * for await (const chunk of toByteChunks('hello\n')) process.stdout.write(chunk)
- * ```
- */
-export async function* toByteChunks(source: StdinSource): AsyncGenerator<Uint8Array> {
-  const enc = new TextEncoder()
-  if (typeof source === 'string') {
-    yield enc.encode(source)
-    return
-  }
-  if (source instanceof Uint8Array) {
-    yield source
-    return
-  }
-  for await (const chunk of source as AsyncIterable<string | Uint8Array>) {
-    yield typeof chunk === 'string' ? enc.encode(chunk) : chunk
-  }
-}
-
-/**
- * Read a command's whole output and wait for its end; handy for short commands.
- *
- * @example
- * ```ts
- * const { exitCode, stdout } = await collectExec(await rt.exec(id, { cmd: ['cat', '/etc/os-release'] }))
- * ```
- */
-export async function collectExec(
-  proc: ExecProcess,
-): Promise<ExecResult & { stdout: string; stderr: string }> {
-  const read = async (it: AsyncIterable<Uint8Array>) => {
-    const chunks: Uint8Array[] = []
-    for await (const c of it) chunks.push(c)
-    return Buffer.concat(chunks).toString('utf8')
-  }
-  const [stdout, stderr, result] = await Promise.all([read(proc.stdout), read(proc.stderr), proc.exit])
-  return { ...result, stdout, stderr }
-}
-
-/**
- * A web ReadableStream over any async iterable of bytes (a Node readable included), for
- * `getArchive` results. Node 20's `Readable.toWeb` is avoided: it throws on some stream
- * implementations (tar-stream's pack).
- *
- * @example
- * ```ts
- * return toWebStream(tarPack, () => tarPack.destroy())
- * ```
- */
-export function toWebStream(source: AsyncIterable<Uint8Array>, onCancel?: () => void): ReadableStream<Uint8Array> {
-  const it = source[Symbol.asyncIterator]()
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { value, done } = await it.next()
-        if (done) controller.close()
-        else controller.enqueue(value instanceof Uint8Array ? value : new Uint8Array(value as ArrayBufferLike))
-      } catch (err) {
-        controller.error(err)
-      }
-    },
-    async cancel() {
-      onCancel?.()
-      await it.return?.()
-    },
-  })
-}

@@ -1,4 +1,5 @@
-import { isContainerError, type ContainerRuntime, type ImageRecipe } from '../ports/container-runtime.js'
+import type { ContainerRuntime, ImageRecipe } from '../ports/container-runtime.js'
+import { isContainerError } from './errors.js'
 import type { Logger } from '../ports/logger.js'
 import type { ImageHealth } from '../schemas/health.js'
 

@@ -3,15 +3,8 @@ import { resolve } from 'node:path'
 import { ApiError, notFound } from '../errors.js'
 import { newId } from '../ids.js'
 import { isoNow, type Clock } from '../ports/clock.js'
-import {
-  ContainerError,
-  IDLE_COMMAND,
-  MANAGED_LABEL,
-  isContainerError,
-  type ContainerRuntime,
-  type ContainerSpec,
-  type ImageRecipe,
-} from '../ports/container-runtime.js'
+import { IDLE_COMMAND, MANAGED_LABEL, type ContainerRuntime, type ContainerSpec, type ImageRecipe } from '../ports/container-runtime.js'
+import { ContainerError, isContainerError } from './errors.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { EngineHealth, PoolStats } from '../schemas/health.js'

@@ -1,6 +1,7 @@
 /** After a restart: the tasks and workspaces a previous process left under way, each brought to a definite state. */
 import type { ConcurrencySlots } from '../limits/concurrency.js'
-import { collectExec, type ContainerRuntime } from '../ports/container-runtime.js'
+import type { ContainerRuntime } from '../ports/container-runtime.js'
+import { isFilePathError } from '../runtime/errors.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { OwnedCollection } from '../records/collection.js'
@@ -8,7 +9,7 @@ import { recoverVolumes } from '../runtime/volumes.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import type { TaskEngine } from './engine.js'
 import type { TaskLifecycle } from './lifecycle.js'
-import { eventsFile } from './materialize.js'
+import { WORKSPACE_DIR, eventsFile } from './materialize.js'
 import { ACTIVE, activeKey, endOf, type ResultEvent, type TaskRecord } from './record.js'
 import type { RunnerEvent } from './runner-protocol.js'
 import { parseRunnerLine } from './runner-session.js'
@@ -115,11 +116,14 @@ async function recoverRun(o: RecoveryOptions, t: TaskRecord): Promise<void> {
   if (t.mode === 'batch' || !result) await o.containers.release(t.owner_id, t.workspace_id)
 }
 
-/** The runner's event file inside a container, parsed (lines that are no event are skipped). */
+/** The runner's event file inside a container, parsed (lines that are no event are skipped; no file, no events). */
 async function readEventFile(runtime: ContainerRuntime, engineId: string, taskId: string): Promise<RunnerEvent[]> {
-  const { exitCode, stdout } = await collectExec(await runtime.exec(engineId, { cmd: ['cat', eventsFile(taskId)] }))
-  if (exitCode !== 0) return []
-  return stdout.split('\n').flatMap((line) => {
+  const bytes = await runtime.readFile(engineId, WORKSPACE_DIR, eventsFile(taskId)).catch((err: unknown) => {
+    if (isFilePathError(err)) return null
+    throw err
+  })
+  if (!bytes) return []
+  return new TextDecoder().decode(bytes).split('\n').flatMap((line) => {
     const event = parseRunnerLine(line)
     return typeof event === 'string' ? [] : [event]
   })

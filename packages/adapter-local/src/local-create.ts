@@ -1,0 +1,92 @@
+/** Creating a local container: its directories (root, tmp, mount points), cgroup and meta. */
+import { randomBytes } from 'node:crypto'
+import { mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { IDLE_COMMAND, MANAGED_LABEL, type ContainerSpec } from '@berth/core'
+import type { LocalContext } from './local-context.js'
+import { containerDir, hostPath, mountSource, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
+
+const NO_ISOLATION =
+  'local runtime: commands run as plain host processes with NO isolation (no namespaces, ' +
+  'no resource limits, full access to the host as this user). Development only: use Docker or Podman for anything else.'
+
+/**
+ * Create (not start) a local container: `<baseDir>/<id>/root` stands for its `/`, mounts
+ * are mount points (bwrap) or links (no sandbox), limits go to a cgroup of its own.
+ * Refuses an egress policy it cannot enforce; warns on every create without a sandbox.
+ *
+ * @example
+ * ```ts
+ * const { id } = await createContainer(ctx, { image: 'ignored', workingDir: '/workspace' })
+ * ```
+ */
+export async function createContainer(ctx: LocalContext, spec: ContainerSpec): Promise<{ id: string; name: string }> {
+  const { baseDir, sandbox, cgroups, logger, fail, ensureBase } = ctx
+  // Fail closed: a policy this runtime cannot enforce is refused, not ignored.
+  if (spec.egress && (spec.egress.policy !== 'none' || sandbox.mode !== 'bwrap')) {
+    throw fail('engine_error', `the local runtime cannot enforce the ${spec.egress.policy} network policy${sandbox.mode === 'bwrap' ? ' (bubblewrap can only cut the network: use policy none, or Docker/Podman)' : ' (no bubblewrap sandbox)'}`, { op: 'create' })
+  }
+  await ensureBase()
+  const id = randomBytes(32).toString('hex')
+  const name = spec.name ?? `berth-${id.slice(0, 12)}`
+  const workingDir = spec.workingDir ?? '/'
+  const root = rootDir(baseDir, id)
+  await mkdir(root, { recursive: true })
+  await mkdir(join(root, 'root'), { recursive: true })
+  await mkdir(join(root, 'tmp'), { recursive: true })
+  for (const m of spec.mounts ?? []) {
+    const source = mountSource(baseDir, m)
+    if (m.type === 'volume') await mkdir(source, { recursive: true })
+    const target = hostPath(baseDir, id, m.target)
+    await mkdir(dirname(target), { recursive: true })
+    await rm(target, { recursive: true, force: true })
+    if (sandbox.mode === 'none') {
+      await symlink(source, target) // plain processes see the mount through the link
+    } else if ((await stat(source)).isDirectory()) {
+      await mkdir(target) // bwrap binds the source over this mount point
+    } else {
+      await writeFile(target, '')
+    }
+  }
+  // After the mounts: a working directory inside one is made in its source.
+  await mkdir(resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir), { recursive: true })
+  const meta: LocalMeta = {
+    id,
+    name,
+    image: spec.image,
+    cmd: [...(spec.entrypoint ?? []), ...(spec.cmd ?? (spec.entrypoint ? [] : IDLE_COMMAND))],
+    env: spec.env ?? {},
+    workingDir,
+    labels: { ...spec.labels, [MANAGED_LABEL]: 'true' },
+    mounts: spec.mounts ?? [],
+    state: 'created',
+    createdAt: new Date().toISOString(),
+    startedAt: null,
+    finishedAt: null,
+    exitCode: null,
+    pid: null,
+    pidStart: null,
+    sandbox: sandbox.mode,
+    ...(spec.network && { network: spec.network }),
+    ...(spec.egress && { network: 'none' }),
+  }
+  const limits = Object.fromEntries(Object.entries(spec.limits ?? {}).filter(([, v]) => v !== undefined))
+  if (cgroups && Object.keys(limits).length) {
+    try {
+      cgroups.create(id, limits)
+    } catch (err) {
+      await rm(containerDir(baseDir, id), { recursive: true, force: true })
+      throw fail('engine_error', `local create: cannot apply limits through cgroups: ${(err as Error).message}`, { op: 'create' })
+    }
+    meta.limits = limits
+  }
+  await writeMeta(baseDir, meta)
+  if (sandbox.mode === 'none') logger.warn(NO_ISOLATION, {
+    runtime: 'local',
+    id,
+    dir: containerDir(baseDir, id),
+    ...(spec.limits ? { ignoredLimits: spec.limits } : {}),
+    ...(spec.mounts?.some((m) => m.readOnly) ? { readOnlyMountsAreWritable: true } : {}),
+  })
+  return { id, name }
+}

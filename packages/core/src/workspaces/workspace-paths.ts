@@ -1,0 +1,114 @@
+/** Caller paths and file names for the workspace file routes, and the 400s that name them. */
+import { ApiError, validationError, type ValidationIssue } from '../errors.js'
+import type { FilePathError } from '../runtime/errors.js'
+import { WORKSPACE_DIR } from '../tasks/materialize.js'
+
+const MAX_PATH = 4096
+
+/** A path as the file operations take it: relative to `/workspace`, '' for itself. */
+export type RelPath = string
+
+/**
+ * `rel` as the caller sees it: an absolute path under `/workspace`.
+ *
+ * @example
+ * ```ts
+ * shown('src/app') // '/workspace/src/app'
+ * ```
+ */
+export const shown = (rel: RelPath): string => (rel ? `${WORKSPACE_DIR}/${rel}` : WORKSPACE_DIR)
+
+/**
+ * A 400 `VALIDATION_FAILED` naming one field.
+ *
+ * @example
+ * ```ts
+ * throw pathError('query', 'path', 'must be under /workspace')
+ * ```
+ */
+export function pathError(location: ValidationIssue['location'], field: string, message: string): ApiError {
+  return validationError([{ location, path: field, message }])
+}
+
+/**
+ * A caller's path under `/workspace` as a relative path ('' for the workspace itself), or
+ * a 400 naming `field`: NUL bytes, `..` segments and absolute paths elsewhere are refused
+ * before anything reaches the container (symlinks are resolved there, by the runtime's
+ * file operations).
+ *
+ * @example
+ * ```ts
+ * workspacePath('/workspace/src/./app', 'query', 'path') // 'src/app'
+ * workspacePath('../etc', 'query', 'path') // throws 400 VALIDATION_FAILED
+ * ```
+ */
+export function workspacePath(input: string, location: ValidationIssue['location'], field: string): RelPath {
+  if (input.includes('\0')) throw pathError(location, field, 'must not contain NUL bytes')
+  if (input.length > MAX_PATH) throw pathError(location, field, `must be at most ${MAX_PATH} characters`)
+  let rest = input
+  if (rest.startsWith('/')) {
+    if (rest !== WORKSPACE_DIR && !rest.startsWith(`${WORKSPACE_DIR}/`)) throw pathError(location, field, `must be under ${WORKSPACE_DIR}`)
+    rest = rest.slice(WORKSPACE_DIR.length)
+  }
+  const parts = rest.split('/').filter((p) => p !== '' && p !== '.')
+  if (parts.includes('..')) throw pathError(location, field, 'must not contain .. segments')
+  if (parts.some((p) => Buffer.byteLength(p) > 255)) throw pathError(location, field, 'has a segment longer than 255 bytes')
+  return parts.join('/')
+}
+
+/**
+ * A file name from an upload: one plain name, no separators or control characters.
+ *
+ * @example
+ * ```ts
+ * fileName('notes.txt', 'file') // 'notes.txt'; '../x' throws a 400 naming `file`
+ * ```
+ */
+export function fileName(name: string, field: string): string {
+  const ok = name !== '' && name !== '.' && name !== '..' && !/[/\u0000-\u001f\u007f]/.test(name) && Buffer.byteLength(name) <= 255
+  if (!ok) throw pathError('body', field, `file name ${JSON.stringify(name.slice(0, 100))} must be a plain name: no "/", no control characters, not "." or "..", at most 255 bytes`)
+  return name
+}
+
+/**
+ * The `path` field's value of an upload, at most {@link MAX_PATH} (times 4) bytes.
+ *
+ * @example
+ * ```ts
+ * const raw = await readPathField(part.body) // '/workspace/src/'
+ * ```
+ */
+export async function readPathField(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const parts: Uint8Array[] = []
+  let size = 0
+  for await (const c of body) {
+    size += c.length
+    if (size > MAX_PATH * 4) throw pathError('body', 'path', `must be at most ${MAX_PATH} characters`)
+    parts.push(c)
+  }
+  return Buffer.concat(parts).toString('utf8')
+}
+
+/**
+ * A runtime's refusal of a path as the 400 the files routes answer, naming `field`.
+ *
+ * @example
+ * ```ts
+ * await runtime.listFiles(id, '/workspace', rel).catch((err) => { throw isFilePathError(err) ? refused(err, 'query', 'path') : err })
+ * ```
+ */
+export function refused(err: FilePathError, location: ValidationIssue['location'], field: string): ApiError {
+  const at = shown(err.path)
+  switch (err.problem) {
+    case 'missing':
+      return pathError(location, field, `${at} does not exist`)
+    case 'outside':
+      return pathError(location, field, `${at} resolves outside ${WORKSPACE_DIR}`)
+    case 'not_directory':
+      return pathError(location, field, `${at} is not a directory`)
+    case 'is_directory':
+      return pathError(location, field, `${at} is a directory`)
+    case 'too_large':
+      return new ApiError('VALIDATION_FAILED', 'The directory is too large to list', { issues: [{ location, path: field, message: 'too many entries to list' }] })
+  }
+}

@@ -1,0 +1,67 @@
+/** Conformance: limits, isolation, a non-root user and egress policies, each as the runtime declares them. */
+import { expect, it } from 'vitest'
+import { expectContainerFailure, MiB, type Suite } from './suite.js'
+import { packTar } from '../tar.js'
+
+/** Registers the cases of this concern in the current `describe` block. */
+export function isolationCases(s: Suite): void {
+  const { make, sh, opts, name } = s
+  it('applies resource limits where the runtime enforces them, and says so', async () => {
+    const limits = { memoryBytes: 256 * MiB, pids: 64, cpus: 0.5 }
+    const id = await make({ limits })
+    const info = await s.rt.inspect(id)
+    if (!opts.capabilities.limits) {
+      // An honest runtime without enforcement reports none rather than pretending.
+      expect(info.limits).toEqual({})
+      return
+    }
+    expect(info.limits).toEqual(limits)
+    const mem = await sh(
+      id,
+      'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes',
+    )
+    expect(Number(mem.stdout.trim())).toBe(256 * MiB)
+    const pids = await sh(id, 'cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max')
+    expect(Number(pids.stdout.trim())).toBe(64)
+  })
+
+  it('isolates where it says it does: no new privileges, capabilities bounded, an init as PID 1', async () => {
+    const r = await sh(s.shared, 'grep -E "^(CapBnd|NoNewPrivs)" /proc/self/status; cat /proc/1/comm')
+    if (!opts.capabilities.isolation) {
+      // The host's own PID 1 is not ours: nothing here is isolated, and the runtime says so.
+      expect(s.rt.capabilities.limits).toBe(false)
+      return
+    }
+    const field = (k: string) => new RegExp(`${k}:\\s+(\\S+)`).exec(r.stdout)?.[1]
+    expect(field('NoNewPrivs')).toBe('1')
+    const bounding = BigInt(`0x${field('CapBnd')}`)
+    for (const [cap, bit] of Object.entries({ SYS_ADMIN: 21, NET_ADMIN: 12, NET_RAW: 13, MKNOD: 27, SYS_PTRACE: 19, SYS_MODULE: 16 })) {
+      expect({ cap, kept: (bounding >> BigInt(bit)) & 1n }).toEqual({ cap, kept: 0n })
+    }
+    expect(r.stdout.trim().split('\n').at(-1)).not.toBe('sleep')
+  })
+
+  it('runs commands as a non-root user where it says it can: no capabilities, its working directory and put files its own', async () => {
+    if (!s.rt.capabilities.unprivilegedUser) return
+    const id = await make({ user: '1000:1000' })
+    const r = await sh(id, 'id -u; grep CapEff /proc/self/status; touch /workspace/mine && echo writable')
+    expect(r.stdout).toMatch(/^1000\n/)
+    expect(r.stdout).toMatch(/CapEff:\s+0+\n/)
+    expect(r.stdout).toContain('writable')
+    await s.rt.putArchive(id, '/workspace', await packTar([{ name: 'put.txt', content: 'x\n' }]))
+    expect((await sh(id, 'stat -c %u /workspace/put.txt && echo more >> /workspace/put.txt && echo appended')).stdout).toMatch(/^1000\nappended/)
+  })
+
+  it('enforces the egress policies it names, and refuses the others', async () => {
+    const enforced = s.rt.capabilities.egress ?? []
+    for (const policy of ['none', 'public', 'allowlist'] as const) {
+      if (enforced.includes(policy)) continue
+      await expectContainerFailure(make({ egress: { policy } }), 'engine_error')
+    }
+    if (!enforced.includes('none')) return
+    const id = await make({ egress: { policy: 'none' } })
+    // Interfaces of the command's network namespace, loopback excepted.
+    const r = await sh(id, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$' | wc -l")
+    expect(r.stdout.trim()).toBe('0')
+  })
+}
