@@ -14,7 +14,7 @@ import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../rec
 import type { EventBus } from './event-bus.js'
 import type { EventLog } from '../workspaces/event-log.js'
 import { eventsFile, materialize, WORKSPACE_DIR, type MaterializeDeps } from './materialize.js'
-import type { ContainerPool, Lease, PooledContainer } from '../runtime/pool.js'
+import type { ContainerPool, Lease, PooledContainer } from '../runtime/index.js'
 import type { ProfilesService, ProfileRecord } from '../resources/profiles.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
