@@ -20,7 +20,7 @@ export { UsersService, hashKey, CALLER_KEY_PREFIX, OPERATOR_ID } from './resourc
 export { ApiKeysService, type ResolvedCredential } from './resources/api-keys.js'
 export { ProfilesService } from './resources/profiles.js'
 export { MemoryService } from './resources/memory.js'
-export * from './openapi.js'
+export * from './openapi/index.js'
 export * from './ports/container-runtime.js'
 export { ContainerPool, defaultPoolName, type PooledContainer, type Lease, type ClaimRequest, type PoolOptions, type Priority } from './runtime/index.js'
 export { workspaceVolumeName, createWorkspaceVolume, recoverVolumes, type VolumeOwner } from './runtime/volumes.js'
