@@ -64,5 +64,5 @@ export { MessengerThreads, type MessengerThreadsOptions } from './integrations/m
 export { MessengerWebhook, SECRET_TOKEN_HEADER, webhookSecretToken, secretTokenHash, type WebhookState, type MessengerWebhookOptions } from './integrations/messenger-webhook.js'
 export { createTaskSocket, ClientMessage, SLOW_CONSUMER_CLOSE, type TaskSocketOptions } from './transport/index.js'
 export * from './tasks/secret-forms.js'
-export { EnvironmentsService, DEFAULT_ENVIRONMENT_CAPS, type EnvironmentRecord, type EnvironmentCaps, type EnvironmentImages, type ResolvedEnvironment } from './resources/environments.js'
+export { EnvironmentsService, DEFAULT_ENVIRONMENT_CAPS, type EnvironmentRecord, type EnvironmentCaps, type EnvironmentImages, type ResolvedEnvironment } from './resources/index.js'
 export * from './net/private-ranges.js'

@@ -1,0 +1,5 @@
+/** workspaces/: a task's lasting place — workspace records, their files, snapshots, and the transcript store (event log). */
+export { WorkspacesService, type WorkspaceRecord } from './workspaces.js'
+export { EventLog, type EventLogOptions, type NewEvent } from './event-log.js'
+export { WorkspaceFilesService, workspacePath, MAX_ENTRIES, type FileEntry, type FileListing, type UploadResult, type WorkspaceFilesOptions } from './workspace-files.js'
+export { WorkspaceSnapshots, type WorkspaceSnapshotsOptions } from './workspace-snapshots.js'
