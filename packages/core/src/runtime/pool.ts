@@ -49,13 +49,7 @@ export class ContainerPool {
   constructor(opts: PoolOptions) {
     if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max)) throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
     this.o = { name: 'default', ...opts }
-    this.engine = new EngineLink({
-      runtime: opts.runtime,
-      logger: opts.logger,
-      retry: opts.retry,
-      pingTimeoutMs: opts.pingTimeoutMs,
-      reconnect: () => this.reconnect(),
-    })
+    this.engine = new EngineLink({ ...opts, reconnect: () => this.reconnect() })
     this.warm = new WarmUp({ wanted: () => this.wantsWarm(), create: () => this.create(), done: () => this.serveWaiters(), logger: opts.logger })
     this.image = new PoolImage({
       runtime: opts.runtime,
@@ -154,8 +148,7 @@ export class ContainerPool {
 
   /** Adopt what a previous run left that is still accounted for; remove the rest (see {@link recoverPool}). */
   recover(): Promise<{ adopted: number; removed: number }> {
-    const { runtime, store, logger, name, adopt } = this.o
-    return recoverPool({ runtime, store, logger, name, adopt, keep: (c) => this.containers.set(c.id, c) })
+    return recoverPool({ ...this.o, keep: (c) => this.containers.set(c.id, c) })
   }
 
   /**
