@@ -22,11 +22,10 @@ export {
   createBerthSocket,
   type BerthSocket,
   type BerthSocketOptions,
-  type ConnectSocket,
   type SocketState,
   type SubmittedOverSocket,
-  type WebSocketLike,
 } from './socket.js'
+export type { ConnectSocket, WebSocketLike } from './socket-connect.js'
 export type {
   SocketClientMessage,
   SocketServerMessage,

@@ -1,4 +1,5 @@
-import type { BerthSocketOptions, ConnectSocket } from './socket.js'
+import type { BerthSocketOptions } from './socket.js'
+import type { ConnectSocket } from './socket-connect.js'
 import type { RetryOptions } from './types.js'
 
 /** Options of {@link createBerthClient}. */

@@ -1,22 +1,9 @@
+/** The reconnecting `/v1/ws` client: exactly-once submits by `request_id`, and subscriptions that survive a reconnect. */
 import { ERROR_STATUS } from '@berth/core/contract'
 import { BerthError } from './errors.js'
 import type { TaskStatus } from '@berth/core/contract'
 import type { SocketClientMessage, SocketServerMessage, SubmitTaskInput, TaskMessage } from './socket-messages.js'
-
-/** The part of a WebSocket (browser's, or the `ws` package's) the client uses. */
-export interface WebSocketLike {
-  readonly readyState: number
-  send(data: string): void
-  close(code?: number, reason?: string): void
-  addEventListener(type: 'open' | 'close' | 'error' | 'message', listener: (event: { data?: unknown; code?: number }) => void): void
-}
-
-/**
- * Opens one WebSocket to `url` (already `ws:`/`wss:` and ending in `/v1/ws`) for `token`.
- * The default uses the global `WebSocket` and `?token=` (browsers cannot set headers);
- * `@berth/client/node` passes one on the `ws` package that sends `Authorization`.
- */
-export type ConnectSocket = (url: string, token: string | undefined) => WebSocketLike
+import { frameText, globalConnect, socketUrl, type ConnectSocket, type WebSocketLike } from './socket-connect.js'
 
 /** Options of {@link createBerthSocket}. */
 export interface BerthSocketOptions {
@@ -66,47 +53,6 @@ export interface BerthSocket {
   opened(): Promise<void>
   /** Close for good: no reconnect; pending submits reject with `ABORTED`. */
   close(): void
-}
-
-/** The WebSocket URL for a base URL: `http://h/p` → `ws://h/p/v1/ws`. */
-function socketUrl(baseURL: string): string {
-  const base = new URL(baseURL.endsWith('/') ? baseURL : `${baseURL}/`)
-  base.protocol = base.protocol === 'https:' ? 'wss:' : 'ws:'
-  return new URL('v1/ws', base).href
-}
-
-/**
- * Opens the global `WebSocket` (browsers, Node 22+), the token in the query (browsers
- * cannot set headers on a WebSocket).
- *
- * @example
- * ```ts
- * const ws = globalConnect('ws://127.0.0.1:3000/v1/ws', token)
- * ```
- */
-export const globalConnect: ConnectSocket = (url, token) => {
-  const Impl = (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket
-  if (!Impl) throw new TypeError('No global WebSocket here: pass `connect` (e.g. from @berth/client/node)')
-  return new Impl(token ? `${url}?token=${encodeURIComponent(token)}` : url)
-}
-
-/**
- * True when a global `WebSocket` exists.
- *
- * @example
- * ```ts
- * const follow = hasGlobalWebSocket() ? 'socket' : 'polling'
- * ```
- */
-export function hasGlobalWebSocket(): boolean {
-  return typeof (globalThis as { WebSocket?: unknown }).WebSocket === 'function'
-}
-
-function text(data: unknown): string {
-  if (typeof data === 'string') return data
-  // `ws` delivers text frames as Buffers (Uint8Array), browsers as strings.
-  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return new TextDecoder().decode(data)
-  return String(data)
 }
 
 function socketError(code: string, message: string, details?: Record<string, unknown>, url = ''): BerthError {
@@ -200,7 +146,7 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
   function onMessage(data: unknown) {
     let message: SocketServerMessage
     try {
-      message = JSON.parse(text(data)) as SocketServerMessage
+      message = JSON.parse(frameText(data)) as SocketServerMessage
     } catch {
       return
     }

@@ -13,7 +13,7 @@ export type { Caller } from './caller.js'
 // Routes and contract
 export { defineRoute, type AnyRoute, type AuthLevel, type HttpMethod, type MultipartBody, type RouteContext, type RouteDef, type RouteResult } from './route.js'
 export { routes, type Routes } from './routes/index.js'
-export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi.js'
+export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi/index.js'
 
 // Schemas (valibot; each is also its output type)
 export * from './schemas/index.js'
@@ -53,7 +53,7 @@ export type { ModelCatalog } from './models.js'
 export { indexEntryFor } from './records/indexes.js'
 
 // Resources
-export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages } from './resources/environments.js'
+export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages } from './resources/index.js'
 
 // Tasks
 export type { TaskRecord } from './tasks/record.js'
@@ -65,7 +65,7 @@ export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/even
 export { adoptRunningWorkspaces } from './workspaces/adopt.js'
 
 // Runtime (the warm container pool)
-export { ContainerPool, defaultPoolName, type Lease, type PoolOptions, type PooledContainer } from './runtime/pool.js'
+export { ContainerPool, defaultPoolName, type Lease, type PoolOptions, type PooledContainer } from './runtime/index.js'
 
 // Integrations
 export { deriveOAuthStateKey } from './integrations/oauth-state.js'
@@ -76,8 +76,8 @@ export { tokenBucket, type RateLimiter, type TokenBucketOptions } from './limits
 export { PRIVATE_IPV4_RANGES, PRIVATE_IPV6_RANGES, privateCidrs, touchesPrivateRange } from './net/private-ranges.js'
 
 // Transport (HTTP pipeline, WebSocket session)
-export { createAuthenticate, createPipeline, errorResponse, type Authenticate, type Pipeline, type PipelineOptions } from './transport/pipeline.js'
-export { createTaskSocket, type TaskSocketOptions } from './transport/socket.js'
+export { createAuthenticate, createPipeline, errorResponse, type Authenticate, type Pipeline, type PipelineOptions } from './transport/index.js'
+export { createTaskSocket, type TaskSocketOptions } from './transport/index.js'
 
 // Coordination of several instances (the port, its memory driver, and what drivers share)
 export type { Coordination, DelayedJobs, DueJob, Instances, JobPriority, JobQueue, NewJob, OnceKeys, PubSub, QueueCounts, RateBuckets, RateSettings, SlotLease, Slots, TakenJob } from './coordination/port.js'

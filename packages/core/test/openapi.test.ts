@@ -2,7 +2,7 @@ import SwaggerParser from '@apidevtools/swagger-parser'
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
 import { buildOpenApi, defineRoute, ERROR_STATUS, IdParams, routes, type AnyRoute, type ErrorCode, type OpenApiDocument } from '@berth/core'
-import { ANY_VALUE_DESCRIPTION, toOpenApiPath, type OpenApiOperation, type OpenApiSchema } from '../src/openapi.js'
+import { ANY_VALUE_DESCRIPTION, toOpenApiPath, type OpenApiOperation, type OpenApiSchema } from '../src/openapi/index.js'
 
 const INFO = { title: 'Berth', version: '0.0.0-test' }
 const doc = buildOpenApi(routes, INFO)

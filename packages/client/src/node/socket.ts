@@ -1,5 +1,5 @@
 import WebSocket from 'ws'
-import type { ConnectSocket, WebSocketLike } from '../socket.js'
+import type { ConnectSocket, WebSocketLike } from '../socket-connect.js'
 
 /**
  * Open Berth's WebSocket with the `ws` package (Node 20 has no global `WebSocket`),

@@ -4,6 +4,7 @@
  * core and the server only ever see this interface. Framework-neutral: bytes are
  * `Uint8Array`, streams are web `ReadableStream`s or async iterables.
  */
+import type { DirectoryListing, FileWrite } from './container-files.js'
 
 /** A host path bind-mounted, or a named volume mounted, into the container. */
 export interface ContainerMount {
@@ -218,38 +219,7 @@ export interface VolumeSummary {
   labels: Record<string, string>
 }
 
-/** One directory entry as {@link ContainerRuntime.listFiles} reports it. */
-export interface FileEntry {
-  name: string
-  type: 'file' | 'directory' | 'symlink' | 'other'
-  /** Bytes (for a symlink, the length of its target). */
-  size: number
-  /** Last modification, ISO-8601 UTC. */
-  mtime: string
-}
-
-/** A directory's entries, sorted by name, at most `maxEntries`. */
-export interface DirectoryListing {
-  entries: FileEntry[]
-  /** True when the directory holds more entries than were listed. */
-  truncated: boolean
-}
-
-/**
- * Files written in two steps (see {@link ContainerRuntime.writeFiles}): each `add` streams
- * one file into a staging directory under the root as it arrives; `commit` moves them all
- * into place at once, so a refused or broken upload leaves nothing behind.
- */
-export interface FileWrite {
-  /** Stream the next file in; resolves its size. A failing `body` rejects with its own error. */
-  add(body: AsyncIterable<Uint8Array>): Promise<number>
-  /** Move the added files into directory `dir` (created as needed), as `names[i]`. */
-  commit(dir: string, names: string[]): Promise<void>
-  /** Move the one added file to `path`, or into it as `name` when `path` is a directory; resolves where it went, relative to the root. */
-  commitOne(path: string, name: string): Promise<string>
-  /** Drop what was staged; nothing once committed. */
-  discard(): Promise<void>
-}
+export type { DirectoryListing, FileEntry, FileWrite } from './container-files.js'
 
 /** The port every container adapter implements. All failures reject with a `ContainerError` (`runtime/errors.ts`). */
 export interface ContainerRuntime {

@@ -1,43 +1,16 @@
-import { ApiError, validationError, type ValidationIssue } from '../errors.js'
+/** Environments: what an agent's container is made of, where it may connect, its limits; images provisioned once per content hash. */
+import { ApiError, validationError } from '../errors.js'
 import { newId } from '../ids.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { ContainerSpec, EgressPolicy } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import { Environment, type CreateEnvironment, type ImageStatus, type NetworkPolicy, type UpdateEnvironment } from '../schemas/environment.js'
+import { Environment, type CreateEnvironment, type ImageStatus, type UpdateEnvironment } from '../schemas/environment.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import { touchesPrivateRange } from '../net/private-ranges.js'
+import { checkCaps, normalizeEnvironment, type EnvironmentCaps } from './environment-caps.js'
 
 export interface EnvironmentRecord extends OwnedRecord, Omit<Environment, 'id' | 'created_at' | 'updated_at'> {}
-
-/** The operator's caps and defaults (standalone: `BERTH_ENV_*`). */
-export interface EnvironmentCaps {
-  /** Policy of the default environment and of environments that name none (default `public`). */
-  defaultPolicy: NetworkPolicy
-  /** Policies callers may choose (default all three). */
-  allowedPolicies: readonly NetworkPolicy[]
-  /** The most a caller may ask for; `null`: no cap. */
-  max: { cpus: number | null; memory_mb: number | null; pids: number | null; disk_mb: number | null }
-  /** Limits of containers whose environment sets none. */
-  defaults: { cpus: number; memory_mb: number; pids: number }
-  /**
-   * Let an allowlist (and the model endpoint it adds) name private, loopback, link-local or
-   * metadata addresses (default false: refused, 400 for a literal address, a failed
-   * container for a name that resolves to one).
-   */
-  allowPrivateDestinations?: boolean
-  /** Let an environment ask for `run_as_root` (default false: the agent is never root). */
-  allowRoot?: boolean
-}
-
-/** Caps when the deployment sets none: every policy offered, `public` by default, 4 CPUs, 8 GiB, 4096 pids, 20 GiB disk. */
-export const DEFAULT_ENVIRONMENT_CAPS: EnvironmentCaps = {
-  defaultPolicy: 'public',
-  allowedPolicies: ['none', 'public', 'allowlist'],
-  max: { cpus: 4, memory_mb: 8192, pids: 4096, disk_mb: 20480 },
-  defaults: { cpus: 2, memory_mb: 2048, pids: 1024 },
-}
 
 /** How an environment's image comes to exist: planned (ref and content hash) without work, built once per hash. */
 export interface EnvironmentImages {
@@ -102,27 +75,6 @@ export class EnvironmentsService {
     return toView(Environment, r, { run_as_root: r.run_as_root ?? false })
   }
 
-  /** 400 naming every field beyond the operator's caps. */
-  private checkCaps(r: Pick<EnvironmentRecord, 'network' | 'limits' | 'run_as_root'>): void {
-    const issues: ValidationIssue[] = []
-    const { caps } = this.o
-    if (r.run_as_root && !caps.allowRoot) issues.push({ location: 'body', path: 'run_as_root', message: 'this server does not let agents run as root' })
-    if (!caps.allowedPolicies.includes(r.network.policy)) {
-      issues.push({ location: 'body', path: 'network.policy', message: `policy "${r.network.policy}" is not offered here (allowed: ${caps.allowedPolicies.join(', ')})` })
-    }
-    for (const k of ['cpus', 'memory_mb', 'pids', 'disk_mb'] as const) {
-      const asked = r.limits[k]
-      const max = caps.max[k]
-      if (asked !== null && max !== null && asked > max) issues.push({ location: 'body', path: `limits.${k}`, message: `${asked} is above the operator's cap of ${max}` })
-    }
-    if (!caps.allowPrivateDestinations) {
-      r.network.allow.forEach((a, i) => {
-        if (touchesPrivateRange(a.host)) issues.push({ location: 'body', path: `network.allow.${i}.host`, message: `${a.host} reaches private, loopback, link-local or metadata addresses, which this server does not allow` })
-      })
-    }
-    if (issues.length) throw validationError(issues)
-  }
-
   private imageFor(image: string | null, packages: readonly string[]): { ref: string; hash: string | null } {
     if (!this.o.images) return { ref: image ?? 'default', hash: null }
     const { ref, hash } = this.o.images.plan({ image, packages })
@@ -158,27 +110,9 @@ export class EnvironmentsService {
     )
   }
 
-  private normalize(input: CreateEnvironment, base?: EnvironmentRecord): Pick<EnvironmentRecord, 'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root'> {
-    const network = input.network
-      ? { policy: input.network.policy, allow: (input.network.allow ?? []).map((a) => ({ host: a.host.toLowerCase(), ports: [...new Set(a.ports ?? [])] })) }
-      : (base?.network ?? { policy: this.o.caps.defaultPolicy, allow: [] })
-    if (network.policy !== 'allowlist') network.allow = []
-    const limits = { cpus: null, memory_mb: null, pids: null, disk_mb: null, ...base?.limits, ...input.limits }
-    return {
-      name: input.name,
-      description: input.description ?? base?.description ?? '',
-      image: input.image !== undefined ? input.image : (base?.image ?? null),
-      packages: input.packages ? [...new Set(input.packages)].sort() : (base?.packages ?? []),
-      network,
-      limits,
-      env: input.env ?? base?.env ?? {},
-      run_as_root: input.run_as_root ?? base?.run_as_root ?? false,
-    }
-  }
-
   async create(owner: string, input: CreateEnvironment): Promise<Environment> {
-    const fields = this.normalize(input)
-    this.checkCaps(fields)
+    const fields = normalizeEnvironment(input, this.o.caps)
+    checkCaps(this.o.caps, fields)
     const { ref, hash } = this.imageFor(fields.image, fields.packages)
     const now = isoNow(this.o.clock)
     const record: EnvironmentRecord = {
@@ -205,8 +139,8 @@ export class EnvironmentsService {
 
   async update(owner: string, id: string, input: UpdateEnvironment): Promise<Environment> {
     const r = await this.records.get(owner, id)
-    const fields = this.normalize({ ...input, name: input.name ?? r.name }, r)
-    this.checkCaps(fields)
+    const fields = normalizeEnvironment({ ...input, name: input.name ?? r.name }, this.o.caps, r)
+    checkCaps(this.o.caps, fields)
     const { ref, hash } = this.imageFor(fields.image, fields.packages)
     const changed = ref !== r.image_status.ref || hash !== r.image_status.hash || r.image_status.state === 'failed'
     const next: EnvironmentRecord = {

@@ -1,7 +1,7 @@
 /** A new container for a workspace that has none: a warm agent's, a warm pooled one, or one made for its environment or volume. */
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfileRecord } from '../resources/profiles.js'
-import type { Lease } from '../runtime/pool.js'
+import type { Lease } from '../runtime/index.js'
 import { createWorkspaceVolume, workspaceVolumeName } from '../runtime/volumes.js'
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { TaskEngine } from './engine.js'

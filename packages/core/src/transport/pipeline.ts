@@ -1,14 +1,15 @@
+/** The request pipeline: authenticate, rate-limit, validate and answer one route for one request. */
 import * as v from 'valibot'
-import { ApiError, isApiError, type ErrorBody } from '../errors.js'
+import { ApiError } from '../errors.js'
 import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'
 import type { Caller } from '../caller.js'
 import type { AnyRoute } from '../route.js'
 import type { Services } from '../services.js'
-
-/** Replaces bearer-key authentication: return the caller for a request, or `null` (401). */
-export type Authenticate = (request: Request) => Caller | null | Promise<Caller | null>
+import { createAuthenticate, type Authenticate } from './auth.js'
+import { limitBody } from './body-limit.js'
+import { errorResponse, json } from './response.js'
 
 export interface PipelineOptions {
   services: Services
@@ -29,45 +30,6 @@ export interface PipelineOptions {
   responseClass?: typeof Response
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-
-/**
- * A JSON response.
- *
- * @example
- * ```ts
- * return json({ ok: true }, 200)
- * ```
- */
-export function json(body: unknown, status = 200, headers?: Record<string, string>, R: typeof Response = Response): Response {
-  return new R(JSON.stringify(body), { status, headers: { 'content-type': JSON_TYPE, ...headers } })
-}
-
-/**
- * The error response for anything thrown: an {@link ApiError} keeps its code; anything else
- * is logged and answered as a generic 500 that reveals nothing.
- *
- * @example
- * ```ts
- * errorResponse(new ApiError('NOT_FOUND', 'no such route'))
- * ```
- */
-export function errorResponse(err: unknown, logger?: Logger, headers?: Record<string, string>, R: typeof Response = Response): Response {
-  if (isApiError(err)) return json(err.toJSON(), err.status, { ...headers, ...err.headers }, R)
-  logger?.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
-  const body: ErrorBody = { error: 'Internal server error', code: 'INTERNAL_ERROR' }
-  return json(body, 500, headers, R)
-}
-
-/** The bearer token of a request (`Authorization: Bearer …`, or `?token=` when allowed). */
-export function bearerToken(request: Request, allowQuery = false): string | null {
-  const header = request.headers.get('authorization')
-  const m = header?.match(/^Bearer\s+(\S+)\s*$/i)
-  if (m) return m[1]!
-  if (allowQuery) return new URL(request.url).searchParams.get('token')
-  return null
-}
-
 /** The request path for the log, with the route's credential segments replaced. */
 function loggedPath(route: AnyRoute, pathname: string): string {
   if (!route.secretParams?.length) return pathname
@@ -76,10 +38,6 @@ function loggedPath(route: AnyRoute, pathname: string): string {
     .split('/')
     .map((segment, i) => (route.secretParams!.includes(template[i]?.slice(1) ?? '') && template[i]!.startsWith(':') ? '[redacted]' : segment))
     .join('/')
-}
-
-function isValidCaller(c: Caller): boolean {
-  return typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,128}$/.test(c.id) && (c.role === 'user' || c.role === 'admin')
 }
 
 /**
@@ -230,62 +188,3 @@ export function createPipeline(opts: PipelineOptions) {
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>
-
-/**
- * The request with its body capped at `limit` bytes: 413 now when the declared length is
- * over it, else reading past it fails with 413 (the handler's read throws it), so an
- * upload is counted as it streams and never buffered here.
- */
-function limitBody(request: Request, limit: number): Request {
-  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit }, { connection: 'close' })
-  const declared = request.headers.get('content-length')
-  if (declared !== null && Number(declared) > limit) throw tooLarge()
-  if (!request.body) return request
-  let size = 0
-  const counted = request.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        size += chunk.byteLength
-        if (size > limit) controller.error(tooLarge())
-        else controller.enqueue(chunk)
-      },
-    }),
-    // Never cancel the incoming stream (see readBodyBytes: Node 20 would throw an uncaught
-    // error for data arriving afterwards); a 413 closes the connection instead.
-    { preventCancel: true },
-  )
-  return new Request(request.url, { method: request.method, headers: request.headers, body: counted, signal: request.signal, duplex: 'half' } as RequestInit)
-}
-
-/**
- * The request → caller function the pipeline and the WebSocket share: the embedder's
- * `authenticate`, or Berth caller keys and the operator token (`Authorization: Bearer`, and
- * `?token=` when `allowQuery`, for browsers opening a WebSocket). A caller whose id could
- * escape its storage key range is refused (and the embedder told why).
- *
- * @example
- * ```ts
- * const authenticate = createAuthenticate({ services, logger })
- * const caller = await authenticate(request) // Caller | null
- * ```
- */
-export function createAuthenticate(opts: Pick<PipelineOptions, 'authenticate' | 'services' | 'logger'>, allowQuery = false): Authenticate {
-  const base: Authenticate =
-    opts.authenticate ??
-    ((req) => {
-      const token = bearerToken(req, allowQuery)
-      return token ? opts.services.users.authenticate(token) : null
-    })
-  return async (request) => {
-    const caller = await base(request)
-    if (caller && !isValidCaller(caller)) {
-      // Caller ids become part of storage keys: one with a ':' could reach into another
-      // owner's key range. Refuse it as unauthenticated and tell the embedder why.
-      opts.logger.warn('authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin', {
-        role: String(caller.role).slice(0, 20),
-      })
-      return null
-    }
-    return caller
-  }
-}

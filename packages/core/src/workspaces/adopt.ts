@@ -1,6 +1,6 @@
 import type { Store } from '../ports/store.js'
 import { OwnedCollection } from '../records/collection.js'
-import type { PooledContainer } from '../runtime/pool.js'
+import type { PooledContainer } from '../runtime/index.js'
 import type { WorkspaceRecord } from './workspaces.js'
 
 /**

@@ -1,24 +1,14 @@
+/** The transcript store: each workspace's append-only event log, buffered, segmented, compacted and recovered. */
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { TranscriptEvent } from '../schemas/task.js'
+import { compact, mergeable } from './event-log-compaction.js'
+import { recoverSegments } from './event-log-recovery.js'
+import { findSegment, SegmentStore, type Segment } from './event-segments.js'
 
 /** An event before it has a place in the log. */
 export type NewEvent = { type: TranscriptEvent['type']; task_id: string } & Record<string, unknown>
-
-/** What one stored key holds: the events `first..last`, all of them, in order. */
-interface StoredSegment {
-  first: number
-  last: number
-  events: TranscriptEvent[]
-}
-
-/** Where a range of the log is stored. */
-interface Segment {
-  first: number
-  last: number
-  key: string
-}
 
 /** One open log: the index of its segments and what is not written yet. */
 interface Log {
@@ -45,59 +35,6 @@ export interface EventLogOptions {
   idleMs?: number
   /** Parsed segments kept in memory, counted in events (default 100,000). */
   cacheEvents?: number
-}
-
-const KEY_DIGITS = 12
-const pad = (n: number) => String(n).padStart(KEY_DIGITS, '0')
-const SEGMENT_SUFFIX = new RegExp(`^(\\d{${KEY_DIGITS}})-(\\d{${KEY_DIGITS}})$`)
-
-function isSegment(value: unknown, first: number, last: number): value is StoredSegment {
-  if (typeof value !== 'object' || value === null) return false
-  const s = value as Partial<StoredSegment>
-  return (
-    s.first === first &&
-    s.last === last &&
-    Array.isArray(s.events) &&
-    s.events.length === last - first + 1 &&
-    s.events[0]?.seq === first &&
-    s.events[s.events.length - 1]?.seq === last
-  )
-}
-
-/** Parsed segments by key, least recently used first, bounded by their event count. */
-class SegmentCache {
-  private readonly map = new Map<string, TranscriptEvent[]>()
-  private size = 0
-
-  constructor(private readonly max: number) {}
-
-  get(key: string): TranscriptEvent[] | undefined {
-    const events = this.map.get(key)
-    if (events) {
-      this.map.delete(key)
-      this.map.set(key, events)
-    }
-    return events
-  }
-
-  put(key: string, events: TranscriptEvent[]): void {
-    this.drop(key)
-    if (events.length > this.max) return
-    this.map.set(key, events)
-    this.size += events.length
-    for (const [k, v] of this.map) {
-      if (this.size <= this.max) break
-      this.map.delete(k)
-      this.size -= v.length
-    }
-  }
-
-  drop(key: string): void {
-    const old = this.map.get(key)
-    if (!old) return
-    this.map.delete(key)
-    this.size -= old.length
-  }
 }
 
 /**
@@ -131,14 +68,14 @@ export class EventLog {
   private readonly logs = new Map<string, Log>()
   private readonly opening = new Map<string, Promise<Log>>()
   private readonly lock = new KeyedMutex()
-  private readonly cache: SegmentCache
+  private readonly segments: SegmentStore
   private readonly flushMs: number
   private readonly segmentEvents: number
   private readonly compactAfter: number
   private readonly idleMs: number
 
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly clock: Clock,
     opts: EventLogOptions = {},
   ) {
@@ -146,35 +83,7 @@ export class EventLog {
     this.segmentEvents = Math.max(1, opts.segmentEvents ?? 1000)
     this.compactAfter = Math.max(2, opts.compactAfter ?? 16)
     this.idleMs = opts.idleMs ?? 2000
-    this.cache = new SegmentCache(opts.cacheEvents ?? 100_000)
-  }
-
-  private prefix(owner: string, ws: string): string {
-    return `eventlog:${owner}:${ws}:`
-  }
-
-  private segmentKey(owner: string, ws: string, first: number, last: number): string {
-    return `${this.prefix(owner, ws)}${pad(first)}-${pad(last)}`
-  }
-
-  /** A segment's events, or `null` when it is missing or not intact (torn, foreign). */
-  private async load(seg: Segment): Promise<TranscriptEvent[] | null> {
-    const cached = this.cache.get(seg.key)
-    if (cached) return cached
-    let value: unknown
-    try {
-      value = await this.store.get<unknown>(seg.key)
-    } catch {
-      return null
-    }
-    if (!isSegment(value, seg.first, seg.last)) return null
-    this.cache.put(seg.key, value.events)
-    return value.events
-  }
-
-  private async removeKey(key: string): Promise<void> {
-    this.cache.drop(key)
-    await this.store.remove(key).catch(() => {})
+    this.segments = new SegmentStore(store, opts.cacheEvents ?? 100_000)
   }
 
   /** The open log of a workspace, opening it from the store the first time. */
@@ -196,50 +105,9 @@ export class EventLog {
     return opening
   }
 
-  /**
-   * Build the index from the stored keys: finish a compaction a crash interrupted (keep
-   * the merged segment when intact, else its parts), drop a torn newest segment, and
-   * continue after the last intact event.
-   */
+  /** The log as stored: its intact segments, continuing after the last intact event. */
   private async recover(owner: string, ws: string): Promise<Log> {
-    const prefix = this.prefix(owner, ws)
-    const found: Segment[] = []
-    for (const key of await this.store.keys(prefix)) {
-      const m = SEGMENT_SUFFIX.exec(key.slice(prefix.length))
-      if (!m) continue
-      const first = Number(m[1])
-      const last = Number(m[2])
-      if (first >= 1 && last >= first) found.push({ first, last, key })
-    }
-    // Widest first among those starting at the same seq: a merged segment before its parts.
-    found.sort((a, b) => a.first - b.first || b.last - a.last)
-    const segments: Segment[] = []
-    let covered = 0
-    for (let i = 0; i < found.length; i++) {
-      const seg = found[i]!
-      if (seg.last <= covered) {
-        // Inside a range already taken: a part whose compaction finished.
-        await this.removeKey(seg.key)
-        continue
-      }
-      // Sorted by `first`: the next one is the first that could start inside this one.
-      const overlapsNext = (found[i + 1]?.first ?? Infinity) <= seg.last
-      if (overlapsNext && !(await this.load(seg))) {
-        // A merged segment the crash tore: its parts are still there.
-        await this.removeKey(seg.key)
-        continue
-      }
-      // A partial overlap (never written so, but harmless): readers skip what they have.
-      segments.push(seg)
-      covered = seg.last
-    }
-    // Only the segment being written when a crash hit can be torn: the newest one.
-    while (segments.length) {
-      const newest = segments[segments.length - 1]!
-      if (await this.load(newest)) break
-      await this.removeKey(newest.key)
-      segments.pop()
-    }
+    const segments = await recoverSegments(this.segments, owner, ws)
     const log: Log = { owner, ws, segments, count: segments.at(-1)?.last ?? 0, pending: [], flushTimer: null, idleTimer: null }
     // Finishes a compaction of the previous run, then lets an unused log go from memory.
     this.scheduleIdle(log)
@@ -286,77 +154,14 @@ export class EventLog {
       if (!log.pending.length) return
       while (log.pending.length) {
         const batch = log.pending.slice(0, this.segmentEvents)
-        const seg = { first: batch[0]!.seq, last: batch[batch.length - 1]!.seq, key: '' }
-        seg.key = this.segmentKey(owner, ws, seg.first, seg.last)
-        await this.store.set<StoredSegment>(seg.key, { first: seg.first, last: seg.last, events: batch })
-        this.cache.put(seg.key, batch)
+        const seg = await this.segments.write(owner, ws, batch)
         // Index and buffer change together, so a reader finds every seq in one of them.
         log.segments.push(seg)
         log.pending.splice(0, batch.length)
       }
-      if (this.mergeable(log) >= this.compactAfter) await this.compact(log)
+      if (mergeable(log.segments, this.segmentEvents) >= this.compactAfter) await compact(log, this.segments, this.segmentEvents)
       this.scheduleIdle(log)
     })
-  }
-
-  /**
-   * Runs of adjacent small segments (under half of `segmentEvents`) that compaction can
-   * merge: two or more each, oldest first.
-   */
-  private smallRuns(log: Log): Segment[][] {
-    const runs: Segment[][] = []
-    let run: Segment[] = []
-    for (const seg of log.segments) {
-      const small = seg.last - seg.first + 1 < this.segmentEvents / 2
-      if (small && run.length && run[run.length - 1]!.last + 1 === seg.first) run.push(seg)
-      else {
-        if (run.length >= 2) runs.push(run)
-        run = small ? [seg] : []
-      }
-    }
-    if (run.length >= 2) runs.push(run)
-    return runs
-  }
-
-  private mergeable(log: Log): number {
-    return this.smallRuns(log).reduce((n, run) => n + run.length, 0)
-  }
-
-  /**
-   * Merge runs of small segments into segments of up to `segmentEvents`. Each merged
-   * segment is written under its own new key before its parts are deleted.
-   */
-  private async compact(log: Log): Promise<void> {
-    const groups: Segment[][] = []
-    for (const run of this.smallRuns(log)) {
-      let group: Segment[] = []
-      let size = 0
-      for (const seg of run) {
-        const n = seg.last - seg.first + 1
-        if (group.length && size + n > this.segmentEvents) {
-          groups.push(group)
-          group = []
-          size = 0
-        }
-        group.push(seg)
-        size += n
-      }
-      groups.push(group)
-    }
-    for (const parts of groups) {
-      if (parts.length < 2) continue
-      const loaded = await Promise.all(parts.map((p) => this.load(p)))
-      if (loaded.some((e) => e === null)) continue
-      const events = (loaded as TranscriptEvent[][]).flat()
-      const merged: Segment = { first: parts[0]!.first, last: parts[parts.length - 1]!.last, key: '' }
-      merged.key = this.segmentKey(log.owner, log.ws, merged.first, merged.last)
-      await this.store.set<StoredSegment>(merged.key, { first: merged.first, last: merged.last, events })
-      this.cache.put(merged.key, events)
-      const at = log.segments.indexOf(parts[0]!)
-      if (at < 0) continue
-      log.segments.splice(at, parts.length, merged)
-      for (const p of parts) await this.removeKey(p.key)
-    }
   }
 
   /** After `idleMs` without a flush: compact the tail, then let the log go from memory. */
@@ -368,7 +173,7 @@ export class EventLog {
       void this.lock
         .run(id, async () => {
           if (this.logs.get(id) !== log || log.pending.length || log.flushTimer) return
-          if (this.mergeable(log) >= 2) await this.compact(log)
+          if (mergeable(log.segments, this.segmentEvents) >= 2) await compact(log, this.segments, this.segmentEvents)
           if (!log.pending.length && !log.flushTimer && !log.idleTimer) this.logs.delete(id)
         })
         .catch(() => {})
@@ -401,7 +206,7 @@ export class EventLog {
         cursor = seg.first - 1 // events lost to damage: skip the gap
         continue
       }
-      const events = await this.load(seg)
+      const events = await this.segments.load(seg)
       if (!events) {
         const current = await this.open(owner, ws)
         // Still indexed and unreadable: damaged. Otherwise compacted or reopened: look again.
@@ -432,7 +237,7 @@ export class EventLog {
       if (log?.flushTimer) clearTimeout(log.flushTimer)
       if (log?.idleTimer) clearTimeout(log.idleTimer)
       this.logs.delete(id)
-      for (const key of await this.store.keys(this.prefix(owner, ws))) await this.removeKey(key)
+      await this.segments.removeAll(owner, ws)
     })
   }
 
@@ -448,21 +253,4 @@ export class EventLog {
       }),
     )
   }
-}
-
-/** The segment holding `seq`, else the first one after it, else `undefined` (binary search). */
-function findSegment(segments: Segment[], seq: number): Segment | undefined {
-  let lo = 0
-  let hi = segments.length - 1
-  let after: Segment | undefined
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1
-    const s = segments[mid]!
-    if (seq < s.first) {
-      after = s
-      hi = mid - 1
-    } else if (seq > s.last) lo = mid + 1
-    else return s
-  }
-  return after
 }
