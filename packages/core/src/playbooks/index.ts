@@ -1,4 +1,4 @@
-/** playbooks/: saved prompts run on demand, on a schedule or by webhook, and the record of each run. */
+/** playbooks/: saved prompts run on demand or by webhook, and the record of each run. */
 export { PlaybooksService, webhookPath } from './playbooks.js'
 export type { PlaybookRecord } from './record.js'
 export { PlaybookRunsService, runPrompt, type RunRecord, type PlaybookRunsOptions } from './playbook-runs.js'

@@ -1,3 +1,4 @@
+/** routes/: the route table — one file per area, each a list of defineRoute() operations; this index joins them in one table. */
 import type { AnyRoute } from '../route.js'
 import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRoutes, secretRoutes, skillRoutes, toolRoutes } from './resources.js'
 import { poolRoutes } from './pool.js'

@@ -1,3 +1,4 @@
+/** schemas/: the valibot schemas of every request and response: the API types, the OpenAPI document and the client types come from them. */
 export * from './common.js'
 export * from './profile.js'
 export * from './api-key.js'

@@ -1,0 +1,10 @@
+/** integrations/: what Berth delivers to and hears from outside — integrations and their config, notifications and deliveries, OAuth-connected chat and mail, banking, messenger, Git accounts, and OAuth state. */
+export { IntegrationsService, type IntegrationRecord } from './integrations.js'
+export { NotificationsService, type NotificationSubject } from './notifications.js'
+export { DeliveryLog, type DeliveryRecord } from './deliveries.js'
+export { ChatMailConnectService } from './chat-mail-connect.js'
+export { ChatEventsService } from './chat-events.js'
+export { BankProviderService } from './bank-provider.js'
+export { MessengerService } from './messenger-bot.js'
+export { GitAccountsService, type GitAccountRecord } from './git-accounts.js'
+export { OAuthStates, deriveOAuthStateKey } from './oauth-state.js'
