@@ -109,7 +109,7 @@ ensure_docker() {
     log "docker: starting dockerd in the background (log: /var/log/berth-dockerd.log)"
     rm -f /var/run/docker.pid
     # From /: a daemon keeps the directory it started in, and its shims fail once that is deleted.
-    (cd / && setsid nohup dockerd >/var/log/berth-dockerd.log 2>&1 </dev/null 9>&- &)
+    (cd / && exec setsid nohup dockerd >/var/log/berth-dockerd.log 2>&1 </dev/null) 9>&- &
   fi
   wait_socket docker "$DOCKER_SOCKET" /var/log/berth-dockerd.log || die "docker: engine would not start"
 }
@@ -175,7 +175,8 @@ ensure_podman() {
   rm -f "$PODMAN_SOCKET"
   log "podman: starting 'podman system service --time=0 unix://$PODMAN_SOCKET' in the background (log: /var/log/berth-podman.log)"
   # From /: conmon inherits the service's directory and fails ("write child: broken pipe") once it is deleted.
-  (cd / && setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" >/var/log/berth-podman.log 2>&1 </dev/null 9>&- & echo $! >"$PODMAN_PIDFILE")
+  (cd / && exec setsid nohup podman system service --time=0 "unix://$PODMAN_SOCKET" >/var/log/berth-podman.log 2>&1 </dev/null) 9>&- &
+  echo $! >"$PODMAN_PIDFILE"
   wait_socket podman "$PODMAN_SOCKET" /var/log/berth-podman.log || die "podman: API service would not start"
 }
 
