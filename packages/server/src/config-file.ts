@@ -21,6 +21,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_STORAGE: 'storage',
   BERTH_REDIS_URL: 'redisUrl',
   BERTH_RUNTIME: 'runtime',
+  BERTH_ENGINE_URL: 'engineUrl',
   BERTH_IMAGE: 'image',
   BERTH_RUNNER: 'runner',
   BERTH_RATE_RPM: 'rateLimit.rpm',
