@@ -172,7 +172,9 @@ export class NotificationsService {
     if (shared) {
       // One delayed job per attempt: scheduling it again (another instance's recover) is ignored.
       const id = `${retryId(r)}:${r.attempt}`
-      const queued = this.startProcessing(shared).then(() => shared.delayed.schedule(RETRY_QUEUE, id, r.due, r))
+      // `due` is on this service's clock; the backend's jobs run on the wall clock.
+      const runAt = Date.now() + Math.max(0, r.due - this.o.clock.now())
+      const queued = this.startProcessing(shared).then(() => shared.delayed.schedule(RETRY_QUEUE, id, runAt, r))
       this.track(queued).catch((err) => this.o.logger.warn('notification retry not scheduled', { integration: r.integration_id, error: String(err) }))
       return
     }
