@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { createStorage } from 'unstorage'
 import { localRuntime } from '@berth/adapter-local'
-import { memoryCoordination, memoryHub, silentLogger, type Coordination } from '@berth/core'
-import { createBerth, createCoordination, redisStore, type Berth, type BerthOptions } from '@berth/server'
+import { memoryCoordination, memoryHub, silentLogger, type Coordination, type Store } from '@berth/core'
+import { createBerth, createCoordination, redisStore, unstorageStore, type Berth, type BerthOptions } from '@berth/server'
 import type { LocalRedis } from '@berth/testkit'
 import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
@@ -38,16 +38,39 @@ export interface Cluster {
 let n = 0
 
 /**
+ * The store as a slow network hop would make it: the answers to reads of the single-use
+ * records (OAuth states, WebSocket request ids) take `ms` to arrive, so two instances using one at once overlap
+ * every time, as they can under load, instead of one finishing before the other starts.
+ */
+function slowSingleUseReads(store: Store, ms: number): Store {
+  const slow = ['oauth-states:', 'ws-requests:']
+  return new Proxy(store, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown
+      if (prop === 'get') {
+        return async (key: string) => {
+          // The answer travels back slowly: what was read may have changed by the time it arrives.
+          const value = await target.get(key)
+          if (slow.some((p) => key.startsWith(p))) await new Promise((r) => setTimeout(r, ms))
+          return value
+        }
+      }
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+    },
+  })
+}
+
+/**
  * `count` instances on one store and one coordination backend. `local`: each drives its own
  * `local` runtime (host processes, the real runner and the offline model), for tasks that run.
  */
 export async function startCluster(
   backend: Backend,
-  opts: { count: number; redis?: LocalRedis; berth?: Partial<BerthOptions>; local?: boolean },
+  opts: { count: number; redis?: LocalRedis; berth?: Partial<BerthOptions>; local?: boolean; slowSingleUse?: boolean },
 ): Promise<Cluster> {
   const run = `${process.pid}-${++n}-${randomBytes(3).toString('hex')}`
   const hub = memoryHub()
-  const shared = createStorage()
+  const shared = unstorageStore(createStorage())
   // One key for the deployment, as operators set BERTH_ENCRYPTION_KEY on every instance.
   const encryptionKey = randomBytes(32).toString('base64')
   const instances: Instance[] = []
@@ -60,8 +83,7 @@ export async function startCluster(
           ? memoryCoordination({ hub, instanceId })
           : await createCoordination({ driver: 'redis', url: opts.redis!.path, prefix: `c-${run}:`, instanceId })
       const dataDir = mkdtempSync(join(tmpdir(), 'berth-shared-'))
-      const storage: Partial<BerthOptions> =
-        backend === 'memory' ? { storage: shared } : { store: redisStore({ client: opts.redis!.connect(), prefix: `s-${run}:` }) }
+      const store = backend === 'memory' ? shared : redisStore({ client: opts.redis!.connect(), prefix: `s-${run}:` })
       let runtime: Partial<BerthOptions> = {}
       if (opts.local) {
         const baseDir = mkdtempSync(join(tmpdir(), 'berth-shared-local-'))
@@ -74,7 +96,7 @@ export async function startCluster(
         })
       }
       const berth = createBerth({
-        ...storage,
+        store: opts.slowSingleUse ? slowSingleUseReads(store, 150) : store,
         ...runtime,
         coordination,
         dataDir,

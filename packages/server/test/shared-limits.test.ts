@@ -82,6 +82,7 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
         count: 3,
         redis,
         local: true,
+        slowSingleUse: true,
         berth: { gitProviders: { github: github.config() }, notifications: { attempts: 3, backoffMs: 300, timeoutMs: 2000 } },
       })
     })
