@@ -232,14 +232,14 @@ export function createServices(opts: ServicesOptions): Services {
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
   const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry, sharedBy: opts.coordination })
-  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications })
+  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the
   // deployment's transport.
   const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
   channels.register('bankprovider', bankProvider.channel)
-  const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations })
+  const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations, once: coordination.once })
   channels.register('messenger', messenger.channel)
   integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
   const chatMail = new ChatMailConnectService({ store, clock, cipher, logger, states: oauthStates, integrations, providers: opts.connectProviders ?? {} })
