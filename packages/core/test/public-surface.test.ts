@@ -42,6 +42,7 @@ const PINNED = [
   'checkQueueName',
   'checkRateSettings',
   'collectExec',
+  'coordinatedLimiter',
   'createAesGcmCipher',
   'createAuthenticate',
   'createChannelRegistry',

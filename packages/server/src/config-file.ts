@@ -20,6 +20,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_ENCRYPTION_KEY: 'encryptionKey',
   BERTH_STORAGE: 'storage',
   BERTH_REDIS_URL: 'redisUrl',
+  BERTH_REDIS_PREFIX: 'redisPrefix',
+  BERTH_INSTANCE_ID: 'instanceId',
   BERTH_RUNTIME: 'runtime',
   BERTH_ENGINE_URL: 'engineUrl',
   BERTH_IMAGE: 'image',

@@ -1,3 +1,4 @@
+import type { OnceKeys } from '../coordination/port.js'
 import { isApiError } from '../errors.js'
 import { newId, randomToken } from '../ids.js'
 import { KeyedMutex } from '../internal/mutex.js'
@@ -31,6 +32,8 @@ export interface PlaybookRunsOptions {
   bus: EventBus
   tasks: TasksService
   notifications: NotificationsService
+  /** Where ending a run is claimed, so of several instances ending it at once one notifies (default: this process's lock only). */
+  once?: OnceKeys
 }
 
 const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
@@ -201,6 +204,8 @@ export class PlaybookRunsService {
       const runs = this.collection(playbookId)
       const run = await runs.find(owner, runId)
       if (!run || DONE.includes(run.status)) return null
+      // Another instance (its recover(), or its copy of the task's end) may be ending it too.
+      if (this.o.once && !(await this.o.once.claimOnce(`playbook-run-end:${runId}`, 86_400_000))) return null
       const next = await runs.put({ ...run, ...changes, updated_at: isoNow(this.o.clock) })
       await this.o.store.remove(`active-runs:${runId}`)
       return next
