@@ -209,7 +209,7 @@ export function createServices(opts: ServicesOptions): Services {
   const workspaces = new WorkspacesService(store, clock)
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
-  const slots = new ConcurrencySlots(opts.concurrency ?? 5)
+  const slots = new ConcurrencySlots(opts.concurrency ?? 5, { slots: coordination.slots })
   const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)), undefined, coordination.once)
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
@@ -226,6 +226,7 @@ export function createServices(opts: ServicesOptions): Services {
     catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
     engine: opts.engine,
     snapshots,
+    coordination,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
   })
