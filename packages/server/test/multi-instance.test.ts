@@ -26,7 +26,8 @@ beforeAll(async () => {
   redis = await startRedis()
   proxy = await tcpProxy(readEngine('docker').socketPath)
   // ioredis takes a unix socket path where a URL goes.
-  shared = { BERTH_REDIS_URL: redis.path, BERTH_REDIS_PREFIX: `mi-${randomBytes(4).toString('hex')}:` }
+  // One encryption key for all, as operators must: secrets are stored once, in Redis.
+  shared = { BERTH_REDIS_URL: redis.path, BERTH_REDIS_PREFIX: `mi-${randomBytes(4).toString('hex')}:`, BERTH_ENCRYPTION_KEY: randomBytes(32).toString('hex') }
   const tag = randomBytes(3).toString('hex')
   ;[a, b, c] = await Promise.all([
     startInstance({ id: `mi-a-${tag}`, engine: 'docker', settings: shared }),
