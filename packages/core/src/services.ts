@@ -233,7 +233,7 @@ export function createServices(opts: ServicesOptions): Services {
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
   const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry, sharedBy: opts.coordination })
-  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once })
+  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once, ...(opts.coordination && { startGraceMs: 60_000 }) })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the

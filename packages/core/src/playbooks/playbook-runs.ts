@@ -34,6 +34,11 @@ export interface PlaybookRunsOptions {
   notifications: NotificationsService
   /** Where ending a run is claimed, so of several instances ending it at once one notifies (default: this process's lock only). */
   once?: OnceKeys
+  /**
+   * With several instances: a run younger than this whose task is not submitted yet may be
+   * another live instance's run being started, so `recover()` leaves it (default 0).
+   */
+  startGraceMs?: number
 }
 
 const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
@@ -231,6 +236,7 @@ export class PlaybookRunsService {
       if (task && DONE.includes(task.status)) {
         await this.end(ref.owner, ref.playbook_id, runId, fromTask(task))
       } else if (!task) {
+        if (!run.task_id && this.o.clock.now() - Date.parse(run.created_at) < (this.o.startGraceMs ?? 0)) continue
         await this.end(ref.owner, ref.playbook_id, runId, {
           status: 'failed',
           finished_at: isoNow(this.o.clock),
