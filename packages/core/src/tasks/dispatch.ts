@@ -11,7 +11,7 @@ import type { Workload } from './workload.js'
 
 /** The queue any instance takes new work from, and the one of follow-ups for one instance. */
 export const SHARED_QUEUE = 'tasks'
-export const instanceQueue = (instanceId: string) => `tasks@${instanceId}`
+export const instanceQueue = (instanceId: string) => `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 100)
 
 export interface DispatchOptions {
   coordination: Coordination
