@@ -3,13 +3,20 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { localRuntime } from '@berth/adapter-local'
-import { silentLogger, type Coordination, type Task } from '@berth/core'
+import { silentLogger, type Coordination, type Store, type Task } from '@berth/core'
 import { createStorage } from 'unstorage'
 import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
 import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 type Json = Record<string, any>
+
+/** What the instances share: coordination per instance (one backend) and, optionally, a store per instance (one backend). */
+export interface Backend {
+  coordination(i: number): Coordination | Promise<Coordination>
+  /** Default: one unstorage memory store shared by all. */
+  store?(i: number): Store
+}
 
 export interface Instance {
   s: TestServer
@@ -22,8 +29,8 @@ export interface Instance {
  * A cluster: `maxes[i]` is instance i's pool max. One user, key and profile, made on the
  * first instance (the store is shared, so every instance knows them).
  */
-export async function startCluster(maxes: number[], coordinationFor: (i: number) => Coordination, opts: { storage?: ReturnType<typeof createStorage>; recoveryGraceMs?: number } = {}) {
-  const storage = opts.storage ?? createStorage()
+export async function startCluster(maxes: number[], backend: Backend, opts: { recoveryGraceMs?: number } = {}) {
+  const storage = createStorage()
   const dirs: string[] = []
   const instances: Instance[] = []
   let token = ''
@@ -32,9 +39,10 @@ export async function startCluster(maxes: number[], coordinationFor: (i: number)
     dirs.push(baseDir)
     const runtime = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
     const pool = uniquePoolName(`inst${i}`)
-    const coordination = coordinationFor(i)
+    const coordination = await backend.coordination(i)
+    const store = backend.store?.(i)
     const s = await startServer({
-      storage,
+      ...(store ? { storage: undefined, store } : { storage }),
       runtime,
       coordination,
       pool: { image: 'local', min: 0, max, name: pool },

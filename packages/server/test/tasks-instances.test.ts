@@ -6,22 +6,48 @@
  * instance's tasks taken over.
  */
 import { memoryCoordination, memoryHub, type TaskMessage, type TranscriptEvent } from '@berth/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { createCoordination, redisStore } from '@berth/server'
+import { startRedis, type LocalRedis } from '@berth/testkit'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from './pool.helpers.js'
-import { slowPrompt, startCluster } from './tasks-instances.helpers.js'
+import { slowPrompt, startCluster, type Backend } from './tasks-instances.helpers.js'
 
 type Cluster = Awaited<ReturnType<typeof startCluster>>
 
-describe('tasks over several instances (memory coordination)', () => {
+const memoryBackend = (): Backend => {
+  const hub = memoryHub()
+  return { coordination: (i) => memoryCoordination({ hub, instanceId: `inst-${i}`, leaseMs: 1_000 }) }
+}
+
+let redis: LocalRedis | undefined
+let run = 0
+/** One real redis-server: the store and the coordination of every instance in it, a prefix per test. */
+const redisBackend = (): Backend => {
+  const prefix = `ti${++run}:`
+  return {
+    coordination: () => createCoordination({ driver: 'redis', url: redis!.path, prefix: `${prefix}c:`, leaseMs: 1_000 }),
+    store: () => redisStore({ client: redis!.connect(), prefix: `${prefix}s:` }),
+  }
+}
+
+describe('tasks over several instances (memory coordination)', () => clusterCases(memoryBackend))
+
+describe('tasks over several instances (redis store and coordination)', () => {
+  beforeAll(async () => {
+    redis = await startRedis()
+  })
+  afterAll(async () => {
+    await redis?.stop()
+  })
+  clusterCases(redisBackend)
+})
+
+function clusterCases(onHub: () => Backend): void {
   let cluster: Cluster | undefined
   afterEach(async () => {
     await cluster?.close()
     cluster = undefined
   })
-  const onHub = () => {
-    const hub = memoryHub()
-    return (i: number) => memoryCoordination({ hub, instanceId: `inst-${i}`, leaseMs: 1_000 })
-  }
 
   it('20 parallel submits over 3 instances admit exactly the profile’s 5', async () => {
     cluster = await startCluster([4, 4, 4], onHub())
@@ -112,4 +138,4 @@ describe('tasks over several instances (memory coordination)', () => {
     const ws = await a.s.berth.services.workspaces.records.get(cluster.ownerId, first.body.workspace_id)
     expect(ws.instance_id).toBe(a.coordination.instanceId)
   })
-})
+}
