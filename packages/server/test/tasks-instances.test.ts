@@ -79,6 +79,18 @@ function clusterCases(onHub: () => Backend): void {
     expect(ws.instance_id).toBe(b.coordination.instanceId)
   })
 
+  it('a task running on another instance is cancelled from the one it was submitted on', async () => {
+    cluster = await startCluster([0, 2], onHub())
+    const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
+    const sub = await cluster.submit(a, { prompt: slowPrompt(60) })
+    await cluster.waitStatus(a, sub.body.task_id, ['running'])
+    const cancelled = await a.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
+    expect(cancelled.status).toBe(200)
+    expect(cancelled.body.status).toBe('cancelled')
+    // Its workspace's slot is free again on every instance.
+    await eventually(async () => expect(await b.s.berth.services.coordination.slots.count(`profile:${cluster!.profileId}`)).toBe(0))
+  })
+
   it('a session follow-up submitted on another instance runs in the same container', async () => {
     cluster = await startCluster([2, 2], onHub())
     const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
