@@ -11,7 +11,15 @@ import type { Workload } from './workload.js'
 
 /** The queue any instance takes new work from, and the one of follow-ups for one instance. */
 export const SHARED_QUEUE = 'tasks'
-export const instanceQueue = (instanceId: string) => `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`
+/** The channel of requests to instances (cancel a task they run). */
+export const CONTROL_CHANNEL = 'task-control'
+
+interface ControlMessage {
+  cancel: string
+  owner: string
+}
+
+export const instanceQueue = (instanceId: string) => `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 100)
 
 export interface DispatchOptions {
   coordination: Coordination
@@ -25,6 +33,8 @@ export interface DispatchOptions {
   enqueue(task: TaskRecord): void
   /** A redelivered job whose task was running on an instance that is gone: end it. */
   lost(task: TaskRecord): Promise<void>
+  /** Another instance asks to cancel a task under way here. */
+  cancelHere(owner: string, taskId: string): Promise<void>
   /** How often to look for jobs other instances added (default 500 ms). */
   pollMs?: number
 }
@@ -55,6 +65,7 @@ export class Dispatcher {
   private readonly queues = new Map<string, JobQueue<JobData>>()
   private readonly handedOff = new Map<string, () => void>()
   private timer: ReturnType<typeof setInterval> | null = null
+  private offControl: (() => Promise<void>) | null = null
   private taking = false
   private again = false
   private closed = false
@@ -108,8 +119,18 @@ export class Dispatcher {
     return false
   }
 
-  /** Look for jobs now and every `pollMs`. */
-  start(): void {
+  /** Ask the instance running a task to cancel it (every instance hears; the one with it acts). */
+  async requestCancel(task: TaskRecord): Promise<void> {
+    await this.o.coordination.pubsub.publish<ControlMessage>(CONTROL_CHANNEL, { cancel: task.id, owner: task.owner_id })
+  }
+
+  /** Look for jobs now and every `pollMs`; hear cancel requests. */
+  async start(): Promise<void> {
+    const work = this.o.work
+    this.offControl = await this.o.coordination.pubsub.subscribe<ControlMessage>(CONTROL_CHANNEL, (m) => {
+      if (!work.running.has(m.cancel) && !work.queue.some((t) => t.id === m.cancel)) return
+      this.o.cancelHere(m.owner, m.cancel).catch((err) => this.o.logger.warn('could not cancel a task', { task: m.cancel, error: String(err) }))
+    })
     this.timer = setInterval(() => this.take(), this.o.pollMs ?? 500)
     this.timer.unref?.()
     this.take()
@@ -118,6 +139,7 @@ export class Dispatcher {
   close(): void {
     this.closed = true
     if (this.timer) clearInterval(this.timer)
+    void this.offControl?.().catch(() => {})
     for (const off of this.handedOff.values()) off()
     this.handedOff.clear()
   }

@@ -111,7 +111,7 @@ export class TasksService {
     this.scheduler = new Scheduler({ work, slots: o.slots, containers: this.containers, logger, run: (task, signal) => runs.run(task, signal) })
     // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
     const lost = (this.lost = new LostInstances({ coordination, store, records: this.records, lifecycle: this.lifecycle, slots: o.slots, workspaces, logger, graceMs: o.recoveryGraceMs }))
-    this.dispatch = new Dispatcher({ coordination, records: this.records, slots: o.slots, work, bus, logger, engine, enqueue: (t) => this.scheduler.enqueue(t), lost: (t) => lost.takeOver(t) })
+    this.dispatch = new Dispatcher({ coordination, records: this.records, slots: o.slots, work, bus, logger, engine, enqueue: (t) => this.scheduler.enqueue(t), lost: (t) => lost.takeOver(t), cancelHere: async (owner, id) => void (await this.cancel(owner, id)) })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
   }
 
@@ -220,7 +220,11 @@ export class TasksService {
       await this.containers.releaseIfUnused(t)
       return taskView(done)
     }
-    await this.scheduler.abort(id, new ApiError('VALIDATION_FAILED', 'cancelled'))
+    if (!(await this.scheduler.abort(id, new ApiError('VALIDATION_FAILED', 'cancelled'))) && t.instance_id && t.instance_id !== this.coordination.instanceId) {
+      // Under way on another instance: it stops the run; the answer waits for its end a while.
+      await this.dispatch.requestCancel(t)
+      for (let i = 0; i < 100 && ACTIVE.includes((await this.records.get(owner, id)).status); i++) await new Promise((r) => setTimeout(r, 100))
+    }
     return taskView(await this.records.get(owner, id))
   }
 
@@ -229,7 +233,7 @@ export class TasksService {
     await this.recover()
     this.scheduler.pump()
     await this.remote.start()
-    this.dispatch.start()
+    await this.dispatch.start()
     this.lost.start()
   }
 
