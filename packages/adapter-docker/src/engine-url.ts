@@ -30,7 +30,8 @@ function readPem(dir: string, name: string): Buffer {
  * or the port is 2376, with `ca.pem`/`cert.pem`/`key.pem` from `DOCKER_CERT_PATH`
  * (default `~/.docker`); `https://` forces TLS; `ssh://user@host[:port]` goes over SSH
  * (authenticated by the agent at `SSH_AUTH_SOCK`; the remote host runs
- * `docker system dial-stdio`). Throws a clear message for anything else.
+ * `docker system dial-stdio`; the host key is not checked against `known_hosts`).
+ * Throws a clear message for anything else.
  *
  * @example
  * ```ts

@@ -1,16 +1,16 @@
 /**
  * Remote engines: a standalone server whose engine is only reachable as `tcp://host:port`
  * (a local TCP listener forwarding to the engine's unix socket, as a remote Docker or Podman
- * host's API would be) runs a task there; `auto` asks the engine which one it is. And the
- * setting's refusals. (`ssh://` is covered by the option mapping in adapter-docker's
- * engine-url.test.ts: no sshd runs here.)
+ * host's API would be) runs a task there; `auto` asks the engine which one it is. The same
+ * over `ssh://user@host:port` (a private sshd on 127.0.0.1, the key in an ssh-agent, the
+ * docker CLI's `docker system dial-stdio` on the far side). And the setting's refusals.
  */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readEngine } from '@berth/testkit'
 import { configFromEnv } from '../src/config.js'
-import { ENDED, SERVER, caller, pollTask, startInstance, tcpProxy, userWithProfile, type Instance, type TcpProxy } from './multi-instance.helpers.js'
+import { ENDED, SERVER, caller, pollTask, startInstance, startSshd, tcpProxy, userWithProfile, type Instance, type TcpProxy } from './multi-instance.helpers.js'
 import { engineRuntime, onEngine, sweep } from './pool.helpers.js'
 import { REPO_ROOT, bareEnv, freePort, startStandalone } from './standalone.helpers.js'
 
@@ -68,6 +68,40 @@ describe('BERTH_ENGINE_URL=tcp://… : an engine reached over TCP', () => {
     await expect(
       startStandalone({ command: SERVER, cwd: join(REPO_ROOT, 'examples/standalone-server'), port, env: bareEnv({ PORT: String(port), BERTH_STORAGE: 'memory', BERTH_RUNTIME: 'docker', BERTH_ENGINE_URL: `tcp://127.0.0.1:${dead}` }) }),
     ).rejects.toThrow(new RegExp(`BERTH_ENGINE_URL: docker \\(http://127\\.0\\.0\\.1:${dead}, BERTH_ENGINE_URL\\) does not answer`))
+  }, 60_000)
+})
+
+describe('BERTH_ENGINE_URL=ssh://… : a Docker host reached over SSH', () => {
+  it('runs a task on it, authenticated by the agent at SSH_AUTH_SOCK', async () => {
+    const sshd = await startSshd()
+    let server: Instance | undefined
+    try {
+      server = await startInstance({ id: 'ssh', engine: 'docker', engineUrl: sshd.url, settings: { BERTH_STORAGE: 'memory', SSH_AUTH_SOCK: sshd.agentSocket } })
+      expect(server.output()).toContain(`Runtime: docker (${sshd.url}, BERTH_ENGINE_URL)`)
+      const { token, profileId } = await userWithProfile(server.url, 'Ssh')
+      const sub = await caller(server.url, token)('POST', '/v1/tasks', { mode: 'batch', profile_id: profileId, prompt: 'Over SSH. [[berth:tool Bash {"command":"echo ssh-engine-ok"}]]' })
+      expect(sub.status, sub.text).toBe(202)
+      const done = await pollTask(server.url, token, sub.body.task_id, (t) => ENDED.includes(t.status), 90_000)
+      expect(done.status, `${JSON.stringify(done)}\n--- server ---\n${server.output()}`).toBe('completed')
+      expect(JSON.stringify(done.result.tool_calls)).toContain('ssh-engine-ok')
+    } finally {
+      await server?.stop()
+      if (server) await sweep(engineRuntime('docker').runtime, server.pool)
+      if (server) rmSync(server.dataDir, { recursive: true, force: true })
+      await sshd.stop()
+    }
+  }, 240_000)
+
+  it('without the key in an agent, the start-up stops naming the engine', async () => {
+    const sshd = await startSshd()
+    const port = await freePort()
+    try {
+      await expect(
+        startStandalone({ command: SERVER, cwd: join(REPO_ROOT, 'examples/standalone-server'), port, env: bareEnv({ PORT: String(port), BERTH_STORAGE: 'memory', BERTH_RUNTIME: 'docker', BERTH_ENGINE_URL: sshd.url }) }),
+      ).rejects.toThrow(new RegExp(`BERTH_ENGINE_URL: docker \\(${sshd.url.replace(/[.]/g, '\\.')}, BERTH_ENGINE_URL\\) does not answer`))
+    } finally {
+      await sshd.stop()
+    }
   }, 60_000)
 })
 

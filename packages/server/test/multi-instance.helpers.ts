@@ -2,10 +2,11 @@
  * Several standalone servers as real child processes on one real Redis, each driving its own
  * engine; a TCP→unix-socket proxy that makes a local engine a "remote" `tcp://` one.
  */
+import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
+import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { readEngine } from '@berth/testkit'
@@ -154,3 +155,75 @@ export async function pollTask(url: string, token: string, taskId: string, done:
 }
 
 export const ENDED = ['completed', 'failed', 'cancelled']
+
+/** A private sshd on 127.0.0.1 that lets this user in with a throwaway key held by its own ssh-agent. */
+export interface LocalSshd {
+  /** `ssh://<user>@127.0.0.1:<port>`. */
+  url: string
+  /** The agent's socket (`SSH_AUTH_SOCK`). */
+  agentSocket: string
+  stop(): Promise<void>
+}
+
+/**
+ * Start Debian's sshd (installed by `scripts/ssh/ensure.sh` when missing) on a free port with
+ * fresh host and client keys, and an ssh-agent holding the client key.
+ *
+ * @example
+ * ```ts
+ * const sshd = await startSshd() // BERTH_ENGINE_URL=sshd.url, SSH_AUTH_SOCK=sshd.agentSocket
+ * ```
+ */
+export async function startSshd(): Promise<LocalSshd> {
+  const bin = execFileSync('bash', [join(REPO_ROOT, 'scripts/ssh/ensure.sh')], { encoding: 'utf8' }).trim()
+  const dir = mkdtempSync(join(tmpdir(), 'berth-sshd-'))
+  const key = (name: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, name)])
+  key('host_key')
+  key('client_key')
+  execFileSync('cp', [join(dir, 'client_key.pub'), join(dir, 'authorized_keys')])
+  const port = await freePort()
+  const config = [
+    `Port ${port}`,
+    'ListenAddress 127.0.0.1',
+    `HostKey ${join(dir, 'host_key')}`,
+    `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+    'PermitRootLogin prohibit-password',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'StrictModes no',
+    `PidFile ${join(dir, 'sshd.pid')}`,
+  ]
+  writeFileSync(join(dir, 'sshd_config'), `${config.join('\n')}\n`)
+  // sshd's privilege separation directory.
+  execFileSync('mkdir', ['-p', '/run/sshd'])
+  const sshd = spawn(bin, ['-D', '-e', '-f', join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let log = ''
+  sshd.stderr!.on('data', (d: Buffer) => (log += d.toString()))
+  const agentSocket = join(dir, 'agent.sock')
+  const agent = spawn('ssh-agent', ['-D', '-a', agentSocket], { stdio: 'ignore' })
+  const stop = async () => {
+    for (const child of [sshd, agent]) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  for (let i = 0; ; i++) {
+    try {
+      execFileSync('ssh-add', [join(dir, 'client_key')], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket }, stdio: 'ignore' })
+      break
+    } catch (err) {
+      if (i > 100) {
+        await stop()
+        throw new Error(`ssh-agent did not take the key: ${String(err)}`)
+      }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  for (let i = 0; !(await new Promise<boolean>((r) => createConnection(port, '127.0.0.1').once('connect', function (this: Socket) { this.destroy(); r(true) }).once('error', () => r(false)))); i++) {
+    if (sshd.exitCode !== null || i > 100) {
+      await stop()
+      throw new Error(`sshd did not listen: ${log}`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return { url: `ssh://${userInfo().username}@127.0.0.1:${port}`, agentSocket, stop }
+}
