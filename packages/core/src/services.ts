@@ -209,7 +209,8 @@ export function createServices(opts: ServicesOptions): Services {
   const workspaces = new WorkspacesService(store, clock)
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
-  const slots = new ConcurrencySlots(opts.concurrency ?? 5, { slots: coordination.slots })
+  // Counted over every instance of a shared coordination; this process alone counts in memory, exactly as before.
+  const slots = new ConcurrencySlots(opts.concurrency ?? 5, opts.coordination && { slots: coordination.slots })
   const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)), undefined, coordination.once)
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })

@@ -88,7 +88,7 @@ export async function startCluster(maxes: number[], backend: Backend, opts: { re
     for (const inst of instances) await inst.close()
     for (const d of dirs) rmSync(d, { recursive: true, force: true })
   }
-  return { instances, ownerId: user.user.id, profileId, submit, waitStatus, waitDone, close }
+  return { instances, token, ownerId: user.user.id, profileId, submit, waitStatus, waitDone, close }
 }
 
 /** A prompt whose agent takes `turns` slow turns (about a second each), then answers. */

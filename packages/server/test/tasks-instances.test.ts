@@ -9,6 +9,7 @@ import { memoryCoordination, memoryHub, type TaskMessage, type TranscriptEvent }
 import { createCoordination, redisStore } from '@berth/server'
 import { startRedis, type LocalRedis } from '@berth/testkit'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { eventually } from './pool.helpers.js'
 import { slowPrompt, startCluster, type Backend } from './tasks-instances.helpers.js'
 
@@ -115,9 +116,15 @@ function clusterCases(onHub: () => Backend): void {
   it('a subscriber on one instance sees every event of a task running on another once, in order', async () => {
     cluster = await startCluster([0, 2], onHub())
     const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
+    // A WebSocket client of instance a, as a user would watch it.
+    const socket = new WebSocket(`${a.s.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${cluster.token}` } })
+    const received: Record<string, any>[] = []
+    socket.on('message', (data) => received.push(JSON.parse(String(data))))
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
     const sub = await cluster.submit(a, { prompt: slowPrompt(2, 'Seen from afar.') })
     const seen: TaskMessage[] = []
     a.s.berth.services.bus.subscribe(sub.body.task_id, (m) => seen.push(m))
+    socket.send(JSON.stringify({ type: 'subscribe', task_id: sub.body.task_id }))
     const done = await cluster.waitDone(b, sub.body.task_id)
     expect(done.status).toBe('completed')
     const res = await b.call('GET', `/v1/tasks/${sub.body.task_id}/events?limit=100`)
@@ -127,6 +134,9 @@ function clusterCases(onHub: () => Backend): void {
     expect(stored.length).toBeGreaterThan(2)
     expect(events).toEqual(stored.map((e) => e.seq))
     expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toEqual(expect.arrayContaining(['starting', 'running', 'completed']))
+    await eventually(() => expect(received.some((m) => m.type === 'task.status' && m.status === 'completed')).toBe(true))
+    expect(received.filter((m) => m.type === 'task.event').map((m) => m.event.seq)).toEqual(stored.map((e) => e.seq))
+    socket.close()
   })
 
   it('a dead instance’s running task ends CONTAINER_FAILED on a survivor and its queued follow-up runs elsewhere', async () => {

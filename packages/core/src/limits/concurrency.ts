@@ -15,6 +15,9 @@ export interface SharedSlotsOptions {
   ttlMs?: number
 }
 
+/** Profiles remembered for the admin view (the oldest forgotten first). */
+const MAX_KNOWN = 1_000
+
 /** The coordination key of a profile's slots. */
 const slotKey = (profileId: string) => `profile:${profileId}`
 
@@ -34,6 +37,8 @@ const slotKey = (profileId: string) => `profile:${profileId}`
  */
 export class ConcurrencySlots {
   private readonly held = new Map<string, Set<string>>()
+  /** Profiles asked for here (the admin view asks the shared slots about these). */
+  private readonly known = new Set<string>()
   private readonly ttlMs: number
   private timer: ReturnType<typeof setInterval> | null = null
 
@@ -53,14 +58,19 @@ export class ConcurrencySlots {
     return [...this.held].map(([profile_id, set]) => ({ profile_id, holders: [...set] }))
   }
 
-  /** Like {@link snapshot}, with the holders every instance counts (shared slots). */
+  /**
+   * Like {@link snapshot}, with the holders every instance counts (shared slots), for the
+   * profiles this instance was asked about.
+   */
   async sharedSnapshot(): Promise<{ profile_id: string; holders: string[] }[]> {
     const shared = this.shared
     if (!shared) return this.snapshot()
     const out = []
-    for (const [profile_id, local] of this.held) {
-      const holders = await shared.slots.holders(slotKey(profile_id)).catch(() => [...local])
-      out.push({ profile_id, holders: [...new Set([...local, ...holders])] })
+    for (const profile_id of new Set([...this.held.keys(), ...this.known])) {
+      const local = [...(this.held.get(profile_id) ?? [])]
+      const holders = await shared.slots.holders(slotKey(profile_id)).catch(() => local)
+      const all = [...new Set([...local, ...holders])]
+      if (all.length) out.push({ profile_id, holders: all })
     }
     return out
   }
@@ -76,6 +86,9 @@ export class ConcurrencySlots {
   async take(profileId: string, holder: string): Promise<void> {
     const shared = this.shared
     if (!shared) return this.acquire(profileId, holder)
+    this.known.delete(profileId)
+    this.known.add(profileId)
+    if (this.known.size > MAX_KNOWN) this.known.delete(this.known.values().next().value!)
     if (!this.has(profileId, holder) && this.running(profileId) >= this.limit) throw this.limitError(profileId, this.running(profileId))
     const lease = await shared.slots.acquire(slotKey(profileId), this.limit, holder, this.ttlMs)
     if (!lease) throw this.limitError(profileId, await shared.slots.count(slotKey(profileId)))

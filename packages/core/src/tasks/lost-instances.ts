@@ -7,6 +7,7 @@ import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
 import type { TaskLifecycle } from './lifecycle.js'
+import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
 import { ACTIVE, activeKey, type TaskRecord } from './record.js'
 
 export interface LostInstancesOptions {
@@ -23,8 +24,6 @@ export interface LostInstancesOptions {
   pollMs?: number | undefined
 }
 
-/** How long the claim on one lost task is kept (only one survivor takes it over). */
-const CLAIM_TTL_MS = 24 * 3_600_000
 
 /**
  * Watches for instances whose heartbeat lapsed: once one has been missing for `graceMs`
@@ -43,6 +42,8 @@ export class LostInstances {
   private readonly missingSince = new Map<string, number>()
   private timer: ReturnType<typeof setInterval> | null = null
   private scanning = false
+  /** The live instances at the last look (null before the first: that one reads every task). */
+  private seen: Set<string> | null = null
 
   constructor(private readonly o: LostInstancesOptions) {}
 
@@ -63,6 +64,11 @@ export class LostInstances {
       const { store, records, coordination } = this.o
       const alive = new Set(await coordination.instances.alive())
       for (const id of this.missingSince.keys()) if (alive.has(id)) this.missingSince.delete(id)
+      // Tasks are read only while an instance is missing (or one just went, or at the first look).
+      const vanished = this.seen === null || [...this.seen].some((id) => !alive.has(id))
+      this.seen = alive
+      if (!vanished && this.missingSince.size === 0) return
+      const left = new Set<string>()
       const prefix = activeKey('')
       const refs = await store.keys(prefix)
       const owners = await store.getMany<{ owner: string }>(refs)
@@ -71,10 +77,13 @@ export class LostInstances {
         const owner = owners[i]?.owner
         const t = owner ? await records.find(owner, refs[i]!.slice(prefix.length)) : null
         if (!t || !ACTIVE.includes(t.status) || !t.instance_id || alive.has(t.instance_id)) continue
+        left.add(t.instance_id)
         const since = this.missingSince.get(t.instance_id) ?? now
         this.missingSince.set(t.instance_id, since)
         if (now - since >= (this.o.graceMs ?? 30_000)) await this.takeOver(t)
       }
+      // Nothing left of them: stop looking (a task they are given later finds them missing anew).
+      for (const id of this.missingSince.keys()) if (!left.has(id)) this.missingSince.delete(id)
     } catch (err) {
       this.o.logger.warn('could not look for tasks of lost instances', { error: String(err) })
     } finally {
@@ -85,7 +94,7 @@ export class LostInstances {
   /** A task of a lost instance: queued ones go back on the shared queue, the others end. */
   async takeOver(t: TaskRecord): Promise<void> {
     const { coordination, records } = this.o
-    if (!(await coordination.once.claimOnce(`task-lost:${t.id}:${t.instance_id ?? ''}`, CLAIM_TTL_MS))) return
+    if (!(await coordination.once.claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) return
     if (t.status === 'queued') {
       await records.put({ ...t, instance_id: null })
       // False: its job is still in the queue and comes back when its lease lapses.

@@ -8,6 +8,7 @@ import type { OwnedCollection } from '../records/collection.js'
 import { recoverVolumes } from '../runtime/volumes.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
+import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
 import type { TaskEngine } from './engine.js'
 import type { TaskLifecycle } from './lifecycle.js'
 import { eventsFile } from './materialize.js'
@@ -65,6 +66,13 @@ export async function recover(o: RecoveryOptions): Promise<void> {
       if (t.instance_id === null && t.status === 'queued' && o.coordination) {
         await o.coordination.queue(SHARED_QUEUE).add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
         continue
+      }
+      // Left by an instance that is gone (this process under an earlier id): ours unless a
+      // survivor took it over first; marked ours so that no survivor takes it over later.
+      if (t.instance_id && me && t.instance_id !== me) {
+        if (!(await o.coordination!.once.claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
+        t.instance_id = me
+        await o.records.put(t)
       }
       tasks.push(t)
     } else await o.store.remove(refs[i]!)
