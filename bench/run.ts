@@ -74,6 +74,15 @@ if (existsSync(fileURLToPath(storageUrl))) {
   console.log('\nStorage benchmarks skipped: bench/storage.ts is not present.')
 }
 
+// Several instances on one Redis: throughput with 1, 2, 3; redis coordination cost vs memory.
+try {
+  const instances = (await import(new URL('./instances.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await instances.main()
+} catch (err) {
+  failed = true
+  console.error(`\nInstances benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
 // Warm agents vs cold starts (first token, throughput), per engine.
 try {
   const warm = (await import(new URL('./warm.ts', import.meta.url).href)) as { main: () => Promise<unknown> }

@@ -18,6 +18,7 @@ import { runtimeFor } from './runtime.js'
 import { loadSettings } from './settings.js'
 import { onShutdown } from './shutdown.js'
 import { storageFor } from './storage.js'
+import { coordinationFor, instanceIdFor } from './coordination.js'
 
 /** The image task containers start from when BERTH_IMAGE is not set. */
 const DEFAULT_IMAGE = 'berth-runner:latest'
@@ -73,8 +74,11 @@ if (runner?.bundleDir) {
   }
 }
 const poolName = config.poolName ?? defaultPoolName(config.dataDir)
+const instanceId = instanceIdFor(config, poolName)
+const coordination = await coordinationFor(config, instanceId, (line) => console.warn(line)).catch((err: Error) => fail(`coordination: ${err.message}`))
 const berth = createBerth({
   store,
+  ...(coordination && { coordination }),
   dataDir: config.dataDir,
   encryptionKey: config.encryptionKey,
   adminToken: config.adminToken,
@@ -99,6 +103,7 @@ const berth = createBerth({
 console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)
 const poolLine = `pool ${poolName}: min ${config.poolMin}, max ${config.poolMax}${chosen.name === 'local' ? '' : `, image ${image}`}`
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
+if (coordination) console.log(`Coordination: redis, prefix ${config.redisPrefix}, instance ${instanceId}`)
 if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
 const caps = config.environmentCaps
 console.log(`Environments: default network ${caps.defaultPolicy}, offered ${caps.allowedPolicies.join('/')}${chosen.name === 'local' ? '' : `, agent user ${config.agentUser}`}`)
@@ -140,6 +145,7 @@ onShutdown(
   server,
   async () => {
     await berth.close()
+    await coordination?.close()
     await chosen.runtime.close?.()
   },
   { closeWebSockets: (o) => berth.closeWebSockets(o) },

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { connectEngine, dockerRuntime } from '@berth/adapter-docker'
+import { connectEngine, dockerRuntime, engineUrlOptions } from '@berth/adapter-docker'
 import { localRuntime } from '@berth/adapter-local'
 import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
 import type { ContainerRuntime } from '@berth/core'
@@ -28,13 +28,13 @@ export const NO_ISOLATION_WARNING = [
 ].join('\n')
 
 /** Resolves when the engine answers, rejects with why it did not (within {@link PING_TIMEOUT_MS}). */
-async function answers(runtime: ContainerRuntime): Promise<void> {
+async function answers<T>(runtime: { ping(): Promise<T> }): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS)
   })
   try {
-    await Promise.race([runtime.ping(), timeout])
+    return await Promise.race([runtime.ping(), timeout])
   } finally {
     clearTimeout(timer)
   }
@@ -45,6 +45,23 @@ function docker(): ChosenRuntime {
   // that cannot be printed. DOCKER_HOST (with its TLS variables) is left to dockerode.
   const { docker: client, endpoint } = connectEngine(process.env.DOCKER_HOST ? {} : { socketPath: DOCKER_SOCKET })
   return { runtime: dockerRuntime({ docker: client }), name: 'docker', description: `docker (${endpoint})` }
+}
+
+/**
+ * The engine at `BERTH_ENGINE_URL`: Docker or Podman as `BERTH_RUNTIME` says; with `auto`,
+ * what the engine's `/version` names (Podman lists a "Podman Engine" component).
+ */
+async function atUrl(url: string, runtime: BerthConfig['runtime']): Promise<ChosenRuntime> {
+  const { docker: client, endpoint } = connectEngine(engineUrlOptions(url, process.env))
+  let engine = runtime
+  if (engine === 'auto') {
+    const version = await answers({ ping: () => client.version() }).catch((err: Error) => {
+      throw new Error(`BERTH_ENGINE_URL=${endpoint} does not answer: ${err.message}`)
+    })
+    engine = version.Components?.some((c) => /podman/i.test(c.Name)) ? 'podman' : 'docker'
+  }
+  const made = engine === 'podman' ? podmanRuntime({ docker: client }) : dockerRuntime({ docker: client })
+  return { runtime: made, name: engine === 'podman' ? 'podman' : 'docker', description: `${engine} (${endpoint}, BERTH_ENGINE_URL)` }
 }
 
 function podman(): ChosenRuntime {
@@ -70,6 +87,8 @@ function local(dataDir: string, warn: (message: string) => void): ChosenRuntime 
  * if its socket answers, else `local` (a bubblewrap sandbox where bwrap works, else no
  * isolation and `warn` is called loudly). `docker` and
  * `podman` insist on that engine and reject with a clear message when it does not answer.
+ * With `BERTH_ENGINE_URL` (`unix://`, `tcp://`, `https://`, `ssh://`), that engine is the
+ * only candidate (`auto`: Docker or Podman, as the engine says), never `local`.
  *
  * @example
  * ```ts
@@ -78,6 +97,14 @@ function local(dataDir: string, warn: (message: string) => void): ChosenRuntime 
  */
 export async function runtimeFor(config: BerthConfig, warn: (message: string) => void): Promise<ChosenRuntime> {
   if (config.runtime === 'local') return local(config.dataDir, warn)
+  if (config.engineUrl) {
+    const chosen = await atUrl(config.engineUrl, config.runtime)
+    await answers(chosen.runtime).catch(async (err: Error) => {
+      await chosen.runtime.close?.().catch(() => {})
+      throw new Error(`BERTH_ENGINE_URL: ${chosen.description} does not answer: ${err.message}`)
+    })
+    return chosen
+  }
   const candidates = config.runtime === 'auto' ? [docker, podman] : config.runtime === 'docker' ? [docker] : [podman]
   const tried: string[] = []
   for (const candidate of candidates) {

@@ -9,11 +9,15 @@ export interface EngineConnectionOptions {
   /** TCP host of a remote engine. */
   host?: string
   port?: number | string
-  /** `https` for a TLS-protected engine (then `ca`, `cert`, `key`). */
-  protocol?: 'http' | 'https'
+  /** `https` for a TLS-protected engine (then `ca`, `cert`, `key`); `ssh` for `ssh://user@host` (the engine host runs `docker system dial-stdio`). */
+  protocol?: 'http' | 'https' | 'ssh'
   ca?: string | Buffer
   cert?: string | Buffer
   key?: string | Buffer
+  /** The SSH user (`protocol: 'ssh'`). */
+  username?: string
+  /** ssh2 connect options (`protocol: 'ssh'`), e.g. `{ agent: process.env.SSH_AUTH_SOCK }`. */
+  sshOptions?: Record<string, unknown>
 }
 
 /** The modem fields that locate the engine. */
@@ -22,6 +26,7 @@ interface ModemLike {
   host?: string
   port?: number | string
   protocol?: string
+  username?: string
 }
 
 /**
@@ -45,7 +50,8 @@ export function connectEngine(opts: EngineConnectionOptions = {}): { docker: Doc
       ca: opts.ca,
       cert: opts.cert,
       key: opts.key,
-    })
+      ...(opts.protocol === 'ssh' && { username: opts.username, sshOptions: opts.sshOptions }),
+    } as Docker.DockerOptions)
   else docker = new Docker()
   return { docker, endpoint: describeEndpoint(docker) }
 }
@@ -61,5 +67,6 @@ export function connectEngine(opts: EngineConnectionOptions = {}): { docker: Doc
 export function describeEndpoint(docker: Docker): string {
   const m = docker.modem as unknown as ModemLike
   if (m.socketPath) return `unix://${typeof m.socketPath === 'function' ? m.socketPath() : m.socketPath}`
-  return `${m.protocol ?? 'http'}://${m.host ?? 'localhost'}${m.port ? `:${m.port}` : ''}`
+  const user = m.protocol === 'ssh' && m.username ? `${m.username}@` : ''
+  return `${m.protocol ?? 'http'}://${user}${m.host ?? 'localhost'}${m.port ? `:${m.port}` : ''}`
 }

@@ -7,6 +7,7 @@
 // Factory and options
 export { dockerRuntime, type DockerRuntimeOptions } from './docker-runtime.js'
 export { connectEngine, type EngineConnectionOptions } from './connection.js'
+export { engineUrlOptions, type EngineUrlEnv } from './engine-url.js'
 
 // Images built from this host's Node (a pool or environment image recipe)
 export { hostImageRecipe } from './host-image.js'

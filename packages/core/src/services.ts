@@ -33,6 +33,7 @@ import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService, type EnvironmentCaps, type EnvironmentImages } from './resources/index.js'
 import { UsersService } from './resources/users.js'
 import { tokenBucket, type RateLimiter } from './limits/rate-limit.js'
+import { coordinatedLimiter } from './limits/coordinated.js'
 import type { Notifier } from './ports/notifier.js'
 import { createChannelRegistry, type Channel, type ChannelRegistry } from './ports/channel.js'
 import { DeliveryLog } from './integrations/deliveries.js'
@@ -208,8 +209,9 @@ export function createServices(opts: ServicesOptions): Services {
   const workspaces = new WorkspacesService(store, clock)
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
-  const slots = new ConcurrencySlots(opts.concurrency ?? 5)
-  const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)))
+  // Counted over every instance of a shared coordination; this process alone counts in memory, exactly as before.
+  const slots = new ConcurrencySlots(opts.concurrency ?? 5, opts.coordination && { slots: coordination.slots })
+  const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)), undefined, coordination.once)
   const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const tasks = new TasksService({
@@ -225,30 +227,30 @@ export function createServices(opts: ServicesOptions): Services {
     catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
     engine: opts.engine,
     snapshots,
+    coordination,
     ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
     ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
   })
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
-  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry })
-  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications })
+  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry, sharedBy: opts.coordination })
+  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once, ...(opts.coordination && { startGraceMs: 60_000 }) })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the
   // deployment's transport.
   const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
   channels.register('bankprovider', bankProvider.channel)
-  const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations })
+  const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations, once: coordination.once })
   channels.register('messenger', messenger.channel)
   integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
   const chatMail = new ChatMailConnectService({ store, clock, cipher, logger, states: oauthStates, integrations, providers: opts.connectProviders ?? {} })
   for (const type of CONNECT_TYPES) channels.wrap(type, (transport) => chatMail.tokens.channel(type, transport))
   const chatEvents = new ChatEventsService({ store, clock, logger, integrations, connect: chatMail, signingSecret: opts.chatSigningSecret })
-  const webhookTrigger = new WebhookTrigger({
-    playbooks,
-    runs: playbookRuns,
-    limiter: tokenBucket({ ...(opts.playbookWebhookRate ?? { rpm: 60, burst: 10 }), clock }),
-  })
+  // A coordination handed in is shared by instances: limits and retries go through it too.
+  const webhookRate = opts.playbookWebhookRate ?? { rpm: 60, burst: 10 }
+  const limiter = opts.coordination ? coordinatedLimiter(opts.coordination, webhookRate, 'playbook-webhook') : tokenBucket({ ...webhookRate, clock })
+  const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
   return {
     version: opts.version ?? '0.0.0',
     clock,

@@ -43,6 +43,7 @@ const PINNED = [
   'checkQueueName',
   'checkRateSettings',
   'collectExec',
+  'coordinatedLimiter',
   'createAesGcmCipher',
   'createAuthenticate',
   'createChannelRegistry',

@@ -56,7 +56,9 @@ export interface BerthOptions {
   /**
    * What several instances share: queues, concurrency slots, rate buckets, single-use keys,
    * pub/sub (`createCoordination({ driver: 'redis', url })`). Default: this process's memory,
-   * for one instance. The caller opens and closes it.
+   * for one instance. The caller opens and closes it. Given one, the rate buckets (settings
+   * from `rateLimit`) and notification retries live in it too (`GET /admin/limits` then lists
+   * no callers: docs/COORDINATION.md "Shared state").
    */
   coordination?: Coordination
   /** JSON body limit in bytes (default 1 MiB). */

@@ -6,7 +6,6 @@ import {
   jsonLogger,
   routes as coreRoutes,
   systemClock,
-  tokenBucket,
   type AnyRoute,
 } from '@berth/core'
 import { toNodeHandler } from 'h3/node'
@@ -21,6 +20,7 @@ import { storageView } from './storage/unstorage-view.js'
 import { createWebSocket } from './websocket.js'
 import { VERSION } from './version.js'
 import { createApp } from './wiring/app.js'
+import { rateLimiterFor } from './wiring/rate-limiter.js'
 import { wireIntegrations } from './wiring/channels.js'
 import { wirePool } from './wiring/pool.js'
 
@@ -45,10 +45,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const storage = options.storage ?? storageView(store)
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
   const { pool, warmAgents, services: containerSide } = wirePool(options, { store, clock, logger, dataDir })
-  const rateLimiter =
-    options.rateLimit && 'take' in options.rateLimit
-      ? options.rateLimit
-      : tokenBucket({ rpm: options.rateLimit?.rpm ?? 60, burst: options.rateLimit?.burst ?? 10, clock })
+  const rateLimiter = rateLimiterFor(options, clock)
   const services = createServices({
     store,
     rateLimiter,

@@ -10,8 +10,14 @@ export interface BerthConfig extends IntegrationsConfig {
   dataDir: string
   storage: 'fs' | 'sqlite' | 'memory' | 'redis'
   redisUrl: string | undefined
+  /** `BERTH_REDIS_PREFIX`: prefix of every Redis key and channel of this deployment (default `berth:`). */
+  redisPrefix: string
+  /** `BERTH_INSTANCE_ID`: this instance among those sharing one Redis; unset, the host name and pool name. */
+  instanceId: string | undefined
   encryptionKey: string | undefined
   runtime: 'auto' | 'docker' | 'podman' | 'local'
+  /** `BERTH_ENGINE_URL`: the Docker or Podman engine to drive (`unix://`, `tcp://`, `https://`, `ssh://`); unset, `DOCKER_HOST`/`CONTAINER_HOST` or the local socket. */
+  engineUrl: string | undefined
   image: string | undefined
   /** `bundle`: mount a runner built from this install; `image`: the image has it at /opt/berth-runner. */
   runner: 'bundle' | 'image'
@@ -128,8 +134,11 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     dataDir: env.BERTH_DATA_DIR || './.data',
     storage: oneOf(env, 'BERTH_STORAGE', ['fs', 'sqlite', 'memory', 'redis'] as const, 'fs'),
     redisUrl: env.BERTH_REDIS_URL || undefined,
+    redisPrefix: env.BERTH_REDIS_PREFIX || 'berth:',
+    instanceId: env.BERTH_INSTANCE_ID || undefined,
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
     runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),
+    engineUrl: env.BERTH_ENGINE_URL || undefined,
     image: env.BERTH_IMAGE || undefined,
     runner: oneOf(env, 'BERTH_RUNNER', ['bundle', 'image'] as const, 'bundle'),
     rateRpm: int(env, 'BERTH_RATE_RPM', 60, 1),
@@ -152,6 +161,14 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     throw new Error(`${settingName(env, 'BERTH_POOL_NAME')} must be 1-63 letters, digits, '_', '.' or '-' (starting with a letter or digit), got "${config.poolName}"`)
   }
   if (!/^(root|[0-9]{1,9}(:[0-9]{1,9})?)$/.test(config.agentUser)) throw new Error(`${settingName(env, 'BERTH_AGENT_USER')} must be uid[:gid] or root, got "${config.agentUser}"`)
+  if (config.engineUrl !== undefined && !/^(unix:\/\/\/|\/|(tcp|https?|ssh):\/\/[^/])/.test(config.engineUrl)) {
+    throw new Error(`${settingName(env, 'BERTH_ENGINE_URL')} must be unix:///path, tcp://host:port, https://host:port or ssh://user@host, got "${config.engineUrl}"`)
+  }
+  if (config.engineUrl !== undefined && config.runtime === 'local') throw new Error(`${settingName(env, 'BERTH_ENGINE_URL')} names an engine, but ${settingName(env, 'BERTH_RUNTIME')} is local`)
+  if (config.instanceId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.instanceId)) {
+    throw new Error(`${settingName(env, 'BERTH_INSTANCE_ID')} must be 1-128 letters, digits, '_', '.', ':' or '-' (starting with a letter or digit), got "${config.instanceId}"`)
+  }
+  if (!/^[\x21-\x7e]{1,64}$/.test(config.redisPrefix)) throw new Error(`${settingName(env, 'BERTH_REDIS_PREFIX')} must be 1-64 printable characters without spaces, got "${config.redisPrefix}"`)
   if (config.storage === 'redis' && !config.redisUrl) throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
   return config
 }

@@ -123,3 +123,10 @@ it('reads BERTH_POOL_NAME (unset: derived from the data dir at start), refusing 
     expect(() => configFromEnv({ BERTH_POOL_NAME: bad })).toThrow(/BERTH_POOL_NAME/)
   }
 })
+
+it('reads BERTH_INSTANCE_ID (unset: host and pool name at start) and BERTH_REDIS_PREFIX (default berth:), refusing what a Redis member or key cannot carry', () => {
+  expect(configFromEnv({})).toMatchObject({ instanceId: undefined, redisPrefix: 'berth:' })
+  expect(configFromEnv({ BERTH_INSTANCE_ID: 'web-1.eu:a', BERTH_REDIS_PREFIX: 'prod:' })).toMatchObject({ instanceId: 'web-1.eu:a', redisPrefix: 'prod:' })
+  for (const bad of ['-lead', 'has space', 'a/b', 'x'.repeat(129)]) expect(() => configFromEnv({ BERTH_INSTANCE_ID: bad })).toThrow(/BERTH_INSTANCE_ID/)
+  expect(() => configFromEnv({ BERTH_REDIS_PREFIX: 'has space' })).toThrow(/BERTH_REDIS_PREFIX/)
+})

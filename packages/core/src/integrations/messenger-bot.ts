@@ -1,3 +1,4 @@
+import type { OnceKeys } from '../coordination/port.js'
 import { ApiError, validationError } from '../errors.js'
 import { newId, randomToken } from '../ids.js'
 import { KeyedMutex } from '../internal/mutex.js'
@@ -35,6 +36,8 @@ export interface MessengerOptions {
   workspaces: WorkspacesService
   playbooks: PlaybooksService
   integrations: IntegrationsService
+  /** Where posting a follow-up's result is claimed, so of several instances one posts it. */
+  once?: OnceKeys
 }
 
 /** `messenger-bots:<owner>`: the caller's bot (one per caller). */
@@ -65,7 +68,7 @@ export class MessengerService {
 
   constructor(private readonly o: MessengerOptions) {
     this.claims = new MessengerClaims(o.store, o.clock)
-    this.threads = new MessengerThreads({ store: o.store, logger: o.logger, api: o.api, bus: o.bus, tasks: o.tasks, workspaces: o.workspaces, playbooks: o.playbooks, integrations: o.integrations })
+    this.threads = new MessengerThreads({ store: o.store, logger: o.logger, api: o.api, bus: o.bus, tasks: o.tasks, workspaces: o.workspaces, playbooks: o.playbooks, integrations: o.integrations, ...(o.once && { once: o.once }) })
     this.webhook = new MessengerWebhook({ store: o.store, clock: o.clock, cipher: o.cipher, logger: o.logger, integrations: o.integrations, claims: this.claims, threads: this.threads })
   }
 

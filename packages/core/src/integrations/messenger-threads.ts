@@ -1,3 +1,4 @@
+import type { OnceKeys } from '../coordination/port.js'
 import { isApiError } from '../errors.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Logger } from '../ports/logger.js'
@@ -23,6 +24,8 @@ export interface MessengerThreadsOptions {
   workspaces: WorkspacesService
   playbooks: PlaybooksService
   integrations: IntegrationsService
+  /** Where posting a follow-up's result is claimed across instances (default: this process's lock only). */
+  once?: OnceKeys
 }
 
 /**
@@ -185,6 +188,8 @@ export class MessengerThreads {
       if (!f || f.owner !== owner) return
       const task = await this.o.tasks.records.find(owner, taskId)
       if (task && !DONE.includes(task.status)) return
+      // Several instances may finish it at once (their recover(), the task's end): one posts.
+      if (this.o.once && !(await this.o.once.claimOnce(`messenger-followup:${taskId}`, 86_400_000))) return
       await this.o.store.remove(key)
       const target = await this.o.integrations.targetOf(owner, f.integration_id).catch(() => null)
       const token = target?.config.bot_token

@@ -10,6 +10,7 @@ import type { DeliveryLog } from './deliveries.js'
 import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
 import type { Store } from '../ports/store.js'
+import type { Coordination } from '../coordination/port.js'
 
 export interface NotificationsOptions {
   /** Where retries wait (`notification-retries:*`), so a restart resumes them. */
@@ -24,6 +25,11 @@ export interface NotificationsOptions {
   attempts?: number
   /** Wait before the first retry; doubled for each next one (default 1 s). */
   backoffMs?: number
+  /**
+   * Shared by several instances: retries wait as its delayed jobs, so each attempt is made
+   * by one instance once (default: this process's timers).
+   */
+  sharedBy?: Coordination | undefined
 }
 
 /** What a notification is about: a task, a playbook run, or nothing (a test). */
@@ -47,6 +53,8 @@ interface StoredRetry {
 }
 
 const RETRIES = 'notification-retries:'
+/** The delayed-job queue of retries when instances share them. */
+const RETRY_QUEUE = 'notification-retries'
 
 /**
  * Notifications: when a task completes or fails, and when a playbook run ends, every
@@ -57,7 +65,9 @@ const RETRIES = 'notification-retries:'
  * runs notify once, as the run (`playbook_run.*`), not also as a task.
  *
  * Retries are stored until they are made: after a restart, `recover()` schedules the ones
- * still waiting (each keeps its notification id, so receivers deduplicate).
+ * still waiting (each keeps its notification id, so receivers deduplicate). With a shared
+ * coordination (`sharedBy`), retries wait as its delayed jobs: every instance may recover
+ * them, and each attempt is still made once, by one instance.
  *
  * @example
  * ```ts
@@ -71,6 +81,7 @@ export class NotificationsService {
   private closed = false
   private readonly attempts: number
   private readonly backoffMs: number
+  private processing: Promise<() => Promise<void>> | undefined
 
   constructor(private readonly o: NotificationsOptions) {
     this.attempts = Math.max(1, o.attempts ?? 5)
@@ -146,7 +157,7 @@ export class NotificationsService {
     })
     if (willRetry) {
       const retry: StoredRetry = { owner_id: target.owner_id, integration_id: target.id, notification: n, attempt: attempt + 1, due: this.o.clock.now() + this.backoffMs * 2 ** (attempt - 1) }
-      await this.o.store.set(`${RETRIES}${n.notification_id}:${target.id}`, retry)
+      await this.o.store.set(`${RETRIES}${retryId(retry)}`, retry)
       this.schedule(retry)
     } else if (!outcome.ok && retry) {
       this.o.logger.warn('notification not delivered', { integration: target.id, type: target.type, event: n.event, attempt, error: outcome.error.slice(0, 200) })
@@ -157,23 +168,48 @@ export class NotificationsService {
   /** Make a stored retry when it is due (at once when overdue). */
   private schedule(r: StoredRetry): void {
     if (this.closed) return
+    const shared = this.o.sharedBy
+    if (shared) {
+      // One delayed job per attempt: scheduling it again (another instance's recover) is ignored.
+      const id = `${retryId(r)}:${r.attempt}`
+      // `due` is on this service's clock; the backend's jobs run on the wall clock.
+      const runAt = Date.now() + Math.max(0, r.due - this.o.clock.now())
+      const queued = this.startProcessing(shared).then(() => shared.delayed.schedule(RETRY_QUEUE, id, runAt, r))
+      this.track(queued).catch((err) => this.o.logger.warn('notification retry not scheduled', { integration: r.integration_id, error: String(err) }))
+      return
+    }
     const timer = setTimeout(() => {
       this.timers.delete(timer)
       if (this.closed) return
-      const key = `${RETRIES}${r.notification.notification_id}:${r.integration_id}`
-      // Read again: the integration may have been deleted, disabled or reconfigured meanwhile.
-      const next = this.o.store
-        .remove(key)
-        .then(() => this.o.integrations.enabledTarget(r.owner_id, r.integration_id))
-        .then((fresh) => fresh && this.attempt(fresh, r.notification, r.attempt, true))
-      this.track(next).catch((err) => this.o.logger.warn('notification retry failed', { integration: r.integration_id, error: String(err) }))
+      this.track(this.retry(r)).catch((err) => this.o.logger.warn('notification retry failed', { integration: r.integration_id, error: String(err) }))
     }, Math.max(0, r.due - this.o.clock.now()))
     timer.unref?.()
     this.timers.add(timer)
   }
 
+  /** Make a retry that is due: drop its stored record, then attempt with the integration as it is now. */
+  private async retry(r: StoredRetry): Promise<void> {
+    await this.o.store.remove(`${RETRIES}${retryId(r)}`)
+    // Read again: the integration may have been deleted, disabled or reconfigured meanwhile.
+    const fresh = await this.o.integrations.enabledTarget(r.owner_id, r.integration_id)
+    if (fresh) await this.attempt(fresh, r.notification, r.attempt, true)
+  }
+
+  /** Take this instance's share of the shared retries (once). */
+  private startProcessing(shared: Coordination): Promise<() => Promise<void>> {
+    this.processing ??= shared.delayed.process<StoredRetry>(RETRY_QUEUE, async (job) => {
+      if (this.closed) return
+      // A job is run by one instance, but a recover() racing its end could schedule it
+      // again: the claim makes each attempt once.
+      if (!(await shared.once.claimOnce(`notification-attempt:${job.id}`, 24 * 3_600_000))) return
+      await this.track(this.retry(job.payload))
+    })
+    return this.processing
+  }
+
   /** After a restart: schedule the retries a previous run left waiting. */
   async recover(): Promise<void> {
+    if (this.o.sharedBy) await this.startProcessing(this.o.sharedBy)
     const keys = await this.o.store.keys(RETRIES)
     for (const r of await this.o.store.getMany<StoredRetry>(keys)) if (r) this.schedule(r)
   }
@@ -183,6 +219,13 @@ export class NotificationsService {
     this.closed = true
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
+    const stop = await this.processing?.catch(() => undefined)
+    await stop?.()
     await Promise.allSettled([...this.inflight])
   }
+}
+
+/** A retry's key: its notification and integration. */
+function retryId(r: Pick<StoredRetry, 'notification' | 'integration_id'>): string {
+  return `${r.notification.notification_id}:${r.integration_id}`
 }

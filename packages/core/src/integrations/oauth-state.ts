@@ -2,6 +2,7 @@ import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from '
 import { validationError } from '../errors.js'
 import { randomToken } from '../ids.js'
 import { KeyedMutex } from '../internal/mutex.js'
+import type { OnceKeys } from '../coordination/port.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -83,13 +84,13 @@ const badState = (message: string) => validationError([{ location: 'query', path
  * expiry and everything the server stored for it (owner, flow, return path, redirect URI),
  * so neither can be swapped. The record lives in the store under the nonce until its one
  * use; consuming removes it, so a replay finds nothing. Every refusal is a 400
- * VALIDATION_FAILED naming `state`. (The store has no compare-and-set: single use is exact
- * within one server process; across instances two simultaneous uses of one state could
- * both pass, which PKCE then still limits to one successful code exchange.)
+ * VALIDATION_FAILED naming `state`. The store has no compare-and-set, so the one use is
+ * claimed in the coordination backend's single-use keys (`once`): exact across every
+ * instance sharing it, even for two simultaneous callbacks.
  *
  * @example
  * ```ts
- * const states = new OAuthStates(store, clock, cipher, deriveOAuthStateKey(key))
+ * const states = new OAuthStates(store, clock, cipher, deriveOAuthStateKey(key), OAUTH_STATE_TTL_MS, coordination.once)
  * const { state, codeChallenge } = await states.issue({ owner: caller.id, flow: 'git:github', returnPath: '/settings', redirectUri, pkce: true })
  * // ... later, at the callback:
  * const record = await states.consume(query.state, { flow: 'git:github' }) // 400 when forged, replayed or expired
@@ -104,6 +105,8 @@ export class OAuthStates {
     private readonly cipher: Cipher,
     private readonly key: Uint8Array,
     private readonly ttlMs = OAUTH_STATE_TTL_MS,
+    /** Where a state's one use is claimed (without: this process's lock only). */
+    private readonly once?: OnceKeys,
   ) {
     if (key.length < 32) throw new Error('the OAuth state key must be at least 32 bytes')
   }
@@ -158,6 +161,8 @@ export class OAuthStates {
       }
       if (record.flow !== expect.flow) throw badState('state was issued for another provider')
       if (expect.caller && expect.caller !== record.owner) throw badState('state was issued to another caller')
+      // Another instance may be consuming it right now: one claim wins, the other is a replay.
+      if (this.once && !(await this.once.claimOnce(`oauth-state:${nonce}`, this.ttlMs))) throw badState('state is unknown, expired or already used')
       await this.store.remove(this.storeKey(nonce))
       if (record.expires_at <= this.clock.now()) throw badState('state has expired')
       const { code_verifier_encrypted, ...rest } = record

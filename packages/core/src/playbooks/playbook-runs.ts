@@ -1,3 +1,4 @@
+import type { OnceKeys } from '../coordination/port.js'
 import { isApiError } from '../errors.js'
 import { newId, randomToken } from '../ids.js'
 import { KeyedMutex } from '../internal/mutex.js'
@@ -32,6 +33,13 @@ export interface PlaybookRunsOptions {
   bus: EventBus
   tasks: TasksService
   notifications: NotificationsService
+  /** Where ending a run is claimed, so of several instances ending it at once one notifies (default: this process's lock only). */
+  once?: OnceKeys
+  /**
+   * With several instances: a run younger than this whose task is not submitted yet may be
+   * another live instance's run being started, so `recover()` leaves it (default 0).
+   */
+  startGraceMs?: number
 }
 
 const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
@@ -188,6 +196,8 @@ export class PlaybookRunsService {
       const runs = this.collection(playbookId)
       const run = await runs.find(owner, runId)
       if (!run || DONE.includes(run.status)) return null
+      // Another instance (its recover(), or its copy of the task's end) may be ending it too.
+      if (this.o.once && !(await this.o.once.claimOnce(`playbook-run-end:${runId}`, 86_400_000))) return null
       const next = await runs.put({ ...run, ...changes, updated_at: isoNow(this.o.clock) })
       await this.o.store.remove(`active-runs:${runId}`)
       return next
@@ -213,6 +223,7 @@ export class PlaybookRunsService {
       if (task && DONE.includes(task.status)) {
         await this.end(ref.owner, ref.playbook_id, runId, fromTask(task))
       } else if (!task) {
+        if (!run.task_id && this.o.clock.now() - Date.parse(run.created_at) < (this.o.startGraceMs ?? 0)) continue
         await this.end(ref.owner, ref.playbook_id, runId, {
           status: 'failed',
           finished_at: isoNow(this.o.clock),

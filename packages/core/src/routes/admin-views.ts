@@ -39,7 +39,7 @@ export const adminViewRoutes = [
         rate: rate && { rpm: rate.rpm, burst: rate.burst, callers: rate.keys.map((k) => ({ caller_id: k.key, remaining: k.remaining, reset_seconds: k.reset_seconds })) },
         concurrency: {
           limit: services.slots.limit,
-          profiles: services.slots.snapshot().map((p) => ({
+          profiles: (await services.slots.sharedSnapshot()).map((p) => ({
             profile_id: p.profile_id,
             owner_id: p.holders.map((w) => owners.get(w)).find((o) => o !== undefined) ?? null,
             running: p.holders.length,

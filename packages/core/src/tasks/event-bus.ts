@@ -3,7 +3,7 @@ import type { Task, TranscriptEvent } from '../schemas/task.js'
 /** What subscribers of a task receive, live. */
 export type TaskMessage =
   | { type: 'task.status'; task_id: string; status: Task['status']; task: Task; owner_id: string }
-  | { type: 'task.event'; task_id: string; event: TranscriptEvent }
+  | { type: 'task.event'; task_id: string; event: TranscriptEvent; owner_id?: string; workspace_id?: string }
 
 type Listener = (message: TaskMessage) => void
 
@@ -21,6 +21,21 @@ type Listener = (message: TaskMessage) => void
 export class EventBus {
   private readonly listeners = new Map<string, Set<Listener>>()
   private readonly everything = new Set<Listener>()
+  /** Where this process's messages also go (other instances' buses). */
+  private relays: Listener[] = []
+
+  /** Also send every message published here to `relay` (the other instances). */
+  relayTo(relay: Listener): void {
+    this.relays.push(relay)
+  }
+
+  /**
+   * A message published on another instance: to this process's subscribers of its task
+   * only (services that react to any task run where the task runs), never relayed again.
+   */
+  deliverRemote(message: TaskMessage): void {
+    this.toTaskListeners(message)
+  }
 
   subscribe(taskId: string, listener: Listener): () => void {
     let set = this.listeners.get(taskId)
@@ -49,6 +64,11 @@ export class EventBus {
         // A service's listener must not stop the task or the other listeners.
       }
     }
+    this.toTaskListeners(message)
+    for (const relay of this.relays) relay(message)
+  }
+
+  private toTaskListeners(message: TaskMessage): void {
     for (const listener of this.listeners.get(message.task_id) ?? []) {
       try {
         listener(message)

@@ -5,7 +5,7 @@ import type { OwnedCollection } from '../records/collection.js'
 import type { TaskStatus } from '../schemas/task.js'
 import type { EventLog } from '../workspaces/event-log.js'
 import type { EventBus } from './event-bus.js'
-import { activeKey, taskView, type TaskEnd, type TaskRecord } from './record.js'
+import { ACTIVE, activeKey, taskView, type TaskEnd, type TaskRecord } from './record.js'
 import type { TaskEvents } from './task-events.js'
 
 export interface TaskLifecycleOptions {
@@ -32,6 +32,8 @@ export class TaskLifecycle {
   /** Store the task's new status (over its latest copy) and publish it. */
   async setStatus(t: TaskRecord, status: TaskStatus, extra: Partial<TaskRecord> = {}): Promise<TaskRecord> {
     const current = (await this.o.records.find(t.owner_id, t.id)) ?? t
+    // An ended task stays ended (an instance taken for lost may still be finishing it).
+    if (!ACTIVE.includes(current.status)) return current
     const next = { ...current, ...extra, status, updated_at: isoNow(this.o.clock) }
     await this.o.records.put(next)
     this.o.bus.publish({ type: 'task.status', task_id: t.id, status, task: taskView(next), owner_id: t.owner_id })

@@ -26,6 +26,8 @@ export interface TaskRecord extends OwnedRecord {
   /** The task's events in its workspace's log: how many, and the first one's `seq` (kept when it ends). */
   event_count?: number
   first_seq?: number
+  /** The Berth instance that took the task (null: waiting in the shared queue). */
+  instance_id?: string | null
 }
 
 /** The statuses of a task not yet ended. */

@@ -1,4 +1,5 @@
 /** After a restart: the tasks and workspaces a previous process left under way, each brought to a definite state. */
+import type { Coordination } from '../coordination/port.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import { isFilePathError } from '../runtime/errors.js'
@@ -7,6 +8,8 @@ import type { Store } from '../ports/store.js'
 import type { OwnedCollection } from '../records/collection.js'
 import { recoverVolumes } from '../runtime/volumes.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
+import { SHARED_QUEUE } from './dispatch.js'
+import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
 import type { TaskEngine } from './engine.js'
 import type { TaskLifecycle } from './lifecycle.js'
 import { WORKSPACE_DIR, eventsFile } from './materialize.js'
@@ -30,6 +33,8 @@ export interface RecoveryOptions {
   work: Workload
   /** How long to wait for a runner still at work to write its result (default 30 s). */
   recoveryGraceMs?: number | undefined
+  /** Other live instances' tasks are theirs, not this restart's. */
+  coordination?: Coordination | undefined
 }
 
 /**
@@ -50,10 +55,28 @@ export async function recover(o: RecoveryOptions): Promise<void> {
   const refs = await o.store.keys(prefix)
   const owners = await o.store.getMany<{ owner: string }>(refs)
   const tasks: TaskRecord[] = []
+  const me = o.coordination?.instanceId
+  const others = new Set((await o.coordination?.instances.alive()) ?? [])
+  others.delete(me ?? '')
   for (let i = 0; i < refs.length; i++) {
     const t = owners[i] && (await o.records.find(owners[i]!.owner, refs[i]!.slice(prefix.length)))
-    if (t && ACTIVE.includes(t.status)) tasks.push(t)
-    else await o.store.remove(refs[i]!)
+    if (t && ACTIVE.includes(t.status)) {
+      // Under way on another live instance: not ours.
+      if (t.instance_id && others.has(t.instance_id)) continue
+      // Waiting in the shared queue: stays there (put back if the queue lost it).
+      if (t.instance_id === null && t.status === 'queued' && o.coordination) {
+        await o.coordination.queue(SHARED_QUEUE).add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
+        continue
+      }
+      // Left by an instance that is gone (this process under an earlier id): ours unless a
+      // survivor took it over first; marked ours so that no survivor takes it over later.
+      if (t.instance_id && me && t.instance_id !== me) {
+        if (!(await o.coordination!.once.claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
+        t.instance_id = me
+        await o.records.put(t)
+      }
+      tasks.push(t)
+    } else await o.store.remove(refs[i]!)
   }
   // Warm containers come back with their workspaces.
   o.containers.adopt()
@@ -69,7 +92,9 @@ export async function recover(o: RecoveryOptions): Promise<void> {
     }
     o.work.queue.push(t)
   }
-  for (const ws of await o.workspaces.allWithStatus(['running', 'starting'])) await o.containers.resume(ws)
+  for (const ws of await o.workspaces.allWithStatus(['running', 'starting'])) {
+    if (!ws.instance_id || !others.has(ws.instance_id)) await o.containers.resume(ws)
+  }
   // Volumes are accounted for like containers: those of deleted workspaces go.
   const engine = o.engine
   if (engine) {

@@ -15,6 +15,8 @@ import type { TaskEvents } from './task-events.js'
 import type { Workload } from './workload.js'
 
 export interface TaskRunsOptions {
+  /** This instance (recorded on the workspace whose container it holds). */
+  instanceId?: string
   engine: TaskEngine | undefined
   clock: Clock
   logger: Logger
@@ -62,7 +64,7 @@ export class TaskRuns {
       ws = leased.ws
       changes = leased.changes
       task = await lifecycle.setStatus(task, 'starting')
-      ws = await workspaces.setStatus(owner, ws.id, 'running', { ...changes, container_id: leased.lease.container.id })
+      ws = await workspaces.setStatus(owner, ws.id, 'running', { ...changes, container_id: leased.lease.container.id, instance_id: this.o.instanceId ?? null })
       changes = {}
       const input = leased.early ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()

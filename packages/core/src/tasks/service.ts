@@ -1,5 +1,7 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
 import type * as v from 'valibot'
+import { memoryCoordination } from '../coordination/memory.js'
+import type { Coordination } from '../coordination/port.js'
 import { ApiError, isApiError, validationError } from '../errors.js'
 import { newId } from '../ids.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
@@ -15,12 +17,15 @@ import type { EventLog } from '../workspaces/event-log.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
 import { Conversations } from './conversation.js'
+import { Dispatcher } from './dispatch.js'
 import { requireEngine, type TaskEngine } from './engine.js'
 import type { EventBus } from './event-bus.js'
 import { TaskLifecycle } from './lifecycle.js'
 import type { MaterializeDeps } from './materialize.js'
 import { ACTIVE, activeKey, taskView, type TaskRecord } from './record.js'
+import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
+import { RemoteEvents } from './remote-events.js'
 import { TaskRuns } from './run.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
@@ -45,6 +50,8 @@ export interface TasksOptions {
   recoveryGraceMs?: number
   /** Keeps the files of a workspace without a volume when its container is released. */
   snapshots?: WorkspaceSnapshots | undefined
+  /** What instances share (default: this process alone). */
+  coordination?: Coordination | undefined
 }
 
 /** What a submit answers (the `202` body). */
@@ -76,9 +83,14 @@ export class TasksService {
   private readonly lifecycle: TaskLifecycle
   private readonly containers: SessionContainers
   private readonly scheduler: Scheduler
+  private readonly coordination: Coordination
+  private readonly dispatch: Dispatcher
+  private readonly lost: LostInstances
+  private readonly remote: RemoteEvents
 
   constructor(private readonly o: TasksOptions) {
     const { store, clock, logger, eventLog, bus, engine, workspaces } = o
+    const coordination = (this.coordination = o.coordination ?? memoryCoordination({ clock }))
     const work = this.work
     this.records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
     this.transcript = new TaskEvents(eventLog, bus)
@@ -95,8 +107,12 @@ export class TasksService {
       sessionIdleMs: o.sessionIdleMs,
       snapshots: o.snapshots,
     })
-    const runs = new TaskRuns({ engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work })
+    const runs = new TaskRuns({ instanceId: coordination.instanceId, engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work })
     this.scheduler = new Scheduler({ work, slots: o.slots, containers: this.containers, logger, run: (task, signal) => runs.run(task, signal) })
+    // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
+    const lost = (this.lost = new LostInstances({ coordination, store, records: this.records, lifecycle: this.lifecycle, slots: o.slots, workspaces, logger, graceMs: o.recoveryGraceMs }))
+    this.dispatch = new Dispatcher({ coordination, records: this.records, slots: o.slots, work, bus, logger, engine, enqueue: (t) => this.scheduler.enqueue(t), lost: (t) => lost.takeOver(t), cancelHere: async (owner, id) => void (await this.cancel(owner, id)) })
+    this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
   }
 
   /** The store tasks live in (for records that belong with them, e.g. WebSocket request ids). */
@@ -132,7 +148,7 @@ export class TasksService {
     const held = this.o.slots.has(profile.id, wsId)
     let slotPending = false
     try {
-      this.o.slots.acquire(profile.id, wsId)
+      await this.o.slots.take(profile.id, wsId)
     } catch (err) {
       // Playbook and webhook runs wait for a slot in the queue instead of failing.
       if (!opts.queueWhenFull || !isApiError(err) || err.code !== 'CONCURRENCY_LIMIT') throw err
@@ -140,6 +156,8 @@ export class TasksService {
     }
     try {
       ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions, ...opts.workspace })
+      // Here, or on a queue another instance takes it from (a session's follow-up: its container's).
+      const where = await this.dispatch.placement(ws)
       const now = isoNow(this.o.clock)
       const record: TaskRecord = {
         id: newId('task'),
@@ -159,13 +177,15 @@ export class TasksService {
         result: null,
         error: null,
         ...(slotPending && { slot_pending: true }),
+        instance_id: where === 'here' ? this.coordination.instanceId : null,
         created_at: now,
         updated_at: now,
       }
       await this.records.put(record)
       await this.o.store.set(activeKey(record.id), { owner })
-      this.scheduler.enqueue(record)
+      if (where === 'here') this.scheduler.enqueue(record)
       this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: taskView(record), owner_id: owner })
+      if (where !== 'here') await this.dispatch.send(where, record)
       const { id: task_id, status, created_at, mode, session_id, workspace_id } = record
       return { task_id, status, created_at, session_id: mode === 'session' ? session_id : null, workspace_id }
     } catch (err) {
@@ -195,12 +215,16 @@ export class TasksService {
   async cancel(owner: string, id: string): Promise<Task> {
     const t = await this.records.get(owner, id)
     if (!ACTIVE.includes(t.status)) return taskView(t)
-    if (this.scheduler.dequeue(id)) {
+    if (this.scheduler.dequeue(id) || (t.instance_id !== this.coordination.instanceId && (await this.dispatch.cancel(t)))) {
       const done = await this.lifecycle.finish(t, { status: 'cancelled' })
       await this.containers.releaseIfUnused(t)
       return taskView(done)
     }
-    await this.scheduler.abort(id, new ApiError('VALIDATION_FAILED', 'cancelled'))
+    if (!(await this.scheduler.abort(id, new ApiError('VALIDATION_FAILED', 'cancelled'))) && t.instance_id && t.instance_id !== this.coordination.instanceId) {
+      // Under way on another instance: it stops the run; the answer waits for its end a while.
+      await this.dispatch.requestCancel(t)
+      for (let i = 0; i < 100 && ACTIVE.includes((await this.records.get(owner, id)).status); i++) await new Promise((r) => setTimeout(r, 100))
+    }
     return taskView(await this.records.get(owner, id))
   }
 
@@ -208,6 +232,9 @@ export class TasksService {
   async start(): Promise<void> {
     await this.recover()
     this.scheduler.pump()
+    await this.remote.start()
+    await this.dispatch.start()
+    this.lost.start()
   }
 
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
@@ -228,13 +255,17 @@ export class TasksService {
   /** After a restart: bring what a previous process left under way to a definite state (see {@link recover}). */
   async recover(): Promise<void> {
     const { store, engine, logger, slots, workspaces, recoveryGraceMs } = this.o
-    const parts = { containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work: this.work }
+    const parts = { containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work: this.work, coordination: this.coordination }
     await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
   }
 
   /** Stop taking work; running tasks are left to a restart's recovery. Containers stay. */
   async close(): Promise<void> {
     this.work.closed = true
+    this.dispatch.close()
+    this.lost.close()
+    this.o.slots.close()
+    await this.remote.close()
     this.containers.close()
     await this.o.engine?.warmAgents?.close()
     await this.o.eventLog.flushAll()

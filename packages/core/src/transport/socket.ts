@@ -1,14 +1,13 @@
-import { createHash } from 'node:crypto'
 import * as v from 'valibot'
 import { maxLength, minLength } from '../schemas/length.js'
 import { isApiError } from '../errors.js'
 import { toIssues } from '../internal/input.js'
-import { KeyedMutex } from '../internal/mutex.js'
 import type { Caller } from '../caller.js'
 import { SubmitTask, type TranscriptEvent } from '../schemas/task.js'
 import type { TaskMessage } from '../tasks/event-bus.js'
 import type { Services } from '../services.js'
 import type { RateDecision } from '../limits/rate-limit.js'
+import { submitOnce } from './submit-once.js'
 
 /** What a client may send over `/v1/ws`. */
 export const ClientMessage = v.variant('type', [
@@ -34,8 +33,6 @@ export interface TaskSocketOptions {
   /** Take one token of the caller's rate limit per message (messages count like requests). */
   take?: () => RateDecision | Promise<RateDecision>
 }
-
-const submitLock = new KeyedMutex()
 
 /**
  * One client's WebSocket session: submit tasks exactly once per `request_id`, subscribe to
@@ -108,15 +105,8 @@ export function createTaskSocket(o: TaskSocketOptions) {
       send({ type: 'error', request_id: requestId, code: 'VALIDATION_FAILED', error: `Invalid task: ${issues[0]?.message}`, details: { issues } })
       return
     }
-    // The same request_id from this caller (a resend, a reconnect) is the same task.
-    const key = `ws-requests:${caller.id}:${createHash('sha256').update(requestId).digest('hex')}`
-    const taskId = await submitLock.run(key, async () => {
-      const seen = await services.tasks.recordsStore.get<{ task_id: string }>(key)
-      if (seen) return seen.task_id
-      const { task_id } = await services.tasks.submit(caller.id, parsed.output)
-      await services.tasks.recordsStore.set(key, { task_id })
-      return task_id
-    })
+    // The same request_id from this caller (a resend, a reconnect, another instance) is the same task.
+    const taskId = await submitOnce(services, caller.id, requestId, async () => (await services.tasks.submit(caller.id, parsed.output)).task_id)
     const task = await services.tasks.records.get(caller.id, taskId)
     send({ type: 'submitted', request_id: requestId, task_id: taskId, status: task.status })
     await subscribe(taskId)

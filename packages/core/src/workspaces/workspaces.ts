@@ -14,6 +14,8 @@ export interface WorkspaceRecord extends OwnedRecord, Workspace {
   volume: string | null
   /** A playbook workspace claimed as a messenger thread shows in lists. */
   thread_claimed: boolean
+  /** The Berth instance whose process holds the workspace's container (several instances). */
+  instance_id?: string | null
 }
 
 /**

@@ -1,0 +1,229 @@
+/**
+ * Several standalone servers as real child processes on one real Redis, each driving its own
+ * engine; a TCP→unix-socket proxy that makes a local engine a "remote" `tcp://` one.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
+import { tmpdir, userInfo } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { readEngine } from '@berth/testkit'
+import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
+
+export type Json = Record<string, any>
+
+const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
+/** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */
+export const SERVER = [process.execPath, '--import', pathToFileURL(join(REPO_ROOT, 'examples/standalone-server/node_modules/tsx/dist/loader.mjs')).href, MAIN]
+
+/** A TCP listener on 127.0.0.1 forwarding every connection to a unix socket (an engine's API). */
+export interface TcpProxy {
+  url: string
+  /** Connections forwarded so far. */
+  connections(): number
+  close(): Promise<void>
+}
+
+/**
+ * Forward `127.0.0.1:<free port>` to `socketPath`, so the engine is reached as `tcp://…`.
+ *
+ * @example
+ * ```ts
+ * const proxy = await tcpProxy('/var/run/docker.sock') // proxy.url: 'tcp://127.0.0.1:40123'
+ * ```
+ */
+export async function tcpProxy(socketPath: string): Promise<TcpProxy> {
+  const open = new Set<Socket>()
+  let count = 0
+  // Half-open both ways: an exec's stdin ends with a FIN while its output still flows back.
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
+    count++
+    const engine = createConnection({ path: socketPath, allowHalfOpen: true })
+    open.add(client).add(engine)
+    client.pipe(engine).pipe(client)
+    const end = () => {
+      client.destroy()
+      engine.destroy()
+      open.delete(client)
+      open.delete(engine)
+    }
+    client.on('error', end).on('close', end)
+    engine.on('error', end).on('close', end)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  return {
+    url: `tcp://127.0.0.1:${port}`,
+    connections: () => count,
+    close: () => {
+      for (const s of open) s.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+/** One standalone server of the group, with what it was started with. */
+export interface Instance extends Standalone {
+  id: string
+  engine: 'docker' | 'podman'
+  pool: string
+  dataDir: string
+  env: Record<string, string>
+}
+
+export const ADMIN = `operator-${randomBytes(6).toString('hex')}`
+
+/**
+ * Start a standalone server on `engine` (reached at `engineUrl`, default its local socket)
+ * with `settings` on top of: redis storage and coordination, the engine's test image, its
+ * own pool name, data dir, port and instance id, and an admin token.
+ *
+ * @example
+ * ```ts
+ * const a = await startInstance({ id: 'a', engine: 'docker', settings: { BERTH_REDIS_URL: redis.path } })
+ * ```
+ */
+export async function startInstance(opts: { id: string; engine: 'docker' | 'podman'; engineUrl?: string; pool?: string; dataDir?: string; settings: Record<string, string> }): Promise<Instance> {
+  const info = readEngine(opts.engine)
+  const pool = opts.pool ?? `t-mi-${opts.id}-${process.pid}-${randomBytes(3).toString('hex')}`
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), `berth-mi-${opts.id}-`))
+  const port = await freePort()
+  const env = bareEnv({
+    PORT: String(port),
+    BERTH_ADMIN_TOKEN: ADMIN,
+    BERTH_STORAGE: 'redis',
+    BERTH_INSTANCE_ID: opts.id,
+    BERTH_DATA_DIR: dataDir,
+    BERTH_POOL_NAME: pool,
+    BERTH_RUNTIME: opts.engine,
+    BERTH_ENGINE_URL: opts.engineUrl ?? `unix://${info.socketPath}`,
+    BERTH_IMAGE: info.image,
+    BERTH_POOL_MIN: '1',
+    ...opts.settings,
+  })
+  const s = await startStandalone({ command: SERVER, cwd: join(REPO_ROOT, 'examples/standalone-server'), env, port, timeoutMs: 180_000 })
+  return { ...s, id: opts.id, engine: opts.engine, pool, dataDir, env }
+}
+
+/** SIGKILL to the instance's whole process group (no shutdown of any kind); resolves once it is gone. */
+export async function killHard(i: Instance): Promise<void> {
+  const gone = new Promise<void>((resolve) => (i.child.exitCode !== null || i.child.signalCode !== null ? resolve() : i.child.once('exit', () => resolve())))
+  process.kill(-i.child.pid!, 'SIGKILL')
+  await gone
+}
+
+/** A caller of one instance: JSON in, status and JSON body out. */
+export function caller(url: string, token: string) {
+  return async (method: string, path: string, json?: unknown) => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
+      ...(json !== undefined && { body: JSON.stringify(json) }),
+    })
+    const text = await res.text()
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
+  }
+}
+
+/** A new user (through `via`) with a stub credential and a Bash profile: its token and profile id. */
+export async function userWithProfile(via: string, name: string): Promise<{ token: string; profileId: string }> {
+  const made = await caller(via, ADMIN)('POST', '/admin/users', { name })
+  if (made.status !== 201) throw new Error(`creating a user: ${made.status} ${made.text}`)
+  const token = made.body.key.token as string
+  const call = caller(via, token)
+  const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
+  const profile = await call('POST', '/v1/profiles', { name: 'Agent', slug: `agent-${randomBytes(3).toString('hex')}`, api_key_id: key.body.id, default_tools: ['Bash'] })
+  if (profile.status !== 201) throw new Error(`creating a profile: ${profile.status} ${profile.text}`)
+  return { token, profileId: profile.body.id as string }
+}
+
+/** Poll `GET /v1/tasks/:id` on `url` (a 429 only means "ask again later") until `done` holds; the last view. */
+export async function pollTask(url: string, token: string, taskId: string, done: (t: Json) => boolean, timeoutMs: number): Promise<Json> {
+  const until = Date.now() + timeoutMs
+  let last: Json | undefined
+  for (;;) {
+    const r = await caller(url, token)('GET', `/v1/tasks/${taskId}`)
+    if (r.status === 200) {
+      last = r.body
+      if (done(r.body)) return r.body
+    } else if (r.status !== 429) throw new Error(`GET /v1/tasks/${taskId}: ${r.status} ${r.text}`)
+    if (Date.now() > until) throw new Error(`task ${taskId} still ${JSON.stringify(last?.status)} after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 1_500))
+  }
+}
+
+export const ENDED = ['completed', 'failed', 'cancelled']
+
+/** A private sshd on 127.0.0.1 that lets this user in with a throwaway key held by its own ssh-agent. */
+export interface LocalSshd {
+  /** `ssh://<user>@127.0.0.1:<port>`. */
+  url: string
+  /** The agent's socket (`SSH_AUTH_SOCK`). */
+  agentSocket: string
+  stop(): Promise<void>
+}
+
+/**
+ * Start Debian's sshd (installed by `scripts/ssh/ensure.sh` when missing) on a free port with
+ * fresh host and client keys, and an ssh-agent holding the client key.
+ *
+ * @example
+ * ```ts
+ * const sshd = await startSshd() // BERTH_ENGINE_URL=sshd.url, SSH_AUTH_SOCK=sshd.agentSocket
+ * ```
+ */
+export async function startSshd(): Promise<LocalSshd> {
+  const bin = execFileSync('bash', [join(REPO_ROOT, 'scripts/ssh/ensure.sh')], { encoding: 'utf8' }).trim()
+  const dir = mkdtempSync(join(tmpdir(), 'berth-sshd-'))
+  const key = (name: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, name)])
+  key('host_key')
+  key('client_key')
+  execFileSync('cp', [join(dir, 'client_key.pub'), join(dir, 'authorized_keys')])
+  const port = await freePort()
+  const config = [
+    `Port ${port}`,
+    'ListenAddress 127.0.0.1',
+    `HostKey ${join(dir, 'host_key')}`,
+    `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+    'PermitRootLogin prohibit-password',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'StrictModes no',
+    `PidFile ${join(dir, 'sshd.pid')}`,
+  ]
+  writeFileSync(join(dir, 'sshd_config'), `${config.join('\n')}\n`)
+  // sshd's privilege separation directory.
+  execFileSync('mkdir', ['-p', '/run/sshd'])
+  const sshd = spawn(bin, ['-D', '-e', '-f', join(dir, 'sshd_config')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let log = ''
+  sshd.stderr!.on('data', (d: Buffer) => (log += d.toString()))
+  const agentSocket = join(dir, 'agent.sock')
+  const agent = spawn('ssh-agent', ['-D', '-a', agentSocket], { stdio: 'ignore' })
+  const stop = async () => {
+    for (const child of [sshd, agent]) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  for (let i = 0; ; i++) {
+    try {
+      execFileSync('ssh-add', [join(dir, 'client_key')], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket }, stdio: 'ignore' })
+      break
+    } catch (err) {
+      if (i > 100) {
+        await stop()
+        throw new Error(`ssh-agent did not take the key: ${String(err)}`)
+      }
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  for (let i = 0; !(await new Promise<boolean>((r) => createConnection(port, '127.0.0.1').once('connect', function (this: Socket) { this.destroy(); r(true) }).once('error', () => r(false)))); i++) {
+    if (sshd.exitCode !== null || i > 100) {
+      await stop()
+      throw new Error(`sshd did not listen: ${log}`)
+    }
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return { url: `ssh://${userInfo().username}@127.0.0.1:${port}`, agentSocket, stop }
+}
