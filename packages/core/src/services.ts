@@ -9,16 +9,7 @@ import { memoryCoordination } from './coordination/memory.js'
 import type { Coordination } from './coordination/port.js'
 import type { EngineHealth, PoolStats } from './schemas/health.js'
 import { ApiKeysService } from './resources/api-keys.js'
-import {
-  createAgentsService,
-  createSecretsService,
-  createSkillsService,
-  createToolsService,
-  type AgentsService,
-  type SecretsService,
-  type SkillsService,
-  type ToolsService,
-} from './resources/catalog.js'
+import { createAgentsService, createSecretsService, createSkillsService, createToolsService, type AgentsService, type SecretsService, type SkillsService, type ToolsService } from './resources/catalog.js'
 import { ConcurrencySlots } from './limits/concurrency.js'
 import { EventBus } from './tasks/event-bus.js'
 import { EventLog } from './workspaces/event-log.js'
