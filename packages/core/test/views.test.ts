@@ -13,6 +13,7 @@ import { PlaybooksService } from '../src/playbooks/playbooks.js'
 import type { PlaybookRecord } from '../src/playbooks/record.js'
 import { ProfilesService } from '../src/resources/profiles.js'
 import { UsersService, hashKey } from '../src/resources/users.js'
+import { taskView, type TaskRecord } from '../src/tasks/record.js'
 import type { ApiKeyRecord } from '../src/resources/api-keys.js'
 import { createSecretsService, type SecretRecord } from '../src/resources/catalog.js'
 import type { ProfileRecord } from '../src/resources/profiles.js'
@@ -135,6 +136,19 @@ describe('record views', () => {
     expect(summary).not.toHaveProperty('claude_md')
     expect(leaks(summary, header, 'Bearer tok')).toEqual([])
     expect(v.is(ProfileSummary, summary)).toBe(true)
+  })
+  it('tasks: the API fields only (no instance, slot or owner), a batch task has no session id', () => {
+    const at = '2026-01-01T00:00:00.000Z'
+    const record = {
+      id: newId('task'), owner_id: 'usr_1', status: 'completed', mode: 'batch', profile_id: newId('profile'), priority: 'normal', prompt: 'Hi',
+      session_id: newId('session'), workspace_id: newId('workspace'), created_at: at, updated_at: at, started_at: at, finished_at: at,
+      result: null, error: null, slot_pending: true, instance_id: 'host-a',
+    } as unknown as TaskRecord
+    const view = taskView(record) as Record<string, unknown>
+    expect(view.task_id).toBe(record.id)
+    expect(view.session_id).toBeNull()
+    for (const key of ['id', 'owner_id', 'slot_pending', 'instance_id', 'updated_at']) expect(view).not.toHaveProperty(key)
+    expect(taskView({ ...record, mode: 'session' } as TaskRecord).session_id).toBe(record.session_id)
   })
 })
 

@@ -1,7 +1,8 @@
 /** The stored task and how it reads: the record every part of tasks/ passes around. */
 import { isApiError } from '../errors.js'
 import type { OwnedRecord } from '../records/collection.js'
-import { TaskError, type Task, type TaskResult, type TaskStatus } from '../schemas/task.js'
+import { toView } from '../records/view.js'
+import { Task, TaskError, type TaskResult, type TaskStatus } from '../schemas/task.js'
 import type { RunnerEvent } from './runner-protocol.js'
 
 /** A stored task. */
@@ -64,21 +65,7 @@ export function activeKey(taskId: string): string {
  * ```
  */
 export function taskView(r: TaskRecord): Task {
-  return {
-    task_id: r.id,
-    status: r.status,
-    mode: r.mode,
-    profile_id: r.profile_id,
-    priority: r.priority,
-    prompt: r.prompt,
-    session_id: r.mode === 'session' ? r.session_id : null,
-    workspace_id: r.workspace_id,
-    created_at: r.created_at,
-    started_at: r.started_at,
-    finished_at: r.finished_at,
-    result: r.result,
-    error: r.error,
-  }
+  return toView(Task, r, { task_id: r.id, session_id: r.mode === 'session' ? r.session_id : null })
 }
 
 /** Runner outcomes that fail a task, and the error code each becomes. */
