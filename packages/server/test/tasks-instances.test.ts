@@ -160,4 +160,34 @@ function clusterCases(onHub: () => Backend): void {
     const ws = await a.s.berth.services.workspaces.records.get(cluster.ownerId, first.body.workspace_id)
     expect(ws.instance_id).toBe(a.coordination.instanceId)
   })
+
+  it('a playbook run waiting for a slot counts the slots every instance holds', async () => {
+    cluster = await startCluster([6, 2], onHub())
+    const c = cluster
+    const [a, b] = c.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
+    // Five warm sessions on a hold the profile's five slots after their prompts end.
+    const sessions = await Promise.all(Array.from({ length: 5 }, () => c.submit(a, { mode: 'session', prompt: '[[berth:text Holding.]]' })))
+    for (const s of sessions) expect((await c.waitDone(a, s.body.task_id)).status).toBe('completed')
+    const pb = await b.call('POST', '/v1/playbooks', { profile_id: c.profileId, name: 'Waits', prompt: 'Run when there is room. [[berth:text Ran.]]' })
+    const run = await b.call('POST', `/v1/playbooks/${pb.body.id}/run`)
+    expect(run.status).toBe(202)
+    const runTask = async () => {
+      const list = (await b.call('GET', `/v1/playbooks/${pb.body.id}/runs`)).body.runs as Array<{ task_id: string | null }>
+      return list[0]?.task_id ? (await b.call('GET', `/v1/tasks/${list[0].task_id}`)).body : null
+    }
+    // b has no slot of its own in use, but the five are a's: the run waits, asking again and again.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1_200))
+      expect((await runTask())?.status ?? 'queued').toBe('queued')
+    }
+    // One of a's sessions ends: its slot frees for every instance, and the run takes it.
+    await a.call('DELETE', `/v1/workspaces/${sessions[0]!.body.workspace_id}`)
+    const done = await eventually(async () => {
+      const t = await runTask()
+      expect(t?.status).toBe('completed')
+      return t!
+    }, 60_000)
+    expect(done.result?.text).toContain('Ran.')
+    for (const s of sessions.slice(1)) await a.call('DELETE', `/v1/workspaces/${s.body.workspace_id}`)
+  })
 }

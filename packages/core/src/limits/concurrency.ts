@@ -75,6 +75,11 @@ export class ConcurrencySlots {
     return out
   }
 
+  /** Whether slots are counted over several instances (a coordination's shared slots). */
+  get isShared(): boolean {
+    return this.shared !== undefined
+  }
+
   has(profileId: string, holder: string): boolean {
     return this.held.get(profileId)?.has(holder) ?? false
   }
@@ -93,6 +98,17 @@ export class ConcurrencySlots {
     const lease = await shared.slots.acquire(slotKey(profileId), this.limit, holder, this.ttlMs)
     if (!lease) throw this.limitError(profileId, await shared.slots.count(slotKey(profileId)))
     this.hold(profileId, holder)
+  }
+
+  /** {@link take} that answers false instead of a 429 (a queued run that waits for a slot). */
+  async tryTake(profileId: string, holder: string): Promise<boolean> {
+    try {
+      await this.take(profileId, holder)
+      return true
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'CONCURRENCY_LIMIT') return false
+      throw err
+    }
   }
 
   /** Take a slot for `holder` in this process (idempotent for a holder that has one), or 429. */

@@ -6,6 +6,9 @@ import type { SessionContainers } from './session-containers.js'
 import { nextQueued } from './task-queue.js'
 import type { Workload } from './workload.js'
 
+/** How long a run refused a shared slot waits before asking again. */
+const SHARED_SLOT_RETRY_MS = 1_000
+
 export interface SchedulerOptions {
   work: Workload
   slots: ConcurrencySlots
@@ -28,6 +31,8 @@ export interface SchedulerOptions {
  * ```
  */
 export class Scheduler {
+  private retry: ReturnType<typeof setTimeout> | null = null
+
   constructor(private readonly o: SchedulerOptions) {
     o.work.onWake(() => this.pump())
   }
@@ -62,22 +67,60 @@ export class Scheduler {
     if (work.closed) return
     for (let i = this.nextIndex(); i >= 0; i = this.nextIndex()) {
       const task = work.queue.splice(i, 1)[0]!
+      if (task.slot_pending && slots.isShared) {
+        this.startWithSharedSlot(task)
+        continue
+      }
       if (task.slot_pending) {
         slots.acquire(task.profile_id, task.workspace_id)
         delete task.slot_pending
       }
-      work.busy.set(task.workspace_id, task.owner_id)
-      const abort = new AbortController()
-      const done = this.o
-        .run(task, abort.signal)
-        .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task.id, error: String(err) }))
-        .finally(() => {
-          work.running.delete(task.id)
-          work.busy.delete(task.workspace_id)
-          this.pump()
-        })
-      work.running.set(task.id, { abort, done })
+      this.start(task)
     }
+  }
+
+  /**
+   * A run that waits for a slot, when instances share the slots: this instance cannot know
+   * they are free, so it asks (the workspace stays reserved meanwhile); refused, the run
+   * goes back to the front of the queue and asks again after {@link SHARED_SLOT_RETRY_MS}.
+   */
+  private startWithSharedSlot(task: TaskRecord): void {
+    const { work, slots } = this.o
+    work.busy.set(task.workspace_id, task.owner_id)
+    void slots
+      .tryTake(task.profile_id, task.workspace_id)
+      .catch((err: unknown) => {
+        this.o.logger.warn('could not ask the shared slots; retrying', { task: task.id, error: String(err) })
+        return false
+      })
+      .then((taken) => {
+        work.busy.delete(task.workspace_id)
+        if (taken && !work.closed) {
+          delete task.slot_pending
+          return this.start(task)
+        }
+        if (taken) slots.release(task.profile_id, task.workspace_id)
+        work.queue.unshift(task)
+        if (!this.retry && !work.closed) {
+          this.retry = setTimeout(() => ((this.retry = null), this.pump()), SHARED_SLOT_RETRY_MS)
+          this.retry.unref?.()
+        }
+      })
+  }
+
+  private start(task: TaskRecord): void {
+    const { work } = this.o
+    work.busy.set(task.workspace_id, task.owner_id)
+    const abort = new AbortController()
+    const done = this.o
+      .run(task, abort.signal)
+      .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task.id, error: String(err) }))
+      .finally(() => {
+        work.running.delete(task.id)
+        work.busy.delete(task.workspace_id)
+        this.pump()
+      })
+    work.running.set(task.id, { abort, done })
   }
 
   /** The next task to start: its workspace free and, for a task waiting for a slot, a slot free. */
