@@ -152,6 +152,8 @@ async function session(info: EngineInfo, bundleDir: string, mode: Mode): Promise
     try {
       host.send({ type: 'close' })
       await host.next('closed', 60_000)
+      // A profiled child (BENCH_CHILD_PROF) writes its profile as it exits.
+      if (process.env.BENCH_CHILD_PROF) await new Promise<void>((r) => (host.process.exitCode !== null ? r() : host.process.once('exit', () => r())))
     } catch (err) {
       console.error(`closing the task host: ${(err as Error).message}`)
     }

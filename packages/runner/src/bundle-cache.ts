@@ -5,6 +5,7 @@ import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { bundleRunner, platformPackage, type BundleOptions, type RunnerBundle } from './bundle.js'
+import { PROGRAM_FILE } from './program.js'
 
 const SDK = '@anthropic-ai/claude-agent-sdk'
 
@@ -30,12 +31,12 @@ export function runnerCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'berth', 'runner')
 }
 
-/** The hash naming a bundle: the runner's code and the exact SDK and native packages it ships. */
+/** The hash naming a bundle: the runner's code (loader and program) and the exact SDK and native packages it ships. */
 function bundleKey(entry: string, platformPackages: string[]): string {
   const require = createRequire(import.meta.url)
   const sdkManifest = join(dirname(require.resolve(SDK)), 'package.json')
   const sdkRequire = createRequire(sdkManifest)
-  const hash = createHash('sha256').update(readFileSync(entry)).update(readFileSync(sdkManifest))
+  const hash = createHash('sha256').update(readFileSync(entry)).update(readFileSync(join(dirname(entry), PROGRAM_FILE))).update(readFileSync(sdkManifest))
   for (const pkg of platformPackages) {
     let manifest: Buffer | string
     try {

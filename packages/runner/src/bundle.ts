@@ -1,9 +1,11 @@
-import { constants, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { constants, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { platformPackage, SDK } from './platform.js'
+import { CODE_CACHE_FILE, compileProgram, PROGRAM_FILE } from './program.js'
 
-const SDK = '@anthropic-ai/claude-agent-sdk'
+export { platformPackage }
 
 /** Where Berth mounts the runner bundle (read-only) inside task containers. */
 export const RUNNER_MOUNT = '/opt/berth-runner'
@@ -22,29 +24,14 @@ export function runnerCommand(mount: string = RUNNER_MOUNT): string[] {
   return ['node', `${mount}/main.js`]
 }
 
-/**
- * The SDK's native-binary package for a platform (default: this machine).
- *
- * @example
- * ```ts
- * platformPackage('linux', 'arm64', true) // '@anthropic-ai/claude-agent-sdk-linux-arm64-musl'
- * ```
- */
-export function platformPackage(platform: string = process.platform, arch: string = process.arch, musl: boolean = isMusl()): string {
-  return `${SDK}-${platform}-${arch}${platform === 'linux' && musl ? '-musl' : ''}`
-}
-
-function isMusl(): boolean {
-  if (process.platform !== 'linux') return false
-  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header
-  return !header?.glibcVersionRuntime
-}
-
 /** Options of {@link bundleRunner}. */
 export interface BundleOptions {
   /** Native-binary packages to include (default: this machine's, see {@link platformPackage}). Each must be installed. */
   platformPackages?: string[]
-  /** The built runner (default: this package's `dist/main.js`; build with `pnpm --filter @berth/runner build`). */
+  /**
+   * The built runner's loader (default: this package's `dist/main.js`; build with
+   * `pnpm --filter @berth/runner build`); the program, `runner.cjs`, is taken from beside it.
+   */
   entry?: string
 }
 
@@ -68,8 +55,10 @@ function copyIfChanged(from: string, to: string): void {
 
 /**
  * Build the self-contained runner directory a container mounts read-only: `main.js` (the
- * runner with its dependencies bundled, the SDK excepted), `package.json`, and
- * `node_modules/` with the Claude Agent SDK and its native binary package. Needs only
+ * loader), `runner.cjs` (the runner with its dependencies bundled, the Claude Agent SDK
+ * included) and its V8 code cache `runner.cjs.cache` (made by this Node: a container running
+ * the same Node build skips compiling the program, any other compiles it as usual),
+ * `package.json`, and `node_modules/` with Claude Code's native binary package. Needs only
  * `node` to run: `node <dir>/main.js`. Re-running it refreshes the directory; the large
  * native binary is only copied when it changed.
  *
@@ -82,7 +71,10 @@ function copyIfChanged(from: string, to: string): void {
 export function bundleRunner(outDir: string, opts: BundleOptions = {}): RunnerBundle {
   const dir = resolve(outDir)
   const entry = opts.entry ?? fileURLToPath(new URL('../dist/main.js', import.meta.url))
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: build @berth/runner first (pnpm --filter @berth/runner build)`)
+  const program = join(dirname(entry), PROGRAM_FILE)
+  for (const file of [entry, program]) {
+    if (!existsSync(file)) throw new Error(`${file} is missing: build @berth/runner first (pnpm --filter @berth/runner build)`)
+  }
   const require = createRequire(import.meta.url)
   const sdkDir = dirname(require.resolve(SDK))
   const sdkVersion = (JSON.parse(readFileSync(join(sdkDir, 'package.json'), 'utf8')) as { version: string }).version
@@ -90,13 +82,14 @@ export function bundleRunner(outDir: string, opts: BundleOptions = {}): RunnerBu
 
   mkdirSync(dir, { recursive: true })
   copyIfChanged(entry, join(dir, 'main.js'))
+  copyIfChanged(program, join(dir, PROGRAM_FILE))
+  writeFileSync(join(dir, CODE_CACHE_FILE), compileProgram(dir).createCachedData())
   writeFileSync(
     join(dir, 'package.json'),
     `${JSON.stringify({ name: 'berth-runner-bundle', private: true, type: 'module', main: 'main.js', sdkVersion }, null, 2)}\n`,
   )
-  const sdkOut = join(dir, 'node_modules', SDK)
-  rmSync(sdkOut, { recursive: true, force: true })
-  cpSync(sdkDir, sdkOut, { recursive: true, dereference: true, filter: (src) => !src.startsWith(join(sdkDir, 'node_modules')) })
+  // The SDK itself is inlined in runner.cjs; only its native binary package is needed.
+  rmSync(join(dir, 'node_modules', SDK), { recursive: true, force: true })
   for (const pkg of opts.platformPackages ?? [platformPackage()]) {
     let pkgDir: string
     try {

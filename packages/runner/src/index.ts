@@ -1,6 +1,7 @@
 /**
- * `@berth/runner`: the program that runs inside a task's container (`berth-runner`, built
- * to `dist/main.js`), plus what the server needs to ship it there.
+ * `@berth/runner`: the program that runs inside a task's container (`berth-runner`:
+ * `dist/main.js`, a loader, and `dist/runner.cjs`, the program), plus what the server
+ * needs to ship it there.
  */
 export { bundleRunner, runnerCommand, platformPackage, RUNNER_MOUNT, type BundleOptions, type RunnerBundle } from './bundle.js'
 export { sharedRunnerBundle, runnerCacheDir, type SharedBundleOptions } from './bundle-cache.js'

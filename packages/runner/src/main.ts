@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * `berth-runner`: one RunnerInput JSON on stdin, RunnerEvent JSON lines on stdout (and
  * appended to `events_file`). Exit 0 once a result was written, whatever its outcome;

@@ -1,5 +1,6 @@
 import type { Options } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerInput } from '@berth/core/contract'
+import { claudeExecutable } from './platform.js'
 import { configDir, systemAppend } from './workspace.js'
 
 /** The model the `stub` provider runs as when the input names none (its prices give costs). */
@@ -85,6 +86,9 @@ export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options 
     env: sdkEnv(input, ctx),
     abortController: ctx.abortController,
   }
+  // Found here, so the runner works from a bundle (node_modules beside it) and from an install.
+  const executable = claudeExecutable(import.meta.url)
+  if (executable) options.pathToClaudeCodeExecutable = executable
   if (ctx.skills.length) options.skills = ctx.skills
   if (input.max_turns !== null) options.maxTurns = input.max_turns
   if (input.max_budget_usd !== null) options.maxBudgetUsd = input.max_budget_usd

@@ -30,11 +30,13 @@ describe('sharedRunnerBundle', () => {
   it('a changed runner is a new bundle that hard-links the native binary of the last one instead of copying it', () => {
     const base = sharedRunnerBundle({ cacheDir })
     const entry = join(scratch, 'main.js')
-    writeFileSync(entry, `${readFileSync(base.main, 'utf8')}\n// a changed runner ${Date.now()}\n`)
+    writeFileSync(entry, readFileSync(base.main))
+    const program = join(scratch, 'runner.cjs')
+    writeFileSync(program, `${readFileSync(join(base.dir, 'runner.cjs'), 'utf8')}\n// a changed runner ${Date.now()}\n`)
     const changed = sharedRunnerBundle({ cacheDir, entry })
     try {
       expect(changed.dir).not.toBe(base.dir)
-      expect(readFileSync(changed.main, 'utf8')).toBe(readFileSync(entry, 'utf8'))
+      expect(readFileSync(join(changed.dir, 'runner.cjs'), 'utf8')).toBe(readFileSync(program, 'utf8'))
       const binary = (b: { dir: string }) => statSync(join(b.dir, 'node_modules', platformPackage(), 'claude'))
       expect(binary(changed).ino).toBe(binary(base).ino)
     } finally {

@@ -1,6 +1,6 @@
 /**
  * What the production runner ships: the offline model comes from `@berth/stub-model`,
- * nothing from the test kit (global-setup built dist/main.js from this checkout).
+ * nothing from the test kit (global-setup built dist/ from this checkout).
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest'
 const read = (path: string) => readFileSync(fileURLToPath(new URL(path, import.meta.url)), 'utf8')
 
 describe('the runner program and package', () => {
-  it('dist/main.js inlines @berth/stub-model and nothing from @berth/testkit', () => {
-    const main = read('../dist/main.js')
+  it('dist/runner.cjs inlines @berth/stub-model and nothing from @berth/testkit', () => {
+    const main = read('../dist/runner.cjs')
     expect(main).toContain('// ../stub-model/src/server.ts')
     expect(main).not.toMatch(/testkit/)
   })

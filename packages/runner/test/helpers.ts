@@ -49,15 +49,15 @@ export interface RunOutcome {
 }
 
 /**
- * Run the bundled runner on the host with `input` on stdin. `onEvent` sees each event as
- * it arrives and gets the child process (to signal it).
+ * Run the bundled runner (or `main`) on the host with `input` on stdin. `onEvent` sees each
+ * event as it arrives and gets the child process (to signal it).
  */
 export function runRunner(
   input: unknown,
-  opts: { onEvent?: (e: RunnerEvent, child: ReturnType<typeof spawn>) => void; env?: NodeJS.ProcessEnv } = {},
+  opts: { onEvent?: (e: RunnerEvent, child: ReturnType<typeof spawn>) => void; env?: NodeJS.ProcessEnv; main?: string } = {},
 ): Promise<RunOutcome> {
   const started = Date.now()
-  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js')], {
+  const child = spawn(process.execPath, [opts.main ?? join(BUNDLE_DIR, 'main.js')], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },
   })
