@@ -74,23 +74,39 @@ export function bridgeRules(r: BridgeRules, family: Family): { forward: string[]
   return { forward, input }
 }
 
-/** Normalise `iptables -S` text of a chain to its `-A` lines (as {@link bridgeRules} writes them). */
-function appendLines(text: string): string[] {
-  return text.split('\n').filter((l) => l.startsWith('-A '))
+/** The filter table as `iptables -S` prints it: the chains that exist and each one's `-A` lines. */
+interface Table {
+  chains: Set<string>
+  rules: Map<string, string[]>
+}
+
+/**
+ * Read the whole filter table in one call (one process, instead of one per chain: a task's
+ * container start checks a dozen chains across two families).
+ */
+async function readTable(bin: string): Promise<Table> {
+  const table: Table = { chains: new Set(), rules: new Map() }
+  for (const line of (await run(bin, ['-S'])).split('\n')) {
+    const [verb, chain] = line.split(' ', 2)
+    if (!chain) continue
+    if (verb === '-N' || verb === '-P') table.chains.add(chain)
+    else if (verb === '-A') table.rules.set(chain, [...(table.rules.get(chain) ?? []), line])
+  }
+  return table
 }
 
 /** Create the chain if missing; make its rules exactly `rules` without a moment of fewer rules (new ones appended, old ones removed from the bottom). */
-async function syncChain(bin: string, chain: string, rules: string[]): Promise<void> {
-  await run(bin, ['-N', chain]).catch(() => {}) // exists
-  const current = appendLines(await run(bin, ['-S', chain]))
+async function syncChain(bin: string, table: Table, chain: string, rules: string[]): Promise<void> {
+  if (!table.chains.has(chain)) await run(bin, ['-N', chain]).catch(() => {}) // made meanwhile
+  const current = table.rules.get(chain) ?? []
   if (current.length === rules.length && current.every((l, i) => l === rules[i])) return
   for (const rule of rules) await run(bin, rule.split(' '))
   for (let i = current.length; i >= 1; i--) await run(bin, ['-D', chain, String(i)])
 }
 
 /** Make `rule` (an `-A <chain> …` line) the first rule of its chain; drop other copies. */
-async function ensureFirst(bin: string, chain: string, rule: string): Promise<void> {
-  const lines = appendLines(await run(bin, ['-S', chain]))
+async function ensureFirst(bin: string, table: Table, chain: string, rule: string): Promise<void> {
+  const lines = table.rules.get(chain) ?? []
   if (lines[0] === rule && lines.filter((l) => l === rule).length === 1) return
   await run(bin, ['-I', chain, '1', ...rule.split(' ').slice(2)])
   for (let i = lines.length + 1; i >= 2; i--) if (lines[i - 2] === rule) await run(bin, ['-D', chain, String(i)])
@@ -117,14 +133,16 @@ export async function installBridgeRules(r: BridgeRules, options: FirewallOption
   for (const family of [4, 6] as const) {
     const bin = family === 4 ? (options.iptables ?? 'iptables') : (options.ip6tables ?? 'ip6tables')
     const rules = bridgeRules(r, family)
-    await syncChain(bin, names.forward, rules.forward)
-    await syncChain(bin, names.input, rules.input)
+    // One read of the table; each step below touches its own chains, so it stays true for them.
+    const table = await readTable(bin)
+    await syncChain(bin, table, names.forward, rules.forward)
+    await syncChain(bin, table, names.input, rules.input)
     for (const [hook, dispatch] of Object.entries(DISPATCH)) {
-      await run(bin, ['-N', dispatch]).catch(() => {})
+      if (!table.chains.has(dispatch)) await run(bin, ['-N', dispatch]).catch(() => {}) // made meanwhile
       const target = hook === 'FORWARD' ? names.forward : names.input
       const jump = `-A ${dispatch} -i ${r.bridge} -j ${target}`
-      if (!appendLines(await run(bin, ['-S', dispatch])).includes(jump)) await run(bin, jump.split(' '))
-      await ensureFirst(bin, hook, `-A ${hook} -j ${dispatch}`)
+      if (!(table.rules.get(dispatch) ?? []).includes(jump)) await run(bin, jump.split(' '))
+      await ensureFirst(bin, table, hook, `-A ${hook} -j ${dispatch}`)
     }
   }
 }
@@ -140,6 +158,7 @@ export async function installBridgeRules(r: BridgeRules, options: FirewallOption
  */
 export async function ensureDispatchFirst(options: FirewallOptions = {}): Promise<void> {
   for (const bin of [options.iptables ?? 'iptables', options.ip6tables ?? 'ip6tables']) {
-    for (const [hook, dispatch] of Object.entries(DISPATCH)) await ensureFirst(bin, hook, `-A ${hook} -j ${dispatch}`)
+    const table = await readTable(bin)
+    for (const [hook, dispatch] of Object.entries(DISPATCH)) await ensureFirst(bin, table, hook, `-A ${hook} -j ${dispatch}`)
   }
 }

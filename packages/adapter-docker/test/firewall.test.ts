@@ -1,0 +1,73 @@
+/**
+ * The egress firewall's bookkeeping, against the real iptables through a logging wrapper:
+ * every container start checks the rules, so a check that finds them in place must cost
+ * one read of the table per family and change nothing; one that finds them disturbed puts
+ * them back. A bridge name of its own keeps this away from real Berth networks.
+ */
+import { execFileSync } from 'node:child_process'
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { bridgeRules, chainNames, ensureDispatchFirst, installBridgeRules, type BridgeRules } from '../src/firewall.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'berth-firewall-'))
+const log = join(dir, 'calls.log')
+/** `iptables`/`ip6tables` with each call's arguments appended to the log. */
+const wrapper = (bin: string) => {
+  const path = join(dir, bin)
+  writeFileSync(path, `#!/bin/sh\necho "${bin} $*" >> ${log}\nexec ${bin} "$@"\n`)
+  chmodSync(path, 0o755)
+  return path
+}
+const firewall = { iptables: wrapper('iptables'), ip6tables: wrapper('ip6tables') }
+const calls = () => readFileSync(log, 'utf8').trim().split('\n').filter(Boolean)
+const bridge = `brbt${process.pid.toString(16)}`.slice(0, 15)
+const rules: BridgeRules = { bridge, gateway: '10.231.0.1', policy: 'public', allow: [] }
+const names = chainNames(bridge)
+const ipt = (bin: string, args: string[]) => execFileSync(bin, ['-w', ...args], { encoding: 'utf8' })
+
+afterAll(() => {
+  for (const bin of ['iptables', 'ip6tables']) {
+    for (const dispatch of ['BERTH-FORWARD', 'BERTH-INPUT']) {
+      const target = dispatch === 'BERTH-FORWARD' ? names.forward : names.input
+      try {
+        ipt(bin, ['-D', dispatch, '-i', bridge, '-j', target])
+      } catch {}
+    }
+    for (const chain of [names.forward, names.input]) {
+      try {
+        ipt(bin, ['-F', chain])
+        ipt(bin, ['-X', chain])
+      } catch {}
+    }
+  }
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('egress firewall rules', () => {
+  it('installs a bridge\'s chains, then re-checks them with one table read per family', async () => {
+    await installBridgeRules(rules, firewall)
+    expect(ipt('iptables', ['-S', names.forward])).toContain(`-A ${names.forward} -d 10.0.0.0/8 -j REJECT`)
+    expect(ipt('ip6tables', ['-S', 'BERTH-FORWARD'])).toContain(`-A BERTH-FORWARD -i ${bridge} -j ${names.forward}`)
+
+    writeFileSync(log, '')
+    await installBridgeRules(rules, firewall)
+    expect(calls()).toEqual(['iptables -w -S', 'ip6tables -w -S'])
+    writeFileSync(log, '')
+    await ensureDispatchFirst(firewall)
+    expect(calls()).toEqual(['iptables -w -S', 'ip6tables -w -S'])
+  })
+
+  it('puts back a rule removed from a bridge chain and the dispatch jump pushed down', async () => {
+    ipt('iptables', ['-D', names.forward, '1'])
+    ipt('iptables', ['-I', 'FORWARD', '1', '-j', 'RETURN', '-m', 'comment', '--comment', 'berth-test'])
+    try {
+      await installBridgeRules(rules, firewall)
+      expect(ipt('iptables', ['-S', names.forward]).split('\n').filter((l) => l.startsWith('-A '))).toEqual(bridgeRules(rules, 4).forward)
+      expect(ipt('iptables', ['-S', 'FORWARD']).split('\n').find((l) => l.startsWith('-A '))).toBe('-A FORWARD -j BERTH-FORWARD')
+    } finally {
+      ipt('iptables', ['-D', 'FORWARD', '-j', 'RETURN', '-m', 'comment', '--comment', 'berth-test'])
+    }
+  })
+})
