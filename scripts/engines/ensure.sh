@@ -35,7 +35,7 @@ DOCKER_SOCKET="${DOCKER_SOCKET:-/var/run/docker.sock}"
 PODMAN_SOCKET="${PODMAN_SOCKET:-/run/podman/podman.sock}"
 PODMAN_PIDFILE=/run/berth-podman-service.pid
 # Bump when the image recipe below changes, so existing images are rebuilt.
-RECIPE_VERSION=3
+RECIPE_VERSION=4
 WAIT_SECONDS=90
 
 log() { echo "[engines] $*" >&2; }
@@ -229,6 +229,8 @@ build_rootfs() { # builds the rootfs tarball once per run, into $ROOTFS_TAR
   printf 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000:node:/home/node:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$dir/etc/passwd"
   printf 'root:x:0:\nnode:x:1000:\nnogroup:x:65534:\n' >"$dir/etc/group"
   mkdir -p "$dir/home/node" && chown 1000:1000 "$dir/home/node"
+  # The agent user owns /workspace from the start (label below): no chown per container.
+  chown 1000:1000 "$dir/workspace"
   ROOTFS_TAR="$(mktemp /tmp/berth-rootfs.XXXXXX.tar)"
   tar -C "$dir" -cf "$ROOTFS_TAR" .
   rm -rf "$dir"
@@ -249,6 +251,7 @@ ensure_image() { # ensure_image ENGINE CLI NAME
     --change 'WORKDIR /' \
     --change 'CMD ["/bin/sh"]' \
     --change "LABEL berth.test.recipe=$want" \
+    --change "LABEL berth.workdir-owner=1000:1000@/workspace" \
     "$ROOTFS_TAR" "$name" >/dev/null
   have="$($cli image inspect --format '{{ index .Config.Labels "berth.test.recipe" }}' "$name" 2>/dev/null || true)"
   [ "$have" = "$want" ] || die "$engine: image $name was not imported"

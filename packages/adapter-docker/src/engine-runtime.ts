@@ -46,6 +46,14 @@ export interface EngineRuntimeOptions {
 /** The label holding the user a container's commands run as. */
 export const USER_LABEL = 'berth.user'
 
+/**
+ * The label of an image whose directory is already owned by the agent's user, as
+ * `<uid:gid>@<dir>` (`1000:1000@/workspace`): a container made from it with that user and
+ * working directory (nothing mounted there) needs no `chown` exec when it starts, which
+ * is a whole runc exec per task. {@link hostImageRecipe} images carry it.
+ */
+export const WORKDIR_OWNER_LABEL = 'berth.workdir-owner'
+
 /** True for a `user` that is not root (`1000`, `1000:1000`, `node`). */
 function unprivileged(user: string | undefined): user is string {
   return user !== undefined && user !== '' && !/^(0|root)(:|$)/.test(user)
@@ -96,7 +104,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
    * Berth's own housekeeping can still chown; every exec defaults to the user, and a
    * non-root exec has no capabilities at all.
    */
-  const owners = new Map<string, { user: string; workingDir: string | undefined; egress: boolean }>()
+  const owners = new Map<string, { user: string; workingDir: string | undefined; egress: boolean; ownedByUser?: boolean }>()
   const userOf = async (id: string): Promise<string | undefined> => {
     const own = owners.get(id)
     if (own) return own.user || undefined
@@ -108,6 +116,16 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     } catch {
       return undefined // the exec itself reports the missing container
     }
+  }
+  /**
+   * Whether the image already gives the working directory to `user` ({@link WORKDIR_OWNER_LABEL},
+   * read from the new container, whose labels include its image's), with nothing mounted over it.
+   */
+  const workdirOwnedBy = async (id: string, user: string, spec: ContainerSpec): Promise<boolean> => {
+    const dir = spec.workingDir!
+    if (spec.mounts?.some((m) => dir === m.target || dir.startsWith(`${m.target.replace(/\/$/, '')}/`))) return false
+    const info = (await container(id).inspect()) as { Config?: { Labels?: Record<string, string> | null } }
+    return info.Config?.Labels?.[WORKDIR_OWNER_LABEL] === `${user}@${dir}`
   }
   /** Run a short command as root (Berth's own housekeeping: never the agent's). */
   const asRoot = async (id: string, cmd: string[], op: string) => {
@@ -144,7 +162,12 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
           toCreateOptions({ ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) }, containerNameValue, options.hardening),
         )
         // Known for every container made here, so an exec needs no inspect to learn its user.
-        owners.set(created.id, { user: user ?? '', workingDir: spec.workingDir, egress: spec.egress !== undefined })
+        owners.set(created.id, {
+          user: user ?? '',
+          workingDir: spec.workingDir,
+          egress: spec.egress !== undefined,
+          ownedByUser: user !== undefined && spec.workingDir !== undefined && (await workdirOwnedBy(created.id, user, spec).catch(() => false)),
+        })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
         throw ctx.error(err, 'create', { image, name: containerNameValue })
@@ -162,7 +185,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       if (!own) return
       try {
         // The engine made the working directory as root; the agent's user must own it.
-        if (unprivileged(own.user) && own.workingDir) await asRoot(id, ['chown', own.user, own.workingDir], 'start')
+        if (unprivileged(own.user) && own.workingDir && !own.ownedByUser) await asRoot(id, ['chown', own.user, own.workingDir], 'start')
         if (own.egress) await egress.recheck()
       } catch (err) {
         throw ctx.error(err, 'start', { id })

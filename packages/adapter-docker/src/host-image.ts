@@ -3,12 +3,15 @@ import { createHash } from 'node:crypto'
 import { closeSync, createReadStream, existsSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { delimiter, dirname, join } from 'node:path'
 import type { ImageRecipe } from '@berth/core'
+import { WORKDIR_OWNER_LABEL } from './engine-runtime.js'
 import { pack, type Header } from 'tar-stream'
 
 type HeaderArgument = Partial<Header> & Pick<Header, 'name'>
 
 /** Bump when what the recipe collects changes, so images built from the old one are rebuilt. */
-const RECIPE_VERSION = 1
+const RECIPE_VERSION = 2
+/** The uid (and gid) of the image's `node` user, Berth's default agent user (`1000:1000`). */
+const AGENT_UID = 1000
 
 /** Tools copied from the host when it has no busybox, so `sh`, `sleep` and friends exist. */
 const FALLBACK_TOOLS = [
@@ -158,7 +161,9 @@ function addPackages(tree: Tree, packages: readonly string[]): void {
 function describeHost(packages: readonly string[] = []): { tree: Tree; parts: string[] } {
   const tree = new Tree()
   const parts = [`node ${process.version}`]
-  for (const d of ['bin', 'usr/bin', 'usr/local/bin', 'etc', 'root', 'workspace', 'proc', 'sys', 'dev']) tree.dir(d, d === 'root' ? 0o700 : 0o755)
+  for (const d of ['bin', 'usr/bin', 'usr/local/bin', 'etc', 'root', 'proc', 'sys', 'dev']) tree.dir(d, d === 'root' ? 0o700 : 0o755)
+  // The agent's (default) user owns its working directory from the start: no chown per container.
+  tree.dir('workspace', 0o755, AGENT_UID)
   tree.dir('tmp', 0o1777)
   tree.dir('home/node', 0o755, 1000)
   tree.file('usr/local/bin/node', process.execPath, true)
@@ -263,5 +268,6 @@ export function hostImageRecipe(options: { packages?: readonly string[] } = {}):
     env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
     cmd: ['/bin/sh'],
     workingDir: '/',
+    labels: { [WORKDIR_OWNER_LABEL]: `${AGENT_UID}:${AGENT_UID}@/workspace` },
   }
 }

@@ -139,6 +139,7 @@ export function imageProvisioner(
     const changes = [
       ...Object.entries(recipe.env ?? {}).map(([k, v]) => `ENV ${k}=${v}`),
       `LABEL ${RECIPE_LABEL}=${recipe.hash}`,
+      ...Object.entries(recipe.labels ?? {}).map(([k, v]) => `LABEL ${k}=${v}`),
       ...(recipe.cmd ? [`CMD ${JSON.stringify(recipe.cmd)}`] : []),
       ...(recipe.workingDir ? [`WORKDIR ${recipe.workingDir}`] : []),
     ]

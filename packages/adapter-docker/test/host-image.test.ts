@@ -49,12 +49,14 @@ describe('hostImageRecipe', () => {
     expect(report).toMatchObject({ ref, source: 'built', recipe: recipe.hash })
     const labels = ((await raw.getImage(ref).inspect()) as { Config: { Labels: Record<string, string> } }).Config.Labels
     expect(labels['berth.recipe']).toBe(recipe.hash)
+    // The agent user's working directory is theirs already: no chown exec per container.
+    expect(labels['berth.workdir-owner']).toBe('1000:1000@/workspace')
 
     const { id } = await rt.create({ image: ref, cmd: [...IDLE_COMMAND], workingDir: '/workspace', labels: { 'berth.test.run': run } })
     made.containers.push(id)
     await rt.start(id)
     const r = await collectExec(
-      await rt.exec(id, { cmd: ['bash', '-c', 'node -v; git --version; echo "$PATH"; git init -q repo && echo git-ok; stat -c %a /tmp; id -u node'] }),
+      await rt.exec(id, { cmd: ['bash', '-c', 'node -v; git --version; echo "$PATH"; git init -q repo && echo git-ok; stat -c %a /tmp; id -u node; stat -c %u:%g /workspace'] }),
     )
     expect(r.stderr).toBe('')
     expect(r.stdout.split('\n')).toEqual([
@@ -64,6 +66,7 @@ describe('hostImageRecipe', () => {
       'git-ok',
       '1777',
       '1000',
+      '1000:1000',
       '',
     ])
   })

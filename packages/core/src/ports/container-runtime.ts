@@ -191,6 +191,8 @@ export interface ImageRecipe {
   env?: Record<string, string>
   cmd?: string[]
   workingDir?: string
+  /** Labels of the image, beside {@link RECIPE_LABEL}. */
+  labels?: Record<string, string>
 }
 
 /** Options of {@link ContainerRuntime.ensureImage}. */
