@@ -209,7 +209,7 @@ export async function main(): Promise<unknown> {
   if (THROUGHPUT_TASKS > 0) {
     console.log(
       `\nThroughput (${THROUGHPUT_TASKS} tasks, concurrency ${CONCURRENCY}; target ≥ ${TARGET_THROUGHPUT_RATIO}× ${BASELINE_TASKS_PER_MINUTE} tasks/min, the figure before this work):\n${table(
-        ['engine', 'mode', 'tasks/min', 'warm-path tasks', 'failed', 'busy cores', `vs ${BASELINE_TASKS_PER_MINUTE}`, 'vs cold (same run)', 'verdict'],
+        ['engine', 'mode', 'tasks/min', 'warm-path tasks', 'failed', 'busy cores', 'CPU s/task', `vs ${BASELINE_TASKS_PER_MINUTE}`, 'vs cold (same run)', 'verdict'],
         results.flatMap((r) =>
           [r.cold, r.warm].map((m) => [
             r.engine,
@@ -218,6 +218,8 @@ export async function main(): Promise<unknown> {
             String(m.throughput!.warmPath),
             String(m.throughput!.failed),
             m.throughput!.machineBusyCores.toFixed(2),
+            // The machine's CPU per task over the window (every process: Berth, engine, runner, Claude Code).
+            ((m.throughput!.machineBusyCores * 60) / m.throughput!.tasksPerMinute).toFixed(2),
             `${(m.throughput!.tasksPerMinute / BASELINE_TASKS_PER_MINUTE).toFixed(2)}×`,
             `${(m.throughput!.tasksPerMinute / r.cold.throughput!.tasksPerMinute).toFixed(2)}×`,
             m.mode === 'warm' ? verdict(m.throughput!.tasksPerMinute >= TARGET_THROUGHPUT_RATIO * BASELINE_TASKS_PER_MINUTE) : '',

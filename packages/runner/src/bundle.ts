@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { platformPackage, SDK } from './platform.js'
-import { CODE_CACHE_FILE, compileProgram, PROGRAM_FILE } from './program.js'
+import { PROGRAM_FILE, writeCodeCache } from './program.js'
 
 export { platformPackage }
 
@@ -83,7 +83,7 @@ export function bundleRunner(outDir: string, opts: BundleOptions = {}): RunnerBu
   mkdirSync(dir, { recursive: true })
   copyIfChanged(entry, join(dir, 'main.js'))
   copyIfChanged(program, join(dir, PROGRAM_FILE))
-  writeFileSync(join(dir, CODE_CACHE_FILE), compileProgram(dir).createCachedData())
+  writeCodeCache(dir)
   writeFileSync(
     join(dir, 'package.json'),
     `${JSON.stringify({ name: 'berth-runner-bundle', private: true, type: 'module', main: 'main.js', sdkVersion }, null, 2)}\n`,

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import Module from 'node:module'
 import { dirname, join } from 'node:path'
 import { Script, constants } from 'node:vm'
@@ -30,6 +30,19 @@ export function compileProgram(dir: string, cachedData?: Buffer): Script {
     // The program has no dynamic import; if one came, it resolves as in any module.
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   })
+}
+
+/**
+ * Write the code cache of the program in `dir` for the Node running this (what
+ * `bundleRunner` does, and `node main.js --code-cache` in an image whose Node differs).
+ *
+ * @example
+ * ```ts
+ * writeCodeCache('/opt/berth-runner') // writes /opt/berth-runner/runner.cjs.cache
+ * ```
+ */
+export function writeCodeCache(dir: string): void {
+  writeFileSync(join(dir, CODE_CACHE_FILE), compileProgram(dir).createCachedData())
 }
 
 /**

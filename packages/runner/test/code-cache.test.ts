@@ -4,6 +4,7 @@
  * costs the compile, never the run. Also: the program run from the package's `dist/` (the
  * `berth-runner` command, no bundle) finds Claude Code's binary through the SDK.
  */
+import { execFileSync } from 'node:child_process'
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -51,12 +52,18 @@ describe('the runner program and its code cache', () => {
     expect(r.outcome).toBe('success')
   })
 
-  it('without a cache the program compiles as usual', async () => {
+  it('without a cache the program compiles as usual; `main.js --code-cache` makes one for this Node', async () => {
     const dir = bundleCopy('none')
     rmSync(join(dir, 'runner.cjs.cache'))
     const r = await run(join(dir, 'main.js'))
     expect(r.cache, r.stderr).toBe('none')
     expect(r.outcome).toBe('success')
+
+    execFileSync(process.execPath, [join(dir, 'main.js'), '--code-cache'])
+    expect(existsSync(join(dir, 'runner.cjs.cache'))).toBe(true)
+    const again = await run(join(dir, 'main.js'))
+    expect(again.cache, again.stderr).toBe('used')
+    expect(again.outcome).toBe('success')
   })
 
   it("from the package's dist/ (no bundle), Claude Code's binary is found next to the SDK", async () => {
