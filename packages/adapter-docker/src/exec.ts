@@ -11,11 +11,19 @@ export const EXEC_MARKER_ENV = 'BERTH_EXEC_ID'
 /**
  * Kills every process whose environment carries the marker `$1` (the exec and all its
  * children). The Engine API has no "kill exec"; this runs as a second exec and needs only
- * `sh`, `tr`, `grep` and `kill` in the image (busybox or coreutils).
+ * `sh`, `tr`, `grep` and `kill` in the image (busybox or coreutils). Each round stops what
+ * it found before killing it, so a parent cannot run on when its child dies first (`/proc`
+ * lists in no useful order), and rounds repeat until none is left (a process forked while
+ * a round was listing is found by the next).
  */
 const KILL_SCRIPT = [
-  'for d in /proc/[0-9]*; do',
-  `  if tr '\\0' '\\n' < "$d/environ" 2>/dev/null | grep -qx "${EXEC_MARKER_ENV}=$1"; then kill -9 "\${d#/proc/}" 2>/dev/null; fi`,
+  'for round in 1 2 3 4 5 6 7 8 9 10; do',
+  '  pids=',
+  '  for d in /proc/[0-9]*; do',
+  `    if tr '\\0' '\\n' < "$d/environ" 2>/dev/null | grep -qx "${EXEC_MARKER_ENV}=$1"; then pids="$pids \${d#/proc/}"; fi`,
+  '  done',
+  '  [ -z "$pids" ] && exit 0',
+  '  kill -STOP $pids 2>/dev/null; kill -9 $pids 2>/dev/null',
   'done; exit 0',
 ].join('\n')
 
@@ -23,6 +31,8 @@ const KILL_SCRIPT = [
 const DEATH_SETTLE_MS = 1000
 /** Give up waiting for a killed command's stream to end after this long. */
 const KILL_GRACE_MS = 5000
+/** How long a kill waits for a command that is still starting to run. */
+const START_WAIT_MS = 2000
 /** A watchdog inspect slower than this counts as a miss; two misses: engine unreachable. */
 const WATCH_TIMEOUT_MS = 5000
 
@@ -93,6 +103,15 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
     // The Engine API has no "kill exec": a second exec kills every process carrying the marker.
     async kill() {
       try {
+        // The start answer can come before the command's process exists (an abort that
+        // landed during the start): the kill script would find nothing. Wait until the
+        // engine reports it running, or ended.
+        for (let i = 0; i < START_WAIT_MS / 25; i++) {
+          const e = await exec.inspect()
+          if (e.Running && e.Pid) break
+          if (!e.Running && e.ExitCode !== null && e.ExitCode !== undefined) return
+          await sleep(25)
+        }
         const killer = await container.exec({
           Cmd: ['/bin/sh', '-c', KILL_SCRIPT, 'berth-kill', marker],
           User: opts.user,
@@ -115,7 +134,7 @@ export async function startExec(ctx: EngineContext, id: string, opts: ExecOption
     cleanup(outcome) {
       if ('error' in outcome) sock.destroy()
     },
-  })!
+  })
 
   sock.on(
     'data',

@@ -50,7 +50,7 @@ export function startLocalExec(ctx: LocalExecContext, opts: ExecOptions): ExecPr
       if (child.pid) killTree(child.pid)
     },
     cleanup: untrack,
-  })!
+  })
 
   child.stdout!.on('data', (c: Buffer) => life.stdout.push(new Uint8Array(c)))
   child.stderr!.on('data', (c: Buffer) => life.stderr.push(new Uint8Array(c)))

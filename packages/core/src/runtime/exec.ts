@@ -49,20 +49,22 @@ export interface ExecLifecycle {
 }
 
 /**
- * Start the lifecycle of one command. Returns `null` when `options.signal` is already
- * aborted: the caller returns {@link abortedExec} without starting anything.
+ * Start the lifecycle of one command the adapter has started. An adapter checks
+ * `options.signal` before it starts anything (and returns {@link abortedExec}); a signal
+ * that fired while the command was being started (an engine round trip) kills it as soon
+ * as the adapter has wired it up, in the same tick, so it still ends `killed`.
  *
  * @example
  * ```ts
+ * if (opts.signal?.aborted) return abortedExec(opts)
+ * const child = spawn(cmd, args)
  * const life = execLifecycle(opts, { kill: async () => killTree(child.pid) })
- * if (!life) return abortedExec(opts)
  * child.stdout.on('data', (c) => life.stdout.push(c))
  * child.on('close', (code) => life.finish({ result: { exitCode: code, killed: life.killed } }))
  * return life.process
  * ```
  */
-export function execLifecycle(options: ExecOptions, hooks: ExecHooks): ExecLifecycle | null {
-  if (options.signal?.aborted) return null
+export function execLifecycle(options: ExecOptions, hooks: ExecHooks): ExecLifecycle {
   const stdout = byteChannel(options.onStdout)
   const stderr = byteChannel(options.onStderr)
   let settled = false
@@ -82,7 +84,10 @@ export function execLifecycle(options: ExecOptions, hooks: ExecHooks): ExecLifec
     await hooks.kill()
   }
   const onAbort = () => void kill()
-  options.signal?.addEventListener('abort', onAbort, { once: true })
+  // Aborted while the adapter was starting it: kill once the adapter has wired its hooks
+  // (it does so synchronously after this call), not before.
+  if (options.signal?.aborted) queueMicrotask(onAbort)
+  else options.signal?.addEventListener('abort', onAbort, { once: true })
 
   const finish = (outcome: ExecOutcome) => {
     if (settled) return
@@ -151,8 +156,7 @@ export function execLifecycle(options: ExecOptions, hooks: ExecHooks): ExecLifec
  *
  * @example
  * ```ts
- * const life = execLifecycle(opts, hooks)
- * if (!life) return abortedExec(opts)
+ * if (opts.signal?.aborted) return abortedExec(opts) // nothing started
  * ```
  */
 export function abortedExec(options: Pick<ExecOptions, 'onStdout' | 'onStderr'> = {}): ExecProcess {

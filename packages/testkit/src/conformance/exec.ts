@@ -126,6 +126,26 @@ export function execCases(s: Suite): void {
     expect(ls.stdout).not.toContain('too-late')
   })
 
+  it('an abort that lands while the command is starting kills it: exit says killed, the command never finishes', async () => {
+    // The abort lands after exec() was called and before it resolved, at several points of
+    // the start (an engine adapter makes round trips there; a local one starts at once).
+    const aborts: ((abort: () => void) => void)[] = [
+      (abort) => setImmediate(abort),
+      (abort) => setTimeout(abort, 0),
+      (abort) => setTimeout(abort, 5),
+      (abort) => setTimeout(abort, 20),
+    ]
+    for (const [i, schedule] of aborts.entries()) {
+      const ac = new AbortController()
+      const starting = s.rt.exec(s.shared, { cmd: ['sh', '-c', `echo started; sleep 2; touch aborted-at-start-${i}`], signal: ac.signal })
+      schedule(() => ac.abort())
+      const r = await collectExec(await starting)
+      expect(r.killed, `abort ${i}`).toBe(true)
+    }
+    await new Promise((r) => setTimeout(r, 2500))
+    expect((await sh(s.shared, 'ls')).stdout).not.toContain('aborted-at-start')
+  })
+
   it('kill() ends a command that ignores SIGTERM', async () => {
     const proc = await s.rt.exec(s.shared, { cmd: ['sh', '-c', "trap '' TERM; echo ready; sleep 30"] })
     for await (const c of proc.stdout) if (text([c]).includes('ready')) break
