@@ -22,6 +22,7 @@ export class TaskObserver {
   private generation = -1
   private readonly subs = new Map<string, Subscription>()
   private readonly waiters = new Map<string, (() => void)[]>()
+  private closed = false
   /** Messages that were not JSON or not understood, and `error` messages. */
   readonly problems: string[] = []
 
@@ -45,7 +46,7 @@ export class TaskObserver {
   /** Resolves once a subscription saw the task end (or `poll` says it did). */
   async ended(taskId: string, poll: () => Promise<boolean>): Promise<void> {
     const seen = new Promise<void>((resolve) => {
-      if (TERMINAL.has(this.subs.get(taskId)?.status ?? '')) return resolve()
+      if (this.closed || TERMINAL.has(this.subs.get(taskId)?.status ?? '')) return resolve()
       this.waiters.set(taskId, [...(this.waiters.get(taskId) ?? []), resolve])
     })
     // A slow poll as a safety net: the soak must not hang on a lost message (that is a
@@ -62,8 +63,12 @@ export class TaskObserver {
     return this.subs.get(taskId)
   }
 
+  /** Disconnect, and end every wait for a task (the soak is over, or failed). */
   close(): void {
+    this.closed = true
     this.ws?.terminate()
+    for (const waiters of this.waiters.values()) for (const w of waiters) w()
+    this.waiters.clear()
   }
 
   private onMessage(text: string): void {

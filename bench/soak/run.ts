@@ -16,7 +16,7 @@ import { ensureEngines, findRepoRoot } from '@berth/testkit'
 import { newCaller, TERMINAL, type Json } from './api.js'
 import { checkLeftovers, checkLogs, checkTasks, type SoakTask } from './checks.js'
 import { TaskObserver } from './observer.js'
-import { startStandalone, type Standalone } from './standalone.js'
+import { startStandalone, tail, type Standalone } from './standalone.js'
 
 export interface SoakConfig {
   engine: 'docker' | 'podman'
@@ -141,7 +141,26 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     for (const name of volumeNames) await outside.removeVolume(name).catch(() => {})
     await outside.close?.()
   })
-  let server = await startStandalone(env)
+  // Every server run's output, kept for reading after a violation or a failure.
+  const logDir = join(findRepoRoot(), '.tmp', 'soak', pool)
+  onCleanup(async () => {
+    mkdirSync(logDir, { recursive: true })
+    runs.forEach((run, i) => writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n')))
+  })
+  // A server that exits when the soak did not stop it fails the soak at once, with its last
+  // lines, instead of leaving every worker polling a dead port.
+  const stopping = new Set<Standalone>()
+  let failDeath!: (err: Error) => void
+  const death = new Promise<never>((_, reject) => (failDeath = reject))
+  death.catch(() => {})
+  const watch = (s: Standalone) => {
+    void s.exited.then((exit) => {
+      if (!stopping.has(s)) failDeath(new Error(`the server exited on its own (${JSON.stringify(exit)}); logs in ${logDir}:\n${tail(s.lines)}`))
+    })
+    return s
+  }
+  const whileAlive = <T>(p: Promise<T>): Promise<T> => Promise.race([p, death])
+  let server = watch(await startStandalone(env))
   runs.push(server)
   onCleanup(async () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
@@ -160,7 +179,13 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     persistent_sessions: true,
   })
   const observer = new TaskObserver()
-  onCleanup(async () => observer.close())
+  // Closing it ends every wait for a task, and `over` every call: a failed soak leaves no
+  // worker running on.
+  let over = false
+  onCleanup(async () => {
+    over = true
+    observer.close()
+  })
   await observer.connect(server.url, api.token)
   const tasks: SoakTask[] = []
   let up: Promise<void> = Promise.resolve()
@@ -172,12 +197,13 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const crash = async () => {
     let resolveUp!: () => void
     up = new Promise((r) => (resolveUp = r))
+    stopping.add(server)
     server.child.kill('SIGKILL')
     await server.exited
     serverKills++
     config.log(`soak: SIGKILL ${serverKills}/${config.serverKills} (${tasks.length} tasks submitted)`)
     const t0 = performance.now()
-    server = await startStandalone(env)
+    server = watch(await startStandalone(env))
     restartMs.push(Math.round(performance.now() - t0))
     runs.push(server)
     api.url = server.url
@@ -208,6 +234,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const call = async (method: string, path: string, json?: unknown) => {
     for (let i = 0; ; i++) {
       await up
+      if (over) throw new Error('the soak is over')
       const r = await api.call(method, path, json)
       if (r.status !== 0 || i > 50) return r
       await new Promise((res) => setTimeout(res, 200))
@@ -230,7 +257,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
       task.cancelRequested = true
       setTimeout(() => {
         cancels++
-        void call('POST', `/v1/tasks/${task.id}/cancel`)
+        void call('POST', `/v1/tasks/${task.id}/cancel`).catch(() => {}) // the soak may be over
       }, delay)
     }
     await observer.ended(task.id!, () => isEnded(task.id!))
@@ -281,15 +308,17 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     })
   }
   const queue = [...work]
-  await Promise.all(
-    Array.from({ length: config.concurrency }, async () => {
-      for (let next = queue.shift(); next; next = queue.shift()) await next()
-    }),
+  await whileAlive(
+    Promise.all(
+      Array.from({ length: config.concurrency }, async () => {
+        for (let next = queue.shift(); next; next = queue.shift()) await next()
+      }),
+    ),
   )
-  await Promise.all(kills)
+  await whileAlive(Promise.all(kills))
   const submittedMs = Math.round(performance.now() - started)
 
-  const result = await checkTasks({ api, call, observer, tasks, log: config.log })
+  const result = await whileAlive(checkTasks({ api, call, observer, tasks, log: config.log }))
   // Half the sessions end for good (their container and volume must go); the rest stay warm.
   const warm = new Set<string>()
   let i = 0
@@ -300,6 +329,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     } else if ((await call('GET', `/v1/workspaces/${ws}`)).body.status === 'running') warm.add(ws)
   }
   // A clean stop at the end: it must exit 0 promptly, and leave only warm sessions behind.
+  stopping.add(server)
   server.child.kill('SIGTERM')
   const exit = await Promise.race([server.exited, new Promise((r) => setTimeout(() => r('did not exit within 20 s'), 20_000))])
   clearInterval(sampler)
@@ -325,10 +355,6 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const violations = [...result.violations, ...afterStop.violations]
   if (JSON.stringify(exit) !== JSON.stringify({ code: 0, signal: null })) violations.push(`SIGTERM at the end: ${JSON.stringify(exit)}`)
   violations.push(...checkLogs(runs))
-  // Every server run's output, for reading after a violation.
-  const logDir = join(findRepoRoot(), '.tmp', 'soak', pool)
-  mkdirSync(logDir, { recursive: true })
-  runs.forEach((run, i) => writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n')))
   config.log(`soak: server logs in ${logDir}`)
 
   const figures: Record<string, number | string> = {
