@@ -47,7 +47,7 @@ export interface Child {
 export function forkTs(file: string, execArgv: string[] = []): Child {
   const child = fork(fileURLToPath(new URL(`./${file}`, import.meta.url)), [], {
     cwd: ROOT,
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CHILD_PROF] : []), ...execArgv],
+    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : []), ...execArgv],
     env: { ...process.env, TSX_TSCONFIG_PATH: tsconfigWithoutPaths() },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })

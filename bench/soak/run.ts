@@ -174,7 +174,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const sessionProfile = await api.call('POST', '/v1/profiles', {
     name: 'Soak sessions',
     slug: 'soak-sessions',
-    api_key_id: (await api.call('GET', '/v1/profiles/' + profileId)).body.api_key_id,
+    api_key_id: (await api.call('GET', `/v1/profiles/${profileId}`)).body.api_key_id,
     default_tools: ['Bash'],
     persistent_sessions: true,
   })

@@ -3,7 +3,7 @@ import type { Task, TranscriptEvent } from '@berth/core'
 import type { BerthOptions } from '@berth/server'
 import { expect } from 'vitest'
 import { startServer } from './helpers.js'
-import { engineRuntime, ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, type ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 export type Json = Record<string, any>

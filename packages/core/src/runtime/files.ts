@@ -25,7 +25,7 @@ const MAX_READ_BYTES = 64 * 1024 * 1024
 const STAGING = '.berth/uploads'
 
 const PROBLEMS: Record<number, FilePathProblem> = { 2: 'missing', 3: 'outside', 4: 'not_directory', 6: 'is_directory' }
-const TYPE_BITS: Record<number, FileEntry['type']> = { 0x8000: 'file', 0x4000: 'directory', 0xa000: 'symlink' }
+const TYPE_BITS: Record<number, FileEntry['type']> = { 32768: 'file', 16384: 'directory', 40960: 'symlink' }
 
 interface Run {
   exitCode: number | null
