@@ -54,7 +54,9 @@ export function forkTs(file: string, execArgv: string[] = []): Child {
   const queue: { type: string; [k: string]: unknown }[] = []
   const waiters: (() => void)[] = []
   let exited: string | undefined
-  const wake = () => waiters.splice(0).forEach((w) => w())
+  const wake = () => {
+    for (const w of waiters.splice(0)) w()
+  }
   child.on('message', (m: { type: string }) => {
     queue.push(m)
     wake()
