@@ -25,6 +25,7 @@ const MAX_READ_BYTES = 64 * 1024 * 1024
 const STAGING = '.berth/uploads'
 
 const PROBLEMS: Record<number, FilePathProblem> = { 2: 'missing', 3: 'outside', 4: 'not_directory', 6: 'is_directory' }
+// The file-type bits of `st_mode`: S_IFREG (0x8000), S_IFDIR (0x4000), S_IFLNK (0xa000), written in decimal.
 const TYPE_BITS: Record<number, FileEntry['type']> = { 32768: 'file', 16384: 'directory', 40960: 'symlink' }
 
 interface Run {
