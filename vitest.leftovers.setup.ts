@@ -10,7 +10,13 @@ import { RUN_LABEL } from './vitest.leftovers.js'
  * adapters themselves are unchanged.
  */
 const require = createRequire(fileURLToPath(new URL('./packages/adapter-docker/package.json', import.meta.url)))
-const proto = (require('dockerode') as { prototype: Record<string, (...a: any[]) => unknown> }).prototype
+/** The part of dockerode's create options that carries labels. */
+interface Labelled {
+  Labels?: Record<string, string>
+  HostConfig?: { Mounts?: { Type?: string; VolumeOptions?: { Labels?: Record<string, string> } }[] }
+}
+type Create = (this: unknown, opts?: Labelled, ...rest: unknown[]) => unknown
+const proto = (require('dockerode') as { prototype: { createContainer: Create; createVolume: Create } }).prototype
 const state = globalThis as { __berthRunLabel?: string }
 state.__berthRunLabel = inject('berthTestRunId')
 
@@ -18,17 +24,17 @@ const PATCHED = Symbol.for('berth.test.run-label')
 if (!(proto as Record<symbol, unknown>)[PATCHED]) {
   ;(proto as Record<symbol, unknown>)[PATCHED] = true
   const label = () => ({ [RUN_LABEL]: state.__berthRunLabel ?? 'unknown' })
-  const createContainer = proto.createContainer!
-  proto.createContainer = function (opts: any, ...rest: unknown[]) {
+  const createContainer = proto.createContainer
+  proto.createContainer = function (opts, ...rest) {
     // Named volumes a mount creates on first use get the label too.
-    const Mounts = opts?.HostConfig?.Mounts?.map((m: any) =>
+    const Mounts = opts?.HostConfig?.Mounts?.map((m) =>
       m.Type === 'volume' ? { ...m, VolumeOptions: { ...m.VolumeOptions, Labels: { ...m.VolumeOptions?.Labels, ...label() } } } : m,
     )
     const HostConfig = opts?.HostConfig && { ...opts.HostConfig, ...(Mounts && { Mounts }) }
     return createContainer.call(this, { ...opts, Labels: { ...opts?.Labels, ...label() }, ...(HostConfig && { HostConfig }) }, ...rest)
   }
-  const createVolume = proto.createVolume!
-  proto.createVolume = function (opts: any, ...rest: unknown[]) {
+  const createVolume = proto.createVolume
+  proto.createVolume = function (opts, ...rest) {
     return createVolume.call(this, { ...opts, Labels: { ...opts?.Labels, ...label() } }, ...rest)
   }
 }

@@ -28,6 +28,7 @@ import { ensureEngines, startRedis, type EngineInfo, type LocalRedis } from '@be
 import { runAsScript, writeResults } from './lib/results.js'
 import { summarize, type Summary } from './lib/stats.js'
 import { ms, table } from './lib/table.js'
+import type { Json } from './soak/api.js'
 
 const env = process.env
 const TASKS = Number(env.BENCH_INSTANCES_TASKS ?? 30)
@@ -115,7 +116,7 @@ async function stopServer(s: Server, engine: EngineInfo): Promise<void> {
   rmSync(s.dataDir, { recursive: true, force: true })
 }
 
-async function json(url: string, token: string, method: string, body?: unknown): Promise<any> {
+async function json(url: string, token: string, method: string, body?: unknown): Promise<Json> {
   const res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) })
   const text = await res.text()
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`)
@@ -156,7 +157,8 @@ async function coordinationCost(coord: Coordination): Promise<Record<OpName, Sum
   const time = async (name: OpName, fn: () => Promise<unknown>) => {
     const t = performance.now()
     await fn()
-    ;(samples[name] ??= []).push(performance.now() - t)
+    samples[name] ??= []
+    samples[name].push(performance.now() - t)
   }
   const tag = randomBytes(3).toString('hex')
   for (let i = 0; i < OPS; i++) {

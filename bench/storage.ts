@@ -107,7 +107,10 @@ async function fill(store: Store, owner: string, profile: string, n: number, sta
     const key = `tasks:${owner}:${r.id}`
     if (bulk) {
       batch.push({ key, value: r, entry: indexEntryFor(key, r) })
-      if (batch.length === 2000) (bulk(batch), (batch = []))
+      if (batch.length === 2000) {
+        bulk(batch)
+        batch = []
+      }
     } else await store.put(key, r, indexEntryFor(key, r)!)
   }
   if (bulk && batch.length) bulk(batch)
@@ -148,7 +151,10 @@ async function measure(s: Subject, ref: Subject): Promise<Record<Kind, { p50: nu
     for (let i = 0; i < ITER + 10; i++) {
       const a = await call(s, s.paths[kind])
       const b = await call(ref, ref.paths[kind])
-      if (i >= 10) (mine.push(a), theirs.push(b))
+      if (i >= 10) {
+        mine.push(a)
+        theirs.push(b)
+      }
     }
     out[kind] = { p50: summarize(mine).p50, ref: summarize(theirs).p50 }
   }

@@ -29,6 +29,7 @@ import { createBerth, unstorageStore, type BerthOptions } from '@berth/server'
 import { ensureEngines } from '@berth/testkit'
 import { summarize, wallNow, type Summary } from './lib/stats.js'
 import { int, ms, table } from './lib/table.js'
+import type { Json } from './soak/api.js'
 
 const EVENTS = Number(process.env.BENCH_TRANSCRIPT_EVENTS ?? 10_000)
 const FLUSH_EACH_EVENTS = Number(process.env.BENCH_TRANSCRIPT_FLUSH_EACH ?? 2_000)
@@ -207,7 +208,11 @@ function runClients(): void {
               first = false
               if (++subscribed === sockets.length) send({ type: 'subscribed', at: wallNow() })
             }
-            if (msg.type === 'task.event' && msg.event!.type === 'token') (receipts[msg.event!.seq] ??= []).push(at)
+            if (msg.type === 'task.event' && msg.event!.type === 'token') {
+              const seq = msg.event!.seq
+              receipts[seq] ??= []
+              receipts[seq].push(at)
+            }
             if (msg.type === 'task.status' && ['completed', 'failed', 'cancelled'].includes(msg.status!)) {
               if (++finished === sockets.length) {
                 const counts = Object.values(receipts).map((r) => r.length)
@@ -307,7 +312,7 @@ async function fanoutBench(): Promise<FanoutResult> {
         ...(json !== undefined && { body: JSON.stringify(json) }),
       })
       if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`)
-      return (await res.json()) as Record<string, any>
+      return (await res.json()) as Json
     }
     const { key } = await call('/admin/users', admin, { name: 'Bench' })
     const token = key.token as string

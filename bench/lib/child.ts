@@ -47,14 +47,16 @@ export interface Child {
 export function forkTs(file: string, execArgv: string[] = []): Child {
   const child = fork(fileURLToPath(new URL(`./${file}`, import.meta.url)), [], {
     cwd: ROOT,
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_CHILD_PROF] : []), ...execArgv],
+    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : []), ...execArgv],
     env: { ...process.env, TSX_TSCONFIG_PATH: tsconfigWithoutPaths() },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const queue: { type: string; [k: string]: unknown }[] = []
   const waiters: (() => void)[] = []
   let exited: string | undefined
-  const wake = () => waiters.splice(0).forEach((w) => w())
+  const wake = () => {
+    for (const w of waiters.splice(0)) w()
+  }
   child.on('message', (m: { type: string }) => {
     queue.push(m)
     wake()

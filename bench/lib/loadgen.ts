@@ -182,7 +182,9 @@ export async function generateLoad(cfg: LoadConfig, notify: (msg: { type: string
   notify({ type: 'measure-end' })
 
   // Let in-flight requests finish (each socket ends after its next response); bounded.
-  const force = setTimeout(() => sockets.forEach((s) => s.destroy()), 2_000)
+  const force = setTimeout(() => {
+    for (const s of sockets) s.destroy()
+  }, 2_000)
   await closed
   clearTimeout(force)
 

@@ -110,7 +110,10 @@ export function createProbe(inner: ContainerRuntime): Probe {
   const submits = new AsyncLocalStorage<{ arrival: number; taskId?: string; responded?: number }>()
   const task = (id: string) => {
     let t = tasks.get(id)
-    if (!t) tasks.set(id, (t = { status: {} }))
+    if (!t) {
+      t = { status: {} }
+      tasks.set(id, t)
+    }
     return t
   }
 
@@ -217,8 +220,7 @@ export function createProbe(inner: ContainerRuntime): Probe {
     const onStdout = (chunk: Uint8Array) => {
       const at = wallNow()
       pending += decoder.decode(chunk, { stream: true })
-      let nl: number
-      while ((nl = pending.indexOf('\n')) >= 0) {
+      for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
         const line = pending.slice(0, nl)
         pending = pending.slice(nl + 1)
         let type: unknown
@@ -236,14 +238,14 @@ export function createProbe(inner: ContainerRuntime): Probe {
     let errPending = ''
     const onStderr = (chunk: Uint8Array) => {
       errPending += Buffer.from(chunk).toString('utf8')
-      let nl: number
-      while ((nl = errPending.indexOf('\n')) >= 0) {
+      for (let nl = errPending.indexOf('\n'); nl >= 0; nl = errPending.indexOf('\n')) {
         const line = errPending.slice(0, nl)
         errPending = errPending.slice(nl + 1)
         if (!line.startsWith('{"probe"')) continue
         try {
           const p = JSON.parse(line) as { probe: string; t: number }
-          ;(trace.runner ??= {})[p.probe] = p.t
+          trace.runner ??= {}
+          trace.runner[p.probe] = p.t
         } catch {}
       }
       o.onStderr?.(chunk)

@@ -3,6 +3,8 @@
  * recorded (a 5xx anywhere fails the soak), network errors surfaced as `status: 0`.
  */
 
+/** A JSON reply read without its schema, so that a caller can reach into any field of it. */
+// biome-ignore lint/suspicious/noExplicitAny: replies are read untyped here; `unknown` would need a cast at every field
 export type Json = Record<string, any>
 
 export interface Reply {

@@ -83,7 +83,10 @@ const KINDS = [
 function pick(rand: () => number): (typeof KINDS)[number] {
   const total = KINDS.reduce((n, k) => n + k.weight, 0)
   let r = rand() * total
-  for (const k of KINDS) if ((r -= k.weight) < 0) return k
+  for (const k of KINDS) {
+    r -= k.weight
+    if (r < 0) return k
+  }
   return KINDS[0]
 }
 
@@ -145,7 +148,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const logDir = join(findRepoRoot(), '.tmp', 'soak', pool)
   onCleanup(async () => {
     mkdirSync(logDir, { recursive: true })
-    runs.forEach((run, i) => writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n')))
+    for (const [i, run] of runs.entries()) writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n'))
   })
   // A server that exits when the soak did not stop it fails the soak at once, with its last
   // lines, instead of leaving every worker polling a dead port.
@@ -174,7 +177,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const sessionProfile = await api.call('POST', '/v1/profiles', {
     name: 'Soak sessions',
     slug: 'soak-sessions',
-    api_key_id: (await api.call('GET', '/v1/profiles/' + profileId)).body.api_key_id,
+    api_key_id: (await api.call('GET', `/v1/profiles/${profileId}`)).body.api_key_id,
     default_tools: ['Bash'],
     persistent_sessions: true,
   })

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { closeSync, createReadStream, existsSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
+import { closeSync, createReadStream, existsSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs'
 import { delimiter, dirname, join } from 'node:path'
 import type { ImageRecipe } from '@berth/core'
 import { WORKDIR_OWNER_LABEL } from './engine-runtime.js'
@@ -144,7 +144,7 @@ function addPackages(tree: Tree, packages: readonly string[]): void {
       throw new Error(`package ${name} is not installed on this host (the image is built from the host's files)`)
     }
     for (const path of listing.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/'))) {
-      let st
+      let st: Stats
       try {
         st = lstatSync(path)
       } catch {

@@ -13,7 +13,9 @@ const tempBase = () => {
   dirs.push(dir)
   return dir
 }
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
 
 const recordingLogger = () => {
   const warnings: { msg: string; fields?: Record<string, unknown> }[] = []

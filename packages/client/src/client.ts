@@ -4,14 +4,14 @@ import { normalizeUpload, uploadForm, type FileListing, type UploadFile, type Up
 import { createTransport, type RawInput, type Transport } from './internal/transport.js'
 import { startSession, type Session, type SessionOptions } from './sessions.js'
 import { createBerthSocket, type BerthSocket, type BerthSocketOptions } from './socket.js'
-import { hasGlobalWebSocket, type ConnectSocket } from './socket-connect.js'
+import { hasGlobalWebSocket, } from './socket-connect.js'
 import type { SubmitTaskInput } from './socket-messages.js'
 import { EVENTS_PAGE, followTask } from './tasks/follow.js'
 import { runTask, type RunOptions, type RunTaskBody } from './tasks/run.js'
 import { createTaskStream, type StreamOptions, type TaskStream } from './tasks/stream.js'
 import { buildTree, type RouteTree } from './tree.js'
 import type { BerthClientOptions } from './options.js'
-import type { CallOptions, RetryOptions, RouteArgs, RouteName, RouteOutput } from './types.js'
+import type { CallOptions, RouteArgs, RouteName, RouteOutput } from './types.js'
 
 export type { BerthClientOptions }
 

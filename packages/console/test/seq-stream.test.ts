@@ -65,7 +65,10 @@ describe('SeqStream', () => {
     const log = Array.from({ length: n }, (_, i) => ev(i + 1))
     const { s, delivered } = setup(log)
     let seed = 7
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
     for (let i = 0; i < n; i += 50) {
       const window = log.slice(i, i + 50).filter(() => rand() > 0.02)
       window.sort(() => rand() - 0.5)

@@ -7,7 +7,10 @@ const target = (type: string) => ({ id: 'integration_1', owner_id: 'usr_1', type
 
 /** A channel that records what it was called with. */
 const recording = defineChannel((o: { calls: unknown[][]; closed?: string[]; name?: string }): Channel => ({
-  deliver: async (...args) => (o.calls.push(args), { ok: true, status: 200 }),
+  deliver: async (...args) => {
+    o.calls.push(args)
+    return { ok: true, status: 200 }
+  },
   close: () => void o.closed?.push(o.name ?? '?'),
 }))
 
@@ -37,7 +40,10 @@ describe('createChannelRegistry', () => {
     const seen: string[] = []
     const fallback: Notifier = {
       check: async (type) => [{ location: 'body', path: `config.${type}`, message: 'no' }],
-      deliver: async (t) => (seen.push(`${t.type}:${t.id}:${String(t.config.to)}`), { ok: true, status: 202 }),
+      deliver: async (t) => {
+        seen.push(`${t.type}:${t.id}:${String(t.config.to)}`)
+        return { ok: true, status: 202 }
+      },
     }
     const reg = createChannelRegistry({}, fallback)
     expect(await reg.deliver(target('pager'), n)).toEqual({ ok: true, status: 202 })

@@ -39,9 +39,15 @@ function fsStore() {
   const store: Store & { calls: typeof calls; failRemoves: boolean } = {
     calls,
     failRemoves: false,
-    get: (k) => (calls.get.push(k), base.get(k)),
+    get: (k) => {
+      calls.get.push(k)
+      return base.get(k)
+    },
     getMany: (ks) => base.getMany(ks),
-    set: (k, v) => (calls.set.push(k), base.set(k, v)),
+    set: (k, v) => {
+      calls.set.push(k)
+      return base.set(k, v)
+    },
     async remove(k) {
       calls.remove.push(k)
       if (store.failRemoves) throw new Error('simulated crash: the process died before deleting')

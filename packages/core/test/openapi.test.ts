@@ -31,7 +31,7 @@ function untyped(schema: unknown, at = '#'): string[] {
   const out = typed ? [] : [at]
   for (const k of ['additionalProperties', 'items', 'propertyNames', 'contains']) if (k in s) out.push(...untyped(s[k], `${at}/${k}`))
   for (const k of ['anyOf', 'oneOf', 'allOf', 'prefixItems']) {
-    if (Array.isArray(s[k])) (s[k] as unknown[]).forEach((x, i) => out.push(...untyped(x, `${at}/${k}/${i}`)))
+    if (Array.isArray(s[k])) for (const [i, x] of (s[k] as unknown[]).entries()) out.push(...untyped(x, `${at}/${k}/${i}`))
   }
   if (s.properties) for (const [k, x] of Object.entries(s.properties)) out.push(...untyped(x, `${at}/properties/${k}`))
   return out

@@ -21,7 +21,7 @@ import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
 import { readWarmLines, WARM_READY, type WarmLines } from './warm.js'
-import type { RunnerEvent } from '@berth/core/contract'
+import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
 
 async function main(): Promise<number> {
   const cancel = new AbortController()
@@ -29,7 +29,7 @@ async function main(): Promise<number> {
 
   const root = process.env.BERTH_CONTAINER_ROOT
   const warm: WarmLines | null = process.argv.includes('--warm') ? readWarmLines(process.stdin) : null
-  let input
+  let input: RunnerInput
   try {
     input = underRoot(parseInput(warm ? await warm.init : await readAll(process.stdin)), root)
   } catch (err) {
@@ -44,7 +44,7 @@ async function main(): Promise<number> {
   const debug = process.env.BERTH_RUNNER_DEBUG === '1'
   let sink: EventSink | null = null
   const early: RunnerEvent[] = []
-  let prompt
+  let prompt: WarmLines['prompt'] | undefined
   if (warm) {
     const cwd = input.cwd
     prompt = warm.prompt.then(

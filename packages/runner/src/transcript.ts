@@ -70,7 +70,10 @@ export class Transcript {
       return
     }
     if ('parent_tool_use_id' in m && m.parent_tool_use_id) return
-    if (m.type === 'stream_event') return this.streamEvent(m.event)
+    if (m.type === 'stream_event') {
+      this.streamEvent(m.event)
+      return
+    }
     if (m.type === 'assistant') {
       if (m.error || m.message.model === '<synthetic>') {
         const text = m.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')

@@ -69,8 +69,7 @@ export function runRunner(
   child.stdout.setEncoding('utf8')
   child.stdout.on('data', (chunk: string) => {
     buf += chunk
-    let nl: number
-    while ((nl = buf.indexOf('\n')) >= 0) {
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
       const line = buf.slice(0, nl)
       buf = buf.slice(nl + 1)
       lines.push(line)

@@ -86,7 +86,7 @@ function load(name: string, from: 'swagger-ui-dist' | 'berth'): Promise<Loaded> 
 export function cachedResponse(request: Request, body: Uint8Array<ArrayBuffer> | string, etag: string, headers: Record<string, string>): Response {
   const all = { ...headers, etag, 'x-content-type-options': 'nosniff' }
   const held = request.headers.get('if-none-match')
-  if (held && held.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return new Response(null, { status: 304, headers: all })
+  if (held?.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return new Response(null, { status: 304, headers: all })
   return new Response(body, { status: 200, headers: all })
 }
 

@@ -62,7 +62,10 @@ export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {
   const indexOf = (scope: string) => {
     if (!cache) return build(scope)
     let ix = scopes.get(scope)
-    if (!ix) scopes.set(scope, (ix = build(scope)))
+    if (!ix) {
+      ix = build(scope)
+      scopes.set(scope, ix)
+    }
     return ix
   }
   const storeKeys = async (prefix: string) => {

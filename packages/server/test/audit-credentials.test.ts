@@ -10,11 +10,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createAesGcmCipher, type Cipher } from '@berth/core'
 import { openServer } from '../../core/src/resources/mcp-secrets.js'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 
 const dataDir = mkdtempSync(join(tmpdir(), 'berth-creds-'))
 
-type Json = Record<string, any>
 const MASK = '••••••••'
 
 let s: TestServer

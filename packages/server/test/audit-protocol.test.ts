@@ -7,10 +7,9 @@
 import { connect as netConnect } from 'node:net'
 import WebSocket from 'ws'
 import { afterEach, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 import { eventually } from './pool.helpers.js'
 
-type Json = Record<string, any>
 const servers: TestServer[] = []
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close()

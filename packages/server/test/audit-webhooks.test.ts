@@ -14,11 +14,9 @@ import fsDriver from 'unstorage/drivers/fs'
 import { Webhook } from 'standardwebhooks'
 import { afterEach, describe, expect, it } from 'vitest'
 import { systemClock } from '@berth/core'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 import { startReceiver, verifySignature } from './receivers.js'
 import { eventually } from './pool.helpers.js'
-
-type Json = Record<string, any>
 
 /** A resolver answering from `table` (a function per host may change its answer: rebinding). */
 function tableResolver(table: Record<string, string[] | (() => string[])>) {

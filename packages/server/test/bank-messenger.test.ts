@@ -46,7 +46,11 @@ function diskText(dir: string): string {
 async function fileServer(opts: Parameters<typeof startServer>[0]) {
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-bank-messenger-'))
   const s = await startServer({ dataDir, storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }), ...opts })
-  return { s, dataDir, close: async () => (await s.close(), rmSync(dataDir, { recursive: true, force: true })) }
+  const close = async () => {
+    await s.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  return { s, dataDir, close }
 }
 
 describe('banking-data provider', () => {

@@ -22,7 +22,11 @@ async function answering(status: number, body: unknown): Promise<{ url: string; 
   const server = createServer((_req, res) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body)))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const { port } = server.address() as { port: number }
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) }
+  const close = () => new Promise<void>((r) => {
+    server.closeAllConnections()
+    server.close(() => r())
+  })
+  return { url: `http://127.0.0.1:${port}`, close }
 }
 
 /** Core's channel of a type, as `createServices` registers it. */
@@ -141,14 +145,20 @@ const bankToken = 'token_conformance_never_in_errors'
 channelConformanceSuite('bankprovider', {
   event: 'integration.test',
   working: () => bankPeer((_f, token) => token),
-  refusing: () => bankPeer((f, token) => (f.revoke(token), token)),
-  failing: () => bankPeer((f, token) => (f.fail({ status: 503 }), token)),
+  refusing: () => bankPeer((f, token) => {
+    f.revoke(token)
+    return token
+  }),
+  failing: () => bankPeer((f, token) => {
+    f.fail({ status: 503 })
+    return token
+  }),
   pointedAt: ({ url }, timeoutMs) => ({ channel: coreChannel('bankprovider', { bankApi: createBankApi({ apiBaseUrl: url, timeoutMs }) }), config: { access_token: bankToken } }),
   secrets: [bankToken],
 })
 
 const botToken = '123456:conformance-bot-token-never-in-errors'
-const messengerPeer = async (setUp?: (fake: Awaited<ReturnType<typeof startFakeMessenger>>) => number | void): Promise<ChannelPeer> => {
+const messengerPeer = async (setUp?: (fake: Awaited<ReturnType<typeof startFakeMessenger>>) => number | undefined): Promise<ChannelPeer> => {
   const fake = await startFakeMessenger()
   const bot = fake.createBot()
   // The bot may write only to a chat that wrote to it (no webhook is registered: the update goes nowhere).
@@ -166,7 +176,10 @@ channelConformanceSuite('messenger', {
   working: () => messengerPeer(),
   // A chat the bot is not in: 400 Bad Request: chat not found.
   refusing: () => messengerPeer(() => 987_654_321),
-  failing: () => messengerPeer((f) => (f.fail({ status: 502 }), undefined)),
+  failing: () => messengerPeer((f) => {
+    f.fail({ status: 502 })
+    return undefined
+  }),
   pointedAt: ({ url }, timeoutMs) => ({
     channel: coreChannel('messenger', { messenger: { api: createMessengerApi({ apiBaseUrl: url, timeoutMs }) } }),
     config: { bot_token: botToken, chat_id: 42 },

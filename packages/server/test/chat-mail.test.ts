@@ -10,11 +10,10 @@
  */
 import { startFakeChatProvider, startFakeMailProvider, type FakeChatProvider, type FakeMailProvider } from '@berth/testkit/providers'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 import { eventually, sweep } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 
-type Json = Record<string, any>
 type Type = 'chatprovider' | 'mailprovider'
 const HOUR = 3_600_000
 const MASK = '••••••••'

@@ -9,11 +9,10 @@ import { spawnSync } from 'node:child_process'
 import type { Task, TranscriptEvent } from '@berth/core'
 import { startFakeGitProvider, startFakeGitServer, selfSignedCert, type FakeGitProvider, type FakeGitServer } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 import { engineRuntime, eventually, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
-type Json = Record<string, any>
 const PROVIDERS = ['github', 'gitlab', 'bitbucket'] as const
 type Provider = (typeof PROVIDERS)[number]
 const HOUR = 3_600_000

@@ -7,6 +7,10 @@ import { createStorage, type Storage } from 'unstorage'
 import { manualClock, type Logger } from '@berth/core'
 import { createBerth, type Berth, type BerthOptions } from '@berth/server'
 
+/** A JSON reply read without its schema, so that a test can reach into any field of it. */
+// biome-ignore lint/suspicious/noExplicitAny: replies are read untyped here; `unknown` would need a cast at every field
+export type Json = Record<string, any>
+
 export const ADMIN_TOKEN = 'test-operator-token-0123456789'
 
 export interface TestServer {

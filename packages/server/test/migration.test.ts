@@ -5,9 +5,8 @@ import type { TaskRecord } from '@berth/core'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterAll, expect, it } from 'vitest'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
+import { ADMIN_TOKEN, startServer, type TestServer, type Json } from './helpers.js'
 
-type Json = Record<string, any>
 const dataDir = mkdtempSync(join(tmpdir(), 'berth-migrate-'))
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 

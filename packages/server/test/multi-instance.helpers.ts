@@ -11,8 +11,9 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { readEngine } from '@berth/testkit'
 import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
+import type { Json } from './helpers.js'
 
-export type Json = Record<string, any>
+export type { Json }
 
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
 /** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */

@@ -7,9 +7,10 @@
  * provider configured, so the documented 502s of those operations are expected answers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
+import { ADMIN_TOKEN, startServer, type TestServer, type Json } from './helpers.js'
 
-type Schema = Record<string, any>
+/** The OpenAPI document and its parts, walked as plain JSON. */
+type Schema = Json
 type Operation = { method: string; path: string; op: Schema }
 
 const SEED = 0x5eed_2026

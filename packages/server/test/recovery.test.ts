@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readEngine } from '@berth/testkit'
 import { afterAll, expect, it } from 'vitest'
-import { ADMIN_TOKEN } from './helpers.js'
+import { ADMIN_TOKEN, type Json } from './helpers.js'
 import { engineRuntime, eventually, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
@@ -69,7 +69,7 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
       headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
       ...(json !== undefined && { body: JSON.stringify(json) }),
     })
-    return (await res.json()) as Record<string, any>
+    return (await res.json()) as Json
   }
   const { key } = await call(first.url, 'POST', '/admin/users', ADMIN_TOKEN, { name: 'Survivor' })
   const token = key.token as string

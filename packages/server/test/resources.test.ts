@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 
 let s: TestServer
 let a: { token: string; id: string }
 let b: { token: string; id: string }
 
-type Json = Record<string, any>
 async function call(token: string, method: string, path: string, json?: unknown): Promise<{ status: number; body: Json }> {
   const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
   const text = await res.text()

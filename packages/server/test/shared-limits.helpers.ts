@@ -16,10 +16,11 @@ import { createBerth, createCoordination, redisStore, unstorageStore, type Berth
 import type { LocalRedis } from '@berth/testkit'
 import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
+import type { Json } from './helpers.js'
 
 export const ADMIN_TOKEN = 'shared-operator-token-0123456789'
 export type Backend = 'memory' | 'redis'
-export type Json = Record<string, any>
+export type { Json }
 
 export interface Instance {
   url: string

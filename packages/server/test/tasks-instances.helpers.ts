@@ -5,11 +5,9 @@ import { join } from 'node:path'
 import { localRuntime } from '@berth/adapter-local'
 import { silentLogger, type Coordination, type Store, type Task } from '@berth/core'
 import { createStorage } from 'unstorage'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
+import { ADMIN_TOKEN, startServer, type TestServer, type Json } from './helpers.js'
 import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
-
-type Json = Record<string, any>
 
 /** What the instances share: coordination per instance (one backend) and, optionally, a store per instance (one backend). */
 export interface Backend {

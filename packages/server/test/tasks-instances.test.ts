@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { eventually } from './pool.helpers.js'
 import { slowPrompt, startCluster, type Backend } from './tasks-instances.helpers.js'
+import type { Json } from './helpers.js'
 
 type Cluster = Awaited<ReturnType<typeof startCluster>>
 
@@ -118,7 +119,7 @@ function clusterCases(onHub: () => Backend): void {
     const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
     // A WebSocket client of instance a, as a user would watch it.
     const socket = new WebSocket(`${a.s.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${cluster.token}` } })
-    const received: Record<string, any>[] = []
+    const received: Json[] = []
     socket.on('message', (data) => received.push(JSON.parse(String(data))))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
     const sub = await cluster.submit(a, { prompt: slowPrompt(2, 'Seen from afar.') })

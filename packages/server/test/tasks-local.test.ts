@@ -9,11 +9,9 @@ import { join } from 'node:path'
 import { localRuntime, type SandboxMode } from '@berth/adapter-local'
 import { silentLogger, type Task, type TranscriptEvent } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
-
-type Json = Record<string, any>
 
 /** A server on the local runtime (sandbox as asked: `bwrap` throws where it cannot work, never skips). */
 async function localTaskServer(sandbox: SandboxMode, opts: { sessionIdleMs?: number } = {}) {
@@ -135,6 +133,7 @@ describe('tasks on local (bwrap sandbox)', () => {
   it("the server's own environment does not reach the agent's tools", async () => {
     process.env.BERTH_TEST_SERVER_ONLY = 'server-only-value-31337'
     try {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion for the agent's Bash, not a template
       const task = await t.run({ prompt: 'Env. [[berth:tool Bash {"command":"echo seen=${BERTH_TEST_SERVER_ONLY:-none}"}]] [[berth:text ok]]' })
       expect(task.status).toBe('completed')
       const output = (await t.events(task.task_id)).find((e) => e.type === 'tool_result') as Json

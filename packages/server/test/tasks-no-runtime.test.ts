@@ -3,7 +3,7 @@
  * accepted (202) and then failed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 
 describe('tasks on a server with no container runtime', () => {
   let s: TestServer
@@ -11,7 +11,7 @@ describe('tasks on a server with no container runtime', () => {
   let profileId: string
   const call = async (method: string, path: string, json?: unknown) => {
     const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    return { status: res.status, body: (await res.json()) as Record<string, any> }
+    return { status: res.status, body: (await res.json()) as Json }
   }
   beforeAll(async () => {
     s = await startServer() // no runtime, no pool

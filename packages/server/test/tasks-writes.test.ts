@@ -9,11 +9,9 @@ import { localRuntime } from '@berth/adapter-local'
 import { silentLogger, type Store, type Task } from '@berth/core'
 import { memoryStore } from '@berth/server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, type TestServer, type Json } from './helpers.js'
 import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
-
-type Json = Record<string, any>
 
 /** A store that counts its writes (`put` and `set`) per key. */
 function countingStore(inner: Store): Store & { writes(key: string): number } {
@@ -25,8 +23,14 @@ function countingStore(inner: Store): Store & { writes(key: string): number } {
     keys: (prefix) => inner.keys(prefix),
     list: (scope, query) => inner.list(scope, query),
     remove: (key) => inner.remove(key),
-    set: (key, value) => (count(key), inner.set(key, value)),
-    put: (key, value, index) => (count(key), inner.put(key, value, index)),
+    set: (key, value) => {
+      count(key)
+      return inner.set(key, value)
+    },
+    put: (key, value, index) => {
+      count(key)
+      return inner.put(key, value, index)
+    },
     writes: (key) => counts.get(key) ?? 0,
   }
 }

@@ -2,11 +2,11 @@
 import type { Task, TranscriptEvent } from '@berth/core'
 import type { BerthOptions } from '@berth/server'
 import { expect } from 'vitest'
-import { startServer } from './helpers.js'
-import { engineRuntime, ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
+import { startServer, type Json } from './helpers.js'
+import { engineRuntime, type ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
-export type Json = Record<string, any>
+export type { Json }
 
 /** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
 export async function taskServer(

@@ -2,7 +2,6 @@
  * Agent tasks end to end: a real server, a real engine, the real runner and the real
  * Claude Agent SDK talking to the offline model (provider `stub`).
  */
-import type { Task } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ENGINES, eventually, onEngine, sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'

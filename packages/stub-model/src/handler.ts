@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { DirectiveError } from './directives.js'
 import { API_ERRORS, errorBody } from './errors.js'
-import { answer, type MessagesRequest } from './respond.js'
+import { answer, type Answer, type MessagesRequest } from './respond.js'
 import { encodeEvent, messageBody, streamEvents } from './sse.js'
 
 /** One request the offline model received, as recorded for tests. */
@@ -55,7 +55,7 @@ async function messages(body: MessagesRequest, res: ServerResponse): Promise<voi
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     return sendJson(res, 400, errorBody('invalid_request_error', 'messages: at least one message is required'))
   }
-  let a
+  let a: Answer
   try {
     a = answer(body)
   } catch (err) {

@@ -127,8 +127,7 @@ function smtpEcho() {
     let buffered = ''
     s.on('data', (chunk: Buffer) => {
       buffered += chunk.toString('utf8')
-      let i: number
-      while ((i = buffered.indexOf('\r\n')) >= 0) {
+      for (let i = buffered.indexOf('\r\n'); i >= 0; i = buffered.indexOf('\r\n')) {
         const line = buffered.slice(0, i)
         buffered = buffered.slice(i + 2)
         if (/^(EHLO|HELO)/i.test(line)) s.write('250-echo\r\n250 AUTH PLAIN LOGIN\r\n')

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  ApiError,
+  type ApiError,
   ContainerError,
   byteChannel,
   collectExec,

@@ -29,7 +29,7 @@ class Socket {
   private connect(): void {
     const c = credentials()
     if (!c || this.ws) return
-    const url = new URL(apiBase().replace(/^http/, 'ws') + '/v1/ws')
+    const url = new URL(`${apiBase().replace(/^http/, 'ws')}/v1/ws`)
     url.searchParams.set('token', c.key)
     const ws = new WebSocket(url)
     this.ws = ws

@@ -15,7 +15,10 @@ export function memoryQueue<P>(hub: MemoryHub, instance: string, name: string): 
   checkQueueName(name)
   const jobs = () => {
     let q = hub.queues.get(name)
-    if (!q) hub.queues.set(name, (q = new Map()))
+    if (!q) {
+      q = new Map()
+      hub.queues.set(name, q)
+    }
     return q
   }
   // Jobs of a lapsed holder go back where they were; retries whose delay passed are ready.

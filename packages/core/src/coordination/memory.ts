@@ -104,7 +104,8 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
         let b = hub.buckets.get(key)
         if (!b) {
           if (hub.buckets.size >= MAX_BUCKETS) for (const [k, x] of hub.buckets) if (x.tokens + (now - x.at) * perMs >= burst) hub.buckets.delete(k)
-          hub.buckets.set(key, (b = { tokens: burst, at: now }))
+          b = { tokens: burst, at: now }
+          hub.buckets.set(key, b)
         } else {
           b.tokens = Math.min(burst, b.tokens + Math.max(0, now - b.at) * perMs)
           b.at = now
@@ -157,7 +158,10 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
         open()
         const sub: MemorySubscriber = { instance: instanceId, handler: handler as (m: unknown) => void }
         let set = hub.channels.get(channel)
-        if (!set) hub.channels.set(channel, (set = new Set()))
+        if (!set) {
+          set = new Set()
+          hub.channels.set(channel, set)
+        }
         set.add(sub)
         return async () => {
           set.delete(sub)
@@ -170,7 +174,10 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
         open()
         checkQueueName(queue)
         let jobs = hub.delayed.get(queue)
-        if (!jobs) hub.delayed.set(queue, (jobs = new Map()))
+        if (!jobs) {
+          jobs = new Map()
+          hub.delayed.set(queue, jobs)
+        }
         if (!jobs.has(id)) jobs.set(id, { runAt, payload: JSON.stringify(payload) })
         armDelayed(hub)
       },

@@ -163,7 +163,7 @@ export class ChatEventsService {
       channel: text(ev.channel, 100),
       user: text(ev.user, 100),
       text: body,
-      mentions_bot: ev.type === 'app_mention' || (bot !== null && body !== null && body.includes(`<@${bot}>`)),
+      mentions_bot: ev.type === 'app_mention' || (bot !== null && body?.includes(`<@${bot}>`) === true),
       event_time: eventTime(time),
       received_at: now,
       created_at: now,

@@ -202,13 +202,13 @@ export class GitAccountsService {
    */
   async accessToken(owner: string, id: string): Promise<string | null> {
     const r = await this.records.find(owner, id)
-    if (!r || r.status !== 'connected') return null
+    if (r?.status !== 'connected') return null
     if (!this.expiring(r)) return this.o.cipher.decrypt(r.access_token_encrypted)
     // One refresh per account at a time: providers rotate refresh tokens, so a second
     // concurrent refresh with the old one would be refused (and look like a revocation).
     return this.refreshLock.run(r.id, async () => {
       const cur = await this.records.find(owner, id)
-      if (!cur || cur.status !== 'connected') return null
+      if (cur?.status !== 'connected') return null
       if (!this.expiring(cur)) return this.o.cipher.decrypt(cur.access_token_encrypted)
       const p = this.o.providers[cur.provider]
       if (!p) return null

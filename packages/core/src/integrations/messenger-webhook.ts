@@ -123,7 +123,7 @@ export class MessengerWebhook {
     const match = timingSafeEqual(Buffer.from(secretTokenHash(given), 'hex'), Buffer.from(state?.hash ?? DECOY_HASH, 'hex'))
     if (!match || !state) throw unauthorized()
     const record = await this.o.integrations.records.find(state.owner, id)
-    if (!record || record.type !== 'messenger') {
+    if (record?.type !== 'messenger') {
       // The bot was disconnected: its token no longer opens anything.
       await this.o.store.remove(`messenger-webhooks:${id}`)
       throw unauthorized()

@@ -149,7 +149,10 @@ export class ConcurrencySlots {
 
   private hold(profileId: string, holder: string): void {
     let set = this.held.get(profileId)
-    if (!set) this.held.set(profileId, (set = new Set()))
+    if (!set) {
+      set = new Set()
+      this.held.set(profileId, set)
+    }
     set.add(holder)
     if (this.shared && !this.timer) {
       this.timer = setInterval(() => void this.renewAll(), Math.max(50, Math.floor(this.ttlMs / 3)))

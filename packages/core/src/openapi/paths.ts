@@ -24,7 +24,7 @@ export function pathParamNames(path: string): string[] {
 /** The object JSON Schema of a params or query schema (resolving a named one). */
 function objectOf(json: JsonSchema, components: Record<string, JsonSchema>, what: string): { properties: Record<string, JsonSchema>; required: string[] } {
   const resolved = json.$ref?.startsWith(SCHEMA_REF) ? components[json.$ref.slice(SCHEMA_REF.length)] : json
-  if (!resolved || resolved.type !== 'object') throw new Error(`${what} must be an object schema`)
+  if (resolved?.type !== 'object') throw new Error(`${what} must be an object schema`)
   return { properties: (resolved.properties ?? {}) as Record<string, JsonSchema>, required: resolved.required ?? [] }
 }
 

@@ -17,9 +17,9 @@ import { ContainerError } from './errors.js'
  * const rt = fakeRuntime()
  * ```
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function defineRuntime<F extends (...args: any[]) => ContainerRuntime>(factory: F): F {
-  return ((...args: Parameters<F>) => guardRuntime(factory(...args))) as F
+export function defineRuntime<A extends unknown[], R extends ContainerRuntime>(factory: (...args: A) => R): (...args: A) => R {
+  // The guarded runtime inherits from the factory's (`Object.create`), so what `R` adds stays reachable.
+  return (...args) => guardRuntime(factory(...args)) as R
 }
 
 const GUARDED = [

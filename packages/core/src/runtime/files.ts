@@ -25,7 +25,8 @@ const MAX_READ_BYTES = 64 * 1024 * 1024
 const STAGING = '.berth/uploads'
 
 const PROBLEMS: Record<number, FilePathProblem> = { 2: 'missing', 3: 'outside', 4: 'not_directory', 6: 'is_directory' }
-const TYPE_BITS: Record<number, FileEntry['type']> = { 0x8000: 'file', 0x4000: 'directory', 0xa000: 'symlink' }
+// The file-type bits of `st_mode`: S_IFREG (0x8000), S_IFDIR (0x4000), S_IFLNK (0xa000), written in decimal.
+const TYPE_BITS: Record<number, FileEntry['type']> = { 32768: 'file', 16384: 'directory', 40960: 'symlink' }
 
 interface Run {
   exitCode: number | null

@@ -24,7 +24,10 @@ const inProgress = new WeakMap<object, Map<string, Promise<string>>>()
 export async function submitOnce(services: Services, owner: string, requestId: string, submit: () => Promise<string>): Promise<string> {
   const key = `ws-requests:${owner}:${createHash('sha256').update(requestId).digest('hex')}`
   let local = inProgress.get(services)
-  if (!local) inProgress.set(services, (local = new Map()))
+  if (!local) {
+    local = new Map()
+    inProgress.set(services, local)
+  }
   const records = services.tasks.recordsStore
   const once = services.coordination.once
   for (let i = 0; i <= CLAIM_TTL_MS / POLL_MS; i++) {

@@ -31,7 +31,10 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
   const workers = new Set<Worker>()
   const queueOf = (name: string) => {
     let q = queues.get(checkQueueName(name))
-    if (!q) queues.set(name, (q = new Queue(name, base)))
+    if (!q) {
+      q = new Queue(name, base)
+      queues.set(name, q)
+    }
     return q
   }
 

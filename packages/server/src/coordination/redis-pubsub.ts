@@ -56,7 +56,8 @@ export function redisPubSub(client: Redis, prefix: string, onError: (err: unknow
         let set = handlers.get(key)
         if (!set) {
           await subscriber().subscribe(key)
-          handlers.set(key, (set = new Set()))
+          set = new Set()
+          handlers.set(key, set)
         }
         set.add(h)
       })

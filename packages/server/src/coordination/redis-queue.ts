@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { checkQueueName, queueRank, type JobPriority, type JobQueue, type NewJob, type TakenJob } from '@berth/core'
-import { Job, Queue, Worker, type ConnectionOptions } from 'bullmq'
+import { type Job, Queue, Worker, type ConnectionOptions } from 'bullmq'
 import type { CoordinationScripts } from './redis-scripts.js'
 
 /** What a BullMQ job of a Berth queue carries. */

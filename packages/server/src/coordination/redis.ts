@@ -79,7 +79,10 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
     queue<P>(name: string) {
       if (closed) throw new Error('coordination: this instance is closed')
       let q = queues.get(name)
-      if (!q) queues.set(name, (q = redisQueue(queueCtx, name)))
+      if (!q) {
+        q = redisQueue(queueCtx, name)
+        queues.set(name, q)
+      }
       return q as RedisQueue<P>
     },
     slots: {

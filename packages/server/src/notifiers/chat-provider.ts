@@ -53,7 +53,7 @@ async function callApi(doFetch: typeof fetch, base: string, method: string, toke
   return { status: res.status, body: body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null }
 }
 
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+const escapeMrkdwn = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /**
  * A notification as a chat message (mrkdwn, escaped): the summary in bold, the error, the
@@ -66,11 +66,11 @@ const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').rep
  */
 export function chatText(n: OutgoingNotification): string {
   const p = n.payload as { task?: { result?: { text?: string } | null; error?: { error: string } | null }; run?: { error?: { error: string } | null } }
-  const lines = [`*${escape(subjectOf(n))}*`]
+  const lines = [`*${escapeMrkdwn(subjectOf(n))}*`]
   const error = (p.task ?? p.run)?.error?.error
-  if (error) lines.push(`Error: ${escape(error.slice(0, 1000))}`)
+  if (error) lines.push(`Error: ${escapeMrkdwn(error.slice(0, 1000))}`)
   const text = p.task?.result?.text
-  if (text) lines.push(`>${escape(text.slice(0, 3000)).replace(/\n/g, '\n>')}`)
+  if (text) lines.push(`>${escapeMrkdwn(text.slice(0, 3000)).replace(/\n/g, '\n>')}`)
   if (n.event === 'integration.test') lines.push('This is a test notification: the integration works.')
   return lines.join('\n')
 }

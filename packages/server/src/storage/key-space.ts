@@ -22,9 +22,15 @@ export class KeySpace {
   add(key: string): void {
     const [one, two] = KeySpace.split(key)
     let inner = this.buckets.get(one)
-    if (!inner) this.buckets.set(one, (inner = new Map()))
+    if (!inner) {
+      inner = new Map()
+      this.buckets.set(one, inner)
+    }
     let set = inner.get(two)
-    if (!set) inner.set(two, (set = new Set()))
+    if (!set) {
+      set = new Set()
+      inner.set(two, set)
+    }
     set.add(key)
   }
 

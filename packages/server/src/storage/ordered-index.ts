@@ -49,7 +49,10 @@ export class OrderedIndexes {
     const member = `${entry.order}${SEP}${idOf(key)}`
     for (const name of indexNames(entry)) {
       let arr = this.lists.get(name)
-      if (!arr) this.lists.set(name, (arr = []))
+      if (!arr) {
+        arr = []
+        this.lists.set(name, arr)
+      }
       if (arr.length === 0 || arr[arr.length - 1]! < member) arr.push(member)
       else arr.splice(lowerBound(arr, member), 0, member)
     }

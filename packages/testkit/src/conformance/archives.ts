@@ -6,7 +6,7 @@ import { packTar, readTar } from '../tar.js'
 
 /** Registers the cases of this concern in the current `describe` block. */
 export function archiveCases(s: Suite): void {
-  const { sh, name } = s
+  const { sh } = s
   it('round-trips a tar with binary content and nested paths', async () => {
     const binary = randomBytes(200 * 1024)
     const tar = await packTar([

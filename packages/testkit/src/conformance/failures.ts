@@ -5,7 +5,7 @@ import { expectContainerFailure, text, type Suite } from './suite.js'
 
 /** Registers the cases of this concern in the current `describe` block. */
 export function failureCases(s: Suite): void {
-  const { make, sh, opts } = s
+  const { make, opts } = s
   it('fails with CONTAINER_FAILED when the engine is not there', async () => {
     const down = await opts.makeUnreachable()
     const t0 = Date.now()

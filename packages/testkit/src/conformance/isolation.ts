@@ -5,7 +5,7 @@ import { packTar } from '../tar.js'
 
 /** Registers the cases of this concern in the current `describe` block. */
 export function isolationCases(s: Suite): void {
-  const { make, sh, opts, name } = s
+  const { make, sh, opts } = s
   it('applies resource limits where the runtime enforces them, and says so', async () => {
     const limits = { memoryBytes: 256 * MiB, pids: 64, cpus: 0.5 }
     const id = await make({ limits })

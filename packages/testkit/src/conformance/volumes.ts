@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { expect, it } from 'vitest'
-import { type Suite } from './suite.js'
+import type { Suite } from './suite.js'
 
 /** Registers the cases of this concern in the current `describe` block. */
 export function volumeCases(s: Suite): void {

@@ -87,7 +87,10 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
 
   function store(state: BotState, message: FakeMessage): void {
     let chat = state.chats.get(message.chat.id)
-    if (!chat) state.chats.set(message.chat.id, (chat = new Map()))
+    if (!chat) {
+      chat = new Map()
+      state.chats.set(message.chat.id, chat)
+    }
     chat.set(message.message_id, message)
   }
 
