@@ -2,7 +2,7 @@
 export { TasksService, type TasksOptions, type Submitted } from './service.js'
 export type { TaskRecord } from './record.js'
 export type { TaskEngine } from './engine.js'
-export { EventBus, type TaskMessage } from './event-bus.js'
+export { EventBus, type TaskBusMessage } from './event-bus.js'
 export { nextQueued, type QueuedTask } from './task-queue.js'
 export { materialize, eventsFile, WORKSPACE_DIR, type MaterializeDeps, type TaskSpec } from './materialize.js'
 export { WarmAgents, warmKey, type WarmAgent, type WarmAgentsOptions, type AgentOutput } from './warm-agents.js'

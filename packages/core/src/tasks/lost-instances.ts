@@ -6,7 +6,7 @@ import type { Store } from '../ports/store.js'
 import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
-import type { TaskLifecycle } from './lifecycle.js'
+import type { TaskStates } from './states.js'
 import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
 import { ACTIVE, activeKey, type TaskRecord } from './record.js'
 
@@ -14,7 +14,7 @@ export interface LostInstancesOptions {
   coordination: Coordination
   store: Store
   records: OwnedCollection<TaskRecord>
-  lifecycle: TaskLifecycle
+  states: TaskStates
   slots: ConcurrencySlots
   workspaces: WorkspacesService
   logger: Logger
@@ -33,7 +33,7 @@ export interface LostInstancesOptions {
  *
  * @example
  * ```ts
- * const lost = new LostInstances({ coordination, store, records, lifecycle, slots, workspaces, logger })
+ * const lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger })
  * lost.start()
  * ```
  */
@@ -102,7 +102,7 @@ export class LostInstances {
       return
     }
     this.o.logger.warn('task ended: its instance was lost', { task: t.id, instance: t.instance_id })
-    await this.o.lifecycle.finish(t, {
+    await this.o.states.finish(t, {
       status: 'failed',
       error: { code: 'CONTAINER_FAILED', error: `The Berth instance running the task (${t.instance_id}) was lost` },
     })
