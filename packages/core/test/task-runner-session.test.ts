@@ -16,8 +16,9 @@ function fakeRuntime() {
   let exit!: (r: ExecResult) => void
   const kill = vi.fn(async () => exit({ exitCode: null, killed: true }))
   const proc: ExecProcess = {
-    stdout: [],
-    stderr: [],
+    // Output goes to the callbacks: the streams yield nothing.
+    stdout: (async function* () {})(),
+    stderr: (async function* () {})(),
     exit: new Promise<ExecResult>((r) => (exit = r)),
     kill,
   }

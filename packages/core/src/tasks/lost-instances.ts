@@ -7,7 +7,6 @@ import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
 import type { TaskStates } from './states.js'
-import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
 import { ACTIVE, activeKey, type TaskRecord } from './record.js'
 
 export interface LostInstancesOptions {
@@ -24,6 +23,20 @@ export interface LostInstancesOptions {
   pollMs?: number | undefined
 }
 
+/** How long the claim on one lost task is kept (only one instance takes it over). */
+export const LOST_CLAIM_TTL_MS = 24 * 3_600_000
+
+/**
+ * The claim key of a task left by its instance (`once.claimOnce(key, LOST_CLAIM_TTL_MS)`).
+ *
+ * @example
+ * ```ts
+ * if (await coordination.once.claimOnce(lostClaimKey(task), LOST_CLAIM_TTL_MS)) takeOver(task)
+ * ```
+ */
+export function lostClaimKey(t: Pick<TaskRecord, 'id' | 'instance_id'>): string {
+  return `task-lost:${t.id}:${t.instance_id ?? ''}`
+}
 
 /**
  * Watches for instances whose heartbeat lapsed: once one has been missing for `graceMs`

@@ -4,12 +4,29 @@ import { ApiError } from '../errors.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
-import { redactAll } from './redaction.js'
 import { RunnerEvent, type RunnerInput } from './runner-protocol.js'
+import { secretForms } from './secret-forms.js'
 import type { WarmAgent } from './warm-agents.js'
 
 /** How long a runner may take to exit after writing its result before it is killed. */
 const RUNNER_EXIT_GRACE_MS = 10_000
+
+/**
+ * Redaction on the server's side, of text a runner left (its stderr tail): `text` with
+ * every value of `values`, and each of its encoded forms ({@link secretForms}), replaced by
+ * `[REDACTED]` (longest first, so a form inside another goes with it).
+ *
+ * @example
+ * ```ts
+ * redactAll('token=s3cret-value', ['s3cret-value']) // 'token=[REDACTED]'
+ * ```
+ */
+export function redactAll(text: string, values: string[]): string {
+  let out = text
+  const forms = [...new Set(values.flatMap(secretForms))].sort((a, b) => b.length - a.length)
+  for (const v of forms) if (v) out = out.split(v).join('[REDACTED]')
+  return out
+}
 
 /**
  * A line of the runner's output: an event, or why it is none.
