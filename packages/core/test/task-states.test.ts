@@ -57,6 +57,16 @@ describe('the task transition table', () => {
 })
 
 describe('TaskStates', () => {
+  it('opens a new task: stored once, listed as active for recovery, queued published once', async () => {
+    const m = machine()
+    const t = taskRecord()
+    await m.states.open(t)
+    expect(m.store.writes.get('tasks')).toBe(1)
+    expect(await m.store.get(activeKey(t.id))).toEqual({ owner: t.owner_id })
+    expect(m.published.map((p) => p.type === 'task.status' && p.status)).toEqual(['queued'])
+    expect(await m.records.get(t.owner_id, t.id)).toEqual(t)
+  })
+
   it('writes each move once and publishes it once, without reading the record on the way', async () => {
     const m = machine()
     let t = await stored(m)

@@ -22,7 +22,7 @@ import { Dispatcher } from './dispatch.js'
 import { requireEngine, type TaskEngine } from './engine.js'
 import type { EventBus } from './event-bus.js'
 import type { MaterializeDeps } from './materialize.js'
-import { ACTIVE, activeKey, taskView, type TaskRecord } from './record.js'
+import { ACTIVE, taskView, type TaskRecord } from './record.js'
 import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
 import { RemoteEvents } from './remote-events.js'
@@ -181,10 +181,8 @@ export class TasksService {
         created_at: now,
         updated_at: now,
       }
-      await this.records.put(record)
-      await this.o.store.set(activeKey(record.id), { owner })
+      await this.states.open(record)
       if (where === 'here') this.scheduler.enqueue(record)
-      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: taskView(record), owner_id: owner })
       if (where !== 'here') await this.dispatch.send(where, record)
       const { id: task_id, status, created_at, mode, session_id, workspace_id } = record
       return { task_id, status, created_at, session_id: mode === 'session' ? session_id : null, workspace_id }

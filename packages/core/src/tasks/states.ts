@@ -57,6 +57,7 @@ export interface TaskStatesOptions {
  *
  * @example
  * ```ts
+ * await states.open(task) // queued
  * task = await states.move(task, 'starting')
  * task = await states.move(task, 'running', { started_at: now })
  * await states.finish(task, { status: 'completed', result })
@@ -64,6 +65,13 @@ export interface TaskStatesOptions {
  */
 export class TaskStates {
   constructor(private readonly o: TaskStatesOptions) {}
+
+  /** A new task, `queued`: stored, listed as active (restart recovery reads that list), published. */
+  async open(t: TaskRecord): Promise<void> {
+    await this.o.records.put(t)
+    await this.o.store.set(activeKey(t.id), { owner: t.owner_id })
+    this.o.bus.publish({ type: 'task.status', task_id: t.id, status: t.status, task: taskView(t), owner_id: t.owner_id })
+  }
 
   /**
    * Move `t` to `status` with `fields`, from the copy the caller holds: the caller is the
