@@ -1,4 +1,4 @@
-/** The queue of this instance and its dispatch: which queued task starts next, with its concurrency slot, and its run tracked. */
+/** This instance's queue and its dispatch: the order queued tasks start in, their concurrency slots, their runs tracked. */
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import type { TaskRecord } from './record.js'
