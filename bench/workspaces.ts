@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import WebSocket from 'ws'
 import { podmanRuntime } from '@berth/adapter-podman'
-import { EventLog, silentLogger, systemClock, type NewEvent, type TaskMessage } from '@berth/core'
+import { EventLog, silentLogger, systemClock, type NewEvent, type TaskBusMessage } from '@berth/core'
 import { bundleRunner } from '@berth/runner'
 import { createBerth, unstorageStore, type BerthOptions } from '@berth/server'
 import { ensureEngines } from '@berth/testkit'
@@ -323,7 +323,7 @@ async function fanoutBench(): Promise<FanoutResult> {
     const published = new Map<number, number>()
     const bus = berth.services.bus
     const publish = bus.publish.bind(bus)
-    bus.publish = (m: TaskMessage) => {
+    bus.publish = (m: TaskBusMessage) => {
       if (m.type === 'task.event' && m.event.type === 'token') published.set(m.event.seq, wallNow())
       publish(m)
     }

@@ -8,7 +8,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { ContainerPool, ContainerRuntime, EventBus, ExecOptions, ExecProcess, TaskMessage } from '@berth/core'
+import type { ContainerPool, ContainerRuntime, EventBus, ExecOptions, ExecProcess, TaskBusMessage } from '@berth/core'
 import { wallNow } from './stats.js'
 
 /** One exec of the runner, as the server saw its output arrive. */
@@ -183,7 +183,7 @@ export function createProbe(inner: ContainerRuntime): Probe {
         return lease
       }
       const publish = bus.publish.bind(bus)
-      bus.publish = (m: TaskMessage) => {
+      bus.publish = (m: TaskBusMessage) => {
         const at = wallNow()
         const t = task(m.task_id)
         if (m.type === 'task.status') {

@@ -57,7 +57,7 @@ export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages 
 
 // Tasks
 export type { TaskRecord } from './tasks/record.js'
-export { EventBus, type TaskMessage } from './tasks/event-bus.js'
+export { EventBus, type TaskBusMessage } from './tasks/event-bus.js'
 export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
 
 // Workspaces

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { nextQueued, type QueuedTask } from '../src/tasks/task-queue.js'
+import { nextQueued, type QueuedTask } from '../src/tasks/scheduler.js'
 
 const task = (id: string, owner_id: string, created_at: string, priority: QueuedTask['priority'] = 'normal'): QueuedTask => ({
   id,

@@ -5,7 +5,7 @@
  * instance holding the session's container, live events across instances, a dead
  * instance's tasks taken over.
  */
-import { memoryCoordination, memoryHub, type TaskMessage, type TranscriptEvent } from '@berth/core'
+import { memoryCoordination, memoryHub, type TaskBusMessage, type TranscriptEvent } from '@berth/core'
 import { createCoordination, redisStore } from '@berth/server'
 import { startRedis, type LocalRedis } from '@berth/testkit'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -123,7 +123,7 @@ function clusterCases(onHub: () => Backend): void {
     socket.on('message', (data) => received.push(JSON.parse(String(data))))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
     const sub = await cluster.submit(a, { prompt: slowPrompt(2, 'Seen from afar.') })
-    const seen: TaskMessage[] = []
+    const seen: TaskBusMessage[] = []
     a.s.berth.services.bus.subscribe(sub.body.task_id, (m) => seen.push(m))
     socket.send(JSON.stringify({ type: 'subscribe', task_id: sub.body.task_id }))
     const done = await cluster.waitDone(b, sub.body.task_id)

@@ -7,7 +7,7 @@ import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js
 import type { Store } from '../ports/store.js'
 import type { PlaybookRun } from '../schemas/playbook.js'
 import type { Task, TaskStatus } from '../schemas/task.js'
-import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
+import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
 import type { MessengerApi, MessengerMessage } from '../ports/messenger-api.js'
 import { isProviderError } from '../ports/provider-error.js'
@@ -175,7 +175,7 @@ export class MessengerThreads {
     return true
   }
 
-  private onTaskMessage(m: TaskMessage): void {
+  private onTaskMessage(m: TaskBusMessage): void {
     if (m.type !== 'task.status' || !DONE.includes(m.status) || !m.task.session_id?.startsWith('pb-')) return
     this.track(this.finishFollowUp(m.owner_id, m.task_id).catch((err) => this.o.logger.warn('could not post a follow-up result', { task: m.task_id, error: String(err) })))
   }

@@ -7,7 +7,7 @@ import type { Delivery } from '../schemas/integration.js'
 import type { PlaybookRun } from '../schemas/playbook.js'
 import type { Task } from '../schemas/task.js'
 import type { DeliveryLog } from './deliveries.js'
-import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
+import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
 import type { Store } from '../ports/store.js'
 import type { Coordination } from '../coordination/port.js'
@@ -89,7 +89,7 @@ export class NotificationsService {
     o.bus.subscribeAll((m) => this.onTaskMessage(m))
   }
 
-  private onTaskMessage(m: TaskMessage): void {
+  private onTaskMessage(m: TaskBusMessage): void {
     if (m.type !== 'task.status' || (m.status !== 'completed' && m.status !== 'failed')) return
     if (m.task.session_id?.startsWith('pb-')) return
     this.track(this.notify(m.owner_id, m.task.profile_id, `task.${m.status}`, { task: m.task }))

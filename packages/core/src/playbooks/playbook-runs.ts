@@ -9,7 +9,7 @@ import { PlaybookRun, type PlaybookTrigger } from '../schemas/playbook.js'
 import type { Task, TaskStatus } from '../schemas/task.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import type { EventBus, TaskMessage } from '../tasks/event-bus.js'
+import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { NotificationsService } from '../integrations/notifications.js'
 import type { PlaybookRecord } from './record.js'
 import type { TaskRecord } from '../tasks/record.js'
@@ -170,7 +170,7 @@ export class PlaybookRunsService {
     return paginate((await live(await runs.all(owner))).filter((r) => r.status === filter.status), page)
   }
 
-  private onTaskMessage(m: TaskMessage): void {
+  private onTaskMessage(m: TaskBusMessage): void {
     if (m.type !== 'task.status' || !m.task.session_id?.startsWith('pb-')) return
     void this.follow(m.owner_id, m.task).catch((err) => this.o.logger.warn('could not update a playbook run', { task: m.task_id, error: String(err) }))
   }

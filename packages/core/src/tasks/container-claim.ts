@@ -16,40 +16,49 @@ export interface ClaimDeps {
   catalog: MaterializeDeps
 }
 
-/** A workspace's new container, and what its record must take with its next write. */
+/** What a run loads once and passes down: its task, workspace and profile. */
+export interface RunPlan {
+  task: TaskRecord
+  workspace: WorkspaceRecord
+  profile: ProfileRecord
+}
+
+/** A workspace's new container. */
 export interface Claimed {
   lease: Lease
-  /** Workspace fields to store with its next write (the volume made for it). */
-  changes: Partial<WorkspaceRecord>
-  /** The runner input, resolved ahead to find a warm agent (null: resolve it now). */
-  early: RunnerInput | null
+  /** The workspace as the claim leaves it (its volume named); the run stores it with its `running` status. */
+  workspace: WorkspaceRecord
+  /** The runner input, when the claim had to resolve it to look for a warm agent (null: the run resolves it). */
+  input: RunnerInput | null
   /** The warm agent that takes the task's prompt (null: start the runner). */
   agent: WarmAgent | null
 }
 
 /**
  * Claim a container for a task's workspace. A new workspace of the default environment with
- * nothing to restore may get an agent that is already up; otherwise the pool's claim (a warm
- * container, or one made for the environment or the workspace's volume). The caller puts
- * a kept conversation back and asks the warm agents for one more like `early`.
+ * nothing to restore may get an agent that is already up (its runner input resolved here,
+ * once, and handed on to the run); otherwise the pool's claim (a warm container, or one
+ * made for the environment or the workspace's volume). The caller puts a kept
+ * conversation back and asks the warm agents for one more like `input`.
  *
  * @example
  * ```ts
- * const { lease, changes, early, agent } = await claimContainer(deps, task, profile, ws, signal)
+ * const { lease, workspace, input, agent } = await claimContainer(deps, plan, signal)
  * ```
  */
-export async function claimContainer(deps: ClaimDeps, task: TaskRecord, profile: ProfileRecord, ws: WorkspaceRecord, signal: AbortSignal): Promise<Claimed> {
+export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: AbortSignal): Promise<Claimed> {
   const { runtime, pool, warmAgents: agents } = deps.engine
+  const { task, profile } = plan
+  let ws = plan.workspace
   const owner = task.owner_id
   const env = await deps.environments.resolve(owner, profile.environment_id, await endpointHosts(deps.catalog, profile))
   // Warm agents live in the default environment's containers: only its tasks may take one.
-  let early: RunnerInput | null = null
+  let input: RunnerInput | null = null
   let agent: WarmAgent | null = null
   if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id) {
-    early = await materialize(deps.catalog, task, profile, ws).catch(() => null)
-    if (early) agent = agents.take(warmKey(owner, early))
+    input = await materialize(deps.catalog, task, profile, ws)
+    agent = agents.take(warmKey(owner, input))
   }
-  const changes: Partial<WorkspaceRecord> = {}
   let lease: Lease
   if (agent) {
     await pool.assign(agent.lease.container.id, ws.id)
@@ -74,9 +83,9 @@ export async function claimContainer(deps: ClaimDeps, task: TaskRecord, profile:
       signal,
       ...(Object.keys(spec).length && { spec }),
     })
-    if (volume && !ws.volume) changes.volume = volume
+    if (volume) ws = { ...ws, volume }
   }
-  return { lease, changes, early, agent }
+  return { lease, workspace: ws, input, agent }
 }
 
 /** Hosts the agent must reach under an allowlist: the model endpoint and remote MCP servers. */

@@ -7,7 +7,8 @@ import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { TaskEngine } from './engine.js'
 import type { EventBus } from './event-bus.js'
 import { ACTIVE, type TaskRecord } from './record.js'
-import type { Workload } from './workload.js'
+import type { LocalCancel } from './cancel.js'
+import type { Scheduler } from './scheduler.js'
 
 /** The queue any instance takes new work from, and the one of follow-ups for one instance. */
 export const SHARED_QUEUE = 'tasks'
@@ -25,16 +26,15 @@ export interface DispatchOptions {
   coordination: Coordination
   records: OwnedCollection<TaskRecord>
   slots: ConcurrencySlots
-  work: Workload
+  /** This instance's queue: a task taken here goes on it. */
+  scheduler: Scheduler
   bus: EventBus
   logger: Logger
   engine: TaskEngine | undefined
-  /** Queue a task taken here (today's local queue). */
-  enqueue(task: TaskRecord): void
-  /** A redelivered job whose task was running on an instance that is gone: end it. */
-  lost(task: TaskRecord): Promise<void>
-  /** Another instance asks to cancel a task under way here. */
-  cancelHere(owner: string, taskId: string): Promise<void>
+  /** Ends a redelivered job's task that was running on an instance that is gone. */
+  lost: { takeOver(task: TaskRecord): Promise<void> }
+  /** Cancels a task under way here when another instance asks. */
+  cancels: Pick<LocalCancel, 'here'>
   /** How often to look for jobs other instances added (default 500 ms). */
   pollMs?: number
 }
@@ -73,7 +73,7 @@ export class Dispatcher {
   constructor(private readonly o: DispatchOptions) {
     this.shared = o.coordination.queue<JobData>(SHARED_QUEUE)
     this.mine = o.coordination.queue<JobData>(instanceQueue(o.coordination.instanceId))
-    o.work.onWake(() => this.take())
+    o.scheduler.onWake(() => this.take())
     o.bus.subscribeAll((m) => {
       if (m.type !== 'task.status' || ACTIVE.includes(m.status)) return
       const held = this.held.get(m.task_id)
@@ -103,7 +103,7 @@ export class Dispatcher {
       const off = this.o.bus.subscribe(task.id, (m) => {
         if (m.type !== 'task.status' || m.status === 'queued') return
         this.forgetHandOff(task.id)
-        if (!this.o.work.wanted(task.workspace_id)) this.o.slots.forget(task.profile_id, task.workspace_id)
+        if (!this.o.scheduler.isWanted(task.workspace_id)) this.o.slots.forget(task.profile_id, task.workspace_id)
       })
       this.handedOff.set(task.id, off)
     }
@@ -126,10 +126,9 @@ export class Dispatcher {
 
   /** Look for jobs now and every `pollMs`; hear cancel requests. */
   async start(): Promise<void> {
-    const work = this.o.work
     this.offControl = await this.o.coordination.pubsub.subscribe<ControlMessage>(CONTROL_CHANNEL, (m) => {
-      if (!work.running.has(m.cancel) && !work.queue.some((t) => t.id === m.cancel)) return
-      this.o.cancelHere(m.owner, m.cancel).catch((err) => this.o.logger.warn('could not cancel a task', { task: m.cancel, error: String(err) }))
+      if (!this.o.scheduler.has(m.cancel)) return
+      void this.cancelHere(m).catch((err) => this.o.logger.warn('could not cancel a task', { task: m.cancel, error: String(err) }))
     })
     this.timer = setInterval(() => this.take(), this.o.pollMs ?? 500)
     this.timer.unref?.()
@@ -148,12 +147,12 @@ export class Dispatcher {
   private hasRoom(): boolean {
     const pool = this.o.engine?.pool
     if (!pool) return false
-    return this.o.work.busy.size + this.o.work.queue.length < pool.stats().max
+    return this.o.scheduler.load < pool.stats().max
   }
 
   /** Take jobs while there is room (this instance's own queue always: its containers are warm). */
   take(): void {
-    if (this.closed || this.o.work.closed || !this.o.engine) return
+    if (this.closed || this.o.scheduler.closed || !this.o.engine) return
     if (this.taking) {
       this.again = true
       return
@@ -164,7 +163,7 @@ export class Dispatcher {
         do {
           this.again = false
           for (;;) {
-            if (this.closed || this.o.work.closed) return
+            if (this.closed || this.o.scheduler.closed) return
             let queue = this.mine
             let job = await this.mine.take()
             if (!job && this.hasRoom()) job = await (queue = this.shared).take()
@@ -192,16 +191,22 @@ export class Dispatcher {
       this.forgetHandOff(task.id)
       this.held.set(task.id, { job, queue })
       // Already queued here (recovered after a restart under the same id).
-      if (this.o.work.queue.some((t) => t.id === task.id) || this.o.work.running.has(task.id)) return
+      if (this.o.scheduler.has(task.id)) return
       const mine = { ...task, instance_id: this.instanceId }
       await this.o.records.put(mine)
       if (!task.slot_pending) this.o.slots.adopt(task.profile_id, task.workspace_id)
-      this.o.enqueue(mine)
+      this.o.scheduler.enqueue(mine)
       return
     }
     // Already taken by a live instance (a stale delivery), or it ran on one that is gone.
-    if (!elsewhere && task.instance_id !== this.instanceId) await this.o.lost(task)
+    if (!elsewhere && task.instance_id !== this.instanceId) await this.o.lost.takeOver(task)
     await queue.ack(job)
+  }
+
+  /** Another instance asks to cancel a task held here. */
+  private async cancelHere(m: ControlMessage): Promise<void> {
+    const t = await this.o.records.find(m.owner, m.cancel)
+    if (t && ACTIVE.includes(t.status)) await this.o.cancels.here(t)
   }
 
   private forgetHandOff(taskId: string): void {

@@ -1,11 +1,18 @@
 import type { Task, TranscriptEvent } from '../schemas/task.js'
 
-/** What subscribers of a task receive, live. */
-export type TaskMessage =
+/** What subscribers of a task receive, live (in this process, and relayed between instances). */
+export type TaskBusMessage =
   | { type: 'task.status'; task_id: string; status: Task['status']; task: Task; owner_id: string }
   | { type: 'task.event'; task_id: string; event: TranscriptEvent; owner_id?: string; workspace_id?: string }
 
-type Listener = (message: TaskMessage) => void
+/**
+ * The former name, kept only while `transport/socket.ts` imports it (the wire protocol's
+ * `TaskMessage` is declared by the contract package).
+ * @deprecated Use {@link TaskBusMessage}.
+ */
+export type TaskMessage = TaskBusMessage
+
+type Listener = (message: TaskBusMessage) => void
 
 /**
  * In-process fan-out of task status changes and transcript events to subscribers (the
@@ -33,7 +40,7 @@ export class EventBus {
    * A message published on another instance: to this process's subscribers of its task
    * only (services that react to any task run where the task runs), never relayed again.
    */
-  deliverRemote(message: TaskMessage): void {
+  deliverRemote(message: TaskBusMessage): void {
     this.toTaskListeners(message)
   }
 
@@ -56,7 +63,7 @@ export class EventBus {
     return () => this.everything.delete(listener)
   }
 
-  publish(message: TaskMessage): void {
+  publish(message: TaskBusMessage): void {
     for (const listener of this.everything) {
       try {
         listener(message)
@@ -68,7 +75,7 @@ export class EventBus {
     for (const relay of this.relays) relay(message)
   }
 
-  private toTaskListeners(message: TaskMessage): void {
+  private toTaskListeners(message: TaskBusMessage): void {
     for (const listener of this.listeners.get(message.task_id) ?? []) {
       try {
         listener(message)

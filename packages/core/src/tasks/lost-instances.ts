@@ -6,15 +6,14 @@ import type { Store } from '../ports/store.js'
 import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
-import type { TaskLifecycle } from './lifecycle.js'
-import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
+import type { TaskStates } from './states.js'
 import { ACTIVE, activeKey, type TaskRecord } from './record.js'
 
 export interface LostInstancesOptions {
   coordination: Coordination
   store: Store
   records: OwnedCollection<TaskRecord>
-  lifecycle: TaskLifecycle
+  states: TaskStates
   slots: ConcurrencySlots
   workspaces: WorkspacesService
   logger: Logger
@@ -24,6 +23,20 @@ export interface LostInstancesOptions {
   pollMs?: number | undefined
 }
 
+/** How long the claim on one lost task is kept (only one instance takes it over). */
+export const LOST_CLAIM_TTL_MS = 24 * 3_600_000
+
+/**
+ * The claim key of a task left by its instance (`once.claimOnce(key, LOST_CLAIM_TTL_MS)`).
+ *
+ * @example
+ * ```ts
+ * if (await coordination.once.claimOnce(lostClaimKey(task), LOST_CLAIM_TTL_MS)) takeOver(task)
+ * ```
+ */
+export function lostClaimKey(t: Pick<TaskRecord, 'id' | 'instance_id'>): string {
+  return `task-lost:${t.id}:${t.instance_id ?? ''}`
+}
 
 /**
  * Watches for instances whose heartbeat lapsed: once one has been missing for `graceMs`
@@ -33,7 +46,7 @@ export interface LostInstancesOptions {
  *
  * @example
  * ```ts
- * const lost = new LostInstances({ coordination, store, records, lifecycle, slots, workspaces, logger })
+ * const lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger })
  * lost.start()
  * ```
  */
@@ -102,7 +115,7 @@ export class LostInstances {
       return
     }
     this.o.logger.warn('task ended: its instance was lost', { task: t.id, instance: t.instance_id })
-    await this.o.lifecycle.finish(t, {
+    await this.o.states.finish(t, {
       status: 'failed',
       error: { code: 'CONTAINER_FAILED', error: `The Berth instance running the task (${t.instance_id}) was lost` },
     })

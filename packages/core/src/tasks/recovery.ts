@@ -9,16 +9,16 @@ import type { OwnedCollection } from '../records/collection.js'
 import { recoverVolumes } from '../runtime/volumes.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
-import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-claim.js'
+import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-instances.js'
 import type { TaskEngine } from './engine.js'
-import type { TaskLifecycle } from './lifecycle.js'
+import type { TaskStates } from './states.js'
 import { WORKSPACE_DIR, eventsFile } from './materialize.js'
 import { ACTIVE, activeKey, endOf, type ResultEvent, type TaskRecord } from './record.js'
 import type { RunnerEvent } from './runner-protocol.js'
 import { parseRunnerLine } from './runner-session.js'
 import type { SessionContainers } from './session-containers.js'
 import type { TaskEvents } from './task-events.js'
-import type { Workload } from './workload.js'
+import type { Scheduler } from './scheduler.js'
 
 export interface RecoveryOptions {
   store: Store
@@ -28,9 +28,10 @@ export interface RecoveryOptions {
   slots: ConcurrencySlots
   workspaces: WorkspacesService
   containers: SessionContainers
-  lifecycle: TaskLifecycle
+  states: TaskStates
   events: TaskEvents
-  work: Workload
+  /** Where the queued tasks go back, once every workspace is settled. */
+  scheduler: Scheduler
   /** How long to wait for a runner still at work to write its result (default 30 s). */
   recoveryGraceMs?: number | undefined
   /** Other live instances' tasks are theirs, not this restart's. */
@@ -42,12 +43,12 @@ export interface RecoveryOptions {
  * running gets the result its runner wrote to the workspace's event file (waiting up to
  * `recoveryGraceMs` for a runner still at work), or fails with CONTAINER_FAILED; warm
  * sessions keep their container; every other workspace that was running goes idle; the
- * volumes of deleted workspaces go. Nothing starts until the caller pumps the queue.
+ * volumes of deleted workspaces go. The queued tasks go to the scheduler last, once every
+ * workspace is settled.
  *
  * @example
  * ```ts
- * await recover({ store, records, engine, logger, slots, workspaces, containers, lifecycle, events, work })
- * scheduler.pump()
+ * await recover({ store, records, engine, logger, slots, workspaces, containers, states, events, scheduler })
  * ```
  */
 export async function recover(o: RecoveryOptions): Promise<void> {
@@ -82,7 +83,8 @@ export async function recover(o: RecoveryOptions): Promise<void> {
   o.containers.adopt()
   await Promise.all(tasks.filter((t) => t.status !== 'queued').map((t) => recoverRun(o, t)))
 
-  for (const t of tasks.filter((x) => x.status === 'queued').sort((a, b) => (a.created_at < b.created_at ? -1 : 1))) {
+  const queued = tasks.filter((x) => x.status === 'queued').sort((a, b) => (a.created_at < b.created_at ? -1 : 1))
+  for (const t of queued) {
     if (!t.slot_pending) {
       try {
         o.slots.acquire(t.profile_id, t.workspace_id)
@@ -90,10 +92,10 @@ export async function recover(o: RecoveryOptions): Promise<void> {
         t.slot_pending = true
       }
     }
-    o.work.queue.push(t)
   }
+  const waited = new Set(queued.map((t) => t.workspace_id))
   for (const ws of await o.workspaces.allWithStatus(['running', 'starting'])) {
-    if (!ws.instance_id || !others.has(ws.instance_id)) await o.containers.resume(ws)
+    if (!ws.instance_id || !others.has(ws.instance_id)) await o.containers.resume(ws, waited.has(ws.id))
   }
   // Volumes are accounted for like containers: those of deleted workspaces go.
   const engine = o.engine
@@ -103,6 +105,7 @@ export async function recover(o: RecoveryOptions): Promise<void> {
       o.logger.warn('could not account for volumes', { error: String(err) }),
     )
   }
+  for (const t of queued) o.scheduler.enqueue(t)
 }
 
 /** A task that was starting or running: the result its runner left, or CONTAINER_FAILED. */
@@ -130,9 +133,9 @@ async function recoverRun(o: RecoveryOptions, t: TaskRecord): Promise<void> {
   if (events.length > stored.length) await o.events.record(t, events.slice(stored.length))
   if (result) {
     if (result.session_id) await o.workspaces.patch(t.owner_id, t.workspace_id, { sdk_session_id: result.session_id })
-    await o.lifecycle.finish(t, endOf(result))
+    await o.states.finish(t, endOf(result))
   } else {
-    await o.lifecycle.finish(t, {
+    await o.states.finish(t, {
       status: 'failed',
       error: { code: 'CONTAINER_FAILED', error: 'The server restarted while the task was running and its runner left no result' },
     })

@@ -2,7 +2,7 @@
 import type { Coordination } from '../coordination/port.js'
 import type { Logger } from '../ports/logger.js'
 import type { EventLog } from '../workspaces/event-log.js'
-import type { EventBus, TaskMessage } from './event-bus.js'
+import type { EventBus, TaskBusMessage } from './event-bus.js'
 
 /** The channel every instance's task messages go on. */
 export const TASK_CHANNEL = 'tasks'
@@ -10,7 +10,7 @@ export const TASK_CHANNEL = 'tasks'
 /** A message on the channel: who published it. */
 interface Envelope {
   origin: string
-  message: TaskMessage
+  message: TaskBusMessage
 }
 
 /** Tasks whose last delivered seq is kept (oldest forgotten first). */
@@ -54,7 +54,7 @@ export class RemoteEvents {
     await off?.().catch(() => {})
   }
 
-  private async deliver(m: TaskMessage): Promise<void> {
+  private async deliver(m: TaskBusMessage): Promise<void> {
     const bus = this.o.bus
     if (m.type !== 'task.event') return bus.deliverRemote(m)
     const last = this.lastSeq.get(m.task_id)

@@ -1,18 +1,19 @@
-/** One task run end to end: its container leased, statuses, the runner's result, the container kept warm or released. */
+/** One task run end to end: its plan loaded once, its container leased, its moves, the runner's events and result, the container kept warm or released. */
 import { ApiError, isApiError } from '../errors.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
-import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
+import type { WorkspacesService } from '../workspaces/workspaces.js'
+import type { RunPlan } from './container-claim.js'
 import { requireEngine, type TaskEngine } from './engine.js'
-import type { TaskLifecycle } from './lifecycle.js'
 import { materialize, type MaterializeDeps } from './materialize.js'
-import { endOf, errorOf, type TaskEnd, type TaskRecord } from './record.js'
-import { runRunner } from './runner-session.js'
+import { endOf, errorOf, type ResultEvent, type TaskEnd, type TaskRecord } from './record.js'
+import { runnerEvents } from './runner-session.js'
+import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
+import type { TaskStates } from './states.js'
 import type { TaskEvents } from './task-events.js'
-import type { Workload } from './workload.js'
 
 export interface TaskRunsOptions {
   /** This instance (recorded on the workspace whose container it holds). */
@@ -24,60 +25,63 @@ export interface TaskRunsOptions {
   workspaces: WorkspacesService
   catalog: MaterializeDeps
   containers: SessionContainers
-  lifecycle: TaskLifecycle
+  states: TaskStates
   events: TaskEvents
-  work: Workload
+  scheduler: Scheduler
 }
 
 /**
- * Runs a task: leases its workspace's container, marks it `starting` then `running`,
- * resolves the runner's input, runs the runner and ends the task with its result, a limit
- * error, CONTAINER_FAILED, or `cancelled` when its signal aborts. A session keeps its
- * container warm for the follow-up; a batch task's, or one that failed, is released.
+ * Runs a task: loads its plan (task, workspace, profile) once, leases its workspace's
+ * container, moves it to `starting` then `running`, resolves the runner's input once,
+ * records the runner's events in order and ends the task with its result, a limit error,
+ * CONTAINER_FAILED, or `cancelled` when its signal aborts. A session keeps its container
+ * warm for the follow-up; a batch task's, or one that failed, is released.
  *
  * @example
  * ```ts
- * const runs = new TaskRuns({ engine, clock, logger, profiles, workspaces, catalog, containers, lifecycle, events, work })
- * await runs.run(task, abort.signal) // never throws
+ * const runs = new TaskRuns({ engine, clock, logger, profiles, workspaces, catalog, containers, states, events, scheduler })
+ * scheduler.serve(runs)
  * ```
  */
-export class TaskRuns {
+export class TaskRuns implements TaskRunner {
   constructor(private readonly o: TaskRunsOptions) {}
+
+  makeRoom(profileId: string, owner: string): boolean {
+    return this.o.containers.evictIdle(profileId, owner)
+  }
 
   /** Run one task end to end. Never throws: every path ends the task in a definite state. */
   async run(task: TaskRecord, signal: AbortSignal): Promise<void> {
-    const { containers, lifecycle, workspaces } = this.o
+    const { containers, states, workspaces } = this.o
     const { runtime, command } = requireEngine(this.o.engine)
     const owner = task.owner_id
-    let ws: WorkspaceRecord = await workspaces.records.get(owner, task.workspace_id)
+    // A release of the workspace's container under way saves its conversation first.
+    await containers.settled(task.workspace_id)
+    let ws = await workspaces.records.get(owner, task.workspace_id)
     let keepWarm = task.mode === 'session'
     let end: TaskEnd
-    // Workspace fields learnt but not yet stored: they go with its next write.
-    let changes: Partial<WorkspaceRecord> = {}
+    let result: ResultEvent | null = null
     // The task ends on the runner's result line; the runner's exit is awaited before the
     // container is released, and the workspace stays busy until then.
     let exited: Promise<unknown> = Promise.resolve()
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile) throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
-      const leased = await containers.lease(task, profile, ws, signal)
-      ws = leased.ws
-      changes = leased.changes
-      task = await lifecycle.setStatus(task, 'starting')
-      ws = await workspaces.setStatus(owner, ws.id, 'running', { ...changes, container_id: leased.lease.container.id, instance_id: this.o.instanceId ?? null })
-      changes = {}
-      const input = leased.early ?? (await materialize(this.o.catalog, task, profile, ws))
+      const plan: RunPlan = { task, workspace: ws, profile }
+      const leased = await containers.lease(plan, signal)
+      task = await states.move(task, 'starting')
+      const { volume, sdk_session_id } = leased.workspace
+      ws = await workspaces.setStatus(owner, ws.id, 'running', { volume, sdk_session_id, container_id: leased.lease.container.id, instance_id: this.o.instanceId ?? null })
+      const input = leased.input ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()
-      task = await lifecycle.setStatus(task, 'running', { started_at: isoNow(this.o.clock) })
-      const running = task
-      const { result, exited: runnerExited } = await runRunner(
-        { runtime, command, logger: this.o.logger },
-        { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal, agent: leased.agent, record: (events) => this.o.events.record(running, events) },
-      )
-      exited = runnerExited
-      // Stored with the workspace's next write: its release, or now when it stays warm.
-      if (result.session_id && result.session_id !== ws.sdk_session_id) changes = { sdk_session_id: result.session_id }
-      end = endOf(result)
+      task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
+      const session = runnerEvents({ runtime, command, logger: this.o.logger }, { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal, agent: leased.agent })
+      for await (const event of session) {
+        await this.o.events.record(task, [event])
+        if (event.type === 'result') result = event
+      }
+      exited = session.exited
+      end = endOf(result!)
       if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
     } catch (err) {
       if (signal.aborted) {
@@ -90,13 +94,16 @@ export class TaskRuns {
         keepWarm = false
       }
     }
+    // The conversation the result names is stored with the workspace's next write: now
+    // when it stays warm, with its `idle` status when it is released.
+    const sdkSessionId = result?.session_id && result.session_id !== ws.sdk_session_id ? result.session_id : undefined
     // By the time anyone sees the task end, its workspace has stopped counting as running;
     // the container is removed right after.
     let lease: Lease | undefined
-    const keep = keepWarm && containers.has(ws.id) && !this.o.work.closed
-    if (keep && Object.keys(changes).length) ws = await workspaces.patch(owner, ws.id, changes)
-    if (!keep) lease = await containers.detach(owner, ws.id, { fromRun: true, changes })
-    await lifecycle.finish(task, end)
+    const keep = keepWarm && containers.has(ws.id) && !this.o.scheduler.closed
+    if (keep && sdkSessionId) ws = await workspaces.patch(owner, ws.id, { sdk_session_id: sdkSessionId })
+    if (!keep) lease = await containers.detach(owner, ws.id, { fromRun: true, workspace: ws, sdkSessionId })
+    await states.finish(task, end)
     await exited.catch(() => {})
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) containers.keepWarm(owner, ws.id, ws.session_id)

@@ -4,13 +4,29 @@ import { ApiError } from '../errors.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
-import type { ResultEvent } from './record.js'
-import { redactAll } from './redaction.js'
 import { RunnerEvent, type RunnerInput } from './runner-protocol.js'
+import { secretForms } from './secret-forms.js'
 import type { WarmAgent } from './warm-agents.js'
 
 /** How long a runner may take to exit after writing its result before it is killed. */
 const RUNNER_EXIT_GRACE_MS = 10_000
+
+/**
+ * Redaction on the server's side, of text a runner left (its stderr tail): `text` with
+ * every value of `values`, and each of its encoded forms ({@link secretForms}), replaced by
+ * `[REDACTED]` (longest first, so a form inside another goes with it).
+ *
+ * @example
+ * ```ts
+ * redactAll('token=s3cret-value', ['s3cret-value']) // 'token=[REDACTED]'
+ * ```
+ */
+export function redactAll(text: string, values: string[]): string {
+  let out = text
+  const forms = [...new Set(values.flatMap(secretForms))].sort((a, b) => b.length - a.length)
+  for (const v of forms) if (v) out = out.split(v).join('[REDACTED]')
+  return out
+}
 
 /**
  * A line of the runner's output: an event, or why it is none.
@@ -32,8 +48,13 @@ export function parseRunnerLine(line: string): RunnerEvent | 'not json' | 'unkno
   return event.success ? event.output : 'unknown event'
 }
 
+/** The longest line the runner may write (one event); a longer one is dropped with a warning. */
+export const MAX_LINE_CHARS = 16 * 1024 * 1024
+
 /**
  * Frames a byte stream into lines: `push` each chunk, `end` for what follows the last newline.
+ * Each byte is scanned once however long the line (the scan resumes where the last chunk
+ * ended); a line longer than `maxChars` is dropped up to its newline, `onOversize` told.
  *
  * @example
  * ```ts
@@ -42,21 +63,44 @@ export function parseRunnerLine(line: string): RunnerEvent | 'not json' | 'unkno
  * lines.end()
  * ```
  */
-export function lineFramer(onLine: (line: string) => void): { push(chunk: Uint8Array): void; end(): void } {
+export function lineFramer(
+  onLine: (line: string) => void,
+  opts: { maxChars?: number; onOversize?: (chars: number) => void } = {},
+): { push(chunk: Uint8Array): void; end(): void } {
+  const max = opts.maxChars ?? MAX_LINE_CHARS
   const decoder = new TextDecoder()
   let pending = ''
+  /** Where the newline search resumes: `pending` before it holds none. */
+  let scanned = 0
+  /** Characters of an oversized line dropped so far (its newline not seen yet). */
+  let dropped = 0
   return {
     push(chunk) {
       pending += decoder.decode(chunk, { stream: true })
+      let start = 0
       let nl: number
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        onLine(pending.slice(0, nl))
-        pending = pending.slice(nl + 1)
+      while ((nl = pending.indexOf('\n', Math.max(scanned, start))) >= 0) {
+        if (dropped > 0 || nl - start > max) {
+          opts.onOversize?.(dropped + nl - start)
+          dropped = 0
+        } else onLine(pending.slice(start, nl))
+        start = nl + 1
+      }
+      pending = pending.slice(start)
+      scanned = pending.length
+      if (pending.length > max || dropped > 0) {
+        // Keep no more of an oversized line than its length: its newline ends the drop.
+        dropped += pending.length
+        pending = ''
+        scanned = 0
       }
     },
     end() {
-      onLine(pending)
+      if (dropped > 0) opts.onOversize?.(dropped + pending.length)
+      else onLine(pending)
       pending = ''
+      scanned = 0
+      dropped = 0
     },
   }
 }
@@ -69,76 +113,112 @@ export interface RunnerRun {
   signal: AbortSignal
   /** A warm agent to hand the prompt to instead of starting the runner. */
   agent: WarmAgent | null
-  /** Store and publish events, in the order they came. */
-  record(events: RunnerEvent[]): Promise<void>
+}
+
+/** A runner's events as they come, ending on its result; `exited` is its exit after that. */
+export interface RunnerSession extends AsyncIterable<RunnerEvent> {
+  /** The runner's exit once the result came (a runner that hangs after it is killed after a grace period). */
+  readonly exited: Promise<unknown>
 }
 
 /**
- * Exec the runner (input as one JSON line on stdin) and turn its stdout lines into stored
- * events. Resolves on the result event, with `exited` for the runner's exit (a runner that
- * hangs after its result is killed); a runner that ends without one is CONTAINER_FAILED,
- * with the (redacted) tail of its stderr.
+ * Exec the runner (input as one JSON line on stdin, or the prompt handed to a warm agent)
+ * and iterate its stdout's events in order. The iteration ends on the result event; a
+ * runner that ends without one throws CONTAINER_FAILED with the (redacted) tail of its
+ * stderr; an abort of `run.signal` kills the runner and throws its reason.
  *
  * @example
  * ```ts
- * const { result, exited } = await runRunner({ runtime, command: ['berth-runner'], logger }, { engineId, taskId, input, signal, agent: null, record })
+ * const session = runnerEvents({ runtime, command: ['berth-runner'], logger }, { engineId, taskId, input, signal, agent: null })
+ * for await (const event of session) await record(event)
+ * await session.exited
  * ```
  */
-export async function runRunner(
-  deps: { runtime: ContainerRuntime; command: string[]; logger: Logger },
-  run: RunnerRun,
-): Promise<{ result: ResultEvent; exited: Promise<unknown> }> {
+export function runnerEvents(deps: { runtime: ContainerRuntime; command: string[]; logger: Logger }, run: RunnerRun): RunnerSession {
   const { input, signal } = run
-  let result: ResultEvent | null = null
-  let sawResult!: () => void
-  const resultSeen = new Promise<null>((r) => (sawResult = () => r(null)))
-  let stderr = ''
-  let chain = Promise.resolve()
-  const lines = lineFramer((line) => {
-    if (!line.trim()) return
-    const event = parseRunnerLine(line)
-    if (typeof event === 'string') {
-      deps.logger.warn(event === 'not json' ? 'runner wrote a line that is not JSON' : 'runner wrote an unknown event', { task: run.taskId })
-      return
+  let exited: Promise<unknown> = Promise.resolve()
+  async function* events(): AsyncGenerator<RunnerEvent> {
+    const ready: RunnerEvent[] = []
+    let wake: (() => void) | null = null
+    const notify = () => {
+      wake?.()
+      wake = null
     }
-    if (event.type === 'result') {
-      result = event
-      sawResult()
+    const lines = lineFramer(
+      (line) => {
+        if (!line.trim()) return
+        const event = parseRunnerLine(line)
+        if (typeof event === 'string') {
+          deps.logger.warn(event === 'not json' ? 'runner wrote a line that is not JSON' : 'runner wrote an unknown event', { task: run.taskId })
+          return
+        }
+        ready.push(event)
+        notify()
+      },
+      { onOversize: (chars) => deps.logger.warn('runner wrote a line longer than the limit; dropped', { task: run.taskId, chars, limit: MAX_LINE_CHARS }) },
+    )
+    let stderr = ''
+    const out = {
+      onStdout: (chunk: Uint8Array) => lines.push(chunk),
+      onStderr: (chunk: Uint8Array) => {
+        stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
+      },
     }
-    chain = chain.then(() => run.record([event]))
-  })
-  const out = {
-    onStdout: (chunk: Uint8Array) => lines.push(chunk),
-    onStderr: (chunk: Uint8Array) => {
-      stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
-    },
-  }
-  const proc = run.agent
-    ? run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
-    : await deps.runtime.exec(run.engineId, { cmd: deps.command, cwd: WORKSPACE_DIR, stdin: `${JSON.stringify(input)}\n`, signal, ...out })
-  const ended = await Promise.race([proc.exit, resultSeen])
-  if (ended === null) {
-    await chain
+    const proc = run.agent
+      ? run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
+      : await deps.runtime.exec(run.engineId, { cmd: deps.command, cwd: WORKSPACE_DIR, stdin: `${JSON.stringify(input)}\n`, signal, ...out })
+    let ended: { exitCode: number | null } | { error: unknown } | null = null
+    void proc.exit.then(
+      (e) => {
+        lines.end()
+        ended = { exitCode: e.exitCode }
+        notify()
+      },
+      (error: unknown) => {
+        ended = { error }
+        notify()
+      },
+    )
+    let sawResult = false
+    try {
+      for (;;) {
+        while (ready.length) {
+          const event = ready.shift()!
+          yield event
+          if (event.type !== 'result') continue
+          sawResult = true
+          signal.throwIfAborted()
+          // A runner that hangs after its result is killed rather than holding the workspace.
+          exited = new Promise<void>((resolve) => {
+            const timer = setTimeout(() => void proc.kill().catch(() => {}), RUNNER_EXIT_GRACE_MS)
+            timer.unref?.()
+            proc.exit.then(
+              () => resolve(),
+              () => resolve(),
+            ).finally(() => clearTimeout(timer))
+          })
+          return
+        }
+        if (ended) break
+        await new Promise<void>((r) => (wake = r))
+      }
+    } finally {
+      // The consumer stopped early (its recording failed): the runner goes too.
+      if (!sawResult && !ended) void proc.kill().catch(() => {})
+    }
     signal.throwIfAborted()
-    // A runner that hangs after its result is killed rather than holding the workspace.
-    const exited = new Promise<void>((resolve) => {
-      const timer = setTimeout(() => void proc.kill().catch(() => {}), RUNNER_EXIT_GRACE_MS)
-      timer.unref?.()
-      proc.exit.then(
-        () => resolve(),
-        () => resolve(),
-      ).finally(() => clearTimeout(timer))
-    })
-    return { result: result!, exited }
-  }
-  lines.end()
-  await chain
-  signal.throwIfAborted()
-  if (!result) {
-    throw new ApiError('CONTAINER_FAILED', `The agent runner ended without a result (exit code ${ended.exitCode ?? 'unknown'})`, {
-      exit_code: ended.exitCode,
+    const end = ended as { exitCode: number | null } | { error: unknown }
+    if ('error' in end) throw end.error
+    const exitCode = end.exitCode
+    throw new ApiError('CONTAINER_FAILED', `The agent runner ended without a result (exit code ${exitCode ?? 'unknown'})`, {
+      exit_code: exitCode,
       stderr_tail: redactAll(stderr.slice(-1000), input.redact),
     })
   }
-  return { result, exited: proc.exit }
+  return {
+    get exited() {
+      return exited
+    },
+    [Symbol.asyncIterator]: events,
+  }
 }

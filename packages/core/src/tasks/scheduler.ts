@@ -1,72 +1,196 @@
-/** The queue's dispatch: which queued task starts next, with its concurrency slot, and its run tracked. */
+/** This instance's queue and its dispatch: the order queued tasks start in, their concurrency slots, their runs tracked. */
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import type { TaskRecord } from './record.js'
-import type { SessionContainers } from './session-containers.js'
-import { nextQueued } from './task-queue.js'
-import type { Workload } from './workload.js'
 
 /** How long a run refused a shared slot waits before asking again. */
 const SHARED_SLOT_RETRY_MS = 1_000
 
-export interface SchedulerOptions {
-  work: Workload
-  slots: ConcurrencySlots
-  containers: SessionContainers
-  logger: Logger
-  /** Run one task end to end; never throws (every path ends the task). */
-  run(task: TaskRecord, signal: AbortSignal): Promise<void>
+/** What the queue order looks at in a queued task. */
+export interface QueuedTask {
+  id: string
+  owner_id: string
+  workspace_id: string
+  priority: 'low' | 'normal' | 'high'
+  created_at: string
 }
 
+const RANK = { high: 0, normal: 1, low: 2 } as const
+
 /**
- * Starts every queued task whose workspace is free (one task per workspace at a time), in
- * the order of {@link nextQueued}; a task queued without a slot (playbook runs) starts once
- * its profile has one, and an idle session of that profile is released to make one. The
- * pool orders the waits for containers. Wakes on {@link Workload.wake}.
+ * The index of the queued task to start next, or -1: among the tasks `ready` admits, the
+ * highest priority, then the owner with the fewest tasks running, then the oldest.
+ * `runningOwners` holds one owner id per running task.
  *
  * @example
  * ```ts
- * const scheduler = new Scheduler({ work, slots, containers, logger, run: (t, signal) => runs.run(t, signal) })
+ * nextQueued(queue, ['usr_a', 'usr_a'], () => true) // usr_b's task before usr_a's third
+ * ```
+ */
+export function nextQueued<T extends QueuedTask>(queue: readonly T[], runningOwners: Iterable<string>, ready: (t: T) => boolean): number {
+  const runningBy = new Map<string, number>()
+  for (const owner of runningOwners) runningBy.set(owner, (runningBy.get(owner) ?? 0) + 1)
+  const key = (x: T) => [RANK[x.priority], runningBy.get(x.owner_id) ?? 0, x.created_at, x.id] as const
+  let best = -1
+  let bestKey: ReturnType<typeof key> | undefined
+  for (let i = 0; i < queue.length; i++) {
+    const t = queue[i]!
+    if (!ready(t)) continue
+    const k = key(t)
+    if (bestKey && !before(k, bestKey)) continue
+    best = i
+    bestKey = k
+  }
+  return best
+}
+
+function before(a: readonly (string | number)[], b: readonly (string | number)[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!
+  return false
+}
+
+/** What the scheduler starts tasks with. */
+export interface TaskRunner {
+  /** Run one task end to end; never throws (every path ends the task). */
+  run(task: TaskRecord, signal: AbortSignal): Promise<void>
+  /** A task waits for a slot of `profileId` that an idle session may hold: free one. Whether one is being freed. */
+  makeRoom(profileId: string, owner: string): boolean
+}
+
+export interface SchedulerOptions {
+  slots: ConcurrencySlots
+  logger: Logger
+}
+
+/** A task being run, and how to stop it. */
+interface Running {
+  task: TaskRecord
+  abort: AbortController
+  done: Promise<void>
+}
+
+/**
+ * This instance's work: the queue, the workspaces with a task under way, the runs in
+ * flight, and whether it still takes work. It starts every queued task whose workspace is
+ * free (one task per workspace at a time), in the order of {@link nextQueued}; a task
+ * queued without a slot (playbook runs) starts once its profile has one, and an idle
+ * session of that profile is released to make one. The pool orders the waits for
+ * containers. Nothing starts before {@link Scheduler.serve} hands it a runner.
+ *
+ * @example
+ * ```ts
+ * const scheduler = new Scheduler({ slots, logger })
+ * scheduler.serve({ run: (task, signal) => runs.run(task, signal), makeRoom: () => false })
  * scheduler.enqueue(record)
  * ```
  */
 export class Scheduler {
+  private readonly queue: TaskRecord[] = []
+  /** Workspaces with a task under way → their owner. */
+  private readonly busy = new Map<string, string>()
+  private readonly running = new Map<string, Running>()
+  private readonly wakers: (() => void)[] = []
+  private runner: TaskRunner | null = null
   private retry: ReturnType<typeof setTimeout> | null = null
+  private closedFlag = false
 
-  constructor(private readonly o: SchedulerOptions) {
-    o.work.onWake(() => this.pump())
+  constructor(private readonly o: SchedulerOptions) {}
+
+  /**
+   * Start running tasks with `runner` (once). The runs need the scheduler's answers (is a
+   * workspace still wanted?), so the runner is built after it and handed over here, the
+   * way a server is handed its handler when it starts listening.
+   */
+  serve(runner: TaskRunner): void {
+    if (this.runner) throw new Error('scheduler: already serving')
+    this.runner = runner
+    this.wake()
   }
 
   /** Queue a task; it starts after the current step when it may. */
   enqueue(task: TaskRecord): void {
-    this.o.work.queue.push(task)
-    this.o.work.wake()
+    this.queue.push(task)
+    this.wake()
   }
 
   /** Take a queued task out of the queue; false when it is not queued. */
   dequeue(taskId: string): boolean {
-    const queue = this.o.work.queue
-    const index = queue.findIndex((q) => q.id === taskId)
+    const index = this.queue.findIndex((q) => q.id === taskId)
     if (index < 0) return false
-    queue.splice(index, 1)
+    this.queue.splice(index, 1)
     return true
   }
 
   /** Stop a running task and wait for its run to end it; false when it is not running. */
   async abort(taskId: string, reason?: unknown): Promise<boolean> {
-    const run = this.o.work.running.get(taskId)
+    const run = this.running.get(taskId)
     if (!run) return false
     run.abort.abort(reason)
     await run.done
     return true
   }
 
+  /** Whether the task is queued or running here. */
+  has(taskId: string): boolean {
+    return this.running.has(taskId) || this.queue.some((t) => t.id === taskId)
+  }
+
+  /** The ids of the workspace's tasks: queued, then running. */
+  tasksOf(wsId: string): { queued: string[]; running: string[] } {
+    const running = [...this.running.values()].filter((r) => r.task.workspace_id === wsId).map((r) => r.task.id)
+    return { queued: this.queue.filter((t) => t.workspace_id === wsId).map((t) => t.id), running }
+  }
+
+  /** Whether a task of the workspace waits in the queue. */
+  isQueued(wsId: string): boolean {
+    return this.queue.some((t) => t.workspace_id === wsId)
+  }
+
+  /** Whether a task of the workspace is under way (starting, running, or asking for its shared slot). */
+  isBusy(wsId: string): boolean {
+    return this.busy.has(wsId)
+  }
+
+  /** Whether the workspace has a task under way or waiting. */
+  isWanted(wsId: string): boolean {
+    return this.isBusy(wsId) || this.isQueued(wsId)
+  }
+
+  /** Workspaces under way and tasks waiting: what this instance has taken on. */
+  get load(): number {
+    return this.busy.size + this.queue.length
+  }
+
+  get closed(): boolean {
+    return this.closedFlag
+  }
+
+  /** Stop starting tasks; runs under way go on (a restart's recovery finishes them). */
+  close(): void {
+    this.closedFlag = true
+    if (this.retry) clearTimeout(this.retry)
+    this.retry = null
+  }
+
+  /** Call `fn` whenever the scheduler looks at its queue again (a slot or a workspace freed). */
+  onWake(fn: () => void): void {
+    this.wakers.push(fn)
+  }
+
+  /** Look at the queue again, after the current step. */
+  wake(): void {
+    queueMicrotask(() => {
+      this.pump()
+      for (const fn of this.wakers) fn()
+    })
+  }
+
   /** Start every queued task that may start now. */
   pump(): void {
-    const { work, slots } = this.o
-    if (work.closed) return
+    const { slots } = this.o
+    if (this.closedFlag || !this.runner) return
     for (let i = this.nextIndex(); i >= 0; i = this.nextIndex()) {
-      const task = work.queue.splice(i, 1)[0]!
+      const task = this.queue.splice(i, 1)[0]!
       if (task.slot_pending && slots.isShared) {
         this.startWithSharedSlot(task)
         continue
@@ -85,8 +209,8 @@ export class Scheduler {
    * goes back to the front of the queue and asks again after {@link SHARED_SLOT_RETRY_MS}.
    */
   private startWithSharedSlot(task: TaskRecord): void {
-    const { work, slots } = this.o
-    work.busy.set(task.workspace_id, task.owner_id)
+    const { slots } = this.o
+    this.busy.set(task.workspace_id, task.owner_id)
     void slots
       .tryTake(task.profile_id, task.workspace_id)
       .catch((err: unknown) => {
@@ -94,14 +218,14 @@ export class Scheduler {
         return false
       })
       .then((taken) => {
-        work.busy.delete(task.workspace_id)
-        if (taken && !work.closed) {
+        this.busy.delete(task.workspace_id)
+        if (taken && !this.closedFlag) {
           delete task.slot_pending
           return this.start(task)
         }
         if (taken) slots.release(task.profile_id, task.workspace_id)
-        work.queue.unshift(task)
-        if (!this.retry && !work.closed) {
+        this.queue.unshift(task)
+        if (!this.retry && !this.closedFlag) {
           this.retry = setTimeout(() => ((this.retry = null), this.pump()), SHARED_SLOT_RETRY_MS)
           this.retry.unref?.()
         }
@@ -109,23 +233,22 @@ export class Scheduler {
   }
 
   private start(task: TaskRecord): void {
-    const { work } = this.o
-    work.busy.set(task.workspace_id, task.owner_id)
+    this.busy.set(task.workspace_id, task.owner_id)
     const abort = new AbortController()
-    const done = this.o
+    const done = this.runner!
       .run(task, abort.signal)
       .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task.id, error: String(err) }))
       .finally(() => {
-        work.running.delete(task.id)
-        work.busy.delete(task.workspace_id)
+        this.running.delete(task.id)
+        this.busy.delete(task.workspace_id)
         this.pump()
       })
-    work.running.set(task.id, { abort, done })
+    this.running.set(task.id, { task, abort, done })
   }
 
   /** The next task to start: its workspace free and, for a task waiting for a slot, a slot free. */
   private nextIndex(): number {
-    const { queue, busy } = this.o.work
+    const { queue, busy } = this
     const index = nextQueued(queue, busy.values(), (t) => !busy.has(t.workspace_id) && (!t.slot_pending || this.slotFree(t)))
     if (index < 0) this.makeRoom()
     return index
@@ -138,9 +261,9 @@ export class Scheduler {
 
   /** Tasks waiting for a slot that a warm but idle session holds: release one such session. */
   private makeRoom(): void {
-    for (const t of this.o.work.queue) {
+    for (const t of this.queue) {
       if (!t.slot_pending || this.slotFree(t)) continue
-      if (this.o.containers.evictIdle(t.profile_id, t.owner_id)) return
+      if (this.runner!.makeRoom(t.profile_id, t.owner_id)) return
     }
   }
 }

@@ -2,7 +2,7 @@
 import type * as v from 'valibot'
 import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
-import { ApiError, isApiError, validationError } from '../errors.js'
+import { isApiError, validationError } from '../errors.js'
 import { newId } from '../ids.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -16,21 +16,21 @@ import type { SubmitTask, SubmittedTask, Task, TaskStatus, TranscriptEvent } fro
 import type { EventLog } from '../workspaces/event-log.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
+import { LocalCancel, REMOTE_CANCEL_WAIT_MS, TaskCancelled } from './cancel.js'
 import { Conversations } from './conversation.js'
 import { Dispatcher } from './dispatch.js'
 import { requireEngine, type TaskEngine } from './engine.js'
 import type { EventBus } from './event-bus.js'
-import { TaskLifecycle } from './lifecycle.js'
 import type { MaterializeDeps } from './materialize.js'
-import { ACTIVE, activeKey, taskView, type TaskRecord } from './record.js'
+import { ACTIVE, taskView, type TaskRecord } from './record.js'
 import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
 import { RemoteEvents } from './remote-events.js'
 import { TaskRuns } from './run.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
+import { TaskStates } from './states.js'
 import { TaskEvents } from './task-events.js'
-import { Workload } from './workload.js'
 
 export interface TasksOptions {
   store: Store
@@ -60,9 +60,9 @@ export type Submitted = v.InferOutput<typeof SubmittedTask>
 /**
  * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
  * in pooled containers through the runner, results and limit errors, cancel, and recovery
- * after a restart. The parts live beside this file: the {@link Scheduler}, the
- * {@link SessionContainers}, the {@link TaskRuns}, the {@link TaskLifecycle} and
- * {@link recover}.
+ * after a restart. The parts live beside this file: the {@link TaskStates} (the moves of
+ * a task), the {@link Scheduler} (this instance's queue), the {@link SessionContainers},
+ * the {@link TaskRuns}, the {@link Dispatcher} (other instances) and {@link recover}.
  *
  * Batch tasks get a fresh workspace and container, reaped when they end. Session tasks
  * keep their container warm; a follow-up with the `session_id` runs in it and resumes the
@@ -78,40 +78,40 @@ export type Submitted = v.InferOutput<typeof SubmittedTask>
  */
 export class TasksService {
   readonly records: OwnedCollection<TaskRecord>
-  private readonly work = new Workload()
   private readonly transcript: TaskEvents
-  private readonly lifecycle: TaskLifecycle
-  private readonly containers: SessionContainers
+  private readonly states: TaskStates
   private readonly scheduler: Scheduler
+  private readonly containers: SessionContainers
+  private readonly cancels: LocalCancel
   private readonly coordination: Coordination
   private readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
 
   constructor(private readonly o: TasksOptions) {
-    const { store, clock, logger, eventLog, bus, engine, workspaces } = o
+    const { store, clock, logger, eventLog, bus, engine, workspaces, slots } = o
     const coordination = (this.coordination = o.coordination ?? memoryCoordination({ clock }))
-    const work = this.work
-    this.records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
-    this.transcript = new TaskEvents(eventLog, bus)
-    this.lifecycle = new TaskLifecycle({ records: this.records, store, clock, bus, eventLog, events: this.transcript })
-    this.containers = new SessionContainers({
+    const records = (this.records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task'))
+    const events = (this.transcript = new TaskEvents(eventLog, bus))
+    const states = (this.states = new TaskStates({ records, store, clock, bus, eventLog, events }))
+    const scheduler = (this.scheduler = new Scheduler({ slots, logger }))
+    const containers = (this.containers = new SessionContainers({
       engine,
       workspaces,
       environments: o.environments,
       catalog: o.catalog,
-      slots: o.slots,
-      work,
+      slots,
+      scheduler,
       conversations: new Conversations(store, logger),
       logger,
       sessionIdleMs: o.sessionIdleMs,
       snapshots: o.snapshots,
-    })
-    const runs = new TaskRuns({ instanceId: coordination.instanceId, engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work })
-    this.scheduler = new Scheduler({ work, slots: o.slots, containers: this.containers, logger, run: (task, signal) => runs.run(task, signal) })
+    }))
+    scheduler.serve(new TaskRuns({ instanceId: coordination.instanceId, engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers, states, events, scheduler }))
+    const cancels = (this.cancels = new LocalCancel({ records, states, scheduler, containers, bus }))
     // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
-    const lost = (this.lost = new LostInstances({ coordination, store, records: this.records, lifecycle: this.lifecycle, slots: o.slots, workspaces, logger, graceMs: o.recoveryGraceMs }))
-    this.dispatch = new Dispatcher({ coordination, records: this.records, slots: o.slots, work, bus, logger, engine, enqueue: (t) => this.scheduler.enqueue(t), lost: (t) => lost.takeOver(t), cancelHere: async (owner, id) => void (await this.cancel(owner, id)) })
+    const lost = (this.lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger, graceMs: o.recoveryGraceMs }))
+    this.dispatch = new Dispatcher({ coordination, records, slots, scheduler, bus, logger, engine, lost, cancels })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
   }
 
@@ -181,10 +181,8 @@ export class TasksService {
         created_at: now,
         updated_at: now,
       }
-      await this.records.put(record)
-      await this.o.store.set(activeKey(record.id), { owner })
+      await this.states.open(record)
       if (where === 'here') this.scheduler.enqueue(record)
-      this.o.bus.publish({ type: 'task.status', task_id: record.id, status: 'queued', task: taskView(record), owner_id: owner })
       if (where !== 'here') await this.dispatch.send(where, record)
       const { id: task_id, status, created_at, mode, session_id, workspace_id } = record
       return { task_id, status, created_at, session_id: mode === 'session' ? session_id : null, workspace_id }
@@ -215,15 +213,20 @@ export class TasksService {
   async cancel(owner: string, id: string): Promise<Task> {
     const t = await this.records.get(owner, id)
     if (!ACTIVE.includes(t.status)) return taskView(t)
-    if (this.scheduler.dequeue(id) || (t.instance_id !== this.coordination.instanceId && (await this.dispatch.cancel(t)))) {
-      const done = await this.lifecycle.finish(t, { status: 'cancelled' })
-      await this.containers.releaseIfUnused(t)
-      return taskView(done)
-    }
-    if (!(await this.scheduler.abort(id, new ApiError('VALIDATION_FAILED', 'cancelled'))) && t.instance_id && t.instance_id !== this.coordination.instanceId) {
-      // Under way on another instance: it stops the run; the answer waits for its end a while.
+    const here = t.instance_id === this.coordination.instanceId
+    if (this.scheduler.dequeue(id) || (!here && (await this.dispatch.cancel(t)))) return taskView(await this.cancels.ended(t))
+    if (!(await this.scheduler.abort(id, new TaskCancelled(id))) && t.instance_id && !here) {
+      // Under way on another instance: it stops the run; the answer waits a while for the
+      // task's end to arrive on the bus (other instances' messages are delivered to it).
+      const wait = this.cancels.endOf(t, REMOTE_CANCEL_WAIT_MS)
       await this.dispatch.requestCancel(t)
-      for (let i = 0; i < 100 && ACTIVE.includes((await this.records.get(owner, id)).status); i++) await new Promise((r) => setTimeout(r, 100))
+      // Ended before the wait began listening: nothing more will come.
+      const now = await this.records.get(owner, id)
+      if (!ACTIVE.includes(now.status)) {
+        wait.stop()
+        return taskView(now)
+      }
+      return wait.ended
     }
     return taskView(await this.records.get(owner, id))
   }
@@ -231,7 +234,6 @@ export class TasksService {
   /** Start serving: recover what a previous run left, then run the queue. */
   async start(): Promise<void> {
     await this.recover()
-    this.scheduler.pump()
     await this.remote.start()
     await this.dispatch.start()
     this.lost.start()
@@ -244,24 +246,22 @@ export class TasksService {
 
   /** Cancel everything of a workspace and release it (workspace deletion). */
   async stopWorkspace(owner: string, wsId: string): Promise<void> {
-    for (const t of this.work.queue.filter((q) => q.workspace_id === wsId)) await this.cancel(owner, t.id)
-    for (const id of [...this.work.running.keys()]) {
-      const t = await this.records.find(owner, id)
-      if (t?.workspace_id === wsId) await this.scheduler.abort(id)
-    }
+    const { queued, running } = this.scheduler.tasksOf(wsId)
+    for (const id of queued) await this.cancel(owner, id)
+    for (const id of running) await this.scheduler.abort(id, new TaskCancelled(id))
     await this.containers.release(owner, wsId)
   }
 
   /** After a restart: bring what a previous process left under way to a definite state (see {@link recover}). */
   async recover(): Promise<void> {
     const { store, engine, logger, slots, workspaces, recoveryGraceMs } = this.o
-    const parts = { containers: this.containers, lifecycle: this.lifecycle, events: this.transcript, work: this.work, coordination: this.coordination }
+    const parts = { containers: this.containers, states: this.states, events: this.transcript, scheduler: this.scheduler, coordination: this.coordination }
     await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
   }
 
   /** Stop taking work; running tasks are left to a restart's recovery. Containers stay. */
   async close(): Promise<void> {
-    this.work.closed = true
+    this.scheduler.close()
     this.dispatch.close()
     this.lost.close()
     this.o.slots.close()

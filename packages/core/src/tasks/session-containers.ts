@@ -2,16 +2,15 @@
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import type { EnvironmentsService } from '../resources/environments.js'
-import type { ProfileRecord } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
-import { claimContainer, type Claimed } from './container-claim.js'
+import { claimContainer, type Claimed, type RunPlan } from './container-claim.js'
 import type { Conversations } from './conversation.js'
 import { requireEngine, type TaskEngine } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './record.js'
-import type { Workload } from './workload.js'
+import type { Scheduler } from './scheduler.js'
 
 export interface SessionContainersOptions {
   engine: TaskEngine | undefined
@@ -19,7 +18,8 @@ export interface SessionContainersOptions {
   environments: EnvironmentsService
   catalog: MaterializeDeps
   slots: ConcurrencySlots
-  work: Workload
+  /** Whose answers say whether a workspace is still wanted (a task under way or queued). */
+  scheduler: Scheduler
   conversations: Conversations
   logger: Logger
   /** A session's container is released after this long without a prompt (default 15 min). */
@@ -41,8 +41,10 @@ export interface DetachOptions {
   keepConversation?: boolean
   /** Called by the run that used the workspace, at its end. */
   fromRun?: boolean
-  /** Workspace fields to store with its `idle` status (what the run learnt). */
-  changes?: Partial<WorkspaceRecord>
+  /** The workspace as the run left it (no read needed). */
+  workspace?: WorkspaceRecord
+  /** The conversation the run's result named, stored with the `idle` status. */
+  sdkSessionId?: string
 }
 
 /**
@@ -54,7 +56,7 @@ export interface DetachOptions {
  *
  * @example
  * ```ts
- * const { lease, changes } = await containers.lease(task, profile, ws, signal)
+ * const { lease, workspace } = await containers.lease(plan, signal)
  * containers.keepWarm(owner, ws.id, ws.session_id) // or: await containers.release(owner, ws.id)
  * ```
  */
@@ -72,31 +74,33 @@ export class SessionContainers {
     return this.warm.has(wsId)
   }
 
+  /** A release of the workspace's container under way, finished (its conversation saved): a run reads its workspace after this. */
+  async settled(wsId: string): Promise<void> {
+    await this.releasing.get(wsId)
+  }
+
   /**
-   * The workspace's container for a run: a release under way finishes first (its
-   * conversation saved), then a warm one is reused or a new one claimed.
+   * The workspace's container for a run (after {@link settled}): a warm one is reused or a
+   * new one claimed, its kept conversation put back. The workspace comes back as the claim
+   * left it, for the run to store with its `running` status.
    */
-  async lease(task: TaskRecord, profile: ProfileRecord, ws: WorkspaceRecord, signal: AbortSignal): Promise<Claimed & { ws: WorkspaceRecord }> {
-    const releasing = this.releasing.get(ws.id)
-    if (releasing) {
-      await releasing
-      ws = await this.o.workspaces.records.get(task.owner_id, task.workspace_id)
-    }
+  async lease(plan: RunPlan, signal: AbortSignal): Promise<Claimed> {
+    const { task, workspace: ws } = plan
     const warm = this.warm.get(ws.id)
     if (warm) {
       if (warm.timer) clearTimeout(warm.timer)
-      return { lease: warm.lease, changes: {}, early: null, agent: null, ws }
+      return { lease: warm.lease, workspace: ws, input: null, agent: null }
     }
     const engine = requireEngine(this.o.engine)
-    const claimed = await claimContainer({ ...this.o, engine }, task, profile, ws, signal)
-    this.warm.set(ws.id, { lease: claimed.lease, timer: null, profile_id: profile.id })
+    const claimed = await claimContainer({ ...this.o, engine }, plan, signal)
+    this.warm.set(ws.id, { lease: claimed.lease, timer: null, profile_id: plan.profile.id })
     if (!claimed.agent && !ws.persistent && ws.sdk_session_id) {
       // Nothing kept to resume from: the follow-up starts a new conversation.
-      if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws))) claimed.changes.sdk_session_id = null
+      if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws))) claimed.workspace = { ...claimed.workspace, sdk_session_id: null }
     }
     // One more like this one for the next task (after this one's claim, so it takes no container this one needed).
-    if (claimed.early) engine.warmAgents?.prepare(task.owner_id, claimed.early)
-    return { ...claimed, ws }
+    if (claimed.input) engine.warmAgents?.prepare(task.owner_id, claimed.input)
+    return claimed
   }
 
   /** Keep a session's container until it idles out; a playbook's (`pb-…`) goes at once, as no one is waiting to follow up. */
@@ -105,7 +109,7 @@ export class SessionContainers {
     if (!warm) return
     warm.timer = setTimeout(() => {
       // Not while a follow-up is running or waiting to.
-      if (this.o.work.wanted(wsId)) return
+      if (this.o.scheduler.isWanted(wsId)) return
       void this.releaseIdle(owner, wsId)
     }, sessionId.startsWith('pb-') ? 0 : (this.o.sessionIdleMs ?? 15 * 60_000))
     warm.timer.unref?.()
@@ -119,7 +123,7 @@ export class SessionContainers {
   evictIdle(profileId: string, fallbackOwner: string): boolean {
     if (this.evicting.has(profileId)) return false
     for (const [wsId, w] of this.warm) {
-      if (w.profile_id !== profileId || !w.timer || this.o.work.wanted(wsId)) continue
+      if (w.profile_id !== profileId || !w.timer || this.o.scheduler.isWanted(wsId)) continue
       clearTimeout(w.timer)
       w.timer = null
       this.evicting.add(profileId)
@@ -136,7 +140,7 @@ export class SessionContainers {
 
   /** A cancelled queued task may leave a workspace that never started: free its slot. */
   async releaseIfUnused(t: TaskRecord): Promise<void> {
-    if (this.o.work.wanted(t.workspace_id) || this.warm.has(t.workspace_id)) return
+    if (this.o.scheduler.isWanted(t.workspace_id) || this.warm.has(t.workspace_id)) return
     await this.release(t.owner_id, t.workspace_id)
   }
 
@@ -168,15 +172,16 @@ export class SessionContainers {
 
   /**
    * After a restart, a workspace that was running: with its container back it keeps it
-   * (and its slot) until it idles out; without, it goes idle. Either waits for a task queued for it.
+   * (and its slot) until it idles out; without, it goes idle. Either waits for a task queued
+   * for it (`followUpQueued`: recovery queues its tasks once every workspace is settled).
    */
-  async resume(ws: WorkspaceRecord): Promise<void> {
+  async resume(ws: WorkspaceRecord, followUpQueued: boolean): Promise<void> {
     const warm = this.warm.get(ws.id)
     if (warm) warm.profile_id = ws.profile_id
     if (warm && ws.profile_id) {
       this.o.slots.acquire(ws.profile_id, ws.id)
-      if (!this.o.work.queued(ws.id)) this.keepWarm(ws.owner_id, ws.id, ws.session_id)
-    } else if (!this.o.work.queued(ws.id)) {
+      if (!followUpQueued) this.keepWarm(ws.owner_id, ws.id, ws.session_id)
+    } else if (!followUpQueued) {
       await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
     }
   }
@@ -197,8 +202,8 @@ export class SessionContainers {
     const warm = this.warm.get(wsId)
     this.warm.delete(wsId)
     if (warm?.timer) clearTimeout(warm.timer)
-    const found = await this.o.workspaces.records.find(owner, wsId)
-    const ws = found && { ...found, ...opts.changes }
+    const found = opts.workspace ?? (await this.o.workspaces.records.find(owner, wsId))
+    const ws = found && opts.sdkSessionId ? { ...found, sdk_session_id: opts.sdkSessionId } : found
     // Without a volume the container's files go with it: keep the conversation at least.
     if (opts.keepConversation && warm && ws && !ws.volume && ws.sdk_session_id && engine) {
       await this.o.conversations
@@ -211,14 +216,14 @@ export class SessionContainers {
         .save(engine.runtime, warm.lease.container.engine_id, owner, wsId)
         .catch((err) => logger.warn('could not keep a workspace’s files', { workspace: wsId, error: String(err) }))
     }
-    if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', { ...opts.changes, container_id: null })
+    if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', opts.sdkSessionId ? { sdk_session_id: opts.sdkSessionId, container_id: null } : { container_id: null })
     // A follow-up already queued or starting keeps the workspace's slot: it runs next.
     // (A run releasing its own workspace is the busy one itself.)
-    const followUp = (!opts.fromRun && this.o.work.busy.has(wsId)) || this.o.work.queued(wsId)
+    const followUp = (!opts.fromRun && this.o.scheduler.isBusy(wsId)) || this.o.scheduler.isQueued(wsId)
     if (ws?.profile_id && !followUp) {
       this.o.slots.release(ws.profile_id, wsId)
       // A task waiting for this profile's slot may start now.
-      this.o.work.wake()
+      this.o.scheduler.wake()
     }
     return warm?.lease
   }

@@ -127,10 +127,9 @@ export class WarmAgents {
     const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
     if (this.closed) return lease.release()
     // Stdin stays open: the init line now, the prompt line when a task takes the agent.
-    let push!: (line: string | null) => void
     const lines: (string | null)[] = [JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '' } })]
     let wake: (() => void) | null = null
-    push = (line) => {
+    const push = (line: string | null) => {
       lines.push(line)
       wake?.()
     }
@@ -149,13 +148,13 @@ export class WarmAgents {
     let out: AgentOutput | null = null
     const early: { stream: 'out' | 'err'; chunk: Uint8Array }[] = []
     let errText = ''
+    // Claude Code may say it is up before exec returns: the flag lives here, the agent reads it.
+    let ready = false
     const parkedErr = (chunk: Uint8Array) => {
       early.push({ stream: 'err', chunk })
       errText = (errText + Buffer.from(chunk).toString('utf8')).slice(-4000)
-      if (errText.includes(READY_LINE)) agent.ready = true
+      if (errText.includes(READY_LINE)) ready = true
     }
-    // eslint-disable-next-line prefer-const
-    let agent: Parked
     const proc = await this.o.runtime.exec(lease.container.engine_id, {
       cmd: [...this.o.command, '--warm'],
       cwd: this.o.cwd,
@@ -163,12 +162,14 @@ export class WarmAgents {
       onStdout: (chunk) => (out ? out.onStdout(chunk) : early.push({ stream: 'out', chunk })),
       onStderr: (chunk) => (out ? out.onStderr(chunk) : parkedErr(chunk)),
     })
-    agent = {
+    const agent: Parked = {
       key,
       lease,
       proc,
       dead: false,
-      ready: errText.includes(READY_LINE),
+      get ready() {
+        return ready
+      },
       handOff: (task, to, signal) => {
         for (const e of early.splice(0)) (e.stream === 'out' ? to.onStdout : to.onStderr)(e.chunk)
         out = to
