@@ -71,6 +71,9 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
 
   parser.on('file', (name, stream, filename, _encoding, type) => {
     state.file = stream
+    // Its failure reaches the reader through fileBody or the next part; a file never read
+    // (the reader stopped before it) must not turn it into an uncaught error.
+    stream.on('error', () => {})
     stream.once('end', () => {
       if (state.file === stream) state.file = null
     })
