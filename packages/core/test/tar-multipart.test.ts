@@ -3,10 +3,12 @@
  * archives written by tar-stream and bodies written by undici's FormData.
  */
 import { randomBytes } from 'node:crypto'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { packTar, readTar } from '@berth/testkit'
 import { repackTar } from '../src/internal/tar-repack.js'
 import { MultipartError, readMultipart } from '../src/internal/multipart.js'
+import { BLOCK_SIZES, bytesOf, validName } from './upload-arbitraries.js'
 
 /** Bytes as a stream of chunks of `size` (1: every byte boundary is a chunk boundary). */
 async function* chunks(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
@@ -137,5 +139,43 @@ describe('readMultipart', () => {
       yield new TextEncoder().encode('no boundary anywhere in here')
     }
     await expect(read(garbage())).rejects.toBeInstanceOf(MultipartError)
+  })
+})
+
+describe('properties', () => {
+  const chunking = fc.oneof(fc.constantFrom(1, 511, 512, 513, 4096), fc.integer({ min: 1, max: 70_000 }))
+  const entries = fc.uniqueArray(
+    fc.record({ dirs: fc.array(validName, { maxLength: 3 }), name: validName, size: BLOCK_SIZES, seed: fc.integer() }),
+    { minLength: 1, maxLength: 5, selector: (e) => [...e.dirs, e.name].join('/') },
+  )
+
+  it('repackTar moves every entry under a new prefix, names of any length and bytes intact, however the archive is chunked', async () => {
+    await fc.assert(
+      fc.asyncProperty(entries, validName, chunking, async (files, prefix, size) => {
+        const input = files.map((f) => ({ name: ['src', ...f.dirs, f.name].join('/'), content: bytesOf(f.size, f.seed) }))
+        const tar = await packTar(input)
+        const out = await readTar(await collect(repackTar([{ archive: chunks(tar, size), rename: (n) => `${prefix}/${n.slice('src/'.length)}` }])))
+        expect(out.map((e) => [e.name, e.content.length])).toEqual(files.map((f) => [[prefix, ...f.dirs, f.name].join('/'), f.size]))
+        out.forEach((e, i) => expect(Buffer.compare(e.content, input[i]!.content)).toBe(0))
+      }),
+      { numRuns: 80, seed: 24 },
+    )
+  })
+
+  it('readMultipart gives back every file part, name and bytes, however the body is chunked', async () => {
+    const files = fc.array(fc.record({ name: validName, size: BLOCK_SIZES, seed: fc.integer() }), { minLength: 1, maxLength: 4 })
+    await fc.assert(
+      fc.asyncProperty(files, chunking, async (parts, size) => {
+        const form = new FormData()
+        for (const p of parts) form.append('files', new Blob([bytesOf(p.size, p.seed)]), p.name)
+        const res = new Response(form)
+        const body = new Uint8Array(await res.arrayBuffer())
+        const got: [string | null, Uint8Array][] = []
+        for await (const part of readMultipart(chunks(body, size), res.headers.get('content-type'))!) got.push([part.filename, await collect(part.body)])
+        expect(got.map(([name, bytes]) => [name, bytes.length])).toEqual(parts.map((p) => [p.name, p.size]))
+        got.forEach(([, bytes], i) => expect(Buffer.compare(bytes, bytesOf(parts[i]!.size, parts[i]!.seed))).toBe(0))
+      }),
+      { numRuns: 80, seed: 24 },
+    )
   })
 })
