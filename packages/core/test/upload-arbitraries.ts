@@ -46,7 +46,7 @@ export const BLOCK_SIZES: fc.Arbitrary<number> = fc.oneof(
 )
 
 /** `size` bytes made from `seed` (fast even for MiBs, the same for the same seed). */
-export function bytesOf(size: number, seed: number): Uint8Array {
+export function bytesOf(size: number, seed: number): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(size)
   let x = seed | 0 || 1
   for (let i = 0; i < size; i++) {

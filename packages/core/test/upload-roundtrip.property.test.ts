@@ -45,7 +45,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 /** A multipart upload request whose body arrives in chunks of `chunk` bytes. */
-async function uploadRequest(path: string, parts: { name: string; bytes: Uint8Array }[], chunk: number): Promise<Request> {
+async function uploadRequest(path: string, parts: { name: string; bytes: Uint8Array<ArrayBuffer> }[], chunk: number): Promise<Request> {
   const form = new FormData()
   form.append('path', path)
   for (const p of parts) form.append('files', new Blob([p.bytes]), p.name)
