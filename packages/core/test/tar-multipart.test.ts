@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { packTar, readTar } from '@berth/testkit'
 import { repackTar } from '../src/internal/tar-repack.js'
 import { MultipartError, readMultipart } from '../src/internal/multipart.js'
@@ -57,6 +57,28 @@ describe('repackTar', () => {
       ['one/a.txt', 'A'],
       ['two/b.txt', 'B'],
     ])
+  })
+
+  it('a consumer that stops early stops reading the archive and asks for no further one', async () => {
+    const big = await packTar([{ name: 'a.bin', content: randomBytes(300_000) }])
+    let returned = false
+    let asked = 0
+    const archive = async function* () {
+      try {
+        yield* chunks(big, 4096)
+      } finally {
+        returned = true
+      }
+    }
+    const sources = async function* () {
+      for (const name of ['one', 'two']) {
+        asked++
+        yield { archive: archive(), rename: (n: string) => `${name}/${n}` }
+      }
+    }
+    for await (const _ of repackTar(sources())) break
+    await vi.waitFor(() => expect(returned).toBe(true))
+    expect(asked).toBe(1)
   })
 
   it('refuses a corrupt header', async () => {

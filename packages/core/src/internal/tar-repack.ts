@@ -4,7 +4,7 @@
  * Entry data streams through; nothing is collected.
  */
 import { Readable } from 'node:stream'
-import { extract, pack, type Header, type Pack } from 'tar-stream'
+import { extract, pack, type Extract, type Header, type Pack } from 'tar-stream'
 
 /** The new name of an entry, or `null` to leave it out. */
 export type RenameEntry = (name: string) => string | null
@@ -28,11 +28,14 @@ export interface TarSource {
  */
 export async function* repackTar(sources: AsyncIterable<TarSource> | Iterable<TarSource>): AsyncGenerator<Uint8Array> {
   const out = pack()
-  const reading: { input: Readable | null } = { input: null }
+  /** The archive being copied, and whether the consumer stopped. */
+  const reading: { input: Readable | null; entries: Extract | null; stopped: boolean } = { input: null, entries: null, stopped: false }
   const produce = async () => {
     for await (const source of sources) {
+      if (reading.stopped) return
       reading.input = Readable.from(source.archive, { objectMode: false })
-      await copyEntries(reading.input, source.rename, out)
+      reading.entries = extract()
+      await copyEntries(reading.input, reading.entries, source.rename, out)
     }
     out.finalize()
   }
@@ -43,14 +46,16 @@ export async function* repackTar(sources: AsyncIterable<TarSource> | Iterable<Ta
     yield* out as AsyncIterable<Uint8Array>
     await produced
   } finally {
-    // A consumer that stops early stops the reading of the engine's archive too.
+    // A consumer that stops early stops the reading of the engine's archive too, and no
+    // further archive is asked for.
+    reading.stopped = true
     reading.input?.destroy()
+    reading.entries?.destroy()
     out.destroy()
   }
 }
 
-async function copyEntries(input: Readable, rename: RenameEntry, out: Pack): Promise<void> {
-  const entries = extract()
+async function copyEntries(input: Readable, entries: Extract, rename: RenameEntry, out: Pack): Promise<void> {
   input.on('error', (err) => entries.destroy(err))
   input.pipe(entries as unknown as NodeJS.WritableStream)
   for await (const entry of entries) {
