@@ -141,7 +141,9 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
       }
       return url.href
     },
-    exchangeCode({ code, redirectUri, codeVerifier }) {
+    async exchangeCode({ code, redirectUri, codeVerifier }) {
+      // What a token endpoint answers to an empty code, without asking it.
+      if (!code) throw new ProviderError('oauth', 'invalid_grant', 'no authorization code')
       // The state was checked by the caller against its own store before the code got here.
       const params = oauth.validateAuthResponse(as, client, new URLSearchParams({ code }), oauth.skipStateCheck)
       const verifier = o.pkce && codeVerifier ? codeVerifier : oauth.nopkce
