@@ -3,7 +3,7 @@
  * one at a time: each file's body streams through without being collected, so an upload
  * is never held in memory whole.
  */
-import { Readable, type Readable as NodeReadable } from 'node:stream'
+import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Busboy } from '@fastify/busboy'
 
@@ -54,8 +54,8 @@ export function readMultipart(source: AsyncIterable<Uint8Array>, contentType: st
 
 async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable<Uint8Array>): AsyncGenerator<MultipartPart> {
   /** Parts not yet handed out, with the stream behind a file part's body. */
-  const queue: { part: MultipartPart; file?: NodeReadable }[] = []
-  const state: { sourceError: unknown; failure: unknown; finished: boolean; file: NodeReadable | null; wake: (() => void) | null } = {
+  const queue: { part: MultipartPart; file?: Readable }[] = []
+  const state: { sourceError: unknown; failure: unknown; finished: boolean; file: Readable | null; wake: (() => void) | null } = {
     sourceError: null,
     failure: null,
     finished: false,
@@ -94,7 +94,8 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
     wake()
   })
 
-  const counted = async function* () {
+  /** The source, its own failure noted so it reaches the reader as itself. */
+  const watched = async function* () {
     try {
       yield* source
     } catch (err) {
@@ -102,7 +103,7 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
       throw err
     }
   }
-  const input = Readable.from(counted(), { objectMode: false })
+  const input = Readable.from(watched(), { objectMode: false })
   // A failed source or a parser stopped below rejects here; the 'error' listener tells the reader.
   pipeline(input, parser).catch((err: unknown) => parser.emit('error', err))
 
@@ -125,7 +126,7 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
   }
 }
 
-async function* fileBody(stream: NodeReadable, failure: (err: unknown) => unknown): AsyncGenerator<Uint8Array> {
+async function* fileBody(stream: Readable, failure: (err: unknown) => unknown): AsyncGenerator<Uint8Array> {
   try {
     yield* stream as AsyncIterable<Uint8Array>
   } catch (err) {
