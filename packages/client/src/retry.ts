@@ -1,4 +1,4 @@
-import type { BerthError } from './errors.js'
+import type { FetchContext, FetchOptions } from 'ofetch'
 import type { RetryOptions } from './types.js'
 
 /** Methods safe to send twice. POST and PATCH are never retried: a retry could act twice. */
@@ -45,22 +45,47 @@ export function retryAfterMs(header: string | null | undefined, now = Date.now()
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
+/** The part of ofetch's options that carries the retry policy of one call. */
+export type FetchRetryOptions = Pick<FetchOptions, 'retry' | 'retryDelay' | 'retryStatusCodes' | 'onRequestError' | 'onResponseError'>
+
 /**
- * How long to wait before retry number `attempt` (0-based) of a failed call, or
- * `undefined` when it must not be retried: the method is not idempotent, the failure is
- * not transient (only network errors, timeouts, 429, 502, 503 and 504 are), retries are
- * used up, or the server's `Retry-After` asks for longer than `maxDelay`.
+ * ofetch's own retry options for one call under `policy`: only idempotent methods retry,
+ * only on transient failures (network errors, timeouts, 429, 502, 503 and 504), waiting
+ * the doubling backoff or the server's `Retry-After`, and not at all when `Retry-After`
+ * asks for longer than `maxDelay` or the caller aborted.
  *
  * @example
  * ```ts
- * const wait = retryDelay(error, 'GET', 0, DEFAULT_RETRY) // 250, or Retry-After
+ * await $fetch(url, { method: 'GET', ...fetchRetry('GET', DEFAULT_RETRY) })
  * ```
  */
-export function retryDelay(error: BerthError, method: string, attempt: number, policy: RetryPolicy): number | undefined {
-  if (attempt >= policy.retries || !IDEMPOTENT_METHODS.has(method.toUpperCase())) return undefined
-  const transient = error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT' || RETRY_STATUSES.has(error.status)
-  if (!transient) return undefined
-  const asked = retryAfterMs(error.headers?.get('retry-after'))
-  if (asked !== undefined) return asked <= policy.maxDelay ? asked : undefined
-  return Math.min(policy.delay * 2 ** attempt, policy.maxDelay)
+export function fetchRetry(method: string, policy: RetryPolicy, signal?: AbortSignal): FetchRetryOptions {
+  // ofetch stops on `retry: false` set by a hook below; the options object is the call's own.
+  const stop = (context: FetchContext) => {
+    context.options.retry = false
+  }
+  // ofetch keeps the signal of a timed call for its retry, where that timer is gone (or
+  // fired): without the caller's own signal, each attempt gets a fresh timeout instead.
+  const freshTimeout = (context: FetchContext) => {
+    if (!signal) delete context.options.signal
+  }
+  return {
+    retry: IDEMPOTENT_METHODS.has(method.toUpperCase()) ? policy.retries : 0,
+    // ofetch counts a failure without an answer (network error, timeout) as status 500; a
+    // real 500 answer is taken off the list in onResponseError.
+    retryStatusCodes: [...RETRY_STATUSES, 500],
+    retryDelay: (context) => {
+      const attempt = policy.retries - Number(context.options.retry)
+      return retryAfterMs(context.response?.headers.get('retry-after')) ?? Math.min(policy.delay * 2 ** attempt, policy.maxDelay)
+    },
+    onRequestError: (context) => {
+      if (signal?.aborted) stop(context)
+      freshTimeout(context)
+    },
+    onResponseError: (context) => {
+      const asked = retryAfterMs(context.response.headers.get('retry-after'))
+      if (!RETRY_STATUSES.has(context.response.status) || (asked !== undefined && asked > policy.maxDelay)) stop(context)
+      freshTimeout(context)
+    },
+  }
 }

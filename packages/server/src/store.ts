@@ -1,4 +1,5 @@
 import { indexEntryFor, type IndexEntry, type IndexQuery, type Store } from '@berth/core'
+import { LRUCache } from 'lru-cache'
 import type { Storage } from 'unstorage'
 import { OrderedIndexes } from './storage/ordered-index.js'
 
@@ -28,13 +29,12 @@ export interface UnstorageStoreOptions {
  */
 export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {}): Store {
   const max = opts.cacheEntries ?? 10_000
-  const cache = opts.cache ? new Map<string, unknown>() : undefined
+  const cache = opts.cache ? new LRUCache<string, NonNullable<unknown>>({ max }) : undefined
   const remember = (key: string, value: unknown) => {
     if (!cache) return
-    cache.delete(key)
-    cache.set(key, value)
-    // Maps iterate in insertion order: the first key is the least recently stored.
-    if (cache.size > max) cache.delete(cache.keys().next().value as string)
+    // Store values are JSON: only a null (nothing stored) is no value to keep.
+    if (value === null || value === undefined) cache.delete(key)
+    else cache.set(key, value)
   }
   // Callers get copies, so nothing they do to a value can change the cached one.
   const copy = <T>(v: unknown): T => structuredClone(v) as T

@@ -500,7 +500,8 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     await eventually(() => expect(mail.sent.slice(sent)).toHaveLength(1))
     const m = mail.sent[sent]!
     expect(m).toMatchObject({ from: mail.user.email, to: ['ops@example.test', mail.user.email], subject: `Berth: task ${task.task_id} completed` })
-    expect(m.headers).toMatchObject({ from: mail.user.email, 'x-berth-event': 'task.completed', 'x-berth-delivery': expect.stringMatching(/^ntf_/), 'content-type': 'text/plain; charset=UTF-8' })
+    // A MIME charset name is case-insensitive (RFC 2045); nodemailer writes it in lower case.
+    expect(m.headers).toMatchObject({ from: mail.user.email, 'x-berth-event': 'task.completed', 'x-berth-delivery': expect.stringMatching(/^ntf_/), 'content-type': expect.stringMatching(/^text\/plain; charset=utf-8$/i) })
     expect(m.text).toContain('All green: 3 checks passed, über gut.')
     expect(m.text).toContain(task.task_id)
     const deliveries = await eventually(async () => {

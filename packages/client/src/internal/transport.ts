@@ -1,11 +1,10 @@
 import { routes, type AnyRoute } from '@berth/core/contract'
 import { createFetch } from 'ofetch'
 import type { BerthClientOptions } from '../options.js'
-import { retryDelay, retryPolicy, type RetryPolicy } from '../retry.js'
+import { fetchRetry, retryPolicy, type RetryPolicy } from '../retry.js'
 import type { CallOptions } from '../types.js'
 import { toBerthError } from './fetch-error.js'
 import { fillPath } from './path.js'
-import { sleep } from './sleep.js'
 
 /** The input of one call: path parameters, query, JSON body. */
 export interface RawInput {
@@ -65,26 +64,19 @@ export function createTransport(options: BerthClientOptions): Transport {
     const retry = retryPolicy(opts?.retry, policy)
     const timeout = opts?.timeout ?? options.timeout
     const body = extra.body ?? (route.body && input?.body !== undefined ? (input.body as Record<string, unknown>) : undefined)
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await $fetch(target, {
-          method: route.method,
-          headers: await headersFor(opts),
-          ...(input?.query && { query: input.query }),
-          ...(body !== undefined && { body }),
-          ...(extra.stream && { responseType: 'stream' as const }),
-          ...(opts?.signal && { signal: opts.signal }),
-          ...(timeout !== undefined && { timeout }),
-          retry: false,
-        })
-      } catch (err) {
-        const error = toBerthError(err, { route: route.name, method: route.method, url: target, signal: opts?.signal })
-        const wait = retryDelay(error, route.method, attempt, retry)
-        if (wait === undefined) throw error
-        await sleep(wait, opts?.signal).catch((reason: unknown) => {
-          throw toBerthError(reason, { route: route.name, method: route.method, url: target, signal: opts?.signal })
-        })
-      }
+    try {
+      return await $fetch(target, {
+        method: route.method,
+        headers: await headersFor(opts),
+        query: input?.query,
+        body,
+        responseType: extra.stream ? 'stream' : undefined,
+        signal: opts?.signal,
+        timeout,
+        ...fetchRetry(route.method, retry, opts?.signal),
+      })
+    } catch (err) {
+      throw toBerthError(err, { route: route.name, method: route.method, url: target, signal: opts?.signal })
     }
   }
 

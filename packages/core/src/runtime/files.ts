@@ -5,7 +5,7 @@
  * what resolves outside the root. Docker, Podman and the local runtime all use it.
  */
 import { randomBytes } from 'node:crypto'
-import { renameTarEntries, TAR_END } from '../internal/tar.js'
+import { repackTar, type TarSource } from '../internal/tar-repack.js'
 import type { ContainerRuntime, ExecProcess, FileEntry, DirectoryListing, FileWrite } from '../ports/container-runtime.js'
 import { toWebStream } from './bytes.js'
 import { ContainerError, FilePathError, type FilePathProblem } from './errors.js'
@@ -106,20 +106,23 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
         if (status !== 'ok') fail({ exitCode: Number(status), stderr: res.stderr }, rel)
         return inContainer(root, realRoot, at!)
       })
-      const parts = async function* (): AsyncGenerator<Uint8Array> {
+      // Each path's archive is asked for when the previous one was copied.
+      const sources = async function* (): AsyncGenerator<TarSource> {
         for (let i = 0; i < real.length; i++) {
           const name = real[i]!.slice(real[i]!.lastIndexOf('/') + 1)
           const as = rels[i] || '.'
-          const tar = (await rt.getArchive(id, real[i]!)) as unknown as AsyncIterable<Uint8Array>
-          yield* renameTarEntries(tar, (entry) => {
-            const plain = entry.replace(/^\.\//, '').replace(/\/$/, '')
-            if (plain !== name && !plain.startsWith(`${name}/`)) return null
-            return as + plain.slice(name.length) + (entry.endsWith('/') ? '/' : '')
-          })
+          const archive = (await rt.getArchive(id, real[i]!)) as unknown as AsyncIterable<Uint8Array>
+          yield {
+            archive,
+            rename: (entry) => {
+              const plain = entry.replace(/^\.\//, '').replace(/\/$/, '')
+              if (plain !== name && !plain.startsWith(`${name}/`)) return null
+              return as + plain.slice(name.length) + (entry.endsWith('/') ? '/' : '')
+            },
+          }
         }
-        yield TAR_END
       }
-      return toWebStream(parts())
+      return toWebStream(repackTar(sources()))
     },
 
     async writeFiles(id, root): Promise<FileWrite> {

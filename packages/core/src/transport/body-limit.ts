@@ -1,4 +1,9 @@
-/** The streaming cap on upload (`multipart`) request bodies. */
+/**
+ * The streaming cap on upload (`multipart`) request bodies. Not srvx's `limitRequestBody`
+ * (nor h3's `assertBodySize`, built on it): both cancel the incoming stream, at once for a
+ * declared length over the limit and on the first chunk past it, which is what the note
+ * below must avoid on Node 20; and core imports no HTTP framework.
+ */
 import { ApiError } from '../errors.js'
 
 /**

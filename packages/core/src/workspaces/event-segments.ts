@@ -4,7 +4,8 @@
  */
 import type { Store } from '../ports/store.js'
 import type { TranscriptEvent } from '../schemas/task.js'
-import { SegmentCache } from './segment-cache.js'
+import type { LRUCache } from 'lru-cache'
+import { segmentCache } from './segment-cache.js'
 
 /** Where a range of the log is stored. */
 export interface Segment {
@@ -74,13 +75,13 @@ export function findSegment(segments: Segment[], seq: number): Segment | undefin
  * ```
  */
 export class SegmentStore {
-  private readonly cache: SegmentCache
+  private readonly cache: LRUCache<string, TranscriptEvent[]>
 
   constructor(
     private readonly store: Store,
     cacheEvents: number,
   ) {
-    this.cache = new SegmentCache(cacheEvents)
+    this.cache = segmentCache(cacheEvents)
   }
 
   private prefix(owner: string, ws: string): string {
@@ -112,7 +113,7 @@ export class SegmentStore {
       return null
     }
     if (!isSegment(value, seg.first, seg.last)) return null
-    this.cache.put(seg.key, value.events)
+    this.cache.set(seg.key, value.events)
     return value.events
   }
 
@@ -122,13 +123,13 @@ export class SegmentStore {
     const last = events[events.length - 1]!.seq
     const key = `${this.prefix(owner, ws)}${pad(first)}-${pad(last)}`
     await this.store.set<StoredSegment>(key, { first, last, events })
-    this.cache.put(key, events)
+    this.cache.set(key, events)
     return { first, last, key }
   }
 
   /** Remove one key (failures ignored: a leftover is cleaned up when the log is next opened). */
   async remove(key: string): Promise<void> {
-    this.cache.drop(key)
+    this.cache.delete(key)
     await this.store.remove(key).catch(() => {})
   }
 

@@ -1,6 +1,6 @@
 /** The files of a workspace: browse a directory, upload files, download paths as a tar. */
 import { ApiError, isApiError, type ValidationIssue } from '../errors.js'
-import { MultipartError, multipartBoundary, readMultipart } from '../internal/multipart.js'
+import { MultipartError, readMultipart } from '../internal/multipart.js'
 import { clientAborted } from '../internal/input.js'
 import type { ContainerRuntime, FileEntry, FileWrite } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
@@ -78,8 +78,8 @@ export class WorkspaceFilesService {
    */
   async upload(owner: string, wsId: string, request: Request): Promise<UploadResult> {
     await this.o.workspaces.assert(owner, wsId)
-    const boundary = multipartBoundary(request.headers.get('content-type'))
-    if (!boundary || !request.body) {
+    const parts = request.body && readMultipart(readBody(request.body), request.headers.get('content-type'))
+    if (!parts) {
       throw new ApiError('VALIDATION_FAILED', 'The body must be multipart/form-data with a `path` field and one or more files', {
         issues: [{ location: 'headers', path: 'content-type', message: 'expected multipart/form-data with a boundary' }],
       })
@@ -90,7 +90,7 @@ export class WorkspaceFilesService {
       let rel: RelPath | null = null
       let rawPath = ''
       const files: { name: string; size: number }[] = []
-      for await (const part of readMultipart(readBody(request.body), boundary)) {
+      for await (const part of parts) {
         if (part.filename === null) {
           if (part.name !== 'path') throw pathError('body', part.name, 'unknown field')
           rawPath = await readPathField(part.body)

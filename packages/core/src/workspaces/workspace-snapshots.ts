@@ -1,4 +1,4 @@
-import { renameTarEntries, TAR_END } from '../internal/tar.js'
+import { repackTar } from '../internal/tar-repack.js'
 import type { Clock } from '../ports/clock.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
@@ -44,11 +44,16 @@ export class WorkspaceSnapshots {
     const tar = (await runtime.getArchive(engineId, WORKSPACE_DIR)) as unknown as AsyncIterable<Uint8Array>
     const chunks: Uint8Array[] = []
     let size = 0
-    const entries = renameTarEntries(tar, (name) => {
-      const plain = name.replace(/^\.\//, '')
-      if (plain === base || plain === `${base}/`) return null
-      return plain.startsWith(`${base}/`) ? plain.slice(base.length + 1) : null
-    })
+    const entries = repackTar([
+      {
+        archive: tar,
+        rename: (name) => {
+          const plain = name.replace(/^\.\//, '')
+          if (plain === base || plain === `${base}/`) return null
+          return plain.startsWith(`${base}/`) ? plain.slice(base.length + 1) : null
+        },
+      },
+    ])
     for await (const chunk of entries) {
       size += chunk.byteLength
       if (size > max) {
@@ -59,7 +64,6 @@ export class WorkspaceSnapshots {
       }
       chunks.push(chunk)
     }
-    chunks.push(TAR_END)
     await this.o.store.set<Snapshot>(key(owner, wsId), { tar: Buffer.concat(chunks).toString('base64'), saved_at: this.o.clock.now() })
     return true
   }

@@ -10,7 +10,7 @@ export { webhookChannel, signature, standardSignature, type WebhookChannelOption
 export { isPrivateAddress } from './address-policy.js'
 export { chatChannel, chatText, createChatProvider, type ChatProviderConfig } from './chat-provider.js'
 export { mailChannel, createMailProvider, type MailProviderConfig } from './mail-provider.js'
-export { mailMessage, encodeHeader, type MailMessageInput } from './mail-message.js'
+export { mailMessage, type MailMessageInput } from './mail-message.js'
 
 export interface NotifierOptions {
   /** Let webhooks reach private, loopback and link-local addresses (default false). */

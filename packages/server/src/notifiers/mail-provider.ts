@@ -72,7 +72,7 @@ export const mailChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: n
       const to = Array.isArray(config.recipients) ? config.recipients.filter((r): r is string => typeof r === 'string') : []
       if (!from) return { ok: false, status: null, error: 'the integration has no connected mailbox', retryable: false }
       if (to.length === 0) return { ok: false, status: null, error: 'the integration has no recipients', retryable: false }
-      const message = mailMessage({
+      const message = await mailMessage({
         from,
         to,
         subject: subjectOf(n),
@@ -89,7 +89,7 @@ export const mailChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: n
           {
             method: 'POST',
             headers: { authorization: `Bearer ${String(config.access_token ?? '')}`, 'content-type': 'application/json; charset=utf-8', 'user-agent': `Berth/${VERSION}` },
-            body: JSON.stringify({ raw: Buffer.from(message, 'utf8').toString('base64url') }),
+            body: JSON.stringify({ raw: message.toString('base64url') }),
           },
           timeoutMs,
         )

@@ -1,4 +1,5 @@
 import { ProviderError, systemClock, type Clock, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from '@berth/core'
+import * as oauth from 'oauth4webapi'
 
 /** How a provider revokes grants. */
 export type OAuthRevocation =
@@ -38,12 +39,25 @@ function basic(user: string, pass: string): string {
   return `Basic ${Buffer.from(`${encodeURIComponent(user)}:${encodeURIComponent(pass)}`).toString('base64')}`
 }
 
+/** A JSON object body, or a form-encoded one (GitHub without `Accept: application/json`); null for anything else. */
+async function readBody(res: Response): Promise<Record<string, unknown> | null> {
+  const text = await res.text().catch(() => '')
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null
+  } catch {
+    return /^[\w.%+-]+=/.test(text) ? Object.fromEntries(new URLSearchParams(text)) : null
+  }
+}
+
 /**
  * A generic OAuth 2 client (RFC 6749 authorization code + refresh, RFC 7636 PKCE, RFC 7009
- * revocation, and GitHub's variants: errors in a 200 body, comma-separated scopes, grant
- * deletion) over `fetch`, against configurable URLs. Errors are `ProviderError`s of `oauth`:
- * `invalid_grant` for a bad code or a revoked refresh token, `client` for a refused client,
- * `unavailable` for anything unreachable or unreadable.
+ * revocation) built on oauth4webapi, with GitHub's variants (errors in a 200 body,
+ * comma-separated scopes, grant deletion) and Slack's `bot` token type, against
+ * configurable URLs. Plain `http` endpoints (local fakes) are allowed for those endpoints
+ * only; `https` ones are held to oauth4webapi's checks. Errors are `ProviderError`s of
+ * `oauth`: `invalid_grant` for a bad code or a revoked refresh token, `client` for a
+ * refused client, `unavailable` for anything unreachable or unreadable.
  *
  * @example
  * ```ts
@@ -58,55 +72,59 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
   const clock = o.clock ?? systemClock
   const doFetch = o.fetch ?? fetch
   const timeoutMs = o.timeoutMs ?? 10_000
+  const as: oauth.AuthorizationServer = {
+    issuer: new URL(o.tokenUrl).origin,
+    authorization_endpoint: o.authorizeUrl,
+    token_endpoint: o.tokenUrl,
+    revocation_endpoint: o.revocation?.style === 'rfc7009' ? o.revocation.url : undefined,
+  }
+  const client: oauth.Client = { client_id: o.clientId }
+  const auth = o.clientAuth === 'basic' ? oauth.ClientSecretBasic(o.clientSecret) : oauth.ClientSecretPost(o.clientSecret)
+  /** Request options for `url`: plain http only where the configured endpoint is http. */
+  const options = (url: string) => ({
+    [oauth.customFetch]: doFetch,
+    [oauth.allowInsecureRequests]: new URL(url).protocol === 'http:',
+    signal: () => AbortSignal.timeout(timeoutMs),
+  })
 
-  async function call(url: string, init: RequestInit): Promise<{ status: number; body: Record<string, unknown> | null }> {
-    let res: Response
+  /** The answer of a request, or `unavailable` when it did not arrive. */
+  async function send(url: string, request: () => Promise<Response>): Promise<Response> {
     try {
-      res = await doFetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
+      return await request()
     } catch (err) {
       throw new ProviderError('oauth', 'unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
     }
-    const text = await res.text().catch(() => '')
-    let body: Record<string, unknown> | null = null
-    try {
-      const parsed: unknown = JSON.parse(text)
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>
-    } catch {
-      // A form-encoded answer (GitHub without `Accept: application/json`).
-      if (/^[\w.%+-]+=/.test(text)) body = Object.fromEntries(new URLSearchParams(text))
-    }
-    return { status: res.status, body }
   }
 
-  function clientFields(form: URLSearchParams, headers: Record<string, string>): void {
-    if (o.clientAuth === 'basic') headers.authorization = basic(o.clientId, o.clientSecret)
-    else {
-      form.set('client_id', o.clientId)
-      form.set('client_secret', o.clientSecret)
-    }
-  }
-
-  async function token(form: URLSearchParams): Promise<OAuthTokens> {
-    const headers: Record<string, string> = { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }
-    clientFields(form, headers)
-    const { status, body } = await call(o.tokenUrl, { method: 'POST', headers, body: form.toString() })
+  async function token(request: () => Promise<Response>, process: (res: Response) => Promise<oauth.TokenEndpointResponse>): Promise<OAuthTokens> {
+    const res = await send(o.tokenUrl, request)
+    const { status } = res
+    // The provider's own error first: GitHub answers errors with a 200 and an `error` field.
+    const body = await readBody(res.clone())
     if (body && typeof body.error === 'string') {
       const desc = typeof body.error_description === 'string' ? `: ${body.error_description.slice(0, 300)}` : ''
       throw new ProviderError('oauth', classify(body.error), `token endpoint refused (${body.error}${desc})`, { code: body.error.slice(0, 100), status })
     }
     if (status >= 500 || !body) throw new ProviderError('oauth', 'unavailable', `token endpoint answered ${status}`, { status })
     if (status >= 400) throw new ProviderError('oauth', status === 401 ? 'client' : 'invalid_grant', `token endpoint answered ${status}`, { status })
-    const access = body.access_token
-    if (typeof access !== 'string' || access.length === 0) throw new ProviderError('oauth', 'unavailable', 'token endpoint answered without an access_token', { status })
-    const expiresIn = Number(body.expires_in)
-    const scope = typeof body.scope === 'string' ? body.scope : typeof body.scopes === 'string' ? body.scopes : ''
+    let tokens: oauth.TokenEndpointResponse
+    try {
+      tokens = await process(res)
+    } catch (err) {
+      throw new ProviderError('oauth', 'unavailable', `token endpoint answered an unusable response: ${err instanceof Error ? err.message : String(err)}`, { status })
+    }
+    const expiresIn = tokens.expires_in ?? 0
+    const scope = typeof tokens.scope === 'string' ? tokens.scope : typeof body.scopes === 'string' ? body.scopes : ''
     return {
-      access_token: access,
-      refresh_token: typeof body.refresh_token === 'string' && body.refresh_token ? body.refresh_token : null,
+      access_token: tokens.access_token,
+      refresh_token: tokens.refresh_token || null,
       expires_at: Number.isFinite(expiresIn) && expiresIn > 0 ? clock.now() + expiresIn * 1000 : null,
       scopes: scope.split(/[\s,]+/).filter(Boolean),
     }
   }
+
+  // Slack's token endpoint answers `token_type: "bot"`: a bearer token by another name.
+  const processing = { recognizedTokenTypes: { bot: () => {} } }
 
   return {
     pkce: o.pkce,
@@ -123,35 +141,53 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
       }
       return url.href
     },
-    exchangeCode({ code, redirectUri, codeVerifier }) {
-      const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri })
-      if (o.pkce && codeVerifier) form.set('code_verifier', codeVerifier)
-      return token(form)
+    async exchangeCode({ code, redirectUri, codeVerifier }) {
+      // What a token endpoint answers to an empty code, without asking it.
+      if (!code) throw new ProviderError('oauth', 'invalid_grant', 'no authorization code')
+      // The state was checked by the caller against its own store before the code got here.
+      const params = oauth.validateAuthResponse(as, client, new URLSearchParams({ code }), oauth.skipStateCheck)
+      const verifier = o.pkce && codeVerifier ? codeVerifier : oauth.nopkce
+      return token(
+        () => oauth.authorizationCodeGrantRequest(as, client, auth, params, redirectUri, verifier, options(o.tokenUrl)),
+        (res) => oauth.processAuthorizationCodeResponse(as, client, res, processing),
+      )
     },
     refresh(refreshToken) {
-      return token(new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken }))
+      return token(
+        () => oauth.refreshTokenGrantRequest(as, client, auth, refreshToken, options(o.tokenUrl)),
+        (res) => oauth.processRefreshTokenResponse(as, client, res, processing),
+      )
     },
     async revoke(tokens) {
       const r = o.revocation
       if (!r) return
       if (r.style === 'github-grant') {
-        const { status } = await call(r.url, {
-          method: 'DELETE',
-          headers: { authorization: basic(o.clientId, o.clientSecret), accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'berth' },
-          body: JSON.stringify({ access_token: tokens.access_token }),
-        })
+        // Not OAuth: GitHub's REST API deletes the app's grant.
+        const res = await send(r.url, () =>
+          doFetch(r.url, {
+            method: 'DELETE',
+            headers: { authorization: basic(o.clientId, o.clientSecret), accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'berth' },
+            body: JSON.stringify({ access_token: tokens.access_token }),
+            redirect: 'manual',
+            signal: AbortSignal.timeout(timeoutMs),
+          }),
+        )
+        await res.body?.cancel()
         // 404: the grant is already gone.
-        if (status !== 204 && status !== 404) throw new ProviderError('oauth', status >= 500 ? 'unavailable' : 'client', `grant revocation answered ${status}`, { status })
+        if (res.status !== 204 && res.status !== 404) throw new ProviderError('oauth', res.status >= 500 ? 'unavailable' : 'client', `grant revocation answered ${res.status}`, { status: res.status })
         return
       }
       // RFC 7009: revoking the refresh token ends the grant; the access token too, for providers that keep them apart.
       const all: [string, string][] = [['access_token', tokens.access_token], ...(tokens.refresh_token ? [['refresh_token', tokens.refresh_token] as [string, string]] : [])]
       for (const [hint, value] of all) {
-        const headers: Record<string, string> = { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }
-        const form = new URLSearchParams({ token: value, token_type_hint: hint })
-        clientFields(form, headers)
-        const { status } = await call(r.url, { method: 'POST', headers, body: form.toString() })
-        if (status !== 200) throw new ProviderError('oauth', status >= 500 ? 'unavailable' : 'client', `token revocation answered ${status}`, { status })
+        const res = await send(r.url, () =>
+          oauth.revocationRequest(as, client, auth, value, { ...options(r.url), additionalParameters: { token_type_hint: hint } }),
+        )
+        if (res.status !== 200) {
+          await res.body?.cancel()
+          throw new ProviderError('oauth', res.status >= 500 ? 'unavailable' : 'client', `token revocation answered ${res.status}`, { status: res.status })
+        }
+        await oauth.processRevocationResponse(res)
       }
     },
   }
