@@ -1,4 +1,5 @@
 import type { FetchContext, FetchOptions } from 'ofetch'
+import { sleep } from './internal/sleep.js'
 import type { RetryOptions } from './types.js'
 
 /** Methods safe to send twice. POST and PATCH are never retried: a retry could act twice. */
@@ -60,32 +61,33 @@ export type FetchRetryOptions = Pick<FetchOptions, 'retry' | 'retryDelay' | 'ret
  * ```
  */
 export function fetchRetry(method: string, policy: RetryPolicy, signal?: AbortSignal): FetchRetryOptions {
-  // ofetch stops on `retry: false` set by a hook below; the options object is the call's own.
-  const stop = (context: FetchContext) => {
-    context.options.retry = false
-  }
-  // ofetch keeps the signal of a timed call for its retry, where that timer is gone (or
-  // fired): without the caller's own signal, each attempt gets a fresh timeout instead.
-  const freshTimeout = (context: FetchContext) => {
+  const retries = IDEMPOTENT_METHODS.has(method.toUpperCase()) ? policy.retries : 0
+  const backoff = (context: FetchContext) =>
+    Math.min(policy.delay * 2 ** (retries - Number(context.options.retry)), policy.maxDelay)
+  // The hooks run before ofetch decides on a retry. They wait here rather than through
+  // ofetch's `retryDelay`, whose timer an abort cannot cut short; `retry: false` stops it.
+  const beforeRetry = async (context: FetchContext, wait: number | undefined) => {
+    if (wait === undefined || !(Number(context.options.retry) > 0) || signal?.aborted) {
+      context.options.retry = false
+      return
+    }
+    // ofetch keeps the signal of a timed call for its retry, where that timer is gone (or
+    // fired): without the caller's own signal, each attempt gets a fresh timeout instead.
     if (!signal) delete context.options.signal
+    // An abort during the wait rejects the call with the signal's reason (ABORTED).
+    await sleep(wait, signal)
   }
   return {
-    retry: IDEMPOTENT_METHODS.has(method.toUpperCase()) ? policy.retries : 0,
+    retry: retries,
     // ofetch counts a failure without an answer (network error, timeout) as status 500; a
-    // real 500 answer is taken off the list in onResponseError.
+    // real 500 answer is not retried (onResponseError stops it).
     retryStatusCodes: [...RETRY_STATUSES, 500],
-    retryDelay: (context) => {
-      const attempt = policy.retries - Number(context.options.retry)
-      return retryAfterMs(context.response?.headers.get('retry-after')) ?? Math.min(policy.delay * 2 ** attempt, policy.maxDelay)
-    },
-    onRequestError: (context) => {
-      if (signal?.aborted) stop(context)
-      freshTimeout(context)
-    },
+    retryDelay: 0,
+    onRequestError: (context) => beforeRetry(context, backoff(context)),
     onResponseError: (context) => {
+      if (!RETRY_STATUSES.has(context.response.status)) return beforeRetry(context, undefined)
       const asked = retryAfterMs(context.response.headers.get('retry-after'))
-      if (!RETRY_STATUSES.has(context.response.status) || (asked !== undefined && asked > policy.maxDelay)) stop(context)
-      freshTimeout(context)
+      return beforeRetry(context, asked === undefined ? backoff(context) : asked <= policy.maxDelay ? asked : undefined)
     },
   }
 }

@@ -1,7 +1,7 @@
 /** Retries: idempotent calls only, on transient failures, honouring Retry-After. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { BerthError, createBerthClient } from '@berth/client'
 
 const HEALTH = { ok: true, version: 'test', pool: { min: 0, max: 0, in_use: 0, idle: 0 } }
@@ -123,6 +123,18 @@ describe('retries', () => {
     const pending = client.health(undefined, { signal: controller.signal })
     setTimeout(() => controller.abort(), 20)
     await expect(pending).rejects.toMatchObject({ status: 0, code: 'ABORTED' })
+  })
+
+  it('an abort during the wait before a retry rejects at once as ABORTED, with no further attempt', async () => {
+    const srv = await scripted([unavailable, json(200, HEALTH)])
+    // A wait far longer than the test: only the abort can end it.
+    const client = createBerthClient({ baseURL: srv.url, retry: { delay: 60_000, maxDelay: 60_000 } })
+    const controller = new AbortController()
+    const pending = client.health(undefined, { signal: controller.signal })
+    await vi.waitFor(() => expect(srv.hits).toHaveLength(1))
+    controller.abort()
+    await expect(pending).rejects.toMatchObject({ status: 0, code: 'ABORTED' })
+    expect(srv.hits).toHaveLength(1)
   })
 
   it('turns a non-Berth error body (a proxy page) into HTTP_ERROR', async () => {
