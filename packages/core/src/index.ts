@@ -6,21 +6,21 @@
  */
 
 // Errors and ids
-export { ApiError, ERROR_STATUS, isApiError, notFound, validationError, type ErrorBody, type ErrorCode, type ValidationIssue } from './errors.js'
-export { ID_PREFIX, idPattern, newId, randomToken, type IdKind } from './ids.js'
+export { ApiError, ERROR_STATUS, isApiError, notFound, validationError, type ErrorBody, type ErrorCode, type ValidationIssue } from '@berth/contract'
+export { ID_PREFIX, idPattern, newId, randomToken, type IdKind } from '@berth/contract'
 export type { Caller } from './caller.js'
 
 // Routes and contract
 export { defineRoute, type AnyRoute, type AuthLevel, type HttpMethod, type MultipartBody, type RouteContext, type RouteDef, type RouteResult } from './route.js'
-export { routes, type Routes } from './routes/index.js'
+export { routes } from './routes/index.js'
 export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi/index.js'
 
 // Schemas (valibot; each is also its output type)
-export * from './schemas/index.js'
+export * from '@berth/contract'
 
 // Runner protocol (the runner's stdin and stdout)
-export { RunnerAgent, RunnerEvent, RunnerInput, RunnerModel, RunnerOutcome, RunnerSkill, ToolCall } from './tasks/runner-protocol.js'
-export { secretForms } from './tasks/secret-forms.js'
+export { RunnerAgent, RunnerEvent, RunnerInput, RunnerModel, RunnerOutcome, RunnerSkill, ToolCall } from '@berth/contract'
+export { secretForms } from '@berth/contract'
 
 // Ports: storage, time, secrets, logging
 export type { IndexEntry, IndexQuery, Store } from './ports/store.js'

@@ -1,7 +1,7 @@
 import { createStorage } from 'unstorage'
 import { describe, expect, it } from 'vitest'
 import { createAesGcmCipher, createServices, createTaskSocket, type Caller } from '@berth/core'
-import { SLOW_CONSUMER_CLOSE } from '../src/transport/socket.js'
+import { SLOW_CONSUMER_CLOSE } from '@berth/contract'
 import { unstorageStore } from '../../server/src/store.js'
 
 describe('task socket', () => {

@@ -1,4 +1,4 @@
-import type { Task, TranscriptEvent } from '../schemas/task.js'
+import type { Task, TranscriptEvent } from '@berth/contract'
 
 /** What subscribers of a task receive, live. */
 export type TaskMessage =

@@ -1,9 +1,7 @@
 /** The stored task and how it reads: the record every part of tasks/ passes around. */
-import { isApiError } from '../errors.js'
+import { isApiError, Task, TaskError, type TaskResult, type TaskStatus, type RunnerEvent } from '@berth/contract'
 import type { OwnedRecord } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import { Task, TaskError, type TaskResult, type TaskStatus } from '../schemas/task.js'
-import type { RunnerEvent } from './runner-protocol.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {

@@ -1,5 +1,5 @@
 /** Redaction on the server's side: secrets (in every form {@link secretForms} knows) out of text a runner left. */
-import { secretForms } from './secret-forms.js'
+import { secretForms } from '@berth/contract'
 
 /**
  * `text` with every value of `values`, and each of its encoded forms, replaced by

@@ -1,5 +1,5 @@
 /** The streaming cap on upload (`multipart`) request bodies. */
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 
 /**
  * The request with its body capped at `limit` bytes: 413 now when the declared length is

@@ -1,5 +1,5 @@
 /** Parsed transcript segments kept in memory, least recently used first, bounded by their event count. */
-import type { TranscriptEvent } from '../schemas/task.js'
+import type { TranscriptEvent } from '@berth/contract'
 
 /**
  * Parsed segments by key; putting one beyond `max` events evicts the least recently used.
