@@ -22,18 +22,15 @@ export {
   createBerthSocket,
   type BerthSocket,
   type BerthSocketOptions,
+  type SocketClientMessage,
+  type SocketServerMessage,
   type SocketState,
+  type SubmitTaskInput,
   type SubmittedOverSocket,
+  type TaskMessage,
 } from './socket.js'
 export type { ConnectSocket, WebSocketLike } from './socket-connect.js'
-export type {
-  SocketClientMessage,
-  SocketServerMessage,
-  SubmitTaskInput,
-  TaskEventMessage,
-  TaskMessage,
-  TaskStatusMessage,
-} from './socket-messages.js'
+export type { TaskEventMessage, TaskStatusMessage } from '@berth/contract'
 
 // Errors and retries
 export { BerthError, isBerthError, type BerthErrorCode, type BerthErrorInit, type ClientErrorCode } from './errors.js'

@@ -1,9 +1,19 @@
 /** The reconnecting `/v1/ws` client: exactly-once submits by `request_id`, and subscriptions that survive a reconnect. */
-import { ERROR_STATUS } from '@berth/core/contract'
+import { ERROR_STATUS, type ClientMessage, type ServerMessage, type TaskEventMessage, type TaskStatus, type TaskStatusMessage } from '@berth/contract'
 import { BerthError } from './errors.js'
-import type { TaskStatus } from '@berth/core/contract'
-import type { SocketClientMessage, SocketServerMessage, SubmitTaskInput, TaskMessage } from './socket-messages.js'
 import { frameText, globalConnect, socketUrl, type ConnectSocket, type WebSocketLike } from './socket-connect.js'
+
+/** What a client sends over `/v1/ws` (the contract's `ClientMessage`). */
+export type SocketClientMessage = ClientMessage
+
+/** What the server sends over `/v1/ws` (the contract's `ServerMessage`). */
+export type SocketServerMessage = ServerMessage
+
+/** The submit body as a caller writes it (fields with defaults may be left out). */
+export type SubmitTaskInput = Extract<ClientMessage, { type: 'submit' }>['task']
+
+/** A message about one task: its status, or one of its transcript events. */
+export type TaskMessage = TaskStatusMessage | TaskEventMessage
 
 /** Options of {@link createBerthSocket}. */
 export interface BerthSocketOptions {

@@ -1,5 +1,5 @@
 import type { OnceKeys } from '../coordination/port.js'
-import { isApiError, type PlaybookRun, type Task, type TaskStatus } from '@berth/contract'
+import { ENDED_TASK_STATUSES, isApiError, type PlaybookRun, type Task, type TaskStatus } from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Logger } from '../ports/logger.js'
 import { withoutIntegration, type ChannelIntegration } from '../ports/channel.js'
@@ -46,7 +46,7 @@ interface FollowUpRecord extends ThreadRecord {
   reply_to: number
 }
 
-const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
+const DONE: readonly TaskStatus[] = ENDED_TASK_STATUSES
 /** The provider's limit is 4096 characters; leave room for the header and the hint. */
 const MAX_TEXT = 4000
 const HINT = 'Reply to this message to continue in its workspace.'

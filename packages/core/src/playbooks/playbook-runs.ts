@@ -1,5 +1,5 @@
 import type { OnceKeys } from '../coordination/port.js'
-import { isApiError, newId, randomToken, PlaybookRun, type PlaybookTrigger, type Task, type TaskStatus } from '@berth/contract'
+import { ENDED_TASK_STATUSES, isApiError, newId, randomToken, PlaybookRun, type PlaybookTrigger, type Task, type TaskStatus } from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -39,7 +39,7 @@ export interface PlaybookRunsOptions {
   startGraceMs?: number
 }
 
-const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
+const DONE: readonly TaskStatus[] = ENDED_TASK_STATUSES
 
 let sequence = 0
 function nextOrder(): number {
