@@ -22,15 +22,14 @@ export {
   createBerthSocket,
   type BerthSocket,
   type BerthSocketOptions,
-  type SocketClientMessage,
-  type SocketServerMessage,
   type SocketState,
   type SubmitTaskInput,
   type SubmittedOverSocket,
   type TaskMessage,
 } from './socket.js'
 export type { ConnectSocket, WebSocketLike } from './socket-connect.js'
-export type { TaskEventMessage, TaskStatusMessage } from '@berth/contract'
+// The messages of `/v1/ws`, as the contract declares them
+export type { ClientMessage as SocketClientMessage, ServerMessage as SocketServerMessage, TaskEventMessage, TaskStatusMessage } from '@berth/contract'
 
 // Errors and retries
 export { BerthError, isBerthError, type BerthErrorCode, type BerthErrorInit, type ClientErrorCode } from './errors.js'

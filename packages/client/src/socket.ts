@@ -3,12 +3,6 @@ import { ERROR_STATUS, type ClientMessage, type ServerMessage, type TaskEventMes
 import { BerthError } from './errors.js'
 import { frameText, globalConnect, socketUrl, type ConnectSocket, type WebSocketLike } from './socket-connect.js'
 
-/** What a client sends over `/v1/ws` (the contract's `ClientMessage`). */
-export type SocketClientMessage = ClientMessage
-
-/** What the server sends over `/v1/ws` (the contract's `ServerMessage`). */
-export type SocketServerMessage = ServerMessage
-
 /** The submit body as a caller writes it (fields with defaults may be left out). */
 export type SubmitTaskInput = Extract<ClientMessage, { type: 'submit' }>['task']
 
@@ -52,13 +46,13 @@ export interface BerthSocket {
    */
   subscribe(taskId: string, listener: (message: TaskMessage) => void, options?: { after?: number }): () => void
   /** Every message the server sends, raw. */
-  on(event: 'message', listener: (message: SocketServerMessage) => void): () => void
+  on(event: 'message', listener: (message: ServerMessage) => void): () => void
   /** `open` on every (re)connect, `close` on every drop. */
   on(event: 'open' | 'close', listener: () => void): () => void
   /** Reconnecting was given up (or `close()` was called); the socket is closed for good. */
   on(event: 'end', listener: (error: BerthError | undefined) => void): () => void
   /** Send a raw message (queued until the socket is open). */
-  send(message: SocketClientMessage): void
+  send(message: ClientMessage): void
   /** Resolves once the socket is open (at once when it is); rejects when it ends first. */
   opened(): Promise<void>
   /** Close for good: no reconnect; pending submits reject with `ABORTED`. */
@@ -113,14 +107,14 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
   const pending = new Map<string, Pending>()
   const subs = new Map<string, Subscription>()
   const outbox: string[] = []
-  const handlers = { message: new Set<(m: SocketServerMessage) => void>(), open: new Set<() => void>(), close: new Set<() => void>(), end: new Set<(e?: BerthError) => void>() }
+  const handlers = { message: new Set<(m: ServerMessage) => void>(), open: new Set<() => void>(), close: new Set<() => void>(), end: new Set<(e?: BerthError) => void>() }
   let state: SocketState = 'connecting'
   let ws: WebSocketLike | undefined
   let failures = 0
   let timer: ReturnType<typeof setTimeout> | undefined
   let endError: BerthError | undefined
 
-  const rawSend = (message: SocketClientMessage) => {
+  const rawSend = (message: ClientMessage) => {
     const data = JSON.stringify(message)
     if (state === 'open' && ws) ws.send(data)
     else outbox.push(data)
@@ -154,9 +148,9 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
   }
 
   function onMessage(data: unknown) {
-    let message: SocketServerMessage
+    let message: ServerMessage
     try {
-      message = JSON.parse(frameText(data)) as SocketServerMessage
+      message = JSON.parse(frameText(data)) as ServerMessage
     } catch {
       return
     }
