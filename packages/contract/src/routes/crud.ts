@@ -67,7 +67,7 @@ export function crudRoutes<
       auth: 'caller',
       tag: def.area,
       summary: `Create a ${def.label}`,
-      ...(def.createNote && { description: def.createNote }),
+      description: def.createNote,
       body: def.create,
       response: def.item,
       status: 201,
@@ -92,7 +92,7 @@ export function crudRoutes<
       params,
       body: def.update,
       response: def.item,
-      ...(def.errors?.update && { errors: def.errors.update }),
+      errors: def.errors?.update,
     }),
     defineRoute({
       name: `${def.area}.delete` as `${Area}.delete`,
@@ -103,7 +103,7 @@ export function crudRoutes<
       summary: `Delete a ${def.label}`,
       params,
       status: 204,
-      ...(def.errors?.delete && { errors: def.errors.delete }),
+      errors: def.errors?.delete,
     }),
   ] as const
 }

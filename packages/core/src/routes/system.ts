@@ -1,10 +1,7 @@
 import { defineHandlers } from '../route.js'
 
 export const systemHandlers = defineHandlers({
-  health: ({ services }) => {
-    const engine = services.pool.engineStatus()
-    return { ok: true as const, version: services.version, pool: services.pool.stats(), ...(engine && { engine }) }
-  },
+  health: ({ services }) => ({ ok: true as const, version: services.version, pool: services.pool.stats(), engine: services.pool.engineStatus() }),
   'admin.users.create': ({ body, services }) => services.users.create(body),
   'admin.users.list': async ({ query, services }) => {
     const { items, total } = await services.users.list(query)
