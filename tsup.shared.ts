@@ -6,7 +6,7 @@ import type { Options } from 'tsup'
  *
  * @example
  * ```ts
- * export default defineConfig(packageBuild({ entry: ['src/index.ts', 'src/contract.ts'] }))
+ * export default defineConfig(packageBuild({ entry: { index: 'src/index.ts', node: 'src/node/index.ts' } }))
  * ```
  */
 export function packageBuild(overrides: Options = {}): Options {

@@ -1,4 +1,4 @@
 import { defineConfig } from 'tsup'
 import { packageBuild } from '../../tsup.shared.js'
 
-export default defineConfig(packageBuild({ entry: ['src/index.ts', 'src/contract.ts'] }))
+export default defineConfig(packageBuild())

@@ -37,7 +37,7 @@ export default defineConfig([
     outExtension: () => ({ js: '.cjs' }),
     esbuildOptions(options) {
       options.alias = {
-        '@berth/core/contract': source('../core/src/contract.ts'),
+        '@berth/contract': source('../contract/src/index.ts'),
         '@berth/stub-model': source('../stub-model/src/index.ts'),
       }
     },

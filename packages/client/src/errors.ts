@@ -1,4 +1,4 @@
-import type { ErrorCode } from '@berth/core/contract'
+import type { ErrorCode } from '@berth/contract'
 
 /**
  * Codes the client itself assigns when there is no Berth error body to read:

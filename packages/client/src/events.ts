@@ -1,4 +1,4 @@
-import type { RunnerEvent, Task, TaskStatus } from '@berth/core/contract'
+import { isEndedStatus, type EndedTaskStatus, type Task, type TaskEvent, type TaskStatus } from '@berth/contract'
 
 /**
  * One transcript event of a task, as stored: the runner's event (`user_message`,
@@ -12,15 +12,13 @@ import type { RunnerEvent, Task, TaskStatus } from '@berth/core/contract'
  * if (event.type === 'tool_call') console.log(event.name, event.input)
  * ```
  */
-export type TaskEvent = RunnerEvent & { seq: number; at: string; task_id: string }
+export type { TaskEvent }
 
 /** The event of one `type`, e.g. `TaskEventOf<'tool_call'>`. */
 export type TaskEventOf<T extends TaskEvent['type']> = Extract<TaskEvent, { type: T }>
 
 /** A task as read (`GET /v1/tasks/:id`). */
 export type { Task, TaskStatus }
-
-const TERMINAL: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled'])
 
 /**
  * True once a task can change no more: `completed`, `failed` or `cancelled`.
@@ -30,6 +28,6 @@ const TERMINAL: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled
  * if (isFinished(task.status)) console.log(task.result?.text ?? task.error?.code)
  * ```
  */
-export function isFinished(status: TaskStatus): status is 'completed' | 'failed' | 'cancelled' {
-  return TERMINAL.has(status)
+export function isFinished(status: TaskStatus): status is EndedTaskStatus {
+  return isEndedStatus(status)
 }

@@ -23,17 +23,13 @@ export {
   type BerthSocket,
   type BerthSocketOptions,
   type SocketState,
+  type SubmitTaskInput,
   type SubmittedOverSocket,
+  type TaskMessage,
 } from './socket.js'
 export type { ConnectSocket, WebSocketLike } from './socket-connect.js'
-export type {
-  SocketClientMessage,
-  SocketServerMessage,
-  SubmitTaskInput,
-  TaskEventMessage,
-  TaskMessage,
-  TaskStatusMessage,
-} from './socket-messages.js'
+// The messages of `/v1/ws`, as the contract declares them
+export type { ClientMessage as SocketClientMessage, ServerMessage as SocketServerMessage, TaskEventMessage, TaskStatusMessage } from '@berth/contract'
 
 // Errors and retries
 export { BerthError, isBerthError, type BerthErrorCode, type BerthErrorInit, type ClientErrorCode } from './errors.js'

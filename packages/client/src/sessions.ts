@@ -1,5 +1,5 @@
-import type { Task } from '@berth/core/contract'
-import type { SubmitTaskInput } from './socket-messages.js'
+import type { Task } from '@berth/contract'
+import type { SubmitTaskInput } from './socket.js'
 import type { RunOptions, RunTaskBody } from './tasks/run.js'
 
 /** Options of `sessions.start`: the profile, and defaults for every prompt of the session. */

@@ -1,9 +1,13 @@
 /** The reconnecting `/v1/ws` client: exactly-once submits by `request_id`, and subscriptions that survive a reconnect. */
-import { ERROR_STATUS } from '@berth/core/contract'
+import { ERROR_STATUS, type ClientMessage, type ServerMessage, type TaskEventMessage, type TaskStatus, type TaskStatusMessage } from '@berth/contract'
 import { BerthError } from './errors.js'
-import type { TaskStatus } from '@berth/core/contract'
-import type { SocketClientMessage, SocketServerMessage, SubmitTaskInput, TaskMessage } from './socket-messages.js'
 import { frameText, globalConnect, socketUrl, type ConnectSocket, type WebSocketLike } from './socket-connect.js'
+
+/** The submit body as a caller writes it (fields with defaults may be left out). */
+export type SubmitTaskInput = Extract<ClientMessage, { type: 'submit' }>['task']
+
+/** A message about one task: its status, or one of its transcript events. */
+export type TaskMessage = TaskStatusMessage | TaskEventMessage
 
 /** Options of {@link createBerthSocket}. */
 export interface BerthSocketOptions {
@@ -42,13 +46,13 @@ export interface BerthSocket {
    */
   subscribe(taskId: string, listener: (message: TaskMessage) => void, options?: { after?: number }): () => void
   /** Every message the server sends, raw. */
-  on(event: 'message', listener: (message: SocketServerMessage) => void): () => void
+  on(event: 'message', listener: (message: ServerMessage) => void): () => void
   /** `open` on every (re)connect, `close` on every drop. */
   on(event: 'open' | 'close', listener: () => void): () => void
   /** Reconnecting was given up (or `close()` was called); the socket is closed for good. */
   on(event: 'end', listener: (error: BerthError | undefined) => void): () => void
   /** Send a raw message (queued until the socket is open). */
-  send(message: SocketClientMessage): void
+  send(message: ClientMessage): void
   /** Resolves once the socket is open (at once when it is); rejects when it ends first. */
   opened(): Promise<void>
   /** Close for good: no reconnect; pending submits reject with `ABORTED`. */
@@ -103,14 +107,14 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
   const pending = new Map<string, Pending>()
   const subs = new Map<string, Subscription>()
   const outbox: string[] = []
-  const handlers = { message: new Set<(m: SocketServerMessage) => void>(), open: new Set<() => void>(), close: new Set<() => void>(), end: new Set<(e?: BerthError) => void>() }
+  const handlers = { message: new Set<(m: ServerMessage) => void>(), open: new Set<() => void>(), close: new Set<() => void>(), end: new Set<(e?: BerthError) => void>() }
   let state: SocketState = 'connecting'
   let ws: WebSocketLike | undefined
   let failures = 0
   let timer: ReturnType<typeof setTimeout> | undefined
   let endError: BerthError | undefined
 
-  const rawSend = (message: SocketClientMessage) => {
+  const rawSend = (message: ClientMessage) => {
     const data = JSON.stringify(message)
     if (state === 'open' && ws) ws.send(data)
     else outbox.push(data)
@@ -144,9 +148,9 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
   }
 
   function onMessage(data: unknown) {
-    let message: SocketServerMessage
+    let message: ServerMessage
     try {
-      message = JSON.parse(frameText(data)) as SocketServerMessage
+      message = JSON.parse(frameText(data)) as ServerMessage
     } catch {
       return
     }

@@ -1,7 +1,7 @@
-import type { Routes } from '@berth/core/contract'
+import type { Routes } from '@berth/contract'
 
 /**
- * Request and response types of every operation, derived from core's route table: the
+ * Request and response types of every operation, derived from the contract's route table: the
  * valibot schemas of a route decide its input and output, so nothing here repeats a shape.
  */
 

@@ -35,6 +35,14 @@ it('bundles @berth/client for the browser without any Node-only import', async (
   expect(await nodeImports(dist('index.js'))).toEqual([])
 })
 
+it('bundles no server code: nothing of @berth/core, the route declarations from @berth/contract', async () => {
+  const { metafile } = await build({ entryPoints: [dist('index.js')], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true })
+  const inputs = Object.keys(metafile.inputs)
+  expect(inputs.filter((path) => /(^|\/)(core\/(dist|src)|@berth\/core)\//.test(path))).toEqual([])
+  // The check sees the workspace packages the bundle does hold.
+  expect(inputs.some((path) => /(^|\/)(contract\/(dist|src)|@berth\/contract)\//.test(path))).toBe(true)
+})
+
 it('finds the Node-only imports of @berth/client/node (the check can see them)', async () => {
   const found = await nodeImports(dist('node.js'))
   expect(found.some((p) => p.replace(/^node:/, '') === 'fs')).toBe(true)

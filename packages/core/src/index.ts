@@ -1,26 +1,20 @@
 /**
- * `@berth/core`: the public surface, by group. Everything `@berth/core/contract` exports
- * (errors, ids, the route table, schemas, the runner protocol) is here too, plus what a
- * server is built from: ports, services, the container pool and the HTTP pipeline.
- * Nothing under `internal/` is exported (test/public-surface.test.ts pins this list).
+ * `@berth/core`: the public surface, by group. Everything `@berth/contract` exports (errors,
+ * ids, the route declarations, schemas, the WebSocket and runner protocols) is here too, so
+ * a server imports one package; plus what a server is built from: the route table with its
+ * handlers, ports, services, the container pool and the HTTP pipeline. Nothing under
+ * `internal/` is exported (test/public-surface.test.ts pins this list).
  */
 
-// Errors and ids
-export { ApiError, ERROR_STATUS, isApiError, notFound, validationError, type ErrorBody, type ErrorCode, type ValidationIssue } from './errors.js'
-export { ID_PREFIX, idPattern, newId, randomToken, type IdKind } from './ids.js'
+// The contract. Core's own `routes` and `defineRoute` below (routes with their handlers)
+// take the place of the contract's declarations of the same names.
+export * from '@berth/contract'
 export type { Caller } from './caller.js'
 
-// Routes and contract
-export { defineRoute, type AnyRoute, type AuthLevel, type HttpMethod, type MultipartBody, type RouteContext, type RouteDef, type RouteResult } from './route.js'
-export { routes, type Routes } from './routes/index.js'
+// Routes with their handlers, and the document built from them
+export { attachHandlers, defineHandlers, defineRoute, type AnyRoute, type Handler, type HandlerMap, type HandlerOf, type Handlers, type RouteContext, type RouteDef, type RouteResult } from './route.js'
+export { routes } from './routes/index.js'
 export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi/index.js'
-
-// Schemas (valibot; each is also its output type)
-export * from './schemas/index.js'
-
-// Runner protocol (the runner's stdin and stdout)
-export { RunnerAgent, RunnerEvent, RunnerInput, RunnerModel, RunnerOutcome, RunnerSkill, ToolCall } from './tasks/runner-protocol.js'
-export { secretForms } from './tasks/secret-forms.js'
 
 // Ports: storage, time, secrets, logging
 export type { IndexEntry, IndexQuery, Store } from './ports/store.js'

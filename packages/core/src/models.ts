@@ -1,4 +1,4 @@
-import type { ModelInfo, ModelProvider } from './schemas/api-key.js'
+import type { ModelInfo, ModelProvider } from '@berth/contract'
 
 /** A model a provider offers. */
 export type CatalogModel = Omit<ModelInfo, 'provider'>

@@ -1,18 +1,10 @@
 import type * as v from 'valibot'
-import type { ErrorCode } from './errors.js'
+import type { AuthLevel, AnyRoute as AnyDeclaration, HttpMethod, RouteDef as RouteDeclaration, Routes } from '@berth/contract'
 import type { Caller } from './caller.js'
 import type { Services } from './services.js'
 
 export type { Caller } from './caller.js'
-
-/** HTTP methods routes use. */
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-
-/**
- * Who may call a route: `public` (no credentials), `caller` (any authenticated caller),
- * `admin` (a caller with role `admin` or the deployment's operator token).
- */
-export type AuthLevel = 'public' | 'caller' | 'admin'
+export type { AuthLevel, HttpMethod, MultipartBody } from '@berth/contract'
 
 type AnySchema = v.GenericSchema
 type Out<S> = S extends AnySchema ? v.InferOutput<S> : undefined
@@ -29,18 +21,25 @@ export interface RouteContext<P, Q, B, A extends AuthLevel> {
   request: Request
 }
 
-/** How a `multipart/form-data` route's form is documented. */
-export interface MultipartBody {
-  /** Text fields by name, each with its description; all required. */
-  fields: Record<string, string>
-  /** The file parts: any part with a filename is a file; documented as the array field `files`. */
-  files: string
-}
-
 /** The value a handler returns: the response body, or a web `Response` for non-JSON routes. */
 export type RouteResult<R> = R | Response
 
-/** One operation of the HTTP API, defined once. */
+type HandlerFn<P, Q, B, R, A extends AuthLevel> = (ctx: RouteContext<Out<P>, Out<Q>, Out<B>, A>) => Promise<RouteResult<Result<R>>> | RouteResult<Result<R>>
+
+/** The handler of one declared route, its input and output types read from the declaration's schemas. */
+export type Handler<D> =
+  D extends RouteDeclaration<string, HttpMethod, string, infer A, infer P, infer Q, infer B, infer R> ? HandlerFn<P, Q, B, R, A> : never
+
+/** One handler per route of the table, by route name. */
+export type Handlers<T extends readonly AnyDeclaration[]> = { [D in T[number] as D['name']]: Handler<D> }
+
+/** One handler per route of the contract's table, by route name. */
+export type HandlerMap = Handlers<Routes>
+
+/** The handler of the contract's route named `N`. */
+export type HandlerOf<N extends keyof HandlerMap> = HandlerMap[N]
+
+/** A route declaration with its handler: what the server mounts. */
 export interface RouteDef<
   Name extends string = string,
   M extends HttpMethod = HttpMethod,
@@ -50,60 +49,27 @@ export interface RouteDef<
   Q extends AnySchema | undefined = AnySchema | undefined,
   B extends AnySchema | undefined = AnySchema | undefined,
   R extends AnySchema | undefined = AnySchema | undefined,
-> {
-  /** Dotted operation name, e.g. `profiles.get`: the OpenAPI operationId and the client method. */
-  name: Name
-  method: M
-  /** Path with `:param` segments, e.g. `/v1/profiles/:id`. */
-  path: Path
-  auth: A
-  /** OpenAPI tag (the resource area). */
-  tag: string
-  summary: string
-  description?: string
-  params?: P
-  query?: Q
-  /** JSON request body. Bodies are strict: unknown fields are a 400. */
-  body?: B
-  /**
-   * A `multipart/form-data` request body instead of JSON (uploads). The pipeline caps it
-   * at the server's upload limit (413 beyond it, whether declared or counted as it
-   * streams) and hands it over unread: the handler reads the parts from `request.body`.
-   */
-  multipart?: MultipartBody
-  /** JSON response body; omit for 204 or non-JSON routes. */
-  response?: R
-  /** Success status (default 200). */
-  status?: 200 | 201 | 202 | 204 | 302
-  /** Content type of a non-JSON success response (e.g. `text/html`, `application/x-tar`). */
-  produces?: string
-  /** Error codes this route answers with beyond the ones every route of its auth level has. */
-  errors?: ErrorCode[]
-  /** A protocol the route switches to (`websocket`): documented as a 101 answer. */
-  upgrade?: string
-  /** Skip the per-caller rate limit (e.g. health checks). */
-  unlimited?: boolean
-  /** Path parameters that are credentials: logged as `[redacted]` (e.g. a webhook secret in the URL). */
-  secretParams?: readonly string[]
-  handle: (ctx: RouteContext<Out<P>, Out<Q>, Out<B>, A>) => Promise<RouteResult<Result<R>>> | RouteResult<Result<R>>
+> extends RouteDeclaration<Name, M, Path, A, P, Q, B, R> {
+  handle: HandlerFn<P, Q, B, R, A>
 }
 
-/** Any route definition (the table's element type). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/**
+ * Any route with its handler (the mounted table's element type). Each handler takes its own
+ * input types, so the schema slots are `any`: routes of every shape share one table.
+ */
 export type AnyRoute = RouteDef<string, HttpMethod, string, AuthLevel, any, any, any, any>
 
 /**
- * Define one operation: method, path, auth level, schemas and handler. The server mounts
- * it, the OpenAPI document describes it, the client calls it and the contract tests probe
- * it, all from this one definition.
+ * Define one operation the contract does not declare (the server's own documents): its
+ * declaration and handler together. Operations of the public API are declared in
+ * `@berth/contract` and get their handlers through {@link attachHandlers}.
  *
  * @example
  * ```ts
- * export const getProfile = defineRoute({
- *   name: 'profiles.get', method: 'GET', path: '/v1/profiles/:id', auth: 'caller',
- *   tag: 'profiles', summary: 'Read one profile',
- *   params: IdParams('profile'), response: Profile,
- *   handle: ({ caller, params, services }) => services.profiles.get(caller, params.id),
+ * export const openApiJson = defineRoute({
+ *   name: 'openapi', method: 'GET', path: '/openapi.json', auth: 'public',
+ *   tag: 'system', summary: 'This API as an OpenAPI 3.1 document', produces: 'application/json',
+ *   handle: () => new Response(JSON.stringify(document)),
  * })
  * ```
  */
@@ -118,4 +84,44 @@ export function defineRoute<
   R extends AnySchema | undefined = undefined,
 >(def: RouteDef<Name, M, Path, A, P, Q, B, R>): RouteDef<Name, M, Path, A, P, Q, B, R> {
   return def
+}
+
+/**
+ * Handlers for some of the contract's routes, by route name: each handler's input and
+ * output types come from its route's declaration. Names the contract does not declare are
+ * an error.
+ *
+ * @example
+ * ```ts
+ * export const taskHandlers = defineHandlers({
+ *   'tasks.get': ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
+ * })
+ * ```
+ */
+export function defineHandlers<const H extends Partial<HandlerMap>>(handlers: H & Record<Exclude<keyof H, keyof HandlerMap>, never>): H {
+  return handlers
+}
+
+/**
+ * Join a table of declarations with its handlers, in the table's order. The compiler checks
+ * that every declared route has a handler typed by its schemas; a handler for a name the
+ * table does not declare is an error here, when the table is built.
+ *
+ * @example
+ * ```ts
+ * const mounted = attachHandlers(routes, {
+ *   'tasks.get': ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
+ *   // ... one per route
+ * })
+ * ```
+ */
+export function attachHandlers<const T extends readonly AnyDeclaration[]>(table: T, handlers: Handlers<T>): AnyRoute[] {
+  const byName = handlers as Record<string, AnyRoute['handle'] | undefined>
+  const names = new Set(table.map((route) => route.name))
+  for (const name of Object.keys(byName)) if (!names.has(name)) throw new Error(`handler for undeclared route ${name}`)
+  return table.map((route) => {
+    const handle = byName[route.name]
+    if (!handle) throw new Error(`route ${route.name} has no handler`)
+    return { ...route, handle }
+  })
 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { memoryCoordination } from '../src/coordination/memory.js'
 import { memoryHub } from '../src/coordination/memory-hub.js'
-import { isApiError } from '../src/errors.js'
+import { isApiError } from '@berth/contract'
 import { ConcurrencySlots } from '../src/limits/concurrency.js'
 import { manualClock } from '../src/ports/clock.js'
 

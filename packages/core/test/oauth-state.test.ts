@@ -4,7 +4,7 @@ import { createStorage } from 'unstorage'
 import { describe, expect, it } from 'vitest'
 import { createAesGcmCipher, deriveOAuthStateKey, isApiError, manualClock } from '@berth/core'
 import { OAuthStates, pkceChallenge, pkcePair, type OAuthStateRecord } from '../src/integrations/oauth-state.js'
-import { isLocalReturnPath, withResult } from '../src/schemas/oauth-return-path.js'
+import { isLocalReturnPath, withResult } from '@berth/contract'
 import { unstorageStore } from '../../server/src/store.js'
 
 function setup() {

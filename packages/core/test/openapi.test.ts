@@ -177,6 +177,24 @@ describe('the OpenAPI document of the route table', () => {
     for (const [code, status] of Object.entries(ERROR_STATUS)) expect(text).toContain(`| \`${code}\` | ${status} |`)
     expect(buildOpenApi([], { ...INFO, description: 'Hello.' }).info.description).toMatch(/^Hello\.\n\n## Authentication/)
   })
+
+  it("describes the WebSocket's messages from the contract's schemas (x-websocket on /v1/ws)", () => {
+    const ws = doc.paths['/v1/ws']?.get?.['x-websocket']
+    expect(ws).toBeDefined()
+    const types = (union: OpenApiSchema) => ((union.oneOf ?? union.anyOf ?? []) as OpenApiSchema[]).map((m) => (m.properties?.type as OpenApiSchema).const)
+    expect(types(ws!.client_messages)).toEqual(['submit', 'subscribe', 'unsubscribe', 'ping'])
+    expect(types(ws!.server_messages)).toEqual(['submitted', 'task.status', 'task.event', 'error', 'pong'])
+    // The same named shapes as the HTTP routes: a submitted task is a SubmitTask, a status message carries a Task.
+    const submit = (ws!.client_messages.oneOf as OpenApiSchema[])[0]!
+    expect(submit.properties?.task).toEqual({ $ref: `${REF}SubmitTask` })
+    const status = (ws!.server_messages.oneOf as OpenApiSchema[])[1]!
+    expect(status.properties?.task).toEqual({ $ref: `${REF}Task` })
+    expect(untyped(ws!.client_messages)).toEqual([])
+    expect(untyped(ws!.server_messages)).toEqual([])
+    // Only the WebSocket route carries it.
+    const carriers = Object.values(doc.paths).flatMap((p) => Object.values(p)).filter((op) => op && 'x-websocket' in op)
+    expect(carriers.map((op) => op!.operationId)).toEqual(['ws'])
+  })
 })
 
 describe('buildOpenApi on routes the table does not have yet', () => {

@@ -1,43 +1,36 @@
 /**
  * `@berth/core`'s public surface: the runtime names its index exports are pinned here, so
- * adding or dropping one is a deliberate edit of this list. The schemas (one valibot schema
- * per API shape) come in whole from `schemas/index.ts`; nothing under `src/internal/` leaks.
+ * adding or dropping one is a deliberate edit of this list. Everything `@berth/contract`
+ * exports comes in whole (the errors, ids, schemas, route declarations and protocols), but
+ * `routes` and `defineRoute`, which core replaces with routes that carry their handlers;
+ * nothing under `src/internal/` leaks.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import * as contract from '@berth/contract'
 import { describe, expect, it } from 'vitest'
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url))
 
-/** Everything but the schemas, sorted. */
+/** Core's own names (not the contract's), sorted. */
 const PINNED = [
-  'ApiError',
   'ContainerError',
   'ContainerPool',
   'DEFAULT_ENVIRONMENT_CAPS',
-  'ERROR_STATUS',
   'EventBus',
   'EventLog',
   'FilePathError',
-  'GIT_PROVIDERS',
   'IDLE_COMMAND',
-  'ID_PREFIX',
   'MANAGED_LABEL',
   'MAX_ENTRIES',
   'PRIVATE_IPV4_RANGES',
   'PRIVATE_IPV6_RANGES',
   'ProviderError',
   'RECIPE_LABEL',
-  'RunnerAgent',
-  'RunnerEvent',
-  'RunnerInput',
-  'RunnerModel',
-  'RunnerOutcome',
-  'RunnerSkill',
-  'ToolCall',
   'WarmAgents',
   'abortedExec',
   'adoptRunningWorkspaces',
+  'attachHandlers',
   'buildOpenApi',
   'byteChannel',
   'checkQueueName',
@@ -52,15 +45,14 @@ const PINNED = [
   'createTaskSocket',
   'defaultPoolName',
   'defineChannel',
+  'defineHandlers',
   'defineRoute',
   'defineRuntime',
   'deriveOAuthStateKey',
   'errorResponse',
   'execFileOperations',
   'execLifecycle',
-  'idPattern',
   'indexEntryFor',
-  'isApiError',
   'isContainerError',
   'isFilePathError',
   'isProviderError',
@@ -68,39 +60,33 @@ const PINNED = [
   'manualClock',
   'memoryCoordination',
   'memoryHub',
-  'newId',
-  'notFound',
   'privateCidrs',
   'queueRank',
-  'randomToken',
   'rateDecision',
   'relativePath',
   'routes',
-  'secretForms',
   'silentLogger',
   'systemClock',
   'toByteChunks',
   'toWebStream',
   'tokenBucket',
   'touchesPrivateRange',
-  'validationError',
   'withoutIntegration',
 ]
 
 describe('@berth/core public surface', () => {
-  it('exports exactly the pinned names besides the schemas', async () => {
-    const index = await import('../src/index.js')
-    const schemas = await import('../src/schemas/index.js')
-    const names = Object.keys(index).filter((name) => !(name in schemas)).sort()
+  it('exports exactly the pinned names besides the contract', async () => {
+    const index: Record<string, unknown> = await import('../src/index.js')
+    const names = Object.keys(index).filter((name) => (contract as Record<string, unknown>)[name] !== index[name]).sort()
     expect(names).toEqual(PINNED)
   })
 
-  it('exports every schema, and everything the browser-safe contract entry exports', async () => {
+  it('exports everything the contract exports, routes and defineRoute with their handlers', async () => {
     const index: Record<string, unknown> = await import('../src/index.js')
-    for (const entry of [await import('../src/schemas/index.js'), await import('../src/contract.js')]) {
-      const missing = Object.entries(entry).filter(([name, value]) => index[name] !== value).map(([name]) => name)
-      expect(missing).toEqual([])
-    }
+    const differ = Object.entries(contract).filter(([name, value]) => index[name] !== value).map(([name]) => name)
+    expect(differ.sort()).toEqual(['defineRoute', 'routes'])
+    expect(index.routes).toHaveLength(contract.routes.length)
+    for (const route of index.routes as { name: string; handle: unknown }[]) expect(typeof route.handle, route.name).toBe('function')
   })
 
   it('re-exports nothing from src/internal', async () => {

@@ -1,7 +1,7 @@
 /** The runner session over a fake runtime: events in order ending on the result, the failures it reports, the kills; and the line framer. */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ContainerRuntime, ExecOptions, ExecProcess, ExecResult } from '../src/ports/container-runtime.js'
-import type { RunnerEvent, RunnerInput } from '../src/tasks/runner-protocol.js'
+import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { lineFramer, runnerEvents } from '../src/tasks/runner-session.js'
 import { quietLogger } from './task-fakes.js'
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import { manualClock } from '../src/ports/clock.js'
 import { OwnedCollection } from '../src/records/collection.js'
-import type { TaskStatus } from '../src/schemas/task.js'
+import type { TaskStatus } from '@berth/contract'
 import { EventBus, type TaskBusMessage } from '../src/tasks/event-bus.js'
 import { activeKey, type TaskRecord } from '../src/tasks/record.js'
 import { canMove, isEnded, TaskStates, TRANSITIONS } from '../src/tasks/states.js'

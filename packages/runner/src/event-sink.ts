@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
-import type { RunnerEvent } from '@berth/core/contract'
+import type { RunnerEvent } from '@berth/contract'
 import type { Redactor } from './redact.js'
 
 /** Where the runner's events go: redacted, one JSON line each, to stdout and the events file. */

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { RunnerInput } from '@berth/core/contract'
+import type { RunnerInput } from '@berth/contract'
 
 /** Git credentials as the runner input carries them. */
 export type GitCredentials = NonNullable<RunnerInput['git_credentials']>

@@ -1,5 +1,5 @@
 import { isAbsolute, join, resolve } from 'node:path'
-import { RunnerInput } from '@berth/core/contract'
+import { RunnerInput } from '@berth/contract'
 import * as v from 'valibot'
 
 /** Why stdin did not hold a usable {@link RunnerInput}. */

@@ -21,7 +21,7 @@ import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
 import { readWarmLines, WARM_READY, type WarmLines } from './warm.js'
-import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
+import type { RunnerEvent, RunnerInput } from '@berth/contract'
 
 async function main(): Promise<number> {
   const cancel = new AbortController()

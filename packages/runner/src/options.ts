@@ -1,5 +1,5 @@
 import type { Options } from '@anthropic-ai/claude-agent-sdk'
-import type { RunnerInput } from '@berth/core/contract'
+import type { RunnerInput } from '@berth/contract'
 import { claudeExecutable } from './platform.js'
 import { configDir, systemAppend } from './workspace.js'
 

@@ -1,4 +1,4 @@
-import { secretForms } from '@berth/core/contract'
+import { secretForms } from '@berth/contract'
 
 /** What a redacted value is replaced with. */
 export const REDACTED = '[REDACTED]'

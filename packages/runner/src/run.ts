@@ -1,5 +1,5 @@
 import { query } from '@anthropic-ai/claude-agent-sdk'
-import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
+import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'

@@ -1,5 +1,5 @@
 import type { SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sdk'
-import type { RunnerEvent, RunnerOutcome, ToolCall } from '@berth/core/contract'
+import type { RunnerEvent, RunnerOutcome, ToolCall } from '@berth/contract'
 import type { StreamRedactor } from './redact.js'
 
 /** Tool output longer than this is cut (with a note) in `tool_result` events. */

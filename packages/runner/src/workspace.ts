@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { RunnerInput } from '@berth/core/contract'
+import type { RunnerInput } from '@berth/contract'
 
 /**
  * The SDK's config dir (sessions, transcripts, its own settings) inside the workspace, so

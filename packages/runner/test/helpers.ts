@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { RunnerEvent, RunnerInput } from '@berth/core/contract'
+import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { findRepoRoot } from '@berth/testkit'
 
 /** Where the tests' runner bundle lives (built by global-setup). */

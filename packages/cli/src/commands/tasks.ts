@@ -1,10 +1,11 @@
+import { TASK_STATUSES, type TaskStatus } from '@berth/contract'
 import { defineCommand } from 'citty'
 import { action, clientFor, commonArgs, EXIT, log, oneLine, printJson, printTable } from '../context.js'
 
 const ls = defineCommand({
   meta: { name: 'ls', description: 'List your tasks, newest first' },
   args: {
-    status: { type: 'enum', options: ['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'], description: 'Only tasks in this status' },
+    status: { type: 'enum', options: [...TASK_STATUSES], description: 'Only tasks in this status' },
     limit: { type: 'string', description: 'How many (default 20)', valueHint: 'n' },
     page: { type: 'string', description: 'Page number (default 1)', valueHint: 'n' },
     ...commonArgs,
@@ -15,7 +16,7 @@ const ls = defineCommand({
         query: {
           limit: Number(args.limit ?? 20),
           page: Number(args.page ?? 1),
-          ...(args.status && { status: args.status as 'queued' }),
+          ...(args.status && { status: args.status as TaskStatus }),
         },
       })
       if (args.json) return printJson({ tasks, total })

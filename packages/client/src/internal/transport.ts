@@ -1,4 +1,4 @@
-import { routes, type AnyRoute } from '@berth/core/contract'
+import { routes, type AnyRoute } from '@berth/contract'
 import { createFetch } from 'ofetch'
 import type { BerthClientOptions } from '../options.js'
 import { fetchRetry, retryPolicy, type RetryPolicy } from '../retry.js'

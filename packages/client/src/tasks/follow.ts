@@ -1,4 +1,4 @@
-import type { Task } from '@berth/core/contract'
+import type { Task } from '@berth/contract'
 import { isFinished, type TaskEvent } from '../events.js'
 import { abortable, abortError } from '../internal/abort.js'
 import { sleep } from '../internal/sleep.js'

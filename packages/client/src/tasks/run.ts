@@ -1,8 +1,7 @@
-import type { Task } from '@berth/core/contract'
+import type { Task } from '@berth/contract'
 import type { TaskEvent } from '../events.js'
 import { abortable, abortError } from '../internal/abort.js'
-import type { BerthSocket } from '../socket.js'
-import type { SubmitTaskInput } from '../socket-messages.js'
+import type { BerthSocket, SubmitTaskInput } from '../socket.js'
 import type { FollowOptions } from './follow.js'
 
 /** The body of `tasks.run`: the submit body, with `mode` defaulting to `batch`. */

@@ -1,4 +1,4 @@
-import type { Task } from '@berth/core/contract'
+import type { Task } from '@berth/contract'
 import type { TaskEvent } from '../events.js'
 import type { FollowOptions } from './follow.js'
 

@@ -1,4 +1,5 @@
 /** Display helpers. */
+import { ENDED_TASK_STATUSES } from '@berth/contract'
 
 /**
  * `3 s`, `5 min`, `2 h`, `4 d` since an ISO time.
@@ -44,7 +45,7 @@ export function bytes(n: number): string {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`
 }
 
-export const TERMINAL = new Set(['completed', 'failed', 'cancelled'])
+export const TERMINAL: ReadonlySet<string> = new Set(ENDED_TASK_STATUSES)
 
 /**
  * A status badge's class.

@@ -1,11 +1,6 @@
-/** A stored transcript event: `{ seq, at, type, task_id, ... }`. */
-export interface TranscriptEvent {
-  seq: number
-  at: string
-  type: string
-  task_id: string
-  [field: string]: unknown
-}
+import type { TranscriptEvent } from '@berth/contract'
+
+export type { TranscriptEvent }
 
 export interface SeqStreamOptions {
   /** Receives events exactly once each, in seq order. */

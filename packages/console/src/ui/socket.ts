@@ -1,15 +1,12 @@
 import { apiBase } from './api.js'
 import { credentials } from './session.js'
-import type { TranscriptEvent } from './seq-stream.js'
-
-export type ServerMessage =
-  | { type: 'task.status'; task_id: string; status: string; task: any }
-  | { type: 'task.event'; task_id: string; event: TranscriptEvent }
-  | { type: 'submitted'; request_id: string; task_id: string; status: string }
-  | { type: 'error'; request_id?: string; task_id?: string; code: string; error: string }
-  | { type: 'pong' }
+import type { ClientMessage, ServerMessage } from '@berth/contract'
 
 type Listener = (m: ServerMessage) => void
+
+function send(ws: WebSocket, message: ClientMessage): void {
+  ws.send(JSON.stringify(message))
+}
 
 /**
  * The console's one WebSocket to `/v1/ws`. Browsers cannot set headers on a WebSocket, so
@@ -36,7 +33,7 @@ class Socket {
     ws.onopen = () => {
       this.retry = 0
       this.setUp(true)
-      for (const id of this.subs.keys()) ws.send(JSON.stringify({ type: 'subscribe', task_id: id }))
+      for (const id of this.subs.keys()) send(ws, { type: 'subscribe', task_id: id })
     }
     ws.onmessage = (e) => {
       let m: ServerMessage
@@ -79,7 +76,7 @@ class Socket {
   subscribe(taskId: string): () => void {
     const n = this.subs.get(taskId) ?? 0
     this.subs.set(taskId, n + 1)
-    if (n === 0 && this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: 'subscribe', task_id: taskId }))
+    if (n === 0 && this.ws?.readyState === WebSocket.OPEN) send(this.ws, { type: 'subscribe', task_id: taskId })
     this.connect()
     let done = false
     return () => {
@@ -88,7 +85,7 @@ class Socket {
       const left = (this.subs.get(taskId) ?? 1) - 1
       if (left > 0) return void this.subs.set(taskId, left)
       this.subs.delete(taskId)
-      if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: 'unsubscribe', task_id: taskId }))
+      if (this.ws?.readyState === WebSocket.OPEN) send(this.ws, { type: 'unsubscribe', task_id: taskId })
     }
   }
 

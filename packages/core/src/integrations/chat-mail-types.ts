@@ -1,6 +1,6 @@
 /** The OAuth-connected integration types (chat workspace, mail provider): their provider port and what each type is. */
 import type { OAuthClient } from '../ports/oauth-client.js'
-import { CONNECT_TYPES, type ConnectType } from '../schemas/chat-mail.js'
+import { CONNECT_TYPES, type ConnectType } from '@berth/contract'
 
 /**
  * One OAuth-connected integration provider (the chat workspace or the mail provider): its

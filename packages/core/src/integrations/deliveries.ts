@@ -1,6 +1,5 @@
-import { newId } from '../ids.js'
+import { newId, Delivery } from '@berth/contract'
 import type { Store } from '../ports/store.js'
-import { Delivery } from '../schemas/integration.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 

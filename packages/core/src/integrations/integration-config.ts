@@ -1,11 +1,7 @@
 import * as v from 'valibot'
-import type { ValidationIssue } from '../errors.js'
+import { type ValidationIssue, EmailConfig, SECRET_CONFIG_FIELDS, SECRET_MASK, WebhookConfig, ChatProviderConfig, CONNECT_MANAGED_FIELDS, MailProviderConfig, BANK_MANAGED_FIELDS, MESSENGER_MANAGED_FIELDS } from '@berth/contract'
 import { toIssues } from '../internal/input.js'
 import type { Cipher } from '../ports/cipher.js'
-import { EmailConfig, SECRET_CONFIG_FIELDS, SECRET_MASK, WebhookConfig } from '../schemas/integration.js'
-import { ChatProviderConfig, CONNECT_MANAGED_FIELDS, MailProviderConfig } from '../schemas/chat-mail.js'
-import { BANK_MANAGED_FIELDS } from '../schemas/bank-provider.js'
-import { MESSENGER_MANAGED_FIELDS } from '../schemas/messenger-bot.js'
 
 type Config = Record<string, unknown>
 

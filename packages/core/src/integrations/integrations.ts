@@ -1,19 +1,10 @@
-import { validationError } from '../errors.js'
-import { newId } from '../ids.js'
+import { validationError, newId, DIRECT_INTEGRATION_TYPES, type CreateIntegration, Integration, type IntegrationStatus, type IntegrationType, type UpdateIntegration } from '@berth/contract'
 import { term } from '../records/indexes.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { NotificationTarget, Notifier } from '../ports/notifier.js'
 import type { Store } from '../ports/store.js'
-import {
-  DIRECT_INTEGRATION_TYPES,
-  type CreateIntegration,
-  Integration,
-  type IntegrationStatus,
-  type IntegrationType,
-  type UpdateIntegration,
-} from '../schemas/integration.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import type { DeliveryLog } from './deliveries.js'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { randomToken } from '../ids.js'
+import { randomToken } from '@berth/contract'
 import type { Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 

@@ -1,12 +1,10 @@
 import type { OnceKeys } from '../coordination/port.js'
-import { isApiError } from '../errors.js'
+import { ENDED_TASK_STATUSES, isApiError, type PlaybookRun, type Task, type TaskStatus } from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Logger } from '../ports/logger.js'
 import { withoutIntegration, type ChannelIntegration } from '../ports/channel.js'
 import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js'
 import type { Store } from '../ports/store.js'
-import type { PlaybookRun } from '../schemas/playbook.js'
-import type { Task, TaskStatus } from '../schemas/task.js'
 import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
 import type { MessengerApi, MessengerMessage } from '../ports/messenger-api.js'
@@ -48,7 +46,7 @@ interface FollowUpRecord extends ThreadRecord {
   reply_to: number
 }
 
-const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
+const DONE: readonly TaskStatus[] = ENDED_TASK_STATUSES
 /** The provider's limit is 4096 characters; leave room for the header and the hint. */
 const MAX_TEXT = 4000
 const HINT = 'Reply to this message to continue in its workspace.'

@@ -1,6 +1,5 @@
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import { validationError } from '../errors.js'
-import { randomToken } from '../ids.js'
+import { validationError, randomToken } from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { OnceKeys } from '../coordination/port.js'
 import type { Cipher } from '../ports/cipher.js'

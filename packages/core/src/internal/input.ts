@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { ApiError, validationError, type ValidationIssue } from '../errors.js'
+import { ApiError, validationError, type ValidationIssue } from '@berth/contract'
 
 type Location = ValidationIssue['location']
 

@@ -1,5 +1,5 @@
 import type { Slots, SlotLease } from '../coordination/port.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 
 /** When to try again after a 429 CONCURRENCY_LIMIT: a slot frees when a task ends or a session idles out. */
 const RETRY_AFTER_SECONDS = 10

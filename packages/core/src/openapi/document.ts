@@ -5,7 +5,7 @@
  * exactly as the pipeline answers them.
  */
 import type { AnyRoute, HttpMethod } from '../route.js'
-import { ErrorBodySchema } from '../schemas/index.js'
+import { ErrorBodySchema } from '@berth/contract'
 import { parameters, requestBody, toOpenApiPath } from './paths.js'
 import { HEADERS, errorModelText, errorResponses, successResponse } from './responses.js'
 import { createConverter, defaultSchemaComponents, type Converter } from './schemas.js'
@@ -28,6 +28,14 @@ function operation(route: AnyRoute, converter: Converter): OpenApiOperation {
       [String(route.status ?? 200)]: successResponse(route, converter.convert),
       ...errorResponses(route),
     },
+    // OpenAPI has no words for the messages of an upgraded connection: an extension carries
+    // them, converted from the same schemas the server parses and the client types with.
+    ...(route.messages && {
+      'x-websocket': {
+        client_messages: converter.convert(route.messages.client, 'input'),
+        server_messages: converter.convert(route.messages.server, 'output'),
+      },
+    }),
   }
 }
 

@@ -1,5 +1,5 @@
 /** The response side of an operation: its success response, the error responses its auth level and inputs imply, and the error model text. */
-import { ERROR_STATUS, type ErrorCode } from '../errors.js'
+import { ERROR_STATUS, type ErrorCode } from '@berth/contract'
 import type { AnyRoute } from '../route.js'
 import { pathParamNames } from './paths.js'
 import { ANY_VALUE_DESCRIPTION, SCHEMA_REF, type Converter } from './schemas.js'

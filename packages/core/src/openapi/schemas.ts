@@ -1,7 +1,7 @@
 /** valibot → JSON Schema for the document: named schemas as `$ref`s into `components.schemas`, one form per direction. */
 import type * as v from 'valibot'
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema, type OverrideActionContext } from '@valibot/to-json-schema'
-import * as schemaExports from '../schemas/index.js'
+import { documentedSchemas } from '@berth/contract'
 
 /** Where named schemas live in the document. */
 export const SCHEMA_REF = '#/components/schemas/'
@@ -12,7 +12,7 @@ export const ANY_VALUE_DESCRIPTION = 'Any JSON value.'
 const NAMED_TYPES = new Set(['object', 'strict_object', 'loose_object', 'object_with_rest', 'variant', 'picklist', 'enum'])
 
 /**
- * The named schemas core exports: each object, variant or enum schema of `schemas/`, under
+ * The named schemas of the contract: each object, variant or enum schema of its `schemas/`, under
  * its export name without a `Schema` suffix.
  *
  * @example
@@ -23,7 +23,7 @@ const NAMED_TYPES = new Set(['object', 'strict_object', 'loose_object', 'object_
 export function defaultSchemaComponents(): Record<string, v.GenericSchema> {
   const out: Record<string, v.GenericSchema> = {}
   const seen = new Set<unknown>()
-  for (const [name, value] of Object.entries(schemaExports).sort(([a], [b]) => a.localeCompare(b))) {
+  for (const [name, value] of Object.entries(documentedSchemas).sort(([a], [b]) => a.localeCompare(b))) {
     const s = value as Partial<v.GenericSchema> | null
     if (typeof s !== 'object' || s === null || s.kind !== 'schema' || !NAMED_TYPES.has(s.type ?? '') || seen.has(s)) continue
     seen.add(s)

@@ -36,6 +36,8 @@ export interface OpenApiOperation {
   parameters?: OpenApiParameter[]
   requestBody?: { required: true; content: Record<string, OpenApiMediaType> }
   responses: Record<string, OpenApiResponse>
+  /** The messages of a WebSocket route, each side one JSON Schema (a union of its message types). */
+  'x-websocket'?: { client_messages: OpenApiSchema; server_messages: OpenApiSchema }
 }
 
 /** An OpenAPI 3.1.0 document as `buildOpenApi` produces it. */

@@ -1,12 +1,9 @@
 import type { OnceKeys } from '../coordination/port.js'
-import { isApiError } from '../errors.js'
-import { newId, randomToken } from '../ids.js'
+import { ENDED_TASK_STATUSES, isApiError, newId, randomToken, PlaybookRun, type PlaybookTrigger, type Task, type TaskStatus } from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import { PlaybookRun, type PlaybookTrigger } from '../schemas/playbook.js'
-import type { Task, TaskStatus } from '../schemas/task.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
@@ -42,7 +39,7 @@ export interface PlaybookRunsOptions {
   startGraceMs?: number
 }
 
-const DONE: TaskStatus[] = ['completed', 'failed', 'cancelled']
+const DONE: readonly TaskStatus[] = ENDED_TASK_STATUSES
 
 let sequence = 0
 function nextOrder(): number {

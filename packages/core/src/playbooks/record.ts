@@ -1,5 +1,5 @@
 import type { OwnedRecord } from '../records/collection.js'
-import type { PlaybookTrigger } from '../schemas/playbook.js'
+import type { PlaybookTrigger } from '@berth/contract'
 
 /** A stored playbook. The webhook secret is kept as its SHA-256 only. */
 export interface PlaybookRecord extends OwnedRecord {

@@ -1,4 +1,4 @@
-import { ApiError, notFound } from '../errors.js'
+import { ApiError, notFound } from '@berth/contract'
 import { assertJsonType, readBodyBytes } from '../internal/input.js'
 import type { RateLimiter } from '../limits/rate-limit.js'
 import type { PlaybookRunsService } from './playbook-runs.js'

@@ -17,7 +17,7 @@
  * in `createServices`; one that wraps a deployment's transport (OAuth token refresh around
  * the chat and mail providers) uses {@link ChannelRegistry.wrap}.
  */
-import type { ValidationIssue } from '../errors.js'
+import type { ValidationIssue } from '@berth/contract'
 import type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from './notifier.js'
 
 /** The integration a delivery is for, for channels that keep state per integration. */

@@ -1,7 +1,7 @@
+import { GIT_PROVIDERS } from '@berth/contract'
 import type { OAuthClient } from './oauth-client.js'
 
-/** The hosted Git providers accounts can be connected from. */
-export const GIT_PROVIDERS = ['github', 'gitlab', 'bitbucket'] as const
+export { GIT_PROVIDERS }
 
 /** `github`, `gitlab` or `bitbucket`. */
 export type GitProviderName = (typeof GIT_PROVIDERS)[number]

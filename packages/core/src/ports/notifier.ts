@@ -1,5 +1,5 @@
 /** The notifier port: what a delivery attempt carries and how it went. */
-import type { ValidationIssue } from '../errors.js'
+import type { ValidationIssue } from '@berth/contract'
 
 /** An integration as a notifier sees it: its type and its config with secrets decrypted. */
 export interface NotificationTarget {

@@ -1,4 +1,4 @@
-import { notFound } from '../errors.js'
+import { notFound } from '@berth/contract'
 import type { Store } from '../ports/store.js'
 import { indexEntryFor } from './indexes.js'
 

@@ -1,5 +1,4 @@
-import { validationError } from '../errors.js'
-import { newId, type IdKind } from '../ids.js'
+import { validationError, newId, type IdKind } from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'

@@ -1,4 +1,4 @@
-import { validationError } from '../errors.js'
+import { validationError } from '@berth/contract'
 import type { Store } from '../ports/store.js'
 
 /** How a resource applies to the caller's profiles. */

@@ -1,10 +1,8 @@
-import { ApiError, validationError, type ValidationIssue } from '../errors.js'
-import { newId } from '../ids.js'
+import { ApiError, validationError, type ValidationIssue, newId, ApiKey, type CreateApiKey, type ModelInfo, type UpdateApiKey } from '@berth/contract'
 import { modelAllowed, type ModelCatalog } from '../models.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Store } from '../ports/store.js'
-import { ApiKey, type CreateApiKey, type ModelInfo, type UpdateApiKey } from '../schemas/api-key.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 

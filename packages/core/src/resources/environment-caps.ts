@@ -1,7 +1,6 @@
 /** The operator's caps on environments, and an environment's input normalized and checked against them. */
-import { validationError, type ValidationIssue } from '../errors.js'
+import { validationError, type ValidationIssue, type CreateEnvironment, type Environment, type NetworkPolicy } from '@berth/contract'
 import { touchesPrivateRange } from '../net/private-ranges.js'
-import type { CreateEnvironment, Environment, NetworkPolicy } from '../schemas/environment.js'
 
 /** The fields of an environment its input sets (the rest are the record's own). */
 export type EnvironmentFields = Pick<Environment, 'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root'>

@@ -1,11 +1,9 @@
 /** Environments: what an agent's container is made of, where it may connect, its limits; images provisioned once per content hash. */
-import { ApiError, validationError } from '../errors.js'
-import { newId } from '../ids.js'
+import { ApiError, validationError, newId, Environment, type CreateEnvironment, type ImageStatus, type UpdateEnvironment } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { ContainerSpec, EgressPolicy } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import { Environment, type CreateEnvironment, type ImageStatus, type UpdateEnvironment } from '../schemas/environment.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import { checkCaps, normalizeEnvironment, type EnvironmentCaps } from './environment-caps.js'

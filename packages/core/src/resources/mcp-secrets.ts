@@ -1,7 +1,5 @@
-import { validationError, type ValidationIssue } from '../errors.js'
+import { validationError, type ValidationIssue, type McpServer, SECRET_MASK } from '@berth/contract'
 import type { Cipher } from '../ports/cipher.js'
-import type { McpServer } from '../schemas/profile.js'
-import { SECRET_MASK } from '../schemas/integration.js'
 
 /**
  * MCP server definitions carry credentials in `env` (stdio) and `headers` (http/sse):

@@ -1,10 +1,8 @@
-import * as v from 'valibot'
-import type { ErrorCode } from '../errors.js'
-import type { IdKind } from '../ids.js'
-import { defineRoute } from '../route.js'
-import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
-import type { Services } from '../services.js'
+import type * as v from 'valibot'
+import type { Routes } from '@berth/contract'
 import type { Page, Paged } from '../records/collection.js'
+import type { Services } from '../services.js'
+import type { HandlerMap, RouteContext } from '../route.js'
 
 /** The service surface a CRUD resource exposes to its routes. */
 export interface CrudService<V, LV, C, U, F> {
@@ -15,118 +13,46 @@ export interface CrudService<V, LV, C, U, F> {
   remove(owner: string, id: string): Promise<void>
 }
 
-type StrictObj = v.StrictObjectSchema<v.ObjectEntries, undefined>
+type Name = Routes[number]['name']
+type Route<N> = Extract<Routes[number], { name: N }>
+type Out<S> = S extends v.GenericSchema ? v.InferOutput<S> : never
+type Operation = 'list' | 'create' | 'get' | 'update' | 'delete'
+type Deletable<N> = N extends `${infer A}.delete` ? A : never
+type WithAll<A> = A extends string ? ([`${A}.${Operation}`] extends [Name] ? A : never) : never
+/** Areas with all five operations, as `crudRoutes` declares them. */
+type CrudArea = WithAll<Deletable<Name>>
+type ListOut<A extends string> = Out<Route<`${A}.list`>['response']>
+type ListItem<A extends string> = ListOut<A>[Exclude<keyof ListOut<A>, 'total'>] extends readonly (infer I)[] ? I : never
+
+/** The service of a CRUD area, typed by the area's declared schemas. */
+export type CrudServiceOf<A extends string> = CrudService<
+  Out<Route<`${A}.get`>['response']>,
+  ListItem<A>,
+  Out<Route<`${A}.create`>['body']>,
+  Out<Route<`${A}.update`>['body']>,
+  Omit<Out<Route<`${A}.list`>['query']>, 'page' | 'limit'>
+>
+
+type Ctx = RouteContext<{ id: string }, Page & Record<string, unknown>, never, 'caller'>
 
 /**
- * The five routes of a resource with the standard surface: `GET/POST <base>` and
- * `GET/PATCH/DELETE <base>/:id`, named `<area>.list|create|get|update|delete`. Everything
- * is owned by the caller: another caller's id is a 404.
- *
- * @example
- * ```ts
- * export const toolRoutes = crudRoutes({
- *   area: 'tools', base: '/v1/tools', idKind: 'tool', label: 'tool',
- *   item: Tool, create: CreateTool, update: UpdateTool, service: (s) => s.tools,
- * })
- * ```
+ * The handlers of the five routes `crudRoutes` declares for `area`
+ * (`<area>.list|create|get|update|delete`), each one call into the area's service.
  */
-export function crudRoutes<
-  const Area extends string,
-  const Base extends string,
-  Item extends v.GenericSchema,
-  ListItem extends v.GenericSchema,
-  Create extends StrictObj,
-  Update extends v.GenericSchema,
-  Filter extends v.ObjectEntries = Record<never, never>,
->(def: {
-  area: Area
-  base: Base
-  idKind: IdKind
-  /** Singular noun for summaries, e.g. `tool`. */
-  label: string
-  item: Item
-  /** List item schema when it differs from the full item (e.g. profiles without claude_md). */
-  listItem?: ListItem
-  create: Create
-  update: Update
-  /** Extra list filters (query parameters). */
-  filters?: Filter
-  service: (s: Services) => CrudService<v.InferOutput<Item>, v.InferOutput<ListItem>, v.InferOutput<Create>, v.InferOutput<Update>, { [K in keyof Filter]?: v.InferOutput<Filter[K]> }>
-  /** Extra words for the create summary (rules a caller should know). */
-  createNote?: string
-  /** Error codes beyond the usual ones, per operation (e.g. 409 on delete). */
-  errors?: { update?: ErrorCode[]; delete?: ErrorCode[] }
-}) {
-  const params = IdParams(def.idKind)
-  const listItem = (def.listItem ?? def.item) as ListItem
-  const query = v.object({ ...PageQuery, ...(def.filters ?? ({} as Filter)) })
-  const plural = def.area
-  return [
-    defineRoute({
-      name: `${def.area}.list` as `${Area}.list`,
-      method: 'GET',
-      path: def.base,
-      auth: 'caller',
-      tag: def.area,
-      summary: `List your ${plural}`,
-      query,
-      response: ListOf(plural, listItem),
-      handle: async ({ caller, query: q, services }) => {
-        const { page, limit, ...filter } = q as unknown as Page & Record<string, unknown>
-        const { items, total } = await def.service(services).list(caller.id, { page, limit }, filter as never)
-        return { [plural]: items, total } as never
-      },
-    }),
-    defineRoute({
-      name: `${def.area}.create` as `${Area}.create`,
-      method: 'POST',
-      path: def.base,
-      auth: 'caller',
-      tag: def.area,
-      summary: `Create a ${def.label}`,
-      ...(def.createNote && { description: def.createNote }),
-      body: def.create,
-      response: def.item,
-      status: 201,
-      handle: ({ caller, body, services }) => def.service(services).create(caller.id, body) as Promise<never>,
-    }),
-    defineRoute({
-      name: `${def.area}.get` as `${Area}.get`,
-      method: 'GET',
-      path: `${def.base}/:id` as `${Base}/:id`,
-      auth: 'caller',
-      tag: def.area,
-      summary: `Read one ${def.label}`,
-      params,
-      response: def.item,
-      handle: ({ caller, params: p, services }) => def.service(services).get(caller.id, p.id) as Promise<never>,
-    }),
-    defineRoute({
-      name: `${def.area}.update` as `${Area}.update`,
-      method: 'PATCH',
-      path: `${def.base}/:id` as `${Base}/:id`,
-      auth: 'caller',
-      tag: def.area,
-      summary: `Update a ${def.label}`,
-      params,
-      body: def.update,
-      response: def.item,
-      ...(def.errors?.update && { errors: def.errors.update }),
-      handle: ({ caller, params: p, body, services }) => def.service(services).update(caller.id, p.id, body) as Promise<never>,
-    }),
-    defineRoute({
-      name: `${def.area}.delete` as `${Area}.delete`,
-      method: 'DELETE',
-      path: `${def.base}/:id` as `${Base}/:id`,
-      auth: 'caller',
-      tag: def.area,
-      summary: `Delete a ${def.label}`,
-      params,
-      status: 204,
-      ...(def.errors?.delete && { errors: def.errors.delete }),
-      handle: async ({ caller, params: p, services }) => {
-        await def.service(services).remove(caller.id, p.id)
-      },
-    }),
-  ] as const
+export function crudHandlers<const A extends CrudArea>(area: A, service: (s: Services) => CrudServiceOf<A>): Pick<HandlerMap, `${A}.${Operation}`> {
+  const handlers = {
+    [`${area}.list`]: async ({ caller, query, services }: Ctx) => {
+      const { page, limit, ...filter } = query
+      const { items, total } = await service(services).list(caller.id, { page, limit }, filter as never)
+      return { [area]: items, total }
+    },
+    [`${area}.create`]: ({ caller, body, services }: Ctx) => service(services).create(caller.id, body),
+    [`${area}.get`]: ({ caller, params, services }: Ctx) => service(services).get(caller.id, params.id),
+    [`${area}.update`]: ({ caller, params, body, services }: Ctx) => service(services).update(caller.id, params.id, body),
+    [`${area}.delete`]: async ({ caller, params, services }: Ctx) => {
+      await service(services).remove(caller.id, params.id)
+    },
+  }
+  // The keys are built from `area`: the compiler cannot follow them, the declared types above hold.
+  return handlers as unknown as Pick<HandlerMap, `${A}.${Operation}`>
 }

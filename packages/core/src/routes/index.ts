@@ -1,53 +1,46 @@
-/** routes/: the route table — one file per area, each a list of defineRoute() operations; this index joins them in one table. */
-import type { AnyRoute } from '../route.js'
-import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRoutes, secretRoutes, skillRoutes, toolRoutes } from './resources.js'
-import { poolRoutes } from './pool.js'
-import { taskRoutes } from './tasks.js'
-import { workspaceRoutes } from './workspaces.js'
-import { workspaceFileRoutes } from './workspace-files.js'
-import { wsRoute } from './ws.js'
-import { adminRoutes, health } from './system.js'
-import { adminViewRoutes } from './admin-views.js'
-import { playbookRoutes } from './playbooks.js'
-import { playbookWebhookTrigger } from './webhook-trigger.js'
-import { integrationRoutes } from './integrations.js'
-import { gitAccountRoutes } from './git-accounts.js'
-import { chatMailRoutes } from './chat-mail.js'
-import { bankProviderRoutes } from './bank-provider.js'
-import { messengerRoutes } from './messenger-bot.js'
-import { environmentRoutes } from './environments.js'
+/**
+ * routes/: the handlers of the contract's route table, one file per area beside the
+ * declarations in `@berth/contract`; this index joins them into the table the server mounts.
+ */
+import { routes as declared } from '@berth/contract'
+import { attachHandlers } from '../route.js'
+import { adminViewHandlers } from './admin-views.js'
+import { bankProviderHandlers } from './bank-provider.js'
+import { chatMailHandlers } from './chat-mail.js'
+import { environmentHandlers } from './environments.js'
+import { gitAccountHandlers } from './git-accounts.js'
+import { integrationHandlers } from './integrations.js'
+import { messengerHandlers } from './messenger-bot.js'
+import { playbookHandlers } from './playbooks.js'
+import { poolHandlers } from './pool.js'
+import { resourceHandlers } from './resources.js'
+import { systemHandlers } from './system.js'
+import { taskHandlers } from './tasks.js'
+import { webhookTriggerHandlers } from './webhook-trigger.js'
+import { workspaceFileHandlers } from './workspace-files.js'
+import { workspaceHandlers } from './workspaces.js'
+import { wsHandlers } from './ws.js'
 
 /**
- * The route table: every operation of the HTTP API, defined once. The server mounts it,
- * the OpenAPI document is built from it, the client is typed from it and the contract
- * tests iterate it.
+ * The route table with its handlers, in the contract's order: the server mounts it and the
+ * OpenAPI document is built from it. The compiler checks that every declared route has
+ * exactly one handler.
  */
-export const routes = [
-  health,
-  ...taskRoutes,
-  ...workspaceRoutes,
-  ...workspaceFileRoutes,
-  ...profileRoutes,
-  listProfileModels,
-  ...environmentRoutes,
-  ...apiKeyRoutes,
-  ...memoryRoutes,
-  ...secretRoutes,
-  ...toolRoutes,
-  ...skillRoutes,
-  ...agentRoutes,
-  ...poolRoutes,
-  ...playbookRoutes,
-  playbookWebhookTrigger,
-  ...integrationRoutes,
-  ...gitAccountRoutes,
-  ...chatMailRoutes,
-  ...bankProviderRoutes,
-  ...messengerRoutes,
-  wsRoute,
-  ...adminRoutes,
-  ...adminViewRoutes,
-] as const satisfies readonly AnyRoute[]
-
-/** The route table's type: the client derives its methods from it. */
-export type Routes = typeof routes
+export const routes = attachHandlers(declared, {
+  ...systemHandlers,
+  ...taskHandlers,
+  ...workspaceHandlers,
+  ...workspaceFileHandlers,
+  ...resourceHandlers,
+  ...environmentHandlers,
+  ...poolHandlers,
+  ...playbookHandlers,
+  ...webhookTriggerHandlers,
+  ...integrationHandlers,
+  ...gitAccountHandlers,
+  ...chatMailHandlers,
+  ...bankProviderHandlers,
+  ...messengerHandlers,
+  ...wsHandlers,
+  ...adminViewHandlers,
+})

@@ -1,90 +1,21 @@
-import * as v from 'valibot'
-import { defineRoute } from '../route.js'
-import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
-import { Health } from '../schemas/health.js'
-import { CreateCallerKey, CreateUser, IssuedCallerKey, User } from '../schemas/user.js'
+import { defineHandlers } from '../route.js'
 
-export const health = defineRoute({
-  name: 'health',
-  method: 'GET',
-  path: '/health',
-  auth: 'public',
-  tag: 'system',
-  summary: 'Liveness check with version, pool statistics and the container engine\'s state',
-  response: Health,
-  unlimited: true,
-  handle: ({ services }) => {
+export const systemHandlers = defineHandlers({
+  health: ({ services }) => {
+    // No engine status at all (null) is left out of the answer rather than sent as null.
     const engine = services.pool.engineStatus()
     return { ok: true as const, version: services.version, pool: services.pool.stats(), ...(engine && { engine }) }
   },
+  'admin.users.create': ({ body, services }) => services.users.create(body),
+  'admin.users.list': async ({ query, services }) => {
+    const { items, total } = await services.users.list(query)
+    return { users: items, total }
+  },
+  'admin.users.delete': async ({ params, services }) => {
+    await services.users.remove(params.id)
+  },
+  'admin.keys.create': ({ params, body, services }) => services.users.issueKey(params.id, body),
+  'admin.keys.delete': async ({ params, services }) => {
+    await services.users.revokeKey(params.id)
+  },
 })
-
-export const adminRoutes = [
-  defineRoute({
-    name: 'admin.users.create',
-    method: 'POST',
-    path: '/admin/users',
-    auth: 'admin',
-    tag: 'admin',
-    summary: 'Create a user and its first caller key',
-    description: 'The key token is in this response only; Berth stores its SHA-256 hash.',
-    body: CreateUser,
-    response: v.object({ user: User, key: IssuedCallerKey }),
-    status: 201,
-    handle: ({ body, services }) => services.users.create(body),
-  }),
-  defineRoute({
-    name: 'admin.users.list',
-    method: 'GET',
-    path: '/admin/users',
-    auth: 'admin',
-    tag: 'admin',
-    summary: 'List users',
-    query: v.object(PageQuery),
-    response: ListOf('users', User),
-    handle: async ({ query, services }) => {
-      const { items, total } = await services.users.list(query)
-      return { users: items, total }
-    },
-  }),
-  defineRoute({
-    name: 'admin.users.delete',
-    method: 'DELETE',
-    path: '/admin/users/:id',
-    auth: 'admin',
-    tag: 'admin',
-    summary: 'Delete a user and revoke its keys',
-    params: IdParams('user'),
-    status: 204,
-    handle: async ({ params, services }) => {
-      await services.users.remove(params.id)
-    },
-  }),
-  defineRoute({
-    name: 'admin.keys.create',
-    method: 'POST',
-    path: '/admin/users/:id/keys',
-    auth: 'admin',
-    tag: 'admin',
-    summary: 'Issue another caller key for a user',
-    params: IdParams('user'),
-    body: CreateCallerKey,
-    response: IssuedCallerKey,
-    status: 201,
-    handle: ({ params, body, services }) => services.users.issueKey(params.id, body),
-  }),
-  defineRoute({
-    name: 'admin.keys.delete',
-    method: 'DELETE',
-    path: '/admin/keys/:id',
-    auth: 'admin',
-    tag: 'admin',
-    summary: 'Revoke a caller key (takes effect at once)',
-    params: IdParams('callerKey'),
-    status: 204,
-    handle: async ({ params, services }) => {
-      await services.users.revokeKey(params.id)
-    },
-  }),
-] as const
-

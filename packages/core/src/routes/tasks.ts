@@ -1,69 +1,38 @@
-import { defineRoute } from '../route.js'
-import { IdParams, ListOf } from '../schemas/common.js'
-import { EventsQuery, SubmitTask, SubmittedTask, Task, TaskListQuery, TranscriptEvent } from '../schemas/task.js'
+import { SubmitTask, validationError, type ValidationIssue } from '@berth/contract'
+import * as v from 'valibot'
+import type { Caller } from '../caller.js'
+import { toIssues } from '../internal/input.js'
+import { defineHandlers } from '../route.js'
+import type { Services } from '../services.js'
 
-export const taskRoutes = [
-  defineRoute({
-    name: 'tasks.submit',
-    method: 'POST',
-    path: '/v1/tasks',
-    auth: 'caller',
-    tag: 'tasks',
-    summary: 'Submit a task',
-    description:
-      '`batch`: a fresh workspace and container, reaped when the task ends; poll `GET /v1/tasks/:id` (at most once a second) or subscribe over the WebSocket. `session`: without `session_id` starts a session, with it continues one in its warm container. A submit that would start one more running workspace than the profile allows answers 429 CONCURRENCY_LIMIT with `details.limit` and `details.running`.',
-    body: SubmitTask,
-    response: SubmittedTask,
-    status: 202,
-    errors: ['CONCURRENCY_LIMIT', 'CONTAINER_FAILED'],
-    handle: ({ caller, body, services }) => services.tasks.submit(caller.id, body),
-  }),
-  defineRoute({
-    name: 'tasks.list',
-    method: 'GET',
-    path: '/v1/tasks',
-    auth: 'caller',
-    tag: 'tasks',
-    summary: 'List your tasks, newest first',
-    query: TaskListQuery,
-    response: ListOf('tasks', Task),
-    handle: async ({ caller, query, services }) => {
-      const { items, total } = await services.tasks.list(caller.id, query, { status: query.status, mode: query.mode })
-      return { tasks: items, total }
-    },
-  }),
-  defineRoute({
-    name: 'tasks.get',
-    method: 'GET',
-    path: '/v1/tasks/:id',
-    auth: 'caller',
-    tag: 'tasks',
-    summary: 'Read a task: `result` once it ran, `error` once it failed',
-    params: IdParams('task'),
-    response: Task,
-    handle: ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
-  }),
-  defineRoute({
-    name: 'tasks.events',
-    method: 'GET',
-    path: '/v1/tasks/:id/events',
-    auth: 'caller',
-    tag: 'tasks',
-    summary: "A task's event log, paged forward with `after`",
-    params: IdParams('task'),
-    query: EventsQuery,
-    response: ListOf('events', TranscriptEvent),
-    handle: ({ caller, params, query, services }) => services.tasks.events(caller.id, params.id, query.after, query.limit),
-  }),
-  defineRoute({
-    name: 'tasks.cancel',
-    method: 'POST',
-    path: '/v1/tasks/:id/cancel',
-    auth: 'caller',
-    tag: 'tasks',
-    summary: 'Cancel a task (a task already done is returned unchanged)',
-    params: IdParams('task'),
-    response: Task,
-    handle: ({ caller, params, services }) => services.tasks.cancel(caller.id, params.id),
-  }),
-] as const
+/**
+ * The one way a task is submitted, over HTTP (`POST /v1/tasks`, its body validated by the
+ * pipeline against the route's `SubmitTask`) and over the WebSocket (`submit`, its `task`
+ * read by {@link readSubmittedTask}): the same record, the same checks, the same answer.
+ */
+export function submitTask(services: Services, caller: Caller, input: SubmitTask) {
+  return services.tasks.submit(caller.id, input)
+}
+
+/**
+ * The `task` of a WebSocket `submit`, validated with the schema and the issue rules of
+ * `POST /v1/tasks` (issues at location `body`), their paths under `task`. Throws a 400
+ * VALIDATION_FAILED naming the first problem.
+ */
+export function readSubmittedTask(raw: unknown): SubmitTask {
+  const parsed = v.safeParse(SubmitTask, raw)
+  if (parsed.success) return parsed.output
+  const issues: ValidationIssue[] = toIssues('body', parsed.issues).map((i) => ({ ...i, path: i.path ? `task.${i.path}` : 'task' }))
+  throw validationError(issues, `Invalid task: ${issues[0]?.message}`)
+}
+
+export const taskHandlers = defineHandlers({
+  'tasks.submit': ({ caller, body, services }) => submitTask(services, caller, body),
+  'tasks.list': async ({ caller, query, services }) => {
+    const { items, total } = await services.tasks.list(caller.id, query, { status: query.status, mode: query.mode })
+    return { tasks: items, total }
+  },
+  'tasks.get': ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
+  'tasks.events': ({ caller, params, query, services }) => services.tasks.events(caller.id, params.id, query.after, query.limit),
+  'tasks.cancel': ({ caller, params, services }) => services.tasks.cancel(caller.id, params.id),
+})

@@ -1,82 +1,24 @@
-import * as v from 'valibot'
-import { defineRoute } from '../route.js'
-import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
-import { EventsQuery, TranscriptEvent } from '../schemas/task.js'
-import { UpdateWorkspace, Workspace, WorkspaceStatus, WorkspaceSummary } from '../schemas/workspace.js'
+import { defineHandlers } from '../route.js'
 
-export const workspaceRoutes = [
-  defineRoute({
-    name: 'workspaces.list',
-    method: 'GET',
-    path: '/v1/workspaces',
-    auth: 'caller',
-    tag: 'workspaces',
-    summary: 'List your workspaces',
-    description: 'Playbook-only workspaces (session ids starting `pb-`) are left out unless claimed as a messenger thread.',
-    query: v.object({ ...PageQuery, status: v.optional(WorkspaceStatus) }),
-    response: ListOf('workspaces', WorkspaceSummary),
-    handle: async ({ caller, query, services }) => {
-      const { items, total } = await services.workspaces.list(caller.id, query, { status: query.status })
-      return { workspaces: items, total }
-    },
-  }),
-  defineRoute({
-    name: 'workspaces.get',
-    method: 'GET',
-    path: '/v1/workspaces/:id',
-    auth: 'caller',
-    tag: 'workspaces',
-    summary: 'Read one workspace',
-    params: IdParams('workspace'),
-    response: Workspace,
-    handle: ({ caller, params, services }) => services.workspaces.get(caller.id, params.id),
-  }),
-  defineRoute({
-    name: 'workspaces.update',
-    method: 'PATCH',
-    path: '/v1/workspaces/:id',
-    auth: 'caller',
-    tag: 'workspaces',
-    summary: 'Update name, starred, pinned, archived, tags, public_preview or model_override',
-    params: IdParams('workspace'),
-    body: UpdateWorkspace,
-    response: Workspace,
-    description: '`model_override` must be a model the credential of the workspace’s profile allows (400 naming it otherwise); `null` goes back to the profile’s model.',
-    handle: async ({ caller, params, body, services }) => {
-      if (body.model_override) {
-        const ws = await services.workspaces.records.get(caller.id, params.id)
-        await services.profiles.assertModel(caller.id, ws.profile_id, body.model_override, 'model_override')
-      }
-      return services.workspaces.update(caller.id, params.id, body)
-    },
-  }),
-  defineRoute({
-    name: 'workspaces.delete',
-    method: 'DELETE',
-    path: '/v1/workspaces/:id',
-    auth: 'caller',
-    tag: 'workspaces',
-    summary: 'Delete a workspace for good: its container, volume, transcript and row',
-    params: IdParams('workspace'),
-    status: 204,
-    handle: async ({ caller, params, services }) => {
-      await services.deleteWorkspace(caller.id, params.id)
-    },
-  }),
-  defineRoute({
-    name: 'workspaces.transcript',
-    method: 'GET',
-    path: '/v1/workspaces/:id/transcript',
-    auth: 'caller',
-    tag: 'workspaces',
-    summary: "The workspace's event log: every token, tool call, tool result, user message and turn boundary",
-    params: IdParams('workspace'),
-    query: EventsQuery,
-    response: ListOf('events', TranscriptEvent),
-    handle: async ({ caller, params, query, services }) => {
-      await services.workspaces.assert(caller.id, params.id)
-      const events = await services.eventLog.read(caller.id, params.id, { after: query.after, limit: query.limit })
-      return { events, total: await services.eventLog.count(caller.id, params.id) }
-    },
-  }),
-] as const
+export const workspaceHandlers = defineHandlers({
+  'workspaces.list': async ({ caller, query, services }) => {
+    const { items, total } = await services.workspaces.list(caller.id, query, { status: query.status })
+    return { workspaces: items, total }
+  },
+  'workspaces.get': ({ caller, params, services }) => services.workspaces.get(caller.id, params.id),
+  'workspaces.update': async ({ caller, params, body, services }) => {
+    if (body.model_override) {
+      const ws = await services.workspaces.records.get(caller.id, params.id)
+      await services.profiles.assertModel(caller.id, ws.profile_id, body.model_override, 'model_override')
+    }
+    return services.workspaces.update(caller.id, params.id, body)
+  },
+  'workspaces.delete': async ({ caller, params, services }) => {
+    await services.deleteWorkspace(caller.id, params.id)
+  },
+  'workspaces.transcript': async ({ caller, params, query, services }) => {
+    await services.workspaces.assert(caller.id, params.id)
+    const events = await services.eventLog.read(caller.id, params.id, { after: query.after, limit: query.limit })
+    return { events, total: await services.eventLog.count(caller.id, params.id) }
+  },
+})

@@ -1,5 +1,5 @@
 /** `defineRuntime`: how an adapter declares itself, with every operation's errors made `ContainerError`s. */
-import { isApiError } from '../errors.js'
+import { isApiError } from '@berth/contract'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import { ContainerError } from './errors.js'
 

@@ -1,5 +1,5 @@
 /** The error every `ContainerRuntime` operation rejects with, and the file operations' path errors. */
-import { ApiError, isApiError } from '../errors.js'
+import { ApiError, isApiError } from '@berth/contract'
 
 /** Why a container operation failed; carried as `details.reason`. */
 export type ContainerFailure =

@@ -1,5 +1,5 @@
 /** Creating a pooled container: its spec and `berth.*` labels, the engine calls, and the record a restart accounts for it by. */
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import { IDLE_COMMAND, MANAGED_LABEL, type ContainerRuntime, type ContainerSpec } from '../ports/container-runtime.js'
 import { isContainerError } from './errors.js'

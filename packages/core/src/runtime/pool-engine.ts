@@ -2,7 +2,7 @@
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import { ContainerError } from './errors.js'
 import type { Logger } from '../ports/logger.js'
-import type { EngineHealth } from '../schemas/health.js'
+import type { EngineHealth } from '@berth/contract'
 import { oneLine } from './pool-image.js'
 
 /** `work`, or a rejection naming `what` after `ms` (an engine socket that accepts but never answers). */

@@ -1,7 +1,7 @@
 import type { ContainerRuntime, ImageRecipe } from '../ports/container-runtime.js'
 import { isContainerError } from './errors.js'
 import type { Logger } from '../ports/logger.js'
-import type { ImageHealth } from '../schemas/health.js'
+import type { ImageHealth } from '@berth/contract'
 
 /**
  * One line of an error, short enough for `/health` and logs.

@@ -1,9 +1,7 @@
 /** The warm container pool: claims, leases and reaping, over the engine link, warm-up, fair queue and recovery beside it. */
-import { ApiError, notFound } from '../errors.js'
-import { newId } from '../ids.js'
+import { ApiError, notFound, newId, type EngineHealth, type PoolStats } from '@berth/contract'
 import { isoNow } from '../ports/clock.js'
 import { ContainerError } from './errors.js'
-import type { EngineHealth, PoolStats } from '../schemas/health.js'
 import { EngineLink } from './pool-engine.js'
 import { PoolImage } from './pool-image.js'
 import { poolKey, type ClaimRequest, type Lease, type PooledContainer, type PoolOptions } from './pool-options.js'

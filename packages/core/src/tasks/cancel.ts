@@ -1,6 +1,6 @@
 /** Cancelling a task: its own abort reason, the cancel of a task this instance holds, and the wait for one another instance runs. */
 import type { OwnedCollection } from '../records/collection.js'
-import type { Task } from '../schemas/task.js'
+import type { Task } from '@berth/contract'
 import type { EventBus } from './event-bus.js'
 import { ACTIVE, taskView, type TaskRecord } from './record.js'
 import type { Scheduler } from './scheduler.js'

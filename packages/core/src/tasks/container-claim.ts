@@ -7,7 +7,7 @@ import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { TaskEngine } from './engine.js'
 import { materialize, WORKSPACE_DIR, type MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './record.js'
-import type { RunnerInput } from './runner-protocol.js'
+import type { RunnerInput } from '@berth/contract'
 import { warmKey, type WarmAgent } from './warm-agents.js'
 
 export interface ClaimDeps {

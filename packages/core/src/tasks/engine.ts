@@ -1,5 +1,5 @@
 /** Where task containers come from and how the runner is started in them. */
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { ContainerPool } from '../runtime/pool.js'
 import type { WarmAgents } from './warm-agents.js'

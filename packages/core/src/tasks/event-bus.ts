@@ -1,16 +1,9 @@
-import type { Task, TranscriptEvent } from '../schemas/task.js'
+import type { Task, TranscriptEvent } from '@berth/contract'
 
 /** What subscribers of a task receive, live (in this process, and relayed between instances). */
 export type TaskBusMessage =
   | { type: 'task.status'; task_id: string; status: Task['status']; task: Task; owner_id: string }
   | { type: 'task.event'; task_id: string; event: TranscriptEvent; owner_id?: string; workspace_id?: string }
-
-/**
- * The former name, kept only while `transport/socket.ts` imports it (the wire protocol's
- * `TaskMessage` is declared by the contract package).
- * @deprecated Use {@link TaskBusMessage}.
- */
-export type TaskMessage = TaskBusMessage
 
 type Listener = (message: TaskBusMessage) => void
 

@@ -1,5 +1,4 @@
-import { ApiError } from '../errors.js'
-import type { RunnerInput } from './runner-protocol.js'
+import { ApiError, type RunnerInput } from '@berth/contract'
 import type { ApiKeysService } from '../resources/api-keys.js'
 import type { AgentsService, SecretsService, SkillsService, ToolsService } from '../resources/catalog.js'
 import type { GitAccountsService } from '../integrations/git-accounts.js'

@@ -1,9 +1,7 @@
 /** The stored task and how it reads: the record every part of tasks/ passes around. */
-import { isApiError } from '../errors.js'
+import { ACTIVE_TASK_STATUSES, isApiError, Task, TaskError, type TaskResult, type TaskStatus, type RunnerEvent } from '@berth/contract'
 import type { OwnedRecord } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import { Task, TaskError, type TaskResult, type TaskStatus } from '../schemas/task.js'
-import type { RunnerEvent } from './runner-protocol.js'
 
 /** A stored task. */
 export interface TaskRecord extends OwnedRecord {
@@ -31,8 +29,8 @@ export interface TaskRecord extends OwnedRecord {
   instance_id?: string | null
 }
 
-/** The statuses of a task not yet ended. */
-export const ACTIVE: readonly TaskStatus[] = ['queued', 'starting', 'running']
+/** The statuses of a task not yet ended (the contract's list, typed for `includes(status)`). */
+export const ACTIVE: readonly TaskStatus[] = ACTIVE_TASK_STATUSES
 
 /** The runner's last line: how the run ended. */
 export type ResultEvent = Extract<RunnerEvent, { type: 'result' }>

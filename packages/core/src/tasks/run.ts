@@ -1,5 +1,5 @@
 /** One task run end to end: its plan loaded once, its container leased, its moves, the runner's events and result, the container kept warm or released. */
-import { ApiError, isApiError } from '../errors.js'
+import { ApiError, isApiError } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { ProfilesService } from '../resources/profiles.js'

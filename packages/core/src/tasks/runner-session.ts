@@ -1,11 +1,9 @@
 /** One run of the runner in a container: started (or handed to a warm agent), its stdout framed into events, its result. */
 import * as v from 'valibot'
-import { ApiError } from '../errors.js'
+import { ApiError, RunnerEvent, type RunnerInput, secretForms } from '@berth/contract'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
-import { RunnerEvent, type RunnerInput } from './runner-protocol.js'
-import { secretForms } from './secret-forms.js'
 import type { WarmAgent } from './warm-agents.js'
 
 /** How long a runner may take to exit after writing its result before it is killed. */

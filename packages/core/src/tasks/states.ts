@@ -2,7 +2,7 @@
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { OwnedCollection } from '../records/collection.js'
-import type { TaskStatus } from '../schemas/task.js'
+import type { TaskStatus } from '@berth/contract'
 import type { EventLog } from '../workspaces/event-log.js'
 import type { EventBus } from './event-bus.js'
 import { activeKey, taskView, type TaskEnd, type TaskRecord } from './record.js'

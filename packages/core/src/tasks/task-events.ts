@@ -1,9 +1,8 @@
 /** A task's transcript: its events stored in the workspace's log, pushed live, and counted. */
-import type { TranscriptEvent } from '../schemas/task.js'
+import type { TranscriptEvent, RunnerEvent } from '@berth/contract'
 import type { EventLog } from '../workspaces/event-log.js'
 import type { EventBus } from './event-bus.js'
 import { ACTIVE, type TaskRecord } from './record.js'
-import type { RunnerEvent } from './runner-protocol.js'
 
 /** How many events a task has, and its first `seq`. */
 export interface EventCount {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
-import type { RunnerInput } from './runner-protocol.js'
+import type { RunnerInput } from '@berth/contract'
 import type { ContainerPool, Lease } from '../runtime/index.js'
 
 /** Where a warm agent's output goes once a task took it. */

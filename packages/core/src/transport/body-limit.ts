@@ -4,7 +4,7 @@
  * declared length over the limit and on the first chunk past it, which is what the note
  * below must avoid on Node 20; and core imports no HTTP framework.
  */
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 
 /**
  * The request with its body capped at `limit` bytes: 413 now when the declared length is

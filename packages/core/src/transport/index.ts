@@ -2,4 +2,4 @@
 export { json, errorResponse } from './response.js'
 export { bearerToken, createAuthenticate, type Authenticate, type AuthenticateOptions } from './auth.js'
 export { createPipeline, type Pipeline, type PipelineOptions } from './pipeline.js'
-export { createTaskSocket, ClientMessage, SLOW_CONSUMER_CLOSE, type TaskSocketOptions } from './socket.js'
+export { createTaskSocket, type TaskSocketOptions } from './socket.js'

@@ -1,6 +1,6 @@
 /** The request pipeline: authenticate, rate-limit, validate and answer one route for one request. */
 import * as v from 'valibot'
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'

@@ -1,5 +1,5 @@
 /** JSON responses and the error response every route and the server share. */
-import { isApiError, type ApiError, type ErrorBody } from '../errors.js'
+import { isApiError, type ApiError, type ErrorBody } from '@berth/contract'
 import type { Logger } from '../ports/logger.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'

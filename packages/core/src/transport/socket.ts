@@ -1,30 +1,18 @@
+import { ClientEnvelope, SLOW_CONSUMER_CLOSE, isApiError, type ServerMessage, type TaskEvent, type TranscriptEvent } from '@berth/contract'
 import * as v from 'valibot'
-import { maxLength, minLength } from '../schemas/length.js'
-import { isApiError } from '../errors.js'
 import { toIssues } from '../internal/input.js'
 import type { Caller } from '../caller.js'
-import { SubmitTask, type TranscriptEvent } from '../schemas/task.js'
-import type { TaskMessage } from '../tasks/event-bus.js'
+import type { TaskBusMessage } from '../tasks/event-bus.js'
 import type { Services } from '../services.js'
 import type { RateDecision } from '../limits/rate-limit.js'
+import { readSubmittedTask, submitTask } from '../routes/tasks.js'
 import { submitOnce } from './submit-once.js'
-
-/** What a client may send over `/v1/ws`. */
-export const ClientMessage = v.variant('type', [
-  v.object({ type: v.literal('submit'), request_id: v.pipe(v.string(), minLength(1), maxLength(200)), task: v.unknown() }),
-  v.object({ type: v.literal('subscribe'), task_id: v.string() }),
-  v.object({ type: v.literal('unsubscribe'), task_id: v.string() }),
-  v.object({ type: v.literal('ping') }),
-])
-
-/** Close code for a client that does not read fast enough. */
-export const SLOW_CONSUMER_CLOSE = 4008
 
 export interface TaskSocketOptions {
   caller: Caller
   services: Services
   /** Send one message (JSON-serialisable). */
-  send(message: object): void
+  send(message: ServerMessage): void
   /** Bytes queued to the client and not yet sent. */
   buffered(): number
   close(code: number, reason: string): void
@@ -53,7 +41,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
   const subscriptions = new Map<string, () => void>()
   let closed = false
 
-  const send = (message: object) => {
+  const send = (message: ServerMessage) => {
     if (closed) return
     if (o.buffered() > maxBuffered) {
       closed = true
@@ -67,7 +55,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
 
   /** An error message, carrying the `request_id` or `task_id` of the message it answers. */
   const fail = (err: unknown, ids: { request_id?: string; task_id?: string } = {}) => {
-    const body = isApiError(err) ? err.toJSON() : { code: 'INTERNAL_ERROR', error: 'Internal error' }
+    const body = isApiError(err) ? err.toJSON() : { code: 'INTERNAL_ERROR' as const, error: 'Internal error' }
     if (!isApiError(err)) services.logger.error('websocket message failed', { error: String(err) })
     send({ type: 'error', ...ids, ...body })
   }
@@ -78,12 +66,13 @@ export function createTaskSocket(o: TaskSocketOptions) {
     // Listen first and hold live messages back, then replay the log: nothing falls between.
     let lastSeq = 0
     let replaying = true
-    const held: TaskMessage[] = []
-    const deliver = (m: TaskMessage) => {
+    const held: TaskBusMessage[] = []
+    const deliver = (m: TaskBusMessage) => {
       if (m.type === 'task.event') {
         if (m.event.seq <= lastSeq) return
         lastSeq = m.event.seq
-        send({ type: 'task.event', task_id: m.task_id, event: m.event })
+        // The log holds runner events only, each with its place: a stored event is a TaskEvent.
+        send({ type: 'task.event', task_id: m.task_id, event: m.event as TaskEvent })
       } else send({ type: 'task.status', task_id: m.task_id, status: m.status, task: m.task })
     }
     const off = services.bus.subscribe(taskId, (m) => (replaying ? held.push(m) : deliver(m)))
@@ -99,14 +88,9 @@ export function createTaskSocket(o: TaskSocketOptions) {
   }
 
   async function submit(requestId: string, raw: unknown): Promise<void> {
-    const parsed = v.safeParse(SubmitTask, raw)
-    if (!parsed.success) {
-      const issues = toIssues('body', parsed.issues).map((i) => ({ ...i, path: i.path ? `task.${i.path}` : 'task' }))
-      send({ type: 'error', request_id: requestId, code: 'VALIDATION_FAILED', error: `Invalid task: ${issues[0]?.message}`, details: { issues } })
-      return
-    }
+    const input = readSubmittedTask(raw)
     // The same request_id from this caller (a resend, a reconnect, another instance) is the same task.
-    const taskId = await submitOnce(services, caller.id, requestId, async () => (await services.tasks.submit(caller.id, parsed.output)).task_id)
+    const taskId = await submitOnce(services, caller.id, requestId, async () => (await submitTask(services, caller, input)).task_id)
     const task = await services.tasks.records.get(caller.id, taskId)
     send({ type: 'submitted', request_id: requestId, task_id: taskId, status: task.status })
     await subscribe(taskId)
@@ -122,7 +106,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
         send({ type: 'error', code: 'VALIDATION_FAILED', error: 'Messages must be JSON' })
         return
       }
-      const msg = v.safeParse(ClientMessage, data)
+      const msg = v.safeParse(ClientEnvelope, data)
       if (!msg.success) {
         send({ type: 'error', code: 'VALIDATION_FAILED', error: 'Unknown or malformed message', details: { issues: toIssues('body', msg.issues) } })
         return

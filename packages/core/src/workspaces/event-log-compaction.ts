@@ -1,5 +1,5 @@
 /** Compacting a transcript: merging runs of small segments into larger ones, written before their parts are deleted. */
-import type { TranscriptEvent } from '../schemas/task.js'
+import type { TranscriptEvent } from '@berth/contract'
 import type { Segment, SegmentStore } from './event-segments.js'
 
 /** The log being compacted: its place in the store and its index (changed in place). */

@@ -2,7 +2,7 @@
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
-import type { TranscriptEvent } from '../schemas/task.js'
+import type { TranscriptEvent } from '@berth/contract'
 import { compact, mergeable } from './event-log-compaction.js'
 import { recoverSegments } from './event-log-recovery.js'
 import { findSegment, SegmentStore, type Segment } from './event-segments.js'

@@ -3,7 +3,7 @@
  * `eventlog:<owner>:<ws>:<first>-<last>` (both zero-padded) holding the events `first..last`.
  */
 import type { Store } from '../ports/store.js'
-import type { TranscriptEvent } from '../schemas/task.js'
+import type { TranscriptEvent } from '@berth/contract'
 import type { LRUCache } from 'lru-cache'
 import { segmentCache } from './segment-cache.js'
 

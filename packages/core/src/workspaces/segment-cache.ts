@@ -1,6 +1,6 @@
 /** Parsed transcript segments kept in memory, least recently used first, bounded by their event count. */
 import { LRUCache } from 'lru-cache'
-import type { TranscriptEvent } from '../schemas/task.js'
+import type { TranscriptEvent } from '@berth/contract'
 
 /**
  * Parsed segments by key, at most `maxEvents` events in all: setting one beyond evicts the

@@ -1,5 +1,5 @@
 /** Where a workspace's files are right now: its own container, or a helper on its volume or kept files. */
-import { ApiError } from '../errors.js'
+import { ApiError } from '@berth/contract'
 import { WORKSPACE_DIR } from '../tasks/materialize.js'
 import type { TaskEngine } from '../tasks/engine.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'

@@ -1,5 +1,5 @@
 /** The files of a workspace: browse a directory, upload files, download paths as a tar. */
-import { ApiError, isApiError, type ValidationIssue } from '../errors.js'
+import { ApiError, isApiError, type ValidationIssue } from '@berth/contract'
 import { MultipartError, readMultipart } from '../internal/multipart.js'
 import { clientAborted } from '../internal/input.js'
 import type { ContainerRuntime, FileEntry, FileWrite } from '../ports/container-runtime.js'

@@ -1,5 +1,5 @@
 /** Caller paths and file names for the workspace file routes, and the 400s that name them. */
-import { ApiError, validationError, type ValidationIssue } from '../errors.js'
+import { ApiError, validationError, type ValidationIssue } from '@berth/contract'
 import type { FilePathError } from '../runtime/errors.js'
 import { WORKSPACE_DIR } from '../tasks/materialize.js'
 

@@ -1,10 +1,8 @@
-import { newId } from '../ids.js'
+import { newId, Workspace, WorkspaceSummary, type UpdateWorkspace, type WorkspaceStatus, notFound } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
-import { Workspace, WorkspaceSummary, type UpdateWorkspace, type WorkspaceStatus } from '../schemas/workspace.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import { notFound } from '../errors.js'
 
 /** A stored workspace: the API fields plus what the task runner needs to continue it. */
 export interface WorkspaceRecord extends OwnedRecord, Workspace {

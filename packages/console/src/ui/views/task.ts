@@ -1,3 +1,4 @@
+import type { Task } from '@berth/contract'
 import { api, ApiError, describeError } from '../api.js'
 import { h, replace } from '../dom.js'
 import { age, promptTitle, statusClass, TERMINAL, usd } from '../format.js'
@@ -8,21 +9,6 @@ import { TranscriptView } from '../transcript.js'
 import { filesPanel } from './files.js'
 import { followUpForm } from './follow-up.js'
 import type { View } from './view.js'
-
-interface Task {
-  task_id: string
-  status: string
-  mode: 'batch' | 'session'
-  profile_id: string
-  prompt: string
-  session_id: string | null
-  workspace_id: string | null
-  created_at: string
-  started_at: string | null
-  finished_at: string | null
-  result: { text: string; cost_usd: number; turns: number; input_tokens: number; output_tokens: number } | null
-  error: { code: string; error: string } | null
-}
 
 /** Pages an event log forward from `after` to its end. */
 async function readAll(path: string, after: number): Promise<TranscriptEvent[]> {

@@ -1,3 +1,4 @@
+import { TASK_STATUSES, type Task } from '@berth/contract'
 import { api, describeError } from '../api.js'
 import { h, replace } from '../dom.js'
 import { age, promptTitle, statusClass, TERMINAL, usd } from '../format.js'
@@ -5,18 +6,6 @@ import { profiles } from '../profiles.js'
 import { socket } from '../socket.js'
 import type { View } from './view.js'
 
-interface Task {
-  task_id: string
-  status: string
-  mode: string
-  profile_id: string
-  prompt: string
-  session_id: string | null
-  workspace_id: string | null
-  created_at: string
-  result: { cost_usd: number; turns: number } | null
-  error: { code: string } | null
-}
 
 const PAGE = 25
 const REFRESH_MS = 15_000
@@ -58,7 +47,7 @@ export function tasksView(query: URLSearchParams): View {
   const filters = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter tasks', onsubmit: (e: Event) => e.preventDefault() },
-    select('f-status', 'Status', status, [['', 'Any'], ...['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'].map((s): [string, string] => [s, s])], 'status'),
+    select('f-status', 'Status', status, [['', 'Any'], ...TASK_STATUSES.map((s): [string, string] => [s, s])], 'status'),
     select('f-mode', 'Mode', mode, [['', 'Any'], ['batch', 'batch'], ['session', 'session']], 'mode'),
     profileSelect,
   )

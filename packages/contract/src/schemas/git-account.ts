@@ -1,8 +1,10 @@
 import * as v from 'valibot'
 import { maxLength, minLength } from './length.js'
-import { GIT_PROVIDERS } from '../ports/git-provider.js'
 import { Id, PageQuery, RecordMeta } from './common.js'
 import { ReturnPath } from './oauth-return-path.js'
+
+/** The hosted Git providers accounts can be connected from. */
+export const GIT_PROVIDERS = ['github', 'gitlab', 'bitbucket'] as const
 
 /** `github`, `gitlab` or `bitbucket`. */
 export const GitProviderNameSchema = v.picklist(GIT_PROVIDERS, 'must be one of github, gitlab, bitbucket')

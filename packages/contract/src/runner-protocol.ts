@@ -1,5 +1,5 @@
 import * as v from 'valibot'
-import { McpServer } from '../schemas/profile.js'
+import { McpServer } from './schemas/profile.js'
 
 /**
  * The protocol between the server and `@berth/runner`, the program inside a task's

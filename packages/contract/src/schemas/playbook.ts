@@ -3,6 +3,7 @@ import { maxLength, minLength } from './length.js'
 import { ERROR_STATUS } from '../errors.js'
 import { Description, Id, Name, PageQuery, RecordMeta, Timestamp } from './common.js'
 import { ToolName } from './profile.js'
+import { TASK_STATUSES } from '../statuses.js'
 
 /** How a playbook is started: `manual` (the run endpoint only) or `webhook` (also by its webhook URL). */
 export const PlaybookTrigger = v.picklist(['manual', 'webhook'])
@@ -53,7 +54,7 @@ export const CreatePlaybook = v.strictObject({
 export const UpdatePlaybook = v.partial(CreatePlaybook)
 
 /** A run has its task's status; a run whose task could not even be submitted is `failed`. */
-export const PlaybookRunStatus = v.picklist(['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'])
+export const PlaybookRunStatus = v.picklist(TASK_STATUSES)
 
 /** One run of a playbook: the task it ran as and how it went. */
 export const PlaybookRun = v.object({

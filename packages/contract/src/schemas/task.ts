@@ -2,9 +2,10 @@ import * as v from 'valibot'
 import { maxLength, minLength } from './length.js'
 import { Id, PageQuery, Timestamp } from './common.js'
 import { ToolName } from './profile.js'
+import { TASK_STATUSES, TRANSCRIPT_EVENT_TYPES } from '../statuses.js'
 
 /** `queued` → `starting` → `running` → `completed` | `failed` | `cancelled`. */
-export const TaskStatus = v.picklist(['queued', 'starting', 'running', 'completed', 'failed', 'cancelled'])
+export const TaskStatus = v.picklist(TASK_STATUSES)
 export const TaskMode = v.picklist(['batch', 'session'])
 export const Priority = v.picklist(['low', 'normal', 'high'])
 /** Session ids: `sess_…` for sessions, `pb-…` for playbook-only workspaces. */
@@ -80,7 +81,7 @@ export const TaskListQuery = v.object({
 export const TranscriptEvent = v.looseObject({
   seq: v.pipe(v.number(), v.integer()),
   at: Timestamp,
-  type: v.picklist(['user_message', 'turn_start', 'token', 'tool_call', 'tool_result', 'turn_end', 'result', 'error']),
+  type: v.picklist(TRANSCRIPT_EVENT_TYPES),
   task_id: Id('task'),
 })
 
