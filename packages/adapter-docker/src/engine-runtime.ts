@@ -134,7 +134,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   }
   const exec: ContainerRuntime['exec'] = async (id, opts) => {
     const user = opts.user ?? (await userOf(id))
-    return startExec(ctx, id, { ...opts, ...(user && { user }) })
+    return startExec(ctx, id, { ...opts, user })
   }
   const fetchArchive: ContainerRuntime['getArchive'] = (id, path) => getArchive(ctx, id, path, options.transformArchive)
 

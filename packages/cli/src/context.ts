@@ -26,8 +26,8 @@ export const EXIT = { ok: 0, taskFailed: 1, error: 2, interrupted: 130 } as cons
  */
 export function clientFor(args: { url?: string | undefined; token?: string | undefined }): NodeBerthClient {
   const baseURL = args.url || process.env.BERTH_URL || 'http://127.0.0.1:3000'
-  const token = args.token || process.env.BERTH_TOKEN
-  return createBerthClient({ baseURL, ...(token && { token }) })
+  const token = args.token || process.env.BERTH_TOKEN || undefined
+  return createBerthClient({ baseURL, token })
 }
 
 /**
@@ -39,7 +39,7 @@ export function clientFor(args: { url?: string | undefined; token?: string | und
  * run: ({ args }) => action(async () => { ...; return EXIT.ok })
  * ```
  */
-export async function action(body: () => Promise<number | void>): Promise<void> {
+export async function action(body: () => Promise<number> | Promise<void>): Promise<void> {
   try {
     process.exitCode = (await body()) ?? EXIT.ok
   } catch (err) {

@@ -18,7 +18,8 @@ export interface TaskFlagValues {
   priority?: string | undefined
 }
 
-function number(flag: string, value: string): number {
+function number(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined
   const n = Number(value)
   if (!Number.isFinite(n)) throw new Error(`--${flag} must be a number, got "${value}"`)
   return n
@@ -53,9 +54,9 @@ export async function profileId(berth: NodeBerthClient, slugOrId: string): Promi
 export async function taskFields(berth: NodeBerthClient, args: TaskFlagValues): Promise<Omit<RunTaskBody, 'prompt'>> {
   return {
     profile_id: await profileId(berth, args.profile),
-    ...(args['max-turns'] !== undefined && { max_turns: number('max-turns', args['max-turns']) }),
-    ...(args['max-budget'] !== undefined && { max_budget_usd: number('max-budget', args['max-budget']) }),
-    ...(args.tools !== undefined && { allowed_tools: args.tools.split(',').map((t) => t.trim()).filter(Boolean) }),
-    ...(args.priority !== undefined && { priority: args.priority as RunTaskBody['priority'] & string }),
+    max_turns: number('max-turns', args['max-turns']),
+    max_budget_usd: number('max-budget', args['max-budget']),
+    allowed_tools: args.tools?.split(',').map((t) => t.trim()).filter(Boolean),
+    priority: args.priority as RunTaskBody['priority'],
   }
 }

@@ -152,8 +152,8 @@ export function buildClient(options: BerthClientOptions, extend?: (client: Berth
   const openSocket = (reconnect: BerthSocketOptions['reconnect'] = options.reconnect ?? { retries: 3 }) =>
     createBerthSocket({
       baseURL: options.baseURL,
-      ...(options.token !== undefined && { token: options.token }),
-      ...(connect && { connect }),
+      token: options.token,
+      connect,
       reconnect,
     })
   const maybeSocket = () => (canSocket ? openSocket() : undefined)

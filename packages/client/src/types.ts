@@ -25,17 +25,19 @@ type Out<S> = S extends SchemaTypes ? NonNullable<S['~types']>['output'] : never
 /** The schema of a route part (`params`, `query`, `body`, `response`), `never` when absent. */
 type Part<N extends RouteName, K extends 'params' | 'query' | 'body' | 'response'> = Exclude<RouteOf<N>[K], undefined>
 type Has<T> = [T] extends [never] ? false : true
-type Simplify<T> = { [K in keyof T]: T[K] } & {}
+type Simplify<T> = { [K in keyof T]: T[K] }
+/** The input part of a route that does not take that part: no key at all. */
+type None = Record<never, never>
 
-type ParamsInput<N extends RouteName> = Has<Part<N, 'params'>> extends true ? { params: In<Part<N, 'params'>> } : {}
+type ParamsInput<N extends RouteName> = Has<Part<N, 'params'>> extends true ? { params: In<Part<N, 'params'>> } : None
 // A query whose fields are all optional (every list) may be left out.
 type QueryInput<N extends RouteName> =
   Has<Part<N, 'query'>> extends true
-    ? {} extends In<Part<N, 'query'>>
+    ? None extends In<Part<N, 'query'>>
       ? { query?: In<Part<N, 'query'>> }
       : { query: In<Part<N, 'query'>> }
-    : {}
-type BodyInput<N extends RouteName> = Has<Part<N, 'body'>> extends true ? { body: In<Part<N, 'body'>> } : {}
+    : None
+type BodyInput<N extends RouteName> = Has<Part<N, 'body'>> extends true ? { body: In<Part<N, 'body'>> } : None
 
 /**
  * The input of an operation: `{ params }` when its path has parameters, `{ query? }` when
@@ -58,10 +60,11 @@ export type RouteInput<N extends RouteName> = Simplify<ParamsInput<N> & QueryInp
  * const profile: RouteOutput<'profiles.get'> = await client.profiles.get({ params: { id } })
  * ```
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: a 204 call resolves to `Promise<void>`, the type callers expect of a call with nothing to read
 export type RouteOutput<N extends RouteName> = Has<Part<N, 'response'>> extends true ? Out<Part<N, 'response'>> : void
 
 /** True when an operation cannot be called without an input argument. */
-export type InputRequired<N extends RouteName> = {} extends RouteInput<N> ? false : true
+export type InputRequired<N extends RouteName> = None extends RouteInput<N> ? false : true
 
 /** Per-call options, layered over the client's own. */
 export interface CallOptions {

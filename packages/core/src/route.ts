@@ -8,6 +8,7 @@ export type { AuthLevel, HttpMethod, MultipartBody } from '@berth/contract'
 
 type AnySchema = v.GenericSchema
 type Out<S> = S extends AnySchema ? v.InferOutput<S> : undefined
+// biome-ignore lint/suspicious/noConfusingVoidType: a 204 handler returns a service call's `Promise<void>`, which `undefined` would refuse
 type Result<S> = S extends AnySchema ? v.InferOutput<S> : void
 
 /** What a handler receives: the validated input, the caller and the services. */
@@ -57,6 +58,7 @@ export interface RouteDef<
  * Any route with its handler (the mounted table's element type). Each handler takes its own
  * input types, so the schema slots are `any`: routes of every shape share one table.
  */
+// biome-ignore lint/suspicious/noExplicitAny: each handler's context is typed by its own schemas; no other slot type admits every handler (the parameter is contravariant)
 export type AnyRoute = RouteDef<string, HttpMethod, string, AuthLevel, any, any, any, any>
 
 /**

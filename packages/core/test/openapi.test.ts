@@ -181,7 +181,7 @@ describe('the OpenAPI document of the route table', () => {
   it("describes the WebSocket's messages from the contract's schemas (x-websocket on /v1/ws)", () => {
     const ws = doc.paths['/v1/ws']?.get?.['x-websocket']
     expect(ws).toBeDefined()
-    const types = (union: OpenApiSchema) => ((union.oneOf ?? union.anyOf ?? []) as OpenApiSchema[]).map((m) => (m.properties?.type as OpenApiSchema).const)
+    const types = (union: OpenApiSchema) => ((union.oneOf ?? union.anyOf ?? []) as OpenApiSchema[]).map((m) => (m.properties?.type as OpenApiSchema | undefined)?.const)
     expect(types(ws!.client_messages)).toEqual(['submit', 'subscribe', 'unsubscribe', 'ping'])
     expect(types(ws!.server_messages)).toEqual(['submitted', 'task.status', 'task.event', 'error', 'pong'])
     // The same named shapes as the HTTP routes: a submitted task is a SubmitTask, a status message carries a Task.

@@ -2,7 +2,7 @@ import { createStorage } from 'unstorage'
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
 import { createAesGcmCipher, createServices, createTaskSocket, type Caller, type TaskRecord } from '@berth/core'
-import { ClientMessage, SLOW_CONSUMER_CLOSE, ServerMessage } from '@berth/contract'
+import { type ClientMessage, SLOW_CONSUMER_CLOSE, ServerMessage } from '@berth/contract'
 import { unstorageStore } from '../../server/src/store.js'
 
 describe('task socket', () => {

@@ -178,7 +178,9 @@ describe('properties', () => {
         const tar = await packTar(input)
         const out = await readTar(await collect(repackTar([{ archive: chunks(tar, size), rename: (n) => `${prefix}/${n.slice('src/'.length)}` }])))
         expect(out.map((e) => [e.name, e.content.length])).toEqual(files.map((f) => [[prefix, ...f.dirs, f.name].join('/'), f.size]))
-        out.forEach((e, i) => expect(Buffer.compare(e.content, input[i]!.content)).toBe(0))
+        out.forEach((e, i) => {
+          expect(Buffer.compare(e.content, input[i]!.content)).toBe(0)
+        })
       }),
       { numRuns: 80, seed: 24 },
     )
@@ -195,7 +197,9 @@ describe('properties', () => {
         const got: [string | null, Uint8Array][] = []
         for await (const part of readMultipart(chunks(body, size), res.headers.get('content-type'))!) got.push([part.filename, await collect(part.body)])
         expect(got.map(([name, bytes]) => [name, bytes.length])).toEqual(parts.map((p) => [p.name, p.size]))
-        got.forEach(([, bytes], i) => expect(Buffer.compare(bytes, bytesOf(parts[i]!.size, parts[i]!.seed))).toBe(0))
+        got.forEach(([, bytes], i) => {
+          expect(Buffer.compare(bytes, bytesOf(parts[i]!.size, parts[i]!.seed))).toBe(0)
+        })
       }),
       { numRuns: 80, seed: 24 },
     )

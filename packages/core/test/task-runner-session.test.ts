@@ -62,7 +62,7 @@ describe('runnerEvents', () => {
     const s = session(rt)
     const c = consume(s)
     await vi.waitFor(() => expect(rt.runtime.exec).toHaveBeenCalledOnce())
-    const text = line({ type: 'turn_start', turn: 1 }) + 'not json\n' + line({ type: 'token', text: 'Hi' }) + line(result) + line({ type: 'token', text: 'late' })
+    const text = `${line({ type: 'turn_start', turn: 1 })}not json\n${line({ type: 'token', text: 'Hi' })}${line(result)}${line({ type: 'token', text: 'late' })}`
     // In three uneven pieces: a line cut in the middle comes out whole.
     rt.out(text.slice(0, 7))
     rt.out(text.slice(7, 40))

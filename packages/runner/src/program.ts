@@ -26,7 +26,7 @@ export function compileProgram(dir: string, cachedData?: Buffer): Script {
   const source = readFileSync(file, 'utf8').replace(/^#!.*/, '')
   return new Script(Module.wrap(source), {
     filename: file,
-    ...(cachedData && { cachedData }),
+    cachedData,
     // The program has no dynamic import; if one came, it resolves as in any module.
     importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   })

@@ -49,20 +49,20 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const services = createServices({
     store,
     rateLimiter,
-    ...(options.coordination && { coordination: options.coordination }),
+    coordination: options.coordination,
     ...containerSide,
     ...wireIntegrations(options, { clock, key }),
-    ...(options.playbookWebhookRate && { playbookWebhookRate: options.playbookWebhookRate }),
-    ...(options.concurrency !== undefined && { concurrency: options.concurrency }),
-    ...(options.sessionIdleMs !== undefined && { sessionIdleMs: options.sessionIdleMs }),
-    ...(options.recoveryGraceMs !== undefined && { recoveryGraceMs: options.recoveryGraceMs }),
-    ...(options.workspaceFiles && { workspaceFiles: options.workspaceFiles }),
+    playbookWebhookRate: options.playbookWebhookRate,
+    concurrency: options.concurrency,
+    sessionIdleMs: options.sessionIdleMs,
+    recoveryGraceMs: options.recoveryGraceMs,
+    workspaceFiles: options.workspaceFiles,
     cipher: createAesGcmCipher(key),
     clock,
     logger,
     adminToken: options.adminToken,
     version: VERSION,
-    ...(options.catalog && { catalog: options.catalog }),
+    catalog: options.catalog,
   })
   // Pool first (adopt or remove what a previous run left), then the tasks it served.
   // Task recovery runs even when the engine is down, so no task stays in limbo.

@@ -59,7 +59,7 @@ export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapt
             send: (m) => peer.send(JSON.stringify(m)),
             buffered: () => peer.bufferedAmount,
             close: (code, reason) => peer.close(code, reason),
-            ...(o.maxBuffered !== undefined && { maxBuffered: o.maxBuffered }),
+            maxBuffered: o.maxBuffered,
             take: () => o.rateLimiter.take(caller.id),
           }),
         )

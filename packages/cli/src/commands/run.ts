@@ -25,7 +25,7 @@ export const runCommand = defineCommand({
       process.once('SIGINT', onSigint)
       const view = args.json ? undefined : createTaskView()
       try {
-        const task = await berth.tasks.run(body, { signal: controller.signal, ...(view && { onEvent: view.onEvent }) })
+        const task = await berth.tasks.run(body, { signal: controller.signal, onEvent: view?.onEvent })
         if (args.json) printJson(task)
         const ok = view ? view.finish(task) : task.status === 'completed'
         return ok ? EXIT.ok : EXIT.taskFailed

@@ -14,7 +14,7 @@ const start = defineCommand({
   run: ({ args }) =>
     action(async () => {
       const berth = clientFor(args)
-      const session = berth.sessions.start({ ...(await taskFields(berth, args)), ...(args.session && { session_id: args.session }) })
+      const session = berth.sessions.start({ ...(await taskFields(berth, args)), session_id: args.session || undefined })
       const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: Boolean(process.stdin.isTTY) })
       let current: AbortController | undefined
       let status: number = EXIT.ok
@@ -30,7 +30,7 @@ const start = defineCommand({
           current = new AbortController()
           const view = args.json ? undefined : createTaskView()
           try {
-            const task = await session.send(prompt, { signal: current.signal, ...(view && { onEvent: view.onEvent }) })
+            const task = await session.send(prompt, { signal: current.signal, onEvent: view?.onEvent })
             if (args.json) printJson(task)
             const ok = view ? view.finish(task) : task.status === 'completed'
             if (!ok) status = EXIT.taskFailed

@@ -16,7 +16,7 @@ const ls = defineCommand({
         query: {
           limit: Number(args.limit ?? 20),
           page: Number(args.page ?? 1),
-          ...(args.status && { status: args.status as TaskStatus }),
+          status: (args.status || undefined) as TaskStatus | undefined,
         },
       })
       if (args.json) return printJson({ tasks, total })

@@ -77,11 +77,11 @@ export async function request(path: string, o: CallOptions = {}): Promise<Respon
  *
  * @example
  * ```ts
- * const { tasks } = await api('/v1/tasks?limit=20')
+ * const { tasks } = await api<{ tasks: Task[] }>('/v1/tasks?limit=20')
  * await api('/v1/tasks/task_1/cancel', { method: 'POST' })
  * ```
  */
-export async function api<T = any>(path: string, o: CallOptions = {}): Promise<T> {
+export async function api<T = unknown>(path: string, o: CallOptions = {}): Promise<T> {
   const res = await request(path, o)
   if (res.status === 204) return undefined as T
   return (await res.json()) as T

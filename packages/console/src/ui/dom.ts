@@ -1,6 +1,6 @@
 /** A tiny DOM builder: `h('button', { class: 'x', onclick }, 'Label')`. No framework. */
 export type Child = Node | string | number | null | undefined | false
-export type Attrs = Record<string, string | number | boolean | null | undefined | ((e: any) => void)>
+export type Attrs = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>
 
 /**
  * Create an element with attributes (`on*` keys become listeners; `false`/`null` are left

@@ -78,7 +78,11 @@ function route(): void {
     else if (path === '/sessions') view = sessionsView()
     else if (path === '/admin' && credentials()?.operator) view = adminView()
     else view = tasksView(query)
-    replace(app, h('a', { class: 'skip', href: '#main', onclick: (e: Event) => (e.preventDefault(), document.getElementById('main')?.focus()) }, 'Skip to content'), nav(), h('main', { id: 'main', tabindex: -1 }, view.el))
+    const skipToMain = (e: Event) => {
+      e.preventDefault()
+      document.getElementById('main')?.focus()
+    }
+    replace(app, h('a', { class: 'skip', href: '#main', onclick: skipToMain }, 'Skip to content'), nav(), h('main', { id: 'main', tabindex: -1 }, view.el))
   }
   current = view
   document.title = `${view.title} · Berth console`

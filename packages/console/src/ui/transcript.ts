@@ -19,7 +19,7 @@ function clipped(text: string, cls: string): HTMLElement {
   return h('div', { class: 'clip' }, pre, button)
 }
 
-function inputPreview(name: string, input: unknown): string {
+function inputPreview(input: unknown): string {
   if (input && typeof input === 'object') {
     const o = input as Record<string, unknown>
     const main = o.command ?? o.file_path ?? o.path ?? o.pattern ?? o.url ?? o.description
@@ -52,7 +52,10 @@ export class TranscriptView {
 
   private stats(taskId: string) {
     let s = this.seen.get(taskId)
-    if (!s) this.seen.set(taskId, (s = { turns: 0, input: 0, output: 0 }))
+    if (!s) {
+      s = { turns: 0, input: 0, output: 0 }
+      this.seen.set(taskId, s)
+    }
     return s
   }
 
@@ -99,7 +102,7 @@ export class TranscriptView {
         const el = h(
           'details',
           { class: 'ev tool', open: true, 'data-seq': e.seq, 'data-tool-id': id },
-          h('summary', null, h('span', { class: 'tool-name' }, name), ' ', h('code', { class: 'tool-preview' }, inputPreview(name, e.input)), h('span', { class: 'tool-state badge status-running' }, 'running')),
+          h('summary', null, h('span', { class: 'tool-name' }, name), ' ', h('code', { class: 'tool-preview' }, inputPreview(e.input)), h('span', { class: 'tool-state badge status-running' }, 'running')),
           h('div', { class: 'tool-label' }, 'Input'),
           clipped(JSON.stringify(e.input, null, 2) ?? '', 'tool-input'),
           h('div', { class: 'tool-label' }, 'Output'),

@@ -123,7 +123,7 @@ export class ConnectTokens {
    */
   channel(type: ConnectType, inner: Channel): Channel {
     return {
-      ...(inner.check && { check: (config: Config) => inner.check!(config) }),
+      check: inner.check?.bind(inner),
       deliver: async (_config, n, integration) => (integration ? this.deliver(inner, type, n, integration) : withoutIntegration(type)),
     }
   }

@@ -252,7 +252,7 @@ export class GitAccountsService {
         this.o.logger.warn('a linked git account is not usable; the task runs without its credentials', { account: id, status: r?.status ?? 'deleted' })
         continue
       }
-      out.push({ host: p.gitHost, username: p.gitUsername, token, ...(p.gitCaCert && { ca_pem: p.gitCaCert }) })
+      out.push({ host: p.gitHost, username: p.gitUsername, token, ca_pem: p.gitCaCert })
     }
     return out
   }

@@ -66,7 +66,7 @@ export class MessengerService {
 
   constructor(private readonly o: MessengerOptions) {
     this.claims = new MessengerClaims(o.store, o.clock)
-    this.threads = new MessengerThreads({ store: o.store, logger: o.logger, api: o.api, bus: o.bus, tasks: o.tasks, workspaces: o.workspaces, playbooks: o.playbooks, integrations: o.integrations, ...(o.once && { once: o.once }) })
+    this.threads = new MessengerThreads({ store: o.store, logger: o.logger, api: o.api, bus: o.bus, tasks: o.tasks, workspaces: o.workspaces, playbooks: o.playbooks, integrations: o.integrations, once: o.once })
     this.webhook = new MessengerWebhook({ store: o.store, clock: o.clock, cipher: o.cipher, logger: o.logger, integrations: o.integrations, claims: this.claims, threads: this.threads })
   }
 

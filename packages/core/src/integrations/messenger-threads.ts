@@ -205,7 +205,7 @@ export class MessengerThreads {
   /** Send a message; its id, or null (logged) when the provider refused or was unreachable. */
   async say(botToken: string, chatId: number, text: string, replyTo?: number): Promise<number | null> {
     try {
-      const { message_id } = await this.o.api.sendMessage(botToken, { chat_id: chatId, text, ...(replyTo !== undefined && { reply_to_message_id: replyTo }) })
+      const { message_id } = await this.o.api.sendMessage(botToken, { chat_id: chatId, text, reply_to_message_id: replyTo })
       return message_id
     } catch (err) {
       if (!isProviderError(err, 'messenger')) throw err

@@ -77,11 +77,11 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
     stream.once('end', () => {
       if (state.file === stream) state.file = null
     })
-    queue.push({ part: { name: unescape(name), filename: unescape(filename), contentType: type, body: fileBody(stream, failure) }, file: stream })
+    queue.push({ part: { name: unescapeFieldName(name), filename: unescapeFieldName(filename), contentType: type, body: fileBody(stream, failure) }, file: stream })
     wake()
   })
   parser.on('field', (name, value, _nameTruncated, _valueTruncated, _encoding, type) => {
-    queue.push({ part: { name: unescape(name), filename: null, contentType: type, body: Readable.from([Buffer.from(value)]) } })
+    queue.push({ part: { name: unescapeFieldName(name), filename: null, contentType: type, body: Readable.from([Buffer.from(value)]) } })
     wake()
   })
   parser.on('finish', () => {
@@ -135,7 +135,7 @@ async function* fileBody(stream: Readable, failure: (err: unknown) => unknown): 
 }
 
 /** Names with the escapes browsers write for `"`, CR and LF (the HTML form encoding) undone. */
-function unescape(name: string): string {
+function unescapeFieldName(name: string): string {
   return name.replace(/%22/g, '"').replace(/%0D/gi, '\r').replace(/%0A/gi, '\n')
 }
 

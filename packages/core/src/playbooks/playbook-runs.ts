@@ -128,9 +128,9 @@ export class PlaybookRunsService {
           mode: 'session',
           profile_id: pb.profile_id,
           prompt: runPrompt(pb.prompt, context),
-          ...(pb.allowed_tools && { allowed_tools: pb.allowed_tools }),
-          ...(pb.max_turns !== null && { max_turns: pb.max_turns }),
-          ...(pb.max_budget_usd !== null && { max_budget_usd: pb.max_budget_usd }),
+          allowed_tools: pb.allowed_tools ?? undefined,
+          max_turns: pb.max_turns ?? undefined,
+          max_budget_usd: pb.max_budget_usd ?? undefined,
         },
         // At the profile's limit the run waits in the task queue for a slot (never lost).
         { workspace: { session_id: sessionId, name: `Playbook: ${pb.name}`.slice(0, 200) }, queueWhenFull: true },

@@ -83,7 +83,7 @@ export function withoutIntegration(type: string): DeliveryOutcome {
 /** A whole notifier as the channel of one type. */
 function notifierChannel(notifier: Notifier, type: string): Channel {
   return {
-    ...(notifier.check && { check: (config: Record<string, unknown>) => notifier.check!(type, config) }),
+    check: notifier.check && ((config: Record<string, unknown>) => notifier.check!(type, config)),
     deliver: async (config, n, integration) => (integration ? notifier.deliver({ ...integration, type, config }, n) : withoutIntegration(type)),
   }
 }

@@ -199,7 +199,7 @@ export class EnvironmentsService {
       // Warm containers serve the default environment, unless its allowlist must name this
       // task's model endpoint: then the container is made for the task.
       if (caps.defaultPolicy !== 'allowlist') return { id: null, network: { policy: caps.defaultPolicy }, spec: {} }
-      const network: EgressPolicy = { policy: 'allowlist', allow: extraHosts.map((host) => ({ host })), ...(caps.allowPrivateDestinations && { allowPrivate: true }) }
+      const network: EgressPolicy = { policy: 'allowlist', allow: extraHosts.map((host) => ({ host })), allowPrivate: caps.allowPrivateDestinations }
       return { id: null, network, spec: { egress: network } }
     }
     if (r.image_status.state !== 'ready') {
@@ -211,8 +211,8 @@ export class EnvironmentsService {
       r.network.policy === 'allowlist'
         ? {
             policy: 'allowlist',
-            allow: [...r.network.allow.map((a) => ({ host: a.host, ...(a.ports.length && { ports: a.ports }) })), ...extraHosts.map((host) => ({ host }))],
-            ...(caps.allowPrivateDestinations && { allowPrivate: true }),
+            allow: [...r.network.allow.map((a) => ({ host: a.host, ports: a.ports })), ...extraHosts.map((host) => ({ host }))],
+            allowPrivate: caps.allowPrivateDestinations,
           }
         : { policy: r.network.policy }
     const l = { ...caps.defaults, ...Object.fromEntries(Object.entries(r.limits).filter(([, val]) => val !== null)) }

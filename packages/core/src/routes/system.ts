@@ -3,8 +3,8 @@ import { defineHandlers } from '../route.js'
 export const systemHandlers = defineHandlers({
   health: ({ services }) => {
     // No engine status at all (null) is left out of the answer rather than sent as null.
-    const engine = services.pool.engineStatus()
-    return { ok: true as const, version: services.version, pool: services.pool.stats(), ...(engine && { engine }) }
+    const engine = services.pool.engineStatus() ?? undefined
+    return { ok: true as const, version: services.version, pool: services.pool.stats(), engine }
   },
   'admin.users.create': ({ body, services }) => services.users.create(body),
   'admin.users.list': async ({ query, services }) => {

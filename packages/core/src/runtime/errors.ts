@@ -76,7 +76,7 @@ export class FilePathError extends ApiError {
   readonly index: number | undefined
 
   constructor(problem: FilePathProblem, path: string, index?: number) {
-    super('VALIDATION_FAILED', `${path || '.'} ${PROBLEM_TEXT[problem]}`, { reason: problem, path, ...(index !== undefined && { index }) })
+    super('VALIDATION_FAILED', `${path || '.'} ${PROBLEM_TEXT[problem]}`, { reason: problem, path, index })
     this.problem = problem
     this.path = path
     this.index = index

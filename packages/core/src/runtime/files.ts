@@ -73,7 +73,7 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
     const proc = await rt.exec(id, {
       cmd: ['/bin/sh', '-c', script, 'berth-files', ...args],
       cwd: root,
-      ...(extra.stdin && { stdin: extra.stdin }),
+      stdin: extra.stdin,
     })
     return collect(proc, extra.max ?? MAX_LISTING_BYTES)
   }

@@ -97,7 +97,7 @@ export class EngineLink {
     return {
       name: this.o.runtime.name,
       reachable: this.reachable,
-      ...(this.lastError !== null && { last_error: this.lastError }),
+      last_error: this.lastError ?? undefined,
     }
   }
 

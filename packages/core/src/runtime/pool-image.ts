@@ -65,7 +65,7 @@ export class PoolImage {
     this.state = { ref, state: 'checking' }
     this.run = rt
       .ensureImage(ref, {
-        ...(recipe && { recipe }),
+        recipe,
         onProgress: (stage, message) => {
           this.state = { ref, state: stage }
           // A pull that fails is quiet: the build line says why it was needed.
@@ -81,7 +81,7 @@ export class PoolImage {
             runtime: rt.name,
             image: report.ref,
             source: report.source,
-            ...(report.recipe && { recipe: report.recipe }),
+            recipe: report.recipe,
           })
         },
         (err: unknown) => {

@@ -83,7 +83,7 @@ export class ContainerPool {
   /** The engine's state for `/health`: its name, whether it answers, the last error, the image's state. */
   engineStatus(): EngineHealth {
     const image = this.image.status()
-    return { ...this.engine.status(), ...(image && { image }) }
+    return { ...this.engine.status(), image }
   }
 
   get(id: string): PooledContainer {

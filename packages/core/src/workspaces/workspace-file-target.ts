@@ -70,7 +70,7 @@ async function helper(o: FileTargetOptions, engine: TaskEngine, ws: WorkspaceRec
       owner_id: ws.owner_id,
       purpose: 'batch',
       signal: abort,
-      ...(ws.volume && { spec: { mounts: [{ type: 'volume' as const, source: ws.volume, target: WORKSPACE_DIR }] } }),
+      spec: ws.volume ? { mounts: [{ type: 'volume' as const, source: ws.volume, target: WORKSPACE_DIR }] } : undefined,
       labels: { 'berth.files': ws.id },
     })
     return { engineId: lease.container.engine_id, release: () => lease.release() }

@@ -124,7 +124,7 @@ export function createGitProviders(config: GitProvidersConfig, opts: { clock?: C
       clientAuth: preset.clientAuth,
       pkce: c.pkce ?? preset.pkce,
       fetch: doFetch,
-      ...(opts.clock && { clock: opts.clock }),
+      clock: opts.clock,
     })
     out[name] = {
       name,

@@ -157,7 +157,7 @@ export function createChatProvider(c: ChatProviderConfig, opts: { clock?: Clock;
     pkce: c.pkce ?? false,
     fetch: doFetch,
     timeoutMs,
-    ...(opts.clock && { clock: opts.clock }),
+    clock: opts.clock,
   })
 
   /** A Web API call that must succeed: its body, or a `ProviderError` of `oauth`. */

@@ -37,7 +37,7 @@ export interface NotifierOptions {
 export function notifierChannels(opts: NotifierOptions = {}): Record<string, Channel> {
   const timeout = opts.timeoutMs !== undefined && { timeoutMs: opts.timeoutMs }
   return {
-    webhook: webhookChannel({ allowPrivate: opts.allowPrivateWebhooks ?? false, ...timeout, ...(opts.resolve && { resolve: opts.resolve }) }),
+    webhook: webhookChannel({ allowPrivate: opts.allowPrivateWebhooks ?? false, ...timeout, resolve: opts.resolve }),
     email: emailChannel({ smtp: opts.smtp, ...timeout }),
     ...opts.channels,
   }

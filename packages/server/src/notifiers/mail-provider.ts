@@ -139,7 +139,7 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
     pkce: c.pkce ?? true,
     fetch: doFetch,
     timeoutMs,
-    ...(opts.clock && { clock: opts.clock }),
+    clock: opts.clock,
   })
 
   const unreachable = (what: string, err: unknown) => new ProviderError('oauth', 'unavailable', `could not reach the mail provider's ${what}: ${err instanceof Error ? err.message : String(err)}`)

@@ -89,7 +89,7 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
       const r = (await call(token, 'sendMessage', {
         chat_id: message.chat_id,
         text: message.text,
-        ...(message.reply_to_message_id !== undefined && { reply_parameters: { message_id: message.reply_to_message_id, allow_sending_without_reply: true } }),
+        reply_parameters: message.reply_to_message_id === undefined ? undefined : { message_id: message.reply_to_message_id, allow_sending_without_reply: true },
       })) as { message_id?: unknown } | null
       if (!r || typeof r.message_id !== 'number') throw unusable('sendMessage')
       return { message_id: r.message_id }

@@ -82,8 +82,8 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
     min: options.pool.min ?? 0,
     max: options.pool.max ?? 20,
     name: options.pool.name ?? defaultPoolName(ctx.dataDir),
-    ...(options.pool.imageRecipe && { imageRecipe: options.pool.imageRecipe }),
-    ...(options.pool.retry && { retry: options.pool.retry }),
+    imageRecipe: options.pool.imageRecipe,
+    retry: options.pool.retry,
     spec: { ...defaultEnvSpec(options, ctx.logger), ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
     adopt: adoptRunningWorkspaces(ctx.store),
   })
@@ -94,9 +94,9 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
     warmAgents,
     services: {
       pool,
-      engine: { runtime, pool, command, ...(warmAgents && { warmAgents }) },
+      engine: { runtime, pool, command, warmAgents },
       environmentCaps: caps,
-      ...(runtime.ensureImage && { environmentImages: environmentImages({ runtime, defaultRef: options.pool.image, ...(recipe && { recipe }) }) }),
+      environmentImages: runtime.ensureImage ? environmentImages({ runtime, defaultRef: options.pool.image, recipe }) : undefined,
     },
   }
 }

@@ -57,8 +57,15 @@ export function submitView(): View {
   )
   const send = async () => {
     error.textContent = ''
-    if (!profile.value) return void (error.textContent = 'Choose a profile.')
-    if (!prompt.value.trim()) return void (error.textContent = 'Write a prompt.'), prompt.focus()
+    if (!profile.value) {
+      error.textContent = 'Choose a profile.'
+      return
+    }
+    if (!prompt.value.trim()) {
+      error.textContent = 'Write a prompt.'
+      prompt.focus()
+      return
+    }
     const body: Record<string, unknown> = { mode: modeSession.checked ? 'session' : 'batch', profile_id: profile.value, prompt: prompt.value }
     if (maxTurns.value) body.max_turns = Number(maxTurns.value)
     if (maxBudget.value) body.max_budget_usd = Number(maxBudget.value)

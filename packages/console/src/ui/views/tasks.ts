@@ -87,7 +87,11 @@ export function tasksView(query: URLSearchParams): View {
       if (sel.options.length === 1) for (const p of ps) sel.append(h('option', { value: p.id, selected: p.id === profile }, p.name))
       const shown = list.tasks.filter((t) => !profile || t.profile_id === profile)
       const keep = new Set(shown.map((t) => t.task_id))
-      for (const [id, r] of rows) if (!keep.has(id)) (r.off?.(), rows.delete(id))
+      for (const [id, r] of rows) {
+        if (keep.has(id)) continue
+        r.off?.()
+        rows.delete(id)
+      }
       for (const t of shown) upsert(t)
       replace(body, ...shown.map((t) => rows.get(t.task_id)!.row))
       if (shown.length === 0) body.append(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No tasks yet. ', h('a', { href: '#/new' }, 'Submit one'), '.')))
