@@ -6,7 +6,7 @@ import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { TaskEngine } from './engine.js'
 import type { EventBus } from './event-bus.js'
-import { ACTIVE, type TaskRecord } from './record.js'
+import { ACTIVE, type TaskRecord } from './task.js'
 import type { LocalCancel } from './cancel.js'
 import type { Scheduler } from './scheduler.js'
 

@@ -1,7 +1,7 @@
 /** This instance's queue and its dispatch: the order queued tasks start in, their concurrency slots, their runs tracked. */
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
-import type { TaskRecord } from './record.js'
+import type { TaskRecord } from './task.js'
 
 /** How long a run refused a shared slot waits before asking again. */
 const SHARED_SLOT_RETRY_MS = 1_000

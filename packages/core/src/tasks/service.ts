@@ -1,5 +1,4 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
-import type * as v from 'valibot'
 import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
 import { isApiError, newId, validationError, type SubmitTask, type SubmittedTask, type Task, type TaskStatus, type TranscriptEvent } from '@berth/contract'
@@ -18,16 +17,14 @@ import { LocalCancel, REMOTE_CANCEL_WAIT_MS, TaskCancelled } from './cancel.js'
 import { Conversations } from './conversation.js'
 import { Dispatcher } from './dispatch.js'
 import { requireEngine, type TaskEngine } from './engine.js'
-import type { EventBus } from './event-bus.js'
+import { RemoteEvents, type EventBus } from './event-bus.js'
 import type { MaterializeDeps } from './materialize.js'
-import { ACTIVE, taskView, type TaskRecord } from './record.js'
+import { ACTIVE, TaskStates, taskView, type TaskRecord } from './task.js'
 import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
-import { RemoteEvents } from './remote-events.js'
 import { TaskRuns } from './run.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
-import { TaskStates } from './states.js'
 import { TaskEvents } from './task-events.js'
 
 export interface TasksOptions {
@@ -51,9 +48,6 @@ export interface TasksOptions {
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
 }
-
-/** What a submit answers (the `202` body). */
-export type Submitted = v.InferOutput<typeof SubmittedTask>
 
 /**
  * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
@@ -127,7 +121,7 @@ export class TasksService {
    * `opts.workspace` names the new workspace's session id and name (playbook runs start
    * `pb-…` sessions); it needs a `session` task without `session_id`.
    */
-  async submit(owner: string, input: SubmitTask, opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {}): Promise<Submitted> {
+  async submit(owner: string, input: SubmitTask, opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {}): Promise<SubmittedTask> {
     requireEngine(this.o.engine)
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
     if (!profile) throw validationError([{ location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` }])
