@@ -1,14 +1,11 @@
 import type { Task } from '@berth/contract'
-import type { TaskEvent } from './events.js'
 import { normalizeUpload, uploadForm, type FileListing, type UploadFile, type UploadOptions, type UploadResult } from './files.js'
 import { createTransport, type RawInput, type Transport } from './internal/transport.js'
 import { startSession, type Session, type SessionOptions } from './sessions.js'
-import { createBerthSocket, type BerthSocket, type BerthSocketOptions } from './socket.js'
+import { createBerthSocket, type BerthSocket, type BerthSocketOptions, type SubmitTaskInput } from './socket.js'
 import { hasGlobalWebSocket } from './socket-connect.js'
-import type { SubmitTaskInput } from './socket.js'
-import { EVENTS_PAGE, followTask } from './tasks/follow.js'
+import { createTaskStream, EVENTS_PAGE, followTask, type StreamOptions, type TaskEvent, type TaskStream } from './tasks/follow.js'
 import { runTask, type RunOptions, type RunTaskBody } from './tasks/run.js'
-import { createTaskStream, type StreamOptions, type TaskStream } from './tasks/stream.js'
 import { buildTree, type RouteTree } from './tree.js'
 import type { BerthClientOptions } from './options.js'
 import type { CallOptions, RouteArgs, RouteName, RouteOutput } from './types.js'
@@ -152,8 +149,8 @@ export function buildClient(options: BerthClientOptions, extend?: (client: Berth
   const openSocket = (reconnect: BerthSocketOptions['reconnect'] = options.reconnect ?? { retries: 3 }) =>
     createBerthSocket({
       baseURL: options.baseURL,
-      ...(options.token !== undefined && { token: options.token }),
-      ...(connect && { connect }),
+      token: options.token,
+      connect,
       reconnect,
     })
   const maybeSocket = () => (canSocket ? openSocket() : undefined)

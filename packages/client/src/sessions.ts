@@ -64,14 +64,8 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
     running.add(controller)
     try {
       const task = await deps.run(
-        { ...options, ...fields, mode: 'session', prompt, ...(id !== undefined && { session_id: id }) },
-        {
-          signal: controller.signal,
-          ...(onEvent && { onEvent }),
-          ...(onSubmitted && { onSubmitted }),
-          ...(requestId !== undefined && { requestId }),
-          ...(cancelOnAbort !== undefined && { cancelOnAbort }),
-        },
+        { ...options, ...fields, mode: 'session', prompt, session_id: id },
+        { signal: controller.signal, onEvent, onSubmitted, requestId, cancelOnAbort },
       )
       id ??= task.session_id ?? undefined
       workspaceId ??= task.workspace_id ?? undefined
