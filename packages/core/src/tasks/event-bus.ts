@@ -42,12 +42,12 @@ export class EventBus {
   }
 
   subscribe(taskId: string, listener: Listener): () => void {
-    let set = this.listeners.get(taskId)
-    if (!set) this.listeners.set(taskId, (set = new Set()))
+    const set = this.listeners.get(taskId) ?? new Set()
+    this.listeners.set(taskId, set)
     set.add(listener)
     return () => {
-      set!.delete(listener)
-      if (set!.size === 0) this.listeners.delete(taskId)
+      set.delete(listener)
+      if (set.size === 0) this.listeners.delete(taskId)
     }
   }
 

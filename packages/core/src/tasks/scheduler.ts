@@ -226,7 +226,10 @@ export class Scheduler {
         if (taken) slots.release(task.profile_id, task.workspace_id)
         this.queue.unshift(task)
         if (!this.retry && !this.closedFlag) {
-          this.retry = setTimeout(() => ((this.retry = null), this.pump()), SHARED_SLOT_RETRY_MS)
+          this.retry = setTimeout(() => {
+            this.retry = null
+            this.pump()
+          }, SHARED_SLOT_RETRY_MS)
           this.retry.unref?.()
         }
       })

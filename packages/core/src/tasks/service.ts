@@ -82,12 +82,12 @@ export class TasksService {
 
   constructor(private readonly o: TasksOptions) {
     const { store, clock, logger, eventLog, bus, engine, workspaces, slots } = o
-    const coordination = (this.coordination = o.coordination ?? memoryCoordination({ clock }))
-    const records = (this.records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task'))
-    const events = (this.transcript = new TaskEvents(eventLog, bus))
-    const states = (this.states = new TaskStates({ records, store, clock, bus, eventLog, events }))
-    const scheduler = (this.scheduler = new Scheduler({ slots, logger }))
-    const containers = (this.containers = new SessionContainers({
+    const coordination = o.coordination ?? memoryCoordination({ clock })
+    const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
+    const events = new TaskEvents(eventLog, bus)
+    const states = new TaskStates({ records, store, clock, bus, eventLog, events })
+    const scheduler = new Scheduler({ slots, logger })
+    const containers = new SessionContainers({
       engine,
       workspaces,
       environments: o.environments,
@@ -98,13 +98,21 @@ export class TasksService {
       logger,
       sessionIdleMs: o.sessionIdleMs,
       snapshots: o.snapshots,
-    }))
+    })
     scheduler.serve(new TaskRuns({ instanceId: coordination.instanceId, engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers, states, events, scheduler }))
-    const cancels = (this.cancels = new LocalCancel({ records, states, scheduler, containers, bus }))
+    const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
     // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
-    const lost = (this.lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger, graceMs: o.recoveryGraceMs }))
+    const lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger, graceMs: o.recoveryGraceMs })
     this.dispatch = new Dispatcher({ coordination, records, slots, scheduler, bus, logger, engine, lost, cancels })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
+    this.coordination = coordination
+    this.records = records
+    this.transcript = events
+    this.states = states
+    this.scheduler = scheduler
+    this.containers = containers
+    this.cancels = cancels
+    this.lost = lost
   }
 
   /** The store tasks live in (for records that belong with them, e.g. WebSocket request ids). */
