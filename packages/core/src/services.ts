@@ -217,13 +217,13 @@ export function createServices(opts: ServicesOptions): Services {
     engine: opts.engine,
     snapshots,
     coordination,
-    ...(opts.sessionIdleMs !== undefined && { sessionIdleMs: opts.sessionIdleMs }),
-    ...(opts.recoveryGraceMs !== undefined && { recoveryGraceMs: opts.recoveryGraceMs }),
+    sessionIdleMs: opts.sessionIdleMs,
+    recoveryGraceMs: opts.recoveryGraceMs,
   })
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
   const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry, sharedBy: opts.coordination })
-  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once, ...(opts.coordination && { startGraceMs: 60_000 }) })
+  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once, startGraceMs: opts.coordination ? 60_000 : undefined })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the

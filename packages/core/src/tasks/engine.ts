@@ -105,7 +105,7 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
       purpose: task.mode,
       priority: task.priority,
       signal,
-      ...(Object.keys(spec).length && { spec }),
+      spec: Object.keys(spec).length ? spec : undefined,
     })
     if (volume) ws = { ...ws, volume }
   }
