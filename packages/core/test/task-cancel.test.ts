@@ -8,7 +8,7 @@ import { EventBus } from '../src/tasks/event-bus.js'
 import { TaskStates, taskView, type TaskRecord } from '../src/tasks/task.js'
 import { Scheduler } from '../src/tasks/scheduler.js'
 import type { SessionContainers } from '../src/tasks/session-containers.js'
-import { TaskEvents } from '../src/tasks/task-events.js'
+import { Transcript } from '../src/tasks/transcript.js'
 import { EventLog } from '../src/workspaces/event-log.js'
 import { countingStore, quietLogger, taskRecord } from './task-fakes.js'
 
@@ -18,7 +18,7 @@ function setup() {
   const bus = new EventBus()
   const eventLog = new EventLog(store, clock)
   const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
-  const states = new TaskStates({ records, store, clock, bus, eventLog, events: new TaskEvents(eventLog, bus) })
+  const states = new TaskStates({ records, store, clock, bus, eventLog, events: new Transcript(eventLog, bus) })
   const scheduler = new Scheduler({ slots: new ConcurrencySlots(5), logger: quietLogger })
   const containers = { releaseIfUnused: vi.fn(async () => {}) } as unknown as SessionContainers
   const cancels = new LocalCancel({ records, states, scheduler, containers, bus })

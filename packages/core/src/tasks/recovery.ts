@@ -16,7 +16,7 @@ import { ACTIVE, activeKey, endOf, type ResultEvent, type TaskRecord, type TaskS
 import type { RunnerEvent } from '@berth/contract'
 import { parseRunnerLine } from './runner-session.js'
 import type { SessionContainers } from './session-containers.js'
-import type { TaskEvents } from './task-events.js'
+import type { Transcript } from './transcript.js'
 import type { Scheduler } from './scheduler.js'
 
 export interface RecoveryOptions {
@@ -28,7 +28,7 @@ export interface RecoveryOptions {
   workspaces: WorkspacesService
   containers: SessionContainers
   states: TaskStates
-  events: TaskEvents
+  events: Transcript
   /** Where the queued tasks go back, once every workspace is settled. */
   scheduler: Scheduler
   /** How long to wait for a runner still at work to write its result (default 30 s). */

@@ -11,7 +11,7 @@ import { endOf, errorOf, type ResultEvent, type TaskEnd, type TaskRecord, type T
 import { runnerEvents } from './runner-session.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
-import type { TaskEvents } from './task-events.js'
+import type { Transcript } from './transcript.js'
 
 export interface TaskRunsOptions {
   /** This instance (recorded on the workspace whose container it holds). */
@@ -24,7 +24,7 @@ export interface TaskRunsOptions {
   catalog: MaterializeDeps
   containers: SessionContainers
   states: TaskStates
-  events: TaskEvents
+  events: Transcript
   scheduler: Scheduler
 }
 

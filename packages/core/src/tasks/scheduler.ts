@@ -7,13 +7,7 @@ import type { TaskRecord } from './task.js'
 const SHARED_SLOT_RETRY_MS = 1_000
 
 /** What the queue order looks at in a queued task. */
-export interface QueuedTask {
-  id: string
-  owner_id: string
-  workspace_id: string
-  priority: 'low' | 'normal' | 'high'
-  created_at: string
-}
+export type QueuedTask = Pick<TaskRecord, 'id' | 'owner_id' | 'workspace_id' | 'priority' | 'created_at'>
 
 const RANK = { high: 0, normal: 1, low: 2 } as const
 

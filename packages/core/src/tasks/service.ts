@@ -25,7 +25,7 @@ import { recover } from './recovery.js'
 import { TaskRuns } from './run.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
-import { TaskEvents } from './task-events.js'
+import { Transcript } from './transcript.js'
 
 export interface TasksOptions {
   store: Store
@@ -70,7 +70,7 @@ export interface TasksOptions {
  */
 export class TasksService {
   readonly records: OwnedCollection<TaskRecord>
-  private readonly transcript: TaskEvents
+  private readonly transcript: Transcript
   private readonly states: TaskStates
   private readonly scheduler: Scheduler
   private readonly containers: SessionContainers
@@ -84,7 +84,7 @@ export class TasksService {
     const { store, clock, logger, eventLog, bus, engine, workspaces, slots } = o
     const coordination = o.coordination ?? memoryCoordination({ clock })
     const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
-    const events = new TaskEvents(eventLog, bus)
+    const events = new Transcript(eventLog, bus)
     const states = new TaskStates({ records, store, clock, bus, eventLog, events })
     const scheduler = new Scheduler({ slots, logger })
     const containers = new SessionContainers({

@@ -161,7 +161,7 @@ export interface TaskStatesOptions {
   clock: Clock
   bus: EventBus
   eventLog: EventLog
-  /** The transcript's live counts (`TaskEvents`, which reads this file: the part of it an end needs). */
+  /** The transcript's live counts (`Transcript`, which reads this file: the part of it an end needs). */
   events: { count(taskId: string): EventCount | undefined; forget(taskId: string): void }
 }
 

@@ -15,7 +15,7 @@ import { ACTIVE, type EventCount, type TaskRecord } from './task.js'
  * await events.page(task, 0, 100) // { events: [...], total: 1 }
  * ```
  */
-export class TaskEvents {
+export class Transcript {
   private readonly counts = new Map<string, EventCount>()
 
   constructor(
