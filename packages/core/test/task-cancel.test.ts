@@ -45,7 +45,13 @@ describe('LocalCancel', () => {
     const t = await records.put(taskRecord())
     let reason: unknown
     scheduler.serve({
-      run: (_task, signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => ((reason = signal.reason), resolve()))),
+      run: (_task, signal) =>
+        new Promise<void>((resolve) =>
+          signal.addEventListener('abort', () => {
+            reason = signal.reason
+            resolve()
+          }),
+        ),
       makeRoom: () => false,
     })
     scheduler.enqueue(t)
