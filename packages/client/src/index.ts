@@ -10,12 +10,11 @@ export {
   type TaskHelpers,
 } from './client.js'
 export type { RunOptions, RunTaskBody } from './tasks/run.js'
-export type { StreamOptions, TaskStream } from './tasks/stream.js'
 export type { SendOptions, Session, SessionOptions } from './sessions.js'
 export type { FileListing, UploadData, UploadFile, UploadOptions, UploadResult } from './files.js'
 
-// Task events
-export { isFinished, type Task, type TaskEvent, type TaskEventOf, type TaskStatus } from './events.js'
+// Task events, and following them
+export { isFinished, type StreamOptions, type Task, type TaskEvent, type TaskEventOf, type TaskStatus, type TaskStream } from './tasks/follow.js'
 
 // The WebSocket client
 export {

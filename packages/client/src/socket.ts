@@ -1,5 +1,5 @@
 /** The reconnecting `/v1/ws` client: exactly-once submits by `request_id`, and subscriptions that survive a reconnect. */
-import { ERROR_STATUS, type ClientMessage, type ServerMessage, type TaskEventMessage, type TaskStatus, type TaskStatusMessage } from '@berth/contract'
+import { ERROR_STATUS, type ClientMessage, type ServerMessage, type SubmittedMessage, type TaskEventMessage, type TaskStatusMessage } from '@berth/contract'
 import { BerthError } from './errors.js'
 import { frameText, globalConnect, socketUrl, type ConnectSocket, type WebSocketLike } from './socket-connect.js'
 
@@ -21,12 +21,8 @@ export interface BerthSocketOptions {
   reconnect?: { retries?: number; delay?: number; maxDelay?: number } | false
 }
 
-/** The answer to a submit. */
-export interface SubmittedOverSocket {
-  request_id: string
-  task_id: string
-  status: TaskStatus
-}
+/** The answer to a submit: the contract's `submitted` message without its `type`. */
+export type SubmittedOverSocket = Omit<SubmittedMessage, 'type'>
 
 export type SocketState = 'connecting' | 'open' | 'reconnecting' | 'closed'
 

@@ -50,7 +50,7 @@ export { indexEntryFor } from './records/indexes.js'
 export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages } from './resources/index.js'
 
 // Tasks
-export type { TaskRecord } from './tasks/record.js'
+export type { TaskRecord } from './tasks/task.js'
 export { EventBus, type TaskBusMessage } from './tasks/event-bus.js'
 export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
 

@@ -4,7 +4,7 @@ import { memoryCoordination } from '../src/coordination/memory.js'
 import { memoryHub } from '../src/coordination/memory-hub.js'
 import { ConcurrencySlots } from '../src/limits/concurrency.js'
 import { TaskCancelled } from '../src/tasks/cancel.js'
-import type { TaskRecord } from '../src/tasks/record.js'
+import type { TaskRecord } from '../src/tasks/task.js'
 import { Scheduler, type TaskRunner } from '../src/tasks/scheduler.js'
 import { quietLogger, taskRecord } from './task-fakes.js'
 

@@ -5,11 +5,10 @@ import { manualClock } from '../src/ports/clock.js'
 import { OwnedCollection } from '../src/records/collection.js'
 import { LocalCancel, REMOTE_CANCEL_WAIT_MS, TaskCancelled } from '../src/tasks/cancel.js'
 import { EventBus } from '../src/tasks/event-bus.js'
-import { taskView, type TaskRecord } from '../src/tasks/record.js'
+import { TaskStates, taskView, type TaskRecord } from '../src/tasks/task.js'
 import { Scheduler } from '../src/tasks/scheduler.js'
 import type { SessionContainers } from '../src/tasks/session-containers.js'
-import { TaskStates } from '../src/tasks/states.js'
-import { TaskEvents } from '../src/tasks/task-events.js'
+import { Transcript } from '../src/tasks/transcript.js'
 import { EventLog } from '../src/workspaces/event-log.js'
 import { countingStore, quietLogger, taskRecord } from './task-fakes.js'
 
@@ -19,7 +18,7 @@ function setup() {
   const bus = new EventBus()
   const eventLog = new EventLog(store, clock)
   const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
-  const states = new TaskStates({ records, store, clock, bus, eventLog, events: new TaskEvents(eventLog, bus) })
+  const states = new TaskStates({ records, store, clock, bus, eventLog, events: new Transcript(eventLog, bus) })
   const scheduler = new Scheduler({ slots: new ConcurrencySlots(5), logger: quietLogger })
   const containers = { releaseIfUnused: vi.fn(async () => {}) } as unknown as SessionContainers
   const cancels = new LocalCancel({ records, states, scheduler, containers, bus })

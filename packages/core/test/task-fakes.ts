@@ -1,7 +1,7 @@
 /** Plain-object stand-ins for the task tests: a store that counts its calls, a task record, a logger that keeps nothing. */
 import type { IndexEntry, IndexQuery, Store } from '../src/ports/store.js'
 import type { Logger } from '../src/ports/logger.js'
-import type { TaskRecord } from '../src/tasks/record.js'
+import type { TaskRecord } from '../src/tasks/task.js'
 
 /** A store in a Map, counting reads and writes per key prefix (the part before the first `:`). */
 export function countingStore(): Store & { reads: Map<string, number>; writes: Map<string, number> } {

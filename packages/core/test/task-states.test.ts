@@ -4,9 +4,8 @@ import { manualClock } from '../src/ports/clock.js'
 import { OwnedCollection } from '../src/records/collection.js'
 import type { TaskStatus } from '@berth/contract'
 import { EventBus, type TaskBusMessage } from '../src/tasks/event-bus.js'
-import { activeKey, type TaskRecord } from '../src/tasks/record.js'
-import { canMove, isEnded, TaskStates, TRANSITIONS } from '../src/tasks/states.js'
-import { TaskEvents } from '../src/tasks/task-events.js'
+import { activeKey, canMove, isEnded, TaskStates, TRANSITIONS, type TaskRecord } from '../src/tasks/task.js'
+import { Transcript } from '../src/tasks/transcript.js'
 import { EventLog } from '../src/workspaces/event-log.js'
 import { countingStore, taskRecord } from './task-fakes.js'
 
@@ -15,7 +14,7 @@ function machine() {
   const clock = manualClock(Date.UTC(2026, 0, 2))
   const bus = new EventBus()
   const eventLog = new EventLog(store, clock)
-  const events = new TaskEvents(eventLog, bus)
+  const events = new Transcript(eventLog, bus)
   const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
   const states = new TaskStates({ records, store, clock, bus, eventLog, events })
   const published: TaskBusMessage[] = []

@@ -1,8 +1,7 @@
 import type { Task } from '@berth/contract'
-import type { TaskEvent } from '../events.js'
 import { abortable, abortError } from '../internal/abort.js'
 import type { BerthSocket, SubmitTaskInput } from '../socket.js'
-import type { FollowOptions } from './follow.js'
+import type { FollowOptions, TaskEvent } from './follow.js'
 
 /** The body of `tasks.run`: the submit body, with `mode` defaulting to `batch`. */
 export type RunTaskBody = Omit<SubmitTaskInput, 'mode'> & { mode?: SubmitTaskInput['mode'] }
@@ -62,7 +61,7 @@ export async function runTask(deps: RunDeps, body: RunTaskBody, options: RunOpti
       }
     }
     taskId = socket
-      ? (await socket.submit(task, { ...(options.requestId !== undefined && { requestId: options.requestId }), ...(signal && { signal }) })).task_id
+      ? (await socket.submit(task, { requestId: options.requestId, signal })).task_id
       : (await deps.submit(task, signal)).task_id
     options.onSubmitted?.(taskId)
     return await deps.follow(taskId, { signal, onEvent: options.onEvent, socket, known: true })

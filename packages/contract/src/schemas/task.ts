@@ -92,6 +92,7 @@ export const EventsQuery = v.object({
 
 export type Task = v.InferOutput<typeof Task>
 export type SubmitTask = v.InferOutput<typeof SubmitTask>
+export type SubmittedTask = v.InferOutput<typeof SubmittedTask>
 export type TaskStatus = v.InferOutput<typeof TaskStatus>
 export type TaskResult = v.InferOutput<typeof TaskResult>
 export type TaskError = v.InferOutput<typeof TaskError>

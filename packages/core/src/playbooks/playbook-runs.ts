@@ -9,7 +9,7 @@ import { toView } from '../records/view.js'
 import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { NotificationsService } from '../integrations/notifications.js'
 import type { PlaybookRecord } from './record.js'
-import type { TaskRecord } from '../tasks/record.js'
+import type { TaskRecord } from '../tasks/task.js'
 import type { TasksService } from '../tasks/service.js'
 
 /** A stored run. `order` sorts runs started within the same clock tick. */

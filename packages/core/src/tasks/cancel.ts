@@ -2,10 +2,9 @@
 import type { OwnedCollection } from '../records/collection.js'
 import type { Task } from '@berth/contract'
 import type { EventBus } from './event-bus.js'
-import { ACTIVE, taskView, type TaskRecord } from './record.js'
+import { ACTIVE, taskView, type TaskRecord, type TaskStates } from './task.js'
 import type { Scheduler } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
-import type { TaskStates } from './states.js'
 
 /** How long a cancel of a task running on another instance waits for its end before answering. */
 export const REMOTE_CANCEL_WAIT_MS = 10_000

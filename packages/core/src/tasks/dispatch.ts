@@ -6,7 +6,7 @@ import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { TaskEngine } from './engine.js'
 import type { EventBus } from './event-bus.js'
-import { ACTIVE, type TaskRecord } from './record.js'
+import { ACTIVE, type TaskRecord } from './task.js'
 import type { LocalCancel } from './cancel.js'
 import type { Scheduler } from './scheduler.js'
 
@@ -166,7 +166,10 @@ export class Dispatcher {
             if (this.closed || this.o.scheduler.closed) return
             let queue = this.mine
             let job = await this.mine.take()
-            if (!job && this.hasRoom()) job = await (queue = this.shared).take()
+            if (!job && this.hasRoom()) {
+              queue = this.shared
+              job = await queue.take()
+            }
             if (!job) break
             await this.handle(job, queue)
           }
@@ -217,8 +220,8 @@ export class Dispatcher {
   private queueNamed(name: string): JobQueue<JobData> {
     if (name === SHARED_QUEUE) return this.shared
     if (name === this.mine.name) return this.mine
-    let q = this.queues.get(name)
-    if (!q) this.queues.set(name, (q = this.o.coordination.queue<JobData>(name)))
+    const q = this.queues.get(name) ?? this.o.coordination.queue<JobData>(name)
+    this.queues.set(name, q)
     return q
   }
 }

@@ -6,8 +6,7 @@ import type { Store } from '../ports/store.js'
 import type { OwnedCollection } from '../records/collection.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
-import type { TaskStates } from './states.js'
-import { ACTIVE, activeKey, type TaskRecord } from './record.js'
+import { ACTIVE, activeKey, type TaskRecord, type TaskStates } from './task.js'
 
 export interface LostInstancesOptions {
   coordination: Coordination

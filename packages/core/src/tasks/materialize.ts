@@ -6,17 +6,8 @@ import type { MemoryService } from '../resources/memory.js'
 import type { ProfileRecord } from '../resources/profiles.js'
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { Cipher } from '../ports/cipher.js'
+import type { TaskRecord } from './task.js'
 import { openServer, serverSecrets } from '../resources/mcp-secrets.js'
-
-/** What a task contributes to its run. */
-export interface TaskSpec {
-  id: string
-  owner_id: string
-  prompt: string
-  allowed_tools: string[] | null
-  max_turns: number | null
-  max_budget_usd: number | null
-}
 
 export interface MaterializeDeps {
   apiKeys: ApiKeysService
@@ -64,7 +55,7 @@ export function eventsFile(taskId: string): string {
  */
 export async function materialize(
   deps: MaterializeDeps,
-  task: TaskSpec,
+  task: Pick<TaskRecord, 'id' | 'owner_id' | 'prompt' | 'allowed_tools' | 'max_turns' | 'max_budget_usd'>,
   profile: ProfileRecord,
   workspace: WorkspaceRecord,
 ): Promise<RunnerInput> {

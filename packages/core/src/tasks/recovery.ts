@@ -11,13 +11,12 @@ import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { SHARED_QUEUE } from './dispatch.js'
 import { LOST_CLAIM_TTL_MS, lostClaimKey } from './lost-instances.js'
 import type { TaskEngine } from './engine.js'
-import type { TaskStates } from './states.js'
 import { WORKSPACE_DIR, eventsFile } from './materialize.js'
-import { ACTIVE, activeKey, endOf, type ResultEvent, type TaskRecord } from './record.js'
+import { ACTIVE, activeKey, endOf, type ResultEvent, type TaskRecord, type TaskStates } from './task.js'
 import type { RunnerEvent } from '@berth/contract'
 import { parseRunnerLine } from './runner-session.js'
 import type { SessionContainers } from './session-containers.js'
-import type { TaskEvents } from './task-events.js'
+import type { Transcript } from './transcript.js'
 import type { Scheduler } from './scheduler.js'
 
 export interface RecoveryOptions {
@@ -29,7 +28,7 @@ export interface RecoveryOptions {
   workspaces: WorkspacesService
   containers: SessionContainers
   states: TaskStates
-  events: TaskEvents
+  events: Transcript
   /** Where the queued tasks go back, once every workspace is settled. */
   scheduler: Scheduler
   /** How long to wait for a runner still at work to write its result (default 30 s). */

@@ -5,15 +5,13 @@ import type { Logger } from '../ports/logger.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
-import type { RunPlan } from './container-claim.js'
-import { requireEngine, type TaskEngine } from './engine.js'
+import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
 import { materialize, type MaterializeDeps } from './materialize.js'
-import { endOf, errorOf, type ResultEvent, type TaskEnd, type TaskRecord } from './record.js'
+import { endOf, errorOf, type ResultEvent, type TaskEnd, type TaskRecord, type TaskStates } from './task.js'
 import { runnerEvents } from './runner-session.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
-import type { TaskStates } from './states.js'
-import type { TaskEvents } from './task-events.js'
+import type { Transcript } from './transcript.js'
 
 export interface TaskRunsOptions {
   /** This instance (recorded on the workspace whose container it holds). */
@@ -26,7 +24,7 @@ export interface TaskRunsOptions {
   catalog: MaterializeDeps
   containers: SessionContainers
   states: TaskStates
-  events: TaskEvents
+  events: Transcript
   scheduler: Scheduler
 }
 

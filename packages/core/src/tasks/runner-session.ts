@@ -76,8 +76,8 @@ export function lineFramer(
     push(chunk) {
       pending += decoder.decode(chunk, { stream: true })
       let start = 0
-      let nl: number
-      while ((nl = pending.indexOf('\n', Math.max(scanned, start))) >= 0) {
+      const nextNewline = () => pending.indexOf('\n', Math.max(scanned, start))
+      for (let nl = nextNewline(); nl >= 0; nl = nextNewline()) {
         if (dropped > 0 || nl - start > max) {
           opts.onOversize?.(dropped + nl - start)
           dropped = 0

@@ -1,19 +1,13 @@
 /** This instance's queue and its dispatch: the order queued tasks start in, their concurrency slots, their runs tracked. */
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
-import type { TaskRecord } from './record.js'
+import type { TaskRecord } from './task.js'
 
 /** How long a run refused a shared slot waits before asking again. */
 const SHARED_SLOT_RETRY_MS = 1_000
 
 /** What the queue order looks at in a queued task. */
-export interface QueuedTask {
-  id: string
-  owner_id: string
-  workspace_id: string
-  priority: 'low' | 'normal' | 'high'
-  created_at: string
-}
+export type QueuedTask = Pick<TaskRecord, 'id' | 'owner_id' | 'workspace_id' | 'priority' | 'created_at'>
 
 const RANK = { high: 0, normal: 1, low: 2 } as const
 
@@ -226,7 +220,10 @@ export class Scheduler {
         if (taken) slots.release(task.profile_id, task.workspace_id)
         this.queue.unshift(task)
         if (!this.retry && !this.closedFlag) {
-          this.retry = setTimeout(() => ((this.retry = null), this.pump()), SHARED_SLOT_RETRY_MS)
+          this.retry = setTimeout(() => {
+            this.retry = null
+            this.pump()
+          }, SHARED_SLOT_RETRY_MS)
           this.retry.unref?.()
         }
       })

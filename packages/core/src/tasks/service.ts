@@ -1,5 +1,4 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
-import type * as v from 'valibot'
 import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
 import { isApiError, newId, validationError, type SubmitTask, type SubmittedTask, type Task, type TaskStatus, type TranscriptEvent } from '@berth/contract'
@@ -18,17 +17,15 @@ import { LocalCancel, REMOTE_CANCEL_WAIT_MS, TaskCancelled } from './cancel.js'
 import { Conversations } from './conversation.js'
 import { Dispatcher } from './dispatch.js'
 import { requireEngine, type TaskEngine } from './engine.js'
-import type { EventBus } from './event-bus.js'
+import { RemoteEvents, type EventBus } from './event-bus.js'
 import type { MaterializeDeps } from './materialize.js'
-import { ACTIVE, taskView, type TaskRecord } from './record.js'
+import { ACTIVE, TaskStates, taskView, type TaskRecord } from './task.js'
 import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
-import { RemoteEvents } from './remote-events.js'
 import { TaskRuns } from './run.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
-import { TaskStates } from './states.js'
-import { TaskEvents } from './task-events.js'
+import { Transcript } from './transcript.js'
 
 export interface TasksOptions {
   store: Store
@@ -52,9 +49,6 @@ export interface TasksOptions {
   coordination?: Coordination | undefined
 }
 
-/** What a submit answers (the `202` body). */
-export type Submitted = v.InferOutput<typeof SubmittedTask>
-
 /**
  * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
  * in pooled containers through the runner, results and limit errors, cancel, and recovery
@@ -76,7 +70,7 @@ export type Submitted = v.InferOutput<typeof SubmittedTask>
  */
 export class TasksService {
   readonly records: OwnedCollection<TaskRecord>
-  private readonly transcript: TaskEvents
+  private readonly transcript: Transcript
   private readonly states: TaskStates
   private readonly scheduler: Scheduler
   private readonly containers: SessionContainers
@@ -88,12 +82,12 @@ export class TasksService {
 
   constructor(private readonly o: TasksOptions) {
     const { store, clock, logger, eventLog, bus, engine, workspaces, slots } = o
-    const coordination = (this.coordination = o.coordination ?? memoryCoordination({ clock }))
-    const records = (this.records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task'))
-    const events = (this.transcript = new TaskEvents(eventLog, bus))
-    const states = (this.states = new TaskStates({ records, store, clock, bus, eventLog, events }))
-    const scheduler = (this.scheduler = new Scheduler({ slots, logger }))
-    const containers = (this.containers = new SessionContainers({
+    const coordination = o.coordination ?? memoryCoordination({ clock })
+    const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
+    const events = new Transcript(eventLog, bus)
+    const states = new TaskStates({ records, store, clock, bus, eventLog, events })
+    const scheduler = new Scheduler({ slots, logger })
+    const containers = new SessionContainers({
       engine,
       workspaces,
       environments: o.environments,
@@ -104,13 +98,21 @@ export class TasksService {
       logger,
       sessionIdleMs: o.sessionIdleMs,
       snapshots: o.snapshots,
-    }))
+    })
     scheduler.serve(new TaskRuns({ instanceId: coordination.instanceId, engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers, states, events, scheduler }))
-    const cancels = (this.cancels = new LocalCancel({ records, states, scheduler, containers, bus }))
+    const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
     // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
-    const lost = (this.lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger, graceMs: o.recoveryGraceMs }))
+    const lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger, graceMs: o.recoveryGraceMs })
     this.dispatch = new Dispatcher({ coordination, records, slots, scheduler, bus, logger, engine, lost, cancels })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
+    this.coordination = coordination
+    this.records = records
+    this.transcript = events
+    this.states = states
+    this.scheduler = scheduler
+    this.containers = containers
+    this.cancels = cancels
+    this.lost = lost
   }
 
   /** The store tasks live in (for records that belong with them, e.g. WebSocket request ids). */
@@ -127,7 +129,7 @@ export class TasksService {
    * `opts.workspace` names the new workspace's session id and name (playbook runs start
    * `pb-…` sessions); it needs a `session` task without `session_id`.
    */
-  async submit(owner: string, input: SubmitTask, opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {}): Promise<Submitted> {
+  async submit(owner: string, input: SubmitTask, opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {}): Promise<SubmittedTask> {
     requireEngine(this.o.engine)
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
     if (!profile) throw validationError([{ location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` }])

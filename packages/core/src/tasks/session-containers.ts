@@ -5,11 +5,10 @@ import type { EnvironmentsService } from '../resources/environments.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
-import { claimContainer, type Claimed, type RunPlan } from './container-claim.js'
 import type { Conversations } from './conversation.js'
-import { requireEngine, type TaskEngine } from './engine.js'
+import { claimContainer, requireEngine, type Claimed, type RunPlan, type TaskEngine } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
-import type { TaskRecord } from './record.js'
+import type { TaskRecord } from './task.js'
 import type { Scheduler } from './scheduler.js'
 
 export interface SessionContainersOptions {

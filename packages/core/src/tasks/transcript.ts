@@ -2,13 +2,7 @@
 import type { TranscriptEvent, RunnerEvent } from '@berth/contract'
 import type { EventLog } from '../workspaces/event-log.js'
 import type { EventBus } from './event-bus.js'
-import { ACTIVE, type TaskRecord } from './record.js'
-
-/** How many events a task has, and its first `seq`. */
-export interface EventCount {
-  count: number
-  first: number
-}
+import { ACTIVE, type EventCount, type TaskRecord } from './task.js'
 
 /**
  * Records a task's events in its workspace's log and publishes them, counting them as they
@@ -21,7 +15,7 @@ export interface EventCount {
  * await events.page(task, 0, 100) // { events: [...], total: 1 }
  * ```
  */
-export class TaskEvents {
+export class Transcript {
   private readonly counts = new Map<string, EventCount>()
 
   constructor(
