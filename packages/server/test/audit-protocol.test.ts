@@ -6,9 +6,8 @@
  */
 import { connect as netConnect } from 'node:net'
 import WebSocket from 'ws'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { eventually } from './pool.helpers.js'
 
 type Json = Record<string, any>
 const servers: TestServer[] = []
@@ -71,7 +70,7 @@ describe('WebSocket limits', () => {
     const { token } = await s.user()
     const c = await open(s, token) // the upgrade takes one token
     for (let i = 0; i < 5; i++) c.socket.send(JSON.stringify({ type: 'ping' }))
-    await eventually(() => expect(c.messages).toHaveLength(5))
+    await vi.waitFor(() => expect(c.messages).toHaveLength(5), 15_000)
     expect(c.messages.filter((m) => m.type === 'pong')).toHaveLength(3)
     expect(c.messages.filter((m) => m.type === 'error')).toEqual([
       expect.objectContaining({ code: 'RATE_LIMITED' }),
@@ -87,7 +86,7 @@ describe('WebSocket limits', () => {
     const { token } = await s.user()
     const c = await open(s, token)
     c.socket.send(JSON.stringify({ type: 'subscribe', task_id: 'task_doesnotexist' }))
-    await eventually(() => expect(c.messages).toEqual([expect.objectContaining({ type: 'error', code: 'NOT_FOUND', task_id: 'task_doesnotexist' })]))
+    await vi.waitFor(() => expect(c.messages).toEqual([expect.objectContaining({ type: 'error', code: 'NOT_FOUND', task_id: 'task_doesnotexist' })]), 15_000)
     const closed = new Promise<number>((r) => c.socket.once('close', (code) => r(code)))
     c.socket.send(JSON.stringify({ type: 'ping', pad: 'x'.repeat(65 * 1024) }))
     expect(await closed).toBe(1009)
@@ -116,7 +115,7 @@ describe('aborted requests', () => {
     const head = (extra: string) => `POST /v1/profiles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${extra}\r\n`
     await abort(s, `${head('Content-Length: 100\r\n')}{"name":`)
     await abort(s, `${head('Transfer-Encoding: chunked\r\n')}5\r\n{"nam\r\nZZ\r\nxx\r\n`)
-    await eventually(() => expect(s.logs.filter((l) => l.includes('client aborted'))).toHaveLength(2))
+    await vi.waitFor(() => expect(s.logs.filter((l) => l.includes('client aborted'))).toHaveLength(2), 15_000)
     const entries = s.logs.map((l) => JSON.parse(l) as Json)
     expect(entries.filter((e) => e.level === 'error')).toEqual([])
     expect(entries.filter((e) => e.msg === 'request' && e.status === 500)).toEqual([])

@@ -5,8 +5,8 @@
  * retry, and an event page's `total` is counted rather than read from the whole log.
  */
 import type { Task } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually, sweep } from './pool.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 let t: Awaited<ReturnType<typeof taskServer>>
@@ -60,7 +60,7 @@ describe('concurrency', () => {
     const pb = (await t.call('POST', '/v1/playbooks', { profile_id: p, name: 'Queued', prompt: 'Run when there is room. [[berth:text Ran.]]' })).body
     const [a, b] = [await t.call('POST', `/v1/playbooks/${pb.id}/run`), await t.call('POST', `/v1/playbooks/${pb.id}/run`)]
     expect([a.status, b.status]).toEqual([202, 202])
-    const runs = await eventually(async () => {
+    const runs = await vi.waitFor(async () => {
       const list = (await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs as Json[]
       expect(list.filter((r) => ['completed', 'failed', 'cancelled'].includes(r.status))).toHaveLength(2)
       return list
@@ -73,11 +73,11 @@ describe('concurrency', () => {
     // The idle session gave its slot up (its conversation kept) and can be continued.
     expect((await t.call('GET', `/v1/workspaces/${session.body.workspace_id}`)).body.status).toBe('idle')
     // (The last run's pb- session gives the slot back right after its run ends.)
-    const follow = await eventually(async () => {
+    const follow = await vi.waitFor(async () => {
       const res = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, session_id: session.body.session_id, prompt: 'Back.' })
       expect(res.status).toBe(202)
       return res
-    })
+    }, 15_000)
     expect((await t.waitDone(follow.body.task_id)).status).toBe('completed')
     await t.call('DELETE', `/v1/workspaces/${session.body.workspace_id}`)
   }, 150_000)

@@ -12,11 +12,10 @@ import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { Webhook } from 'standardwebhooks'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { systemClock } from '@berth/core'
 import { startServer, type TestServer } from './helpers.js'
 import { startReceiver, verifySignature } from './receivers.js'
-import { eventually } from './pool.helpers.js'
 
 type Json = Record<string, any>
 
@@ -131,13 +130,13 @@ describe('webhook retries', () => {
     const profile = await call(first, 'POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.id })
     const integration = await call(first, 'POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url } })
     await first.berth.services.notifications.notify(owner, profile.id, 'task.completed', {})
-    await eventually(() => expect(receiver.received).toHaveLength(1))
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(1), 15_000)
     await first.close()
 
     const second = await startServer({ ...opts, storage: storage() })
     closers.push(() => second.close())
     await second.berth.ready
-    await eventually(() => expect(receiver.received).toHaveLength(2), 10_000)
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(2), 10_000)
     expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id'])
     const deliveries = (await call(second, 'GET', `/v1/integrations/${integration.id}/deliveries`)).deliveries as Json[]
     expect(deliveries.map((d) => [d.attempt, d.status])).toEqual([

@@ -14,7 +14,7 @@ import fsDriver from 'unstorage/drivers/fs'
 import { timingSafeEqual } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
+import { sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 // The secret comparisons the services make, observed (they still compare for real).
@@ -517,7 +517,7 @@ describe('messenger threads on podman', () => {
     const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' })).body
     const mark = tg.sent.length
     expect((await t.call('POST', `/v1/playbooks/${pb.id}/run`)).status).toBe(202)
-    const result = await eventually(() => {
+    const result = await vi.waitFor(() => {
       const m = tg.sent.slice(mark).find((x) => x.chat_id === chat.id)
       if (!m) throw new Error('no result posted yet')
       return m
@@ -546,7 +546,7 @@ describe('messenger threads on podman', () => {
     const ws = ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).find((w) => w.id === run!.workspace_id)
     expect(ws).toMatchObject({ session_id: run!.session_id })
 
-    const answer = await eventually(() => {
+    const answer = await vi.waitFor(() => {
       const m = tg.sent.find((x) => x.reply_to_message_id === reply.update.message.message_id)
       if (!m) throw new Error('no follow-up result yet')
       return m
@@ -559,7 +559,7 @@ describe('messenger threads on podman', () => {
 
     // The follow-up's answer is part of the thread: replying to it continues again.
     const second = await tg.sendUpdate(bot.token, { chat, text: 'One more. [[berth:text Still here.]]', replyTo: answer.message_id })
-    const again = await eventually(() => {
+    const again = await vi.waitFor(() => {
       const m = tg.sent.find((x) => x.reply_to_message_id === second.update.message.message_id)
       if (!m) throw new Error('no second result yet')
       return m

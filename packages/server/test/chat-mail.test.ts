@@ -9,9 +9,9 @@
  * and chat events with bad signatures, stale timestamps or missing headers.
  */
 import { startFakeChatProvider, startFakeMailProvider, type FakeChatProvider, type FakeMailProvider } from '@berth/testkit/providers'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
+import { sweep } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 
 type Json = Record<string, any>
@@ -498,17 +498,17 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
 
     const task = await t.run({ prompt: 'Report. [[berth:text All green: 3 checks passed, über gut.]]' })
     expect(task.status).toBe('completed')
-    await eventually(() => expect(mail.sent.slice(sent)).toHaveLength(1))
+    await vi.waitFor(() => expect(mail.sent.slice(sent)).toHaveLength(1), 15_000)
     const m = mail.sent[sent]!
     expect(m).toMatchObject({ from: mail.user.email, to: ['ops@example.test', mail.user.email], subject: `Berth: task ${task.task_id} completed` })
     expect(m.headers).toMatchObject({ from: mail.user.email, 'x-berth-event': 'task.completed', 'x-berth-delivery': expect.stringMatching(/^ntf_/), 'content-type': 'text/plain; charset=UTF-8' })
     expect(m.text).toContain('All green: 3 checks passed, über gut.')
     expect(m.text).toContain(task.task_id)
-    const deliveries = await eventually(async () => {
+    const deliveries = await vi.waitFor(async () => {
       const d = (await call('GET', `/v1/integrations/${id}/deliveries`)).body.deliveries as Json[]
       expect(d).toHaveLength(1)
       return d
-    })
+    }, 15_000)
     expect(deliveries[0]).toMatchObject({ event: 'task.completed', status: 'succeeded', response_status: 200, attempt: 1 })
   })
 
@@ -536,11 +536,11 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     mail.revokeAll()
     const task = await t.run({ prompt: 'Again. [[berth:text Done.]]' })
     expect(task.status).toBe('completed')
-    const failed = await eventually(async () => {
+    const failed = await vi.waitFor(async () => {
       const d = (await call('GET', `/v1/integrations/${id}/deliveries`)).body.deliveries as Json[]
       expect(d[0]).toMatchObject({ event: 'task.completed', status: 'failed', will_retry: false })
       return d[0]!
-    })
+    }, 15_000)
     expect(failed.error).toMatch(/401.*UNAUTHENTICATED.*needs reconnecting/)
     expect(failed.response_status).toBe(401)
     expect(tokenRequests('refresh_token').at(-1)!.status).toBe(400)

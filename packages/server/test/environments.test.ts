@@ -3,10 +3,10 @@
  * field, nothing changed), profiles referencing environments, and an environment whose
  * image failed refused at submit (on a real engine, where the image cannot be pulled).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { DEFAULT_ENVIRONMENT_CAPS } from '@berth/core'
 import { startServer, type TestServer } from './helpers.js'
-import { engineRuntime, eventually, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, uniquePoolName } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 describe('environments: caps and ownership', () => {
@@ -113,7 +113,7 @@ describe('environments: an image that fails is refused at submit (docker)', () =
     const env = await t.call('POST', '/v1/environments', { name: 'missing', image: 'berth-no-such-image-e18:1' })
     expect(env.status).toBe(201)
     expect(env.body.image_status).toMatchObject({ ref: 'berth-no-such-image-e18:1', state: 'building' })
-    const failed = await eventually(async () => {
+    const failed = await vi.waitFor(async () => {
       const r = (await t.call('GET', `/v1/environments/${env.body.id}`)).body
       if (r.image_status.state !== 'failed') throw new Error(r.image_status.state)
       return r
@@ -127,7 +127,7 @@ describe('environments: an image that fails is refused at submit (docker)', () =
     // Back to the operator's image: ready, and tasks run.
     const fixed = await t.call('PATCH', `/v1/environments/${env.body.id}`, { image: null })
     expect(fixed.body.image_status.ref).toBe(info.image)
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       if ((await t.call('GET', `/v1/environments/${env.body.id}`)).body.image_status.state !== 'ready') throw new Error('not ready')
     }, 30_000)
     const ok = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: 'Hello [[berth:text fine]]' })

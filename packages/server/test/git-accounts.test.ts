@@ -8,9 +8,9 @@
 import { spawnSync } from 'node:child_process'
 import type { Task, TranscriptEvent } from '@berth/core'
 import { startFakeGitProvider, startFakeGitServer, selfSignedCert, type FakeGitProvider, type FakeGitServer } from '@berth/testkit/providers'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { engineRuntime, eventually, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 type Json = Record<string, any>
@@ -387,7 +387,7 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
     const dump = JSON.stringify({ command: 'env; echo ---; cat ~/.gitconfig; echo ---; git config --list --show-origin' })
     const sub = await call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: `[[berth:tool Bash ${clone}]] [[berth:tool Bash ${dump}]] [[berth:text cloned]]` })
     expect(sub.status, sub.text).toBe(202)
-    const task = await eventually(async () => {
+    const task = await vi.waitFor(async () => {
       const t = (await call('GET', `/v1/tasks/${sub.body.task_id}`)).body as Task
       if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
       return t

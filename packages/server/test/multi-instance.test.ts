@@ -9,10 +9,10 @@
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import WebSocket from 'ws'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { readEngine, startRedis, type LocalRedis } from '@berth/testkit'
 import { ADMIN, ENDED, caller, killHard, pollTask, startInstance, tcpProxy, userWithProfile, type Instance, type Json, type TcpProxy } from './multi-instance.helpers.js'
-import { engineRuntime, eventually, onEngine, sweep } from './pool.helpers.js'
+import { engineRuntime, onEngine, sweep } from './pool.helpers.js'
 
 let redis: LocalRedis
 let proxy: TcpProxy
@@ -99,7 +99,7 @@ describe('three instances on one Redis, each on its own engine', () => {
       expect(sub.status, sub.text).toBe(202)
       const taskId = sub.body.task_id as string
       socket.send(JSON.stringify({ type: 'subscribe', task_id: taskId }))
-      await eventually(() => {
+      await vi.waitFor(() => {
         if (!messages.some((m) => m.type === 'task.status' && m.task_id === taskId && ENDED.includes(m.status))) throw new Error('not ended yet')
       }, 120_000)
       const got = messages.filter((m) => m.type === 'task.event' && m.task_id === taskId).map((m) => m.event)
@@ -138,7 +138,7 @@ describe('three instances on one Redis, each on its own engine', () => {
     const back = await startInstance({ id: c.id, engine: 'podman', pool: c.pool, dataDir: c.dataDir, settings: shared })
     started.push(back)
     for (const i of [a, b, back]) {
-      await eventually(async () => {
+      await vi.waitFor(async () => {
         const health = (await (await fetch(`${i.url}/health`)).json()) as Json
         const listed = await onEngine(engineRuntime(i.engine).runtime, i.pool)
         // Every container under the instance's pool label is one its pool accounts for (the

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
+import { sweep } from './pool.helpers.js'
 import { startReceiver, startSmtp, verifySignature, type Received } from './receivers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
@@ -65,7 +65,7 @@ describe('notifications on podman', () => {
     const sentinel = await receiver()
     const id = await integration({ type: 'webhook', config: { url: sentinel.url } })
     const later = await t.run({ prompt: 'Later. [[berth:text Later.]]' })
-    await eventually(() => expect(payloads(sentinel).map((p) => p.task?.task_id)).toContain(later.task_id))
+    await vi.waitFor(() => expect(payloads(sentinel).map((p) => p.task?.task_id)).toContain(later.task_id), 15_000)
     await t.call('DELETE', `/v1/integrations/${id}`)
     return later
   }
@@ -82,10 +82,10 @@ describe('notifications on podman', () => {
     const task = await t.run({ prompt: 'Say done. [[berth:text Done.]]' })
     expect(task.status).toBe('completed')
 
-    await eventually(() => {
+    await vi.waitFor(() => {
       expect(all.received).toHaveLength(1)
       expect(selected.received).toHaveLength(1)
-    })
+    }, 15_000)
     const r = all.received[0]!
     expect(verifySignature(SECRET, r)).toBe(true)
     expect(r.headers['x-berth-event']).toBe('task.completed')
@@ -112,11 +112,11 @@ describe('notifications on podman', () => {
     const task = await t.run({ prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 })
     expect(task).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
 
-    await eventually(() => {
+    await vi.waitFor(() => {
       expect(flaky.received).toHaveLength(3)
       expect(slow.received).toHaveLength(2)
       expect(broken.received).toHaveLength(3)
-    })
+    }, 15_000)
     // One notification, three attempts: same body, same delivery id, every one signed.
     expect(new Set(flaky.received.map((r) => r.body)).size).toBe(1)
     expect(new Set(flaky.received.map((r) => r.headers['x-berth-delivery'])).size).toBe(1)
@@ -127,7 +127,7 @@ describe('notifications on podman', () => {
     expect(c - b).toBeGreaterThanOrEqual(2 * BACKOFF_MS - 10)
 
     const attempts = async (id: string) => (await t.call('GET', `/v1/integrations/${id}/deliveries`)).body.deliveries as Json[]
-    await eventually(async () => expect(await attempts(ids[2]!)).toHaveLength(3))
+    await vi.waitFor(async () => expect(await attempts(ids[2]!)).toHaveLength(3), 15_000)
     expect((await attempts(ids[0]!)).map((d) => [d.attempt, d.status, d.response_status, d.will_retry])).toEqual([
       [3, 'succeeded', 200, false],
       [2, 'failed', 500, true],
@@ -162,12 +162,12 @@ describe('notifications on podman', () => {
     ]
     const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Nightly', prompt: 'Run nightly. [[berth:text Nightly run done.]]' })).body
     const { run_id } = (await t.call('POST', `/v1/playbooks/${pb.id}/run`)).body
-    await eventually(() => expect(hook.received).toHaveLength(1), 60_000)
+    await vi.waitFor(() => expect(hook.received).toHaveLength(1), 60_000)
     const [payload] = payloads(hook)
     expect(payload).toMatchObject({ event: 'playbook_run.completed', run: { id: run_id, playbook_id: pb.id, status: 'completed', trigger: 'manual', session_id: expect.stringMatching(/^pb-/) } })
     expect(verifySignature(SECRET, hook.received[0]!)).toBe(true)
 
-    await eventually(() => expect(smtp.mails.some((m) => m.text?.includes(run_id))).toBe(true))
+    await vi.waitFor(() => expect(smtp.mails.some((m) => m.text?.includes(run_id))).toBe(true), 15_000)
     const mail = smtp.mails.find((m) => m.text?.includes(run_id))!
     expect(mail.subject).toBe(`Berth: playbook run ${run_id} completed`)
     expect(mail.headers.get('x-berth-event')).toBe('playbook_run.completed')
@@ -178,7 +178,7 @@ describe('notifications on podman', () => {
       ['task.completed', later.task_id],
     ])
     const taskMails = () => smtp.mails.filter((m) => m.headers.get('x-berth-event') === 'task.completed')
-    await eventually(() => expect(taskMails().some((m) => m.text?.includes(later.task_id))).toBe(true))
+    await vi.waitFor(() => expect(taskMails().some((m) => m.text?.includes(later.task_id))).toBe(true), 15_000)
     expect(taskMails().map((m) => m.text?.includes(later.task_id))).toEqual([true])
     for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
   })
@@ -186,7 +186,7 @@ describe('notifications on podman', () => {
   it("after a restart, a run whose task ended while nothing listened is read from its task and ended (and notified) at start", async () => {
     const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Survivor', prompt: 'Finish. [[berth:text Finished.]]' })).body
     const { run_id } = (await t.call('POST', `/v1/playbooks/${pb.id}/run`)).body
-    await eventually(async () => expect((await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs[0].status).toBe('completed'), 60_000)
+    await vi.waitFor(async () => expect((await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs[0].status).toBe('completed'), 60_000)
 
     // What a server stopped between the task's end and the run's update leaves behind.
     const storage = t.s.berth.storage
@@ -202,7 +202,7 @@ describe('notifications on podman', () => {
     const second = await startServer({ dataDir, storage: fsStorage(), allowPrivateWebhooks: true })
     closers.unshift(() => second.close())
     await second.berth.ready
-    await eventually(() => expect(hook.received).toHaveLength(1))
+    await vi.waitFor(() => expect(hook.received).toHaveLength(1), 15_000)
     expect(verifySignature(SECRET, hook.received[0]!)).toBe(true)
     expect(payloads(hook)[0]).toMatchObject({ event: 'playbook_run.completed', run: { id: run_id, status: 'completed' } })
     expect(((await storage.getItem(key)) as Json).status).toBe('completed')

@@ -8,7 +8,7 @@ import { timingSafeEqual } from 'node:crypto'
 import { createStorage } from 'unstorage'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
+import { sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 // The secret comparisons the services make, observed (they still compare for real).
@@ -33,7 +33,7 @@ describe('playbooks on podman', () => {
 
   /** Poll a playbook's runs until `count` of them have ended. */
   const finishedRuns = (pbId: string, count: number) =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       const { body } = await t.call('GET', `/v1/playbooks/${pbId}/runs?limit=100`)
       const runs = body.runs as Run[]
       expect(runs.filter((r) => DONE.includes(r.status))).toHaveLength(count)
@@ -104,9 +104,9 @@ describe('playbooks on podman', () => {
     expect(listed.every((w) => !String(w.session_id).startsWith('pb-'))).toBe(true)
     for (const wsId of wsIds) {
       // Its container goes as soon as the run ends (no session idle time holding a slot).
-      await eventually(async () => {
+      await vi.waitFor(async () => {
         expect((await t.call('GET', `/v1/workspaces/${wsId}`)).body).toMatchObject({ session_id: expect.stringMatching(/^pb-/), status: 'idle', container_id: null })
-      })
+      }, 15_000)
     }
   })
 

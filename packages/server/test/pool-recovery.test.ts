@@ -1,11 +1,11 @@
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { podmanRuntime } from '@berth/adapter-podman'
 import { IDLE_COMMAND, isContainerError, type ContainerRuntime, type PooledContainer } from '@berth/core'
 import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
-import { ENGINES, closeRemoving, engineRuntime, eventually, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { ENGINES, closeRemoving, engineRuntime, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 
 /** Close the HTTP server and Berth the way a restart does: containers stay on the engine. */
 async function stopKeeping(s: TestServer): Promise<void> {
@@ -45,7 +45,7 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     const pool1 = first.berth.pool!
     // Claimed outside any task, so nothing vouches for it after the restart: it must go.
     const inUse = await pool1.claim({ owner_id: 'usr_before_restart', purpose: 'batch' })
-    await eventually(() => expect(pool1.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })))
+    await vi.waitFor(() => expect(pool1.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
     const idleIds = pool1.list().filter((c) => c.state === 'idle').map((c) => c.engine_id).sort()
     await stopKeeping(first)
     expect((await onEngine(runtime, name)).map((c) => c.id).sort()).toEqual([...idleIds, inUse.container.engine_id].sort())
@@ -56,7 +56,7 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     // An exited managed container, even with a record that claims it is idle.
     const exited = await runtime.create({ image: info.image, cmd: ['true'], labels: { 'berth.pool': name, 'berth.container': 'ctr_exited0000000000' } })
     await runtime.start(exited.id)
-    await eventually(async () => expect((await runtime.inspect(exited.id)).state).toBe('exited'))
+    await vi.waitFor(async () => expect((await runtime.inspect(exited.id)).state).toBe('exited'), 15_000)
     const storage = fsStorage()
     const record = (id: string, engineId: string): PooledContainer => ({
       id,
@@ -97,10 +97,10 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     const lease = await pool2.claim({ owner_id: 'usr_after_restart', purpose: 'batch' })
     expect(idleIds).toContain(lease.container.engine_id)
     await lease.release()
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       expect(pool2.stats()).toEqual(expectedStats({ in_use: 0, idle: 2 }))
       expect((await onEngine(runtime, name)).map((c) => c.id).sort()).toEqual(pool2.list().map((c) => c.engine_id).sort())
-    })
+    }, 15_000)
   })
 })
 
@@ -141,7 +141,7 @@ describe('a server whose pool cannot start', () => {
     const warnings = () => noImage!.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'could not warm a container')
     expect(warnings()[0]).toMatchObject({ level: 'warn', retry_in_ms: 1000 })
     expect(warnings()[0].error).toContain('berth-no-such-image')
-    await eventually(() => expect(warnings()[1]).toMatchObject({ retry_in_ms: 2000 }), 5_000)
+    await vi.waitFor(() => expect(warnings()[1]).toMatchObject({ retry_in_ms: 2000 }), 5_000)
     expect(await (await noImage.request('/health')).json()).toMatchObject({ pool: { min: 1, max: 2, in_use: 0, idle: 0 } })
     expect(await onEngine(runtime, pool)).toEqual([])
   })

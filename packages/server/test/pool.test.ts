@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { collectExec, isContainerError, type ContainerPool, type ContainerRuntime, type ContainerSpec, type Lease } from '@berth/core'
 import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
-import { ENGINES, closeRemoving, engineRuntime, eventually, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { ENGINES, closeRemoving, engineRuntime, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 
 const LIMITS = { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 }
 
@@ -26,11 +26,11 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
 
   /** The steady state every test starts from and returns to: 2 warm, none in use, engine = pool. */
   const settled = () =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       expect(pool.stats()).toEqual(expectedStats({}))
       const engineIds = (await onEngine(runtime, name)).map((c) => c.id).sort()
       expect(engineIds).toEqual(pool.list().map((c) => c.engine_id).sort())
-    })
+    }, 15_000)
 
   beforeAll(async () => {
     const e = engineRuntime(engine)
@@ -105,7 +105,7 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     expect(creates.slice(before).every((spec) => spec.labels?.['berth.owner'] === undefined)).toBe(true)
     expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 1 }))
 
-    await eventually(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })))
+    await vi.waitFor(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
     expect(creates.length).toBe(before + 1)
     expect(await onEngine(runtime, name)).toHaveLength(3)
 
@@ -158,7 +158,7 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const releaseThenServed = async (lease: Lease, expected: string) => {
       const count = served.length
       await lease.release()
-      await eventually(() => expect(served.length).toBe(count + 1))
+      await vi.waitFor(() => expect(served.length).toBe(count + 1), 15_000)
       expect(served.at(-1)).toBe(expected)
       expect(pool.stats().in_use).toBe(3)
       expect((await onEngine(runtime, name)).length).toBeLessThanOrEqual(3)
@@ -180,7 +180,7 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const u1 = await s.user('owner one')
     const u2 = await s.user('owner two')
     const lease = await pool.claim({ owner_id: u1.id, purpose: 'session' })
-    await eventually(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })))
+    await vi.waitFor(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
 
     const admin = await (await s.request('/v1/pool/containers', { token: ADMIN_TOKEN })).json()
     expect(admin.total).toBe(3)

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readEngine } from '@berth/testkit'
-import { afterAll, expect, it } from 'vitest'
+import { afterAll, expect, it, vi } from 'vitest'
 import { ADMIN_TOKEN } from './helpers.js'
-import { engineRuntime, eventually, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 const script = fileURLToPath(new URL('./fixtures/server-process.ts', import.meta.url))
@@ -80,7 +80,7 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
     profile_id: profile.id,
     prompt: 'Work slowly. [[berth:slow 150]] [[berth:turns 4]] [[berth:text finished after the crash]]',
   })
-  await eventually(async () => {
+  await vi.waitFor(async () => {
     const events = (await call(first.url, 'GET', `/v1/tasks/${sub.task_id}/events`, token)).events as { type: string }[]
     expect(events.some((e) => e.type === 'token')).toBe(true)
   }, 30_000)
@@ -90,7 +90,7 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
   await new Promise((r) => first.child.once('exit', r))
 
   const second = await startProcess()
-  const task = await eventually(async () => {
+  const task = await vi.waitFor(async () => {
     const t = await call(second.url, 'GET', `/v1/tasks/${sub.task_id}`, token)
     expect(['completed', 'failed']).toContain(t.status)
     return t
@@ -102,14 +102,14 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
     expect(task.error.error).toMatch(/restart/)
   }
   // No orphan: what the engine holds for this pool is exactly what the new server accounts for.
-  await eventually(async () => {
+  await vi.waitFor(async () => {
     const engine = (await onEngine(runtime, pool)).map((c) => c.labels['berth.container']).sort()
     const pooled = ((await call(second.url, 'GET', '/v1/pool/containers', ADMIN_TOKEN)).containers as { id: string; state: string }[])
     expect(engine).toEqual(pooled.map((c) => c.id).sort())
     expect(pooled.every((c) => c.state === 'idle')).toBe(true)
   }, 20_000)
   // The task that was waiting in the queue survived the crash and ran.
-  const later = await eventually(async () => {
+  const later = await vi.waitFor(async () => {
     const t = await call(second.url, 'GET', `/v1/tasks/${queued.task_id}`, token)
     expect(t.status).toBe('completed')
     return t

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { localRuntime, type SandboxMode } from '@berth/adapter-local'
 import { silentLogger, type Task, type TranscriptEvent } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
+import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 type Json = Record<string, any>
@@ -36,7 +36,7 @@ async function localTaskServer(sandbox: SandboxMode, opts: { sessionIdleMs?: num
   const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
   const profile = await call('POST', '/v1/profiles', { name: 'Agent', slug: 'agent', api_key_id: key.body.id, default_tools: ['Bash'] })
   const waitDone = (taskId: string) =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       const t = (await call('GET', `/v1/tasks/${taskId}`)).body as Task
       if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
       return t
@@ -92,10 +92,10 @@ describe('tasks on local (bwrap sandbox)', () => {
     expect(types[0]).toBe('user_message')
     expect(types).toContain('token')
     expect(types.at(-1)).toBe('result')
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       const claimed = (await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.workspace'] === task.workspace_id)
       expect(claimed).toEqual([])
-    })
+    }, 15_000)
   })
 
   it('a session follow-up runs in the same container and remembers the first prompt', async () => {
@@ -172,7 +172,7 @@ describe('sessions on local (bwrap): idle release and restore', () => {
   })
 
   const idle = (wsId: string) =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       const ws = (await t.call('GET', `/v1/workspaces/${wsId}`)).body
       expect(ws).toMatchObject({ status: 'idle', container_id: null })
       return ws
@@ -184,7 +184,7 @@ describe('sessions on local (bwrap): idle release and restore', () => {
     expect(one.status).toBe('completed')
     const before = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id
     await idle(one.workspace_id!)
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before), 15_000)
 
     const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Say it back. [[berth:recall]]' })
     const two = await t.waitDone(next.body.task_id)

@@ -4,8 +4,8 @@
  * a task whose settings (secrets, model) differ.
  */
 import type { PooledContainer } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ENGINES, eventually, sweep } from './pool.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { ENGINES, sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 describe.each(ENGINES)('warm agents on %s', (engine) => {
@@ -34,7 +34,7 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     expect(one.status).toBe(201)
     // Cold, and it leaves an agent started with its settings.
     expect(await echo(t.profileId)).toContain('val=one')
-    const [first] = await eventually(() => {
+    const [first] = await vi.waitFor(() => {
       const p = parked()
       if (p.length !== 1) throw new Error(`parked: ${p.length}`)
       return p
@@ -45,7 +45,7 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     expect((await t.call('POST', '/v1/secrets', { name: 'MY_VAL', value: 'two' })).status).toBe(201)
     expect(await echo(t.profileId)).toContain('val=two')
     expect(parked()).toContain(first)
-    const second = await eventually(() => {
+    const second = await vi.waitFor(() => {
       const p = parked().filter((id) => id !== first)
       if (p.length !== 1) throw new Error(`parked: ${parked().length}`)
       return p[0]!

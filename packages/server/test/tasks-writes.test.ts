@@ -8,9 +8,9 @@ import { join } from 'node:path'
 import { localRuntime } from '@berth/adapter-local'
 import { silentLogger, type Store, type Task } from '@berth/core'
 import { memoryStore } from '@berth/server'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
-import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
+import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 type Json = Record<string, any>
@@ -67,7 +67,7 @@ describe('workspace record writes per run (local runtime)', () => {
     return sub.body as { task_id: string; workspace_id: string; session_id: string | null }
   }
   const done = (taskId: string) =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       const t = (await call('GET', `/v1/tasks/${taskId}`)).body as Task
       if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
       return t

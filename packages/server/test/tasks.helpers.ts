@@ -1,9 +1,9 @@
 /** A server with a real engine, warm pool and the runner bundle, plus a caller with a stub profile. */
 import type { Task, TranscriptEvent } from '@berth/core'
 import type { BerthOptions } from '@berth/server'
-import { expect } from 'vitest'
+import { expect, vi } from 'vitest'
 import { startServer } from './helpers.js'
-import { engineRuntime, ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, ENGINES, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 export type Json = Record<string, any>
@@ -39,7 +39,7 @@ export async function taskServer(
     return waitDone(sub.body.task_id)
   }
   const waitDone = (taskId: string) =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       const t = (await call('GET', `/v1/tasks/${taskId}`)).body as Task
       if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
       return t

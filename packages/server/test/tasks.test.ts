@@ -3,8 +3,8 @@
  * Claude Agent SDK talking to the offline model (provider `stub`).
  */
 import type { Task } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ENGINES, eventually, onEngine, sweep } from './pool.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { ENGINES, onEngine, sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 describe.each(ENGINES)('tasks on %s', (engine) => {
@@ -40,11 +40,11 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
     // The workspace is idle and its container gone from the engine.
     const ws = (await t.call('GET', `/v1/workspaces/${task.workspace_id}`)).body
     expect(ws).toMatchObject({ status: 'idle', container_id: null })
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       const claimed = (await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.workspace'] === task.workspace_id)
       expect(claimed).toEqual([])
       expect(t.s.berth.pool!.list().some((c) => c.workspace_id === task.workspace_id)).toBe(false)
-    })
+    }, 15_000)
   })
 
   it('a session of three prompts runs in one warm container and remembers the first prompt', async () => {
@@ -107,15 +107,15 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
 
   it('cancel stops a running task (its container reaped); cancelling a finished task changes nothing', async () => {
     const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'Take your time. [[berth:slow 300]] [[berth:turns 8]]' })
-    await eventually(async () => expect((await t.call('GET', `/v1/tasks/${sub.body.task_id}`)).body.status).toBe('running'), 30_000)
+    await vi.waitFor(async () => expect((await t.call('GET', `/v1/tasks/${sub.body.task_id}`)).body.status).toBe('running'), 30_000)
     // Some output has arrived: the run is really under way.
-    await eventually(async () => expect((await t.events(sub.body.task_id)).some((e) => e.type === 'token')).toBe(true), 30_000)
+    await vi.waitFor(async () => expect((await t.events(sub.body.task_id)).some((e) => e.type === 'token')).toBe(true), 30_000)
     const cancelled = await t.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
     expect(cancelled.status).toBe(200)
     expect(cancelled.body.status).toBe('cancelled')
     expect(cancelled.body.finished_at).not.toBeNull()
     const ws = cancelled.body.workspace_id
-    await eventually(async () => expect(t.s.berth.pool!.list().some((c) => c.workspace_id === ws)).toBe(false))
+    await vi.waitFor(async () => expect(t.s.berth.pool!.list().some((c) => c.workspace_id === ws)).toBe(false), 15_000)
 
     const done = await t.run({ prompt: 'Quick one.' })
     expect(done.status).toBe('completed')
@@ -182,7 +182,7 @@ describe('sessions on podman: idle release and restore', () => {
   })
 
   const idle = (wsId: string) =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       const ws = (await t.call('GET', `/v1/workspaces/${wsId}`)).body
       expect(ws).toMatchObject({ status: 'idle', container_id: null })
       return ws
@@ -193,7 +193,7 @@ describe('sessions on podman: idle release and restore', () => {
     const one = await t.waitDone(first.body.task_id)
     const before = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id
     await idle(one.workspace_id!)
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before), 15_000)
 
     const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Say it back. [[berth:recall]]' })
     const two = await t.waitDone(next.body.task_id)

@@ -5,10 +5,10 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { atomicFsDriver } from '../src/fs-storage.js'
 import { startServer, type TestServer } from './helpers.js'
-import { engineRuntime, eventually, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 import type { Json } from './tasks.helpers.js'
 
@@ -53,7 +53,7 @@ describe('workspace volumes (docker)', () => {
     const profile = await call('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.body.id, default_tools: ['Bash'], persistent_sessions: true })
     const sub = await call('POST', '/v1/tasks', { mode: 'session', profile_id: profile.body.id, prompt: 'Keep a file [[berth:tool Bash {"command":"echo kept > a.txt"}]] [[berth:text ok]]' })
     expect(sub.status).toBe(202)
-    const task = await eventually(async () => {
+    const task = await vi.waitFor(async () => {
       const t = (await call('GET', `/v1/tasks/${sub.body.task_id}`)).body
       expect(t.status).toBe('completed')
       return t

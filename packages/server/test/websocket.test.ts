@@ -2,8 +2,8 @@
  * `/v1/ws` over a real server and real sockets (the `ws` client), with real tasks.
  */
 import WebSocket from 'ws'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually, sweep } from './pool.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 let t: Awaited<ReturnType<typeof taskServer>>
@@ -27,7 +27,7 @@ async function connect(opts: { token?: string | null; query?: string } = {}) {
     socket.once('open', () => resolve())
     socket.once('error', reject)
   })
-  const next = (pred: (m: Json) => boolean, timeoutMs = 30_000) => eventually(() => {
+  const next = (pred: (m: Json) => boolean, timeoutMs = 30_000) => vi.waitFor(() => {
     const m = messages.find(pred)
     if (!m) throw new Error('not yet')
     return m
@@ -69,7 +69,7 @@ describe('connecting', () => {
     c.send({ type: 'launch-rockets' })
     c.send({ type: 'subscribe', task_id: 'task_doesnotexist' })
     c.send({ type: 'submit', request_id: 'r-bad', task: { mode: 'batch' } })
-    await eventually(() => expect(c.messages.filter((m) => m.type === 'error')).toHaveLength(4))
+    await vi.waitFor(() => expect(c.messages.filter((m) => m.type === 'error')).toHaveLength(4), 15_000)
     const [notJson, unknown, missing, invalid] = c.messages.filter((m) => m.type === 'error') as [Json, Json, Json, Json]
     expect(notJson).toMatchObject({ code: 'VALIDATION_FAILED' })
     expect(unknown).toMatchObject({ code: 'VALIDATION_FAILED' })
@@ -91,7 +91,7 @@ describe('subscriptions and submissions', () => {
       prompt: 'Stream. [[berth:slow 60]] [[berth:turns 3]] [[berth:text the end]]',
     })
     // Join once the task has visibly started: history and live must meet without a gap.
-    await eventually(async () => expect((await t.events(sub.body.task_id)).length).toBeGreaterThan(3), 30_000)
+    await vi.waitFor(async () => expect((await t.events(sub.body.task_id)).length).toBeGreaterThan(3), 30_000)
     const c = await connect()
     c.send({ type: 'subscribe', task_id: sub.body.task_id })
     await c.next((m) => m.type === 'task.status' && ['completed', 'failed'].includes(m.status), 60_000)
@@ -115,7 +115,7 @@ describe('subscriptions and submissions', () => {
     const c = await connect()
     c.send({ type: 'submit', request_id: 'req-1', task })
     c.send({ type: 'submit', request_id: 'req-1', task })
-    await eventually(() => expect(c.messages.filter((m) => m.type === 'submitted')).toHaveLength(2))
+    await vi.waitFor(() => expect(c.messages.filter((m) => m.type === 'submitted')).toHaveLength(2), 15_000)
     const [a, b] = c.messages.filter((m) => m.type === 'submitted') as [Json, Json]
     expect(a.task_id).toMatch(/^task_/)
     expect(b.task_id).toBe(a.task_id)

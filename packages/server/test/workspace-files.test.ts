@@ -7,8 +7,8 @@ import { createHash, randomBytes } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { collectExec } from '@berth/core'
 import { readTar } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually, onEngine, sweep } from './pool.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { onEngine, sweep } from './pool.helpers.js'
 import { taskServer, type Json } from './tasks.helpers.js'
 
 let t: Awaited<ReturnType<typeof taskServer>>
@@ -297,9 +297,9 @@ describe('a broken upload', () => {
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\ncut\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="cut.bin"\r\n\r\n`)
     req.write(Buffer.alloc(2 * 1024 * 1024, 1))
     // The file is being staged in the container by now.
-    await eventually(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('1'))
+    await vi.waitFor(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('1'), 15_000)
     req.destroy()
-    await eventually(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0'), 20_000)
+    await vi.waitFor(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0'), 20_000)
     expect((await inContainer('test -e /workspace/cut; echo $?')).stdout.trim()).toBe('1')
     expect(t.s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
   })
@@ -324,7 +324,7 @@ describe('released workspaces', () => {
       ['out/added.txt', 'added later'],
       ['out/report.txt', 'batch-result\n'],
     ])
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]), 15_000)
     // After the retention (7 days by default) the copy is gone: a clear 400.
     t.s.clock.advance(8 * 24 * 3600_000)
     const expired = await list('', id)
@@ -357,7 +357,7 @@ describe('released workspaces', () => {
       ['docs/added.txt', 'added while idle'],
     ])
     // Every helper is gone once its request is done.
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]), 15_000)
     // The next prompt in the session sees the uploaded file.
     const next = await t.call('POST', '/v1/tasks', {
       mode: 'session',
