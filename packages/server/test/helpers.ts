@@ -6,6 +6,8 @@ import { join } from 'node:path'
 import { createStorage, type Storage } from 'unstorage'
 import { manualClock, type Logger } from '@berth/core'
 import { createBerth, type Berth, type BerthOptions } from '@berth/server'
+import { BerthError, createBerthClient, type BerthClient } from '@berth/client'
+import { expect } from 'vitest'
 
 export const ADMIN_TOKEN = 'test-operator-token-0123456789'
 
@@ -80,4 +82,27 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
       if (ownDir) rmSync(ownDir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The typed client (`@berth/client`) of a test server or instance, as `token`. No retries
+ * and no WebSocket: a test sees every answer the server gives, once.
+ */
+export function clientFor(target: { url: string }, token?: string): BerthClient {
+  return createBerthClient({ baseURL: target.url, token, retry: false, websocket: false })
+}
+
+/** The rejection of a client call, asserted to be a `BerthError` (its status, code, details, headers). */
+export async function failure(call: Promise<unknown>): Promise<BerthError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(BerthError)
+  return err as BerthError
+}
+
+/** A raw JSON body read as `unknown`, for a test that checks what the client cannot (raw bytes, headers, malformed input). */
+export async function json<T = unknown>(res: Response): Promise<T> {
+  return (await res.json()) as T
 }
