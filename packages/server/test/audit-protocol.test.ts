@@ -7,9 +7,11 @@
 import { connect as netConnect } from 'node:net'
 import WebSocket from 'ws'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import type { SocketServerMessage } from '@berth/client'
+import { clientFor, failure, startServer, type TestServer } from './helpers.js'
 
-type Json = Record<string, any>
+/** One line of a test server's captured log. */
+type LogEntry = { level: string; msg: string; status?: number }
 const servers: TestServer[] = []
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close()
@@ -46,7 +48,7 @@ describe('rate limit headers', () => {
     expect(statuses).toEqual([401, 401, 401, 429, 429])
     const refused = await s.request('/v1/profiles', { token: 'berth_sk_guess9' })
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
-    expect(((await refused.json()) as Json).code).toBe('RATE_LIMITED')
+    expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' })
     // A caller with a valid key has its own bucket.
     const { token } = await s.user()
     expect((await s.request('/v1/profiles', { token })).status).toBe(200)
@@ -56,7 +58,7 @@ describe('rate limit headers', () => {
 describe('WebSocket limits', () => {
   async function open(s: TestServer, token: string) {
     const socket = new WebSocket(`${s.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${token}` } })
-    const messages: Json[] = []
+    const messages: SocketServerMessage[] = []
     socket.on('message', (d) => messages.push(JSON.parse(String(d))))
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve())
@@ -116,7 +118,7 @@ describe('aborted requests', () => {
     await abort(s, `${head('Content-Length: 100\r\n')}{"name":`)
     await abort(s, `${head('Transfer-Encoding: chunked\r\n')}5\r\n{"nam\r\nZZ\r\nxx\r\n`)
     await vi.waitFor(() => expect(s.logs.filter((l) => l.includes('client aborted'))).toHaveLength(2), 15_000)
-    const entries = s.logs.map((l) => JSON.parse(l) as Json)
+    const entries = s.logs.map((l) => JSON.parse(l) as LogEntry)
     expect(entries.filter((e) => e.level === 'error')).toEqual([])
     expect(entries.filter((e) => e.msg === 'request' && e.status === 500)).toEqual([])
     expect(entries.filter((e) => e.msg === 'client aborted').every((e) => e.level === 'info')).toBe(true)
@@ -139,14 +141,14 @@ describe('HEAD, lengths and names', () => {
   it('counts string lengths in characters, and refuses names with control characters or lone surrogates', async () => {
     const s = await server()
     const { token } = await s.user()
-    const create = (name: string) => s.request('/v1/api-keys', { method: 'POST', token, json: { name, provider: 'stub' } })
+    const create = (name: string) => clientFor(s, token).apiKeys.create({ body: { name, provider: 'stub' } })
     // 200 characters that are 400 UTF-16 units: within the 200-character limit.
-    expect((await create('😀'.repeat(200))).status).toBe(201)
-    expect((await create('😀'.repeat(201))).status).toBe(400)
+    expect((await create('😀'.repeat(200))).name).toBe('😀'.repeat(200))
+    expect((await failure(create('😀'.repeat(201)))).status).toBe(400)
     for (const bad of ['tab\there', 'bell\u0007', 'lone \ud800 high', 'lone \udc00 low', 'c1\u0085']) {
-      const res = await create(bad)
-      expect(res.status, JSON.stringify(bad)).toBe(400)
-      expect(((await res.json()) as Json).details.issues[0].path).toBe('name')
+      const err = await failure(create(bad))
+      expect(err.status, JSON.stringify(bad)).toBe(400)
+      expect((err.details?.issues as { path: string }[])[0]?.path).toBe('name')
     }
   })
 })
