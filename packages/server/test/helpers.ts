@@ -6,8 +6,8 @@ import { join } from 'node:path'
 import { createStorage, type Storage } from 'unstorage'
 import { manualClock, type Logger } from '@berth/core'
 import { createBerth, type Berth, type BerthOptions } from '@berth/server'
-import { BerthError, createBerthClient, type BerthClient } from '@berth/client'
-import { expect } from 'vitest'
+import { BerthError, createBerthClient, type BerthClient, type Task } from '@berth/client'
+import { expect, vi } from 'vitest'
 
 export const ADMIN_TOKEN = 'test-operator-token-0123456789'
 
@@ -102,7 +102,21 @@ export async function failure(call: Promise<unknown>): Promise<BerthError> {
   return err as BerthError
 }
 
-/** A raw JSON body read as `unknown`, for a test that checks what the client cannot (raw bytes, headers, malformed input). */
-export async function json<T = unknown>(res: Response): Promise<T> {
-  return (await res.json()) as T
+/** The statuses a task ends in. */
+export const ENDED: readonly string[] = ['completed', 'failed', 'cancelled']
+
+/**
+ * Read the task through `api` until `until` holds (default: it has ended) and resolve with
+ * that view of it. A failed read (a 429 from a rate-limited server) is asked again.
+ */
+export function waitForTask(api: BerthClient, taskId: string, opts: { until?: (t: Task) => boolean; timeout?: number; interval?: number } = {}): Promise<Task> {
+  const until = opts.until ?? ((t: Task) => ENDED.includes(t.status))
+  return vi.waitFor(
+    async () => {
+      const t = await api.tasks.get({ params: { id: taskId } })
+      expect(until(t), `task ${taskId} is ${t.status}`).toBe(true)
+      return t
+    },
+    { timeout: opts.timeout ?? 90_000, interval: opts.interval ?? 50 },
+  )
 }

@@ -12,7 +12,7 @@ import { pathToFileURL } from 'node:url'
 import type { BerthClient, Task } from '@berth/client'
 import { readEngine } from '@berth/testkit'
 import { expect, vi } from 'vitest'
-import { clientFor } from './helpers.js'
+import { clientFor, ENDED, waitForTask } from './helpers.js'
 import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
 
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
@@ -129,18 +129,10 @@ export async function userWithProfile(via: string, name: string): Promise<{ toke
  * Ask `api` for the task until `done` holds; the last view. Every 1.5 s: the standalone
  * servers keep their default rate limit, and a 429 only means "ask again later".
  */
-export function pollTask(api: BerthClient, taskId: string, done: (t: Task) => boolean, timeoutMs: number): Promise<Task> {
-  return vi.waitFor(
-    async () => {
-      const t = await api.tasks.get({ params: { id: taskId } })
-      expect(done(t), `task ${taskId} still ${t.status}`).toBe(true)
-      return t
-    },
-    { timeout: timeoutMs, interval: 1_500 },
-  )
-}
+export const pollTask = (api: BerthClient, taskId: string, done: (t: Task) => boolean, timeoutMs: number): Promise<Task> =>
+  waitForTask(api, taskId, { until: done, timeout: timeoutMs, interval: 1_500 })
 
-export const ENDED: readonly string[] = ['completed', 'failed', 'cancelled']
+export { ENDED }
 
 /** A private sshd on 127.0.0.1 that lets this user in with a throwaway key held by its own ssh-agent. */
 export interface LocalSshd {

@@ -11,7 +11,7 @@ import { startRedis, type LocalRedis } from '@berth/testkit'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { ADMIN_TOKEN, agentUser, startCluster, type Backend, type Instance } from './cluster.helpers.js'
-import { failure } from './helpers.js'
+import { failure, waitForTask } from './helpers.js'
 
 /** A prompt whose agent takes `turns` slow turns (about a second each), then answers. */
 const slowPrompt = (turns: number, text = 'Done slowly.') => `Take your time. [[berth:slow 1000]] [[berth:turns ${turns}]] [[berth:text ${text}]]`
@@ -38,16 +38,8 @@ async function cluster(backend: Backend, maxes: number[]) {
     const api = (inst: Instance) => inst.client(user.token)
     const submit = (inst: Instance, body: { prompt: string; mode?: 'batch' | 'session'; session_id?: string }) =>
       api(inst).tasks.submit({ body: { mode: 'batch', profile_id: user.profileId, ...body } })
-    const waitStatus = (inst: Instance, taskId: string, statuses: Task['status'][]) =>
-      vi.waitFor(
-        async () => {
-          const t = await api(inst).tasks.get({ params: { id: taskId } })
-          expect(statuses).toContain(t.status)
-          return t
-        },
-        { timeout: 90_000, interval: 50 },
-      )
-    const waitDone = (inst: Instance, taskId: string) => waitStatus(inst, taskId, ['completed', 'failed', 'cancelled'])
+    const waitStatus = (inst: Instance, taskId: string, status: Task['status']) => waitForTask(api(inst), taskId, { until: (t) => t.status === status })
+    const waitDone = (inst: Instance, taskId: string) => waitForTask(api(inst), taskId)
     return { ...c, ...user, ownerId: user.id, api, submit, waitStatus, waitDone }
   } catch (err) {
     await c.close()
@@ -95,7 +87,7 @@ function clusterCases(backend: Backend): void {
     const k = (c = await cluster(backend, [0, 2]))
     const [a, b] = k.instances as [Instance, Instance]
     const sub = await k.submit(a, { prompt: slowPrompt(60) })
-    await k.waitStatus(a, sub.task_id, ['running'])
+    await k.waitStatus(a, sub.task_id, 'running')
     const cancelled = await k.api(a).tasks.cancel({ params: { id: sub.task_id } })
     expect(cancelled.status).toBe('cancelled')
     // Its workspace's slot is free again on every instance.
@@ -150,7 +142,7 @@ function clusterCases(backend: Backend): void {
     const k = (c = await cluster(backend, [2, 2]))
     const [a, b] = k.instances as [Instance, Instance]
     const first = await k.submit(b, { mode: 'session', prompt: slowPrompt(120) })
-    await k.waitStatus(b, first.task_id, ['running'])
+    await k.waitStatus(b, first.task_id, 'running')
     // Queued behind the running prompt, in the same session: on b.
     const next = await k.submit(b, { mode: 'session', session_id: first.session_id!, prompt: '[[berth:text Survived.]]' })
     expect((await k.api(b).tasks.get({ params: { id: next.task_id } })).status).toBe('queued')
