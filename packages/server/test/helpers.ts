@@ -86,10 +86,16 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
 
 /**
  * The typed client (`@berth/client`) of a test server or instance, as `token`. No retries
- * and no WebSocket: a test sees every answer the server gives, once.
+ * and no WebSocket: a test sees every answer the server gives, once. With `seen`, the text
+ * of every answer is pushed there too (to scan for what must never be in a response).
  */
-export function clientFor(target: { url: string }, token?: string): BerthClient {
-  return createBerthClient({ baseURL: target.url, token, retry: false, websocket: false })
+export function clientFor(target: { url: string }, token?: string, seen?: string[]): BerthClient {
+  const recording: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init)
+    seen?.push(await res.clone().text())
+    return res
+  }
+  return createBerthClient({ baseURL: target.url, token, retry: false, websocket: false, fetch: seen ? recording : undefined })
 }
 
 /** The rejection of a client call, asserted to be a `BerthError` (its status, code, details, headers). */

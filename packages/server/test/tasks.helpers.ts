@@ -35,7 +35,7 @@ export async function taskServer(
 
 /** A user of `s` with a stub credential and a Bash profile, and typed ways to run tasks as it. */
 export async function agentUser(s: TestServer, opts: { waitMs?: number } = {}) {
-  const { token } = await s.user()
+  const { token, id } = await s.user()
   const api = clientFor(s, token)
   const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
   const profile = await api.profiles.create({ body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] } })
@@ -46,5 +46,5 @@ export async function agentUser(s: TestServer, opts: { waitMs?: number } = {}) {
   /** Submit and wait until the task is done. */
   const run = async (body: Partial<SubmitTaskInput> & { prompt: string }) => waitDone((await submit(body)).task_id)
   const events = async (taskId: string) => (await api.tasks.events({ params: { id: taskId }, query: { limit: 100 } })).events
-  return { token, api, submit, run, waitDone, events, profileId: profile.id, keyId: key.id }
+  return { token, id, api, submit, run, waitDone, events, profileId: profile.id, keyId: key.id }
 }
