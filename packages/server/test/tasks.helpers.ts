@@ -5,8 +5,6 @@ import { clientFor, startServer, waitForTask, type TestServer } from './helpers.
 import { engineRuntime, ENGINES, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
-export type Json = Record<string, any>
-
 /** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
 export async function taskServer(
   engine: (typeof ENGINES)[number],
@@ -23,14 +21,7 @@ export async function taskServer(
     ...opts.berth,
   })
   await s.berth.ready
-  const agent = await agentUser(s)
-  // Raw calls, for what the typed client cannot send or a test reads as raw JSON.
-  const call = async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token: agent.token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-  }
-  return { s, runtime, pool, call, ...agent }
+  return { s, runtime, pool, ...(await agentUser(s)) }
 }
 
 /** A user of `s` with a stub credential and a Bash profile, and typed ways to run tasks as it. */
