@@ -15,7 +15,9 @@ import { timingSafeEqual } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
 import { sweep } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import { taskServer } from './tasks.helpers.js'
+
+type Json = Record<string, any>
 
 // The secret comparisons the services make, observed (they still compare for real).
 vi.mock('node:crypto', async (original) => {
@@ -502,10 +504,10 @@ describe('messenger threads on podman', () => {
     t = await taskServer('podman', { berth: { messenger: { apiBaseUrl: tg.url } } })
     bot = tg.createBot({ username: 'runs_bot' })
     chat = tg.chat()
-    expect((await t.call('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })).status).toBe(200)
-    const { code } = (await t.call('POST', '/v1/integrations/messenger/claim')).body
+    await t.api.integrations.messenger.setup({ body: { bot_token: bot.token } })
+    const { code } = await t.api.integrations.messenger.claim()
     expect((await tg.sendUpdate(bot.token, { chat, text: code })).status).toBe(200)
-    expect((await t.call('GET', '/v1/integrations/messenger/config')).body.claim.claimed).toBe(true)
+    expect((await t.api.integrations.messenger.config()).claim.claimed).toBe(true)
   })
   afterAll(async () => {
     await t.s.close()
@@ -514,9 +516,9 @@ describe('messenger threads on podman', () => {
   })
 
   it("a playbook run's result posts to the chat; a reply there claims the pb- workspace as a thread and continues its session", async () => {
-    const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' })).body
+    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' } })
     const mark = tg.sent.length
-    expect((await t.call('POST', `/v1/playbooks/${pb.id}/run`)).status).toBe(202)
+    expect(await t.api.playbooks.run({ params: { id: pb.id } })).toMatchObject({ status: 'started' })
     const result = await vi.waitFor(() => {
       const m = tg.sent.slice(mark).find((x) => x.chat_id === chat.id)
       if (!m) throw new Error('no result posted yet')
@@ -525,13 +527,14 @@ describe('messenger threads on podman', () => {
     expect(result.text).toMatch(/^Playbook “Digest” completed/)
     expect(result.text).toContain('Digest ready.')
     expect(result.text).toContain('Reply to this message')
-    const [run] = (await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs as Json[]
+    const [run] = (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
     expect(run).toMatchObject({ status: 'completed', session_id: expect.stringMatching(/^pb-/) })
-    const integrationId = (await t.call('GET', '/v1/integrations/messenger/config')).body.integration_id
-    const deliveries = (await t.call('GET', `/v1/integrations/${integrationId}/deliveries`)).body.deliveries as Json[]
+    const integrationId = (await t.api.integrations.messenger.config()).integration_id!
+    const { deliveries } = await t.api.integrations.deliveries({ params: { id: integrationId } })
     expect(deliveries).toContainEqual(expect.objectContaining({ event: 'playbook_run.completed', status: 'succeeded' }))
 
-    const listed = async () => ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).map((w) => w.id)
+    const workspaces = async () => (await t.api.workspaces.list({ query: { limit: 100 } })).workspaces
+    const listed = async () => (await workspaces()).map((w) => w.id)
     expect(await listed()).not.toContain(run!.workspace_id)
 
     // A message that is not a reply to the thread continues nothing.
@@ -543,7 +546,7 @@ describe('messenger threads on podman', () => {
     const reply = await tg.sendUpdate(bot.token, { chat, text: 'What did I ask first? [[berth:recall]]', replyTo: result.message_id })
     expect(reply.status).toBe(200)
     // Claimed as a thread: the workspace now shows in the list.
-    const ws = ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).find((w) => w.id === run!.workspace_id)
+    const ws = (await workspaces()).find((w) => w.id === run!.workspace_id)
     expect(ws).toMatchObject({ session_id: run!.session_id })
 
     const answer = await vi.waitFor(() => {
@@ -553,7 +556,7 @@ describe('messenger threads on podman', () => {
     }, 90_000)
     // The follow-up ran in the run's session: the model recalls the run's own prompt.
     expect(answer.text).toContain('The first prompt was: Write the digest.')
-    const tasks = (await t.call('GET', '/v1/tasks?mode=session&limit=100')).body.tasks as Json[]
+    const { tasks } = await t.api.tasks.list({ query: { mode: 'session', limit: 100 } })
     const followUp = tasks.find((x) => x.prompt === 'What did I ask first? [[berth:recall]]')
     expect(followUp).toMatchObject({ status: 'completed', session_id: run!.session_id, workspace_id: run!.workspace_id })
 
