@@ -102,6 +102,7 @@ describe('aborted requests', () => {
     await new Promise<void>((resolve) => {
       const socket = netConnect(port, '127.0.0.1', () => {
         socket.write(raw)
+        // Real time is the point: the server must have started reading the body before the hang-up.
         setTimeout(() => {
           socket.destroy()
           resolve()

@@ -58,7 +58,7 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
     const headers = new Headers(rest.headers)
     if (token) headers.set('authorization', `Bearer ${token}`)
     if (json !== undefined) headers.set('content-type', 'application/json')
-    return fetch(url + path, { ...rest, headers, ...(json !== undefined && { body: JSON.stringify(json) }) })
+    return fetch(url + path, { ...rest, headers, body: json === undefined ? rest.body : JSON.stringify(json) })
   }
   return {
     url,
