@@ -4,7 +4,7 @@ import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { podmanRuntime } from '@berth/adapter-podman'
 import { IDLE_COMMAND, isContainerError, type ContainerRuntime, type PooledContainer } from '@berth/core'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
+import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
 import { ENGINES, closeRemoving, engineRuntime, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 
 /** Close the HTTP server and Berth the way a restart does: containers stay on the engine. */
@@ -88,10 +88,9 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     const keys = await second.berth.storage.getKeys(`pool:${name}`)
     expect(keys.sort()).toEqual(pool2.list().map((c) => `pool:${name}:${c.id}`).sort())
 
-    const health = await (await second.request('/health')).json()
-    expect(health.pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
-    const listed = await (await second.request('/v1/pool/containers', { token: ADMIN_TOKEN })).json()
-    expect(listed.containers.map((c: { engine_id: string }) => c.engine_id).sort()).toEqual(idleIds)
+    expect((await clientFor(second).health()).pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
+    const listed = await clientFor(second, ADMIN_TOKEN).pool.containers.list()
+    expect(listed.containers.map((c) => c.engine_id).sort()).toEqual(idleIds)
 
     // The adopted pool works as before: a claim takes an adopted container, warming replaces it.
     const lease = await pool2.claim({ owner_id: 'usr_after_restart', purpose: 'batch' })
@@ -122,13 +121,12 @@ describe('a server whose pool cannot start', () => {
     await expect(s.berth.ready).rejects.toMatchObject({ code: 'CONTAINER_FAILED', details: { reason: 'unreachable' } })
     expect(s.logs.map((l) => JSON.parse(l))).toContainEqual(expect.objectContaining({ level: 'error', msg: 'start-up failed' }))
 
-    const health = await s.request('/health')
-    expect(health.status).toBe(200)
-    expect(await health.json()).toMatchObject({ ok: true, pool: { min: 2, max: 3, in_use: 0, idle: 0 } })
+    expect(await clientFor(s).health()).toMatchObject({ ok: true, pool: { min: 2, max: 3, in_use: 0, idle: 0 } })
     const user = await s.user()
-    expect((await s.request('/v1/pool', { token: user.token })).status).toBe(200)
-    expect(await (await s.request('/v1/pool/containers', { token: ADMIN_TOKEN })).json()).toEqual({ containers: [], total: 0 })
-    expect((await s.request('/v1/pool/containers/ctr_nothere00000000', { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(404)
+    await clientFor(s, user.token).pool.stats()
+    const admin = clientFor(s, ADMIN_TOKEN)
+    expect(await admin.pool.containers.list()).toEqual({ containers: [], total: 0 })
+    expect((await failure(admin.pool.containers.delete({ params: { id: 'ctr_nothere00000000' } }))).status).toBe(404)
     // A claim fails the same clear way instead of hanging.
     await expect(s.berth.pool!.claim({ owner_id: user.id, purpose: 'batch' })).rejects.toMatchObject({ code: 'CONTAINER_FAILED' })
   })
@@ -142,7 +140,7 @@ describe('a server whose pool cannot start', () => {
     expect(warnings()[0]).toMatchObject({ level: 'warn', retry_in_ms: 1000 })
     expect(warnings()[0].error).toContain('berth-no-such-image')
     await vi.waitFor(() => expect(warnings()[1]).toMatchObject({ retry_in_ms: 2000 }), 5_000)
-    expect(await (await noImage.request('/health')).json()).toMatchObject({ pool: { min: 1, max: 2, in_use: 0, idle: 0 } })
+    expect(await clientFor(noImage).health()).toMatchObject({ pool: { min: 1, max: 2, in_use: 0, idle: 0 } })
     expect(await onEngine(runtime, pool)).toEqual([])
   })
 })
