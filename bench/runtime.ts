@@ -26,7 +26,7 @@ import {
   type ContainerRuntime,
 } from '@berth/core'
 import { memoryStore } from '@berth/server'
-import { ensureEngines, type EngineInfo } from '@berth/testkit'
+import { ensureEngines, waitUntil, type EngineInfo } from '@berth/testkit'
 import { ms, table } from './lib/table.js'
 
 const ITERATIONS = Number(process.env.BENCH_RUNTIME_ITERATIONS ?? 20)
@@ -82,14 +82,6 @@ async function rawExec(docker: DockerClient, id: string): Promise<number> {
   return (await exec.inspect()).ExitCode ?? -1
 }
 
-async function until(check: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error('pool did not settle in time')
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}
-
 /**
  * Warm vs cold claims through `ContainerPool`. Before each warm claim the pool is back at
  * `min` idle (the refill after the previous claim is done), so the claim is what a caller
@@ -104,7 +96,7 @@ async function benchPool(rt: ContainerRuntime, image: string, labels: Record<str
     const warmMs: number[] = []
     const coldMs: number[] = []
     for (let i = 0; i < ITERATIONS; i++) {
-      await until(() => warm.stats().idle === 2)
+      await waitUntil(() => warm.stats().idle === 2, { what: 'the pool to settle', interval: 5 })
       let t = now()
       const w = await warm.claim({ owner_id: 'usr_bench', purpose: 'batch' })
       warmMs.push(now() - t)

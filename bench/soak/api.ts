@@ -82,14 +82,3 @@ export async function newCaller(url: string, adminToken: string, profile: Json =
 }
 
 export const TERMINAL = ['completed', 'failed', 'cancelled'] as const
-
-/** Poll until `check` returns a value (not undefined), up to `timeoutMs`. */
-export async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await check()
-    if (v !== undefined) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
-}

@@ -8,7 +8,8 @@
  */
 import { isDeepStrictEqual } from 'node:util'
 import type { ContainerRuntime } from '@berth/core'
-import { TERMINAL, until, type ApiClient, type Json, type Reply } from './api.js'
+import { waitUntil } from '@berth/testkit'
+import { TERMINAL, type ApiClient, type Json, type Reply } from './api.js'
 import type { TaskObserver } from './observer.js'
 import { logLines, type Standalone } from './standalone.js'
 
@@ -69,13 +70,12 @@ export async function checkTasks(ctx: {
   for (const t of tasks) if (!t.id) violations.push(`a ${t.kind} submit was refused: ${t.submitStatus} ${t.error}`)
 
   // Every task the server knows (some submits' answers were lost to a SIGKILL) must end.
-  const all = await until(
+  const all = await waitUntil(
     async () => {
       const list = await pages<Json>(call, '/v1/tasks', 'tasks', 'page')
       return list.every((t) => (TERMINAL as readonly string[]).includes(t.status)) ? list : undefined
     },
-    180_000,
-    'every task to reach a definite end',
+    { what: 'every task to reach a definite end', timeout: 180_000, interval: 200 },
   ).catch(async (err: Error) => {
     const list = await pages<Json>(call, '/v1/tasks', 'tasks', 'page')
     for (const t of list.filter((x) => !(TERMINAL as readonly string[]).includes(x.status))) violations.push(`task ${t.task_id} stuck in ${t.status}`)
@@ -115,7 +115,7 @@ export async function checkTasks(ctx: {
     const stored = await pages<Json>(call, `/v1/tasks/${id}/events`, 'events', 'after')
     const sub = observer.get(id)
     if (!sub) continue // submitted by a request whose answer was lost: nobody subscribed
-    const live = await until(async () => (sub.events.length >= stored.length ? sub.events : undefined), 15_000, 'the stream').catch(() => sub.events)
+    const live = await waitUntil(async () => (sub.events.length >= stored.length ? sub.events : undefined), { what: 'the stream', timeout: 15_000, interval: 200 }).catch(() => sub.events)
     streamed += live.length
     if (!isDeepStrictEqual(live, stored)) {
       const i = live.findIndex((e, k) => !isDeepStrictEqual(e, stored[k]))

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { collectExec, isContainerError, type Logger } from '@berth/core'
 import { packTar } from '@berth/testkit'
 import { localRuntime } from '../src/index.js'
@@ -63,8 +63,7 @@ describe('local runtime', () => {
     const { pid } = await readMeta(baseDir, id)
     await second.remove(id)
     expect(existsSync(join(baseDir, id))).toBe(false)
-    await new Promise((r) => setTimeout(r, 100))
-    expect(() => process.kill(pid!, 0)).toThrow() // the main process went with it
+    await vi.waitFor(() => expect(() => process.kill(pid!, 0)).toThrow(), 5_000) // the main process went with it
   })
 
   it('refuses archive entries that climb out of the target', async () => {

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { collectExec, silentLogger, type ContainerRuntime } from '@berth/core'
 import { localRuntime } from '../src/index.js'
 import { hostPath, readMeta, rootDir } from '../src/paths.js'
@@ -165,8 +165,7 @@ describe('local runtime: a sandbox goes with its process', () => {
     }
   }
   const gone = async (pids: number[]) => {
-    const until = Date.now() + 10_000
-    while (pids.some(alive) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    await vi.waitFor(() => expect(pids.filter(alive)).toEqual([]), 10_000).catch(() => {})
     return pids.filter(alive)
   }
 
@@ -175,8 +174,7 @@ describe('local runtime: a sandbox goes with its process', () => {
     const { pid } = await readMeta(baseDir, id)
     // Keeper, bwrap, the sandbox's init and its idle process, once they are all up.
     const comm = (p: number) => readFileSync(`/proc/${p}/comm`, 'utf8').trim()
-    const until = Date.now() + 10_000
-    while (!processTree(pid!).some((p) => comm(p) === 'sleep') && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+    await vi.waitFor(() => expect(processTree(pid!).map(comm)).toContain('sleep'), { timeout: 10_000, interval: 20 }).catch(() => {})
     const tree = processTree(pid!)
     expect(tree.map(comm).sort()).toEqual(['bwrap', 'bwrap', 'sh', 'sleep'])
     if (how === 'stopped') await rt.stop(id, { timeoutSeconds: 5 })
@@ -200,8 +198,7 @@ describe('local runtime: remove leaves nothing running', () => {
       process.kill(pid!, 'SIGKILL')
       await rt.remove(id)
       const marker = `${rootDir(baseDir, id)}/`
-      const until = Date.now() + 5_000
-      while (withCmdline(marker).length && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      await vi.waitFor(() => expect(withCmdline(marker)).toEqual([]), 5_000).catch(() => {})
       leftovers.push(...withCmdline(marker))
     }
     expect(leftovers).toEqual([])
@@ -257,8 +254,6 @@ describe('local runtime across server restarts (bwrap)', () => {
     expect((await rt.inspect(id)).state).toBe('running')
     expect((await sh(rt, id, 'echo alive')).stdout).toBe('alive\n')
     // ...while the exec's sandbox went with the process that started it.
-    const until = Date.now() + 10_000
-    while (withCmdline(marker).length && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
-    expect(withCmdline(marker)).toEqual([])
+    await vi.waitFor(() => expect(withCmdline(marker)).toEqual([]), 10_000)
   })
 })

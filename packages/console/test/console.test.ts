@@ -142,13 +142,14 @@ describe('console', () => {
     })
     await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
     await expect.poll(() => statusOf(page).textContent(), { timeout: 30_000 }).toBe('completed')
-    const events = await t.call('GET', `/v1/tasks/${id}/events?limit=100`)
-    const all = [...events.body.events]
-    while (all.length < events.body.total) all.push(...(await t.call('GET', `/v1/tasks/${id}/events?limit=100&after=${all.at(-1).seq}`)).body.events)
+    const events = (after = 0) => t.api.tasks.events({ params: { id }, query: { limit: 100, after } })
+    const first = await events()
+    const all = [...first.events]
+    while (all.length < first.total) all.push(...(await events(all.at(-1)!.seq)).events)
     const tokens = all.filter((e) => e.type === 'token')
     expect(tokens.length).toBeGreaterThan(50)
     expect((await page.locator('.ev.text').allTextContents()).join('')).toBe(tokens.map((e) => e.text).join(''))
-    expect(Number(await page.locator('.transcript').getAttribute('data-last-seq'))).toBe(all.at(-1).seq)
+    expect(Number(await page.locator('.transcript').getAttribute('data-last-seq'))).toBe(all.at(-1)!.seq)
     // Nothing already on screen moved while tokens streamed in.
     expect(await page.evaluate(() => (window as unknown as { shift: number }).shift)).toBeLessThan(0.05)
     await page.close()
@@ -156,16 +157,15 @@ describe('console', () => {
 
   it('updates the task list live over the WebSocket', async () => {
     expect((await t.run({ prompt: 'A finished one' })).status).toBe('completed')
-    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'Wait [[berth:slow 3000]] [[berth:text a b c d e f]]' })
-    expect(sub.status).toBe(202)
+    const sub = await t.submit({ prompt: 'Wait [[berth:slow 3000]] [[berth:text a b c d e f]]' })
     const page = await browser.page()
     let listReads = 0
     page.on('request', (r) => new URL(r.url()).pathname === '/v1/tasks' && r.method() === 'GET' && listReads++)
     await signIn(page, t.s.url, t.token)
-    const row = page.locator(`tr[data-task="${sub.body.task_id}"]`)
+    const row = page.locator(`tr[data-task="${sub.task_id}"]`)
     await expect.poll(() => row.textContent(), { timeout: 60_000 }).toMatch(/queued|starting|running/)
     const reads = listReads
-    await t.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
+    await t.api.tasks.cancel({ params: { id: sub.task_id } })
     await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('cancelled')
     // Pushed by the socket: the list was not read again to learn it.
     expect(listReads).toBe(reads)
@@ -203,8 +203,8 @@ describe('console', () => {
     const id = await submitFromForm(page, 'Too long [[berth:turns 3]]', { maxTurns: 1 })
     await expect.poll(() => statusOf(page).textContent(), { timeout: 90_000 }).toBe('failed')
     await expect.poll(() => page.locator('.error-line').textContent()).toContain('TURN_LIMIT_EXCEEDED')
-    const task = (await t.call('GET', `/v1/tasks/${id}`)).body
-    expect(task.error.code).toBe('TURN_LIMIT_EXCEEDED')
+    const task = await t.api.tasks.get({ params: { id } })
+    expect(task.error?.code).toBe('TURN_LIMIT_EXCEEDED')
     await page.getByRole('link', { name: 'Tasks' }).first().click()
     await expect.poll(() => page.locator(`tr[data-task="${id}"]`).textContent()).toContain('TURN_LIMIT_EXCEEDED')
     await page.close()
@@ -217,7 +217,7 @@ describe('console', () => {
     await expect.poll(() => statusOf(page).textContent(), { timeout: 60_000 }).toMatch(/running|starting|queued/)
     await page.getByRole('button', { name: 'Cancel task' }).click()
     await expect.poll(() => statusOf(page).textContent(), { timeout: 60_000 }).toBe('cancelled')
-    expect((await t.call('GET', `/v1/tasks/${id}`)).body.status).toBe('cancelled')
+    expect((await t.api.tasks.get({ params: { id } })).status).toBe('cancelled')
     expect(await page.getByRole('button', { name: 'Cancelled' }).isDisabled()).toBe(true)
     await page.close()
   })
@@ -241,8 +241,8 @@ describe('console', () => {
     expect(file.suggestedFilename()).toBe('notes.txt')
     expect(readFileSync((await file.path())!, 'utf8')).toBe(content)
     // The agent sees it too: the file is really in the workspace.
-    const listed = await t.call('GET', `/v1/workspaces/${(await t.call('GET', `/v1/tasks/${first}`)).body.workspace_id}/files?path=inbox`)
-    expect(listed.body.entries.map((e: { name: string }) => e.name)).toEqual(['notes.txt'])
+    const listed = await t.api.files.list((await t.api.tasks.get({ params: { id: first } })).workspace_id!, 'inbox')
+    expect(listed.entries.map((e) => e.name)).toEqual(['notes.txt'])
 
     // A follow-up in the same session resumes the conversation, on the same page.
     await page.getByRole('textbox', { name: 'Follow-up prompt' }).fill('What did I say first? [[berth:recall]]')
@@ -255,7 +255,7 @@ describe('console', () => {
 
     // The sessions page opens the conversation at its newest task.
     await page.getByRole('link', { name: 'Sessions' }).click()
-    const sessionId = (await t.call('GET', `/v1/tasks/${first}`)).body.session_id as string
+    const sessionId = (await t.api.tasks.get({ params: { id: first } })).session_id!
     await page.getByRole('button', { name: new RegExp(sessionId) }).click()
     await page.waitForURL((u) => u.hash === `#/tasks/${second}`)
     await page.getByRole('region', { name: 'Result' }).last().waitFor()

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage, type Storage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { EventLog, manualClock, type EventLogOptions, type NewEvent, type Store, type TranscriptEvent } from '@berth/core'
 import { unstorageStore } from '../../server/src/store.js'
 
@@ -95,6 +95,7 @@ describe('appending and reading', () => {
         const placed = await log.append(OWNER, WS, tokens(appended, n))
         expect(seqs(placed)).toEqual(range(appended + 1, appended + n))
         appended += n
+        // Real time is the point: the reader pages while the writer's flush timer fires between appends.
         if (appended % 5 === 0) await new Promise((r) => setTimeout(r, 1))
       }
       writing = false
@@ -105,6 +106,7 @@ describe('appending and reading', () => {
       const page = await log.read(OWNER, WS, { after: seen.at(-1) ?? 0, limit: 37 })
       seen.push(...seqs(page))
       pages++
+      // The reader keeps paging while the writer runs: an empty page only means "not yet".
       if (page.length === 0) await new Promise((r) => setTimeout(r, 1))
     }
     await writer
@@ -243,8 +245,7 @@ describe('compaction', () => {
       await log.flush(OWNER, WS)
     }
     expect(segmentFiles()).toHaveLength(3)
-    await new Promise((r) => setTimeout(r, 150))
-    expect(segmentFiles()).toEqual(['000000000001-000000000015'])
+    await vi.waitFor(() => expect(segmentFiles()).toEqual(['000000000001-000000000015']), 5_000)
     // The idle log was let go from memory; it reopens from the store.
     expect(seqs(await readAll(log))).toEqual(range(1, 15))
     const more = await log.append(OWNER, WS, tokens(15, 2))

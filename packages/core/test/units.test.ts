@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createAesGcmCipher, manualClock, newId, tokenBucket } from '@berth/core'
 import { modelAllowed } from '../src/models.js'
 
@@ -53,18 +53,23 @@ describe('token bucket', () => {
 })
 
 describe('ids and model patterns', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
   it('ids carry their prefix and are unique', () => {
     const ids = new Set(Array.from({ length: 1000 }, () => newId('profile')))
     expect(ids.size).toBe(1000)
     for (const id of ids) expect(id).toMatch(/^prof_[a-z0-9]{20}$/)
   })
-  it('ids start with their creation time, so a later id sorts after an earlier one', async () => {
+  it('ids start with their creation time, so a later id sorts after an earlier one', () => {
+    vi.useFakeTimers({ now: Date.parse('2026-05-01T12:00:00Z') })
     const first = newId('task')
-    await new Promise((r) => setTimeout(r, 5))
+    vi.advanceTimersByTime(5)
     const second = newId('task')
     expect(second > first).toBe(true)
-    expect(parseInt(first.slice(5, 14), 36)).toBeLessThanOrEqual(Date.now())
-    expect(parseInt(first.slice(5, 14), 36)).toBeGreaterThan(Date.now() - 60_000)
+    expect(parseInt(first.slice(5, 14), 36)).toBe(Date.parse('2026-05-01T12:00:00Z'))
+    expect(parseInt(second.slice(5, 14), 36)).toBe(Date.now())
+    vi.useRealTimers()
     // Within one millisecond too.
     const burst = Array.from({ length: 200 }, () => newId('task'))
     expect([...burst].sort()).toEqual(burst)

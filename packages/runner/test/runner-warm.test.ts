@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { BUNDLE_DIR, makeInput, parseLines } from './helpers.js'
 
 /** The bundled runner in warm mode: stdin stays open; stderr and stdout collected. */
@@ -21,14 +21,6 @@ function warmRunner(env: NodeJS.ProcessEnv = {}) {
   }
 }
 
-async function until(check: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out')
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
-
 // The warm mode a pooled agent runs in: Claude Code starts on the init line and serves the
 // prompt line that comes later, as the one-shot runner would have.
 describe('berth-runner --warm (stub provider)', () => {
@@ -36,7 +28,7 @@ describe('berth-runner --warm (stub provider)', () => {
     const input = makeInput('placeholder, never shown', { task_id: 'warm', skills: [{ name: 'greet', description: 'Greets', body: 'Say hello.' }] })
     const r = warmRunner({ BERTH_RUNNER_PROBE: '1' })
     r.send({ type: 'init', input })
-    await until(() => r.stderr().includes('{"warm":"ready"}'))
+    await vi.waitFor(() => expect(r.stderr()).toContain('{"warm":"ready"}'), 60_000)
     // Nothing is said before there is a task; the skill is in place already.
     expect(r.stdout()).toBe('')
     expect(existsSync(join(input.cwd, '.claude/skills/greet/SKILL.md'))).toBe(true)

@@ -6,10 +6,12 @@
  */
 import { connect as netConnect } from 'node:net'
 import WebSocket from 'ws'
-import { afterEach, describe, expect, it } from 'vitest'
-import { startServer, type TestServer, type Json } from './helpers.js'
-import { eventually } from './pool.helpers.js'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { SocketServerMessage } from '@berth/client'
+import { clientFor, failure, startServer, type TestServer } from './helpers.js'
 
+/** One line of a test server's captured log. */
+type LogEntry = { level: string; msg: string; status?: number }
 const servers: TestServer[] = []
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close()
@@ -46,7 +48,7 @@ describe('rate limit headers', () => {
     expect(statuses).toEqual([401, 401, 401, 429, 429])
     const refused = await s.request('/v1/profiles', { token: 'berth_sk_guess9' })
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
-    expect(((await refused.json()) as Json).code).toBe('RATE_LIMITED')
+    expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' })
     // A caller with a valid key has its own bucket.
     const { token } = await s.user()
     expect((await s.request('/v1/profiles', { token })).status).toBe(200)
@@ -56,7 +58,7 @@ describe('rate limit headers', () => {
 describe('WebSocket limits', () => {
   async function open(s: TestServer, token: string) {
     const socket = new WebSocket(`${s.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${token}` } })
-    const messages: Json[] = []
+    const messages: SocketServerMessage[] = []
     socket.on('message', (d) => messages.push(JSON.parse(String(d))))
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve())
@@ -70,7 +72,7 @@ describe('WebSocket limits', () => {
     const { token } = await s.user()
     const c = await open(s, token) // the upgrade takes one token
     for (let i = 0; i < 5; i++) c.socket.send(JSON.stringify({ type: 'ping' }))
-    await eventually(() => expect(c.messages).toHaveLength(5))
+    await vi.waitFor(() => expect(c.messages).toHaveLength(5), 15_000)
     expect(c.messages.filter((m) => m.type === 'pong')).toHaveLength(3)
     expect(c.messages.filter((m) => m.type === 'error')).toEqual([
       expect.objectContaining({ code: 'RATE_LIMITED' }),
@@ -86,7 +88,7 @@ describe('WebSocket limits', () => {
     const { token } = await s.user()
     const c = await open(s, token)
     c.socket.send(JSON.stringify({ type: 'subscribe', task_id: 'task_doesnotexist' }))
-    await eventually(() => expect(c.messages).toEqual([expect.objectContaining({ type: 'error', code: 'NOT_FOUND', task_id: 'task_doesnotexist' })]))
+    await vi.waitFor(() => expect(c.messages).toEqual([expect.objectContaining({ type: 'error', code: 'NOT_FOUND', task_id: 'task_doesnotexist' })]), 15_000)
     const closed = new Promise<number>((r) => c.socket.once('close', (code) => r(code)))
     c.socket.send(JSON.stringify({ type: 'ping', pad: 'x'.repeat(65 * 1024) }))
     expect(await closed).toBe(1009)
@@ -100,6 +102,7 @@ describe('aborted requests', () => {
     await new Promise<void>((resolve) => {
       const socket = netConnect(port, '127.0.0.1', () => {
         socket.write(raw)
+        // Real time is the point: the server must have started reading the body before the hang-up.
         setTimeout(() => {
           socket.destroy()
           resolve()
@@ -115,8 +118,8 @@ describe('aborted requests', () => {
     const head = (extra: string) => `POST /v1/profiles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${extra}\r\n`
     await abort(s, `${head('Content-Length: 100\r\n')}{"name":`)
     await abort(s, `${head('Transfer-Encoding: chunked\r\n')}5\r\n{"nam\r\nZZ\r\nxx\r\n`)
-    await eventually(() => expect(s.logs.filter((l) => l.includes('client aborted'))).toHaveLength(2))
-    const entries = s.logs.map((l) => JSON.parse(l) as Json)
+    await vi.waitFor(() => expect(s.logs.filter((l) => l.includes('client aborted'))).toHaveLength(2), 15_000)
+    const entries = s.logs.map((l) => JSON.parse(l) as LogEntry)
     expect(entries.filter((e) => e.level === 'error')).toEqual([])
     expect(entries.filter((e) => e.msg === 'request' && e.status === 500)).toEqual([])
     expect(entries.filter((e) => e.msg === 'client aborted').every((e) => e.level === 'info')).toBe(true)
@@ -139,14 +142,14 @@ describe('HEAD, lengths and names', () => {
   it('counts string lengths in characters, and refuses names with control characters or lone surrogates', async () => {
     const s = await server()
     const { token } = await s.user()
-    const create = (name: string) => s.request('/v1/api-keys', { method: 'POST', token, json: { name, provider: 'stub' } })
+    const create = (name: string) => clientFor(s, token).apiKeys.create({ body: { name, provider: 'stub' } })
     // 200 characters that are 400 UTF-16 units: within the 200-character limit.
-    expect((await create('😀'.repeat(200))).status).toBe(201)
-    expect((await create('😀'.repeat(201))).status).toBe(400)
+    expect((await create('😀'.repeat(200))).name).toBe('😀'.repeat(200))
+    expect((await failure(create('😀'.repeat(201)))).status).toBe(400)
     for (const bad of ['tab\there', 'bell\u0007', 'lone \ud800 high', 'lone \udc00 low', 'c1\u0085']) {
-      const res = await create(bad)
-      expect(res.status, JSON.stringify(bad)).toBe(400)
-      expect(((await res.json()) as Json).details.issues[0].path).toBe('name')
+      const err = await failure(create(bad))
+      expect(err.status, JSON.stringify(bad)).toBe(400)
+      expect((err.details!.issues as { path: string }[])[0]?.path).toBe('name')
     }
   })
 })

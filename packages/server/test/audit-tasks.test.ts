@@ -4,10 +4,11 @@
  * run time, the submit answer names the session, a 429 CONCURRENCY_LIMIT says when to
  * retry, and an event page's `total` is counted rather than read from the whole log.
  */
-import type { Task } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually, sweep } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import type { RouteInput } from '@berth/client'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { failure } from './helpers.js'
+import { sweep } from './pool.helpers.js'
+import { taskServer } from './tasks.helpers.js'
 
 let t: Awaited<ReturnType<typeof taskServer>>
 beforeAll(async () => {
@@ -20,29 +21,27 @@ afterAll(async () => {
 })
 
 /** A profile of its own (the concurrency limit is per profile). */
-async function profile(slug: string, extra: Json = {}): Promise<string> {
-  const res = await t.call('POST', '/v1/profiles', { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], ...extra })
-  expect(res.status, JSON.stringify(res.body)).toBe(201)
-  return res.body.id
+async function profile(slug: string, extra: Partial<RouteInput<'profiles.create'>['body']> = {}): Promise<string> {
+  return (await t.api.profiles.create({ body: { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], ...extra } })).id
 }
+const removeWorkspace = (id: string) => t.api.workspaces.delete({ params: { id } })
 
 describe('submit answer', () => {
   it('a new session’s submit carries its session_id and workspace_id; a batch’s session_id is null', async () => {
     const p = await profile('answer')
-    const session = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, prompt: 'Hi.' })
-    expect(session.status).toBe(202)
-    expect(session.body).toMatchObject({ task_id: expect.stringMatching(/^task_/), status: 'queued', session_id: expect.stringMatching(/^sess_/), workspace_id: expect.stringMatching(/^ws_/) })
-    const done = await t.waitDone(session.body.task_id)
-    expect(done.session_id).toBe(session.body.session_id)
-    expect(done.workspace_id).toBe(session.body.workspace_id)
+    const session = await t.submit({ mode: 'session', profile_id: p, prompt: 'Hi.' })
+    expect(session).toMatchObject({ task_id: expect.stringMatching(/^task_/), status: 'queued', session_id: expect.stringMatching(/^sess_/), workspace_id: expect.stringMatching(/^ws_/) })
+    const done = await t.waitDone(session.task_id)
+    expect(done.session_id).toBe(session.session_id)
+    expect(done.workspace_id).toBe(session.workspace_id)
     // A follow-up with that session id, straight from the answer, runs in the same workspace.
-    const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, session_id: session.body.session_id, prompt: 'Again.' })
-    expect(next.body.workspace_id).toBe(session.body.workspace_id)
-    await t.waitDone(next.body.task_id)
-    await t.call('DELETE', `/v1/workspaces/${session.body.workspace_id}`)
-    const batch = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: p, prompt: 'Batch.' })
-    expect(batch.body.session_id).toBeNull()
-    await t.waitDone(batch.body.task_id)
+    const next = await t.submit({ mode: 'session', profile_id: p, session_id: session.session_id!, prompt: 'Again.' })
+    expect(next.workspace_id).toBe(session.workspace_id)
+    await t.waitDone(next.task_id)
+    await removeWorkspace(session.workspace_id)
+    const batch = await t.submit({ profile_id: p, prompt: 'Batch.' })
+    expect(batch.session_id).toBeNull()
+    await t.waitDone(batch.task_id)
   })
 })
 
@@ -50,18 +49,18 @@ describe('concurrency', () => {
   it('a playbook run at the profile’s limit waits for the slot instead of failing; a plain submit gets 429 with Retry-After', async () => {
     const p = await profile('limited')
     // A session holds the profile's only slot while its container stays warm.
-    const session = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, prompt: 'Hold the slot.' })
-    await t.waitDone(session.body.task_id)
-    const refused = await t.s.request('/v1/tasks', { method: 'POST', token: t.token, json: { mode: 'batch', profile_id: p, prompt: 'No room.' } })
+    const session = await t.submit({ mode: 'session', profile_id: p, prompt: 'Hold the slot.' })
+    await t.waitDone(session.task_id)
+    const refused = await failure(t.submit({ profile_id: p, prompt: 'No room.' }))
     expect(refused.status).toBe(429)
-    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
-    expect(((await refused.json()) as Json).code).toBe('CONCURRENCY_LIMIT')
+    expect(Number(refused.headers?.get('retry-after'))).toBeGreaterThan(0)
+    expect(refused.code).toBe('CONCURRENCY_LIMIT')
 
-    const pb = (await t.call('POST', '/v1/playbooks', { profile_id: p, name: 'Queued', prompt: 'Run when there is room. [[berth:text Ran.]]' })).body
-    const [a, b] = [await t.call('POST', `/v1/playbooks/${pb.id}/run`), await t.call('POST', `/v1/playbooks/${pb.id}/run`)]
-    expect([a.status, b.status]).toEqual([202, 202])
-    const runs = await eventually(async () => {
-      const list = (await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs as Json[]
+    const pb = await t.api.playbooks.create({ body: { profile_id: p, name: 'Queued', prompt: 'Run when there is room. [[berth:text Ran.]]' } })
+    const [a, b] = [await t.api.playbooks.run({ params: { id: pb.id } }), await t.api.playbooks.run({ params: { id: pb.id } })]
+    expect([a.status, b.status]).toEqual(['started', 'started'])
+    const runs = await vi.waitFor(async () => {
+      const list = (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
       expect(list.filter((r) => ['completed', 'failed', 'cancelled'].includes(r.status))).toHaveLength(2)
       return list
     }, 90_000)
@@ -71,58 +70,52 @@ describe('concurrency', () => {
       ['completed', null],
     ])
     // The idle session gave its slot up (its conversation kept) and can be continued.
-    expect((await t.call('GET', `/v1/workspaces/${session.body.workspace_id}`)).body.status).toBe('idle')
+    expect((await t.api.workspaces.get({ params: { id: session.workspace_id } })).status).toBe('idle')
     // (The last run's pb- session gives the slot back right after its run ends.)
-    const follow = await eventually(async () => {
-      const res = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, session_id: session.body.session_id, prompt: 'Back.' })
-      expect(res.status).toBe(202)
-      return res
-    })
-    expect((await t.waitDone(follow.body.task_id)).status).toBe('completed')
-    await t.call('DELETE', `/v1/workspaces/${session.body.workspace_id}`)
+    const follow = await vi.waitFor(() => t.submit({ mode: 'session', profile_id: p, session_id: session.session_id!, prompt: 'Back.' }), 15_000)
+    expect((await t.waitDone(follow.task_id)).status).toBe('completed')
+    await removeWorkspace(session.workspace_id)
   }, 150_000)
 })
 
 describe('model rules at run time', () => {
   it('an agent whose model the credential does not allow fails the task with MODEL_ERROR', async () => {
-    const key = (await t.call('POST', '/v1/api-keys', { name: 'haiku only', provider: 'stub', allowed_models: ['claude-haiku-*'] })).body
+    const key = await t.api.apiKeys.create({ body: { name: 'haiku only', provider: 'stub', allowed_models: ['claude-haiku-*'] } })
     const p = await profile('agents', { api_key_id: key.id })
-    const agent = await t.call('POST', '/v1/agents', { name: 'big-thinker', prompt: 'Think hard.', model: 'claude-opus-4-5', profile_ids: [p] })
-    expect(agent.status).toBe(201)
-    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: p, prompt: 'Go.' })
-    const done = (await t.waitDone(sub.body.task_id)) as Task
+    const agent = await t.api.agents.create({ body: { name: 'big-thinker', prompt: 'Think hard.', model: 'claude-opus-4-5', profile_ids: [p] } })
+    const done = await t.run({ profile_id: p, prompt: 'Go.' })
     expect(done.status).toBe('failed')
     expect(done.error).toMatchObject({ code: 'MODEL_ERROR', error: expect.stringContaining('big-thinker') })
-    await t.call('DELETE', `/v1/agents/${agent.body.id}`)
+    await t.api.agents.delete({ params: { id: agent.id } })
   })
 
   it('a workspace override the credential no longer allows fails the task with MODEL_ERROR, never runs another model', async () => {
-    const key = (await t.call('POST', '/v1/api-keys', { name: 'narrowing', provider: 'stub' })).body
+    const key = await t.api.apiKeys.create({ body: { name: 'narrowing', provider: 'stub' } })
     const p = await profile('override', { api_key_id: key.id })
-    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, prompt: 'First.' })
-    await t.waitDone(first.body.task_id)
-    const ws = first.body.workspace_id as string
-    expect((await t.call('PATCH', `/v1/workspaces/${ws}`, { model_override: 'claude-opus-4-5' })).status).toBe(200)
+    const first = await t.submit({ mode: 'session', profile_id: p, prompt: 'First.' })
+    await t.waitDone(first.task_id)
+    const ws = first.workspace_id
+    expect((await t.api.workspaces.update({ params: { id: ws }, body: { model_override: 'claude-opus-4-5' } })).model_override).toBe('claude-opus-4-5')
     // The profile names no model, so narrowing the credential is allowed; the override is now outside it.
-    expect((await t.call('PATCH', `/v1/api-keys/${key.id}`, { allowed_models: ['claude-haiku-*'] })).status).toBe(200)
-    const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, session_id: first.body.session_id, prompt: 'Second.' })
-    const done = (await t.waitDone(next.body.task_id)) as Task
+    await t.api.apiKeys.update({ params: { id: key.id }, body: { allowed_models: ['claude-haiku-*'] } })
+    const done = await t.run({ mode: 'session', profile_id: p, session_id: first.session_id!, prompt: 'Second.' })
     expect(done.status).toBe('failed')
     expect(done.error).toMatchObject({ code: 'MODEL_ERROR', error: expect.stringContaining('claude-opus-4-5') })
-    await t.call('DELETE', `/v1/workspaces/${ws}`)
+    await removeWorkspace(ws)
   })
 })
 
 describe('task events', () => {
   it('total is counted as events are recorded: a page never reads the rest of the log', async () => {
     const p = await profile('events')
-    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, prompt: 'One. [[berth:tool Bash {"command":"echo one"}]]' })
-    await t.waitDone(first.body.task_id)
-    const second = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: p, session_id: first.body.session_id, prompt: 'Two. [[berth:tool Bash {"command":"echo two"}]]' })
-    await t.waitDone(second.body.task_id)
-    const all = (await t.call('GET', `/v1/tasks/${second.body.task_id}/events?limit=100`)).body
+    const first = await t.submit({ mode: 'session', profile_id: p, prompt: 'One. [[berth:tool Bash {"command":"echo one"}]]' })
+    await t.waitDone(first.task_id)
+    const second = await t.submit({ mode: 'session', profile_id: p, session_id: first.session_id!, prompt: 'Two. [[berth:tool Bash {"command":"echo two"}]]' })
+    await t.waitDone(second.task_id)
+    const events = (query: { limit: number }) => t.api.tasks.events({ params: { id: second.task_id }, query })
+    const all = await events({ limit: 100 })
     expect(all.total).toBe(all.events.length)
-    expect(all.events.every((e: Json) => e.task_id === second.body.task_id)).toBe(true)
+    expect(all.events.every((e) => e.task_id === second.task_id)).toBe(true)
 
     const log = t.s.berth.services.eventLog
     const reads: { after: number; limit: number }[] = []
@@ -132,14 +125,14 @@ describe('task events', () => {
       return read(owner, ws, opts)
     }
     try {
-      const page = (await t.call('GET', `/v1/tasks/${second.body.task_id}/events?limit=2`)).body
+      const page = await events({ limit: 2 })
       expect(page.total).toBe(all.total)
       expect(page.events).toEqual(all.events.slice(0, 2))
       // One read, bounded by the page, starting at the task's first event (not the workspace's).
-      expect(reads).toEqual([{ after: all.events[0].seq - 1, limit: 2 }])
+      expect(reads).toEqual([{ after: all.events[0]!.seq - 1, limit: 2 }])
     } finally {
       log.read = read
     }
-    await t.call('DELETE', `/v1/workspaces/${first.body.workspace_id}`)
+    await removeWorkspace(first.workspace_id)
   })
 })

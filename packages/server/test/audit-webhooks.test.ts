@@ -12,11 +12,11 @@ import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { Webhook } from 'standardwebhooks'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { systemClock } from '@berth/core'
-import { startServer, type TestServer, type Json } from './helpers.js'
+import type { BerthClient } from '@berth/client'
+import { clientFor, failure, startServer } from './helpers.js'
 import { startReceiver, verifySignature } from './receivers.js'
-import { eventually } from './pool.helpers.js'
 
 /** A resolver answering from `table` (a function per host may change its answer: rebinding). */
 function tableResolver(table: Record<string, string[] | (() => string[])>) {
@@ -36,27 +36,22 @@ afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c()
 })
 
-async function server(opts: Parameters<typeof startServer>[0]): Promise<TestServer & { token: string; call: (m: string, p: string, j?: unknown) => Promise<{ status: number; body: Json }> }> {
+/** A server and the typed client of a user of it. */
+async function server(opts: Parameters<typeof startServer>[0]): Promise<BerthClient> {
   const s = await startServer(opts)
   closers.push(() => s.close())
-  const { token } = await s.user()
-  const call = async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-  }
-  return Object.assign(s, { token, call })
+  return clientFor(s, (await s.user()).token)
 }
+const webhook = (api: BerthClient, config: { url: string; secret?: string }) => api.integrations.create({ body: { type: 'webhook', config } })
 
 describe('webhook addresses', () => {
   it('accepts a host that does not resolve yet, and refuses one resolving to a private address when saved', async () => {
     const dns = tableResolver({ 'internal.example': ['10.1.2.3'] })
-    const s = await server({ notifications: { resolve: dns.resolve } })
-    const later = await s.call('POST', '/v1/integrations', { type: 'webhook', config: { url: 'https://not-yet.example/hook' } })
-    expect(later.status, JSON.stringify(later.body)).toBe(201)
-    const internal = await s.call('POST', '/v1/integrations', { type: 'webhook', config: { url: 'https://internal.example/hook' } })
+    const api = await server({ notifications: { resolve: dns.resolve } })
+    expect(await webhook(api, { url: 'https://not-yet.example/hook' })).toMatchObject({ type: 'webhook' })
+    const internal = await failure(webhook(api, { url: 'https://internal.example/hook' }))
     expect(internal.status).toBe(400)
-    expect(internal.body.details.issues[0]).toMatchObject({ path: 'config.url', message: expect.stringContaining('10.1.2.3') })
+    expect((internal.details!.issues as unknown[])[0]).toMatchObject({ path: 'config.url', message: expect.stringContaining('10.1.2.3') })
   })
 
   it('resolves again at every delivery and refuses when any address is private (DNS rebinding)', async () => {
@@ -64,15 +59,14 @@ describe('webhook addresses', () => {
     closers.push(receiver.close)
     let answer = ['203.0.113.7']
     const dns = tableResolver({ 'rebind.example': () => answer })
-    const s = await server({ notifications: { resolve: dns.resolve, attempts: 1 } })
-    const created = await s.call('POST', '/v1/integrations', { type: 'webhook', config: { url: `http://rebind.example:${receiver.port}/hook` } })
-    expect(created.status).toBe(201)
+    const api = await server({ notifications: { resolve: dns.resolve, attempts: 1 } })
+    const created = await webhook(api, { url: `http://rebind.example:${receiver.port}/hook` })
     // Public when saved; now the name also answers with loopback, where the receiver is.
     answer = ['203.0.113.7', '127.0.0.1']
     dns.calls.length = 0
-    const test = await s.call('POST', `/v1/integrations/${created.body.id}/test`)
+    const test = await failure(api.integrations.test({ params: { id: created.id } }))
     expect(test.status).toBe(502)
-    expect(test.body.details.delivery.error).toContain('127.0.0.1')
+    expect(test.details).toMatchObject({ delivery: { error: expect.stringContaining('127.0.0.1') } })
     expect(dns.calls).toEqual(['rebind.example'])
     expect(receiver.received).toHaveLength(0)
   })
@@ -82,9 +76,9 @@ describe('webhook addresses', () => {
     closers.push(receiver.close)
     // Only Berth's resolver knows this name: the request can only arrive through it.
     const dns = tableResolver({ 'pinned.example': ['127.0.0.1'] })
-    const s = await server({ allowPrivateWebhooks: true, notifications: { resolve: dns.resolve } })
-    const created = await s.call('POST', '/v1/integrations', { type: 'webhook', config: { url: `http://pinned.example:${receiver.port}/hook` } })
-    expect((await s.call('POST', `/v1/integrations/${created.body.id}/test`)).status).toBe(200)
+    const api = await server({ allowPrivateWebhooks: true, notifications: { resolve: dns.resolve } })
+    const created = await webhook(api, { url: `http://pinned.example:${receiver.port}/hook` })
+    await api.integrations.test({ params: { id: created.id } })
     expect(receiver.received).toHaveLength(1)
     expect(receiver.received[0]!.headers.host).toBe(`pinned.example:${receiver.port}`)
   })
@@ -95,10 +89,10 @@ describe('webhook signatures', () => {
     const receiver = await startReceiver()
     closers.push(receiver.close)
     // The library checks the timestamp against the real time.
-    const s = await server({ allowPrivateWebhooks: true, clock: systemClock })
+    const api = await server({ allowPrivateWebhooks: true, clock: systemClock })
     const secret = 'whsec-test-secret-4242'
-    const created = await s.call('POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url, secret } })
-    expect((await s.call('POST', `/v1/integrations/${created.body.id}/test`)).status).toBe(200)
+    const created = await webhook(api, { url: receiver.url, secret })
+    await api.integrations.test({ params: { id: created.id } })
     const r = receiver.received[0]!
     expect(r.headers['webhook-id']).toBe(r.headers['x-berth-delivery'])
     expect(r.headers['webhook-timestamp']).toBe(r.headers['x-berth-timestamp'])
@@ -121,23 +115,20 @@ describe('webhook retries', () => {
     const opts = { encryptionKey, allowPrivateWebhooks: true, notifications: { backoffMs: 1500, attempts: 3 } }
     const first = await startServer({ ...opts, storage: storage() })
     const { token, id: owner } = await first.user()
-    const call = async (s: TestServer, method: string, path: string, json?: unknown) => {
-      const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-      return (await res.json()) as Json
-    }
-    const key = await call(first, 'POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
-    const profile = await call(first, 'POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.id })
-    const integration = await call(first, 'POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url } })
+    const api = clientFor(first, token)
+    const key = await api.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
+    const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id } })
+    const integration = await webhook(api, { url: receiver.url })
     await first.berth.services.notifications.notify(owner, profile.id, 'task.completed', {})
-    await eventually(() => expect(receiver.received).toHaveLength(1))
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(1), 15_000)
     await first.close()
 
     const second = await startServer({ ...opts, storage: storage() })
     closers.push(() => second.close())
     await second.berth.ready
-    await eventually(() => expect(receiver.received).toHaveLength(2), 10_000)
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(2), 10_000)
     expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id'])
-    const deliveries = (await call(second, 'GET', `/v1/integrations/${integration.id}/deliveries`)).deliveries as Json[]
+    const { deliveries } = await clientFor(second, token).integrations.deliveries({ params: { id: integration.id } })
     expect(deliveries.map((d) => [d.attempt, d.status])).toEqual([
       [2, 'succeeded'],
       [1, 'failed'],

@@ -13,9 +13,10 @@ import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { timingSafeEqual } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import type { BerthClient, BerthError, RouteInput } from '@berth/client'
+import { clientFor, failure, startServer, type TestServer } from './helpers.js'
+import { sweep } from './pool.helpers.js'
+import { taskServer } from './tasks.helpers.js'
 
 // The secret comparisons the services make, observed (they still compare for real).
 vi.mock('node:crypto', async (original) => {
@@ -24,14 +25,14 @@ vi.mock('node:crypto', async (original) => {
 })
 const compares = vi.mocked(timingSafeEqual)
 
-/** A caller of a test server: every answer's text is kept, to scan for leaks. */
-function caller(s: TestServer, token: string, seen: string[]) {
-  return async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    seen.push(text)
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-  }
+/** A caller of a test server (typed client): every answer's text is kept, to scan for leaks. */
+const caller = (s: TestServer, token: string, seen: string[]): BerthClient => clientFor(s, token, seen)
+/** The issues of a refusal. */
+const issues = (err: BerthError) => err.details?.issues as { location: string; path: string; message: string }[]
+/** A POST of a body the client's types refuse, answered as raw JSON. */
+async function rawPost(s: TestServer, token: string, path: string, json: unknown) {
+  const res = await s.request(path, { method: 'POST', token, json })
+  return { status: res.status, body: (await res.json()) as { details: { issues: { location: string; path: string }[] } } }
 }
 
 /** Every file's text under `dir`. */
@@ -58,9 +59,10 @@ describe('banking-data provider', () => {
   let srv: Awaited<ReturnType<typeof fileServer>>
   let s: TestServer
   const seen: string[] = []
-  let alice: ReturnType<typeof caller>
-  let bob: ReturnType<typeof caller>
+  let alice: BerthClient
+  let bob: BerthClient
   let aliceId: string
+  let aliceToken: string
 
   beforeAll(async () => {
     bank = await startFakeBankProvider()
@@ -68,6 +70,7 @@ describe('banking-data provider', () => {
     s = srv.s
     const a = await s.user('Alice')
     aliceId = a.id
+    aliceToken = a.token
     alice = caller(s, a.token, seen)
     bob = caller(s, (await s.user('Bob')).token, seen)
   })
@@ -76,15 +79,16 @@ describe('banking-data provider', () => {
     await bank.close()
   })
 
-  const bankIntegrations = async (call: ReturnType<typeof caller>) => (await call('GET', '/v1/integrations?type=bankprovider&limit=100')).body
+  const bankIntegrations = (call: BerthClient) => call.integrations.list({ query: { type: 'bankprovider', limit: 100 } })
+  const setConfig = (call: BerthClient, body: RouteInput<'integrations.bankprovider.config'>['body']) => call.integrations.bankprovider.config({ body })
+  const connectBank = (payload: RouteInput<'integrations.bankprovider.callback'>['body']) => alice.integrations.bankprovider.callback({ body: payload })
 
   it("stores each caller's widget settings, with defaults, and validates them", async () => {
-    const set = await alice('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_alice123', environment: 'sandbox' })
-    expect(set.status).toBe(200)
-    expect(set.body).toEqual({ application_id: 'app_alice123', environment: 'sandbox', products: ['balance', 'transactions'], select_account: 'multiple', updated_at: expect.any(String) })
-    const again = await alice('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_alice123', environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
-    expect(again.body).toMatchObject({ environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
-    expect((await bob('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_bob', environment: 'production' })).status).toBe(200)
+    const set = await setConfig(alice, { application_id: 'app_alice123', environment: 'sandbox' })
+    expect(set).toEqual({ application_id: 'app_alice123', environment: 'sandbox', products: ['balance', 'transactions'], select_account: 'multiple', updated_at: expect.any(String) })
+    const again = await setConfig(alice, { application_id: 'app_alice123', environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
+    expect(again).toMatchObject({ environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
+    expect(await setConfig(bob, { application_id: 'app_bob', environment: 'production' })).toMatchObject({ application_id: 'app_bob' })
 
     for (const [body, field] of [
       [{ application_id: 'app_x', environment: 'staging' }, 'environment'],
@@ -92,7 +96,8 @@ describe('banking-data provider', () => {
       [{ application_id: 'app_x', environment: 'sandbox', products: ['loans'] }, 'products.0'],
       [{ environment: 'sandbox' }, 'application_id'],
     ] as const) {
-      const res = await alice('POST', '/v1/integrations/bankprovider/config', body)
+      // Raw: these bodies are outside what the client's types let a caller write.
+      const res = await rawPost(s, aliceToken, '/v1/integrations/bankprovider/config', body)
       expect(res.status).toBe(400)
       expect(res.body.details.issues).toContainEqual(expect.objectContaining({ location: 'body', path: field }))
     }
@@ -102,11 +107,10 @@ describe('banking-data provider', () => {
   it('the callback verifies the enrollment with the provider and stores a masked, encrypted integration', async () => {
     const payload = bank.enroll({ institution: 'Security Credit Union', accounts: 2 })
     const before = bank.requests.length
-    const res = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
-    expect(res.status).toBe(201)
+    const res = await connectBank(payload)
     // Verified with the token over Basic auth, as the provider's API wants it.
     expect(bank.requests.slice(before)).toEqual([{ method: 'GET', path: '/accounts', authenticated: true, status: 200 }])
-    expect(res.body).toMatchObject({
+    expect(res).toMatchObject({
       type: 'bankprovider',
       enabled: true,
       status: 'connected',
@@ -120,36 +124,38 @@ describe('banking-data provider', () => {
         accounts: [expect.objectContaining({ name: 'Checking', type: 'depository', subtype: 'checking', last_four: expect.any(String) }), expect.objectContaining({ subtype: 'savings' })],
       },
     })
-    const id = res.body.id as string
-    expect((await alice('GET', `/v1/integrations/${id}`)).body.config.access_token).toBe(SECRET_MASK)
-    expect((await bankIntegrations(alice)).integrations.map((i: Json) => i.id)).toEqual([id])
+    const id = res.id
+    expect((await alice.integrations.get({ params: { id } })).config).toMatchObject({ access_token: SECRET_MASK })
+    expect(await bankIntegrations(alice)).toMatchObject({ integrations: [{ id }] })
 
     // The same enrollment connected again refreshes the one integration.
-    const again = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
-    expect(again.status).toBe(201)
-    expect(again.body.id).toBe(id)
+    const again = await connectBank(payload)
+    expect(again.id).toBe(id)
     expect((await bankIntegrations(alice)).total).toBe(1)
 
     // A data source, not a channel: notifications skip it; its test checks the token still works.
-    const profileKey = await alice('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
-    const profile = await alice('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: profileKey.body.id })
-    expect((await s.berth.services.integrations.targetsFor(aliceId, profile.body.id)).map((t) => t.type)).not.toContain('bankprovider')
-    const test = await alice('POST', `/v1/integrations/${id}/test`)
-    expect(test.status).toBe(200)
-    expect(test.body).toMatchObject({ status: 'succeeded', response_status: 200 })
+    const profileKey = await alice.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
+    const profile = await alice.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: profileKey.id } })
+    expect((await s.berth.services.integrations.targetsFor(aliceId, profile.id)).map((t) => t.type)).not.toContain('bankprovider')
+    const test = await alice.integrations.test({ params: { id } })
+    expect(test).toMatchObject({ status: 'succeeded', response_status: 200 })
     bank.revoke(payload.accessToken)
-    const refused = await alice('POST', `/v1/integrations/${id}/test`)
+    const refused = await failure(alice.integrations.test({ params: { id } }))
     expect(refused.status).toBe(502)
-    expect(refused.body).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 403 } } })
-    expect((await alice('GET', `/v1/integrations/${id}`)).body.status).toBe('needs_reconnect')
+    expect(refused).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 403 } } })
+    expect((await alice.integrations.get({ params: { id } })).status).toBe('needs_reconnect')
 
     // Another caller's integration is 404 everywhere and absent from their list.
-    for (const [method, path] of [['GET', `/v1/integrations/${id}`], ['PATCH', `/v1/integrations/${id}`], ['POST', `/v1/integrations/${id}/test`], ['DELETE', `/v1/integrations/${id}`]] as const) {
-      const r = await bob(method, path, method === 'PATCH' ? { enabled: false } : undefined)
-      expect(r.status, `${method} ${path}`).toBe(404)
+    for (const [what, call] of [
+      ['get', () => bob.integrations.get({ params: { id } })],
+      ['update', () => bob.integrations.update({ params: { id }, body: { enabled: false } })],
+      ['test', () => bob.integrations.test({ params: { id } })],
+      ['delete', () => bob.integrations.delete({ params: { id } })],
+    ] as const) {
+      expect((await failure(call())).status, what).toBe(404)
     }
     expect((await bankIntegrations(bob)).total).toBe(0)
-    expect((await alice('GET', `/v1/integrations/${id}`)).body.enabled).toBe(true)
+    expect((await alice.integrations.get({ params: { id } })).enabled).toBe(true)
 
     // The token is in no answer, on disk only encrypted, and in no log line.
     for (const text of seen) expect(text).not.toContain(payload.accessToken)
@@ -158,44 +164,45 @@ describe('banking-data provider', () => {
   })
 
   it('provider failures are 502 BAD_GATEWAY with the reason, and nothing is stored', async () => {
-    const count = async () => (await bankIntegrations(alice)).total as number
+    const count = async () => (await bankIntegrations(alice)).total
     const start = await count()
     const payload = bank.enroll()
     try {
       bank.fail({ status: 503 })
-      const down = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
+      const down = await failure(connectBank(payload))
       expect(down.status).toBe(502)
-      expect(down.body).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'bankprovider', reason: 'unavailable', provider_status: 503, provider_code: 'internal_server_error' } })
+      expect(down).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'bankprovider', reason: 'unavailable', provider_status: 503, provider_code: 'internal_server_error' } })
 
       bank.fail('hang')
       const t0 = performance.now()
-      const hung = await alice('POST', '/v1/integrations/bankprovider/callback', payload)
+      const hung = await failure(connectBank(payload))
       const waited = performance.now() - t0
       expect(hung.status).toBe(502)
-      expect(hung.body).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unavailable', provider_status: null } })
-      expect(hung.body.error).toMatch(/did not answer within 500 ms/)
+      expect(hung).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unavailable', provider_status: null } })
+      expect(hung.message).toMatch(/did not answer within 500 ms/)
       expect(waited).toBeGreaterThanOrEqual(450)
       expect(waited).toBeLessThan(5000)
     } finally {
       bank.fail(null)
     }
 
-    const forged = await alice('POST', '/v1/integrations/bankprovider/callback', { ...payload, accessToken: 'token_not_issued_by_the_provider' })
+    const forged = await failure(connectBank({ ...payload, accessToken: 'token_not_issued_by_the_provider' }))
     expect(forged.status).toBe(502)
-    expect(forged.body).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unauthorized', provider_status: 403, provider_code: 'invalid_token' } })
+    expect(forged).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unauthorized', provider_status: 403, provider_code: 'invalid_token' } })
 
     // A real token, but claimed for another enrollment.
-    const mixed = await alice('POST', '/v1/integrations/bankprovider/callback', { ...payload, enrollment: { id: 'enr_someone_else', institution: { name: 'X' } } })
+    const mixed = await failure(connectBank({ ...payload, enrollment: { id: 'enr_someone_else', institution: { name: 'X' } } }))
     expect(mixed.status).toBe(400)
-    expect(mixed.body.details.issues).toEqual([expect.objectContaining({ path: 'enrollment.id' })])
+    expect(issues(mixed)).toEqual([expect.objectContaining({ path: 'enrollment.id' })])
 
-    const malformed = await alice('POST', '/v1/integrations/bankprovider/callback', { accessToken: payload.accessToken, enrollment: { id: payload.enrollment.id } })
+    // Raw: a body missing what the client's types require.
+    const malformed = await rawPost(s, aliceToken, '/v1/integrations/bankprovider/callback', { accessToken: payload.accessToken, enrollment: { id: payload.enrollment.id } })
     expect(malformed.status).toBe(400)
-    expect(malformed.body.details.issues.map((i: Json) => i.path)).toEqual(expect.arrayContaining(['enrollment.institution', 'user']))
+    expect(malformed.body.details.issues.map((i) => i.path)).toEqual(expect.arrayContaining(['enrollment.institution', 'user']))
 
     expect(await count()).toBe(start)
     // And once the provider answers again, the same payload connects.
-    expect((await alice('POST', '/v1/integrations/bankprovider/callback', payload)).status).toBe(201)
+    expect(await connectBank(payload)).toMatchObject({ status: 'connected' })
     expect(await count()).toBe(start + 1)
   })
 
@@ -205,11 +212,11 @@ describe('banking-data provider', () => {
     const other = await startServer({ bankProvider: { apiBaseUrl: closed.url, timeoutMs: 500 } })
     try {
       const { token } = await other.user()
-      const res = await other.request('/v1/integrations/bankprovider/callback', { method: 'POST', token, json: bank.enroll() })
+      const api = clientFor(other, token)
+      const res = await failure(api.integrations.bankprovider.callback({ body: bank.enroll() }))
       expect(res.status).toBe(502)
-      expect(((await res.json()) as Json).details).toMatchObject({ reason: 'unavailable' })
-      const list = (await (await other.request('/v1/integrations', { token })).json()) as Json
-      expect(list.total).toBe(0)
+      expect(res.details).toMatchObject({ reason: 'unavailable' })
+      expect((await api.integrations.list()).total).toBe(0)
     } finally {
       await other.close()
     }
@@ -233,15 +240,12 @@ describe('messenger bot', () => {
     await tg.close()
   })
 
-  const config = async (call: ReturnType<typeof caller>) => (await call('GET', '/v1/integrations/messenger/config')).body
-  const messengers = async (call: ReturnType<typeof caller>) => (await call('GET', '/v1/integrations?type=messenger')).body
+  const config = (call: BerthClient) => call.integrations.messenger.config()
+  const messengers = (call: BerthClient) => call.integrations.list({ query: { type: 'messenger' } })
+  const setup = (call: BerthClient, bot_token: string) => call.integrations.messenger.setup({ body: { bot_token } })
   /** The bot's messages to `chatId` after index `from` of the fake's record. */
   const botSaid = (chatId: number, from: number) => tg.sent.slice(from).filter((m) => m.chat_id === chatId)
-  const claimCode = async (call: ReturnType<typeof caller>) => {
-    const res = await call('POST', '/v1/integrations/messenger/claim')
-    expect(res.status).toBe(201)
-    return res.body.code as string
-  }
+  const claimCode = async (call: BerthClient) => (await call.integrations.messenger.claim()).code
   /**
    * Each test's own caller, bot and chat (no test leans on another's state): with `setup`
    * the bot is connected (webhook registered), with `claimed` its chat is bound too.
@@ -252,13 +256,11 @@ describe('messenger bot', () => {
     const chat = tg.chat()
     let id = ''
     if (opts.setup || opts.claimed) {
-      const res = await call('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
-      expect(res.status).toBe(200)
-      id = res.body.integration_id as string
+      id = (await setup(call, bot.token)).integration_id!
     }
     if (opts.claimed) {
       await tg.sendUpdate(bot.token, { chat, text: await claimCode(call) })
-      expect((await config(call)).claim.chat.id).toBe(chat.id)
+      expect((await config(call)).claim.chat?.id).toBe(chat.id)
     }
     return { call, bot, chat, id }
   }
@@ -267,22 +269,22 @@ describe('messenger bot', () => {
     const { call: alice, bot } = await fresh()
     expect(await config(alice)).toEqual({ configured: false, integration_id: null, bot: null, webhook: null, claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null } })
 
-    const malformed = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: 'not a token' })
+    const malformed = await failure(setup(alice, 'not a token'))
     expect(malformed.status).toBe(400)
-    expect(malformed.body.details.issues).toEqual([expect.objectContaining({ path: 'bot_token' })])
+    expect(issues(malformed)).toEqual([expect.objectContaining({ path: 'bot_token' })])
 
     const stranger = `${bot.id + 1}:AAthis-token-was-never-issued-by-them`
-    const refused = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: stranger })
+    const refused = await failure(setup(alice, stranger))
     expect(refused.status).toBe(400)
-    expect(refused.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [expect.objectContaining({ location: 'body', path: 'bot_token', message: expect.stringContaining('Unauthorized') })] } })
+    expect(refused).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [expect.objectContaining({ location: 'body', path: 'bot_token', message: expect.stringContaining('Unauthorized') })] } })
     expect(tg.requests.at(-1)).toEqual({ method: 'getMe', status: 401 })
 
     for (const mode of [{ status: 502 }, 'hang'] as const) {
       tg.fail(mode)
       try {
-        const down = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
+        const down = await failure(setup(alice, bot.token))
         expect(down.status).toBe(502)
-        expect(down.body).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'messenger', step: 'getMe', reason: 'unavailable' } })
+        expect(down).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'messenger', step: 'getMe', reason: 'unavailable' } })
       } finally {
         tg.fail(null)
       }
@@ -295,9 +297,8 @@ describe('messenger bot', () => {
   it('setup registers the webhook with a generated secret token and stores the bot token encrypted and masked', async () => {
     const { call: alice, bot, chat } = await fresh()
     const { call: bob } = await fresh()
-    const res = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
-    expect(res.status).toBe(200)
-    expect(res.body).toEqual({
+    const res = await setup(alice, bot.token)
+    expect(res).toEqual({
       configured: true,
       integration_id: expect.stringMatching(/^int_/),
       bot: { id: bot.id, username: 'alice_berth_bot', name: 'Berth' },
@@ -306,17 +307,17 @@ describe('messenger bot', () => {
     })
     const hook = tg.webhookOf(bot.token)!
     expect(hook).toEqual({ url: `${s.url}/api/messenger/webhook`, secret_token: expect.stringMatching(/^int_[a-z0-9]+-[a-z0-9]{64}$/), allowed_updates: ['message'] })
-    expect(hook.secret_token!.startsWith(`${res.body.integration_id}-`)).toBe(true)
+    expect(hook.secret_token!.startsWith(`${res.integration_id}-`)).toBe(true)
 
     const list = await messengers(alice)
     expect(list.total).toBe(1)
-    expect(list.integrations[0]).toMatchObject({ id: res.body.integration_id, type: 'messenger', config: { bot_token: SECRET_MASK, bot_username: 'alice_berth_bot', chat_id: null } })
+    expect(list.integrations[0]).toMatchObject({ id: res.integration_id, type: 'messenger', config: { bot_token: SECRET_MASK, bot_username: 'alice_berth_bot', chat_id: null } })
     expect(await config(bob)).toMatchObject({ configured: false })
 
     // Setting the same bot up again rotates the secret: the old one stops working.
     const oldSecret = hook.secret_token!
-    const again = await alice('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
-    expect(again.body.integration_id).toBe(res.body.integration_id)
+    const again = await setup(alice, bot.token)
+    expect(again.integration_id).toBe(res.integration_id)
     expect(tg.webhookOf(bot.token)!.secret_token).not.toBe(oldSecret)
     const stale = await tg.sendUpdate(bot.token, { chat, text: 'hello' }, { secretToken: oldSecret })
     expect(stale.status).toBe(401)
@@ -326,14 +327,14 @@ describe('messenger bot', () => {
   it('the claim: a code is issued, claimed once through the webhook, and reuse is refused with a reply', async () => {
     const { call: alice, bot, chat, id } = await fresh({ setup: true })
     const { call: bob } = await fresh()
-    expect((await bob('POST', '/v1/integrations/messenger/claim')).status).toBe(404)
+    expect((await failure(bob.integrations.messenger.claim())).status).toBe(404)
     // Before a chat is claimed there is nowhere to deliver.
-    expect((await alice('POST', `/v1/integrations/${id}/test`)).status).toBe(502)
+    expect((await failure(alice.integrations.test({ params: { id } }))).status).toBe(502)
 
-    const issued = await alice('POST', '/v1/integrations/messenger/claim')
-    expect(issued.body).toEqual({ code: expect.stringMatching(/^BERTH-[A-Z0-9]{8}$/), expires_at: new Date(s.clock.now() + 10 * 60_000).toISOString(), bot_username: 'alice_berth_bot', instructions: expect.stringContaining('@alice_berth_bot') })
-    const code = issued.body.code as string
-    expect((await config(alice)).claim.pending_code_expires_at).toBe(issued.body.expires_at)
+    const issued = await alice.integrations.messenger.claim()
+    expect(issued).toEqual({ code: expect.stringMatching(/^BERTH-[A-Z0-9]{8}$/), expires_at: new Date(s.clock.now() + 10 * 60_000).toISOString(), bot_username: 'alice_berth_bot', instructions: expect.stringContaining('@alice_berth_bot') })
+    const code = issued.code
+    expect((await config(alice)).claim.pending_code_expires_at).toBe(issued.expires_at)
 
     let mark = tg.sent.length
     const claimed = await tg.sendUpdate(bot.token, { chat, text: `/start ${code.toLowerCase()}` })
@@ -347,7 +348,7 @@ describe('messenger bot', () => {
     mark = tg.sent.length
     expect((await tg.sendUpdate(bot.token, { chat: intruder, text: code })).status).toBe(200)
     expect(botSaid(intruder.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('already used') })])
-    expect((await config(alice)).claim.chat.id).toBe(chat.id)
+    expect((await config(alice)).claim.chat?.id).toBe(chat.id)
 
     // Unknown and expired codes: refused too.
     mark = tg.sent.length
@@ -356,7 +357,7 @@ describe('messenger bot', () => {
     s.clock.advance(10 * 60_000 + 1000)
     await tg.sendUpdate(bot.token, { chat: intruder, text: late })
     expect(botSaid(intruder.id, mark).map((m) => m.text)).toEqual([expect.stringContaining('not valid or has expired'), expect.stringContaining('not valid or has expired')])
-    expect((await config(alice)).claim.chat.id).toBe(chat.id)
+    expect((await config(alice)).claim.chat?.id).toBe(chat.id)
 
     // Other messages are acknowledged, unanswered; a redelivered update is not acted on twice.
     mark = tg.sent.length
@@ -366,15 +367,14 @@ describe('messenger bot', () => {
     expect((await tg.redeliver(bot.token, delivery.update)).status).toBe(200)
     expect(botSaid(chat.id, mark)).toEqual([])
     expect(botSaid(intruder.id, mark)).toHaveLength(1)
-    expect((await config(alice)).claim.chat.id).toBe(intruder.id)
+    expect((await config(alice)).claim.chat?.id).toBe(intruder.id)
 
     // Claim the first chat back; its test notification arrives there.
     await tg.sendUpdate(bot.token, { chat, text: await claimCode(alice) })
     mark = tg.sent.length
-    const test = await alice('POST', `/v1/integrations/${id}/test`)
-    expect(test.status).toBe(200)
+    expect(await alice.integrations.test({ params: { id } })).toMatchObject({ status: 'succeeded' })
     expect(botSaid(chat.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('test notification') })])
-    expect((await config(alice)).webhook.last_update_at).not.toBeNull()
+    expect((await config(alice)).webhook?.last_update_at).not.toBeNull()
   })
 
   it('a missing or wrong secret token is a 401 and nothing is done', async () => {
@@ -384,7 +384,7 @@ describe('messenger bot', () => {
     const sentBefore = tg.sent.length
     const requestsBefore = tg.requests.length
     const other = tg.chat()
-    const id = before.integration_id as string
+    const id = before.integration_id!
     for (const secretToken of [null, '', 'wrong', `${id}-${'0'.repeat(64)}`, `int_zzzzzzzzzzzzzzzzzzzz-${'0'.repeat(64)}`, `${tg.webhookOf(bot.token)!.secret_token}x`]) {
       const res = await tg.sendUpdate(bot.token, { chat: other, text: code }, { secretToken })
       expect(res.status, String(secretToken)).toBe(401)
@@ -398,7 +398,7 @@ describe('messenger bot', () => {
     expect(await config(alice)).toEqual(before)
     // The code was not spent: it still claims (then the first chat takes the binding back).
     await tg.sendUpdate(bot.token, { chat: other, text: code })
-    expect((await config(alice)).claim.chat.id).toBe(other.id)
+    expect((await config(alice)).claim.chat?.id).toBe(other.id)
     await tg.sendUpdate(bot.token, { chat, text: await claimCode(alice) })
     // With the token, a body that is not an update is a 400.
     const bad = await fetch(`${s.url}/api/messenger/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': tg.webhookOf(bot.token)!.secret_token! }, body: '{"update_id":"x"}' })
@@ -407,13 +407,12 @@ describe('messenger bot', () => {
 
   it('a PATCH cannot move the claimed chat or replace the bot token; scope and enabled are the caller\'s', async () => {
     const { call: alice, chat, id } = await fresh({ claimed: true })
-    const patched = await alice('PATCH', `/v1/integrations/${id}`, { config: { bot_token: 'x', chat_id: 999, note: 'mine' }, enabled: false })
-    expect(patched.status).toBe(200)
-    expect(patched.body).toMatchObject({ enabled: false, config: { bot_token: SECRET_MASK, chat_id: chat.id, bot_username: 'alice_berth_bot' } })
-    expect((await config(alice)).claim.chat.id).toBe(chat.id)
-    expect((await alice('PATCH', `/v1/integrations/${id}`, { enabled: true })).body.enabled).toBe(true)
+    const patched = await alice.integrations.update({ params: { id }, body: { config: { bot_token: 'x', chat_id: 999, note: 'mine' }, enabled: false } })
+    expect(patched).toMatchObject({ enabled: false, config: { bot_token: SECRET_MASK, chat_id: chat.id, bot_username: 'alice_berth_bot' } })
+    expect((await config(alice)).claim.chat?.id).toBe(chat.id)
+    expect((await alice.integrations.update({ params: { id }, body: { enabled: true } })).enabled).toBe(true)
     const mark = tg.sent.length
-    expect((await alice('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
+    await alice.integrations.test({ params: { id } })
     expect(botSaid(chat.id, mark)).toHaveLength(1)
   })
 
@@ -422,9 +421,9 @@ describe('messenger bot', () => {
     // Every read that could echo them: the config, the list, one integration, a test delivery, a PATCH.
     await config(alice)
     await messengers(alice)
-    expect((await alice('GET', `/v1/integrations/${id}`)).status).toBe(200)
-    expect((await alice('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
-    expect((await alice('PATCH', `/v1/integrations/${id}`, { config: { note: 'x' } })).status).toBe(200)
+    await alice.integrations.get({ params: { id } })
+    await alice.integrations.test({ params: { id } })
+    await alice.integrations.update({ params: { id }, body: { config: { note: 'x' } } })
     const secret = tg.webhookOf(bot.token)!.secret_token!
     expect(seen.length).toBeGreaterThan(5)
     for (const text of seen) {
@@ -441,12 +440,12 @@ describe('messenger bot', () => {
     const { call: alice, bot, id } = await fresh({ claimed: true })
     const secret = tg.webhookOf(bot.token)!.secret_token!
     const url = tg.webhookOf(bot.token)!.url
-    expect((await alice('DELETE', `/v1/integrations/${id}`)).status).toBe(204)
+    await alice.integrations.delete({ params: { id } })
     expect(tg.webhookOf(bot.token)).toBeNull()
     expect((await config(alice)).configured).toBe(false)
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret }, body: JSON.stringify({ update_id: 1 }) })
     expect(res.status).toBe(401)
-    expect((await alice('POST', '/v1/integrations/messenger/claim')).status).toBe(404)
+    expect((await failure(alice.integrations.messenger.claim())).status).toBe(404)
   })
 })
 
@@ -465,8 +464,7 @@ describe('the messenger webhook, constant-time', () => {
     try {
       const bot = tg.createBot()
       const { token } = await s.user()
-      const setup = await s.request('/v1/integrations/messenger/setup', { method: 'POST', token, json: { bot_token: bot.token } })
-      const id = ((await setup.json()) as Json).integration_id as string
+      const id = (await clientFor(s, token).integrations.messenger.setup({ body: { bot_token: bot.token } })).integration_id!
       const unknownId = 'int_zzzzzzzzzzzzzzzzzzzz'
       const trace = async (botId: string) => {
         reads.length = 0
@@ -506,10 +504,10 @@ describe('messenger threads on podman', () => {
     t = await taskServer('podman', { berth: { messenger: { apiBaseUrl: tg.url } } })
     bot = tg.createBot({ username: 'runs_bot' })
     chat = tg.chat()
-    expect((await t.call('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })).status).toBe(200)
-    const { code } = (await t.call('POST', '/v1/integrations/messenger/claim')).body
+    await t.api.integrations.messenger.setup({ body: { bot_token: bot.token } })
+    const { code } = await t.api.integrations.messenger.claim()
     expect((await tg.sendUpdate(bot.token, { chat, text: code })).status).toBe(200)
-    expect((await t.call('GET', '/v1/integrations/messenger/config')).body.claim.claimed).toBe(true)
+    expect((await t.api.integrations.messenger.config()).claim.claimed).toBe(true)
   })
   afterAll(async () => {
     await t.s.close()
@@ -518,10 +516,10 @@ describe('messenger threads on podman', () => {
   })
 
   it("a playbook run's result posts to the chat; a reply there claims the pb- workspace as a thread and continues its session", async () => {
-    const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' })).body
+    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' } })
     const mark = tg.sent.length
-    expect((await t.call('POST', `/v1/playbooks/${pb.id}/run`)).status).toBe(202)
-    const result = await eventually(() => {
+    expect(await t.api.playbooks.run({ params: { id: pb.id } })).toMatchObject({ status: 'started' })
+    const result = await vi.waitFor(() => {
       const m = tg.sent.slice(mark).find((x) => x.chat_id === chat.id)
       if (!m) throw new Error('no result posted yet')
       return m
@@ -529,13 +527,14 @@ describe('messenger threads on podman', () => {
     expect(result.text).toMatch(/^Playbook “Digest” completed/)
     expect(result.text).toContain('Digest ready.')
     expect(result.text).toContain('Reply to this message')
-    const [run] = (await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs as Json[]
+    const [run] = (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
     expect(run).toMatchObject({ status: 'completed', session_id: expect.stringMatching(/^pb-/) })
-    const integrationId = (await t.call('GET', '/v1/integrations/messenger/config')).body.integration_id
-    const deliveries = (await t.call('GET', `/v1/integrations/${integrationId}/deliveries`)).body.deliveries as Json[]
+    const integrationId = (await t.api.integrations.messenger.config()).integration_id!
+    const { deliveries } = await t.api.integrations.deliveries({ params: { id: integrationId } })
     expect(deliveries).toContainEqual(expect.objectContaining({ event: 'playbook_run.completed', status: 'succeeded' }))
 
-    const listed = async () => ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).map((w) => w.id)
+    const workspaces = async () => (await t.api.workspaces.list({ query: { limit: 100 } })).workspaces
+    const listed = async () => (await workspaces()).map((w) => w.id)
     expect(await listed()).not.toContain(run!.workspace_id)
 
     // A message that is not a reply to the thread continues nothing.
@@ -547,23 +546,23 @@ describe('messenger threads on podman', () => {
     const reply = await tg.sendUpdate(bot.token, { chat, text: 'What did I ask first? [[berth:recall]]', replyTo: result.message_id })
     expect(reply.status).toBe(200)
     // Claimed as a thread: the workspace now shows in the list.
-    const ws = ((await t.call('GET', '/v1/workspaces?limit=100')).body.workspaces as Json[]).find((w) => w.id === run!.workspace_id)
+    const ws = (await workspaces()).find((w) => w.id === run!.workspace_id)
     expect(ws).toMatchObject({ session_id: run!.session_id })
 
-    const answer = await eventually(() => {
+    const answer = await vi.waitFor(() => {
       const m = tg.sent.find((x) => x.reply_to_message_id === reply.update.message.message_id)
       if (!m) throw new Error('no follow-up result yet')
       return m
     }, 90_000)
     // The follow-up ran in the run's session: the model recalls the run's own prompt.
     expect(answer.text).toContain('The first prompt was: Write the digest.')
-    const tasks = (await t.call('GET', '/v1/tasks?mode=session&limit=100')).body.tasks as Json[]
+    const { tasks } = await t.api.tasks.list({ query: { mode: 'session', limit: 100 } })
     const followUp = tasks.find((x) => x.prompt === 'What did I ask first? [[berth:recall]]')
     expect(followUp).toMatchObject({ status: 'completed', session_id: run!.session_id, workspace_id: run!.workspace_id })
 
     // The follow-up's answer is part of the thread: replying to it continues again.
     const second = await tg.sendUpdate(bot.token, { chat, text: 'One more. [[berth:text Still here.]]', replyTo: answer.message_id })
-    const again = await eventually(() => {
+    const again = await vi.waitFor(() => {
       const m = tg.sent.find((x) => x.reply_to_message_id === second.update.message.message_id)
       if (!m) throw new Error('no second result yet')
       return m

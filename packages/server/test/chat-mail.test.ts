@@ -9,11 +9,14 @@
  * and chat events with bad signatures, stale timestamps or missing headers.
  */
 import { startFakeChatProvider, startFakeMailProvider, type FakeChatProvider, type FakeMailProvider } from '@berth/testkit/providers'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { startServer, type TestServer, type Json } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { BerthClient, BerthError } from '@berth/client'
+import { clientFor, failure, startServer, type TestServer } from './helpers.js'
+import { sweep } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 
+/** An error answer read raw (a browser's callback is no client call). */
+type ErrorBody = { code: string; error: string; details: { issues: { location: string; path: string; message: string }[] } }
 type Type = 'chatprovider' | 'mailprovider'
 const HOUR = 3_600_000
 const MASK = '••••••••'
@@ -25,15 +28,14 @@ async function storageDump(s: TestServer): Promise<string> {
   return keys.map((k, i) => `${k} ${JSON.stringify(values[i])}`).join('\n')
 }
 
-/** A caller's JSON client; every response text is kept in `seen` (to scan for token plaintext). */
-function client(s: TestServer, token: string, seen: string[]) {
-  return async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    seen.push(text)
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
-  }
-}
+/** A caller's typed client; every response text is kept in `seen` (to scan for token plaintext). */
+const client = (s: TestServer, token: string, seen: string[]): BerthClient => clientFor(s, token, seen)
+/** The authorize call of a provider's flow, as the caller. */
+const authorize = (api: BerthClient, type: Type, returnPath?: string) => api.request(`integrations.${type}.authorize`, { query: returnPath === undefined ? {} : { returnPath } })
+/** An integration's config as the API shows it (secret fields masked). */
+const configOf = async (api: BerthClient, id: string) => (await api.integrations.get({ params: { id } })).config as Record<string, unknown>
+/** The delivery of a refused test notification. */
+const deliveryOf = (err: BerthError) => err.details?.delivery as { error: string }
 
 /** The provider's consent: where it sends the browser back. */
 async function consent(authorizeUrl: string): Promise<URL> {
@@ -43,17 +45,16 @@ async function consent(authorizeUrl: string): Promise<URL> {
 }
 
 /** Hit a callback as a browser (no Berth credentials unless `token`). */
-async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: Json | null; text: string }> {
-  const res = await fetch(url, { redirect: 'manual', ...(token && { headers: { authorization: `Bearer ${token}` } }) })
+async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: ErrorBody | null; text: string }> {
+  const res = await fetch(url, { redirect: 'manual', headers: token ? { authorization: `Bearer ${token}` } : {} })
   const text = await res.text()
-  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as Json) : null, text }
+  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as ErrorBody) : null, text }
 }
 
 /** authorize → consent → callback; the redirect back, parsed. */
-async function connect(call: ReturnType<typeof client>, type: Type, returnPath = '/settings/integrations') {
-  const auth = await call('GET', `/v1/integrations/${type}/authorize?returnPath=${encodeURIComponent(returnPath)}`)
-  expect(auth.status, auth.text).toBe(200)
-  const back = await callback(await consent(auth.body.url))
+async function connect(api: BerthClient, type: Type, returnPath = '/settings/integrations') {
+  const auth = await authorize(api, type, returnPath)
+  const back = await callback(await consent(auth.url))
   expect(back.status, back.text).toBe(302)
   const location = new URL(back.location!, 'http://return.invalid')
   return { location, id: location.searchParams.get('id'), flags: Object.fromEntries(location.searchParams) }
@@ -66,14 +67,14 @@ async function connect(call: ReturnType<typeof client>, type: Type, returnPath =
 async function refusesBadStates(s: TestServer, type: Type, owner: { token: string }, other: { token: string }, tokenRequests: () => number) {
   const seen: string[] = []
   const call = client(s, owner.token, seen)
-  const total = async (token: string) => (await client(s, token, seen)('GET', `/v1/integrations?type=${type}`)).body.total as number
+  const total = async (token: string) => (await client(s, token, seen).integrations.list({ query: { type } })).total
   const before = { mine: await total(owner.token), theirs: await total(other.token), exchanges: tokenRequests() }
-  const start = async () => consent((await call('GET', `/v1/integrations/${type}/authorize`)).body.url)
+  const start = async () => consent((await authorize(call, type)).url)
   const refused = async (url: URL | string, token?: string) => {
     const r = await callback(url, token)
     expect(r.status, r.text).toBe(400)
     expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state' }] } })
-    return r.body!.details.issues[0].message as string
+    return r.body!.details.issues[0]!.message
   }
   const withState = (url: URL, state: string) => {
     const u = new URL(url)
@@ -123,10 +124,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   const connected = async (channel?: string): Promise<string> => {
     const call = client(s, alice.token, seen)
     const { id } = await connect(call, 'chatprovider')
-    if (channel) {
-      const current = (await call('GET', `/v1/integrations/${id}`)).body.config
-      expect((await call('PATCH', `/v1/integrations/${id}`, { config: { ...current, channel } })).status).toBe(200)
-    }
+    if (channel) await call.integrations.update({ params: { id: id! }, body: { config: { ...(await configOf(call, id!)), channel } } })
     return id!
   }
 
@@ -144,9 +142,8 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   })
 
   it('authorize answers the consent URL with a signed state, the callback redirect URI and the bot scopes', async () => {
-    const res = await client(s, alice.token, seen)('GET', '/v1/integrations/chatprovider/authorize?returnPath=%2Fsettings')
-    expect(res.status).toBe(200)
-    const url = new URL(res.body.url)
+    const res = await authorize(client(s, alice.token, seen), 'chatprovider', '/settings')
+    const url = new URL(res.url)
     expect(`${url.origin}${url.pathname}`).toBe(chat.config().authorizeUrl)
     expect(Object.fromEntries(url.searchParams)).toEqual({
       response_type: 'code',
@@ -155,7 +152,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
       scope: 'chat:write,app_mentions:read',
       state: expect.stringMatching(/^[a-z0-9]{32}\.[a-z0-9]+\.[A-Za-z0-9_-]{43}$/),
     })
-    expect(res.text).not.toContain(chat.clientSecret)
+    expect(JSON.stringify(res)).not.toContain(chat.clientSecret)
     expect((await s.request('/v1/integrations/chatprovider/authorize')).status).toBe(401)
   })
 
@@ -168,8 +165,8 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     const id = created!
     expect(tokenRequests('authorization_code').map((r) => r.status)).toEqual([200])
 
-    const one = await call('GET', `/v1/integrations/${id}`)
-    expect(one.body).toEqual({
+    const one = await call.integrations.get({ params: { id } })
+    expect(one).toEqual({
       id,
       type: 'chatprovider',
       config: {
@@ -190,13 +187,13 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     })
-    expect((await call('GET', '/v1/integrations?type=chatprovider')).body).toMatchObject({ total: 1, integrations: [{ id }] })
-    expect((await client(s, bob.token, seen)('GET', `/v1/integrations/${id}`)).status).toBe(404)
-    expect((await client(s, bob.token, seen)('GET', '/v1/integrations')).body.total).toBe(0)
-    // Created only through the flow.
-    const direct = await call('POST', '/v1/integrations', { type: 'chatprovider', config: { channel: '#general' } })
+    expect(await call.integrations.list({ query: { type: 'chatprovider' } })).toMatchObject({ total: 1, integrations: [{ id }] })
+    expect((await failure(client(s, bob.token, seen).integrations.get({ params: { id } }))).status).toBe(404)
+    expect((await client(s, bob.token, seen).integrations.list()).total).toBe(0)
+    // Created only through the flow (raw: the client's types do not offer this type).
+    const direct = await s.request('/v1/integrations', { method: 'POST', token: alice.token, json: { type: 'chatprovider', config: { channel: '#general' } } })
     expect(direct.status).toBe(400)
-    expect(direct.body.details.issues[0]).toMatchObject({ path: 'type' })
+    expect(((await direct.json()) as ErrorBody).details.issues[0]).toMatchObject({ path: 'type' })
 
     const tokens = chat.issuedTokens()
     expect(tokens).toHaveLength(2)
@@ -208,49 +205,48 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   it('the test notification: 502 with the delivery until a channel is set, 502 with the provider\'s error, then posted', async () => {
     const id = await connected()
     const call = client(s, alice.token, seen)
-    const unset = await call('POST', `/v1/integrations/${id}/test`)
+    const test = () => call.integrations.test({ params: { id } })
+    const unset = await failure(test())
     expect(unset.status).toBe(502)
-    expect(unset.body).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', error: expect.stringMatching(/no channel is set/) } } })
+    expect(unset).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', error: expect.stringMatching(/no channel is set/) } } })
 
     // A PATCH sets the channel; the fields the flow owns keep their values whatever it sends.
-    const patched = await call('PATCH', `/v1/integrations/${id}`, { config: { channel: '#nowhere', team_id: 'T0EVIL', access_token: 'xoxb-mine' } })
-    expect(patched.status, patched.text).toBe(200)
-    expect(patched.body.config).toMatchObject({ channel: '#nowhere', team_id: 'T0ACME', access_token: MASK, refresh_token: MASK })
-    const invalid = await call('PATCH', `/v1/integrations/${id}`, { config: { channel: 'not a channel!' } })
+    const patched = await call.integrations.update({ params: { id }, body: { config: { channel: '#nowhere', team_id: 'T0EVIL', access_token: 'xoxb-mine' } } })
+    expect(patched.config).toMatchObject({ channel: '#nowhere', team_id: 'T0ACME', access_token: MASK, refresh_token: MASK })
+    const invalid = await failure(call.integrations.update({ params: { id }, body: { config: { channel: 'not a channel!' } } }))
     expect(invalid.status).toBe(400)
-    expect(invalid.body.details.issues[0]).toMatchObject({ location: 'body', path: 'config.channel' })
+    expect((invalid.details!.issues as unknown[])[0]).toMatchObject({ location: 'body', path: 'config.channel' })
 
-    const missing = await call('POST', `/v1/integrations/${id}/test`)
+    const missing = await failure(test())
     expect(missing.status).toBe(502)
-    expect(missing.body).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 200, error: 'the chat provider refused the message: channel_not_found' } } })
+    expect(missing).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 200, error: 'the chat provider refused the message: channel_not_found' } } })
     expect(posts().at(-1)).toMatchObject({ status: 200, error: 'channel_not_found' })
 
-    await call('PATCH', `/v1/integrations/${id}`, { config: { ...patched.body.config, channel: '#alerts' } })
-    const ok = await call('POST', `/v1/integrations/${id}/test`)
-    expect(ok.status, ok.text).toBe(200)
-    expect(ok.body).toMatchObject({ integration_id: id, event: 'integration.test', status: 'succeeded', response_status: 200 })
+    await call.integrations.update({ params: { id }, body: { config: { ...(patched.config as Record<string, unknown>), channel: '#alerts' } } })
+    const ok = await test()
+    expect(ok).toMatchObject({ integration_id: id, event: 'integration.test', status: 'succeeded', response_status: 200 })
     expect(chat.messages).toEqual([
       { channel: 'C0ALERTS', text: '*Berth: test notification*\nThis is a test notification: the integration works.', blocks: null, thread_ts: null, ts: expect.any(String), team_id: 'T0ACME' },
     ])
-    const deliveries = await call('GET', `/v1/integrations/${id}/deliveries`)
-    expect(deliveries.body.deliveries.map((d: Json) => d.status)).toEqual(['succeeded', 'failed', 'failed'])
+    const deliveries = await call.integrations.deliveries({ params: { id } })
+    expect(deliveries.deliveries.map((d) => d.status)).toEqual(['succeeded', 'failed', 'failed'])
   })
 
   it('refreshes the expired access token with the refresh token (rotated) before posting, once', async () => {
     const id = await connected('#alerts')
     const call = client(s, alice.token, seen)
-    const before = (await call('GET', `/v1/integrations/${id}`)).body.config.expires_at as string
+    const before = (await configOf(call, id)).expires_at as string
     const posted = posts().length
     s.clock.advance(13 * HOUR)
-    expect((await call('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
+    await call.integrations.test({ params: { id } })
     expect(tokenRequests('refresh_token').map((r) => ({ status: r.status, error: r.error }))).toEqual([{ status: 200, error: undefined }])
     // Refreshed before posting: one post, with the new token (the old one would have been refused as token_expired).
     expect(posts().slice(posted).map((r) => r.error ?? 'ok')).toEqual(['ok'])
     expect(chat.messages).toHaveLength(1)
-    const after = (await call('GET', `/v1/integrations/${id}`)).body
-    expect(Date.parse(after.config.expires_at)).toBe(s.clock.now() + 12 * HOUR)
-    expect(after.config.expires_at).not.toBe(before)
-    expect((await call('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
+    const after = await configOf(call, id)
+    expect(Date.parse(after.expires_at as string)).toBe(s.clock.now() + 12 * HOUR)
+    expect(after.expires_at).not.toBe(before)
+    await call.integrations.test({ params: { id } })
     expect(tokenRequests('refresh_token')).toHaveLength(1)
     // Rotation issued a new access and refresh token: none of the four is readable anywhere.
     expect(chat.issuedTokens()).toHaveLength(4)
@@ -261,11 +257,11 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   it('a token the provider refuses while it looks current is refreshed and the post tried once more', async () => {
     const id = await connected('#alerts')
     chat.failNext('invalid_auth')
-    const res = await client(s, alice.token, seen)('POST', `/v1/integrations/${id}/test`)
-    expect(res.status, res.text).toBe(200)
+    const api = client(s, alice.token, seen)
+    expect(await api.integrations.test({ params: { id } })).toMatchObject({ status: 'succeeded' })
     expect(posts().slice(-2).map((r) => r.error)).toEqual(['invalid_auth', undefined])
     expect(tokenRequests('refresh_token').map((r) => r.status)).toEqual([200])
-    expect((await client(s, alice.token, seen)('GET', `/v1/integrations/${id}`)).body.status).toBe('connected')
+    expect((await api.integrations.get({ params: { id } })).status).toBe('connected')
   })
 
   it('records signed events: url_verification answered, an app mention recorded once (retries too) and listed', async () => {
@@ -287,8 +283,8 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     expect(await elsewhere.json()).toEqual({ ok: true, recorded: 0 })
 
     const call = client(s, alice.token, seen)
-    const list = await call('GET', `/v1/integrations/${id}/events`)
-    expect(list.body).toEqual({
+    const list = await call.integrations.events({ params: { id } })
+    expect(list).toEqual({
       total: 2,
       events: [
         { event_id: expect.any(String), type: 'message', subtype: null, channel: 'C0ALERTS', user: 'U0ALICE', text: 'lunch?', mentions_bot: false, event_time: expect.any(String), received_at: expect.any(String) },
@@ -305,20 +301,20 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
         },
       ],
     })
-    expect((await client(s, bob.token, seen)('GET', `/v1/integrations/${id}/events`)).status).toBe(404)
+    expect((await failure(client(s, bob.token, seen).integrations.events({ params: { id } }))).status).toBe(404)
   })
 
   it('refuses events with a bad signature, a stale or malformed timestamp or missing headers: 401, nothing recorded', async () => {
     const id = await connected()
     const call = client(s, alice.token, seen)
-    const recorded = async () => (await call('GET', `/v1/integrations/${id}/events`)).body.total as number
+    const recorded = async () => (await call.integrations.events({ params: { id } })).total
     const before = await recorded()
     const now = Math.floor(s.clock.now() / 1000)
     const ev = chat.messageEvent('rm -rf please')
     const refused = async (res: Response) => {
       expect(res.status).toBe(401)
       expect(res.headers.get('content-type')).toMatch(/^application\/json/)
-      const body = (await res.json()) as Json
+      const body = (await res.json()) as ErrorBody
       expect(body).toMatchObject({ code: 'UNAUTHORIZED', error: expect.any(String) })
       return body.error as string
     }
@@ -347,9 +343,9 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
       const res = await chat.sendEvent(`${bare.url}/api/chatprovider/events`, chat.urlVerification('abc'), { timestamp: Math.floor(bare.clock.now() / 1000) })
       expect(res.status).toBe(401)
       const u = await bare.user()
-      const auth = await bare.request('/v1/integrations/chatprovider/authorize', { token: u.token })
+      const auth = await failure(authorize(clientFor(bare, u.token), 'chatprovider'))
       expect(auth.status).toBe(404)
-      expect(((await auth.json()) as Json).error).toMatch(/no chat provider configured/)
+      expect(auth.message).toMatch(/no chat provider configured/)
     } finally {
       await bare.close()
     }
@@ -365,34 +361,34 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     chat.declineNext()
     const { flags } = await connect(client(s, carol.token, seen), 'chatprovider', '/settings')
     expect(flags).toEqual({ integration: 'error', type: 'chatprovider', reason: 'access_denied' })
-    expect((await client(s, carol.token, seen)('GET', '/v1/integrations')).body.total).toBe(0)
+    expect((await client(s, carol.token, seen).integrations.list()).total).toBe(0)
   })
 
   it('a revoked grant marks the integration needs_reconnect: the test fails at once, without calling the provider', async () => {
     const id = await connected('#alerts')
     const call = client(s, alice.token, seen)
     chat.revokeAll()
-    const res = await call('POST', `/v1/integrations/${id}/test`)
+    const res = await failure(call.integrations.test({ params: { id } }))
     expect(res.status).toBe(502)
-    expect(res.body.details.delivery).toMatchObject({ status: 'failed', error: expect.stringMatching(/token_revoked.*needs reconnecting/) })
+    expect(deliveryOf(res)).toMatchObject({ status: 'failed', error: expect.stringMatching(/token_revoked.*needs reconnecting/) })
     expect(posts().at(-1)!.error).toBe('token_revoked')
     expect(tokenRequests('refresh_token').at(-1)).toMatchObject({ status: 200, error: 'invalid_refresh_token' })
-    expect((await call('GET', `/v1/integrations/${id}`)).body.status).toBe('needs_reconnect')
+    expect((await call.integrations.get({ params: { id } })).status).toBe('needs_reconnect')
     expect(s.logs.some((l) => l.includes('"level":"warn"') && l.includes('needs reconnecting'))).toBe(true)
 
     const calls = chat.requests.length
-    const again = await call('POST', `/v1/integrations/${id}/test`)
+    const again = await failure(call.integrations.test({ params: { id } }))
     expect(again.status).toBe(502)
-    expect(again.body.details.delivery.error).toMatch(/needs reconnecting/)
+    expect(deliveryOf(again).error).toMatch(/needs reconnecting/)
     expect(chat.requests.length).toBe(calls)
 
     // Connecting the same workspace again restores the same integration, channel kept.
     const { id: back } = await connect(call, 'chatprovider')
     expect(back).toBe(id)
-    const restored = (await call('GET', `/v1/integrations/${id}`)).body
+    const restored = await call.integrations.get({ params: { id } })
     expect(restored).toMatchObject({ status: 'connected', config: { channel: '#alerts', access_token: MASK } })
-    expect((await call('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
-    expect((await call('GET', '/v1/integrations?type=chatprovider')).body.total).toBe(1)
+    await call.integrations.test({ params: { id } })
+    expect((await call.integrations.list({ query: { type: 'chatprovider' } })).total).toBe(1)
   })
 
   it('disconnect deletes the integration, its events and revokes the grant at the provider; a repeat is 404', async () => {
@@ -401,14 +397,14 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     const call = client(s, alice.token, seen)
     const grants = chat.activeGrants()
     expect(grants).toBe(1)
-    expect((await client(s, bob.token, seen)('DELETE', `/v1/integrations/${id}`)).status).toBe(404)
-    expect((await call('DELETE', `/v1/integrations/${id}`)).status).toBe(204)
+    expect((await failure(client(s, bob.token, seen).integrations.delete({ params: { id } }))).status).toBe(404)
+    await call.integrations.delete({ params: { id } })
     expect(chat.activeGrants()).toBe(0)
     expect(chat.requests.at(-1)).toMatchObject({ path: '/api/auth.revoke', status: 200 })
     expect(chat.requests.at(-1)!.error).toBeUndefined()
-    expect((await call('GET', `/v1/integrations/${id}`)).status).toBe(404)
-    expect((await call('GET', `/v1/integrations/${id}/events`)).status).toBe(404)
-    expect((await call('DELETE', `/v1/integrations/${id}`)).status).toBe(404)
+    expect((await failure(call.integrations.get({ params: { id } }))).status).toBe(404)
+    expect((await failure(call.integrations.events({ params: { id } }))).status).toBe(404)
+    expect((await failure(call.integrations.delete({ params: { id } }))).status).toBe(404)
     const keys = await s.berth.storage.getKeys()
     expect(keys.filter((k) => k.includes(id))).toEqual([])
     // Events for the workspace now reach nobody.
@@ -423,7 +419,7 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   let mail: FakeMailProvider
   let clock: TestServer['clock'] | undefined
   const seen: string[] = []
-  const call = (method: string, path: string, json?: unknown) => client(t.s, t.token, seen)(method, path, json)
+  let call: BerthClient
   const tokenRequests = (grant?: string) => mail.requests.filter((r) => r.path === '/token' && (!grant || r.grant_type === grant))
   const sends = () => mail.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send')
 
@@ -431,6 +427,7 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     mail = await startFakeMailProvider({ now: () => clock!.now() })
     t = await taskServer('podman', { berth: { mailProvider: mail.config(), notifications: { attempts: 2, backoffMs: 100, timeoutMs: 5000 } } })
     clock = t.s.clock
+    call = client(t.s, t.token, seen)
   })
   afterAll(async () => {
     await t?.s.close()
@@ -440,14 +437,13 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   // Each test connects its own integration and counts the provider's traffic from its own
   // start; what it connected goes after it, so no test hears another's notifications.
   afterEach(async () => {
-    for (const i of (await call('GET', '/v1/integrations?type=mailprovider')).body.integrations as Json[]) await call('DELETE', `/v1/integrations/${i.id}`)
+    for (const i of (await call.integrations.list({ query: { type: 'mailprovider' } })).integrations) await call.integrations.delete({ params: { id: (i as { id: string }).id } })
   })
   const connected = async (): Promise<string> => (await connect(call, 'mailprovider', '/')).id!
 
   it('authorize answers the consent URL with PKCE S256 and offline access', async () => {
-    const res = await call('GET', '/v1/integrations/mailprovider/authorize')
-    expect(res.status).toBe(200)
-    const url = new URL(res.body.url)
+    const res = await authorize(call, 'mailprovider')
+    const url = new URL(res.url)
     expect(`${url.origin}${url.pathname}`).toBe(mail.config().authorizeUrl)
     expect(Object.fromEntries(url.searchParams)).toMatchObject({
       client_id: mail.clientId,
@@ -467,8 +463,8 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     const id = created!
     // The code exchange carried the PKCE verifier the fake checked.
     expect(tokenRequests('authorization_code').slice(exchanges)).toEqual([expect.objectContaining({ status: 200, pkce: true })])
-    const one = await call('GET', `/v1/integrations/${id}`)
-    expect(one.body).toMatchObject({
+    const one = await call.integrations.get({ params: { id } })
+    expect(one).toMatchObject({
       type: 'mailprovider',
       status: 'connected',
       enabled: true,
@@ -491,24 +487,23 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   it('a completed task is mailed through the send API from the mailbox to the recipients', async () => {
     const id = await connected()
     const sent = mail.sent.length
-    const patched = await call('PATCH', `/v1/integrations/${id}`, { config: { recipients: ['ops@example.test', mail.user.email], email: 'evil@example.test' } })
-    expect(patched.status, patched.text).toBe(200)
-    expect(patched.body.config).toMatchObject({ recipients: ['ops@example.test', mail.user.email], email: mail.user.email, access_token: MASK })
+    const patched = await call.integrations.update({ params: { id }, body: { config: { recipients: ['ops@example.test', mail.user.email], email: 'evil@example.test' } } })
+    expect(patched.config).toMatchObject({ recipients: ['ops@example.test', mail.user.email], email: mail.user.email, access_token: MASK })
 
     const task = await t.run({ prompt: 'Report. [[berth:text All green: 3 checks passed, über gut.]]' })
     expect(task.status).toBe('completed')
-    await eventually(() => expect(mail.sent.slice(sent)).toHaveLength(1))
+    await vi.waitFor(() => expect(mail.sent.slice(sent)).toHaveLength(1), 15_000)
     const m = mail.sent[sent]!
     expect(m).toMatchObject({ from: mail.user.email, to: ['ops@example.test', mail.user.email], subject: `Berth: task ${task.task_id} completed` })
     // A MIME charset name is case-insensitive (RFC 2045); nodemailer writes it in lower case.
     expect(m.headers).toMatchObject({ from: mail.user.email, 'x-berth-event': 'task.completed', 'x-berth-delivery': expect.stringMatching(/^ntf_/), 'content-type': expect.stringMatching(/^text\/plain; charset=utf-8$/i) })
     expect(m.text).toContain('All green: 3 checks passed, über gut.')
     expect(m.text).toContain(task.task_id)
-    const deliveries = await eventually(async () => {
-      const d = (await call('GET', `/v1/integrations/${id}/deliveries`)).body.deliveries as Json[]
+    const deliveries = await vi.waitFor(async () => {
+      const d = (await call.integrations.deliveries({ params: { id } })).deliveries
       expect(d).toHaveLength(1)
       return d
-    })
+    }, 15_000)
     expect(deliveries[0]).toMatchObject({ event: 'task.completed', status: 'succeeded', response_status: 200, attempt: 1 })
   })
 
@@ -517,13 +512,12 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     const id = await connected()
     const [refreshes, sent] = [tokenRequests('refresh_token').length, sends().length]
     t.s.clock.advance(2 * HOUR)
-    const res = await call('POST', `/v1/integrations/${id}/test`)
-    expect(res.status, res.text).toBe(200)
+    expect(await call.integrations.test({ params: { id } })).toMatchObject({ status: 'succeeded' })
     expect(tokenRequests('refresh_token').slice(refreshes).map((r) => r.status)).toEqual([200])
     expect(sends().slice(sent).map((r) => r.status)).toEqual([200])
     expect(mail.sent.at(-1)!.subject).toBe('Berth: test notification')
-    const config = (await call('GET', `/v1/integrations/${id}`)).body.config
-    expect(Date.parse(config.expires_at)).toBe(t.s.clock.now() + 3599_000)
+    const config = await configOf(call, id)
+    expect(Date.parse(config.expires_at as string)).toBe(t.s.clock.now() + 3599_000)
     expect(config.refresh_token).toBe(MASK)
     const everything = [...seen, await storageDump(t.s)].join('\n')
     expect(mail.issuedTokens().slice(issued)).toHaveLength(3)
@@ -536,45 +530,45 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     mail.revokeAll()
     const task = await t.run({ prompt: 'Again. [[berth:text Done.]]' })
     expect(task.status).toBe('completed')
-    const failed = await eventually(async () => {
-      const d = (await call('GET', `/v1/integrations/${id}/deliveries`)).body.deliveries as Json[]
+    const failed = await vi.waitFor(async () => {
+      const d = (await call.integrations.deliveries({ params: { id } })).deliveries
       expect(d[0]).toMatchObject({ event: 'task.completed', status: 'failed', will_retry: false })
       return d[0]!
-    })
+    }, 15_000)
     expect(failed.error).toMatch(/401.*UNAUTHENTICATED.*needs reconnecting/)
     expect(failed.response_status).toBe(401)
     expect(tokenRequests('refresh_token').at(-1)!.status).toBe(400)
-    expect((await call('GET', `/v1/integrations/${id}`)).body.status).toBe('needs_reconnect')
+    expect((await call.integrations.get({ params: { id } })).status).toBe('needs_reconnect')
     expect(mail.sent.length).toBe(sent)
     expect(t.s.logs.some((l) => l.includes('"level":"warn"') && l.includes('notification not delivered') && l.includes(id))).toBe(true)
 
     // The next one fails at once, without the provider.
     const calls = mail.requests.length
-    const test = await call('POST', `/v1/integrations/${id}/test`)
+    const test = await failure(call.integrations.test({ params: { id } }))
     expect(test.status).toBe(502)
-    expect(test.body.details.delivery.error).toMatch(/needs reconnecting/)
+    expect(deliveryOf(test).error).toMatch(/needs reconnecting/)
     expect(mail.requests.length).toBe(calls)
   })
 
   it('refuses forged, replayed, expired, other-flow and other-caller states with nothing stored', async () => {
     const id = await connected()
-    await call('PATCH', `/v1/integrations/${id}`, { config: { recipients: ['ops@example.test', mail.user.email] } })
+    await call.integrations.update({ params: { id }, body: { config: { recipients: ['ops@example.test', mail.user.email] } } })
     mail.revokeAll()
     const other = await t.s.user('Bob')
     // The genuine callback inside reconnects the revoked mailbox (the same integration, settings kept).
     await refusesBadStates(t.s, 'mailprovider', { token: t.token }, other, () => tokenRequests('authorization_code').length)
-    expect((await call('GET', `/v1/integrations/${id}`)).body).toMatchObject({ status: 'connected', config: { recipients: ['ops@example.test', mail.user.email] } })
+    expect(await call.integrations.get({ params: { id } })).toMatchObject({ status: 'connected', config: { recipients: ['ops@example.test', mail.user.email] } })
   })
 
   it('disconnect deletes the integration and revokes the grant at the provider; a repeat is 404', async () => {
     const id = await connected()
     const grants = mail.activeGrants()
     expect(grants).toBeGreaterThan(0)
-    expect((await call('DELETE', `/v1/integrations/${id}`)).status).toBe(204)
+    await call.integrations.delete({ params: { id } })
     expect(mail.activeGrants()).toBe(grants - 1)
     expect(mail.requests.at(-1)).toMatchObject({ path: '/revoke', status: 200 })
-    expect((await call('GET', `/v1/integrations/${id}`)).status).toBe(404)
-    expect((await call('DELETE', `/v1/integrations/${id}`)).status).toBe(404)
+    expect((await failure(call.integrations.get({ params: { id } }))).status).toBe(404)
+    expect((await failure(call.integrations.delete({ params: { id } }))).status).toBe(404)
     const everything = [...seen, await storageDump(t.s)].join('\n')
     for (const tok of mail.issuedTokens()) expect(everything).not.toContain(tok)
   })

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { createCoordination } from '@berth/server'
 import { coordinationConformanceSuite, startRedis, type LocalRedis } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 
 let redis: LocalRedis
 beforeAll(async () => {
@@ -61,11 +61,11 @@ describe('redis coordination', () => {
       expect(await survivor.slots.acquire('prof_1', 1, 'ws_survivor', 60_000)).toBeNull()
       child.kill('SIGKILL')
       await once(child, 'exit')
-      let taken = null
-      for (const end = Date.now() + 30_000; !taken && Date.now() < end; ) {
-        taken = await survivor.queue('tasks').take()
-        if (!taken) await new Promise((r) => setTimeout(r, 50))
-      }
+      const taken = await vi.waitFor(async () => {
+        const job = await survivor.queue('tasks').take()
+        expect(job).not.toBeNull()
+        return job
+      }, 30_000)
       expect(taken).toMatchObject({ id: 'task_1', deliveries: 2, payload: { n: 1 } })
       expect(await survivor.instances.alive()).toEqual([survivor.instanceId])
       expect(await survivor.slots.acquire('prof_1', 1, 'ws_survivor', 60_000)).not.toBeNull()

@@ -12,7 +12,7 @@ import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRang
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressNetwork } from '../../adapter-docker/src/egress.js'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import { taskServer } from './tasks.helpers.js'
 
 /** `docker`/`podman` CLI (only to read what the engine holds: a network's gateway, a container's address). */
 const cli = (engine: string, args: string[]) => execFileSync(engine, args, { encoding: 'utf8' }).trim()
@@ -87,20 +87,17 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   }, 240_000)
 
   /** Run a probe task in `profileId`'s environment; the tool's output. */
-  async function probe(profileId: string, targets: string[]): Promise<{ task: Json; output: string }> {
+  async function probe(profileId: string, targets: string[]) {
     const command = probeCommand(targets)
-    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profileId, prompt: `Probe. [[berth:tool Bash ${JSON.stringify({ command })}]] [[berth:text probed]]` })
-    expect(sub.status, JSON.stringify(sub.body)).toBe(202)
-    const task = await t.waitDone(sub.body.task_id)
-    const events = await t.events(sub.body.task_id)
-    const result = events.find((e) => e.type === 'tool_result') as Json | undefined
-    return { task: task as Json, output: String(result?.output ?? '') }
+    const task = await t.run({ profile_id: profileId, prompt: `Probe. [[berth:tool Bash ${JSON.stringify({ command })}]] [[berth:text probed]]` })
+    const events = await t.events(task.task_id)
+    const result = events.find((e) => e.type === 'tool_result')
+    return { task, output: String(result?.output ?? '') }
   }
 
-  async function profileIn(environment: Json | null, slug: string): Promise<string> {
-    const p = await t.call('POST', '/v1/profiles', { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], ...(environment && { environment_id: environment.id }) })
-    expect(p.status, JSON.stringify(p.body)).toBe(201)
-    return p.body.id
+  async function profileIn(environment: { id: string }, slug: string): Promise<string> {
+    const p = await t.api.profiles.create({ body: { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], environment_id: environment.id } })
+    return p.id
   }
 
   it('public (the default): the host (bridge gateway, its other address) and another container are unreachable; the agent is not root', async () => {
@@ -108,7 +105,7 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     bridgeGateway = cli(engine, ['network', 'inspect', '-f', engine === 'docker' ? '{{range .IPAM.Config}}{{.Gateway}}{{end}}' : '{{range .Subnets}}{{.Gateway}}{{end}}', 'berth-public'])
     expect(bridgeGateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
     expect(task.status, JSON.stringify(task)).toBe('completed')
-    expect(task.result.text).toContain('probed')
+    expect(task.result?.text).toContain('probed')
     expect(output).toContain(`closed ${host}:${port}`)
     expect(output).toContain(`closed ${peerIp}:${port}`)
     expect(output).not.toContain('open ')
@@ -138,9 +135,8 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   })
 
   it('allowlist: the allowlisted listener is reachable, nothing else; the offline model works', async () => {
-    const env = await t.call('POST', '/v1/environments', { name: 'allow-one', network: { policy: 'allowlist', allow: [{ host, ports: [port] }] } })
-    expect(env.status, JSON.stringify(env.body)).toBe(201)
-    const { task, output } = await probe(await profileIn(env.body, `allow-${engine}`), [`${host}:${port}`, `${peerIp}:${port}`, `${bridgeGateway ?? host}:${port}`])
+    const env = await t.api.environments.create({ body: { name: 'allow-one', network: { policy: 'allowlist', allow: [{ host, ports: [port] }] } } })
+    const { task, output } = await probe(await profileIn(env, `allow-${engine}`), [`${host}:${port}`, `${peerIp}:${port}`, `${bridgeGateway ?? host}:${port}`])
     expect(task.status, JSON.stringify(task)).toBe('completed')
     expect(output).toContain(`open ${host}:${port}`)
     expect(output).toContain(`closed ${peerIp}:${port}`)
@@ -149,9 +145,8 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   }, 120_000)
 
   it('none: no interface but loopback, nothing reachable; the offline model works', async () => {
-    const env = await t.call('POST', '/v1/environments', { name: 'offline', network: { policy: 'none' }, env: { GREETING: 'hi' } })
-    expect(env.status).toBe(201)
-    const { task, output } = await probe(await profileIn(env.body, `none-${engine}`), [`${host}:${port}`, `${peerIp}:${port}`])
+    const env = await t.api.environments.create({ body: { name: 'offline', network: { policy: 'none' }, env: { GREETING: 'hi' } } })
+    const { task, output } = await probe(await profileIn(env, `none-${engine}`), [`${host}:${port}`, `${peerIp}:${port}`])
     expect(task.status, JSON.stringify(task)).toBe('completed')
     expect(output).toContain(`closed ${host}:${port}`)
     expect(output).toContain(`closed ${peerIp}:${port}`)

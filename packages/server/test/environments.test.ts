@@ -3,21 +3,18 @@
  * field, nothing changed), profiles referencing environments, and an environment whose
  * image failed refused at submit (on a real engine, where the image cannot be pulled).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { DEFAULT_ENVIRONMENT_CAPS } from '@berth/core'
-import { startServer, type TestServer } from './helpers.js'
-import { engineRuntime, eventually, uniquePoolName } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import type { BerthClient } from '@berth/client'
+import { clientFor, failure, startServer, type TestServer } from './helpers.js'
+import { engineRuntime, uniquePoolName } from './pool.helpers.js'
+import { taskServer } from './tasks.helpers.js'
 
 describe('environments: caps and ownership', () => {
   let s: TestServer
-  let alice: { token: string }
-  let bob: { token: string }
-  const call = async (who: { token: string }, method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token: who.token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-  }
+  let alice: BerthClient
+  let bob: BerthClient
+  let aliceToken: string
 
   beforeAll(async () => {
     s = await startServer({
@@ -25,26 +22,26 @@ describe('environments: caps and ownership', () => {
         caps: { ...DEFAULT_ENVIRONMENT_CAPS, defaultPolicy: 'none', allowedPolicies: ['none', 'allowlist'], max: { cpus: 2, memory_mb: 1024, pids: 512, disk_mb: null } },
       },
     })
-    alice = await s.user()
-    bob = await s.user()
+    aliceToken = (await s.user()).token
+    alice = clientFor(s, aliceToken)
+    bob = clientFor(s, (await s.user()).token)
   })
   afterAll(() => s.close())
 
   it('creates with the operator default policy, and reads, lists, updates and deletes for its owner only', async () => {
-    const created = await call(alice, 'POST', '/v1/environments', { name: 'py', packages: ['python3.11-minimal'], env: { PIP_INDEX_URL: 'https://pypi.org/simple' }, limits: { cpus: 1.5 } })
-    expect(created.status, JSON.stringify(created.body)).toBe(201)
-    expect(created.body).toMatchObject({ name: 'py', network: { policy: 'none', allow: [] }, limits: { cpus: 1.5, memory_mb: null }, env: { PIP_INDEX_URL: 'https://pypi.org/simple' } })
-    expect(created.body.image_status.state).toMatch(/^(building|ready)$/)
-    const id = created.body.id as string
-    expect((await call(alice, 'GET', `/v1/environments/${id}`)).body.name).toBe('py')
-    expect((await call(bob, 'GET', `/v1/environments/${id}`)).status).toBe(404)
-    expect((await call(bob, 'PATCH', `/v1/environments/${id}`, { name: 'mine' })).status).toBe(404)
-    expect((await call(bob, 'GET', '/v1/environments')).body.total).toBe(0)
-    const patched = await call(alice, 'PATCH', `/v1/environments/${id}`, { network: { policy: 'allowlist', allow: [{ host: 'pypi.org', ports: [443] }] } })
-    expect(patched.body.network).toEqual({ policy: 'allowlist', allow: [{ host: 'pypi.org', ports: [443] }] })
-    expect(patched.body.limits.cpus).toBe(1.5)
-    expect((await call(alice, 'DELETE', `/v1/environments/${id}`)).status).toBe(204)
-    expect((await call(alice, 'GET', `/v1/environments/${id}`)).status).toBe(404)
+    const created = await alice.environments.create({ body: { name: 'py', packages: ['python3.11-minimal'], env: { PIP_INDEX_URL: 'https://pypi.org/simple' }, limits: { cpus: 1.5 } } })
+    expect(created).toMatchObject({ name: 'py', network: { policy: 'none', allow: [] }, limits: { cpus: 1.5, memory_mb: null }, env: { PIP_INDEX_URL: 'https://pypi.org/simple' } })
+    expect(created.image_status.state).toMatch(/^(building|ready)$/)
+    const id = created.id
+    expect((await alice.environments.get({ params: { id } })).name).toBe('py')
+    expect((await failure(bob.environments.get({ params: { id } }))).status).toBe(404)
+    expect((await failure(bob.environments.update({ params: { id }, body: { name: 'mine' } }))).status).toBe(404)
+    expect((await bob.environments.list()).total).toBe(0)
+    const patched = await alice.environments.update({ params: { id }, body: { network: { policy: 'allowlist', allow: [{ host: 'pypi.org', ports: [443] }] } } })
+    expect(patched.network).toEqual({ policy: 'allowlist', allow: [{ host: 'pypi.org', ports: [443] }] })
+    expect(patched.limits.cpus).toBe(1.5)
+    await alice.environments.delete({ params: { id } })
+    expect((await failure(alice.environments.get({ params: { id } }))).status).toBe(404)
   })
 
   it('refuses limits above the caps and policies not offered with a 400 naming the field, changing nothing', async () => {
@@ -60,43 +57,44 @@ describe('environments: caps and ownership', () => {
       [{ name: 'all', network: { policy: 'allowlist', allow: [{ host: '0.0.0.0/0' }] } }, 'network.allow.0.host'],
       [{ name: 'ula', network: { policy: 'allowlist', allow: [{ host: 'fd00::1' }] } }, 'network.allow.0.host'],
     ] as const) {
-      const res = await call(alice, 'POST', '/v1/environments', body)
+      // Raw: some of these bodies are outside what the client's types let a caller write.
+      const res = await s.request('/v1/environments', { method: 'POST', token: aliceToken, json: body })
       expect(res.status, JSON.stringify(body)).toBe(400)
-      expect(res.body.code).toBe('VALIDATION_FAILED')
-      expect(res.body.details.issues.map((i: Json) => i.path)).toContain(path)
+      const refused = (await res.json()) as { code: string; details: { issues: { path: string }[] } }
+      expect(refused.code).toBe('VALIDATION_FAILED')
+      expect(refused.details.issues.map((i) => i.path)).toContain(path)
     }
-    const reserved = await call(alice, 'POST', '/v1/environments', { name: 'sneaky', env: { ANTHROPIC_BASE_URL: 'http://10.0.0.1' } })
+    const reserved = await failure(alice.environments.create({ body: { name: 'sneaky', env: { ANTHROPIC_BASE_URL: 'http://10.0.0.1' } } }))
     expect(reserved.status).toBe(400)
-    expect(JSON.stringify(reserved.body.details)).toContain('ANTHROPIC_BASE_URL')
-    const ok = await call(alice, 'POST', '/v1/environments', { name: 'small', limits: { cpus: 2, memory_mb: 1024 } })
-    expect(ok.status).toBe(201)
-    const raise = await call(alice, 'PATCH', `/v1/environments/${ok.body.id}`, { limits: { memory_mb: 2048 } })
+    expect(JSON.stringify(reserved.details)).toContain('ANTHROPIC_BASE_URL')
+    const ok = await alice.environments.create({ body: { name: 'small', limits: { cpus: 2, memory_mb: 1024 } } })
+    const raise = await failure(alice.environments.update({ params: { id: ok.id }, body: { limits: { memory_mb: 2048 } } }))
     expect(raise.status).toBe(400)
-    expect(raise.body.details.issues[0].path).toBe('limits.memory_mb')
-    expect((await call(alice, 'GET', `/v1/environments/${ok.body.id}`)).body.limits.memory_mb).toBe(1024)
+    expect((raise.details!.issues as { path: string }[])[0]!.path).toBe('limits.memory_mb')
+    expect((await alice.environments.get({ params: { id: ok.id } })).limits.memory_mb).toBe(1024)
   })
 
   it('a profile names one of its owner\'s environments; another caller\'s is a 400', async () => {
-    const env = await call(alice, 'POST', '/v1/environments', { name: 'shared?' })
-    const keyOf = async (who: { token: string }) => (await call(who, 'POST', '/v1/api-keys', { name: 'k', provider: 'stub' })).body.id
+    const env = await alice.environments.create({ body: { name: 'shared?' } })
+    const keyOf = async (who: BerthClient) => (await who.apiKeys.create({ body: { name: 'k', provider: 'stub' } })).id
     const bobKey = await keyOf(bob)
-    const stolen = await call(bob, 'POST', '/v1/profiles', { name: 'B', slug: 'b', api_key_id: bobKey, environment_id: env.body.id })
+    const stolen = await failure(bob.profiles.create({ body: { name: 'B', slug: 'b', api_key_id: bobKey, environment_id: env.id } }))
     expect(stolen.status).toBe(400)
-    expect(stolen.body.details.issues[0].path).toBe('environment_id')
-    const own = await call(alice, 'POST', '/v1/profiles', { name: 'A', slug: 'a', api_key_id: await keyOf(alice), environment_id: env.body.id })
-    expect(own.status).toBe(201)
-    expect(own.body.environment_id).toBe(env.body.id)
-    const bare = await call(bob, 'POST', '/v1/profiles', { name: 'B', slug: 'b2', api_key_id: bobKey })
-    expect(bare.body.environment_id).toBeNull()
-    const moved = await call(bob, 'PATCH', `/v1/profiles/${bare.body.id}`, { environment_id: env.body.id })
+    expect((stolen.details!.issues as { path: string }[])[0]!.path).toBe('environment_id')
+    const own = await alice.profiles.create({ body: { name: 'A', slug: 'a', api_key_id: await keyOf(alice), environment_id: env.id } })
+    expect(own.environment_id).toBe(env.id)
+    const bare = await bob.profiles.create({ body: { name: 'B', slug: 'b2', api_key_id: bobKey } })
+    expect(bare.environment_id).toBeNull()
+    const moved = await failure(bob.profiles.update({ params: { id: bare.id }, body: { environment_id: env.id } }))
     expect(moved.status).toBe(400)
     // In use: not deleted (its profile would silently get the default's wider network).
-    const inUse = await call(alice, 'DELETE', `/v1/environments/${env.body.id}`)
+    const inUse = await failure(alice.environments.delete({ params: { id: env.id } }))
     expect(inUse.status).toBe(400)
-    expect(inUse.body.error).toContain(own.body.id)
-    expect((await call(alice, 'GET', `/v1/environments/${env.body.id}`)).status).toBe(200)
-    await call(alice, 'PATCH', `/v1/profiles/${own.body.id}`, { environment_id: null })
-    expect((await call(alice, 'DELETE', `/v1/environments/${env.body.id}`)).status).toBe(204)
+    expect(inUse.message).toContain(own.id)
+    await alice.environments.get({ params: { id: env.id } })
+    await alice.profiles.update({ params: { id: own.id }, body: { environment_id: null } })
+    await alice.environments.delete({ params: { id: env.id } })
+    expect((await failure(alice.environments.get({ params: { id: env.id } }))).status).toBe(404)
   })
 })
 
@@ -110,29 +108,27 @@ describe('environments: an image that fails is refused at submit (docker)', () =
   afterAll(() => t?.s.close())
 
   it('shows building then failed with the log tail; a submit is a 400; fixing it makes it ready and runnable', async () => {
-    const env = await t.call('POST', '/v1/environments', { name: 'missing', image: 'berth-no-such-image-e18:1' })
-    expect(env.status).toBe(201)
-    expect(env.body.image_status).toMatchObject({ ref: 'berth-no-such-image-e18:1', state: 'building' })
-    const failed = await eventually(async () => {
-      const r = (await t.call('GET', `/v1/environments/${env.body.id}`)).body
-      if (r.image_status.state !== 'failed') throw new Error(r.image_status.state)
-      return r
-    }, 60_000)
+    const env = await t.api.environments.create({ body: { name: 'missing', image: 'berth-no-such-image-e18:1' } })
+    expect(env.image_status).toMatchObject({ ref: 'berth-no-such-image-e18:1', state: 'building' })
+    const imageState = (state: string) =>
+      vi.waitFor(async () => {
+        const r = await t.api.environments.get({ params: { id: env.id } })
+        expect(r.image_status.state).toBe(state)
+        return r
+      }, 60_000)
+    const failed = await imageState('failed')
     expect(failed.image_status.log_tail).toMatch(/berth-no-such-image-e18/)
-    const profile = await t.call('POST', '/v1/profiles', { name: 'p', slug: 'img-p', api_key_id: t.keyId, environment_id: env.body.id })
-    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: 'hi' })
+    const profile = await t.api.profiles.create({ body: { name: 'p', slug: 'img-p', api_key_id: t.keyId, environment_id: env.id } })
+    const sub = await failure(t.submit({ profile_id: profile.id, prompt: 'hi' }))
     expect(sub.status).toBe(400)
-    expect(sub.body.error).toMatch(/failed/)
-    expect(sub.body.details.log_tail).toMatch(/berth-no-such-image-e18/)
+    expect(sub.message).toMatch(/failed/)
+    expect(sub.details?.log_tail).toMatch(/berth-no-such-image-e18/)
     // Back to the operator's image: ready, and tasks run.
-    const fixed = await t.call('PATCH', `/v1/environments/${env.body.id}`, { image: null })
-    expect(fixed.body.image_status.ref).toBe(info.image)
-    await eventually(async () => {
-      if ((await t.call('GET', `/v1/environments/${env.body.id}`)).body.image_status.state !== 'ready') throw new Error('not ready')
-    }, 30_000)
-    const ok = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: 'Hello [[berth:text fine]]' })
-    expect(ok.status).toBe(202)
-    const done = await t.waitDone(ok.body.task_id)
+    const fixed = await t.api.environments.update({ params: { id: env.id }, body: { image: null } })
+    expect(fixed.image_status.ref).toBe(info.image)
+    await imageState('ready')
+    const ok = await t.submit({ profile_id: profile.id, prompt: 'Hello [[berth:text fine]]' })
+    const done = await t.waitDone(ok.task_id)
     expect(done.status, JSON.stringify(done.error)).toBe('completed')
   }, 120_000)
 })

@@ -6,13 +6,15 @@
  * HTTPS from a local Git host with the account's token through the credential helper.
  */
 import { spawnSync } from 'node:child_process'
-import type { Task, TranscriptEvent } from '@berth/core'
+import type { BerthClient } from '@berth/client'
 import { startFakeGitProvider, startFakeGitServer, selfSignedCert, type FakeGitProvider, type FakeGitServer } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer, type Json } from './helpers.js'
-import { engineRuntime, eventually, uniquePoolName } from './pool.helpers.js'
+import { clientFor, failure, startServer, waitForTask, type TestServer } from './helpers.js'
+import { engineRuntime, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
+/** The error body of a raw answer (a browser's callback is no client call). */
+type ErrorBody = { code: string; details: { issues: { location: string; path: string; message: string }[] } }
 const PROVIDERS = ['github', 'gitlab', 'bitbucket'] as const
 type Provider = (typeof PROVIDERS)[number]
 const HOUR = 3_600_000
@@ -24,13 +26,9 @@ async function storageDump(s: TestServer): Promise<string> {
   return keys.map((k, i) => `${k} ${JSON.stringify(values[i])}`).join('\n')
 }
 
-function api(s: TestServer, token: string) {
-  return async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
-  }
-}
+const api = (s: TestServer, token: string): BerthClient => clientFor(s, token)
+/** The authorize call of `p`, as the caller (the answer carries the provider URL with the state). */
+const authorize = (api: BerthClient, provider: Provider, returnPath?: string) => api.git.authorize({ params: { provider }, query: returnPath === undefined ? {} : { returnPath } })
 
 /** Follow the provider's consent: returns the callback URL it redirects the browser to. */
 async function consent(authorizeUrl: string): Promise<URL> {
@@ -40,10 +38,10 @@ async function consent(authorizeUrl: string): Promise<URL> {
 }
 
 /** Hit the callback as a browser would (no Berth credentials unless `token`). */
-async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: Json | null }> {
-  const res = await fetch(url, { redirect: 'manual', ...(token && { headers: { authorization: `Bearer ${token}` } }) })
+async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: ErrorBody | null }> {
+  const res = await fetch(url, { redirect: 'manual', headers: token ? { authorization: `Bearer ${token}` } : {} })
   const text = await res.text()
-  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as Json) : null }
+  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as ErrorBody) : null }
 }
 
 describe('git provider accounts (OAuth against the fake providers)', () => {
@@ -66,10 +64,8 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
 
   /** authorize → consent → callback, as a browser; returns the redirect back and the account id. */
   async function connect(p: Provider, token: string, returnPath = '/settings/git') {
-    const call = api(s, token)
-    const auth = await call('GET', `/v1/integrations/git/${p}/authorize?returnPath=${encodeURIComponent(returnPath)}`)
-    expect(auth.status, auth.text).toBe(200)
-    const back = await callback(await consent(auth.body.url))
+    const auth = await authorize(api(s, token), p, returnPath)
+    const back = await callback(await consent(auth.url))
     expect(back.status, JSON.stringify(back.body)).toBe(302)
     const location = new URL(back.location!, 'http://return.invalid')
     return { auth, location, accountId: location.searchParams.get('account') }
@@ -88,9 +84,8 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
 
     it('authorize answers the provider URL with a signed state, the callback redirect URI and PKCE where supported', async () => {
       const alice = await user('Alice')
-      const res = await api(s, alice.token)('GET', `/v1/integrations/git/${p}/authorize?returnPath=%2Fsettings%2Fgit`)
-      expect(res.status).toBe(200)
-      const url = new URL(res.body.url)
+      const res = await authorize(api(s, alice.token), p, '/settings/git')
+      const url = new URL(res.url)
       expect(`${url.origin}${url.pathname}`).toBe(fakes[p].config().authorizeUrl)
       expect(url.searchParams.get('client_id')).toBe(fakes[p].clientId)
       expect(url.searchParams.get('redirect_uri')).toBe(`${s.url}/v1/integrations/git/${p}/callback`)
@@ -98,7 +93,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       if (p === 'bitbucket') expect(url.searchParams.has('code_challenge')).toBe(false)
       else expect({ method: url.searchParams.get('code_challenge_method'), challenge: url.searchParams.get('code_challenge') }).toEqual({ method: 'S256', challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) })
       // Nothing secret in the answer: the PKCE verifier and the client secret stay on the server.
-      expect(res.text).not.toContain(fakes[p].clientSecret)
+      expect(JSON.stringify(res)).not.toContain(fakes[p].clientSecret)
     })
 
     it('connects an account: consent → callback → stored and listed, tokens nowhere in any response or in storage', async () => {
@@ -116,23 +111,23 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       expect(exchanges.at(-1)).toMatchObject({ status: 200, pkce: p !== 'bitbucket' })
 
       const call = api(s, alice.token)
-      const list = await call('GET', '/v1/integrations/git/accounts')
-      expect(list.body).toEqual({
+      const list = await call.git.accounts.list()
+      expect(list).toEqual({
         accounts: [{ id: accountId, provider: p, login: `octo-${p}`, scopes: expect.any(Array), status: 'connected', created_at: expect.any(String), updated_at: expect.any(String) }],
         total: 1,
       })
-      expect(list.body.accounts[0].scopes.length).toBeGreaterThan(0)
-      const one = await call('GET', `/v1/integrations/git/accounts/${accountId}`)
-      expect(one.body).toEqual(list.body.accounts[0])
-      const filtered = await call('GET', `/v1/integrations/git/accounts?provider=${p === 'github' ? 'gitlab' : 'github'}`)
-      expect(filtered.body).toEqual({ accounts: [], total: 0 })
+      expect(list.accounts[0]!.scopes.length).toBeGreaterThan(0)
+      const one = await call.git.accounts.get({ params: { id: accountId } })
+      expect(one).toEqual(list.accounts[0])
+      const filtered = await call.git.accounts.list({ query: { provider: p === 'github' ? 'gitlab' : 'github' } })
+      expect(filtered).toEqual({ accounts: [], total: 0 })
       // Bob sees nothing of it.
-      expect((await api(s, bob.token)('GET', '/v1/integrations/git/accounts')).body).toEqual({ accounts: [], total: 0 })
-      expect((await api(s, bob.token)('GET', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
+      expect(await api(s, bob.token).git.accounts.list()).toEqual({ accounts: [], total: 0 })
+      expect((await failure(api(s, bob.token).git.accounts.get({ params: { id: accountId } }))).status).toBe(404)
 
       const tokens = fakes[p].issuedTokens().slice(issuedBefore)
       expect(tokens.length).toBe(2)
-      const everything = [auth.text, list.text, one.text, location.href, await storageDump(s)].join('\n')
+      const everything = [JSON.stringify(auth), JSON.stringify(list), JSON.stringify(one), location.href, await storageDump(s)].join('\n')
       for (const t of tokens) expect(everything).not.toContain(t)
       expect(everything).not.toContain(fakes[p].clientSecret)
     })
@@ -156,8 +151,8 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const [c] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
       expect(c!.token).toBe(b!.token)
       expect(tokenRequests(p, 'refresh_token')).toHaveLength(refreshes + 1)
-      const list = await api(s, alice.token)('GET', '/v1/integrations/git/accounts')
-      expect(list.body.accounts[0].status).toBe('connected')
+      const list = await api(s, alice.token).git.accounts.list()
+      expect(list.accounts[0]!.status).toBe('connected')
       const dump = await storageDump(s)
       for (const t of fakes[p].issuedTokens()) expect(dump).not.toContain(t)
     })
@@ -169,27 +164,27 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toEqual([])
       expect(tokenRequests(p, 'refresh_token').at(-1)!.status).toBe(p === 'github' ? 200 : 400)
       const call = api(s, alice.token)
-      expect((await call('GET', `/v1/integrations/git/accounts/${accountId}`)).body.status).toBe('needs_reconnect')
+      expect((await call.git.accounts.get({ params: { id: accountId } })).status).toBe('needs_reconnect')
 
       const again = await connect(p, alice.token)
       expect(again.accountId).toBe(accountId)
-      const list = await call('GET', '/v1/integrations/git/accounts')
-      expect(list.body).toMatchObject({ total: 1, accounts: [{ id: accountId, status: 'connected' }] })
+      const list = await call.git.accounts.list()
+      expect(list).toMatchObject({ total: 1, accounts: [{ id: accountId, status: 'connected' }] })
       expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toHaveLength(1)
     })
 
     it('refuses forged, replayed, expired, cross-provider and cross-caller states with nothing stored', async () => {
       const [alice, bob] = [await user('Alice'), await user('Bob')]
       const call = api(s, alice.token)
-      const total = async (who = alice) => (await api(s, who.token)('GET', '/v1/integrations/git/accounts')).body.total as number
+      const total = async (who = alice) => (await api(s, who.token).git.accounts.list()).total
       const count = await total()
       const exchanges = tokenRequests(p).length
-      const start = async () => consent((await call('GET', `/v1/integrations/git/${p}/authorize`)).body.url)
+      const start = async () => consent((await authorize(call, p)).url)
       const expectRefused = async (url: URL | string, token?: string) => {
         const r = await callback(url, token)
         expect(r.status, JSON.stringify(r.body)).toBe(400)
         expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state' }] } })
-        return r.body!.details.issues[0].message as string
+        return r.body!.details.issues[0]!.message
       }
       const withState = (url: URL, state: string) => {
         const u = new URL(url)
@@ -235,35 +230,34 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       fakes[p].declineNext()
       const { location } = await connect(p, carol.token, '/settings/git')
       expect(Object.fromEntries(location.searchParams)).toEqual({ git: 'error', provider: p, reason: 'access_denied' })
-      expect((await api(s, carol.token)('GET', '/v1/integrations/git/accounts')).body.total).toBe(0)
+      expect((await api(s, carol.token).git.accounts.list()).total).toBe(0)
     })
 
     it('links accounts to profiles: only your own, and tasks of the profile get their credentials', async () => {
       const { alice, accountId } = await connected()
       const bob = await user('Bob')
       const call = api(s, alice.token)
-      const key = await call('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
-      const bobKey = await api(s, bob.token)('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
-      const bobProfile = await api(s, bob.token)('POST', '/v1/profiles', { name: 'B', slug: 'b', api_key_id: bobKey.body.id, git_account_ids: [accountId] })
+      const key = await call.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
+      const bobKey = await api(s, bob.token).apiKeys.create({ body: { name: 'k', provider: 'stub' } })
+      const bobProfile = await failure(api(s, bob.token).profiles.create({ body: { name: 'B', slug: 'b', api_key_id: bobKey.id, git_account_ids: [accountId] } }))
       expect(bobProfile.status).toBe(400)
-      expect(bobProfile.body.details.issues[0]).toMatchObject({ location: 'body', path: 'git_account_ids.0' })
-      const prof = await call('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.body.id, git_account_ids: [accountId] })
-      expect(prof.status, prof.text).toBe(201)
-      expect(prof.body.git_account_ids).toEqual([accountId])
-      const unknown = await call('PATCH', `/v1/profiles/${prof.body.id}`, { git_account_ids: [accountId, 'git_zzzzzzzzzzzzzzzzzzzz'] })
+      expect((bobProfile.details!.issues as unknown[])[0]).toMatchObject({ location: 'body', path: 'git_account_ids.0' })
+      const prof = await call.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id, git_account_ids: [accountId] } })
+      expect(prof.git_account_ids).toEqual([accountId])
+      const unknown = await failure(call.profiles.update({ params: { id: prof.id }, body: { git_account_ids: [accountId, 'git_zzzzzzzzzzzzzzzzzzzz'] } }))
       expect(unknown.status).toBe(400)
-      expect(unknown.body.details.issues[0]).toMatchObject({ path: 'git_account_ids.1' })
-      expect((await call('GET', `/v1/profiles/${prof.body.id}`)).body.git_account_ids).toEqual([accountId])
+      expect((unknown.details!.issues as unknown[])[0]).toMatchObject({ path: 'git_account_ids.1' })
+      expect((await call.profiles.get({ params: { id: prof.id } })).git_account_ids).toEqual([accountId])
       const { materialize } = await import('../../core/src/tasks/materialize.js')
       const services = s.berth.services
-      const profile = await services.profiles.records.get(alice.id, prof.body.id)
+      const profile = await services.profiles.records.get(alice.id, prof.id)
       const ws = { id: 'ws_x', owner_id: alice.id, model_override: null, sdk_session_id: null } as never
       const task = { id: 'task_x', owner_id: alice.id, prompt: 'hi', allowed_tools: null, max_turns: null, max_budget_usd: null }
       const input = await materialize({ ...services, gitAccounts: services.gitAccounts }, task, profile, ws)
       expect(input.git_credentials).toEqual([{ host: expect.any(String), username: expect.any(String), token: expect.any(String) }])
       expect(input.redact).toContain(input.git_credentials![0]!.token)
       expect(JSON.stringify(input.env)).not.toContain(input.git_credentials![0]!.token)
-      await call('PATCH', `/v1/profiles/${prof.body.id}`, { git_account_ids: [] })
+      await call.profiles.update({ params: { id: prof.id }, body: { git_account_ids: [] } })
     })
 
     it('disconnect deletes the account and revokes the grant at the provider (where it has revocation); a repeat is a 404', async () => {
@@ -272,12 +266,12 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const call = api(s, alice.token)
       const grantsBefore = fakes[p].activeGrants()
       expect(grantsBefore).toBeGreaterThan(0)
-      expect((await api(s, bob.token)('DELETE', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
-      expect((await call('DELETE', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(204)
+      expect((await failure(api(s, bob.token).git.accounts.delete({ params: { id: accountId } }))).status).toBe(404)
+      await call.git.accounts.delete({ params: { id: accountId } })
       // Bitbucket has no revocation endpoint: disconnecting there is local.
       expect(fakes[p].activeGrants()).toBe(p === 'bitbucket' ? grantsBefore : grantsBefore - 1)
-      expect((await call('GET', '/v1/integrations/git/accounts')).body).toEqual({ accounts: [], total: 0 })
-      expect((await call('DELETE', `/v1/integrations/git/accounts/${accountId}`)).status).toBe(404)
+      expect(await call.git.accounts.list()).toEqual({ accounts: [], total: 0 })
+      expect((await failure(call.git.accounts.delete({ params: { id: accountId } }))).status).toBe(404)
       expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toEqual([])
     })
   })
@@ -292,14 +286,14 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const states = await stateKeys()
       const calls = fakes.github.requests.length
       for (const bad of ['//evil.com', 'https://evil.com', '/\\evil.com', 'javascript:alert(1)', '/\t/evil.com', '/\n/evil.com', '/.//evil.com', 'evil.com', '', '\\\\evil.com', '/ok?next=//evil.com', '/%0d%0aLocation:x'.replace('%0d%0a', '\r\n')]) {
-        const res = await api(s, user.token)('GET', `/v1/integrations/git/github/authorize?returnPath=${encodeURIComponent(bad)}`)
+        const res = await failure(authorize(api(s, user.token), 'github', bad))
         expect(res.status, JSON.stringify(bad)).toBe(400)
-        expect(res.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'returnPath' }] } })
+        expect(res).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'returnPath' }] } })
       }
       expect(await stateKeys()).toBe(states)
       expect(fakes.github.requests.length).toBe(calls)
       for (const good of ['/', '/settings', '/a/b?c=d&e=%2F%2F#f']) {
-        expect((await api(s, user.token)('GET', `/v1/integrations/git/github/authorize?returnPath=${encodeURIComponent(good)}`)).status, good).toBe(200)
+        expect((await authorize(api(s, user.token), 'github', good)).url, good).toMatch(/^http/)
       }
     })
 
@@ -307,7 +301,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       for (const path of ['/v1/integrations/git/sourceforge/authorize', '/v1/integrations/git/sourceforge/callback?code=x&state=y']) {
         const res = await s.request(path, { token: user.token })
         expect(res.status).toBe(400)
-        expect(((await res.json()) as Json).details.issues[0]).toMatchObject({ location: 'params', path: 'provider' })
+        expect(((await res.json()) as ErrorBody).details.issues[0]).toMatchObject({ location: 'params', path: 'provider' })
       }
       const noState = await callback(`${s.url}/v1/integrations/git/github/callback?code=abc`)
       expect(noState.body!.details.issues[0]).toMatchObject({ path: 'state' })
@@ -319,9 +313,9 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const bare = await startServer()
       try {
         const u = await bare.user()
-        const res = await bare.request('/v1/integrations/git/github/authorize', { token: u.token })
+        const res = await failure(authorize(clientFor(bare, u.token), 'github'))
         expect(res.status).toBe(400)
-        expect(((await res.json()) as Json).details.issues[0]).toMatchObject({ path: 'provider', message: expect.stringMatching(/not configured/) })
+        expect((res.details!.issues as unknown[])[0]).toMatchObject({ path: 'provider', message: expect.stringMatching(/not configured/) })
       } finally {
         await bare.close()
       }
@@ -371,29 +365,23 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
   it('clones with the token through the credential helper; the token is in no event, result, env dump or gitconfig', async () => {
     const user = await s.user()
     const call = api(s, user.token)
-    const auth = await call('GET', '/v1/integrations/git/github/authorize?returnPath=/')
-    const back = await callback(await consent(auth.body.url))
+    const auth = await authorize(call, 'github', '/')
+    const back = await callback(await consent(auth.url))
     const accountId = new URL(back.location!, 'http://x').searchParams.get('account')!
     expect(accountId).toMatch(/^git_/)
     // The token the callback got has expired by the time the task runs: the task gets a refreshed one.
     clock!.advance(9 * 3_600_000)
-    const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
-    const profile = await call('POST', '/v1/profiles', { name: 'Cloner', slug: 'cloner', api_key_id: key.body.id, default_tools: ['Bash'], git_account_ids: [accountId] })
-    expect(profile.status, profile.text).toBe(201)
+    const key = await call.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+    const profile = await call.profiles.create({ body: { name: 'Cloner', slug: 'cloner', api_key_id: key.id, default_tools: ['Bash'], git_account_ids: [accountId] } })
 
     const gw = podmanBridgeGateway()
     const clone = JSON.stringify({ command: `cd /tmp && git clone https://${gw}:${gitHost.port}/demo.git repo && cat repo/README.md` })
     const dump = JSON.stringify({ command: 'env; echo ---; cat ~/.gitconfig; echo ---; git config --list --show-origin' })
-    const sub = await call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, prompt: `[[berth:tool Bash ${clone}]] [[berth:tool Bash ${dump}]] [[berth:text cloned]]` })
-    expect(sub.status, sub.text).toBe(202)
-    const task = await eventually(async () => {
-      const t = (await call('GET', `/v1/tasks/${sub.body.task_id}`)).body as Task
-      if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
-      return t
-    }, 90_000)
-    const events = (await call('GET', `/v1/tasks/${sub.body.task_id}/events?limit=100`)).body.events as TranscriptEvent[]
+    const sub = await call.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, prompt: `[[berth:tool Bash ${clone}]] [[berth:tool Bash ${dump}]] [[berth:text cloned]]` } })
+    const task = await waitForTask(call, sub.task_id)
+    const { events } = await call.tasks.events({ params: { id: sub.task_id }, query: { limit: 100 } })
     expect(task.status, JSON.stringify({ task, events })).toBe('completed')
-    const results = events.filter((e) => e.type === 'tool_result') as Json[]
+    const results = events.filter((e) => e.type === 'tool_result')
     expect(results).toHaveLength(2)
     expect(results[0]).toMatchObject({ is_error: false, output: expect.stringContaining(marker) })
 
@@ -404,7 +392,7 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
     expect(gitHost.requests[0]!.username).toBeUndefined()
     expect(gitHost.requests.some((r) => r.status === 200 && r.username === 'x-access-token')).toBe(true)
 
-    const envDump = results[1]!.output
+    const envDump = String(results[1]!.output)
     expect(envDump).toContain('GIT_CONFIG_COUNT=')
     expect(envDump).toMatch(/credential\.helper/)
     // Not even redacted: the token was never there to redact.

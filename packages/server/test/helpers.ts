@@ -6,6 +6,8 @@ import { join } from 'node:path'
 import { createStorage, type Storage } from 'unstorage'
 import { manualClock, type Logger } from '@berth/core'
 import { createBerth, type Berth, type BerthOptions } from '@berth/server'
+import { BerthError, createBerthClient, type BerthClient, type Task } from '@berth/client'
+import { expect, vi } from 'vitest'
 
 /** A JSON reply read without its schema, so that a test can reach into any field of it. */
 // biome-ignore lint/suspicious/noExplicitAny: replies are read untyped here; `unknown` would need a cast at every field
@@ -60,7 +62,7 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
     const headers = new Headers(rest.headers)
     if (token) headers.set('authorization', `Bearer ${token}`)
     if (json !== undefined) headers.set('content-type', 'application/json')
-    return fetch(url + path, { ...rest, headers, ...(json !== undefined && { body: JSON.stringify(json) }) })
+    return fetch(url + path, { ...rest, headers, body: json === undefined ? rest.body : JSON.stringify(json) })
   }
   return {
     url,
@@ -84,4 +86,47 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
       if (ownDir) rmSync(ownDir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The typed client (`@berth/client`) of a test server or instance, as `token`. No retries
+ * and no WebSocket: a test sees every answer the server gives, once. With `seen`, the text
+ * of every answer is pushed there too (to scan for what must never be in a response).
+ */
+export function clientFor(target: { url: string }, token?: string, seen?: string[]): BerthClient {
+  const recording: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init)
+    seen?.push(await res.clone().text())
+    return res
+  }
+  return createBerthClient({ baseURL: target.url, token, retry: false, websocket: false, fetch: seen ? recording : undefined })
+}
+
+/** The rejection of a client call, asserted to be a `BerthError` (its status, code, details, headers). */
+export async function failure(call: Promise<unknown>): Promise<BerthError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(BerthError)
+  return err as BerthError
+}
+
+/** The statuses a task ends in. */
+export const ENDED: readonly string[] = ['completed', 'failed', 'cancelled']
+
+/**
+ * Read the task through `api` until `until` holds (default: it has ended) and resolve with
+ * that view of it. A failed read (a 429 from a rate-limited server) is asked again.
+ */
+export function waitForTask(api: BerthClient, taskId: string, opts: { until?: (t: Task) => boolean; timeout?: number; interval?: number } = {}): Promise<Task> {
+  const until = opts.until ?? ((t: Task) => ENDED.includes(t.status))
+  return vi.waitFor(
+    async () => {
+      const t = await api.tasks.get({ params: { id: taskId } })
+      expect(until(t), `task ${taskId} is ${t.status}`).toBe(true)
+      return t
+    },
+    { timeout: opts.timeout ?? 90_000, interval: opts.interval ?? 50 },
+  )
 }

@@ -11,19 +11,12 @@ import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { webhookChannel } from '../src/notifiers/webhook.js'
-import { startServer, type TestServer } from './helpers.js'
+import type { BerthClient, BerthError } from '@berth/client'
+import { clientFor, failure, startServer, type TestServer } from './helpers.js'
 import { startReceiver, startSmtp, verifySignature } from './receivers.js'
-import type { Json } from './tasks.helpers.js'
 
-/** A caller of a test server: every answer's text is kept, to scan for leaks. */
-function caller(s: TestServer, token: string, seen: string[] = []) {
-  return async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    seen.push(text)
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-  }
-}
+/** The paths the issues of a refusal name. */
+const issuePaths = (err: BerthError) => ((err.details?.issues ?? []) as { path: string }[]).map((i) => i.path)
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -39,7 +32,8 @@ describe('integrations', () => {
   let dataDir: string
   let receiver: Awaited<ReturnType<typeof startReceiver>>
   const seen: string[] = []
-  let call: ReturnType<typeof caller>
+  let api: BerthClient
+  let token: string
   let profileId: string
 
   beforeAll(async () => {
@@ -47,9 +41,10 @@ describe('integrations', () => {
     // Real files, so "encrypted at rest" is checked on disk; private receivers allowed.
     s = await startServer({ dataDir, storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }), allowPrivateWebhooks: true })
     receiver = await startReceiver()
-    call = caller(s, (await s.user()).token, seen)
-    const key = await call('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
-    profileId = (await call('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.body.id })).body.id
+    token = (await s.user()).token
+    api = clientFor(s, token, seen)
+    const key = await api.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
+    profileId = (await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id } })).id
   })
   afterAll(async () => {
     await s.close()
@@ -58,19 +53,23 @@ describe('integrations', () => {
   })
 
   it('creates webhook and email integrations; the types with their own connect flows are refused', async () => {
-    const hook = await call('POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url } })
-    expect(hook.status).toBe(201)
-    expect(hook.body).toMatchObject({ type: 'webhook', config: { url: receiver.url }, enabled: true, is_default: false, scope: 'all', profile_ids: [] })
-    expect(hook.body.id).toMatch(/^int_/)
-    const mail = await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['ops@example.test'] }, enabled: false })
-    expect(mail.body).toMatchObject({ type: 'email', enabled: false })
+    const hook = await api.integrations.create({ body: { type: 'webhook', config: { url: receiver.url } } })
+    expect(hook).toMatchObject({ type: 'webhook', config: { url: receiver.url }, enabled: true, is_default: false, scope: 'all', profile_ids: [] })
+    expect(hook.id).toMatch(/^int_/)
+    const mail = await api.integrations.create({ body: { type: 'email', config: { recipients: ['ops@example.test'] }, enabled: false } })
+    expect(mail).toMatchObject({ type: 'email', enabled: false })
 
+    // Raw: bodies the client's types refuse (other types, configs of the wrong shape).
+    const post = async (json: unknown) => {
+      const res = await s.request('/v1/integrations', { method: 'POST', token, json })
+      return { status: res.status, body: (await res.json()) as { details: { issues: { location: string; path: string }[] } } }
+    }
     for (const type of ['chatprovider', 'mailprovider', 'messenger', 'bankprovider']) {
-      const res = await call('POST', '/v1/integrations', { type, config: { bot_token: 'x' } })
+      const res = await post({ type, config: { bot_token: 'x' } })
       expect(res.status).toBe(400)
       expect(res.body.details.issues).toEqual([expect.objectContaining({ location: 'body', path: 'type' })])
     }
-    const cases: [Json, string][] = [
+    const cases: [Record<string, unknown>, string][] = [
       [{ url: 'ftp://example.test/x' }, 'config.url'],
       [{ url: 'not a url' }, 'config.url'],
       [{ url: 'https://user:pw@example.test/' }, 'config.url'],
@@ -79,51 +78,52 @@ describe('integrations', () => {
       [{}, 'config.url'],
     ]
     for (const [config, path] of cases) {
-      const res = await call('POST', '/v1/integrations', { type: 'webhook', config })
+      const res = await post({ type: 'webhook', config })
       expect(res.status, JSON.stringify(config)).toBe(400)
-      expect(res.body.details.issues.map((i: Json) => i.path)).toContain(path)
+      expect(res.body.details.issues.map((i) => i.path)).toContain(path)
     }
-    const badMail = await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['not-an-address'] } })
-    expect(badMail.body.details.issues[0].path).toBe('config.recipients.0')
+    const badMail = await failure(api.integrations.create({ body: { type: 'email', config: { recipients: ['not-an-address'] } } }))
+    expect(issuePaths(badMail)[0]).toBe('config.recipients.0')
 
-    const list = await call('GET', '/v1/integrations?type=email')
-    expect(list.body.integrations.map((i: Json) => i.id)).toEqual([mail.body.id])
-    expect((await call('DELETE', `/v1/integrations/${hook.body.id}`)).status).toBe(204)
-    expect((await call('DELETE', `/v1/integrations/${hook.body.id}`)).status).toBe(404)
-    await call('DELETE', `/v1/integrations/${mail.body.id}`)
+    const list = await api.integrations.list({ query: { type: 'email' } })
+    expect(list).toMatchObject({ integrations: [{ id: mail.id }] })
+    await api.integrations.delete({ params: { id: hook.id } })
+    expect((await failure(api.integrations.delete({ params: { id: hook.id } }))).status).toBe(404)
+    await api.integrations.delete({ params: { id: mail.id } })
   })
 
   it('masks secret config fields in every response, keeps them on a masked PATCH, replaces them on a new value and encrypts them at rest', async () => {
-    const created = await call('POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url, secret: FIRST_SECRET } })
-    expect(created.body.config).toEqual({ url: receiver.url, secret: SECRET_MASK })
-    const id = created.body.id as string
+    const created = await api.integrations.create({ body: { type: 'webhook', config: { url: receiver.url, secret: FIRST_SECRET } } })
+    expect(created.config).toEqual({ url: receiver.url, secret: SECRET_MASK })
+    const id = created.id
 
     // A caller sends the config back as read, mask included: the stored secret is kept.
-    const masked = await call('PATCH', `/v1/integrations/${id}`, { config: created.body.config, enabled: true })
-    expect(masked.body.config).toEqual({ url: receiver.url, secret: SECRET_MASK })
-    expect((await call('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
+    const masked = await api.integrations.update({ params: { id }, body: { config: created.config, enabled: true } })
+    expect(masked.config).toEqual({ url: receiver.url, secret: SECRET_MASK })
+    await api.integrations.test({ params: { id } })
     expect(verifySignature(FIRST_SECRET, receiver.received.at(-1)!)).toBe(true)
 
-    const replaced = await call('PATCH', `/v1/integrations/${id}`, { config: { url: receiver.url, secret: SECOND_SECRET } })
-    expect(replaced.body.config.secret).toBe(SECRET_MASK)
-    expect((await call('POST', `/v1/integrations/${id}/test`)).status).toBe(200)
+    const replaced = await api.integrations.update({ params: { id }, body: { config: { url: receiver.url, secret: SECOND_SECRET } } })
+    expect(replaced.config).toMatchObject({ secret: SECRET_MASK })
+    await api.integrations.test({ params: { id } })
     expect(verifySignature(SECOND_SECRET, receiver.received.at(-1)!)).toBe(true)
     expect(verifySignature(FIRST_SECRET, receiver.received.at(-1)!)).toBe(false)
 
     // A config without the secret removes it: deliveries go unsigned.
-    await call('PATCH', `/v1/integrations/${id}`, { config: { url: receiver.url } })
-    await call('POST', `/v1/integrations/${id}/test`)
+    await api.integrations.update({ params: { id }, body: { config: { url: receiver.url } } })
+    await api.integrations.test({ params: { id } })
     expect(receiver.received.at(-1)!.headers['x-berth-signature']).toBeUndefined()
-    await call('PATCH', `/v1/integrations/${id}`, { config: { url: receiver.url, secret: SECOND_SECRET } })
+    await api.integrations.update({ params: { id }, body: { config: { url: receiver.url, secret: SECOND_SECRET } } })
 
     // The mask where nothing is stored cannot keep anything.
-    const nothing = await call('POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url, secret: SECRET_MASK } })
+    const nothing = await failure(api.integrations.create({ body: { type: 'webhook', config: { url: receiver.url, secret: SECRET_MASK } } }))
     expect(nothing.status).toBe(400)
-    expect(nothing.body.details.issues[0].path).toBe('config.secret')
+    expect(issuePaths(nothing)[0]).toBe('config.secret')
 
-    for (const path of ['/v1/integrations', `/v1/integrations/${id}`, `/v1/integrations/${id}/deliveries?limit=100`, '/v1/integrations?type=webhook']) {
-      expect((await call('GET', path)).status).toBe(200)
-    }
+    await api.integrations.list()
+    await api.integrations.get({ params: { id } })
+    await api.integrations.deliveries({ params: { id }, query: { limit: 100 } })
+    await api.integrations.list({ query: { type: 'webhook' } })
     expect(seen.length).toBeGreaterThan(10)
     for (const text of seen) {
       expect(text).not.toContain(FIRST_SECRET)
@@ -139,70 +139,69 @@ describe('integrations', () => {
 
   it("refuses another caller's profile ids naming the field; keeps one default per type", async () => {
     const other = await s.user('Other')
-    const otherCall = caller(s, other.token)
-    const otherKey = await otherCall('POST', '/v1/api-keys', { name: 'k', provider: 'stub' })
-    const foreign = (await otherCall('POST', '/v1/profiles', { name: 'O', slug: 'o', api_key_id: otherKey.body.id })).body.id
+    const otherApi = clientFor(s, other.token)
+    const otherKey = await otherApi.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
+    const foreign = (await otherApi.profiles.create({ body: { name: 'O', slug: 'o', api_key_id: otherKey.id } })).id
 
-    const refused = await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['a@example.test'] }, profile_ids: [profileId, foreign] })
+    const refused = await failure(api.integrations.create({ body: { type: 'email', config: { recipients: ['a@example.test'] }, profile_ids: [profileId, foreign] } }))
     expect(refused.status).toBe(400)
-    expect(refused.body.details.issues).toEqual([expect.objectContaining({ location: 'body', path: 'profile_ids.1' })])
+    expect(refused.details?.issues).toEqual([expect.objectContaining({ location: 'body', path: 'profile_ids.1' })])
 
-    const scoped = await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['a@example.test'] }, profile_ids: [profileId], is_default: true })
-    expect(scoped.body).toMatchObject({ scope: 'selected', profile_ids: [profileId], is_default: true })
-    const patched = await call('PATCH', `/v1/integrations/${scoped.body.id}`, { profile_ids: [foreign] })
+    const scoped = await api.integrations.create({ body: { type: 'email', config: { recipients: ['a@example.test'] }, profile_ids: [profileId], is_default: true } })
+    expect(scoped).toMatchObject({ scope: 'selected', profile_ids: [profileId], is_default: true })
+    const patched = await failure(api.integrations.update({ params: { id: scoped.id }, body: { profile_ids: [foreign] } }))
     expect(patched.status).toBe(400)
-    expect(patched.body.details.issues[0].path).toBe('profile_ids.0')
-    expect((await otherCall('PATCH', `/v1/integrations/${scoped.body.id}`, { enabled: false })).status).toBe(404)
+    expect(issuePaths(patched)[0]).toBe('profile_ids.0')
+    expect((await failure(otherApi.integrations.update({ params: { id: scoped.id }, body: { enabled: false } }))).status).toBe(404)
 
-    const second = await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['b@example.test'] }, is_default: true })
-    expect((await call('GET', `/v1/integrations/${scoped.body.id}`)).body.is_default).toBe(false)
-    expect(second.body.is_default).toBe(true)
-    await call('DELETE', `/v1/integrations/${scoped.body.id}`)
-    await call('DELETE', `/v1/integrations/${second.body.id}`)
+    const second = await api.integrations.create({ body: { type: 'email', config: { recipients: ['b@example.test'] }, is_default: true } })
+    expect((await api.integrations.get({ params: { id: scoped.id } })).is_default).toBe(false)
+    expect(second.is_default).toBe(true)
+    await api.integrations.delete({ params: { id: scoped.id } })
+    await api.integrations.delete({ params: { id: second.id } })
   })
 
   it('the test endpoint sends one signed notification now; a failing receiver is 502 BAD_GATEWAY with the delivery', async () => {
     let answer: number | 'hang' = 200
     const picky = await startReceiver(() => answer)
     try {
-      const hook = (await call('POST', '/v1/integrations', { type: 'webhook', config: { url: picky.url, secret: FIRST_SECRET } })).body
-      const ok = await call('POST', `/v1/integrations/${hook.id}/test`)
-      expect(ok.status).toBe(200)
-      expect(ok.body).toMatchObject({ integration_id: hook.id, event: 'integration.test', attempt: 1, status: 'succeeded', response_status: 200, error: null, will_retry: false })
+      const hook = await api.integrations.create({ body: { type: 'webhook', config: { url: picky.url, secret: FIRST_SECRET } } })
+      const ok = await api.integrations.test({ params: { id: hook.id } })
+      expect(ok).toMatchObject({ integration_id: hook.id, event: 'integration.test', attempt: 1, status: 'succeeded', response_status: 200, error: null, will_retry: false })
       expect(picky.received).toHaveLength(1)
       const r = picky.received[0]!
       expect(verifySignature(FIRST_SECRET, r)).toBe(true)
-      expect(r.headers).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'x-berth-event': 'integration.test', 'x-berth-delivery': ok.body.notification_id })
+      expect(r.headers).toMatchObject({ 'content-type': 'application/json; charset=utf-8', 'x-berth-event': 'integration.test', 'x-berth-delivery': ok.notification_id })
       expect(r.headers['x-berth-timestamp']).toBe(String(Math.floor(s.clock.now() / 1000)))
       expect(JSON.parse(r.body)).toEqual({ event: 'integration.test', at: new Date(s.clock.now()).toISOString() })
 
       for (const [status, code] of [[500, 500], [404, 404], [302, 302]] as const) {
         answer = status
-        const failed = await call('POST', `/v1/integrations/${hook.id}/test`)
+        const failed = await failure(api.integrations.test({ params: { id: hook.id } }))
         expect(failed.status).toBe(502)
-        expect(failed.body).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: code, will_retry: false } } })
+        expect(failed).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: code, will_retry: false } } })
       }
       // One attempt each: the test endpoint does not retry.
       expect(picky.received).toHaveLength(4)
       await picky.close()
-      const down = await call('POST', `/v1/integrations/${hook.id}/test`)
+      const down = await failure(api.integrations.test({ params: { id: hook.id } }))
       expect(down.status).toBe(502)
-      expect(down.body.details.delivery).toMatchObject({ response_status: null, error: expect.stringContaining('ECONNREFUSED') })
+      expect(down.details?.delivery).toMatchObject({ response_status: null, error: expect.stringContaining('ECONNREFUSED') })
 
-      const deliveries = (await call('GET', `/v1/integrations/${hook.id}/deliveries?limit=3`)).body
+      const deliveries = await api.integrations.deliveries({ params: { id: hook.id }, query: { limit: 3 } })
       expect(deliveries.total).toBe(5)
-      expect(deliveries.deliveries.map((d: Json) => d.response_status)).toEqual([null, 302, 404])
+      expect(deliveries.deliveries.map((d) => d.response_status)).toEqual([null, 302, 404])
     } finally {
       await picky.close()
     }
   })
 
   it("cannot read another caller's deliveries", async () => {
-    const hook = (await call('POST', '/v1/integrations', { type: 'webhook', config: { url: receiver.url } })).body
-    await call('POST', `/v1/integrations/${hook.id}/test`)
-    const other = caller(s, (await s.user('Eve')).token)
-    expect((await other('GET', `/v1/integrations/${hook.id}/deliveries`)).status).toBe(404)
-    expect((await other('POST', `/v1/integrations/${hook.id}/test`)).status).toBe(404)
+    const hook = await api.integrations.create({ body: { type: 'webhook', config: { url: receiver.url } } })
+    await api.integrations.test({ params: { id: hook.id } })
+    const other = clientFor(s, (await s.user('Eve')).token)
+    expect((await failure(other.integrations.deliveries({ params: { id: hook.id } }))).status).toBe(404)
+    expect((await failure(other.integrations.test({ params: { id: hook.id } }))).status).toBe(404)
   })
 })
 
@@ -219,7 +218,7 @@ describe('private webhook destinations', () => {
   })
 
   it('are refused on create and update, naming config.url, unless the deployment allows them', async () => {
-    const call = caller(s, (await s.user()).token)
+    const api = clientFor(s, (await s.user()).token)
     const port = receiver.port
     for (const url of [
       receiver.url,
@@ -234,16 +233,15 @@ describe('private webhook destinations', () => {
       'http://[fd00::1]/',
       'http://0.0.0.0/',
     ]) {
-      const res = await call('POST', '/v1/integrations', { type: 'webhook', config: { url } })
+      const res = await failure(api.integrations.create({ body: { type: 'webhook', config: { url } } }))
       expect(res.status, url).toBe(400)
-      expect(res.body.details.issues).toEqual([expect.objectContaining({ path: 'config.url', message: expect.stringMatching(/private|does not resolve/) })])
+      expect(res.details?.issues).toEqual([expect.objectContaining({ path: 'config.url', message: expect.stringMatching(/private|does not resolve/) })])
     }
     // A public address is fine (a literal one: no DNS here); moving it somewhere private is not.
-    const hook = await call('POST', '/v1/integrations', { type: 'webhook', config: { url: 'https://203.0.113.7/hook' } })
-    expect(hook.status).toBe(201)
-    const moved = await call('PATCH', `/v1/integrations/${hook.body.id}`, { config: { url: `http://127.0.0.1:${port}/` } })
+    const hook = await api.integrations.create({ body: { type: 'webhook', config: { url: 'https://203.0.113.7/hook' } } })
+    const moved = await failure(api.integrations.update({ params: { id: hook.id }, body: { config: { url: `http://127.0.0.1:${port}/` } } }))
     expect(moved.status).toBe(400)
-    expect(moved.body.details.issues[0].path).toBe('config.url')
+    expect(issuePaths(moved)[0]).toBe('config.url')
     expect(receiver.received).toHaveLength(0)
   })
 
@@ -274,11 +272,10 @@ describe('email integrations', () => {
   })
 
   it("send the test notification through the deployment's SMTP server", async () => {
-    const call = caller(s, (await s.user()).token)
-    const mail = (await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['ops@example.test', 'dev@example.test'] } })).body
-    const res = await call('POST', `/v1/integrations/${mail.id}/test`)
-    expect(res.status).toBe(200)
-    expect(res.body).toMatchObject({ status: 'succeeded', response_status: 250 })
+    const api = clientFor(s, (await s.user()).token)
+    const mail = await api.integrations.create({ body: { type: 'email', config: { recipients: ['ops@example.test', 'dev@example.test'] } } })
+    const res = await api.integrations.test({ params: { id: mail.id } })
+    expect(res).toMatchObject({ status: 'succeeded', response_status: 250 })
     expect(smtp.logins).toEqual(['berth'])
     expect(smtp.mails).toHaveLength(1)
     const m = smtp.mails[0]!
@@ -286,7 +283,7 @@ describe('email integrations', () => {
     expect((Array.isArray(m.to) ? m.to : [m.to]).flatMap((t) => t!.value.map((v) => v.address))).toEqual(['ops@example.test', 'dev@example.test'])
     expect(m.subject).toBe('Berth: test notification')
     expect(m.headers.get('x-berth-event')).toBe('integration.test')
-    expect(m.headers.get('x-berth-delivery')).toBe(res.body.notification_id)
+    expect(m.headers.get('x-berth-delivery')).toBe(res.notification_id)
     expect(m.text).toContain('the integration works')
   })
 
@@ -299,11 +296,11 @@ describe('email integrations', () => {
         [strict, { response_status: 550, error: expect.stringContaining('550') }],
         [none, { response_status: null, error: expect.stringContaining('no SMTP server') }],
       ] as const) {
-        const call = caller(server, (await server.user()).token)
-        const mail = (await call('POST', '/v1/integrations', { type: 'email', config: { recipients: ['gone@example.test'] } })).body
-        const res = await call('POST', `/v1/integrations/${mail.id}/test`)
+        const api = clientFor(server, (await server.user()).token)
+        const mail = await api.integrations.create({ body: { type: 'email', config: { recipients: ['gone@example.test'] } } })
+        const res = await failure(api.integrations.test({ params: { id: mail.id } }))
         expect(res.status).toBe(502)
-        expect(res.body).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', ...check } } })
+        expect(res).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', ...check } } })
       }
       expect(refusing.mails).toHaveLength(0)
     } finally {

@@ -5,8 +5,10 @@ import type { TaskRecord } from '@berth/core'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterAll, expect, it } from 'vitest'
-import { ADMIN_TOKEN, startServer, type TestServer, type Json } from './helpers.js'
+import { ADMIN_TOKEN, clientFor, startServer, type TestServer } from './helpers.js'
 
+/** A list's total, read from the raw JSON of a snapshot. */
+const total = (list: unknown) => (list as { total: number }).total
 const dataDir = mkdtempSync(join(tmpdir(), 'berth-migrate-'))
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
@@ -51,23 +53,19 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
   const { token } = await legacy.user('Ada')
   await legacy.user('Grace')
   const owner = (await legacy.berth.services.users.authenticate(token))!.id
-  const post = async (path: string, json: unknown) => {
-    const res = await legacy.request(path, { method: 'POST', token, json })
-    expect(res.status, `${path}: ${await res.clone().text()}`).toBeLessThan(300)
-    return (await res.json()) as Json
-  }
-  const key = await post('/v1/api-keys', { name: 'k', provider: 'anthropic', key: 'sk-migrate' })
-  const profile = await post('/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.id })
-  await post('/v1/profiles', { name: 'Q', slug: 'q', api_key_id: key.id })
-  await post('/v1/secrets', { name: 'A_SECRET', value: 'kept-secret' })
-  await post('/v1/tools', { name: 'tool-a', server: { type: 'stdio', command: 'node', args: ['server.js'] } })
-  await post('/v1/skills', { name: 'skill-a', body: '# Skill' })
-  await post('/v1/agents', { name: 'agent-a', prompt: 'You review code.' })
+  const api = clientFor(legacy, token)
+  const key = await api.apiKeys.create({ body: { name: 'k', provider: 'anthropic', key: 'sk-migrate' } })
+  const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id } })
+  await api.profiles.create({ body: { name: 'Q', slug: 'q', api_key_id: key.id } })
+  await api.secrets.create({ body: { name: 'A_SECRET', value: 'kept-secret' } })
+  await api.tools.create({ body: { name: 'tool-a', server: { type: 'stdio', command: 'node', args: ['server.js'] } } })
+  await api.skills.create({ body: { name: 'skill-a', body: '# Skill' } })
+  await api.agents.create({ body: { name: 'agent-a', prompt: 'You review code.' } })
   for (let i = 0; i < 5; i++) {
     legacy.clock.advance(1000)
-    await post('/v1/memory', { type: i % 2 ? 'fact' : 'preference', name: `M${i}`, body: `row ${i}`, ...(i < 2 && { profile_id: profile.id }) })
+    await api.memory.create({ body: { type: i % 2 ? 'fact' : 'preference', name: `M${i}`, body: `row ${i}`, profile_id: i < 2 ? profile.id : undefined } })
   }
-  const integration = await post('/v1/integrations', { type: 'email', config: { recipients: ['ops@example.com'] } })
+  const integration = await api.integrations.create({ body: { type: 'email', config: { recipients: ['ops@example.com'] } } })
   await legacy.berth.services.deliveries.record(owner, {
     integration_id: integration.id,
     notification_id: 'ntf_0000000001',
@@ -80,9 +78,9 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
     duration_ms: 3,
     at: '2026-01-01T00:00:09.000Z',
   })
-  const playbook = await post('/v1/playbooks', { profile_id: profile.id, name: 'Digest', prompt: 'Write the digest.' })
+  const playbook = await api.playbooks.create({ body: { profile_id: profile.id, name: 'Digest', prompt: 'Write the digest.' } })
   // No container runtime here: each run is recorded, then fails to start.
-  for (let i = 0; i < 2; i++) expect((await legacy.request(`/v1/playbooks/${playbook.id}/run`, { method: 'POST', token, json: {} })).status).toBeLessThan(300)
+  for (let i = 0; i < 2; i++) await api.playbooks.run({ params: { id: playbook.id } })
   // Tasks and their workspaces, as the task service stores them.
   const statuses = ['completed', 'failed', 'completed', 'cancelled', 'failed', 'completed', 'completed'] as const
   let task = ''
@@ -117,9 +115,9 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
   }
   const ids = { profile: profile.id, integration: integration.id, playbook: playbook.id, task }
   const before = await snapshot(legacy, token, ids)
-  expect((before['/v1/tasks'] as Json).total).toBe(7)
-  expect((before['/v1/workspaces'] as Json).total).toBe(7)
-  expect((before[`/v1/playbooks/${playbook.id}/runs`] as Json).total).toBe(2)
+  expect(total(before['/v1/tasks'])).toBe(7)
+  expect(total(before['/v1/workspaces'])).toBe(7)
+  expect(total(before[`/v1/playbooks/${playbook.id}/runs`])).toBe(2)
   await legacy.close()
   expect(existsSync(join(dataDir, 'store'))).toBe(true)
   expect(existsSync(join(dataDir, 'berth.db'))).toBe(false)
@@ -142,9 +140,9 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
     migrated.clock.advance(60_000)
     const res = await migrated.request('/v1/memory', { method: 'POST', token, json: { type: 'fact', name: 'New', body: 'after' } })
     expect(res.status).toBe(201)
-    const list = (await (await migrated.request('/v1/memory', { token })).json()) as Json
+    const list = await clientFor(migrated, token).memory.list()
     expect(list.total).toBe(6)
-    expect(list.memory[0].name).toBe('New')
+    expect(list.memory[0]).toMatchObject({ name: 'New' })
   } finally {
     await migrated.close()
   }
@@ -153,8 +151,9 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
   const again = await startServer({ dataDir, storage: undefined })
   try {
     expect(again.logs.filter((l) => l.includes('storage: migrat'))).toEqual([])
-    expect(((await (await again.request('/v1/memory', { token })).json()) as Json).total).toBe(6)
-    expect(((await (await again.request('/v1/tasks?status=completed', { token })).json()) as Json).total).toBe(4)
+    const api = clientFor(again, token)
+    expect((await api.memory.list()).total).toBe(6)
+    expect((await api.tasks.list({ query: { status: 'completed' } })).total).toBe(4)
   } finally {
     await again.close()
   }

@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { readEngine } from '@berth/testkit'
 import { configFromEnv } from '../src/config.js'
-import { ENDED, SERVER, caller, pollTask, startInstance, startSshd, tcpProxy, userWithProfile, type Instance, type TcpProxy } from './multi-instance.helpers.js'
+import { ENDED, SERVER, pollTask, startInstance, startSshd, tcpProxy, userWithProfile, type Instance, type TcpProxy } from './multi-instance.helpers.js'
+import { clientFor } from './helpers.js'
 import { engineRuntime, onEngine, sweep } from './pool.helpers.js'
 import { REPO_ROOT, bareEnv, freePort, startStandalone } from './standalone.helpers.js'
 
@@ -34,11 +35,11 @@ describe('BERTH_ENGINE_URL=tcp://… : an engine reached over TCP', () => {
     const before = proxy.connections()
     expect(before).toBeGreaterThan(0)
     const { token, profileId } = await userWithProfile(server.url, 'Remote')
-    const sub = await caller(server.url, token)('POST', '/v1/tasks', { mode: 'batch', profile_id: profileId, prompt: 'Where am I? [[berth:tool Bash {"command":"echo remote-engine-ok"}]]' })
-    expect(sub.status, sub.text).toBe(202)
-    const done = await pollTask(server.url, token, sub.body.task_id, (t) => ENDED.includes(t.status), 90_000)
+    const api = clientFor(server, token)
+    const sub = await api.tasks.submit({ body: { mode: 'batch', profile_id: profileId, prompt: 'Where am I? [[berth:tool Bash {"command":"echo remote-engine-ok"}]]' } })
+    const done = await pollTask(api, sub.task_id, (t) => ENDED.includes(t.status), 90_000)
     expect(done.status, `${JSON.stringify(done)}\n--- server ---\n${server.output()}`).toBe('completed')
-    expect(JSON.stringify(done.result.tool_calls)).toContain('remote-engine-ok')
+    expect(JSON.stringify(done.result?.tool_calls)).toContain('remote-engine-ok')
     // The task's container work went through the proxy, and the container is on that engine under the pool's label.
     expect(proxy.connections()).toBeGreaterThan(before)
     expect((await onEngine(engineRuntime('docker').runtime, server.pool)).length).toBeGreaterThan(0)
@@ -79,11 +80,11 @@ describe('BERTH_ENGINE_URL=ssh://… : a Docker host reached over SSH', () => {
       server = await startInstance({ id: 'ssh', engine: 'docker', engineUrl: sshd.url, settings: { BERTH_STORAGE: 'memory', SSH_AUTH_SOCK: sshd.agentSocket } })
       expect(server.output()).toContain(`Runtime: docker (${sshd.url}, BERTH_ENGINE_URL)`)
       const { token, profileId } = await userWithProfile(server.url, 'Ssh')
-      const sub = await caller(server.url, token)('POST', '/v1/tasks', { mode: 'batch', profile_id: profileId, prompt: 'Over SSH. [[berth:tool Bash {"command":"echo ssh-engine-ok"}]]' })
-      expect(sub.status, sub.text).toBe(202)
-      const done = await pollTask(server.url, token, sub.body.task_id, (t) => ENDED.includes(t.status), 90_000)
+      const api = clientFor(server, token)
+      const sub = await api.tasks.submit({ body: { mode: 'batch', profile_id: profileId, prompt: 'Over SSH. [[berth:tool Bash {"command":"echo ssh-engine-ok"}]]' } })
+      const done = await pollTask(api, sub.task_id, (t) => ENDED.includes(t.status), 90_000)
       expect(done.status, `${JSON.stringify(done)}\n--- server ---\n${server.output()}`).toBe('completed')
-      expect(JSON.stringify(done.result.tool_calls)).toContain('ssh-engine-ok')
+      expect(JSON.stringify(done.result?.tool_calls)).toContain('ssh-engine-ok')
     } finally {
       await server?.stop()
       if (server) await sweep(engineRuntime('docker').runtime, server.pool)

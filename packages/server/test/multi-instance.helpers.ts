@@ -9,11 +9,11 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import type { BerthClient, Task } from '@berth/client'
 import { readEngine } from '@berth/testkit'
+import { expect, vi } from 'vitest'
+import { clientFor, ENDED, waitForTask } from './helpers.js'
 import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
-import type { Json } from './helpers.js'
-
-export type { Json }
 
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
 /** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */
@@ -115,47 +115,24 @@ export async function killHard(i: Instance): Promise<void> {
   await gone
 }
 
-/** A caller of one instance: JSON in, status and JSON body out. */
-export function caller(url: string, token: string) {
-  return async (method: string, path: string, json?: unknown) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
-      ...(json !== undefined && { body: JSON.stringify(json) }),
-    })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
-  }
-}
-
 /** A new user (through `via`) with a stub credential and a Bash profile: its token and profile id. */
 export async function userWithProfile(via: string, name: string): Promise<{ token: string; profileId: string }> {
-  const made = await caller(via, ADMIN)('POST', '/admin/users', { name })
-  if (made.status !== 201) throw new Error(`creating a user: ${made.status} ${made.text}`)
-  const token = made.body.key.token as string
-  const call = caller(via, token)
-  const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
-  const profile = await call('POST', '/v1/profiles', { name: 'Agent', slug: `agent-${randomBytes(3).toString('hex')}`, api_key_id: key.body.id, default_tools: ['Bash'] })
-  if (profile.status !== 201) throw new Error(`creating a profile: ${profile.status} ${profile.text}`)
-  return { token, profileId: profile.body.id as string }
+  const made = await clientFor({ url: via }, ADMIN).admin.users.create({ body: { name } })
+  const token = made.key.token
+  const api = clientFor({ url: via }, token)
+  const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+  const profile = await api.profiles.create({ body: { name: 'Agent', slug: `agent-${randomBytes(3).toString('hex')}`, api_key_id: key.id, default_tools: ['Bash'] } })
+  return { token, profileId: profile.id }
 }
 
-/** Poll `GET /v1/tasks/:id` on `url` (a 429 only means "ask again later") until `done` holds; the last view. */
-export async function pollTask(url: string, token: string, taskId: string, done: (t: Json) => boolean, timeoutMs: number): Promise<Json> {
-  const until = Date.now() + timeoutMs
-  let last: Json | undefined
-  for (;;) {
-    const r = await caller(url, token)('GET', `/v1/tasks/${taskId}`)
-    if (r.status === 200) {
-      last = r.body
-      if (done(r.body)) return r.body
-    } else if (r.status !== 429) throw new Error(`GET /v1/tasks/${taskId}: ${r.status} ${r.text}`)
-    if (Date.now() > until) throw new Error(`task ${taskId} still ${JSON.stringify(last?.status)} after ${timeoutMs} ms`)
-    await new Promise((r) => setTimeout(r, 1_500))
-  }
-}
+/**
+ * Ask `api` for the task until `done` holds; the last view. Every 1.5 s: the standalone
+ * servers keep their default rate limit, and a 429 only means "ask again later".
+ */
+export const pollTask = (api: BerthClient, taskId: string, done: (t: Task) => boolean, timeoutMs: number): Promise<Task> =>
+  waitForTask(api, taskId, { until: done, timeout: timeoutMs, interval: 1_500 })
 
-export const ENDED = ['completed', 'failed', 'cancelled']
+export { ENDED }
 
 /** A private sshd on 127.0.0.1 that lets this user in with a throwaway key held by its own ssh-agent. */
 export interface LocalSshd {
@@ -207,24 +184,33 @@ export async function startSshd(): Promise<LocalSshd> {
     for (const child of [sshd, agent]) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
     rmSync(dir, { recursive: true, force: true })
   }
-  for (let i = 0; ; i++) {
-    try {
-      execFileSync('ssh-add', [join(dir, 'client_key')], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket }, stdio: 'ignore' })
-      break
-    } catch (err) {
-      if (i > 100) {
-        await stop()
-        throw new Error(`ssh-agent did not take the key: ${String(err)}`)
-      }
-      await new Promise((r) => setTimeout(r, 50))
-    }
+  try {
+    await vi.waitFor(() => execFileSync('ssh-add', [join(dir, 'client_key')], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket }, stdio: 'ignore' }), { timeout: 10_000, interval: 50 })
+  } catch (err) {
+    await stop()
+    throw new Error(`ssh-agent did not take the key: ${String(err)}`)
   }
-  for (let i = 0; !(await new Promise<boolean>((r) => createConnection(port, '127.0.0.1').once('connect', function (this: Socket) { this.destroy(); r(true) }).once('error', () => r(false)))); i++) {
-    if (sshd.exitCode !== null || i > 100) {
-      await stop()
-      throw new Error(`sshd did not listen: ${log}`)
-    }
-    await new Promise((r) => setTimeout(r, 50))
+  const listens = () =>
+    new Promise<boolean>((r) =>
+      createConnection(port, '127.0.0.1')
+        .once('connect', function (this: Socket) {
+          this.destroy()
+          r(true)
+        })
+        .once('error', () => r(false)),
+    )
+  try {
+    await vi.waitFor(
+      async () => {
+        if (sshd.exitCode !== null) return
+        expect(await listens(), 'sshd listens').toBe(true)
+      },
+      { timeout: 10_000, interval: 50 },
+    )
+    if (sshd.exitCode !== null) throw new Error('sshd exited')
+  } catch {
+    await stop()
+    throw new Error(`sshd did not listen: ${log}`)
   }
   return { url: `ssh://${userInfo().username}@127.0.0.1:${port}`, agentSocket, stop }
 }

@@ -8,11 +8,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer } from './helpers.js'
-import { eventually, sweep } from './pool.helpers.js'
+import { sweep } from './pool.helpers.js'
 import { startReceiver, startSmtp, verifySignature, type Received } from './receivers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import type { RouteInput, Task } from '@berth/client'
+import { taskServer } from './tasks.helpers.js'
+
+/** What a receiver got: a notification body. */
+type Payload = { event: string; task?: Task; run?: Record<string, unknown>; at: string }
 
 const SECRET = 'notify-secret-5e1f'
 const BACKOFF_MS = 150
@@ -50,28 +54,27 @@ describe('notifications on podman', () => {
     closers.push(r.close)
     return r
   }
-  async function integration(body: Json): Promise<string> {
-    const res = await t.call('POST', '/v1/integrations', body)
-    expect(res.status, JSON.stringify(res.body)).toBe(201)
-    return res.body.id
+  async function integration(body: RouteInput<'integrations.create'>['body']): Promise<string> {
+    return (await t.api.integrations.create({ body })).id
   }
-  const payloads = (r: { received: Received[] }) => r.received.map((x) => JSON.parse(x.body) as Json)
+  const removeIntegration = (id: string) => t.api.integrations.delete({ params: { id } })
+  const payloads = (r: { received: Received[] }) => r.received.map((x) => JSON.parse(x.body) as Payload)
   /**
    * A positive signal for an absence: a `sentinel` receiver (scope: all) hears about a task
    * that runs after everything before it was dispatched, so a notification that should not
    * come would have been sent before this resolves.
    */
-  async function afterLaterTask(): Promise<Json> {
+  async function afterLaterTask(): Promise<Task> {
     const sentinel = await receiver()
     const id = await integration({ type: 'webhook', config: { url: sentinel.url } })
     const later = await t.run({ prompt: 'Later. [[berth:text Later.]]' })
-    await eventually(() => expect(payloads(sentinel).map((p) => p.task?.task_id)).toContain(later.task_id))
-    await t.call('DELETE', `/v1/integrations/${id}`)
+    await vi.waitFor(() => expect(payloads(sentinel).map((p) => p.task?.task_id)).toContain(later.task_id), 15_000)
+    await removeIntegration(id)
     return later
   }
 
   it('a completed task notifies every enabled integration in scope with a signed { event, task, at }; others hear nothing', async () => {
-    const other = (await t.call('POST', '/v1/profiles', { name: 'Other', slug: 'other', api_key_id: t.keyId })).body.id as string
+    const other = (await t.api.profiles.create({ body: { name: 'Other', slug: 'other', api_key_id: t.keyId } })).id
     const [all, selected, elsewhere, disabled] = await Promise.all([receiver(), receiver(), receiver(), receiver()])
     const ids = [
       await integration({ type: 'webhook', config: { url: all.url, secret: SECRET } }),
@@ -82,19 +85,19 @@ describe('notifications on podman', () => {
     const task = await t.run({ prompt: 'Say done. [[berth:text Done.]]' })
     expect(task.status).toBe('completed')
 
-    await eventually(() => {
+    await vi.waitFor(() => {
       expect(all.received).toHaveLength(1)
       expect(selected.received).toHaveLength(1)
-    })
+    }, 15_000)
     const r = all.received[0]!
     expect(verifySignature(SECRET, r)).toBe(true)
     expect(r.headers['x-berth-event']).toBe('task.completed')
     expect(payloads(all)[0]).toEqual({ event: 'task.completed', task: { ...task, status: 'completed' }, at: expect.any(String) })
-    expect(payloads(selected)[0]!.task.task_id).toBe(task.task_id)
+    expect(payloads(selected)[0]!.task?.task_id).toBe(task.task_id)
     expect(selected.received[0]!.headers['x-berth-signature']).toBeUndefined()
-    const deliveries = (await t.call('GET', `/v1/integrations/${ids[0]}/deliveries`)).body
+    const deliveries = await t.api.integrations.deliveries({ params: { id: ids[0]! } })
     expect(deliveries).toEqual({ total: 1, deliveries: [expect.objectContaining({ event: 'task.completed', attempt: 1, status: 'succeeded', response_status: 200 })] })
-    for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
+    for (const id of ids) await removeIntegration(id)
     await afterLaterTask()
     expect(elsewhere.received).toHaveLength(0)
     expect(disabled.received).toHaveLength(0)
@@ -112,11 +115,11 @@ describe('notifications on podman', () => {
     const task = await t.run({ prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 })
     expect(task).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
 
-    await eventually(() => {
+    await vi.waitFor(() => {
       expect(flaky.received).toHaveLength(3)
       expect(slow.received).toHaveLength(2)
       expect(broken.received).toHaveLength(3)
-    })
+    }, 15_000)
     // One notification, three attempts: same body, same delivery id, every one signed.
     expect(new Set(flaky.received.map((r) => r.body)).size).toBe(1)
     expect(new Set(flaky.received.map((r) => r.headers['x-berth-delivery'])).size).toBe(1)
@@ -126,8 +129,8 @@ describe('notifications on podman', () => {
     expect(b - a).toBeGreaterThanOrEqual(BACKOFF_MS - 10)
     expect(c - b).toBeGreaterThanOrEqual(2 * BACKOFF_MS - 10)
 
-    const attempts = async (id: string) => (await t.call('GET', `/v1/integrations/${id}/deliveries`)).body.deliveries as Json[]
-    await eventually(async () => expect(await attempts(ids[2]!)).toHaveLength(3))
+    const attempts = async (id: string) => (await t.api.integrations.deliveries({ params: { id } })).deliveries
+    await vi.waitFor(async () => expect(await attempts(ids[2]!)).toHaveLength(3), 15_000)
     expect((await attempts(ids[0]!)).map((d) => [d.attempt, d.status, d.response_status, d.will_retry])).toEqual([
       [3, 'succeeded', 200, false],
       [2, 'failed', 500, true],
@@ -147,11 +150,11 @@ describe('notifications on podman', () => {
     // and a whole task), the fourth try (4 backoffs after the third) would have come.
     await afterLaterTask()
     expect(broken.received.filter((r) => JSON.parse(r.body).task.task_id === task.task_id)).toHaveLength(3)
-    expect((await t.call('GET', `/v1/tasks/${task.task_id}`)).body).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
+    expect(await t.api.tasks.get({ params: { id: task.task_id } })).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
     // Failed deliveries are warnings, never errors of the server.
     expect(t.s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
     expect(t.s.logs.some((l) => l.includes('notification not delivered'))).toBe(true)
-    for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
+    for (const id of ids) await removeIntegration(id)
   })
 
   it('a playbook run end notifies playbook_run.completed by webhook and by email, and not also as a task', async () => {
@@ -160,14 +163,14 @@ describe('notifications on podman', () => {
       await integration({ type: 'webhook', config: { url: hook.url, secret: SECRET } }),
       await integration({ type: 'email', config: { recipients: ['ops@example.test'] } }),
     ]
-    const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Nightly', prompt: 'Run nightly. [[berth:text Nightly run done.]]' })).body
-    const { run_id } = (await t.call('POST', `/v1/playbooks/${pb.id}/run`)).body
-    await eventually(() => expect(hook.received).toHaveLength(1), 60_000)
+    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Nightly', prompt: 'Run nightly. [[berth:text Nightly run done.]]' } })
+    const { run_id } = await t.api.playbooks.run({ params: { id: pb.id } })
+    await vi.waitFor(() => expect(hook.received).toHaveLength(1), 60_000)
     const [payload] = payloads(hook)
     expect(payload).toMatchObject({ event: 'playbook_run.completed', run: { id: run_id, playbook_id: pb.id, status: 'completed', trigger: 'manual', session_id: expect.stringMatching(/^pb-/) } })
     expect(verifySignature(SECRET, hook.received[0]!)).toBe(true)
 
-    await eventually(() => expect(smtp.mails.some((m) => m.text?.includes(run_id))).toBe(true))
+    await vi.waitFor(() => expect(smtp.mails.some((m) => m.text?.includes(run_id))).toBe(true), 15_000)
     const mail = smtp.mails.find((m) => m.text?.includes(run_id))!
     expect(mail.subject).toBe(`Berth: playbook run ${run_id} completed`)
     expect(mail.headers.get('x-berth-event')).toBe('playbook_run.completed')
@@ -178,34 +181,35 @@ describe('notifications on podman', () => {
       ['task.completed', later.task_id],
     ])
     const taskMails = () => smtp.mails.filter((m) => m.headers.get('x-berth-event') === 'task.completed')
-    await eventually(() => expect(taskMails().some((m) => m.text?.includes(later.task_id))).toBe(true))
+    await vi.waitFor(() => expect(taskMails().some((m) => m.text?.includes(later.task_id))).toBe(true), 15_000)
     expect(taskMails().map((m) => m.text?.includes(later.task_id))).toEqual([true])
-    for (const id of ids) await t.call('DELETE', `/v1/integrations/${id}`)
+    for (const id of ids) await removeIntegration(id)
   })
 
   it("after a restart, a run whose task ended while nothing listened is read from its task and ended (and notified) at start", async () => {
-    const pb = (await t.call('POST', '/v1/playbooks', { profile_id: t.profileId, name: 'Survivor', prompt: 'Finish. [[berth:text Finished.]]' })).body
-    const { run_id } = (await t.call('POST', `/v1/playbooks/${pb.id}/run`)).body
-    await eventually(async () => expect((await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs[0].status).toBe('completed'), 60_000)
+    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Survivor', prompt: 'Finish. [[berth:text Finished.]]' } })
+    const { run_id } = await t.api.playbooks.run({ params: { id: pb.id } })
+    const runs = async () => (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
+    await vi.waitFor(async () => expect((await runs())[0]?.status).toBe('completed'), 60_000)
 
     // What a server stopped between the task's end and the run's update leaves behind.
     const storage = t.s.berth.storage
     const key = (await storage.getKeys(`playbook-runs:${pb.id}`)).find((k) => k.endsWith(run_id))!
-    const run = (await storage.getItem(key)) as Json
+    const run = (await storage.getItem(key)) as { owner_id: string; status: string }
     await storage.setItem(key, { ...run, status: 'running', finished_at: null })
     await storage.setItem(`active-runs:${run_id}`, { owner: run.owner_id, playbook_id: pb.id })
     // Read: the status comes from the task.
-    expect((await t.call('GET', `/v1/playbooks/${pb.id}/runs`)).body.runs[0]).toMatchObject({ id: run_id, status: 'completed', finished_at: expect.any(String) })
+    expect((await runs())[0]).toMatchObject({ id: run_id, status: 'completed', finished_at: expect.any(String) })
 
     const hook = await receiver()
     await integration({ type: 'webhook', config: { url: hook.url, secret: SECRET } })
     const second = await startServer({ dataDir, storage: fsStorage(), allowPrivateWebhooks: true })
     closers.unshift(() => second.close())
     await second.berth.ready
-    await eventually(() => expect(hook.received).toHaveLength(1))
+    await vi.waitFor(() => expect(hook.received).toHaveLength(1), 15_000)
     expect(verifySignature(SECRET, hook.received[0]!)).toBe(true)
     expect(payloads(hook)[0]).toMatchObject({ event: 'playbook_run.completed', run: { id: run_id, status: 'completed' } })
-    expect(((await storage.getItem(key)) as Json).status).toBe('completed')
+    expect(await storage.getItem(key)).toMatchObject({ status: 'completed' })
     expect(await storage.hasItem(`active-runs:${run_id}`)).toBe(false)
   })
 })

@@ -5,13 +5,13 @@ import { join } from 'node:path'
 import { request } from 'node:http'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { dockerRuntime } from '@berth/adapter-docker'
 import { podmanRuntime } from '@berth/adapter-podman'
 import { collectExec, defaultPoolName, type Lease } from '@berth/core'
 import { busyboxRecipe } from '@berth/testkit'
 import { startServer, type TestServer } from './helpers.js'
-import { ENGINES, closeRemoving, engineRuntime, eventually, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { ENGINES, closeRemoving, engineRuntime, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 
 /** A local port nothing listens on: a "registry" every pull fails against, without leaving the machine. */
 async function closedPort(): Promise<number> {
@@ -92,7 +92,7 @@ describe.each(ENGINES)('a missing pool image on %s', { timeout: 120_000 }, (engi
     const claims = [pool.claim({ owner_id: 'usr_a', purpose: 'batch' }), pool.claim({ owner_id: 'usr_b', purpose: 'batch' })]
     await s.berth.ready
     const leases: Lease[] = await Promise.all(claims)
-    await eventually(() => expect(pool.stats()).toMatchObject({ in_use: 2, idle: 2 }))
+    await vi.waitFor(() => expect(pool.stats()).toMatchObject({ in_use: 2, idle: 2 }), 15_000)
     expect(recipe.builds).toBe(1)
 
     const logs = parsedLogs(s)
@@ -142,16 +142,16 @@ describe.each(ENGINES)('an engine that does not answer at start, on %s', { timeo
 
     // The socket appears but the engine answers 500: still down, with the engine's words.
     await flaky.listen()
-    await eventually(async () => expect((await health()).engine).toMatchObject({ reachable: false, last_error: expect.stringContaining('engine is starting') }))
+    await vi.waitFor(async () => expect((await health()).engine).toMatchObject({ reachable: false, last_error: expect.stringContaining('engine is starting') }), 15_000)
     expect(await onEngine(real, name)).toEqual([])
 
     // The engine answers: recovery, warm-up and claims work without a restart.
     flaky.answer()
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       const up = await health()
       expect(up.engine).toEqual({ name: engine, reachable: true, image: { ref: info.image, state: 'ready' } })
       expect(up.pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
-    })
+    }, 15_000)
     const warm = await onEngine(real, name)
     expect(warm.map((c) => c.id).sort()).toEqual(s.berth.pool!.list().map((c) => c.engine_id).sort())
     const retries = parsedLogs(s).filter((l) => l.msg === 'container engine does not answer').map((l) => l.retry_in_ms)

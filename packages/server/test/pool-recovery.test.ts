@@ -1,11 +1,11 @@
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { podmanRuntime } from '@berth/adapter-podman'
 import { IDLE_COMMAND, isContainerError, type ContainerRuntime, type PooledContainer } from '@berth/core'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
-import { ENGINES, closeRemoving, engineRuntime, eventually, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
+import { ENGINES, closeRemoving, engineRuntime, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 
 /** Close the HTTP server and Berth the way a restart does: containers stay on the engine. */
 async function stopKeeping(s: TestServer): Promise<void> {
@@ -45,7 +45,7 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     const pool1 = first.berth.pool!
     // Claimed outside any task, so nothing vouches for it after the restart: it must go.
     const inUse = await pool1.claim({ owner_id: 'usr_before_restart', purpose: 'batch' })
-    await eventually(() => expect(pool1.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })))
+    await vi.waitFor(() => expect(pool1.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
     const idleIds = pool1.list().filter((c) => c.state === 'idle').map((c) => c.engine_id).sort()
     await stopKeeping(first)
     expect((await onEngine(runtime, name)).map((c) => c.id).sort()).toEqual([...idleIds, inUse.container.engine_id].sort())
@@ -56,7 +56,7 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     // An exited managed container, even with a record that claims it is idle.
     const exited = await runtime.create({ image: info.image, cmd: ['true'], labels: { 'berth.pool': name, 'berth.container': 'ctr_exited0000000000' } })
     await runtime.start(exited.id)
-    await eventually(async () => expect((await runtime.inspect(exited.id)).state).toBe('exited'))
+    await vi.waitFor(async () => expect((await runtime.inspect(exited.id)).state).toBe('exited'), 15_000)
     const storage = fsStorage()
     const record = (id: string, engineId: string): PooledContainer => ({
       id,
@@ -88,19 +88,18 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
     const keys = await second.berth.storage.getKeys(`pool:${name}`)
     expect(keys.sort()).toEqual(pool2.list().map((c) => `pool:${name}:${c.id}`).sort())
 
-    const health = await (await second.request('/health')).json()
-    expect(health.pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
-    const listed = await (await second.request('/v1/pool/containers', { token: ADMIN_TOKEN })).json()
-    expect(listed.containers.map((c: { engine_id: string }) => c.engine_id).sort()).toEqual(idleIds)
+    expect((await clientFor(second).health()).pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
+    const listed = await clientFor(second, ADMIN_TOKEN).pool.containers.list()
+    expect(listed.containers.map((c) => c.engine_id).sort()).toEqual(idleIds)
 
     // The adopted pool works as before: a claim takes an adopted container, warming replaces it.
     const lease = await pool2.claim({ owner_id: 'usr_after_restart', purpose: 'batch' })
     expect(idleIds).toContain(lease.container.engine_id)
     await lease.release()
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       expect(pool2.stats()).toEqual(expectedStats({ in_use: 0, idle: 2 }))
       expect((await onEngine(runtime, name)).map((c) => c.id).sort()).toEqual(pool2.list().map((c) => c.engine_id).sort())
-    })
+    }, 15_000)
   })
 })
 
@@ -122,13 +121,12 @@ describe('a server whose pool cannot start', () => {
     await expect(s.berth.ready).rejects.toMatchObject({ code: 'CONTAINER_FAILED', details: { reason: 'unreachable' } })
     expect(s.logs.map((l) => JSON.parse(l))).toContainEqual(expect.objectContaining({ level: 'error', msg: 'start-up failed' }))
 
-    const health = await s.request('/health')
-    expect(health.status).toBe(200)
-    expect(await health.json()).toMatchObject({ ok: true, pool: { min: 2, max: 3, in_use: 0, idle: 0 } })
+    expect(await clientFor(s).health()).toMatchObject({ ok: true, pool: { min: 2, max: 3, in_use: 0, idle: 0 } })
     const user = await s.user()
-    expect((await s.request('/v1/pool', { token: user.token })).status).toBe(200)
-    expect(await (await s.request('/v1/pool/containers', { token: ADMIN_TOKEN })).json()).toEqual({ containers: [], total: 0 })
-    expect((await s.request('/v1/pool/containers/ctr_nothere00000000', { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(404)
+    await clientFor(s, user.token).pool.stats()
+    const admin = clientFor(s, ADMIN_TOKEN)
+    expect(await admin.pool.containers.list()).toEqual({ containers: [], total: 0 })
+    expect((await failure(admin.pool.containers.delete({ params: { id: 'ctr_nothere00000000' } }))).status).toBe(404)
     // A claim fails the same clear way instead of hanging.
     await expect(s.berth.pool!.claim({ owner_id: user.id, purpose: 'batch' })).rejects.toMatchObject({ code: 'CONTAINER_FAILED' })
   })
@@ -141,8 +139,8 @@ describe('a server whose pool cannot start', () => {
     const warnings = () => noImage!.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'could not warm a container')
     expect(warnings()[0]).toMatchObject({ level: 'warn', retry_in_ms: 1000 })
     expect(warnings()[0].error).toContain('berth-no-such-image')
-    await eventually(() => expect(warnings()[1]).toMatchObject({ retry_in_ms: 2000 }), 5_000)
-    expect(await (await noImage.request('/health')).json()).toMatchObject({ pool: { min: 1, max: 2, in_use: 0, idle: 0 } })
+    await vi.waitFor(() => expect(warnings()[1]).toMatchObject({ retry_in_ms: 2000 }), 5_000)
+    expect(await clientFor(noImage).health()).toMatchObject({ pool: { min: 1, max: 2, in_use: 0, idle: 0 } })
     expect(await onEngine(runtime, pool)).toEqual([])
   })
 })

@@ -45,19 +45,6 @@ export async function sweep(runtime: ContainerRuntime, pool: string): Promise<nu
   return left.length
 }
 
-/** Poll until `check` passes (it throws until then), up to `timeoutMs`. */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 15_000): Promise<T> {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    try {
-      return await check()
-    } catch (err) {
-      if (Date.now() > until) throw err
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-}
-
 export function expectedStats(s: Partial<PoolStats>): PoolStats {
   return { min: 2, max: 3, in_use: 0, idle: 2, ...s }
 }

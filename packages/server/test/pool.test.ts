@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { collectExec, isContainerError, type ContainerPool, type ContainerRuntime, type ContainerSpec, type Lease } from '@berth/core'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
-import { ENGINES, closeRemoving, engineRuntime, eventually, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
+import { ENGINES, closeRemoving, engineRuntime, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 
 const LIMITS = { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 }
 
@@ -26,11 +26,11 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
 
   /** The steady state every test starts from and returns to: 2 warm, none in use, engine = pool. */
   const settled = () =>
-    eventually(async () => {
+    vi.waitFor(async () => {
       expect(pool.stats()).toEqual(expectedStats({}))
       const engineIds = (await onEngine(runtime, name)).map((c) => c.id).sort()
       expect(engineIds).toEqual(pool.list().map((c) => c.engine_id).sort())
-    })
+    }, 15_000)
 
   beforeAll(async () => {
     const e = engineRuntime(engine)
@@ -52,15 +52,11 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
   }, 60_000)
 
   it('warms up to min: /health, GET /v1/pool and the engine agree', async () => {
-    const health = await s.request('/health')
-    expect(health.status).toBe(200)
-    expect((await health.json()).pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
+    expect((await clientFor(s).health()).pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
 
     const user = await s.user('stats reader')
-    const stats = await s.request('/v1/pool', { token: user.token })
-    expect(stats.status).toBe(200)
-    expect(await stats.json()).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
-    expect((await s.request('/v1/pool')).status).toBe(401)
+    expect(await clientFor(s, user.token).pool.stats()).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
+    expect((await failure(clientFor(s).pool.stats())).status).toBe(401)
 
     const found = await onEngine(runtime, name)
     expect(found).toHaveLength(2)
@@ -105,7 +101,7 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     expect(creates.slice(before).every((spec) => spec.labels?.['berth.owner'] === undefined)).toBe(true)
     expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 1 }))
 
-    await eventually(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })))
+    await vi.waitFor(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
     expect(creates.length).toBe(before + 1)
     expect(await onEngine(runtime, name)).toHaveLength(3)
 
@@ -158,7 +154,7 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const releaseThenServed = async (lease: Lease, expected: string) => {
       const count = served.length
       await lease.release()
-      await eventually(() => expect(served.length).toBe(count + 1))
+      await vi.waitFor(() => expect(served.length).toBe(count + 1), 15_000)
       expect(served.at(-1)).toBe(expected)
       expect(pool.stats().in_use).toBe(3)
       expect((await onEngine(runtime, name)).length).toBeLessThanOrEqual(3)
@@ -180,21 +176,22 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const u1 = await s.user('owner one')
     const u2 = await s.user('owner two')
     const lease = await pool.claim({ owner_id: u1.id, purpose: 'session' })
-    await eventually(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })))
+    await vi.waitFor(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
 
-    const admin = await (await s.request('/v1/pool/containers', { token: ADMIN_TOKEN })).json()
+    const list = (token: string, query?: { limit: number; page: number }) => clientFor(s, token).pool.containers.list({ query })
+    const admin = await list(ADMIN_TOKEN)
     expect(admin.total).toBe(3)
-    expect(admin.containers.map((c: { engine_id: string }) => c.engine_id).sort()).toEqual(
+    expect(admin.containers.map((c) => c.engine_id).sort()).toEqual(
       (await onEngine(runtime, name)).map((c) => c.id).sort(),
     )
 
-    const mine = await (await s.request('/v1/pool/containers', { token: u1.token })).json()
+    const mine = await list(u1.token)
     expect(mine).toEqual({
       containers: [expect.objectContaining({ id: lease.container.id, state: 'in_use', owner_id: u1.id, purpose: 'session' })],
       total: 1,
     })
-    expect(await (await s.request('/v1/pool/containers', { token: u2.token })).json()).toEqual({ containers: [], total: 0 })
-    expect((await s.request('/v1/pool/containers?limit=1&page=2', { token: ADMIN_TOKEN }).then((r) => r.json())).containers).toHaveLength(1)
+    expect(await list(u2.token)).toEqual({ containers: [], total: 0 })
+    expect((await list(ADMIN_TOKEN, { limit: 1, page: 2 })).containers).toHaveLength(1)
 
     await lease.release()
     await settled()
@@ -204,28 +201,26 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     await settled()
     const u1 = await s.user('holder')
     const lease = await pool.claim({ owner_id: u1.id, purpose: 'batch' })
-    const path = `/v1/pool/containers/${lease.container.id}`
+    const remove = (token: string, id: string) => clientFor(s, token).pool.containers.delete({ params: { id } })
 
-    const forbidden = await s.request(path, { method: 'DELETE', token: u1.token })
+    const forbidden = await failure(remove(u1.token, lease.container.id))
     expect(forbidden.status).toBe(403)
-    expect((await forbidden.json()).code).toBe('FORBIDDEN')
+    expect(forbidden.code).toBe('FORBIDDEN')
     expect(await goneFromEngine(runtime, lease.container.engine_id)).toBe(false)
 
-    const removed = await s.request(path, { method: 'DELETE', token: ADMIN_TOKEN })
-    expect(removed.status).toBe(204)
+    await remove(ADMIN_TOKEN, lease.container.id)
     expect(await goneFromEngine(runtime, lease.container.engine_id)).toBe(true)
     expect(pool.list().map((c) => c.id)).not.toContain(lease.container.id)
 
-    const again = await s.request(path, { method: 'DELETE', token: ADMIN_TOKEN })
+    const again = await failure(remove(ADMIN_TOKEN, lease.container.id))
     expect(again.status).toBe(404)
-    expect((await again.json()).code).toBe('NOT_FOUND')
-    const unknown = await s.request('/v1/pool/containers/ctr_doesnotexist0000', { method: 'DELETE', token: ADMIN_TOKEN })
-    expect(unknown.status).toBe(404)
+    expect(again.code).toBe('NOT_FOUND')
+    expect((await failure(remove(ADMIN_TOKEN, 'ctr_doesnotexist0000'))).status).toBe(404)
     await lease.release() // the holder's release after a force-remove is harmless
 
     // An idle container can be force-removed too; the pool warms a replacement.
     const idle = pool.list().find((c) => c.state === 'idle')!
-    expect((await s.request(`/v1/pool/containers/${idle.id}`, { method: 'DELETE', token: ADMIN_TOKEN })).status).toBe(204)
+    await remove(ADMIN_TOKEN, idle.id)
     expect(await goneFromEngine(runtime, idle.engine_id)).toBe(true)
     await settled()
   })

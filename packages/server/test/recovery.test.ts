@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readEngine } from '@berth/testkit'
-import { afterAll, expect, it } from 'vitest'
-import { ADMIN_TOKEN, type Json } from './helpers.js'
-import { engineRuntime, eventually, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
+import { afterAll, expect, it, vi } from 'vitest'
+import { ADMIN_TOKEN, clientFor, waitForTask } from './helpers.js'
+import { engineRuntime, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 const script = fileURLToPath(new URL('./fixtures/server-process.ts', import.meta.url))
@@ -63,59 +63,41 @@ afterAll(async () => {
 
 it('a task running when the server is SIGKILLed ends definitely after a restart, a queued one still runs, no orphan container', async () => {
   const first = await startProcess()
-  const call = async (url: string, method: string, path: string, token: string, json?: unknown) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
-      ...(json !== undefined && { body: JSON.stringify(json) }),
-    })
-    return (await res.json()) as Json
-  }
-  const { key } = await call(first.url, 'POST', '/admin/users', ADMIN_TOKEN, { name: 'Survivor' })
-  const token = key.token as string
-  const apiKey = await call(first.url, 'POST', '/v1/api-keys', token, { name: 'offline', provider: 'stub' })
-  const profile = await call(first.url, 'POST', '/v1/profiles', token, { name: 'P', slug: 'p', api_key_id: apiKey.id, default_tools: ['Bash'] })
-  const sub = await call(first.url, 'POST', '/v1/tasks', token, {
-    mode: 'batch',
-    profile_id: profile.id,
-    prompt: 'Work slowly. [[berth:slow 150]] [[berth:turns 4]] [[berth:text finished after the crash]]',
-  })
-  await eventually(async () => {
-    const events = (await call(first.url, 'GET', `/v1/tasks/${sub.task_id}/events`, token)).events as { type: string }[]
+  const { key } = await clientFor(first, ADMIN_TOKEN).admin.users.create({ body: { name: 'Survivor' } })
+  const token = key.token
+  const api = clientFor(first, token)
+  const apiKey = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+  const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: apiKey.id, default_tools: ['Bash'] } })
+  const sub = await api.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, prompt: 'Work slowly. [[berth:slow 150]] [[berth:turns 4]] [[berth:text finished after the crash]]' } })
+  await vi.waitFor(async () => {
+    const { events } = await api.tasks.events({ params: { id: sub.task_id } })
     expect(events.some((e) => e.type === 'token')).toBe(true)
   }, 30_000)
-  const queued = await call(first.url, 'POST', '/v1/tasks', token, { mode: 'batch', profile_id: profile.id, prompt: 'Queued. [[berth:text ran after the restart]]' })
-  expect((await call(first.url, 'GET', `/v1/tasks/${queued.task_id}`, token)).status).toBe('queued')
+  const queued = await api.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, prompt: 'Queued. [[berth:text ran after the restart]]' } })
+  expect((await api.tasks.get({ params: { id: queued.task_id } })).status).toBe('queued')
   first.child.kill('SIGKILL')
   await new Promise((r) => first.child.once('exit', r))
 
   const second = await startProcess()
-  const task = await eventually(async () => {
-    const t = await call(second.url, 'GET', `/v1/tasks/${sub.task_id}`, token)
-    expect(['completed', 'failed']).toContain(t.status)
-    return t
-  }, 60_000)
+  const after = clientFor(second, token)
+  const task = await waitForTask(after, sub.task_id, { until: (t) => ['completed', 'failed'].includes(t.status), timeout: 60_000 })
   if (task.status === 'completed') {
-    expect(task.result.text).toContain('finished after the crash')
+    expect(task.result?.text).toContain('finished after the crash')
   } else {
-    expect(task.error.code).toBe('CONTAINER_FAILED')
-    expect(task.error.error).toMatch(/restart/)
+    expect(task.error?.code).toBe('CONTAINER_FAILED')
+    expect(task.error?.error).toMatch(/restart/)
   }
   // No orphan: what the engine holds for this pool is exactly what the new server accounts for.
-  await eventually(async () => {
+  await vi.waitFor(async () => {
     const engine = (await onEngine(runtime, pool)).map((c) => c.labels['berth.container']).sort()
-    const pooled = ((await call(second.url, 'GET', '/v1/pool/containers', ADMIN_TOKEN)).containers as { id: string; state: string }[])
+    const pooled = (await clientFor(second, ADMIN_TOKEN).pool.containers.list()).containers
     expect(engine).toEqual(pooled.map((c) => c.id).sort())
     expect(pooled.every((c) => c.state === 'idle')).toBe(true)
   }, 20_000)
   // The task that was waiting in the queue survived the crash and ran.
-  const later = await eventually(async () => {
-    const t = await call(second.url, 'GET', `/v1/tasks/${queued.task_id}`, token)
-    expect(t.status).toBe('completed')
-    return t
-  }, 60_000)
-  expect(later.result.text).toContain('ran after the restart')
-  const ws = await call(second.url, 'GET', `/v1/workspaces/${task.workspace_id}`, token)
+  const later = await waitForTask(after, queued.task_id, { until: (t) => t.status === 'completed', timeout: 60_000 })
+  expect(later.result?.text).toContain('ran after the restart')
+  const ws = await after.workspaces.get({ params: { id: task.workspace_id! } })
   expect(ws.status).toBe('idle')
   console.error(`[recovery] task ended ${task.status}${task.error ? ` (${task.error.error})` : ''}`)
 })

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { ADMIN_TOKEN, startServer, type TestServer } from './helpers.js'
+import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
 
 const MODEL_KEY = 'sk-ant-api03-MODELKEYMARKER0123456789abcdef'
 const SECRET_VALUE = 'secret-value-MARKER-9f8e7d6c5b4a'
@@ -31,36 +31,30 @@ function files(dir: string): string[] {
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'berth-secrecy-'))
   s = await startServer({ dataDir, storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }) })
-  const call = async (path: string, init: Parameters<TestServer['request']>[1] = {}) => {
-    const res = await s.request(path, { token: callerToken, ...init })
-    const text = await res.text()
-    responses.push(text)
-    return { status: res.status, body: text ? JSON.parse(text) : undefined }
-  }
-
+  // Typed clients that keep the text of every answer.
+  const admin = clientFor(s, ADMIN_TOKEN, responses)
   const created = await s.request('/admin/users', { method: 'POST', token: ADMIN_TOKEN, json: { name: 'Ada' } })
   const { user, key } = (await created.json()) as { user: { id: string }; key: { token: string } }
   callerToken = key.token
-  const second = await call(`/admin/users/${user.id}/keys`, { method: 'POST', token: ADMIN_TOKEN, json: { name: 'ci' } })
-  secondToken = second.body.token
+  const api = clientFor(s, callerToken, responses)
+  secondToken = (await admin.admin.keys.create({ params: { id: user.id }, body: { name: 'ci' } })).token
 
-  const apiKey = await call('/v1/api-keys', { method: 'POST', json: { name: 'prod', provider: 'anthropic', key: MODEL_KEY } })
-  expect(apiKey.status).toBe(201)
-  const profile = await call('/v1/profiles', { method: 'POST', json: { name: 'P', slug: 'p', api_key_id: apiKey.body.id } })
-  const secret = await call('/v1/secrets', {
-    method: 'POST',
-    json: { name: 'DEPLOY_TOKEN', value: SECRET_VALUE, profile_ids: [profile.body.id] },
-  })
-  expect(secret.status).toBe(201)
+  const apiKey = await api.apiKeys.create({ body: { name: 'prod', provider: 'anthropic', key: MODEL_KEY } })
+  const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: apiKey.id } })
+  const secret = await api.secrets.create({ body: { name: 'DEPLOY_TOKEN', value: SECRET_VALUE, profile_ids: [profile.id] } })
   // Rotate both, then read everything back every way there is.
-  expect((await call(`/v1/api-keys/${apiKey.body.id}`, { method: 'PATCH', json: { key: NEW_MODEL_KEY } })).status).toBe(200)
-  expect((await call(`/v1/secrets/${secret.body.id}`, { method: 'PATCH', json: { value: NEW_SECRET_VALUE } })).status).toBe(200)
-  for (const path of ['/v1/api-keys', `/v1/api-keys/${apiKey.body.id}`, '/v1/secrets', `/v1/secrets/${secret.body.id}`, '/v1/profiles', `/v1/profiles/${profile.body.id}`, `/v1/profiles/${profile.body.id}/models`]) {
-    expect((await call(path)).status).toBe(200)
-  }
-  expect((await call('/admin/users', { token: ADMIN_TOKEN })).status).toBe(200)
+  await api.apiKeys.update({ params: { id: apiKey.id }, body: { key: NEW_MODEL_KEY } })
+  await api.secrets.update({ params: { id: secret.id }, body: { value: NEW_SECRET_VALUE } })
+  await api.apiKeys.list()
+  await api.apiKeys.get({ params: { id: apiKey.id } })
+  await api.secrets.list()
+  await api.secrets.get({ params: { id: secret.id } })
+  await api.profiles.list()
+  await api.profiles.get({ params: { id: profile.id } })
+  await api.profiles.models({ params: { id: profile.id } })
+  await admin.admin.users.list()
   // Validation errors echo nothing of a rejected secret either.
-  const bad = await call('/v1/secrets', { method: 'POST', json: { name: 'bad name', value: SECRET_VALUE } })
+  const bad = await failure(api.secrets.create({ body: { name: 'bad name', value: SECRET_VALUE } }))
   expect(bad.status).toBe(400)
   // A request authenticated with the second key, and a ?token= query, for the logs.
   expect((await s.request('/v1/profiles', { token: secondToken })).status).toBe(200)

@@ -5,13 +5,13 @@
  * once). Both for a `memoryHub` and for a real redis-server (redis store + redis driver).
  */
 import WebSocket from 'ws'
+import type { SocketServerMessage } from '@berth/client'
 import type { Task } from '@berth/core'
 import { startRedis, type LocalRedis } from '@berth/testkit'
 import { startFakeGitProvider, type FakeGitProvider } from '@berth/testkit/providers'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually } from './pool.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startReceiver } from './receivers.js'
-import { startCluster, type Backend, type Cluster, type Instance, type Json } from './shared-limits.helpers.js'
+import { agentUser, startCluster, type Backend, type Cluster, type Instance } from './cluster.helpers.js'
 
 let redis: LocalRedis
 beforeAll(async () => {
@@ -26,19 +26,19 @@ const BACKENDS: Backend[] = ['memory', 'redis']
 /** A connected WebSocket client that records every message. */
 async function wsClient(instance: Instance, token: string) {
   const socket = new WebSocket(`${instance.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${token}` } })
-  const messages: Json[] = []
+  const messages: SocketServerMessage[] = []
   socket.on('message', (data) => messages.push(JSON.parse(String(data))))
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve())
     socket.once('error', reject)
   })
-  const next = (pred: (m: Json) => boolean) =>
-    eventually(() => {
-      const m = messages.find(pred)
-      if (!m) throw new Error('not yet')
+  const submitted = () =>
+    vi.waitFor(() => {
+      const m = messages.find((m) => m.type === 'submitted')
+      if (m?.type !== 'submitted') throw new Error('not yet')
       return m
     }, 30_000)
-  return { socket, send: (m: object) => socket.send(JSON.stringify(m)), next }
+  return { socket, send: (m: object) => socket.send(JSON.stringify(m)), submitted }
 }
 
 describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) => {
@@ -79,9 +79,8 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
     beforeAll(async () => {
       github = await startFakeGitProvider({ provider: 'github' })
       c = await startCluster(backend, {
-        count: 3,
         redis,
-        local: true,
+        local: { maxes: [4, 4, 4], sandbox: 'none' },
         slowSingleUse: true,
         berth: { gitProviders: { github: github.config() }, notifications: { attempts: 3, backoffMs: 300, timeoutMs: 2000 } },
       })
@@ -94,9 +93,8 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
     it('accepts an OAuth state once: the same callback on two instances at once connects one account', async () => {
       const [a, b] = c.instances as [Instance, Instance]
       const { token } = await c.user('OAuth')
-      const auth = await a.request('/v1/integrations/git/github/authorize?returnPath=/settings', { token })
-      expect(auth.status).toBe(200)
-      const consent = await fetch(((await auth.json()) as Json).url, { redirect: 'manual' })
+      const auth = await a.client(token).git.authorize({ params: { provider: 'github' }, query: { returnPath: '/settings' } })
+      const consent = await fetch(auth.url, { redirect: 'manual' })
       const callback = new URL(consent.headers.get('location')!)
       const path = callback.pathname + callback.search
       const [onA, onB] = await Promise.all([fetch(a.url + path, { redirect: 'manual' }), fetch(b.url + path, { redirect: 'manual' })])
@@ -105,31 +103,29 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
       expect(await answers[1]!.json()).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state', message: expect.stringMatching(/already used/) }] } })
       // One code exchanged, one account.
       expect(github.requests.filter((r) => r.path.endsWith('/access_token'))).toHaveLength(1)
-      const accounts = (await (await c.instances[2]!.request('/v1/integrations/git/accounts', { token })).json()) as Json
+      const accounts = await c.instances[2]!.client(token).git.accounts.list()
       expect(accounts.accounts).toHaveLength(1)
     })
 
     it('a WebSocket submit sent with one request_id to two instances at once creates one task', async () => {
       const [a, b] = c.instances as [Instance, Instance]
-      const { token } = await c.user('Sockets')
-      const key = (await (await a.request('/v1/api-keys', { method: 'POST', token, json: { name: 'offline', provider: 'stub' } })).json()) as Json
-      const profile = (await (await a.request('/v1/profiles', { method: 'POST', token, json: { name: 'Agent', slug: 'agent', api_key_id: key.id } })).json()) as Json
-      const task = { mode: 'batch', profile_id: profile.id, prompt: 'Once across instances. [[berth:text Once.]]' }
+      const { token, profileId } = await agentUser(c, 'Sockets')
+      const task = { mode: 'batch', profile_id: profileId, prompt: 'Once across instances. [[berth:text Once.]]' }
       const [x, y] = await Promise.all([wsClient(a, token), wsClient(b, token)])
       x.send({ type: 'submit', request_id: 'req-shared', task })
       y.send({ type: 'submit', request_id: 'req-shared', task })
-      const [sx, sy] = await Promise.all([x.next((m) => m.type === 'submitted'), y.next((m) => m.type === 'submitted')])
+      const [sx, sy] = await Promise.all([x.submitted(), y.submitted()])
       expect(sx.task_id).toMatch(/^task_/)
       expect(sy.task_id).toBe(sx.task_id)
       // A resend after both, on the third instance, is the same task too.
       const z = await wsClient(c.instances[2]!, token)
       z.send({ type: 'submit', request_id: 'req-shared', task })
-      expect((await z.next((m) => m.type === 'submitted')).task_id).toBe(sx.task_id)
-      const list = (await (await b.request('/v1/tasks?limit=100', { token })).json()) as Json
-      expect(list.tasks.map((t: Task) => t.task_id)).toEqual([sx.task_id])
+      expect((await z.submitted()).task_id).toBe(sx.task_id)
+      const list = await b.client(token).tasks.list({ query: { limit: 100 } })
+      expect(list.tasks.map((t) => t.task_id)).toEqual([sx.task_id])
       // Let it end before the instances close.
-      await eventually(async () => {
-        const t = (await (await a.request(`/v1/tasks/${sx.task_id}`, { token })).json()) as Task
+      await vi.waitFor(async () => {
+        const t = await a.client(token).tasks.get({ params: { id: sx.task_id } })
         expect(['completed', 'failed']).toContain(t.status)
       }, 90_000)
       for (const s of [x, y, z]) s.socket.close()
@@ -140,18 +136,16 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
       const hook = await startReceiver(() => 503)
       try {
         const { token, id: owner } = await c.user('Hooks')
-        const created = await a.request('/v1/integrations', { method: 'POST', token, json: { type: 'webhook', config: { url: hook.url } } })
-        expect(created.status).toBe(201)
-        const integrationId = ((await created.json()) as Json).id
+        const { id: integrationId } = await a.client(token).integrations.create({ body: { type: 'webhook', config: { url: hook.url } } })
         await a.berth.services.notifications.notify(owner, 'prof_any', 'task.completed', { task: { task_id: 'task_shared' } as Task })
         expect(hook.received).toHaveLength(1)
         // The other instances start (or restart) while the retry waits: each recovers what is stored.
         await Promise.all([b.berth.services.notifications.recover(), third.berth.services.notifications.recover()])
-        const deliveries = async () => ((await (await b.request(`/v1/integrations/${integrationId}/deliveries?limit=100`, { token })).json()) as Json).deliveries as Json[]
-        await eventually(async () => expect((await deliveries()).map((d) => d.attempt)).toContain(3), 30_000)
+        const deliveries = async () => (await b.client(token).integrations.deliveries({ params: { id: integrationId }, query: { limit: 100 } })).deliveries
+        await vi.waitFor(async () => expect((await deliveries()).map((d) => d.attempt)).toContain(3), 30_000)
         // Nothing left waiting: every attempt that was going to happen has happened.
-        await eventually(async () => expect((await a.berth.store.keys('notification-retries:')).length).toBe(0))
-        expect(hook.received.map((r) => (JSON.parse(r.body) as Json).event)).toEqual(['task.completed', 'task.completed', 'task.completed'])
+        await vi.waitFor(async () => expect((await a.berth.store.keys('notification-retries:')).length).toBe(0), 15_000)
+        expect(hook.received.map((r) => (JSON.parse(r.body) as { event: string }).event)).toEqual(['task.completed', 'task.completed', 'task.completed'])
         expect((await deliveries()).map((d) => d.attempt).sort()).toEqual([1, 2, 3])
       } finally {
         await hook.close()

@@ -8,9 +8,9 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import WebSocket from 'ws'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { findRepoRoot } from '@berth/testkit'
-import { newCaller, TERMINAL, until } from '../../../bench/soak/api.js'
+import { newCaller, TERMINAL } from '../../../bench/soak/api.js'
 import { startStandalone, tail, type Standalone } from '../../../bench/soak/standalone.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 
@@ -119,13 +119,13 @@ describe('standalone server shutdown', () => {
     const second = await startStandalone(env(dir))
     try {
       api.url = second.url
-      const task = await until(
+      const task = await vi.waitFor(
         async () => {
           const t = await api.call('GET', `/v1/tasks/${taskId}`)
-          return (TERMINAL as readonly string[]).includes(t.body.status) ? t.body : undefined
+          expect(TERMINAL, 'the interrupted task to end').toContain(t.body.status)
+          return t.body
         },
-        90_000,
-        'the interrupted task to end',
+        { timeout: 90_000, interval: 200 },
       )
       if (task.status === 'failed') expect(task.error.code).toBe('CONTAINER_FAILED')
       else expect(task).toMatchObject({ status: 'completed', result: { text: 'finished after the restart' } })

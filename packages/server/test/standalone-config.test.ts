@@ -28,8 +28,9 @@ import {
 } from '@berth/testkit/providers'
 import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BerthClient } from '@berth/client'
+import { clientFor } from './helpers.js'
 import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from './standalone.helpers.js'
-import type { Json } from './helpers.js'
 
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
 /** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */
@@ -37,30 +38,15 @@ const SERVER = [process.execPath, '--import', pathToFileURL(join(REPO_ROOT, 'exa
 const ADMIN = 'operator-token-standalone-config'
 const GIT = ['github', 'gitlab', 'bitbucket'] as const
 
-/** A caller of the child server. */
-function caller(url: string, token: string) {
-  return async (method: string, path: string, json?: unknown) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
-      ...(json !== undefined && { body: JSON.stringify(json) }),
-    })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json, text }
-  }
-}
-
-async function newUser(url: string, name: string) {
-  const res = await caller(url, ADMIN)('POST', '/admin/users', { name })
-  expect(res.status, res.text).toBe(201)
-  return caller(url, res.body.key.token as string)
+/** A new user of the child server: its typed client. */
+async function newUser(url: string, name: string): Promise<BerthClient> {
+  const made = await clientFor({ url }, ADMIN).admin.users.create({ body: { name } })
+  return clientFor({ url }, made.key.token)
 }
 
 /** authorize (as the caller) → the provider's consent → the callback (as the browser): where the browser lands. */
-async function connect(call: ReturnType<typeof caller>, authorizePath: string, expectedAuthorizeUrl: string, callbackUrl: string): Promise<URL> {
-  const auth = await call('GET', authorizePath)
-  expect(auth.status, auth.text).toBe(200)
-  const authorize = new URL(auth.body.url)
+async function connect(authorized: Promise<{ url: string }>, expectedAuthorizeUrl: string, callbackUrl: string): Promise<URL> {
+  const authorize = new URL((await authorized).url)
   expect(`${authorize.origin}${authorize.pathname}`).toBe(expectedAuthorizeUrl)
   // BERTH_PUBLIC_URL made the redirect URI.
   expect(authorize.searchParams.get('redirect_uri')).toBe(callbackUrl)
@@ -148,52 +134,51 @@ describe('standalone server, configured from the environment only', () => {
     const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/server/package.json'), 'utf8')) as { version: string }
     expect(version).toMatch(/^\d+\.\d+\.\d+/)
     expect(version).not.toBe('0.0.0')
-    expect(((await (await fetch(`${server.url}/health`)).json()) as Json).version).toBe(version)
+    expect((await clientFor(server).health()).version).toBe(version)
   })
 
   it.each(GIT)('connects a %s account: authorize → consent → callback → listed', async (p) => {
-    const call = await newUser(server.url, `dev ${p}`)
-    const landed = await connect(call, `/v1/integrations/git/${p}/authorize?returnPath=%2Fsettings%2Fgit`, git[p].config().authorizeUrl, `${server.url}/v1/integrations/git/${p}/callback`)
+    const api = await newUser(server.url, `dev ${p}`)
+    const authorized = api.git.authorize({ params: { provider: p }, query: { returnPath: '/settings/git' } })
+    const landed = await connect(authorized, git[p].config().authorizeUrl, `${server.url}/v1/integrations/git/${p}/callback`)
     expect(landed.pathname).toBe('/settings/git')
     expect(Object.fromEntries(landed.searchParams)).toMatchObject({ git: 'connected', provider: p })
-    const accounts = await call('GET', '/v1/integrations/git/accounts')
-    expect(accounts.body.accounts).toEqual([expect.objectContaining({ provider: p, login: expect.any(String), status: 'connected' })])
+    const { accounts } = await api.git.accounts.list()
+    expect(accounts).toEqual([expect.objectContaining({ provider: p, login: expect.any(String), status: 'connected' })])
     // The token the provider issued works at the provider: the account is real.
-    expect(git[p].issuedTokens().some((t) => git[p].tokenOwner(t) === accounts.body.accounts[0].login)).toBe(true)
+    expect(git[p].issuedTokens().some((t) => git[p].tokenOwner(t) === accounts[0]!.login)).toBe(true)
   })
 
   it.each([
     ['chatprovider', () => chat.config().authorizeUrl],
     ['mailprovider', () => mail.config().authorizeUrl],
   ] as const)('connects a %s integration: authorize → consent → callback → connected', async (type, authorizeUrl) => {
-    const call = await newUser(server.url, `ops ${type}`)
-    const landed = await connect(call, `/v1/integrations/${type}/authorize?returnPath=%2Fsettings`, authorizeUrl(), `${server.url}/api/${type}/callback`)
+    const api = await newUser(server.url, `ops ${type}`)
+    const landed = await connect(api.request(`integrations.${type}.authorize`, { query: { returnPath: '/settings' } }), authorizeUrl(), `${server.url}/api/${type}/callback`)
     expect(Object.fromEntries(landed.searchParams)).toMatchObject({ integration: 'connected', type })
-    const list = await call('GET', `/v1/integrations?type=${type}`)
-    expect(list.body).toMatchObject({ total: 1, integrations: [{ type, status: 'connected', config: { access_token: '••••••••' } }] })
+    const list = await api.integrations.list({ query: { type } })
+    expect(list).toMatchObject({ total: 1, integrations: [{ type, status: 'connected', config: { access_token: '••••••••' } }] })
   })
 
   it('connects a bank: widget settings → the widget\'s payload → verified with the provider → connected', async () => {
-    const call = await newUser(server.url, 'treasurer')
-    expect((await call('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_standalone', environment: 'sandbox' })).status).toBe(200)
+    const api = await newUser(server.url, 'treasurer')
+    await api.integrations.bankprovider.config({ body: { application_id: 'app_standalone', environment: 'sandbox' } })
     const before = bank.requests.length
-    const res = await call('POST', '/v1/integrations/bankprovider/callback', bank.enroll({ institution: 'Local Credit Union', accounts: 1 }))
-    expect(res.status, res.text).toBe(201)
-    expect(res.body).toMatchObject({ type: 'bankprovider', status: 'connected', config: { institution: 'Local Credit Union', application_id: 'app_standalone' } })
+    const res = await api.integrations.bankprovider.callback({ body: bank.enroll({ institution: 'Local Credit Union', accounts: 1 }) })
+    expect(res).toMatchObject({ type: 'bankprovider', status: 'connected', config: { institution: 'Local Credit Union', application_id: 'app_standalone' } })
     expect(bank.requests.slice(before)).toEqual([{ method: 'GET', path: '/accounts', authenticated: true, status: 200 }])
   })
 
   it('connects a messenger bot: setup → webhook at BERTH_PUBLIC_URL → the claim code sent in a chat → claimed', async () => {
-    const call = await newUser(server.url, 'bot owner')
+    const api = await newUser(server.url, 'bot owner')
     const bot = messenger.createBot({ username: 'standalone_bot' })
-    const setup = await call('POST', '/v1/integrations/messenger/setup', { bot_token: bot.token })
-    expect(setup.status, setup.text).toBe(200)
+    await api.integrations.messenger.setup({ body: { bot_token: bot.token } })
     expect(messenger.webhookOf(bot.token)?.url).toBe(`${server.url}/api/messenger/webhook`)
-    const { code } = (await call('POST', '/v1/integrations/messenger/claim')).body
+    const { code } = await api.integrations.messenger.claim()
     const chatWith = messenger.chat()
     // The fake delivers the message to the registered webhook, i.e. to the child server.
     expect((await messenger.sendUpdate(bot.token, { chat: chatWith, text: code })).status).toBe(200)
-    expect((await call('GET', '/v1/integrations/messenger/config')).body).toMatchObject({ configured: true, claim: { claimed: true, chat: expect.objectContaining({ id: chatWith.id }) } })
+    expect(await api.integrations.messenger.config()).toMatchObject({ configured: true, claim: { claimed: true, chat: expect.objectContaining({ id: chatWith.id }) } })
   })
 })
 
@@ -231,13 +216,13 @@ describe('standalone server, configured from berth.config.json and .env', () => 
     expect(server.output()).toContain('Settings: environment, .env, berth.config.json · integrations: github')
     expect(server.output()).toMatch(/pool \S+: min 0, max 5/)
     expect(server.output()).toContain(join(dir, 'data'))
-    const call = await newUser(server.url, 'file user')
+    const api = await newUser(server.url, 'file user')
     // No BERTH_PUBLIC_URL: the redirect URI is made from the request's origin.
-    const auth = await call('GET', '/v1/integrations/git/github/authorize')
-    expect(new URL(auth.body.url).searchParams.get('scope')).toBe('repo read:org')
-    const landed = await connect(call, '/v1/integrations/git/github/authorize?returnPath=%2F', github.config().authorizeUrl, `${server.url}/v1/integrations/git/github/callback`)
+    const auth = await api.git.authorize({ params: { provider: 'github' } })
+    expect(new URL(auth.url).searchParams.get('scope')).toBe('repo read:org')
+    const landed = await connect(api.git.authorize({ params: { provider: 'github' }, query: { returnPath: '/' } }), github.config().authorizeUrl, `${server.url}/v1/integrations/git/github/callback`)
     expect(landed.searchParams.get('git')).toBe('connected')
-    expect((await call('GET', '/v1/integrations/git/accounts')).body.accounts).toHaveLength(1)
+    expect((await api.git.accounts.list()).accounts).toHaveLength(1)
   })
 })
 
@@ -295,11 +280,10 @@ describe('standalone server, banking API behind mutual TLS (BERTH_BANK_CERT_FILE
   })
 
   it('connects a bank through it with the configured certificate', async () => {
-    const call = await newUser(server.url, 'treasurer')
-    expect((await call('POST', '/v1/integrations/bankprovider/config', { application_id: 'app_mtls', environment: 'production' })).status).toBe(200)
-    const res = await call('POST', '/v1/integrations/bankprovider/callback', bank.enroll({ institution: 'Mutual Bank', accounts: 1 }))
-    expect(res.status, res.text).toBe(201)
-    expect(res.body).toMatchObject({ status: 'connected', config: { institution: 'Mutual Bank' } })
+    const api = await newUser(server.url, 'treasurer')
+    await api.integrations.bankprovider.config({ body: { application_id: 'app_mtls', environment: 'production' } })
+    const res = await api.integrations.bankprovider.callback({ body: bank.enroll({ institution: 'Mutual Bank', accounts: 1 }) })
+    expect(res).toMatchObject({ status: 'connected', config: { institution: 'Mutual Bank' } })
     expect(presented).toEqual([new X509Certificate(client.cert).fingerprint256])
   })
 })

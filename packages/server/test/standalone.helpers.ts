@@ -70,6 +70,7 @@ export async function startStandalone(opts: { command: string[]; cwd: string; en
       () => false,
     )
     if (ok) break
+    // A loop rather than vi.waitFor: a child that exits must fail the start at once, not at the deadline.
     await new Promise((r) => setTimeout(r, 200))
   }
   return { url, child, output: () => out, stop }

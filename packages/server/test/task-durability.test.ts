@@ -36,7 +36,7 @@ describe('task durability (docker)', () => {
     expect(ended).toBeGreaterThan(0)
     expect(segments.length).toBeGreaterThan(0)
     // Every event the task has was in a segment written before its end was.
-    const stored = (await t.call('GET', `/v1/tasks/${task.task_id}/events?limit=100`)).body.events as { seq: number }[]
+    const stored = await t.events(task.task_id)
     const lastSeq = Math.max(...stored.map((e) => e.seq))
     const covering = segments.filter((s) => Number(s.key.split(':').at(-1)!.split('-')[1]) >= lastSeq)
     expect(covering.length).toBeGreaterThan(0)

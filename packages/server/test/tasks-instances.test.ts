@@ -5,34 +5,20 @@
  * instance holding the session's container, live events across instances, a dead
  * instance's tasks taken over.
  */
-import { memoryCoordination, memoryHub, type TaskBusMessage, type TranscriptEvent } from '@berth/core'
-import { createCoordination, redisStore } from '@berth/server'
+import type { SocketServerMessage } from '@berth/client'
+import type { Task, TaskBusMessage } from '@berth/core'
 import { startRedis, type LocalRedis } from '@berth/testkit'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
-import { eventually } from './pool.helpers.js'
-import { slowPrompt, startCluster, type Backend } from './tasks-instances.helpers.js'
-import type { Json } from './helpers.js'
+import { ADMIN_TOKEN, agentUser, startCluster, type Backend, type Instance } from './cluster.helpers.js'
+import { failure, waitForTask } from './helpers.js'
 
-type Cluster = Awaited<ReturnType<typeof startCluster>>
-
-const memoryBackend = (): Backend => {
-  const hub = memoryHub()
-  return { coordination: (i) => memoryCoordination({ hub, instanceId: `inst-${i}`, leaseMs: 1_000 }) }
-}
+/** A prompt whose agent takes `turns` slow turns (about a second each), then answers. */
+const slowPrompt = (turns: number, text = 'Done slowly.') => `Take your time. [[berth:slow 1000]] [[berth:turns ${turns}]] [[berth:text ${text}]]`
 
 let redis: LocalRedis | undefined
-let run = 0
-/** One real redis-server: the store and the coordination of every instance in it, a prefix per test. */
-const redisBackend = (): Backend => {
-  const prefix = `ti${++run}:`
-  return {
-    coordination: () => createCoordination({ driver: 'redis', url: redis!.path, prefix: `${prefix}c:`, leaseMs: 1_000 }),
-    store: () => redisStore({ client: redis!.connect(), prefix: `${prefix}s:` }),
-  }
-}
 
-describe('tasks over several instances (memory coordination)', () => clusterCases(memoryBackend))
+describe('tasks over several instances (memory coordination)', () => clusterCases('memory'))
 
 describe('tasks over several instances (redis store and coordination)', () => {
   beforeAll(async () => {
@@ -41,154 +27,170 @@ describe('tasks over several instances (redis store and coordination)', () => {
   afterAll(async () => {
     await redis?.stop()
   })
-  clusterCases(redisBackend)
+  clusterCases('redis')
 })
 
-function clusterCases(onHub: () => Backend): void {
-  let cluster: Cluster | undefined
+/** One cluster on the `local` runtime (`maxes[i]`: instance i's pool max) and its agent user. */
+async function cluster(backend: Backend, maxes: number[]) {
+  const c = await startCluster(backend, { redis, leaseMs: 1_000, local: { maxes, sandbox: 'bwrap' }, berth: { recoveryGraceMs: 300 } })
+  try {
+    const user = await agentUser(c)
+    const api = (inst: Instance) => inst.client(user.token)
+    const submit = (inst: Instance, body: { prompt: string; mode?: 'batch' | 'session'; session_id?: string }) =>
+      api(inst).tasks.submit({ body: { mode: 'batch', profile_id: user.profileId, ...body } })
+    const waitStatus = (inst: Instance, taskId: string, status: Task['status']) => waitForTask(api(inst), taskId, { until: (t) => t.status === status })
+    const waitDone = (inst: Instance, taskId: string) => waitForTask(api(inst), taskId)
+    return { ...c, ...user, ownerId: user.id, api, submit, waitStatus, waitDone }
+  } catch (err) {
+    await c.close()
+    throw err
+  }
+}
+
+function clusterCases(backend: Backend): void {
+  let c: Awaited<ReturnType<typeof cluster>> | undefined
   afterEach(async () => {
-    await cluster?.close()
-    cluster = undefined
+    await c?.close()
+    c = undefined
   })
 
   it('20 parallel submits over 3 instances admit exactly the profile’s 5', async () => {
-    cluster = await startCluster([4, 4, 4], onHub())
-    const c = cluster
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => c.submit(c.instances[i % 3]!, { prompt: slowPrompt(30) })))
-    const admitted = answers.filter((a) => a.status === 202)
-    const refused = answers.filter((a) => a.status === 429)
+    const k = await cluster(backend, [4, 4, 4])
+    c = k
+    const answers = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => k.submit(k.instances[i % 3]!, { prompt: slowPrompt(30) })))
+    const admitted = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []))
+    const refused = await Promise.all(answers.flatMap((a) => (a.status === 'rejected' ? [failure(Promise.reject(a.reason))] : [])))
     expect(admitted).toHaveLength(5)
     expect(refused).toHaveLength(15)
     for (const r of refused) {
+      expect(r.status).toBe(429)
       expect(r.body).toMatchObject({ code: 'CONCURRENCY_LIMIT', details: { limit: 5, running: 5, retry_after: 10 } })
-      expect(r.headers.get('retry-after')).toBe('10')
+      expect(r.headers?.get('retry-after')).toBe('10')
     }
     // The admitted ones hold the slots every instance counts.
-    const limits = await (await c.instances[1]!.s.request('/admin/limits', { token: 'test-operator-token-0123456789' })).json()
-    expect(limits.concurrency.profiles).toEqual([expect.objectContaining({ profile_id: c.profileId, running: 5 })])
-    for (const a of admitted) await c.instances[0]!.call('POST', `/v1/tasks/${a.body.task_id}/cancel`)
+    const limits = await k.instances[1]!.client(ADMIN_TOKEN).admin.limits()
+    expect(limits.concurrency.profiles).toEqual([expect.objectContaining({ profile_id: k.profileId, running: 5 })])
+    for (const a of admitted) await k.api(k.instances[0]!).tasks.cancel({ params: { id: a.task_id } })
   })
 
   it('a task submitted on an instance without room runs on another', async () => {
-    cluster = await startCluster([0, 2], onHub())
-    const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
-    const sub = await cluster.submit(a, { prompt: '[[berth:text Ran elsewhere.]]' })
-    expect(sub.status).toBe(202)
-    const done = await cluster.waitDone(a, sub.body.task_id)
+    const k = await cluster(backend, [0, 2])
+    c = k
+    const [a, b] = k.instances as [Instance, Instance]
+    const sub = await k.submit(a, { prompt: '[[berth:text Ran elsewhere.]]' })
+    const done = await k.waitDone(a, sub.task_id)
     expect(done.status).toBe('completed')
     expect(done.result?.text).toContain('Ran elsewhere.')
-    const ws = await b.s.berth.services.workspaces.records.get(cluster.ownerId, sub.body.workspace_id)
+    const ws = await b.berth.services.workspaces.records.get(k.ownerId, sub.workspace_id)
     expect(ws.instance_id).toBe(b.coordination.instanceId)
   })
 
   it('a task running on another instance is cancelled from the one it was submitted on', async () => {
-    cluster = await startCluster([0, 2], onHub())
-    const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
-    const sub = await cluster.submit(a, { prompt: slowPrompt(60) })
-    await cluster.waitStatus(a, sub.body.task_id, ['running'])
-    const cancelled = await a.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
-    expect(cancelled.status).toBe(200)
-    expect(cancelled.body.status).toBe('cancelled')
+    const k = await cluster(backend, [0, 2])
+    c = k
+    const [a, b] = k.instances as [Instance, Instance]
+    const sub = await k.submit(a, { prompt: slowPrompt(60) })
+    await k.waitStatus(a, sub.task_id, 'running')
+    const cancelled = await k.api(a).tasks.cancel({ params: { id: sub.task_id } })
+    expect(cancelled.status).toBe('cancelled')
     // Its workspace's slot is free again on every instance.
-    await eventually(async () => expect(await b.s.berth.services.coordination.slots.count(`profile:${cluster!.profileId}`)).toBe(0))
+    await vi.waitFor(async () => expect(await b.berth.services.coordination.slots.count(`profile:${k.profileId}`)).toBe(0), 15_000)
   })
 
   it('a session follow-up submitted on another instance runs in the same container', async () => {
-    cluster = await startCluster([2, 2], onHub())
-    const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
-    const first = await cluster.submit(a, { mode: 'session', prompt: '[[berth:tool Bash {"command":"echo here > /workspace/mark.txt"}]] [[berth:text Marked.]]' })
-    expect(first.status).toBe(202)
-    expect((await cluster.waitDone(a, first.body.task_id)).status).toBe('completed')
-    const records = a.s.berth.services.workspaces.records
-    const before = await records.get(cluster.ownerId, first.body.workspace_id)
+    const k = await cluster(backend, [2, 2])
+    c = k
+    const [a, b] = k.instances as [Instance, Instance]
+    const first = await k.submit(a, { mode: 'session', prompt: '[[berth:tool Bash {"command":"echo here > /workspace/mark.txt"}]] [[berth:text Marked.]]' })
+    expect((await k.waitDone(a, first.task_id)).status).toBe('completed')
+    const records = a.berth.services.workspaces.records
+    const before = await records.get(k.ownerId, first.workspace_id)
     expect(before.instance_id).toBe(a.coordination.instanceId)
     expect(before.container_id).toBeTruthy()
-    const next = await cluster.submit(b, { mode: 'session', session_id: first.body.session_id, prompt: '[[berth:tool Bash {"command":"cat /workspace/mark.txt"}]] [[berth:text Read it.]]' })
-    expect(next.status).toBe(202)
-    const done = await cluster.waitDone(b, next.body.task_id)
+    const next = await k.submit(b, { mode: 'session', session_id: first.session_id!, prompt: '[[berth:tool Bash {"command":"cat /workspace/mark.txt"}]] [[berth:text Read it.]]' })
+    const done = await k.waitDone(b, next.task_id)
     expect(done.status).toBe('completed')
-    const after = await records.get(cluster.ownerId, first.body.workspace_id)
+    const after = await records.get(k.ownerId, first.workspace_id)
     expect(after.container_id).toBe(before.container_id)
     expect(after.instance_id).toBe(a.coordination.instanceId)
-    const events = (await b.call('GET', `/v1/tasks/${next.body.task_id}/events?limit=100`)).body.events as TranscriptEvent[]
+    const { events } = await k.api(b).tasks.events({ params: { id: next.task_id }, query: { limit: 100 } })
     expect(JSON.stringify(events)).toContain('here')
   })
 
   it('a subscriber on one instance sees every event of a task running on another once, in order', async () => {
-    cluster = await startCluster([0, 2], onHub())
-    const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
+    const k = await cluster(backend, [0, 2])
+    c = k
+    const [a, b] = k.instances as [Instance, Instance]
     // A WebSocket client of instance a, as a user would watch it.
-    const socket = new WebSocket(`${a.s.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${cluster.token}` } })
-    const received: Json[] = []
+    const socket = new WebSocket(`${a.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${k.token}` } })
+    const received: SocketServerMessage[] = []
     socket.on('message', (data) => received.push(JSON.parse(String(data))))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
-    const sub = await cluster.submit(a, { prompt: slowPrompt(2, 'Seen from afar.') })
+    const sub = await k.submit(a, { prompt: slowPrompt(2, 'Seen from afar.') })
     const seen: TaskBusMessage[] = []
-    a.s.berth.services.bus.subscribe(sub.body.task_id, (m) => seen.push(m))
-    socket.send(JSON.stringify({ type: 'subscribe', task_id: sub.body.task_id }))
-    const done = await cluster.waitDone(b, sub.body.task_id)
+    a.berth.services.bus.subscribe(sub.task_id, (m) => seen.push(m))
+    socket.send(JSON.stringify({ type: 'subscribe', task_id: sub.task_id }))
+    const done = await k.waitDone(b, sub.task_id)
     expect(done.status).toBe('completed')
-    const res = await b.call('GET', `/v1/tasks/${sub.body.task_id}/events?limit=100`)
-    const stored = res.body.events as TranscriptEvent[]
-    await eventually(() => expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toContain('completed'))
+    const { events: stored } = await k.api(b).tasks.events({ params: { id: sub.task_id }, query: { limit: 100 } })
+    await vi.waitFor(() => expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toContain('completed'), 15_000)
     const events = seen.flatMap((m) => (m.type === 'task.event' ? [m.event.seq] : []))
     expect(stored.length).toBeGreaterThan(2)
     expect(events).toEqual(stored.map((e) => e.seq))
     expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toEqual(expect.arrayContaining(['starting', 'running', 'completed']))
-    await eventually(() => expect(received.some((m) => m.type === 'task.status' && m.status === 'completed')).toBe(true))
-    expect(received.filter((m) => m.type === 'task.event').map((m) => m.event.seq)).toEqual(stored.map((e) => e.seq))
+    await vi.waitFor(() => expect(received).toContainEqual(expect.objectContaining({ type: 'task.status', status: 'completed' })), 15_000)
+    expect(received.flatMap((m) => (m.type === 'task.event' ? [m.event.seq] : []))).toEqual(stored.map((e) => e.seq))
     socket.close()
   })
 
   it('a dead instance’s running task ends CONTAINER_FAILED on a survivor and its queued follow-up runs elsewhere', async () => {
-    cluster = await startCluster([2, 2], onHub())
-    const [a, b] = cluster.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
-    const first = await cluster.submit(b, { mode: 'session', prompt: slowPrompt(120) })
-    expect(first.status).toBe(202)
-    await cluster.waitStatus(b, first.body.task_id, ['running'])
+    const k = await cluster(backend, [2, 2])
+    c = k
+    const [a, b] = k.instances as [Instance, Instance]
+    const first = await k.submit(b, { mode: 'session', prompt: slowPrompt(120) })
+    await k.waitStatus(b, first.task_id, 'running')
     // Queued behind the running prompt, in the same session: on b.
-    const next = await cluster.submit(b, { mode: 'session', session_id: first.body.session_id, prompt: '[[berth:text Survived.]]' })
-    expect(next.status).toBe(202)
-    expect((await b.call('GET', `/v1/tasks/${next.body.task_id}`)).body.status).toBe('queued')
+    const next = await k.submit(b, { mode: 'session', session_id: first.session_id!, prompt: '[[berth:text Survived.]]' })
+    expect((await k.api(b).tasks.get({ params: { id: next.task_id } })).status).toBe('queued')
     // b dies: its heartbeat stops (its runner keeps going, as a partitioned instance's would).
     await b.coordination.close()
-    const lost = await cluster.waitDone(a, first.body.task_id)
+    const lost = await k.waitDone(a, first.task_id)
     expect(lost.status).toBe('failed')
     expect(lost.error).toMatchObject({ code: 'CONTAINER_FAILED' })
     expect(lost.error?.error).toContain('instance')
-    const ran = await cluster.waitDone(a, next.body.task_id)
+    const ran = await k.waitDone(a, next.task_id)
     expect(ran.status).toBe('completed')
-    const ws = await a.s.berth.services.workspaces.records.get(cluster.ownerId, first.body.workspace_id)
+    const ws = await a.berth.services.workspaces.records.get(k.ownerId, first.workspace_id)
     expect(ws.instance_id).toBe(a.coordination.instanceId)
   })
 
   it('a playbook run waiting for a slot counts the slots every instance holds', async () => {
-    cluster = await startCluster([6, 2], onHub())
-    const c = cluster
-    const [a, b] = c.instances as [NonNullable<Cluster['instances'][0]>, NonNullable<Cluster['instances'][0]>]
+    const k = await cluster(backend, [6, 2])
+    c = k
+    const [a, b] = k.instances as [Instance, Instance]
     // Five warm sessions on a hold the profile's five slots after their prompts end.
-    const sessions = await Promise.all(Array.from({ length: 5 }, () => c.submit(a, { mode: 'session', prompt: '[[berth:text Holding.]]' })))
-    for (const s of sessions) expect((await c.waitDone(a, s.body.task_id)).status).toBe('completed')
-    const pb = await b.call('POST', '/v1/playbooks', { profile_id: c.profileId, name: 'Waits', prompt: 'Run when there is room. [[berth:text Ran.]]' })
-    const run = await b.call('POST', `/v1/playbooks/${pb.body.id}/run`)
-    expect(run.status).toBe(202)
+    const sessions = await Promise.all(Array.from({ length: 5 }, () => k.submit(a, { mode: 'session', prompt: '[[berth:text Holding.]]' })))
+    for (const s of sessions) expect((await k.waitDone(a, s.task_id)).status).toBe('completed')
+    const pb = await k.api(b).playbooks.create({ body: { profile_id: k.profileId, name: 'Waits', prompt: 'Run when there is room. [[berth:text Ran.]]' } })
+    await k.api(b).playbooks.run({ params: { id: pb.id } })
     const runTask = async () => {
-      const list = (await b.call('GET', `/v1/playbooks/${pb.body.id}/runs`)).body.runs as Array<{ task_id: string | null }>
-      return list[0]?.task_id ? (await b.call('GET', `/v1/tasks/${list[0].task_id}`)).body : null
+      const { runs } = await k.api(b).playbooks.runs({ params: { id: pb.id } })
+      return runs[0]?.task_id ? await k.api(b).tasks.get({ params: { id: runs[0].task_id } }) : null
     }
     // b has no slot of its own in use, but the five are a's: the run waits, asking again and again.
     for (let i = 0; i < 3; i++) {
+      // Real time is the point: the run must still be waiting after several of its retries.
       await new Promise((r) => setTimeout(r, 1_200))
       expect((await runTask())?.status ?? 'queued').toBe('queued')
     }
     // One of a's sessions ends: its slot frees for every instance, and the run takes it.
-    await a.call('DELETE', `/v1/workspaces/${sessions[0]!.body.workspace_id}`)
-    const done = await eventually(async () => {
+    await k.api(a).workspaces.delete({ params: { id: sessions[0]!.workspace_id } })
+    const done = await vi.waitFor(async () => {
       const t = await runTask()
       expect(t?.status).toBe('completed')
       return t!
     }, 60_000)
     expect(done.result?.text).toContain('Ran.')
-    for (const s of sessions.slice(1)) await a.call('DELETE', `/v1/workspaces/${s.body.workspace_id}`)
+    for (const s of sessions.slice(1)) await k.api(a).workspaces.delete({ params: { id: s.workspace_id } })
   })
 }

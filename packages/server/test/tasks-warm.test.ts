@@ -4,9 +4,9 @@
  * a task whose settings (secrets, model) differ.
  */
 import type { PooledContainer } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ENGINES, eventually, sweep } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { ENGINES, sweep } from './pool.helpers.js'
+import { taskServer } from './tasks.helpers.js'
 
 describe.each(ENGINES)('warm agents on %s', (engine) => {
   let t: Awaited<ReturnType<typeof taskServer>>
@@ -21,31 +21,29 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
   /** Containers holding a parked agent: in use, serving no workspace. */
   const parked = () => (t.s.berth.pool!.list() as PooledContainer[]).filter((c) => c.state === 'in_use' && c.workspace_id === null).map((c) => c.id)
   const echo = async (profileId: string) => {
-    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: profileId, prompt: 'Show it. [[berth:tool Bash {"command":"echo val=$MY_VAL"}]] [[berth:text shown]]' })
-    expect(sub.status, JSON.stringify(sub.body)).toBe(202)
-    const task = await t.waitDone(sub.body.task_id)
+    const task = await t.run({ profile_id: profileId, prompt: 'Show it. [[berth:tool Bash {"command":"echo val=$MY_VAL"}]] [[berth:text shown]]' })
     expect(task.status, JSON.stringify(task.error)).toBe('completed')
-    const out = (await t.events(task.task_id)).find((e) => e.type === 'tool_result') as Json
-    return out.output as string
+    const out = (await t.events(task.task_id)).find((e) => e.type === 'tool_result')
+    expect(out).toMatchObject({ output: expect.any(String) })
+    return out!.output as string
   }
 
   it('serves the next task with the same settings, and none whose secrets or model differ', async () => {
-    const one = await t.call('POST', '/v1/secrets', { name: 'MY_VAL', value: 'one' })
-    expect(one.status).toBe(201)
+    const one = await t.api.secrets.create({ body: { name: 'MY_VAL', value: 'one' } })
     // Cold, and it leaves an agent started with its settings.
     expect(await echo(t.profileId)).toContain('val=one')
-    const [first] = await eventually(() => {
+    const [first] = await vi.waitFor(() => {
       const p = parked()
       if (p.length !== 1) throw new Error(`parked: ${p.length}`)
       return p
     }, 60_000)
 
     // The secret changed: the parked agent (started with "one") must not serve this task.
-    await t.call('DELETE', `/v1/secrets/${one.body.id}`)
-    expect((await t.call('POST', '/v1/secrets', { name: 'MY_VAL', value: 'two' })).status).toBe(201)
+    await t.api.secrets.delete({ params: { id: one.id } })
+    await t.api.secrets.create({ body: { name: 'MY_VAL', value: 'two' } })
     expect(await echo(t.profileId)).toContain('val=two')
     expect(parked()).toContain(first)
-    const second = await eventually(() => {
+    const second = await vi.waitFor(() => {
       const p = parked().filter((id) => id !== first)
       if (p.length !== 1) throw new Error(`parked: ${parked().length}`)
       return p[0]!
@@ -57,10 +55,9 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     expect(parked()).toContain(first)
 
     // Another model: cold again, the agents started for the other settings stay parked.
-    const other = await t.call('POST', '/v1/profiles', { name: 'Other', slug: 'other', api_key_id: t.keyId, default_tools: ['Bash'], model: 'claude-haiku-4-5' })
-    expect(other.status).toBe(201)
+    const other = await t.api.profiles.create({ body: { name: 'Other', slug: 'other', api_key_id: t.keyId, default_tools: ['Bash'], model: 'claude-haiku-4-5' } })
     const before = parked()
-    expect(await echo(other.body.id)).toContain('val=two')
+    expect(await echo(other.id)).toContain('val=two')
     for (const id of before) expect(parked()).toContain(id)
   })
 })

@@ -6,11 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { localRuntime } from '@berth/adapter-local'
-import { silentLogger, type Store, type Task } from '@berth/core'
+import type { BerthClient, SubmitTaskInput } from '@berth/client'
+import { silentLogger, type Store } from '@berth/core'
 import { memoryStore } from '@berth/server'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer, type Json } from './helpers.js'
-import { eventually, onEngine, uniquePoolName } from './pool.helpers.js'
+import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
+import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 /** A store that counts its writes (`put` and `set`) per key. */
@@ -42,7 +43,7 @@ describe('workspace record writes per run (local runtime)', () => {
   const store = countingStore(memoryStore())
   let s: TestServer
   let owner: string
-  let call: (method: string, path: string, json?: unknown) => Promise<{ status: number; body: Json }>
+  let api: BerthClient
   let profileId: string
 
   beforeAll(async () => {
@@ -50,13 +51,9 @@ describe('workspace record writes per run (local runtime)', () => {
     await s.berth.ready
     const user = await s.user()
     owner = user.id
-    call = async (method, path, json) => {
-      const res = await s.request(path, { method, token: user.token, ...(json !== undefined && { json }) })
-      const text = await res.text()
-      return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-    }
-    const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
-    profileId = (await call('POST', '/v1/profiles', { name: 'Agent', slug: 'agent', api_key_id: key.body.id, default_tools: ['Bash'] })).body.id
+    api = clientFor(s, user.token)
+    const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+    profileId = (await api.profiles.create({ body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] } })).id
   })
   afterAll(async () => {
     await s.close()
@@ -65,17 +62,8 @@ describe('workspace record writes per run (local runtime)', () => {
     rmSync(baseDir, { recursive: true, force: true })
   })
 
-  const submit = async (body: Json) => {
-    const sub = await call('POST', '/v1/tasks', { profile_id: profileId, ...body })
-    expect(sub.status, JSON.stringify(sub.body)).toBe(202)
-    return sub.body as { task_id: string; workspace_id: string; session_id: string | null }
-  }
-  const done = (taskId: string) =>
-    eventually(async () => {
-      const t = (await call('GET', `/v1/tasks/${taskId}`)).body as Task
-      if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
-      return t
-    }, 90_000)
+  const submit = (body: Omit<SubmitTaskInput, 'profile_id'>) => api.tasks.submit({ body: { profile_id: profileId, ...body } })
+  const done = (taskId: string) => waitForTask(api, taskId)
   const workspace = (wsId: string) => s.berth.services.workspaces.records.get(owner, wsId)
 
   it('a batch task writes its workspace at most three times (created, running, idle with what the run learnt)', async () => {
@@ -100,7 +88,7 @@ describe('workspace record writes per run (local runtime)', () => {
     expect(store.writes(key)).toBeLessThanOrEqual(3)
 
     const before = store.writes(key)
-    const next = await submit({ mode: 'session', session_id: first.session_id, prompt: 'And now? [[berth:text still here]]' })
+    const next = await submit({ mode: 'session', session_id: first.session_id!, prompt: 'And now? [[berth:text still here]]' })
     expect((await done(next.task_id)).status).toBe('completed')
     expect((await workspace(first.workspace_id)).sdk_session_id).toBe(ws.sdk_session_id)
     expect(store.writes(key) - before).toBeLessThanOrEqual(1)

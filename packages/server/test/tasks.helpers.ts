@@ -1,12 +1,9 @@
 /** A server with a real engine, warm pool and the runner bundle, plus a caller with a stub profile. */
-import type { Task, TranscriptEvent } from '@berth/core'
+import type { SubmitTaskInput } from '@berth/client'
 import type { BerthOptions } from '@berth/server'
-import { expect } from 'vitest'
-import { startServer, type Json } from './helpers.js'
-import { engineRuntime, type ENGINES, eventually, uniquePoolName } from './pool.helpers.js'
+import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
+import { engineRuntime, type ENGINES, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
-
-export type { Json }
 
 /** A server on `engine` with a warm pool and the runner bundle mounted in every container. */
 export async function taskServer(
@@ -24,27 +21,21 @@ export async function taskServer(
     ...opts.berth,
   })
   await s.berth.ready
-  const { token } = await s.user()
-  const call = async (method: string, path: string, json?: unknown) => {
-    const res = await s.request(path, { method, token, ...(json !== undefined && { json }) })
-    const text = await res.text()
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-  }
-  const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
-  const profile = await call('POST', '/v1/profiles', { name: 'Agent', slug: 'agent', api_key_id: key.body.id, default_tools: ['Bash'] })
-  /** Submit and wait until the task is done. */
-  const run = async (body: Json): Promise<Task> => {
-    const sub = await call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile.body.id, ...body })
-    expect(sub.status, JSON.stringify(sub.body)).toBe(202)
-    return waitDone(sub.body.task_id)
-  }
-  const waitDone = (taskId: string) =>
-    eventually(async () => {
-      const t = (await call('GET', `/v1/tasks/${taskId}`)).body as Task
-      if (!['completed', 'failed', 'cancelled'].includes(t.status)) throw new Error(`still ${t.status}`)
-      return t
-    }, 60_000)
-  const events = async (taskId: string): Promise<TranscriptEvent[]> => (await call('GET', `/v1/tasks/${taskId}/events?limit=100`)).body.events
-  return { s, runtime, pool, token, call, run, waitDone, events, profileId: profile.body.id as string, keyId: key.body.id as string }
+  return { s, runtime, pool, ...(await agentUser(s)) }
 }
 
+/** A user of `s` with a stub credential and a Bash profile, and typed ways to run tasks as it. */
+export async function agentUser(s: TestServer, opts: { waitMs?: number } = {}) {
+  const { token, id } = await s.user()
+  const api = clientFor(s, token)
+  const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+  const profile = await api.profiles.create({ body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] } })
+  /** Submit as this user (a batch task on its profile unless `body` says otherwise). */
+  const submit = (body: Partial<SubmitTaskInput> & { prompt: string }) => api.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, ...body } })
+  /** Wait until the task is done. */
+  const waitDone = (taskId: string) => waitForTask(api, taskId, { timeout: opts.waitMs ?? 60_000 })
+  /** Submit and wait until the task is done. */
+  const run = async (body: Partial<SubmitTaskInput> & { prompt: string }) => waitDone((await submit(body)).task_id)
+  const events = async (taskId: string) => (await api.tasks.events({ params: { id: taskId }, query: { limit: 100 } })).events
+  return { token, id, api, submit, run, waitDone, events, profileId: profile.id, keyId: key.id }
+}

@@ -1,10 +1,12 @@
-/**
- * Agent tasks end to end: a real server, a real engine, the real runner and the real
- * Claude Agent SDK talking to the offline model (provider `stub`).
- */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ENGINES, eventually, onEngine, sweep } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { ENGINES, onEngine, sweep } from './pool.helpers.js'
+import { failure } from './helpers.js'
+import { taskServer } from './tasks.helpers.js'
+
+type TaskServer = Awaited<ReturnType<typeof taskServer>>
+/** A workspace as its owner reads it. */
+const workspace = (t: TaskServer, id: string | null) => t.api.workspaces.get({ params: { id: id! } })
 
 describe.each(ENGINES)('tasks on %s', (engine) => {
   let t: Awaited<ReturnType<typeof taskServer>>
@@ -37,38 +39,37 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => events[0]!.seq + i))
 
     // The workspace is idle and its container gone from the engine.
-    const ws = (await t.call('GET', `/v1/workspaces/${task.workspace_id}`)).body
+    const ws = await workspace(t, task.workspace_id)
     expect(ws).toMatchObject({ status: 'idle', container_id: null })
-    await eventually(async () => {
+    await vi.waitFor(async () => {
       const claimed = (await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.workspace'] === task.workspace_id)
       expect(claimed).toEqual([])
       expect(t.s.berth.pool!.list().some((c) => c.workspace_id === task.workspace_id)).toBe(false)
-    })
+    }, 15_000)
   })
 
   it('a session of three prompts runs in one warm container and remembers the first prompt', async () => {
-    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: 'Remember the codeword PELICAN-42.' })
-    expect(first.status).toBe(202)
-    const one = await t.waitDone(first.body.task_id)
+    const first = await t.submit({ mode: 'session', prompt: 'Remember the codeword PELICAN-42.' })
+    const one = await t.waitDone(first.task_id)
     expect(one.status).toBe('completed')
     expect(one.session_id).toMatch(/^sess_/)
-    const ws1 = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body
+    const ws1 = await workspace(t, one.workspace_id)
     expect(ws1.status).toBe('running')
     expect(ws1.container_id).toMatch(/^ctr_/)
 
-    const second = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Anything new?' })
-    const two = await t.waitDone(second.body.task_id)
+    const second = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'Anything new?' })
+    const two = await t.waitDone(second.task_id)
     expect(two.status).toBe('completed')
-    const third = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'What did I ask first? [[berth:recall]]' })
-    const three = await t.waitDone(third.body.task_id)
+    const third = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'What did I ask first? [[berth:recall]]' })
+    const three = await t.waitDone(third.task_id)
     expect(three.status).toBe('completed')
     expect(three.result!.text).toContain('PELICAN-42')
     expect([two.workspace_id, three.workspace_id]).toEqual([one.workspace_id, one.workspace_id])
-    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id).toBe(ws1.container_id)
+    expect((await workspace(t, one.workspace_id)).container_id).toBe(ws1.container_id)
 
     // The transcript holds all three prompts, in order, with dense seq.
-    const transcript = (await t.call('GET', `/v1/workspaces/${one.workspace_id}/transcript?limit=100`)).body
-    const prompts = transcript.events.filter((e: Json) => e.type === 'user_message').map((e: Json) => e.text)
+    const transcript = await t.api.workspaces.transcript({ params: { id: one.workspace_id! }, query: { limit: 100 } })
+    const prompts = transcript.events.filter((e) => e.type === 'user_message').map((e) => e.text)
     expect(prompts).toEqual(['Remember the codeword PELICAN-42.', 'Anything new?', 'What did I ask first? [[berth:recall]]'])
   })
 
@@ -105,68 +106,59 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
   })
 
   it('cancel stops a running task (its container reaped); cancelling a finished task changes nothing', async () => {
-    const sub = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'Take your time. [[berth:slow 300]] [[berth:turns 8]]' })
-    await eventually(async () => expect((await t.call('GET', `/v1/tasks/${sub.body.task_id}`)).body.status).toBe('running'), 30_000)
+    const sub = await t.submit({ prompt: 'Take your time. [[berth:slow 300]] [[berth:turns 8]]' })
+    await vi.waitFor(async () => expect((await t.api.tasks.get({ params: { id: sub.task_id } })).status).toBe('running'), 30_000)
     // Some output has arrived: the run is really under way.
-    await eventually(async () => expect((await t.events(sub.body.task_id)).some((e) => e.type === 'token')).toBe(true), 30_000)
-    const cancelled = await t.call('POST', `/v1/tasks/${sub.body.task_id}/cancel`)
-    expect(cancelled.status).toBe(200)
-    expect(cancelled.body.status).toBe('cancelled')
-    expect(cancelled.body.finished_at).not.toBeNull()
-    const ws = cancelled.body.workspace_id
-    await eventually(async () => expect(t.s.berth.pool!.list().some((c) => c.workspace_id === ws)).toBe(false))
+    await vi.waitFor(async () => expect((await t.events(sub.task_id)).some((e) => e.type === 'token')).toBe(true), 30_000)
+    const cancelled = await t.api.tasks.cancel({ params: { id: sub.task_id } })
+    expect(cancelled.status).toBe('cancelled')
+    expect(cancelled.finished_at).not.toBeNull()
+    const ws = cancelled.workspace_id
+    await vi.waitFor(async () => expect(t.s.berth.pool!.list().some((c) => c.workspace_id === ws)).toBe(false), 15_000)
 
     const done = await t.run({ prompt: 'Quick one.' })
     expect(done.status).toBe('completed')
-    const again = await t.call('POST', `/v1/tasks/${done.task_id}/cancel`)
-    expect(again.status).toBe(200)
-    expect(again.body).toEqual(done)
+    const again = await t.api.tasks.cancel({ params: { id: done.task_id } })
+    expect(again).toEqual(done)
   })
 
   it('a secret printed by a tool is in neither the stored events nor the result', async () => {
     const value = 'tok-SECRET-4f9a8b7c6d'
-    const secret = await t.call('POST', '/v1/secrets', { name: 'MY_TOKEN', value })
-    expect(secret.status).toBe(201)
+    const secret = await t.api.secrets.create({ body: { name: 'MY_TOKEN', value } })
     const task = await t.run({ prompt: 'Print it. [[berth:tool Bash {"command":"echo token=$MY_TOKEN"}]] [[berth:text printed]]' })
     expect(task.status).toBe('completed')
     const events = await t.events(task.task_id)
-    const output = events.find((e) => e.type === 'tool_result') as Json
     // The tool really saw the value (it printed something in its place), and it was redacted.
-    expect(output.output).toContain('token=[REDACTED]')
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('token=[REDACTED]') })
     expect(JSON.stringify(events)).not.toContain(value)
     expect(JSON.stringify(task)).not.toContain(value)
     expect(t.s.logs.join('\n')).not.toContain(value)
-    await t.call('DELETE', `/v1/secrets/${secret.body.id}`)
+    await t.api.secrets.delete({ params: { id: secret.id } })
   })
 
   it('twenty parallel session submissions admit exactly five; the sixth running workspace is refused', async () => {
-    const subs = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: `Session ${i}` })),
-    )
-    const admitted = subs.filter((r) => r.status === 202)
-    const refused = subs.filter((r) => r.status === 429)
+    const subs = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => t.submit({ mode: 'session', prompt: `Session ${i}` })))
+    const admitted = subs.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+    const refused = await Promise.all(subs.flatMap((r) => (r.status === 'rejected' ? [failure(Promise.reject(r.reason))] : [])))
     expect(admitted).toHaveLength(5)
-    expect(refused).toHaveLength(15)
-    expect(refused[0]!.body).toMatchObject({ code: 'CONCURRENCY_LIMIT', details: { limit: 5, running: 5 } })
+    expect(refused.map((e) => e.status)).toEqual(Array(15).fill(429))
+    expect(refused[0]).toMatchObject({ code: 'CONCURRENCY_LIMIT', details: { limit: 5, running: 5 } })
 
-    const done = await Promise.all(admitted.map((r) => t.waitDone(r.body.task_id)))
+    const done = await Promise.all(admitted.map((r) => t.waitDone(r.task_id)))
     expect(done.map((d) => d.status)).toEqual(Array(5).fill('completed'))
     // The five sessions stay warm, so they still count: a sixth is refused...
-    const sixth = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'one more' })
-    expect(sixth.status).toBe(429)
+    expect((await failure(t.submit({ prompt: 'one more' }))).status).toBe(429)
     // ...while a follow-up to a running session is not a new workspace.
-    const follow = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: done[0]!.session_id, prompt: 'follow-up' })
-    expect(follow.status).toBe(202)
-    expect((await t.waitDone(follow.body.task_id)).status).toBe('completed')
+    const follow = await t.submit({ mode: 'session', session_id: done[0]!.session_id!, prompt: 'follow-up' })
+    expect((await t.waitDone(follow.task_id)).status).toBe('completed')
     // Deleting a session removes its container from the engine, its row and transcript, and frees its slot.
     const doomed = t.s.berth.pool!.list().find((c) => c.workspace_id === done[1]!.workspace_id)!
     expect(doomed.state).toBe('in_use')
-    expect((await t.call('DELETE', `/v1/workspaces/${done[1]!.workspace_id}`)).status).toBe(204)
+    await t.api.workspaces.delete({ params: { id: done[1]!.workspace_id! } })
     expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(doomed.id)
-    expect((await t.call('GET', `/v1/workspaces/${done[1]!.workspace_id}/transcript`)).status).toBe(404)
-    const after = await t.call('POST', '/v1/tasks', { mode: 'batch', profile_id: t.profileId, prompt: 'now there is room' })
-    expect(after.status).toBe(202)
-    expect((await t.waitDone(after.body.task_id)).status).toBe('completed')
+    expect((await failure(t.api.workspaces.transcript({ params: { id: done[1]!.workspace_id! } }))).status).toBe(404)
+    const after = await t.submit({ prompt: 'now there is room' })
+    expect((await t.waitDone(after.task_id)).status).toBe('completed')
   })
 })
 
@@ -181,51 +173,43 @@ describe('sessions on podman: idle release and restore', () => {
   })
 
   const idle = (wsId: string) =>
-    eventually(async () => {
-      const ws = (await t.call('GET', `/v1/workspaces/${wsId}`)).body
+    vi.waitFor(async () => {
+      const ws = await workspace(t, wsId)
       expect(ws).toMatchObject({ status: 'idle', container_id: null })
       return ws
     }, 20_000)
 
   it('an idle session releases its container; a follow-up resumes the conversation in a new one', async () => {
-    const first = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, prompt: 'The password is OSPREY-7.' })
-    const one = await t.waitDone(first.body.task_id)
-    const before = (await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).body.container_id
+    const first = await t.submit({ mode: 'session', prompt: 'The password is OSPREY-7.' })
+    const one = await t.waitDone(first.task_id)
+    const before = (await workspace(t, one.workspace_id)).container_id
     await idle(one.workspace_id!)
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before), 15_000)
 
-    const next = await t.call('POST', '/v1/tasks', { mode: 'session', profile_id: t.profileId, session_id: one.session_id, prompt: 'Say it back. [[berth:recall]]' })
-    const two = await t.waitDone(next.body.task_id)
+    const next = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'Say it back. [[berth:recall]]' })
+    const two = await t.waitDone(next.task_id)
     expect(two.status).toBe('completed')
     expect(two.result!.text).toContain('OSPREY-7')
     await idle(one.workspace_id!)
   })
 
   it('with persistent_sessions the workspace files survive the release on a volume, and deleting the workspace removes it', async () => {
-    const profile = await t.call('POST', '/v1/profiles', { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true })
-    const first = await t.call('POST', '/v1/tasks', {
-      mode: 'session',
-      profile_id: profile.body.id,
-      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]',
-    })
-    const one = await t.waitDone(first.body.task_id)
+    const profile = await t.api.profiles.create({ body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true } })
+    const first = await t.submit({ mode: 'session', profile_id: profile.id, prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]' })
+    const one = await t.waitDone(first.task_id)
     expect(one.status).toBe('completed')
     await idle(one.workspace_id!)
-    const next = await t.call('POST', '/v1/tasks', {
-      mode: 'session',
-      profile_id: profile.body.id,
-      session_id: one.session_id,
-      prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]',
-    })
-    const two = await t.waitDone(next.body.task_id)
+    const next = await t.submit({ mode: 'session', profile_id: profile.id, session_id: one.session_id!, prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]' })
+    const two = await t.waitDone(next.task_id)
     expect(two.status).toBe('completed')
     const events = await t.events(two.task_id)
     expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('kept-across-containers') })
     expect(two.result!.text).toContain('Write a note.')
 
-    expect((await t.call('DELETE', `/v1/workspaces/${one.workspace_id}`)).status).toBe(204)
-    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}`)).status).toBe(404)
-    expect((await t.call('GET', `/v1/workspaces/${one.workspace_id}/transcript`)).status).toBe(404)
-    expect((await t.call('DELETE', `/v1/workspaces/${one.workspace_id}`)).status).toBe(404)
+    const id = one.workspace_id!
+    await t.api.workspaces.delete({ params: { id } })
+    expect((await failure(t.api.workspaces.get({ params: { id } }))).status).toBe(404)
+    expect((await failure(t.api.workspaces.transcript({ params: { id } }))).status).toBe(404)
+    expect((await failure(t.api.workspaces.delete({ params: { id } }))).status).toBe(404)
   })
 })

@@ -7,10 +7,10 @@ import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import { afterAll, describe, expect, it } from 'vitest'
 import { atomicFsDriver } from '../src/fs-storage.js'
-import { startServer, type TestServer } from './helpers.js'
-import { engineRuntime, eventually, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import { clientFor, startServer, type TestServer } from './helpers.js'
+import { engineRuntime, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
-import type { Json } from './tasks.helpers.js'
+import { agentUser } from './tasks.helpers.js'
 
 const { info, runtime } = engineRuntime('docker')
 const pool = uniquePoolName('volumes')
@@ -43,27 +43,17 @@ describe('workspace volumes (docker)', () => {
   it('carry the pool, owner and workspace labels; a restart removes those whose workspace is gone and keeps the rest; deleting the workspace removes its own', async () => {
     s = await start()
     await s.berth.ready
-    const user = await s.user()
-    const call = async (method: string, path: string, json?: unknown) => {
-      const res = await s!.request(path, { method, token: user.token, ...(json !== undefined && { json }) })
-      const text = await res.text()
-      return { status: res.status, body: (text ? JSON.parse(text) : undefined) as Json }
-    }
-    const key = await call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
-    const profile = await call('POST', '/v1/profiles', { name: 'P', slug: 'p', api_key_id: key.body.id, default_tools: ['Bash'], persistent_sessions: true })
-    const sub = await call('POST', '/v1/tasks', { mode: 'session', profile_id: profile.body.id, prompt: 'Keep a file [[berth:tool Bash {"command":"echo kept > a.txt"}]] [[berth:text ok]]' })
-    expect(sub.status).toBe(202)
-    const task = await eventually(async () => {
-      const t = (await call('GET', `/v1/tasks/${sub.body.task_id}`)).body
-      expect(t.status).toBe('completed')
-      return t
-    }, 60_000)
-    const ws = (await call('GET', `/v1/workspaces/${task.workspace_id}`)).body
+    const user = await agentUser(s)
+    const profile = await user.api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: user.keyId, default_tools: ['Bash'], persistent_sessions: true } })
+    const task = await user.run({ mode: 'session', profile_id: profile.id, prompt: 'Keep a file [[berth:tool Bash {"command":"echo kept > a.txt"}]] [[berth:text ok]]' })
+    expect(task.status).toBe('completed')
+    const workspaceId = task.workspace_id!
+    const ws = await user.api.workspaces.get({ params: { id: workspaceId } })
     expect(ws.status).toBe('running')
 
-    const live = `berth-${(task.workspace_id as string).replace('_', '-')}`
+    const live = `berth-${workspaceId.replace('_', '-')}`
     expect(await poolVolumes()).toEqual([
-      { name: live, labels: expect.objectContaining({ 'berth.managed': 'true', 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': task.workspace_id }) },
+      { name: live, labels: expect.objectContaining({ 'berth.managed': 'true', 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': workspaceId }) },
     ])
     // What a workspace deleted while the engine was away leaves behind.
     const stale = `berth-ws-stale${pool.replace(/[^a-z0-9]/g, '')}`
@@ -78,9 +68,10 @@ describe('workspace volumes (docker)', () => {
     expect((await poolVolumes()).map((v) => v.name)).toEqual([live])
 
     // Its files are still there, and deleting the workspace removes the volume.
-    const files = await s.request(`/v1/workspaces/${task.workspace_id}/files?path=.`, { token: user.token })
-    expect(((await files.json()) as Json).entries.map((e: Json) => e.name)).toContain('a.txt')
-    expect((await s.request(`/v1/workspaces/${task.workspace_id}`, { method: 'DELETE', token: user.token })).status).toBe(204)
+    const api = clientFor(s, user.token)
+    const files = await api.files.list(workspaceId, '.')
+    expect(files.entries.map((e) => e.name)).toContain('a.txt')
+    await api.workspaces.delete({ params: { id: workspaceId } })
     expect(await poolVolumes()).toEqual([])
   })
 })

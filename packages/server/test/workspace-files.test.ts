@@ -7,9 +7,19 @@ import { createHash, randomBytes } from 'node:crypto'
 import { request as httpRequest } from 'node:http'
 import { collectExec } from '@berth/core'
 import { readTar } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { eventually, onEngine, sweep } from './pool.helpers.js'
-import { taskServer, type Json } from './tasks.helpers.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { failure } from './helpers.js'
+import { onEngine, sweep } from './pool.helpers.js'
+import { taskServer } from './tasks.helpers.js'
+
+// Raw requests on purpose: the exact multipart bodies, statuses and bytes are the point here.
+/** An error answer. */
+type ErrorBody = { code: string; error: string; details: { issues: { location: string; path: string }[] } }
+/** A directory listing answer. */
+type Listing = { path: string; truncated: boolean; entries: { name: string; type: string; size: number; mtime: string }[] }
+/** An upload answer. */
+type Uploaded = { path: string; files: { name: string; path: string; size: number }[] }
+const read = async <T>(res: Response | Promise<Response>): Promise<T> => (await (await res).json()) as T
 
 let t: Awaited<ReturnType<typeof taskServer>>
 /** A warm session workspace (its container stays for the whole suite). */
@@ -19,9 +29,8 @@ let callerId: string
 
 beforeAll(async () => {
   t = await taskServer('podman', { sessionIdleMs: 600_000 })
-  const sub = await t.call('POST', '/v1/tasks', {
+  const sub = await t.submit({
     mode: 'session',
-    profile_id: t.profileId,
     // Links the traversal tests need, made by the agent's own Bash tool (Claude Code's
     // permission check refuses `ln -s / ...` itself; busybox's applet is not on its list).
     prompt: `Make links. ${[
@@ -34,13 +43,13 @@ beforeAll(async () => {
       .map((command) => `[[berth:tool Bash ${JSON.stringify({ command })}]]`)
       .join(' ')}`,
   })
-  const task = await t.waitDone(sub.body.task_id)
+  const task = await t.waitDone(sub.task_id)
   expect(task.status, JSON.stringify(task.error)).toBe('completed')
   wsId = task.workspace_id!
   const results = (await t.events(task.task_id)).filter((e) => e.type === 'tool_result')
   expect(results.map((e) => e.is_error)).toEqual([false, false, false, false, false])
   expect((await inContainer('readlink /workspace/root-link; readlink /workspace/up/victim')).stdout).toBe('/\n/etc/passwd\n')
-  callerId = (await t.s.berth.services.users.authenticate(t.token))!.id
+  callerId = t.id
 })
 afterAll(async () => {
   await t.s.close()
@@ -49,7 +58,7 @@ afterAll(async () => {
 
 /** The engine id of a running workspace's container. */
 async function engineId(id = wsId): Promise<string> {
-  const ws = (await t.call('GET', `/v1/workspaces/${id}`)).body
+  const ws = await t.api.workspaces.get({ params: { id } })
   const c = t.s.berth.pool!.list().find((x) => x.id === ws.container_id)
   if (!c) throw new Error(`workspace ${id} has no container`)
   return c.engine_id
@@ -72,10 +81,10 @@ const download = (paths: string[], id = wsId) =>
   t.s.request(`/v1/workspaces/${id}/download?${paths.map((p) => `path=${encodeURIComponent(p)}`).join('&')}`, { token: t.token })
 
 async function expectPathRefused(res: Response, field = 'path') {
-  const body = (await res.json()) as Json
+  const body = await read<ErrorBody>(res)
   expect(res.status, JSON.stringify(body)).toBe(400)
   expect(body.code).toBe('VALIDATION_FAILED')
-  expect(body.details.issues.map((i: Json) => i.path)).toContain(field)
+  expect(body.details.issues.map((i) => i.path)).toContain(field)
   return body
 }
 
@@ -91,7 +100,7 @@ describe('upload, browse, download', () => {
       ['small.bin', small],
       ['with space ü.txt', 'hello\n'],
     ])
-    const body = (await res.json()) as Json
+    const body = await read<Uploaded>(res)
     expect(res.status, JSON.stringify(body)).toBe(201)
     expect(body).toEqual({
       path: '/workspace/nested/dir/deeper',
@@ -106,15 +115,15 @@ describe('upload, browse, download', () => {
     expect(sums.stdout).toContain(sha(big))
     expect(sums.stdout).toContain(sha(small))
 
-    const listing = (await (await list('/workspace/nested/dir/deeper')).json()) as Json
+    const listing = await read<Listing>(list('/workspace/nested/dir/deeper'))
     expect(listing.path).toBe('/workspace/nested/dir/deeper')
     expect(listing.truncated).toBe(false)
-    expect(listing.entries.map((e: Json) => [e.name, e.type, e.size])).toEqual([
+    expect(listing.entries.map((e) => [e.name, e.type, e.size])).toEqual([
       ['big.bin', 'file', big.length],
       ['small.bin', 'file', 8],
       ['with space ü.txt', 'file', 6],
     ])
-    expect(Date.parse(listing.entries[0].mtime)).toBeGreaterThan(Date.parse('2020-01-01'))
+    expect(Date.parse(listing.entries[0]!.mtime)).toBeGreaterThan(Date.parse('2020-01-01'))
 
     const tar = await download(['nested/dir/deeper/big.bin', '/workspace/nested/dir'])
     expect(tar.status).toBe(200)
@@ -137,13 +146,13 @@ describe('upload, browse, download', () => {
   })
 
   it('browses the workspace itself, listing symlinks as links without following them', async () => {
-    const listing = (await (await list('')).json()) as Json
-    const byName = Object.fromEntries(listing.entries.map((e: Json) => [e.name, e.type]))
+    const listing = await read<Listing>(list(''))
+    const byName = Object.fromEntries(listing.entries.map((e) => [e.name, e.type]))
     expect(byName).toMatchObject({ 'root-link': 'symlink', 'passwd-link': 'symlink', inner: 'directory', 'inner-link': 'symlink', nested: 'directory' })
     // A link that stays inside is followed for browsing.
-    const inner = (await (await list('inner-link')).json()) as Json
+    const inner = await read<Listing>(list('inner-link'))
     expect(inner.path).toBe('/workspace/inner-link')
-    expect(inner.entries.map((e: Json) => e.name)).toEqual(['f.txt'])
+    expect(inner.entries.map((e) => e.name)).toEqual(['f.txt'])
     // ... and downloads under the name asked for.
     const entries = await readTar(new Uint8Array(await (await download(['inner-link'])).arrayBuffer()))
     expect(entries.map((e) => e.name)).toEqual(['inner-link/', 'inner-link/f.txt'])
@@ -160,7 +169,7 @@ describe('upload, browse, download', () => {
     await expectPathRefused(await upload('nested', [['../up.txt', 'x']]), 'files')
     const notMultipart = await t.s.request(`/v1/workspaces/${wsId}/files`, { method: 'POST', token: t.token, json: { path: 'x' } })
     expect(notMultipart.status).toBe(400)
-    expect(((await notMultipart.json()) as Json).details.issues[0]).toMatchObject({ location: 'headers', path: 'content-type' })
+    expect((await read<ErrorBody>(notMultipart)).details.issues[0]).toMatchObject({ location: 'headers', path: 'content-type' })
     // Nothing was staged and left behind.
     expect((await inContainer('ls -A /workspace/.berth/uploads 2>/dev/null | wc -l')).stdout.trim()).toBe('0')
   })
@@ -174,14 +183,14 @@ describe('upload path', () => {
     expect((await inContainer('cat /workspace/reports/q3/summary.md')).stdout).toBe('# Q3')
     expect((await inContainer('test -e /workspace/reports/q3/summary.md/local-name.md; echo $?')).stdout.trim()).toBe('1')
     // An existing directory: the directory form.
-    const intoDir = (await (await upload('reports/q3', [['data.csv', 'a,b']])).json()) as Json
-    expect(intoDir.files[0].path).toBe('/workspace/reports/q3/data.csv')
+    const intoDir = await read<Uploaded>(upload('reports/q3', [['data.csv', 'a,b']]))
+    expect(intoDir.files[0]!.path).toBe('/workspace/reports/q3/data.csv')
     // A trailing slash: a directory, created when missing.
-    const slash = (await (await upload('fresh/dir/', [['one.txt', '1']])).json()) as Json
-    expect(slash.files[0].path).toBe('/workspace/fresh/dir/one.txt')
+    const slash = await read<Uploaded>(upload('fresh/dir/', [['one.txt', '1']]))
+    expect(slash.files[0]!.path).toBe('/workspace/fresh/dir/one.txt')
     // Several files: always a directory.
-    const many = (await (await upload('bundle', [['a.txt', 'a'], ['b.txt', 'b']])).json()) as Json
-    expect(many.files.map((f: Json) => f.path)).toEqual(['/workspace/bundle/a.txt', '/workspace/bundle/b.txt'])
+    const many = await read<Uploaded>(upload('bundle', [['a.txt', 'a'], ['b.txt', 'b']]))
+    expect(many.files.map((f) => f.path)).toEqual(['/workspace/bundle/a.txt', '/workspace/bundle/b.txt'])
     // Replacing a file by name works; a file where a directory is named by path is 400.
     expect((await upload('reports/q3/summary.md', [['x', '# Q3 v2']])).status).toBe(201)
     expect((await inContainer('cat /workspace/reports/q3/summary.md')).stdout).toBe('# Q3 v2')
@@ -223,7 +232,7 @@ describe('paths that escape /workspace', () => {
       await upload('nested', [['mallory.txt', 'x']], { token: other.token }),
     ]) {
       expect(res.status).toBe(404)
-      expect(((await res.json()) as Json).code).toBe('NOT_FOUND')
+      expect((await read<ErrorBody>(res)).code).toBe('NOT_FOUND')
     }
     expect((await inContainer('test -e /workspace/nested/mallory.txt; echo $?')).stdout.trim()).toBe('1')
   })
@@ -231,7 +240,7 @@ describe('paths that escape /workspace', () => {
 
 describe('the upload limit', () => {
   /** A raw upload: `declared` as content-length (or chunked), `size` bytes of file data. */
-  function rawUpload(size: number, declared?: number): Promise<{ status: number; body: Json }> {
+  function rawUpload(size: number, declared?: number): Promise<{ status: number; body: ErrorBody }> {
     const boundary = 'berthtestboundary'
     const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nlimit/\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="over.bin"\r\n\r\n`)
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
@@ -251,7 +260,7 @@ describe('the upload limit', () => {
         res.on('end', () => {
           answered = true
           try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Json })
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as ErrorBody })
           } catch (err) {
             reject(err)
           }
@@ -297,9 +306,9 @@ describe('a broken upload', () => {
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\ncut\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="cut.bin"\r\n\r\n`)
     req.write(Buffer.alloc(2 * 1024 * 1024, 1))
     // The file is being staged in the container by now.
-    await eventually(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('1'))
+    await vi.waitFor(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('1'), 15_000)
     req.destroy()
-    await eventually(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0'), 20_000)
+    await vi.waitFor(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0'), 20_000)
     expect((await inContainer('test -e /workspace/cut; echo $?')).stdout.trim()).toBe('1')
     expect(t.s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
   })
@@ -310,10 +319,10 @@ describe('released workspaces', () => {
     const done = await t.run({ prompt: 'A batch task. [[berth:tool Bash {"command":"mkdir -p out && echo batch-result > out/report.txt"}]]' })
     expect(done.status).toBe('completed')
     const id = done.workspace_id!
-    expect((await t.call('GET', `/v1/workspaces/${id}`)).body).toMatchObject({ status: 'idle', container_id: null })
+    expect(await t.api.workspaces.get({ params: { id } })).toMatchObject({ status: 'idle', container_id: null })
     const listing = await list('out', id)
     expect(listing.status).toBe(200)
-    expect(((await listing.json()) as Json).entries.map((e: Json) => [e.name, e.size])).toEqual([['report.txt', 13]])
+    expect((await read<Listing>(listing)).entries.map((e) => [e.name, e.size])).toEqual([['report.txt', 13]])
     expect((await readTar(new Uint8Array(await (await download(['out/report.txt'], id)).arrayBuffer()))).map((e) => [e.name, e.content.toString()])).toEqual([
       ['out/report.txt', 'batch-result\n'],
     ])
@@ -324,32 +333,28 @@ describe('released workspaces', () => {
       ['out/added.txt', 'added later'],
       ['out/report.txt', 'batch-result\n'],
     ])
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]), 15_000)
     // After the retention (7 days by default) the copy is gone: a clear 400.
     t.s.clock.advance(8 * 24 * 3600_000)
     const expired = await list('', id)
-    const body = (await expired.json()) as Json
+    const body = await read<ErrorBody>(expired)
     expect(expired.status).toBe(400)
     expect(body.details.issues[0]).toMatchObject({ location: 'params', path: 'id' })
   }, 120_000)
 
   it('with persistent sessions: served from the volume through a short-lived helper container', async () => {
-    const profile = await t.call('POST', '/v1/profiles', { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true })
-    const sub = await t.call('POST', '/v1/tasks', {
-      mode: 'session',
-      profile_id: profile.body.id,
-      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept > note.txt"}]]',
-    })
-    const task = await t.waitDone(sub.body.task_id)
+    const profile = await t.api.profiles.create({ body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true } })
+    const sub = await t.submit({ mode: 'session', profile_id: profile.id, prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept > note.txt"}]]' })
+    const task = await t.waitDone(sub.task_id)
     expect(task.status).toBe('completed')
     const id = task.workspace_id!
     // What the idle timer does after `sessionIdleMs`.
     await t.s.berth.services.tasks.releaseWorkspace(callerId, id)
-    const ws = (await t.call('GET', `/v1/workspaces/${id}`)).body
+    const ws = await t.api.workspaces.get({ params: { id } })
     expect(ws).toMatchObject({ status: 'idle', container_id: null })
 
-    const listing = (await (await list('', id)).json()) as Json
-    expect(listing.entries.map((e: Json) => e.name)).toContain('note.txt')
+    const listing = await read<Listing>(list('', id))
+    expect(listing.entries.map((e) => e.name)).toContain('note.txt')
     expect((await upload('docs/', [['added.txt', 'added while idle']], { id })).status).toBe(201)
     const entries = await readTar(new Uint8Array(await (await download(['note.txt', 'docs/added.txt'], id)).arrayBuffer()))
     expect(entries.map((e) => [e.name, e.content.toString()])).toEqual([
@@ -357,17 +362,13 @@ describe('released workspaces', () => {
       ['docs/added.txt', 'added while idle'],
     ])
     // Every helper is gone once its request is done.
-    await eventually(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]))
+    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]), 15_000)
     // The next prompt in the session sees the uploaded file.
-    const next = await t.call('POST', '/v1/tasks', {
-      mode: 'session',
-      profile_id: profile.body.id,
-      session_id: task.session_id,
-      prompt: 'Read it. [[berth:tool Bash {"command":"cat docs/added.txt"}]]',
-    })
-    const two = await t.waitDone(next.body.task_id)
+    const next = await t.submit({ mode: 'session', profile_id: profile.id, session_id: task.session_id!, prompt: 'Read it. [[berth:tool Bash {"command":"cat docs/added.txt"}]]' })
+    const two = await t.waitDone(next.task_id)
     const events = await t.events(two.task_id)
     expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('added while idle') })
-    expect((await t.call('DELETE', `/v1/workspaces/${id}`)).status).toBe(204)
+    await t.api.workspaces.delete({ params: { id } })
+    expect((await failure(t.api.workspaces.get({ params: { id } }))).status).toBe(404)
   }, 120_000)
 })

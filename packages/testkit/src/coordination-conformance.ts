@@ -1,5 +1,6 @@
 import type { Coordination, DueJob, TakenJob } from '@berth/core'
 import { afterEach, describe, expect, it } from 'vitest'
+import { waitUntil } from './wait.js'
 
 /** One backend a test works on: empty, shared by every instance opened on it. */
 export interface CoordinationUnderTest {
@@ -12,17 +13,6 @@ export interface CoordinationUnderTest {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Poll `fn` until it returns something other than null/false; the deadline only guards a hang. */
-async function eventually<T>(fn: () => Promise<T | null | false>, what: string, deadlineMs = 30_000): Promise<T> {
-  const end = Date.now() + deadlineMs
-  for (;;) {
-    const v = await fn()
-    if (v !== null && v !== false) return v
-    if (Date.now() > end) throw new Error(`never happened: ${what}`)
-    await sleep(20)
-  }
-}
 
 /**
  * The conformance suite every coordination driver passes (unstorage-style: pass a factory).
@@ -74,7 +64,7 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const short = await all[0]!.slots.acquire('prof_3', 1, 'ws_dead', 1000)
       expect(short).not.toBeNull()
       expect(await all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000)).toBeNull()
-      await eventually(() => all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000), 'a lapsed slot lease frees its slot')
+      await waitUntil(() => all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000), { what: 'a lapsed slot lease frees its slot' })
       const renewed = await all[2]!.slots.renew(won[1]!, 120_000)
       expect(renewed?.expiresAt).toBeGreaterThan(won[1]!.expiresAt)
     })
@@ -108,7 +98,7 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await all[2]!.once.claimOnce('oauth:abc', 60_000)).toBe(true)
       expect(await all[0]!.once.claimOnce('nonce:short', 1000)).toBe(true)
       expect(await all[1]!.once.claimOnce('nonce:short', 1000)).toBe(false)
-      await eventually(() => all[1]!.once.claimOnce('nonce:short', 60_000), 'a single-use key lapses after its ttl')
+      await waitUntil(() => all[1]!.once.claimOnce('nonce:short', 60_000), { what: 'a single-use key lapses after its ttl' })
     })
 
     it('delivers messages published on one instance to subscribers on others, once each and in order', async () => {
@@ -123,12 +113,12 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const sent = Array.from({ length: 50 }, (_, i) => ({ seq: i, text: `event ${i}` }))
       await Promise.all(sent.map((m) => b!.pubsub.publish('task:1', m)))
       await b!.pubsub.publish('task:1', 'end')
-      await eventually(async () => onA.includes('end') && onC.includes('end'), 'both subscribers see the last message')
+      await waitUntil(async () => onA.includes('end') && onC.includes('end'), { what: 'both subscribers see the last message' })
       expect(onA).toEqual([...sent, 'end'])
       expect(onC).toEqual([...sent, 'end'])
       await stopA()
       await c!.pubsub.publish('task:1', 'after')
-      await eventually(async () => keptA.includes('after'), 'the other subscriber on A sees the next message')
+      await waitUntil(async () => keptA.includes('after'), { what: 'the other subscriber on A sees the next message' })
       expect(onA).toEqual([...sent, 'end'])
       expect(keptA).toEqual([...sent, 'end', 'after'])
     })
@@ -178,7 +168,7 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(j4.id).toBe('j_4')
       expect(await qb.fail(j4)).toBe(true) // dropped
       expect(await qa.counts()).toEqual({ waiting: 0, active: 0, delayed: 1 })
-      const third = await eventually(() => qa.take(), 'a delayed retry becomes ready')
+      const third = await waitUntil(() => qa.take(), { what: 'a delayed retry becomes ready' })
       expect(third).toMatchObject({ id: 'j_2', deliveries: 3 })
       expect(await qa.ack(third)).toBe(true)
       expect(await qa.counts()).toEqual({ waiting: 0, active: 0, delayed: 0 })
@@ -198,7 +188,7 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await b!.instances.alive()).toEqual(expect.arrayContaining([a!.instanceId, b!.instanceId]))
       await a!.close() // dies holding the job: no ack
       expect(await b!.instances.alive()).not.toContain(a!.instanceId)
-      const taken = await eventually(() => b!.queue('tasks').take(), "the dead worker's job is taken by another")
+      const taken = await waitUntil(() => b!.queue('tasks').take(), { what: "the dead worker's job is taken by another" })
       expect(taken).toMatchObject({ id: 'task_1', owner: 'usr_1', payload: { p: 1 }, deliveries: 2 })
       expect(await b!.queue('tasks').ack(taken)).toBe(true)
     })
@@ -215,12 +205,12 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await all[1]!.delayed.cancel('hooks', 'dlv_2')).toBe(true)
       expect(await all[1]!.delayed.cancel('hooks', 'dlv_2')).toBe(false)
       await all[2]!.delayed.schedule('hooks', 'dlv_3', at + 200, { last: true })
-      await eventually(async () => ran.some((j) => j.id === 'dlv_3'), 'the later delayed job runs')
+      await waitUntil(async () => ran.some((j) => j.id === 'dlv_3'), { what: 'the later delayed job runs' })
       expect(ran.map((j) => j.id).sort()).toEqual(['dlv_1', 'dlv_3'])
       expect(ran.find((j) => j.id === 'dlv_1')).toMatchObject({ queue: 'hooks', payload: { attempt: 2 } })
       // Done: the id may be scheduled again.
       await all[0]!.delayed.schedule('hooks', 'dlv_1', Date.now(), { attempt: 4 })
-      await eventually(async () => ran.length === 3, 'a rescheduled id runs again')
+      await waitUntil(async () => ran.length === 3, { what: 'a rescheduled id runs again' })
       expect(ran[2]).toMatchObject({ id: 'dlv_1', payload: { attempt: 4 } })
     })
 

@@ -21,3 +21,6 @@ export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
 // A local redis-server
 export { startRedis, connectRedis, type LocalRedis } from './redis.js'
 export { coordinationConformanceSuite, type CoordinationUnderTest } from './coordination-conformance.js'
+
+// Waiting for a condition outside vitest's `vi.waitFor` (the soak, the benchmarks, the suites above)
+export { waitUntil, type WaitUntilOptions } from './wait.js'

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
   type ApiError,
   ContainerError,
@@ -68,7 +68,12 @@ describe('defineRuntime', () => {
 })
 
 describe('byteChannel / collectExec / toByteChunks', () => {
+  afterEach(() => {
+    vi.useRealTimers()
+  })
   it('buffers until read, ends after end(), or feeds a callback instead', async () => {
+    // Fake timers: the later push comes when the test says, while the reader waits for it.
+    vi.useFakeTimers()
     const ch = byteChannel()
     ch.push(enc.encode('a'))
     setTimeout(() => {
@@ -76,7 +81,14 @@ describe('byteChannel / collectExec / toByteChunks', () => {
       ch.end()
     }, 10)
     const got: string[] = []
-    for await (const c of ch) got.push(Buffer.from(c).toString())
+    const reading = (async () => {
+      for await (const c of ch) got.push(Buffer.from(c).toString())
+    })()
+    await vi.advanceTimersByTimeAsync(5)
+    // Half way: the first chunk is read, the reader waits for more.
+    expect(got).toEqual(['a'])
+    await vi.advanceTimersByTimeAsync(5)
+    await reading
     expect(got).toEqual(['a', 'b'])
 
     const seen: string[] = []
