@@ -28,10 +28,16 @@ if (!(proto as Record<symbol, unknown>)[PATCHED]) {
   proto.createContainer = function (opts, ...rest) {
     // Named volumes a mount creates on first use get the label too.
     const Mounts = opts?.HostConfig?.Mounts?.map((m) =>
-      m.Type === 'volume' ? { ...m, VolumeOptions: { ...m.VolumeOptions, Labels: { ...m.VolumeOptions?.Labels, ...label() } } } : m,
+      m.Type === 'volume'
+        ? { ...m, VolumeOptions: { ...m.VolumeOptions, Labels: { ...m.VolumeOptions?.Labels, ...label() } } }
+        : m,
     )
     const HostConfig = opts?.HostConfig && { ...opts.HostConfig, ...(Mounts && { Mounts }) }
-    return createContainer.call(this, { ...opts, Labels: { ...opts?.Labels, ...label() }, ...(HostConfig && { HostConfig }) }, ...rest)
+    return createContainer.call(
+      this,
+      { ...opts, Labels: { ...opts?.Labels, ...label() }, ...(HostConfig && { HostConfig }) },
+      ...rest,
+    )
   }
   const createVolume = proto.createVolume
   proto.createVolume = function (opts, ...rest) {

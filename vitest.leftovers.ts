@@ -31,7 +31,9 @@ function engineSockets(): { engine: string; socketPath: string }[] {
   return out
 }
 
-type Dockerode = new (opts: { socketPath: string }) => {
+type Dockerode = new (opts: {
+  socketPath: string
+}) => {
   listContainers(o: unknown): Promise<{ Id: string; Names: string[]; Labels: Record<string, string> }[]>
   listVolumes(o: unknown): Promise<{ Volumes: { Name: string; Labels: Record<string, string> | null }[] | null }>
   getContainer(id: string): { remove(o: unknown): Promise<unknown> }
@@ -57,16 +59,24 @@ export default function setup(project: TestProject): () => Promise<void> {
       const docker = new Docker({ socketPath })
       for (const c of await docker.listContainers({ all: true, filters })) {
         left.push(`${engine} container ${c.Names[0] ?? c.Id} ${JSON.stringify(c.Labels)}`)
-        await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})
+        await docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => {})
       }
       for (const v of (await docker.listVolumes({ filters })).Volumes ?? []) {
         left.push(`${engine} volume ${v.Name} ${JSON.stringify(v.Labels)}`)
-        await docker.getVolume(v.Name).remove({ force: true }).catch(() => {})
+        await docker
+          .getVolume(v.Name)
+          .remove({ force: true })
+          .catch(() => {})
       }
     }
     if (left.length) {
       process.exitCode = 1
-      throw new Error(`[${project.name}] ${left.length} container(s)/volume(s) outlived the tests (now removed):\n  ${left.join('\n  ')}`)
+      throw new Error(
+        `[${project.name}] ${left.length} container(s)/volume(s) outlived the tests (now removed):\n  ${left.join('\n  ')}`,
+      )
     }
   }
 }

@@ -20,5 +20,8 @@ export const alias = [
     replacement: '$1',
     customResolver: (source: string) => subpath(dir, source),
   })),
-  ...readdirSync(packages).map((dir) => ({ find: new RegExp(`^@berth/${dir}$`), replacement: `${packages}${dir}/src/index.ts` })),
+  ...readdirSync(packages).map((dir) => ({
+    find: new RegExp(`^@berth/${dir}$`),
+    replacement: `${packages}${dir}/src/index.ts`,
+  })),
 ]

@@ -80,7 +80,11 @@ export interface HttpBenchReport {
   date: string
   node: string
   cpus: { count: number; model: string }
-  config: Omit<HttpBenchOptions, 'resultsFile'> & { serverDir?: string; rateLimit: typeof RATE_LIMIT; bodyBytes: number }
+  config: Omit<HttpBenchOptions, 'resultsFile'> & {
+    serverDir?: string
+    rateLimit: typeof RATE_LIMIT
+    bodyBytes: number
+  }
   targetRatio: number
   results: TargetResult[]
   targetH3Ratio: number
@@ -92,9 +96,13 @@ export interface HttpBenchReport {
 
 function targetsFromEnv(raw: string | undefined): HostKind[] {
   if (!raw) return ALL_TARGETS
-  const picked = raw.split(',').map((s) => s.trim()).filter(Boolean)
+  const picked = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   const bad = picked.filter((p) => !ALL_TARGETS.includes(p as HostKind))
-  if (bad.length || picked.length === 0) throw new Error(`BENCH_TARGETS takes a list of ${ALL_TARGETS.join(', ')}; got ${raw}`)
+  if (bad.length || picked.length === 0)
+    throw new Error(`BENCH_TARGETS takes a list of ${ALL_TARGETS.join(', ')}; got ${raw}`)
   return ALL_TARGETS.filter((t) => picked.includes(t))
 }
 
@@ -176,7 +184,9 @@ function targetName(h: Host): string {
 export async function main(options: Partial<HttpBenchOptions> = {}): Promise<HttpBenchReport> {
   const opts = { ...optionsFromEnv(), ...options }
 
-  console.log('\nHTTP: authenticated GET /v1/profiles/:id — Berth (request log on) vs bare node:http and bare h3 (same response bytes)')
+  console.log(
+    '\nHTTP: authenticated GET /v1/profiles/:id — Berth (request log on) vs bare node:http and bare h3 (same response bytes)',
+  )
   console.log(
     `  ${opts.connections} keep-alive connections from a separate process, ${opts.warmupMs} ms warm-up, ` +
       `${opts.durationMs} ms measured${opts.rounds > 1 ? `, ${opts.rounds} rounds (medians)` : ''}; ` +
@@ -195,7 +205,10 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       let ref = hosts[0]
       const temporary = !ref
       if (!ref) ref = await startHost({ kind: 'memory' })
-      const bare = await startHost({ kind: 'bare', bodyBase64: ref.bodyBase64, contentType: ref.contentType }, opts.serverNodeArgs)
+      const bare = await startHost(
+        { kind: 'bare', bodyBase64: ref.bodyBase64, contentType: ref.contentType },
+        opts.serverNodeArgs,
+      )
       // The same request line and headers as Berth gets (the bare server ignores them).
       Object.assign(bare, { path: ref.path, headers: ref.headers })
       if (temporary) await ref.close()
@@ -205,18 +218,24 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       const ref = hosts.find((h) => h.kind !== 'bare')
       const body = ref ?? hosts[0]
       if (!body) throw new Error('BENCH_TARGETS: h3 needs memory, fs or bare too (it answers their bytes)')
-      const h3 = await startHost({ kind: 'h3', bodyBase64: body.bodyBase64, contentType: body.contentType }, opts.serverNodeArgs)
+      const h3 = await startHost(
+        { kind: 'h3', bodyBase64: body.bodyBase64, contentType: body.contentType },
+        opts.serverNodeArgs,
+      )
       // The same request line and headers as Berth gets; the route pattern is Berth's.
       Object.assign(h3, { path: body.path, headers: body.headers })
       hosts.splice(hosts[0]?.kind === 'bare' ? 1 : 0, 0, h3)
     }
-    if (hosts[0]?.serverDir && process.env.BENCH_SERVER_DIR) console.log(`  @berth/server from ${hosts[0].serverDir} (BENCH_SERVER_DIR)`)
+    if (hosts[0]?.serverDir && process.env.BENCH_SERVER_DIR)
+      console.log(`  @berth/server from ${hosts[0].serverDir} (BENCH_SERVER_DIR)`)
 
     for (let round = 1; round <= opts.rounds; round++) {
       // Alternate the order between rounds so drift in machine load hits every target alike.
       const order = round % 2 === 1 ? hosts : [...hosts].reverse()
       for (const h of order) {
-        process.stdout.write(`  measuring ${targetName(h)}${h.kind === 'bare' ? '' : ` — ${h.storage}`}${opts.rounds > 1 ? `, round ${round}` : ''} …`)
+        process.stdout.write(
+          `  measuring ${targetName(h)}${h.kind === 'bare' ? '' : ` — ${h.storage}`}${opts.rounds > 1 ? `, round ${round}` : ''} …`,
+        )
         const r = await measure(h, opts)
         runs.set(h, [...(runs.get(h) ?? []), r])
         process.stdout.write(` ${int(r.rps)} req/s\n`)
@@ -242,7 +261,8 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     const ratio = h === bare ? 1 : median(rs.map((r, i) => r.rps / (bareRuns[i]?.rps ?? NaN)))
     const ratioH3 = h === h3 ? 1 : median(rs.map((r, i) => r.rps / (h3Runs[i]?.rps ?? NaN)))
     const berth = h.kind === 'memory' || h.kind === 'fs'
-    const cpuRatio = h === bare ? 1 : median(rs.map((r, i) => (bareRuns[i]?.serverCpuUsPerRequest ?? NaN) / r.serverCpuUsPerRequest))
+    const cpuRatio =
+      h === bare ? 1 : median(rs.map((r, i) => (bareRuns[i]?.serverCpuUsPerRequest ?? NaN) / r.serverCpuUsPerRequest))
     const limiter = closed.get(h)?.limiter
     return {
       ...mid,
@@ -262,7 +282,20 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
   console.log()
   console.log(
     table(
-      ['target', 'storage', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU', 'CPU µs/req', 'vs bare', `target ≥ ${TARGET_RATIO}`, 'vs h3', `target ≥ ${TARGET_H3_RATIO}`],
+      [
+        'target',
+        'storage',
+        'req/s',
+        'p50 ms',
+        'p99 ms',
+        'errors',
+        'server CPU',
+        'CPU µs/req',
+        'vs bare',
+        `target ≥ ${TARGET_RATIO}`,
+        'vs h3',
+        `target ≥ ${TARGET_H3_RATIO}`,
+      ],
       results.map((r) => [
         r.target,
         r.storage,
@@ -280,7 +313,9 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     ),
   )
   const ref = hosts.find((h) => h.kind === 'memory' || h.kind === 'fs') ?? hosts[0]
-  console.log(`  server CPU: share of one core used by the server process in the window; response body ${ref?.body.length ?? 0} bytes`)
+  console.log(
+    `  server CPU: share of one core used by the server process in the window; response body ${ref?.body.length ?? 0} bytes`,
+  )
   const berthRows = results.filter((r) => (r.kind === 'memory' || r.kind === 'fs') && Number.isFinite(r.cpuRatio))
   if (berthRows.length) {
     console.log(
@@ -289,19 +324,24 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     )
   }
   const gen = Math.max(...results.map((r) => r.generatorCpuCores))
-  if (gen > 0.9) console.log(`  ! the load generator used ${Math.round(gen * 100)}% of a core: it may be what limits req/s`)
+  if (gen > 0.9)
+    console.log(`  ! the load generator used ${Math.round(gen * 100)}% of a core: it may be what limits req/s`)
   const busy = results
     .map((r) => ({ r, other: Math.max(...r.rounds.map((x) => x.otherCpuCores).filter(Number.isFinite)) }))
     .filter((x) => x.other > 0.25)
   if (busy.length) {
-    const list = busy.map((x) => `${x.other.toFixed(2)} cores during ${x.r.target}${x.r.kind === 'bare' ? '' : ` (${x.r.kind})`}`).join(', ')
+    const list = busy
+      .map((x) => `${x.other.toFixed(2)} cores during ${x.r.target}${x.r.kind === 'bare' ? '' : ` (${x.r.kind})`}`)
+      .join(', ')
     console.log(`  ! other processes were busy (${list}): req/s is noisy there; CPU µs/req is steadier`)
   }
   for (const r of results) {
     if (r.errors > 0) console.log(`  ${r.target} (${r.storage}) errors: ${r.errorSamples.join('; ')}`)
     if (r.limiter) {
       const counted = r.limiter.burst - r.limiter.remaining
-      console.log(`  rate limiter (${r.kind}): counted ${int(counted)} requests over the run (warm-up included), refused none`)
+      console.log(
+        `  rate limiter (${r.kind}): counted ${int(counted)} requests over the run (warm-up included), refused none`,
+      )
     }
   }
 

@@ -32,7 +32,10 @@ import type { Json } from './soak/api.js'
 
 const env = process.env
 const TASKS = Number(env.BENCH_INSTANCES_TASKS ?? 30)
-const COUNTS = (env.BENCH_INSTANCES_COUNTS ?? '1,2,3').split(',').map(Number).filter((n) => n > 0)
+const COUNTS = (env.BENCH_INSTANCES_COUNTS ?? '1,2,3')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0)
 const POOL_MIN = Number(env.BENCH_INSTANCES_POOL_MIN ?? 2)
 const ENGINE = (env.BENCH_INSTANCES_ENGINE ?? 'docker') as EngineInfo['engine']
 const OPS = Number(env.BENCH_COORD_OPS ?? 2000)
@@ -41,7 +44,12 @@ if (TASKS > 100) throw new Error('BENCH_INSTANCES_TASKS: at most 100 (one page o
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const EXAMPLE = join(ROOT, 'examples/standalone-server')
-const SERVER = [process.execPath, '--import', pathToFileURL(join(EXAMPLE, 'node_modules/tsx/dist/loader.mjs')).href, join(EXAMPLE, 'src/main.ts')]
+const SERVER = [
+  process.execPath,
+  '--import',
+  pathToFileURL(join(EXAMPLE, 'node_modules/tsx/dist/loader.mjs')).href,
+  join(EXAMPLE, 'src/main.ts'),
+]
 const ADMIN = `bench-${randomBytes(6).toString('hex')}`
 
 async function freePort(): Promise<number> {
@@ -94,7 +102,13 @@ async function startServer(engine: EngineInfo, redis: LocalRedis, prefix: string
   for (const until = Date.now() + 120_000; ; ) {
     if (child.exitCode !== null) throw new Error(`instance ${n} exited: ${err}`)
     if (Date.now() > until) throw new Error(`instance ${n} did not answer /health: ${err}`)
-    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break
+    if (
+      await fetch(`${url}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break
     await new Promise((r) => setTimeout(r, 200))
   }
   // Ready means the warm pool is filled: every instance starts the race at `min` idle.
@@ -112,37 +126,62 @@ async function stopServer(s: Server, engine: EngineInfo): Promise<void> {
   // The warm containers it leaves for its next start, and nothing else.
   const { docker } = connectEngine({ socketPath: engine.socketPath })
   const left = await docker.listContainers({ all: true, filters: { label: [`berth.pool=${s.pool}`] } })
-  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})))
+  await Promise.all(
+    left.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  )
   rmSync(s.dataDir, { recursive: true, force: true })
 }
 
 async function json(url: string, token: string, method: string, body?: unknown): Promise<Json> {
-  const res = await fetch(url, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) })
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  })
   const text = await res.text()
   if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`)
   return JSON.parse(text)
 }
 
 /** N tasks round-robin over `servers`; wall time from the first submit to the last completion. */
-async function throughput(servers: Server[]): Promise<{ instances: number; tasks: number; seconds: number; perMinute: number }> {
+async function throughput(
+  servers: Server[],
+): Promise<{ instances: number; tasks: number; seconds: number; perMinute: number }> {
   const first = servers[0]!.url
   const user = await json(`${first}/admin/users`, ADMIN, 'POST', { name: 'bench' })
   const token = user.key.token as string
   const key = await json(`${first}/v1/api-keys`, token, 'POST', { name: 'offline', provider: 'stub' })
-  const profile = await json(`${first}/v1/profiles`, token, 'POST', { name: 'Bench', slug: 'bench', api_key_id: key.id })
+  const profile = await json(`${first}/v1/profiles`, token, 'POST', {
+    name: 'Bench',
+    slug: 'bench',
+    api_key_id: key.id,
+  })
   const t0 = performance.now()
   const ids = await Promise.all(
-    Array.from({ length: TASKS }, (_, i) => json(`${servers[i % servers.length]!.url}/v1/tasks`, token, 'POST', { mode: 'batch', profile_id: profile.id, prompt: '[[berth:text ok]]' }).then((r) => r.task_id as string)),
+    Array.from({ length: TASKS }, (_, i) =>
+      json(`${servers[i % servers.length]!.url}/v1/tasks`, token, 'POST', {
+        mode: 'batch',
+        profile_id: profile.id,
+        prompt: '[[berth:text ok]]',
+      }).then((r) => r.task_id as string),
+    ),
   )
   const pending = new Set(ids)
   while (pending.size) {
-    if (performance.now() - t0 > TASK_TIMEOUT_MS) throw new Error(`${pending.size} tasks not done after ${TASK_TIMEOUT_MS} ms`)
+    if (performance.now() - t0 > TASK_TIMEOUT_MS)
+      throw new Error(`${pending.size} tasks not done after ${TASK_TIMEOUT_MS} ms`)
     await new Promise((r) => setTimeout(r, 100))
     const list = await json(`${first}/v1/tasks?limit=100`, token, 'GET')
     for (const t of list.data ?? list.tasks ?? list) {
       if (!pending.has(t.task_id ?? t.id)) continue
       if (t.status === 'completed') pending.delete(t.task_id ?? t.id)
-      else if (t.status === 'failed' || t.status === 'cancelled') throw new Error(`task ${t.task_id ?? t.id} ${t.status}: ${JSON.stringify(t.error)}`)
+      else if (t.status === 'failed' || t.status === 'cancelled')
+        throw new Error(`task ${t.task_id ?? t.id} ${t.status}: ${JSON.stringify(t.error)}`)
     }
   }
   const seconds = (performance.now() - t0) / 1000
@@ -170,7 +209,8 @@ async function coordinationCost(coord: Coordination): Promise<Record<OpName, Sum
     await time('once claim', () => coord.once.claimOnce(`bench-${tag}-${i}`, 60_000))
   }
   const queue = coord.queue<{ n: number }>(`bench-${tag}`)
-  for (let i = 0; i < OPS; i++) await time('queue add', () => queue.add({ id: `j${i}`, owner: `o${i % 7}`, payload: { n: i } }))
+  for (let i = 0; i < OPS; i++)
+    await time('queue add', () => queue.add({ id: `j${i}`, owner: `o${i % 7}`, payload: { n: i } }))
   for (let i = 0; i < OPS; i++) {
     let job: Awaited<ReturnType<typeof queue.take>> = null
     await time('queue take', async () => (job = await queue.take()))
@@ -193,7 +233,9 @@ export async function main(): Promise<unknown> {
   if (!engine) throw new Error(`engine ${ENGINE} is not available`)
   const redis = await startRedis()
   try {
-    console.log(`\nInstances on one Redis (${ENGINE}, ${TASKS} one-turn offline tasks, pool min ${POOL_MIN} per instance)`)
+    console.log(
+      `\nInstances on one Redis (${ENGINE}, ${TASKS} one-turn offline tasks, pool min ${POOL_MIN} per instance)`,
+    )
     const runs = []
     for (const count of COUNTS) {
       const prefix = `bench-${count}-${randomBytes(3).toString('hex')}:`
@@ -206,11 +248,27 @@ export async function main(): Promise<unknown> {
       }
     }
     const one = runs[0]?.perMinute ?? NaN
-    console.log(table(['instances', 'tasks', 'seconds', 'tasks/min', 'vs 1'], runs.map((r) => [String(r.instances), String(r.tasks), r.seconds.toFixed(1), r.perMinute.toFixed(0), `${(r.perMinute / one).toFixed(2)}x`])))
+    console.log(
+      table(
+        ['instances', 'tasks', 'seconds', 'tasks/min', 'vs 1'],
+        runs.map((r) => [
+          String(r.instances),
+          String(r.tasks),
+          r.seconds.toFixed(1),
+          r.perMinute.toFixed(0),
+          `${(r.perMinute / one).toFixed(2)}x`,
+        ]),
+      ),
+    )
 
     console.log(`\nCoordination cost per operation, ${OPS} each, one at a time (ms)`)
     const memory = await coordinationCost(memoryCoordination({}))
-    const coord = await createCoordination({ driver: 'redis', url: redis.path, prefix: `bench-coord-${randomBytes(3).toString('hex')}:`, instanceId: `bench-${process.pid}` })
+    const coord = await createCoordination({
+      driver: 'redis',
+      url: redis.path,
+      prefix: `bench-coord-${randomBytes(3).toString('hex')}:`,
+      instanceId: `bench-${process.pid}`,
+    })
     let redisCost: Record<OpName, Summary>
     try {
       redisCost = await coordinationCost(coord)
@@ -218,8 +276,19 @@ export async function main(): Promise<unknown> {
       await coord.close()
     }
     const ops = Object.keys(memory) as OpName[]
-    console.log(table(['operation', 'memory p50', 'memory p99', 'redis p50', 'redis p99'], ops.map((op) => [op, ms(memory[op].p50), ms(memory[op].p99), ms(redisCost[op].p50), ms(redisCost[op].p99)])))
-    const results = { engine: ENGINE, tasks: TASKS, poolMin: POOL_MIN, throughput: runs, coordination: { ops: OPS, memory, redis: redisCost } }
+    console.log(
+      table(
+        ['operation', 'memory p50', 'memory p99', 'redis p50', 'redis p99'],
+        ops.map((op) => [op, ms(memory[op].p50), ms(memory[op].p99), ms(redisCost[op].p50), ms(redisCost[op].p99)]),
+      ),
+    )
+    const results = {
+      engine: ENGINE,
+      tasks: TASKS,
+      poolMin: POOL_MIN,
+      throughput: runs,
+      coordination: { ops: OPS, memory, redis: redisCost },
+    }
     writeResults('instances', results)
     return results
   } finally {

@@ -17,14 +17,7 @@
 import { runAsScript, writeResults } from './lib/results.js'
 import { connectEngine, dockerRuntime, toCreateOptions } from '@berth/adapter-docker'
 import { podmanRuntime } from '@berth/adapter-podman'
-import {
-  ContainerPool,
-  IDLE_COMMAND,
-  collectExec,
-  silentLogger,
-  systemClock,
-  type ContainerRuntime,
-} from '@berth/core'
+import { ContainerPool, IDLE_COMMAND, collectExec, silentLogger, systemClock, type ContainerRuntime } from '@berth/core'
 import { memoryStore } from '@berth/server'
 import { ensureEngines, waitUntil, type EngineInfo } from '@berth/testkit'
 import { ms, table } from './lib/table.js'
@@ -88,7 +81,14 @@ async function rawExec(docker: DockerClient, id: string): Promise<number> {
  * sees in steady state; releases (which reap) are not timed.
  */
 async function benchPool(rt: ContainerRuntime, image: string, labels: Record<string, string>): Promise<PoolResult> {
-  const common = { runtime: rt, store: memoryStore(), clock: systemClock, logger: silentLogger, image, spec: { labels } }
+  const common = {
+    runtime: rt,
+    store: memoryStore(),
+    clock: systemClock,
+    logger: silentLogger,
+    image,
+    spec: { labels },
+  }
   const warm = new ContainerPool({ ...common, name: `bench-warm-${process.pid}`, min: 2, max: 4 })
   const cold = new ContainerPool({ ...common, store: memoryStore(), name: `bench-cold-${process.pid}`, min: 0, max: 4 })
   try {
@@ -132,7 +132,14 @@ async function benchEngine(name: 'docker' | 'podman', info: EngineInfo): Promise
   const labels = { [LABEL]: String(process.pid) }
   const created: string[] = []
   const cleanup = async () => {
-    await Promise.all(created.splice(0).map((id) => docker.getContainer(id).remove({ force: true }).catch(() => {})))
+    await Promise.all(
+      created.splice(0).map((id) =>
+        docker
+          .getContainer(id)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+    )
   }
 
   try {
@@ -165,7 +172,10 @@ async function benchEngine(name: 'docker' | 'podman', info: EngineInfo): Promise
         created.push(c.id)
       },
       rawSame: async () => {
-        const body = toCreateOptions({ image: info.image, cmd: [...IDLE_COMMAND], labels }, `berth-raw-${Math.random().toString(16).slice(2, 14)}`)
+        const body = toCreateOptions(
+          { image: info.image, cmd: [...IDLE_COMMAND], labels },
+          `berth-raw-${Math.random().toString(16).slice(2, 14)}`,
+        )
         const t = now()
         const c = await docker.createContainer(body)
         await c.start()
@@ -221,7 +231,14 @@ async function benchEngine(name: 'docker' | 'podman', info: EngineInfo): Promise
   } finally {
     await cleanup()
     const leftovers = await docker.listContainers({ all: true, filters: { label: [`${LABEL}=${process.pid}`] } })
-    await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})))
+    await Promise.all(
+      leftovers.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+    )
   }
 }
 
@@ -238,7 +255,18 @@ export async function main(): Promise<EngineResult[]> {
   console.log('\nCold create+start (ms)')
   console.log(
     table(
-      ['engine', 'Berth median', 'Berth p99', 'raw plain median', 'raw plain p99', 'raw same-config median', 'vs plain', 'vs same-config', 'target', 'verdict'],
+      [
+        'engine',
+        'Berth median',
+        'Berth p99',
+        'raw plain median',
+        'raw plain p99',
+        'raw same-config median',
+        'vs plain',
+        'vs same-config',
+        'target',
+        'verdict',
+      ],
       results.map((r) => [
         r.engine,
         ms(r.createStart.berth.median),
@@ -256,7 +284,16 @@ export async function main(): Promise<EngineResult[]> {
   console.log('\nExec `true` round trip (ms), and idle memory (MiB)')
   console.log(
     table(
-      ['engine', 'Berth exec median', 'Berth exec p99', 'raw exec median', 'raw exec p99', 'exec ratio', 'idle mem Berth', 'idle mem plain'],
+      [
+        'engine',
+        'Berth exec median',
+        'Berth exec p99',
+        'raw exec median',
+        'raw exec p99',
+        'exec ratio',
+        'idle mem Berth',
+        'idle mem plain',
+      ],
       results.map((r) => [
         r.engine,
         ms(r.exec.berth.median),

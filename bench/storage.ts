@@ -28,8 +28,14 @@ import { int, ms, table } from './lib/table.js'
 // The root does not depend on unstorage: resolve it the way @berth/server does.
 const fromServer = createRequire(new URL('../packages/server/package.json', import.meta.url))
 type Storage = NonNullable<BerthOptions['storage']>
-const { createStorage } = (await import(pathToFileURL(fromServer.resolve('unstorage')).href)) as { createStorage(opts?: { driver: unknown }): Storage }
-const fsDriver = ((await import(pathToFileURL(fromServer.resolve('unstorage/drivers/fs')).href)) as { default: (opts: { base: string }) => unknown }).default
+const { createStorage } = (await import(pathToFileURL(fromServer.resolve('unstorage')).href)) as {
+  createStorage(opts?: { driver: unknown }): Storage
+}
+const fsDriver = (
+  (await import(pathToFileURL(fromServer.resolve('unstorage/drivers/fs')).href)) as {
+    default: (opts: { base: string }) => unknown
+  }
+).default
 
 const env = process.env
 const SIZES = (env.BENCH_STORAGE_SIZES ?? '100,1000,10000,100000').split(',').map(Number)
@@ -42,7 +48,16 @@ const CREATES = 1_000
 const ADMIN = 'bench-admin-token-0123456789'
 
 /** The issue's targets. */
-export const TARGETS = { page1Ms: 20, anyPageMs: 50, getMs: 5, filteredMs: 30, growth: 2, others: 0.2, createsPerSec: 2000, bytesPerRecord: 1024 }
+export const TARGETS = {
+  page1Ms: 20,
+  anyPageMs: 50,
+  getMs: 5,
+  filteredMs: 30,
+  growth: 2,
+  others: 0.2,
+  createsPerSec: 2000,
+  bytesPerRecord: 1024,
+}
 
 interface Scenario {
   driver: string
@@ -71,7 +86,18 @@ function diskBytes(dir: string): number {
   return n
 }
 
-const STATUSES = ['completed', 'completed', 'completed', 'completed', 'completed', 'completed', 'failed', 'failed', 'cancelled', 'completed'] as const
+const STATUSES = [
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'completed',
+  'failed',
+  'failed',
+  'cancelled',
+  'completed',
+] as const
 
 function task(owner: string, profile: string, i: number, at: number): TaskRecord {
   const now = new Date(at).toISOString()
@@ -90,7 +116,12 @@ function task(owner: string, profile: string, i: number, at: number): TaskRecord
     status: STATUSES[i % STATUSES.length]!,
     started_at: now,
     finished_at: now,
-    result: { text: 'Done.', cost_usd: 0.01, turns: 3, usage: { input_tokens: 1200, output_tokens: 300 } } as unknown as TaskRecord['result'],
+    result: {
+      text: 'Done.',
+      cost_usd: 0.01,
+      turns: 3,
+      usage: { input_tokens: 1200, output_tokens: 300 },
+    } as unknown as TaskRecord['result'],
     error: null,
     created_at: now,
     updated_at: now,
@@ -132,7 +163,9 @@ interface Subject {
 
 async function call(s: Subject, path: string): Promise<number> {
   const t0 = performance.now()
-  const res = await s.berth.fetch(new Request(`http://bench${path}`, { headers: { authorization: `Bearer ${s.token}` } }))
+  const res = await s.berth.fetch(
+    new Request(`http://bench${path}`, { headers: { authorization: `Bearer ${s.token}` } }),
+  )
   if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`)
   await res.arrayBuffer()
   return performance.now() - t0
@@ -170,7 +203,10 @@ async function setup(driver: string, size: number, others: number): Promise<Subj
     logger: silentLogger,
     rateLimit: { rpm: 1e9, burst: 1e9 },
     ...(mem && { store: mem }),
-    ...(driver === 'fs' && { storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }), cacheReads: true }),
+    ...(driver === 'fs' && {
+      storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }),
+      cacheReads: true,
+    }),
   })
   const store = berth.store
   const users = berth.services.users
@@ -182,7 +218,8 @@ async function setup(driver: string, size: number, others: number): Promise<Subj
   const { user, key } = await users.create({ name: 'caller' })
   const fillPerSec = await fill(store, user.id, newId('profile'), size, start + 1_000_000)
   const pages = Math.ceil(size / 20)
-  const sample = (await store.list<TaskRecord>(`tasks:${user.id}`, { offset: Math.floor(size / 3), limit: 1 })).items[0]!
+  const sample = (await store.list<TaskRecord>(`tasks:${user.id}`, { offset: Math.floor(size / 3), limit: 1 }))
+    .items[0]!
   const paths: Record<Kind, string> = {
     get: `/v1/tasks/${sample.id}`,
     page1: '/v1/tasks?limit=20',
@@ -205,12 +242,26 @@ async function scenario(driver: string, size: number, others: number, ref: Subje
     const m = await measure(s, ref)
     // Creates through the service (validation, id, record, index) on top of the filled store.
     const t0 = performance.now()
-    for (let i = 0; i < CREATES; i++) await s.berth.services.memory.create(s.userId, { type: 'fact', name: `Fact ${i}`, body: `The build of release ${i} takes about ${i % 60} minutes.` })
+    for (let i = 0; i < CREATES; i++)
+      await s.berth.services.memory.create(s.userId, {
+        type: 'fact',
+        name: `Fact ${i}`,
+        body: `The build of release ${i} takes about ${i % 60} minutes.`,
+      })
     const createsPerSec = CREATES / ((performance.now() - t0) / 1000)
     await s.berth.close()
     const bytesPerRecord = driver === 'memory' ? null : diskBytes(s.dir) / (size + others + CREATES)
     const vsRef = Object.fromEntries(KINDS.map((k) => [k, m[k].p50 / m[k].ref])) as Record<Kind, number>
-    return { driver, size, others, ...(Object.fromEntries(KINDS.map((k) => [k, m[k].p50])) as Record<Kind, number>), vsRef, createsPerSec, bytesPerRecord, fillPerSec: s.fillPerSec }
+    return {
+      driver,
+      size,
+      others,
+      ...(Object.fromEntries(KINDS.map((k) => [k, m[k].p50])) as Record<Kind, number>),
+      vsRef,
+      createsPerSec,
+      bytesPerRecord,
+      fillPerSec: s.fillPerSec,
+    }
   } finally {
     await teardown(s)
   }
@@ -222,13 +273,21 @@ async function smallRecords(driver: string, n: number): Promise<{ bytesPerRecord
   const berth = createBerth({
     dataDir: dir,
     logger: silentLogger,
-    ...(driver === 'fs' && { storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }), cacheReads: true }),
+    ...(driver === 'fs' && {
+      storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }),
+      cacheReads: true,
+    }),
   })
   try {
     const { user } = await berth.services.users.create({ name: 'caller' })
     const before = diskBytes(dir)
     const t0 = performance.now()
-    for (let i = 0; i < n; i++) await berth.services.memory.create(user.id, { type: 'fact', name: `Fact ${i}`, body: `The build of release ${i} takes about ${i % 60} minutes.` })
+    for (let i = 0; i < n; i++)
+      await berth.services.memory.create(user.id, {
+        type: 'fact',
+        name: `Fact ${i}`,
+        body: `The build of release ${i} takes about ${i % 60} minutes.`,
+      })
     const createsPerSec = n / ((performance.now() - t0) / 1000)
     await berth.close()
     return { bytesPerRecord: (diskBytes(dir) - before) / n, createsPerSec }
@@ -252,7 +311,9 @@ export async function main(): Promise<void> {
           const t0 = Date.now()
           const r = await scenario(driver, size, others, ref)
           results.push(r)
-          console.log(`  ${driver} ${int(size)} records${others ? ` + ${int(others)} of others` : ''}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+          console.log(
+            `  ${driver} ${int(size)} records${others ? ` + ${int(others)} of others` : ''}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+          )
         }
       }
     } finally {
@@ -260,13 +321,28 @@ export async function main(): Promise<void> {
     }
   }
   const small: Record<string, { bytesPerRecord: number; createsPerSec: number }> = {}
-  for (const driver of DRIVERS.filter((d) => d !== 'memory')) small[driver] = await smallRecords(driver, driver === 'fs' ? 2_000 : 10_000)
+  for (const driver of DRIVERS.filter((d) => d !== 'memory'))
+    small[driver] = await smallRecords(driver, driver === 'fs' ? 2_000 : 10_000)
 
-  const base = (r: Scenario) => results.find((x) => x.driver === r.driver && x.others === 0 && x.size === Math.min(...SIZES))
+  const base = (r: Scenario) =>
+    results.find((x) => x.driver === r.driver && x.others === 0 && x.size === Math.min(...SIZES))
   const alone = (r: Scenario) => results.find((x) => x.driver === r.driver && x.others === 0 && x.size === r.size)
   console.log(
     `\n${table(
-      ['driver', 'records', 'others', 'get', 'page 1', 'middle', 'last', 'status=', 'mode&status p2', 'creates/s', 'B/record', 'fill/s'],
+      [
+        'driver',
+        'records',
+        'others',
+        'get',
+        'page 1',
+        'middle',
+        'last',
+        'status=',
+        'mode&status p2',
+        'creates/s',
+        'B/record',
+        'fill/s',
+      ],
       results.map((r) => [
         r.driver,
         int(r.size),
@@ -289,11 +365,35 @@ export async function main(): Promise<void> {
     const b = base(r)!
     const tag = `${int(r.size)}${r.others ? ` + ${int(r.others)} others` : ''}`
     if (r.size === Math.max(...SIZES)) {
-      verdicts.push({ driver: r.driver, check: `page 1 @ ${tag}`, value: ms(r.page1), target: `< ${TARGETS.page1Ms} ms`, ok: r.page1 < TARGETS.page1Ms })
+      verdicts.push({
+        driver: r.driver,
+        check: `page 1 @ ${tag}`,
+        value: ms(r.page1),
+        target: `< ${TARGETS.page1Ms} ms`,
+        ok: r.page1 < TARGETS.page1Ms,
+      })
       const worst = Math.max(r.page1, r.middle, r.last, r.filtered2)
-      verdicts.push({ driver: r.driver, check: `any page @ ${tag}`, value: ms(worst), target: `< ${TARGETS.anyPageMs} ms`, ok: worst < TARGETS.anyPageMs })
-      verdicts.push({ driver: r.driver, check: `get @ ${tag}`, value: ms(r.get), target: `< ${TARGETS.getMs} ms`, ok: r.get < TARGETS.getMs })
-      verdicts.push({ driver: r.driver, check: `filtered tasks @ ${tag}`, value: ms(Math.max(r.filtered, r.filtered2)), target: `< ${TARGETS.filteredMs} ms`, ok: Math.max(r.filtered, r.filtered2) < TARGETS.filteredMs })
+      verdicts.push({
+        driver: r.driver,
+        check: `any page @ ${tag}`,
+        value: ms(worst),
+        target: `< ${TARGETS.anyPageMs} ms`,
+        ok: worst < TARGETS.anyPageMs,
+      })
+      verdicts.push({
+        driver: r.driver,
+        check: `get @ ${tag}`,
+        value: ms(r.get),
+        target: `< ${TARGETS.getMs} ms`,
+        ok: r.get < TARGETS.getMs,
+      })
+      verdicts.push({
+        driver: r.driver,
+        check: `filtered tasks @ ${tag}`,
+        value: ms(Math.max(r.filtered, r.filtered2)),
+        target: `< ${TARGETS.filteredMs} ms`,
+        ok: Math.max(r.filtered, r.filtered2) < TARGETS.filteredMs,
+      })
       for (const [name, k] of [
         ['page 1', 'page1'],
         ['last page', 'last'],
@@ -301,25 +401,70 @@ export async function main(): Promise<void> {
         ['filtered', 'filtered'],
       ] as const) {
         const v = r.vsRef[k]
-        verdicts.push({ driver: r.driver, check: `${name} @ ${tag} vs @ ${int(b.size)} (alternating)`, value: `${v.toFixed(2)}x`, target: `≤ ${TARGETS.growth}x`, ok: v <= TARGETS.growth })
+        verdicts.push({
+          driver: r.driver,
+          check: `${name} @ ${tag} vs @ ${int(b.size)} (alternating)`,
+          value: `${v.toFixed(2)}x`,
+          target: `≤ ${TARGETS.growth}x`,
+          ok: v <= TARGETS.growth,
+        })
       }
     }
     if (r.others) {
       const a = alone(r)!
       // Both runs' calls relative to the same reference calls, each measured alongside them.
       const ratio = Math.max(...(['page1', 'get', 'filtered', 'last'] as const).map((k) => r.vsRef[k] / a.vsRef[k]))
-      verdicts.push({ driver: r.driver, check: `worst of page 1/last/get/filtered @ ${tag} vs alone`, value: `${ratio.toFixed(2)}x`, target: `≤ ${1 + TARGETS.others}x`, ok: ratio <= 1 + TARGETS.others })
+      verdicts.push({
+        driver: r.driver,
+        check: `worst of page 1/last/get/filtered @ ${tag} vs alone`,
+        value: `${ratio.toFixed(2)}x`,
+        target: `≤ ${1 + TARGETS.others}x`,
+        ok: ratio <= 1 + TARGETS.others,
+      })
     }
-    verdicts.push({ driver: r.driver, check: `creates/s @ ${tag}`, value: int(r.createsPerSec), target: `≥ ${TARGETS.createsPerSec}`, ok: r.createsPerSec >= TARGETS.createsPerSec })
+    verdicts.push({
+      driver: r.driver,
+      check: `creates/s @ ${tag}`,
+      value: int(r.createsPerSec),
+      target: `≥ ${TARGETS.createsPerSec}`,
+      ok: r.createsPerSec >= TARGETS.createsPerSec,
+    })
   }
   for (const [driver, s] of Object.entries(small)) {
-    verdicts.push({ driver, check: 'bytes on disk per small record (memory row)', value: int(s.bytesPerRecord), target: `≤ ${TARGETS.bytesPerRecord}`, ok: driver === 'fs' || s.bytesPerRecord <= TARGETS.bytesPerRecord })
-    verdicts.push({ driver, check: 'creates/s of small records on an empty store', value: int(s.createsPerSec), target: `≥ ${TARGETS.createsPerSec}`, ok: driver === 'fs' || s.createsPerSec >= TARGETS.createsPerSec })
+    verdicts.push({
+      driver,
+      check: 'bytes on disk per small record (memory row)',
+      value: int(s.bytesPerRecord),
+      target: `≤ ${TARGETS.bytesPerRecord}`,
+      ok: driver === 'fs' || s.bytesPerRecord <= TARGETS.bytesPerRecord,
+    })
+    verdicts.push({
+      driver,
+      check: 'creates/s of small records on an empty store',
+      value: int(s.createsPerSec),
+      target: `≥ ${TARGETS.createsPerSec}`,
+      ok: driver === 'fs' || s.createsPerSec >= TARGETS.createsPerSec,
+    })
   }
-  console.log(`\n${table(['driver', 'check', 'value', 'target', ''], verdicts.map((v) => [v.driver, v.check, v.value, v.target, v.driver === 'fs' ? '(baseline)' : mark(v.ok)]))}`)
+  console.log(
+    `\n${table(
+      ['driver', 'check', 'value', 'target', ''],
+      verdicts.map((v) => [v.driver, v.check, v.value, v.target, v.driver === 'fs' ? '(baseline)' : mark(v.ok)]),
+    )}`,
+  )
   const missed = verdicts.filter((v) => v.driver !== 'fs' && !v.ok)
-  console.log(missed.length ? `\n${missed.length} storage target(s) missed (see MISS above).` : '\nEvery storage target met.')
-  writeResults('storage', { sizes: SIZES, others: OTHERS, iterations: ITER, targets: TARGETS, results, small, verdicts })
+  console.log(
+    missed.length ? `\n${missed.length} storage target(s) missed (see MISS above).` : '\nEvery storage target met.',
+  )
+  writeResults('storage', {
+    sizes: SIZES,
+    others: OTHERS,
+    iterations: ITER,
+    targets: TARGETS,
+    results,
+    small,
+    verdicts,
+  })
 }
 
 runAsScript(import.meta.url, main)

@@ -46,7 +46,10 @@ const CONCURRENCY = Number(env.BENCH_TASKS_CONCURRENCY ?? 8)
 const POOL_MIN = Number(env.BENCH_TASKS_POOL_MIN ?? 2)
 const AFTER_LOAD = Number(env.BENCH_TASKS_AFTER_LOAD ?? 5)
 const PRELOAD_KEYS = Number(env.BENCH_TASKS_PRELOAD_KEYS ?? 0)
-const ENGINES = (env.BENCH_TASKS_ENGINES ?? 'podman,docker').split(',').map((s) => s.trim()).filter(Boolean) as EngineInfo['engine'][]
+const ENGINES = (env.BENCH_TASKS_ENGINES ?? 'podman,docker')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as EngineInfo['engine'][]
 const STORAGE = (env.BENCH_TASKS_STORAGE ?? 'fs') as 'fs' | 'memory'
 const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)
 /** Berth may add at most this much at p50, to the first token and to the result. */
@@ -191,7 +194,12 @@ async function openSession(info: EngineInfo, bundleDir: string): Promise<Session
     image: info.image,
     bundleDir,
     storage: STORAGE,
-    pool: { name: `bench-tasks-${process.pid}`, min: POOL_MIN, max: CONCURRENCY, labels: { [LABEL]: String(process.pid) } },
+    pool: {
+      name: `bench-tasks-${process.pid}`,
+      min: POOL_MIN,
+      max: CONCURRENCY,
+      labels: { [LABEL]: String(process.pid) },
+    },
     concurrency: CONCURRENCY,
     preloadKeys: PRELOAD_KEYS,
   }
@@ -326,7 +334,10 @@ async function benchEngine(info: EngineInfo, bundleDir: string): Promise<EngineR
     const cpu1 = machineCpu()
     progress(null)
 
-    const { tasks, storeKeys } = await traces(s, berth.map((t) => t.id))
+    const { tasks, storeKeys } = await traces(
+      s,
+      berth.map((t) => t.id),
+    )
     const rows = berth.map((t) => ({ ...t, server: tasks[t.id]! }))
 
     const dFirst = direct.map((e) => e.tokenLine! - e.called)
@@ -335,7 +346,10 @@ async function benchEngine(info: EngineInfo, bundleDir: string): Promise<EngineR
     const bResult = berth.map((t) => t.end! - t.submit)
     const firstToken = { direct: summarize(dFirst), berth: summarize(bFirst) }
     const result = { direct: summarize(dResult), berth: summarize(bResult) }
-    const added = { firstToken: firstToken.berth.p50 - firstToken.direct.p50, result: result.berth.p50 - result.direct.p50 }
+    const added = {
+      firstToken: firstToken.berth.p50 - firstToken.direct.p50,
+      result: result.berth.p50 - result.direct.p50,
+    }
     const noise = { firstToken: medianDiffError(dFirst, bFirst), result: medianDiffError(dResult, bResult) }
     const stepRows = rows.map((r) => steps(r, r.server, offset))
     const breakdown: Record<string, Summary> = {}
@@ -350,13 +364,22 @@ async function benchEngine(info: EngineInfo, bundleDir: string): Promise<EngineR
         attach: summarize(direct.map((e) => e.attached! - e.called)),
         resultToExit: summarize(direct.map((e) => e.exit! - e.resultLine!)),
       },
-      berth: { firstToken: firstToken.berth, result: result.berth, resultEvent: summarize(berth.map((t) => t.resultEvent! - t.submit)) },
+      berth: {
+        firstToken: firstToken.berth,
+        result: result.berth,
+        resultEvent: summarize(berth.map((t) => t.resultEvent! - t.submit)),
+      },
       addedP50: added,
       addedP50Noise: noise,
       outsideRunner: { firstToken: summarize(outsideFirst), result: summarize(outsideResult) },
       verdict: { firstToken: verdict(added.firstToken), result: verdict(added.result) },
-      pairedVerdict: { firstToken: verdict(summarize(outsideFirst).p50), result: verdict(summarize(outsideResult).p50) },
-      lateSubscriptions: rows.filter((r) => r.server.tokenPublished !== undefined && r.ack! > r.server.tokenPublished - offset).length,
+      pairedVerdict: {
+        firstToken: verdict(summarize(outsideFirst).p50),
+        result: verdict(summarize(outsideResult).p50),
+      },
+      lateSubscriptions: rows.filter(
+        (r) => r.server.tokenPublished !== undefined && r.ack! > r.server.tokenPublished - offset,
+      ).length,
       slowClaims: rows.filter((r) => (r.server.claimed ?? Infinity) - (r.server.claimCalled ?? 0) > 50).length,
     }
 
@@ -370,7 +393,10 @@ async function benchEngine(info: EngineInfo, bundleDir: string): Promise<EngineR
         await s.settle()
         late.push(await s.berth())
       }
-      const after = await traces(s, late.map((t) => t.id))
+      const after = await traces(
+        s,
+        late.map((t) => t.id),
+      )
       const lateRows = late.map((t) => ({ ...t, server: after.tasks[t.id]! }))
       afterLoad = {
         storeKeys: after.storeKeys,
@@ -440,21 +466,45 @@ async function benchThroughput(s: Session): Promise<Throughput> {
 /** Remove whatever this run's pools left on an engine (the hosts remove their own; this is for crashes). */
 async function sweep(info: EngineInfo): Promise<void> {
   const { docker } = connectEngine({ socketPath: info.socketPath })
-  const left = await docker.listContainers({ all: true, filters: { label: [`${LABEL}=${process.pid}`] } }).catch(() => [])
-  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})))
+  const left = await docker
+    .listContainers({ all: true, filters: { label: [`${LABEL}=${process.pid}`] } })
+    .catch(() => [])
+  await Promise.all(
+    left.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  )
 }
 
 function storeTable(p: StoreProfile): string {
-  const rows = Object.entries(p).flatMap(([w, ops]) => Object.entries(ops).map(([op, v]) => [w, op, String(v.calls), ms(v.ms)]))
+  const rows = Object.entries(p).flatMap(([w, ops]) =>
+    Object.entries(ops).map(([op, v]) => [w, op, String(v.calls), ms(v.ms)]),
+  )
   return table(['window', 'call', 'calls', 'summed ms'], rows)
 }
 
 function print(results: EngineResult[]): void {
   const x = (n: number) => (Number.isFinite(n) ? `${n >= 0 ? '+' : ''}${n.toFixed(2)}` : 'n/a')
-  console.log(`\nTasks: submit → first token / result, Berth vs the runner exec'd directly (ms, ${ITERATIONS} each, interleaved)`)
+  console.log(
+    `\nTasks: submit → first token / result, Berth vs the runner exec'd directly (ms, ${ITERATIONS} each, interleaved)`,
+  )
   console.log(
     table(
-      ['engine', 'measure', 'direct p50', 'direct p99', 'Berth p50', 'Berth p99', 'added p50', 'verdict', 'outside runner p50', 'paired verdict'],
+      [
+        'engine',
+        'measure',
+        'direct p50',
+        'direct p99',
+        'Berth p50',
+        'Berth p99',
+        'added p50',
+        'verdict',
+        'outside runner p50',
+        'paired verdict',
+      ],
       results.flatMap((r) =>
         (['firstToken', 'result'] as const).map((m) => [
           r.engine,
@@ -478,12 +528,19 @@ function print(results: EngineResult[]): void {
   )
   for (const r of results) {
     console.log(`\nWhere Berth's time goes, ${r.engine} (ms; server-side steps from a probe in the server process)`)
-    console.log(table(['step', 'p50', 'p99'], Object.entries(r.breakdown).map(([k, v]) => [k, ms(v.p50), ms(v.p99)])))
+    console.log(
+      table(
+        ['step', 'p50', 'p99'],
+        Object.entries(r.breakdown).map(([k, v]) => [k, ms(v.p50), ms(v.p99)]),
+      ),
+    )
     console.log(
       `  direct baseline: exec create+start+attach p50 ${ms(r.latency.direct.attach.p50)}, result line → exit p50 ${ms(r.latency.direct.resultToExit.p50)}` +
         `; late subscriptions ${r.latency.lateSubscriptions}, claims over 50 ms ${r.latency.slowClaims}`,
     )
-    console.log(`\nStorage calls per task, ${r.engine} (p50 per task; ${r.store.keys} keys in the store after the latency runs)`)
+    console.log(
+      `\nStorage calls per task, ${r.engine} (p50 per task; ${r.store.keys} keys in the store after the latency runs)`,
+    )
     console.log(storeTable(r.store.profile))
     if (r.afterLoad) {
       const a = r.afterLoad
@@ -499,17 +556,19 @@ function print(results: EngineResult[]): void {
   console.log(
     table(
       ['engine', 'tasks', 'concurrency', 'wall s', 'tasks/min', 'submit→end p50 ms', 'p99 ms', 'failed', '429 retried'],
-      results.flatMap((r) => (r.throughput ? [{ ...r, throughput: r.throughput }] : [])).map((r) => [
-        r.engine,
-        String(r.throughput.tasks),
-        String(r.throughput.concurrency),
-        (r.throughput.wallMs / 1000).toFixed(1),
-        r.throughput.tasksPerMinute.toFixed(1),
-        ms(r.throughput.submitToEnd.p50),
-        ms(r.throughput.submitToEnd.p99),
-        String(r.throughput.failed),
-        String(r.throughput.refused429),
-      ]),
+      results
+        .flatMap((r) => (r.throughput ? [{ ...r, throughput: r.throughput }] : []))
+        .map((r) => [
+          r.engine,
+          String(r.throughput.tasks),
+          String(r.throughput.concurrency),
+          (r.throughput.wallMs / 1000).toFixed(1),
+          r.throughput.tasksPerMinute.toFixed(1),
+          ms(r.throughput.submitToEnd.p50),
+          ms(r.throughput.submitToEnd.p99),
+          String(r.throughput.failed),
+          String(r.throughput.refused429),
+        ]),
     ),
   )
 }

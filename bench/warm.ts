@@ -32,7 +32,10 @@ const THROUGHPUT_TASKS = Number(env.BENCH_WARM_THROUGHPUT ?? 40)
 const CONCURRENCY = Number(env.BENCH_TASKS_CONCURRENCY ?? 8)
 const POOL_MIN = Number(env.BENCH_TASKS_POOL_MIN ?? 2)
 const WARM_AGENTS = Number(env.BENCH_WARM_AGENTS ?? 2)
-const ENGINES = (env.BENCH_TASKS_ENGINES ?? 'podman,docker').split(',').map((s) => s.trim()).filter(Boolean) as EngineInfo['engine'][]
+const ENGINES = (env.BENCH_TASKS_ENGINES ?? 'podman,docker')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as EngineInfo['engine'][]
 const SERVER_NODE_ARGS = (env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean)
 const PROMPT = '[[berth:text ok]]'
 const TASK_TIMEOUT_MS = 120_000
@@ -53,11 +56,23 @@ interface ModeResult {
   paths: Record<'warm' | 'cold', number>
   /** Cold path only: the runner's steps, ms after the exec was called (p50 over the tasks that ran cold). */
   runnerSteps: Record<string, Summary>
-  throughput: { tasks: number; concurrency: number; tasksPerMinute: number; failed: number; warmPath: number; machineBusyCores: number } | null
+  throughput: {
+    tasks: number
+    concurrency: number
+    tasksPerMinute: number
+    failed: number
+    warmPath: number
+    machineBusyCores: number
+  } | null
 }
 
 const withTimeout = <T>(p: Promise<T>, what: string) =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took over ${TASK_TIMEOUT_MS} ms`)), TASK_TIMEOUT_MS).unref())])
+  Promise.race([
+    p,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what} took over ${TASK_TIMEOUT_MS} ms`)), TASK_TIMEOUT_MS).unref(),
+    ),
+  ])
 
 async function session(info: EngineInfo, bundleDir: string, mode: Mode): Promise<ModeResult> {
   const host: Child = forkTs('task-host.ts', SERVER_NODE_ARGS)
@@ -68,7 +83,12 @@ async function session(info: EngineInfo, bundleDir: string, mode: Mode): Promise
     image: info.image,
     bundleDir,
     storage: 'fs',
-    pool: { name: `bench-warm-${mode}-${process.pid}`, min: POOL_MIN, max: CONCURRENCY, labels: { [LABEL]: String(process.pid) } },
+    pool: {
+      name: `bench-warm-${mode}-${process.pid}`,
+      min: POOL_MIN,
+      max: CONCURRENCY,
+      labels: { [LABEL]: String(process.pid) },
+    },
     concurrency: CONCURRENCY,
     preloadKeys: 0,
     warmAgents: mode === 'warm' ? WARM_AGENTS : 0,
@@ -153,7 +173,8 @@ async function session(info: EngineInfo, bundleDir: string, mode: Mode): Promise
       host.send({ type: 'close' })
       await host.next('closed', 60_000)
       // A profiled child (BENCH_CHILD_PROF) writes its profile as it exits.
-      if (process.env.BENCH_CHILD_PROF) await new Promise<void>((r) => (host.process.exitCode !== null ? r() : host.process.once('exit', () => r())))
+      if (process.env.BENCH_CHILD_PROF)
+        await new Promise<void>((r) => (host.process.exitCode !== null ? r() : host.process.once('exit', () => r())))
     } catch (err) {
       console.error(`closing the task host: ${(err as Error).message}`)
     }
@@ -163,8 +184,17 @@ async function session(info: EngineInfo, bundleDir: string, mode: Mode): Promise
 
 async function sweep(info: EngineInfo): Promise<void> {
   const { docker } = connectEngine({ socketPath: info.socketPath })
-  const left = await docker.listContainers({ all: true, filters: { label: [`${LABEL}=${process.pid}`] } }).catch(() => [])
-  await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})))
+  const left = await docker
+    .listContainers({ all: true, filters: { label: [`${LABEL}=${process.pid}`] } })
+    .catch(() => [])
+  await Promise.all(
+    left.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  )
 }
 
 export async function main(): Promise<unknown> {
@@ -173,7 +203,9 @@ export async function main(): Promise<unknown> {
   const load0 = loadavg()
   const results: { engine: string; version: string; cold: ModeResult; warm: ModeResult }[] = []
   for (const info of ensureEngines(ENGINES)) {
-    console.log(`\nWarm agents: ${info.engine} ${info.version}, ${ITERATIONS} tasks one at a time per mode, then ${THROUGHPUT_TASKS} at concurrency ${CONCURRENCY} (load average ${loadavg()[0]!.toFixed(1)})`)
+    console.log(
+      `\nWarm agents: ${info.engine} ${info.version}, ${ITERATIONS} tasks one at a time per mode, then ${THROUGHPUT_TASKS} at concurrency ${CONCURRENCY} (load average ${loadavg()[0]!.toFixed(1)})`,
+    )
     try {
       const cold = await session(info, bundleDir, 'cold')
       const warm = await session(info, bundleDir, 'warm')
@@ -185,7 +217,15 @@ export async function main(): Promise<unknown> {
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'BELOW TARGET')
   console.log(
     `\n${table(
-      ['engine', 'mode', 'paths (warm/cold)', 'first token p50', 'p90', 'result p50', `first token < ${TARGET_FIRST_TOKEN_MS} ms`],
+      [
+        'engine',
+        'mode',
+        'paths (warm/cold)',
+        'first token p50',
+        'p90',
+        'result p50',
+        `first token < ${TARGET_FIRST_TOKEN_MS} ms`,
+      ],
       results.flatMap((r) =>
         [r.cold, r.warm].map((m) => [
           r.engine,
@@ -209,7 +249,18 @@ export async function main(): Promise<unknown> {
   if (THROUGHPUT_TASKS > 0) {
     console.log(
       `\nThroughput (${THROUGHPUT_TASKS} tasks, concurrency ${CONCURRENCY}; target ≥ ${TARGET_THROUGHPUT_RATIO}× ${BASELINE_TASKS_PER_MINUTE} tasks/min, the figure before this work):\n${table(
-        ['engine', 'mode', 'tasks/min', 'warm-path tasks', 'failed', 'busy cores', 'CPU s/task', `vs ${BASELINE_TASKS_PER_MINUTE}`, 'vs cold (same run)', 'verdict'],
+        [
+          'engine',
+          'mode',
+          'tasks/min',
+          'warm-path tasks',
+          'failed',
+          'busy cores',
+          'CPU s/task',
+          `vs ${BASELINE_TASKS_PER_MINUTE}`,
+          'vs cold (same run)',
+          'verdict',
+        ],
         results.flatMap((r) =>
           [r.cold, r.warm].map((m) => [
             r.engine,
@@ -222,7 +273,9 @@ export async function main(): Promise<unknown> {
             ((m.throughput!.machineBusyCores * 60) / m.throughput!.tasksPerMinute).toFixed(2),
             `${(m.throughput!.tasksPerMinute / BASELINE_TASKS_PER_MINUTE).toFixed(2)}×`,
             `${(m.throughput!.tasksPerMinute / r.cold.throughput!.tasksPerMinute).toFixed(2)}×`,
-            m.mode === 'warm' ? verdict(m.throughput!.tasksPerMinute >= TARGET_THROUGHPUT_RATIO * BASELINE_TASKS_PER_MINUTE) : '',
+            m.mode === 'warm'
+              ? verdict(m.throughput!.tasksPerMinute >= TARGET_THROUGHPUT_RATIO * BASELINE_TASKS_PER_MINUTE)
+              : '',
           ]),
         ),
       )}`,
@@ -231,8 +284,19 @@ export async function main(): Promise<unknown> {
   writeResults('warm', {
     cpus: cpus().length,
     loadavg: { start: load0, end: loadavg() },
-    config: { iterations: ITERATIONS, throughputTasks: THROUGHPUT_TASKS, concurrency: CONCURRENCY, poolMin: POOL_MIN, warmAgents: WARM_AGENTS, prompt: PROMPT },
-    targets: { firstTokenMs: TARGET_FIRST_TOKEN_MS, throughputRatio: TARGET_THROUGHPUT_RATIO, baselineTasksPerMinute: BASELINE_TASKS_PER_MINUTE },
+    config: {
+      iterations: ITERATIONS,
+      throughputTasks: THROUGHPUT_TASKS,
+      concurrency: CONCURRENCY,
+      poolMin: POOL_MIN,
+      warmAgents: WARM_AGENTS,
+      prompt: PROMPT,
+    },
+    targets: {
+      firstTokenMs: TARGET_FIRST_TOKEN_MS,
+      throughputRatio: TARGET_THROUGHPUT_RATIO,
+      baselineTasksPerMinute: BASELINE_TASKS_PER_MINUTE,
+    },
     results,
   })
   return results

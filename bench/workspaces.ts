@@ -43,7 +43,9 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url))
 type Storage = NonNullable<BerthOptions['storage']>
 const fromServer = createRequire(join(ROOT, 'packages/server/package.json'))
 const { createStorage } = fromServer('unstorage') as { createStorage(opts?: { driver?: unknown }): Storage }
-const fsDriver = (fromServer('unstorage/drivers/fs') as { default?: (o: { base: string }) => unknown } & ((o: { base: string }) => unknown))
+const fsDriver = fromServer('unstorage/drivers/fs') as { default?: (o: { base: string }) => unknown } & ((o: {
+  base: string
+}) => unknown)
 const fsStorage = (base: string) => createStorage({ driver: (fsDriver.default ?? fsDriver)({ base }) })
 const OWNER = 'usr_bench'
 const WS_ID = 'ws_bench'
@@ -73,7 +75,8 @@ interface FanoutResult {
 
 /** A transcript event like a task writes: mostly token deltas, now and then a tool result. */
 function event(i: number): NewEvent {
-  if (i % 50 === 49) return { type: 'tool_result', task_id: 'task_bench', id: `toolu_${i}`, output: 'x'.repeat(2000), is_error: false }
+  if (i % 50 === 49)
+    return { type: 'tool_result', task_id: 'task_bench', id: `toolu_${i}`, output: 'x'.repeat(2000), is_error: false }
   return { type: 'token', task_id: 'task_bench', text: `word${i} and more ` }
 }
 
@@ -148,7 +151,10 @@ async function transcriptBench(): Promise<TranscriptResult> {
           },
         ],
         [whole, async (l: EventLog) => (await l.read(OWNER, WS_ID, { after: 0, limit: EVENTS })).at(-1)?.seq ?? 0],
-        [last, async (l: EventLog) => (await l.read(OWNER, WS_ID, { after: EVENTS - 100, limit: 100 })).at(-1)?.seq ?? 0],
+        [
+          last,
+          async (l: EventLog) => (await l.read(OWNER, WS_ID, { after: EVENTS - 100, limit: 100 })).at(-1)?.seq ?? 0,
+        ],
       ] as const) {
         const fresh = openLog(buffered)
         const t = performance.now()
@@ -161,8 +167,18 @@ async function transcriptBench(): Promise<TranscriptResult> {
     }
     return {
       events: EVENTS,
-      appendBuffered: { eventsPerSecond: (EVENTS / bufferedMs) * 1000, ms: bufferedMs, segmentsOnDisk: bufferedDisk.files, bytesOnDisk: bufferedDisk.bytes },
-      appendFlushEach: { events: FLUSH_EACH_EVENTS, eventsPerSecond: (FLUSH_EACH_EVENTS / eachMs) * 1000, ms: eachMs, segmentsOnDisk: eachDisk.files },
+      appendBuffered: {
+        eventsPerSecond: (EVENTS / bufferedMs) * 1000,
+        ms: bufferedMs,
+        segmentsOnDisk: bufferedDisk.files,
+        bytesOnDisk: bufferedDisk.bytes,
+      },
+      appendFlushEach: {
+        events: FLUSH_EACH_EVENTS,
+        eventsPerSecond: (FLUSH_EACH_EVENTS / eachMs) * 1000,
+        ms: eachMs,
+        segmentsOnDisk: eachDisk.files,
+      },
       readPaged: summarize(paged),
       readWhole: summarize(whole),
       readLastPage: summarize(last),
@@ -189,7 +205,10 @@ function runClients(): void {
       if (m.type === 'start') {
         for (let i = 0; i < m.n; i += 50) {
           const batch = Array.from({ length: Math.min(50, m.n - i) }, () => {
-            const ws = new WebSocket(m.url, { headers: { authorization: `Bearer ${m.token}` }, perMessageDeflate: false })
+            const ws = new WebSocket(m.url, {
+              headers: { authorization: `Bearer ${m.token}` },
+              perMessageDeflate: false,
+            })
             return new Promise<WebSocket>((resolve, reject) => ws.once('open', () => resolve(ws)).once('error', reject))
           })
           sockets.push(...(await Promise.all(batch)))
@@ -203,7 +222,11 @@ function runClients(): void {
           let first = true
           ws.on('message', (data) => {
             const at = wallNow()
-            const msg = JSON.parse(String(data)) as { type: string; status?: string; event?: { seq: number; type: string } }
+            const msg = JSON.parse(String(data)) as {
+              type: string
+              status?: string
+              event?: { seq: number; type: string }
+            }
             if (msg.type === 'task.status' && first) {
               first = false
               if (++subscribed === sockets.length) send({ type: 'subscribed', at: wallNow() })
@@ -220,7 +243,9 @@ function runClients(): void {
                 for (const s of sockets) s.close()
                 sockets = []
                 // Exit only once the (large) message is out.
-                process.send!({ type: 'done', receipts, missing } satisfies FromClients, undefined, {}, () => process.exit(0))
+                process.send!({ type: 'done', receipts, missing } satisfies FromClients, undefined, {}, () =>
+                  process.exit(0),
+                )
               }
             }
           })
@@ -246,7 +271,10 @@ function inbox(child: ReturnType<typeof fork>) {
     exited = `ws clients exited (${signal ?? code})`
     wake?.()
   })
-  return async function next<T extends FromClients['type']>(type: T, timeoutMs: number): Promise<Extract<FromClients, { type: T }>> {
+  return async function next<T extends FromClients['type']>(
+    type: T,
+    timeoutMs: number,
+  ): Promise<Extract<FromClients, { type: T }>> {
     const until = Date.now() + timeoutMs
     for (;;) {
       const i = queue.findIndex((m) => m.type === type || m.type === 'error')
@@ -268,7 +296,10 @@ function inbox(child: ReturnType<typeof fork>) {
 
 function ensureRunnerBundle(): string {
   if (!existsSync(join(ROOT, 'packages/runner/dist/main.js'))) {
-    const build = spawnSync('pnpm', ['--filter', '@berth/runner', 'run', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] })
+    const build = spawnSync('pnpm', ['--filter', '@berth/runner', 'run', 'build'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
     if (build.status !== 0) throw new Error('building @berth/runner failed')
   }
   return bundleRunner(join(ROOT, '.tmp', 'runner-bundle-bench')).dir
@@ -308,7 +339,10 @@ async function fanoutBench(): Promise<FanoutResult> {
     const call = async (path: string, token: string, json?: unknown) => {
       const res = await fetch(url + path, {
         method: json === undefined ? 'GET' : 'POST',
-        headers: { authorization: `Bearer ${token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(json !== undefined && { 'content-type': 'application/json' }),
+        },
         ...(json !== undefined && { body: JSON.stringify(json) }),
       })
       if (res.status >= 300) throw new Error(`${path}: ${res.status} ${await res.text()}`)
@@ -331,13 +365,18 @@ async function fanoutBench(): Promise<FanoutResult> {
     child.send({ type: 'start', url: `${url.replace('http', 'ws')}/v1/ws`, token, n: SUBSCRIBERS } satisfies ToClients)
     await next('connected', 60_000)
     const words = Array.from({ length: WORDS }, (_, i) => `w${i}`).join(' ')
-    const task = await call('/v1/tasks', token, { mode: 'batch', profile_id: profile.id, prompt: `Stream. [[berth:slow 20]] [[berth:text ${words}]]` })
+    const task = await call('/v1/tasks', token, {
+      mode: 'batch',
+      profile_id: profile.id,
+      prompt: `Stream. [[berth:slow 20]] [[berth:text ${words}]]`,
+    })
     const t0 = wallNow()
     child.send({ type: 'subscribe', taskId: task.task_id } satisfies ToClients)
     const subscribed = await next('subscribed', 60_000)
     const done = await next('done', WS_TIMEOUT_MS)
     const finished = await call(`/v1/tasks/${task.task_id}`, token)
-    if (finished.status !== 'completed') throw new Error(`the streaming task ended ${finished.status}: ${JSON.stringify(finished.error)}`)
+    if (finished.status !== 'completed')
+      throw new Error(`the streaming task ended ${finished.status}: ${JSON.stringify(finished.error)}`)
     const latencies: number[] = []
     let measured = 0
     let deliveries = 0
@@ -370,26 +409,60 @@ async function fanoutBench(): Promise<FanoutResult> {
 
 /** Run the workspaces benchmark, print its tables and write bench/results/workspaces.json. */
 export async function main(): Promise<{ transcript: TranscriptResult; fanout: FanoutResult }> {
-  console.log(`\nWorkspaces benchmark: transcript of ${int(EVENTS)} events on the fs driver, ${READ_ROUNDS} read rounds…`)
+  console.log(
+    `\nWorkspaces benchmark: transcript of ${int(EVENTS)} events on the fs driver, ${READ_ROUNDS} read rounds…`,
+  )
   const transcript = await transcriptBench()
   console.log('\nTranscript on the unstorage fs driver')
   console.log(
     table(
       ['measurement', 'events', 'events/s', 'ms', 'segments on disk'],
       [
-        ['append, buffered (flush every 50 ms)', int(transcript.events), int(transcript.appendBuffered.eventsPerSecond), ms(transcript.appendBuffered.ms), int(transcript.appendBuffered.segmentsOnDisk)],
-        ['append + flush after every event', int(transcript.appendFlushEach.events), int(transcript.appendFlushEach.eventsPerSecond), ms(transcript.appendFlushEach.ms), int(transcript.appendFlushEach.segmentsOnDisk)],
+        [
+          'append, buffered (flush every 50 ms)',
+          int(transcript.events),
+          int(transcript.appendBuffered.eventsPerSecond),
+          ms(transcript.appendBuffered.ms),
+          int(transcript.appendBuffered.segmentsOnDisk),
+        ],
+        [
+          'append + flush after every event',
+          int(transcript.appendFlushEach.events),
+          int(transcript.appendFlushEach.eventsPerSecond),
+          ms(transcript.appendFlushEach.ms),
+          int(transcript.appendFlushEach.segmentsOnDisk),
+        ],
       ],
     ),
   )
-  console.log(`\nReading the ${int(EVENTS)}-event transcript reopened from disk (${(transcript.appendBuffered.bytesOnDisk / 1024 / 1024).toFixed(2)} MiB; open included; ms)`)
+  console.log(
+    `\nReading the ${int(EVENTS)}-event transcript reopened from disk (${(transcript.appendBuffered.bytesOnDisk / 1024 / 1024).toFixed(2)} MiB; open included; ms)`,
+  )
   console.log(
     table(
       ['read', 'p50', 'p99', 'min', 'n'],
       [
-        ['every page of 100 (the route, 100 calls)', ms(transcript.readPaged.p50), ms(transcript.readPaged.p99), ms(transcript.readPaged.min), int(transcript.readPaged.n)],
-        [`all ${int(EVENTS)} in one call`, ms(transcript.readWhole.p50), ms(transcript.readWhole.p99), ms(transcript.readWhole.min), int(transcript.readWhole.n)],
-        ['the last page of 100', ms(transcript.readLastPage.p50), ms(transcript.readLastPage.p99), ms(transcript.readLastPage.min), int(transcript.readLastPage.n)],
+        [
+          'every page of 100 (the route, 100 calls)',
+          ms(transcript.readPaged.p50),
+          ms(transcript.readPaged.p99),
+          ms(transcript.readPaged.min),
+          int(transcript.readPaged.n),
+        ],
+        [
+          `all ${int(EVENTS)} in one call`,
+          ms(transcript.readWhole.p50),
+          ms(transcript.readWhole.p99),
+          ms(transcript.readWhole.min),
+          int(transcript.readWhole.n),
+        ],
+        [
+          'the last page of 100',
+          ms(transcript.readLastPage.p50),
+          ms(transcript.readLastPage.p99),
+          ms(transcript.readLastPage.min),
+          int(transcript.readLastPage.n),
+        ],
       ],
     ),
   )
@@ -399,7 +472,18 @@ export async function main(): Promise<{ transcript: TranscriptResult; fanout: Fa
   console.log(
     table(
       ['subscribers', 'token events', 'measured', 'deliveries', 'missing', 'p50 ms', 'p99 ms', 'max ms'],
-      [[int(fanout.subscribers), int(fanout.tokenEvents), int(fanout.measuredEvents), int(fanout.deliveries), int(fanout.missing), ms(fanout.latencyMs.p50), ms(fanout.latencyMs.p99), ms(fanout.latencyMs.max)]],
+      [
+        [
+          int(fanout.subscribers),
+          int(fanout.tokenEvents),
+          int(fanout.measuredEvents),
+          int(fanout.deliveries),
+          int(fanout.missing),
+          ms(fanout.latencyMs.p50),
+          ms(fanout.latencyMs.p99),
+          ms(fanout.latencyMs.max),
+        ],
+      ],
     ),
   )
 

@@ -18,7 +18,10 @@ function tsconfigWithoutPaths(): string {
   plainTsconfig ??= join(ROOT, 'node_modules/.cache/berth-bench/tsconfig.json')
   if (!existsSync(plainTsconfig)) {
     mkdirSync(dirname(plainTsconfig), { recursive: true })
-    writeFileSync(plainTsconfig, JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', strict: true } }))
+    writeFileSync(
+      plainTsconfig,
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', strict: true } }),
+    )
   }
   return plainTsconfig
 }
@@ -47,7 +50,12 @@ export interface Child {
 export function forkTs(file: string, execArgv: string[] = []): Child {
   const child = fork(fileURLToPath(new URL(`./${file}`, import.meta.url)), [], {
     cwd: ROOT,
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : []), ...execArgv],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHILD_PROF}`] : []),
+      ...execArgv,
+    ],
     env: { ...process.env, TSX_TSCONFIG_PATH: tsconfigWithoutPaths() },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })

@@ -106,7 +106,10 @@ class ResponseParser {
 }
 
 /** Run the load and resolve with the measured window's numbers. */
-export async function generateLoad(cfg: LoadConfig, notify: (msg: { type: string }) => void = () => {}): Promise<LoadResult> {
+export async function generateLoad(
+  cfg: LoadConfig,
+  notify: (msg: { type: string }) => void = () => {},
+): Promise<LoadResult> {
   const headerLines = Object.entries({ host: `${cfg.host}:${cfg.port}`, ...cfg.headers })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('')
@@ -148,7 +151,8 @@ export async function generateLoad(cfg: LoadConfig, notify: (msg: { type: string
       const parser = new ResponseParser((status, bodyBytes) => {
         const ms = performance.now() - sentAt
         if (status !== cfg.expectStatus) fail(`status ${status}`)
-        else if (cfg.expectBodyBytes !== undefined && bodyBytes !== cfg.expectBodyBytes) fail(`body ${bodyBytes} bytes, expected ${cfg.expectBodyBytes}`)
+        else if (cfg.expectBodyBytes !== undefined && bodyBytes !== cfg.expectBodyBytes)
+          fail(`body ${bodyBytes} bytes, expected ${cfg.expectBodyBytes}`)
         else if (phase === 'measure') record(ms)
         if (phase === 'done') socket.end()
         else send()
@@ -215,6 +219,8 @@ if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
   process.once('message', (cfg: LoadConfig) => {
     generateLoad(cfg, (m) => send(m))
       .then((result) => send({ type: 'result', result }, () => process.exit(0)))
-      .catch((err: unknown) => send({ type: 'error', error: String((err as Error)?.stack ?? err) }, () => process.exit(1)))
+      .catch((err: unknown) =>
+        send({ type: 'error', error: String((err as Error)?.stack ?? err) }, () => process.exit(1)),
+      )
   })
 }

@@ -81,7 +81,15 @@ async function startBare(cfg: HostConfig): Promise<Started> {
   })
   const port = await listen(server)
   return {
-    ready: { type: 'ready', port, storage: '—', path: '/', headers: {}, bodyBase64: body.toString('base64'), contentType },
+    ready: {
+      type: 'ready',
+      port,
+      storage: '—',
+      path: '/',
+      headers: {},
+      bodyBase64: body.toString('base64'),
+      contentType,
+    },
     async close() {
       await closeServer(server)
       return { type: 'closed' }
@@ -97,7 +105,9 @@ async function startBare(cfg: HostConfig): Promise<Started> {
 async function startH3(cfg: HostConfig): Promise<Started> {
   type H3Module = {
     H3: new () => { get(path: string, handler: () => Response): unknown }
-    toNodeHandler(app: unknown): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void
+    toNodeHandler(
+      app: unknown,
+    ): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void
   }
   const h3 = await loadPackageFile<H3Module>('h3', 'dist/_entries/node.mjs')
   const body = Buffer.from(cfg.bodyBase64 ?? '', 'base64')
@@ -107,7 +117,15 @@ async function startH3(cfg: HostConfig): Promise<Started> {
   const server = createServer(h3.toNodeHandler(app))
   const port = await listen(server)
   return {
-    ready: { type: 'ready', port, storage: '—', path: '/', headers: {}, bodyBase64: body.toString('base64'), contentType },
+    ready: {
+      type: 'ready',
+      port,
+      storage: '—',
+      path: '/',
+      headers: {},
+      bodyBase64: body.toString('base64'),
+      contentType,
+    },
     async close() {
       await closeServer(server)
       return { type: 'closed' }
@@ -147,7 +165,8 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
   const first = await get()
   const body = Buffer.from(await first.arrayBuffer())
   if (first.status !== 200) throw new Error(`GET ${path} → ${first.status} ${body.toString()}`)
-  if (!first.headers.get('ratelimit-remaining')) throw new Error('Berth answered without RateLimit headers: is the limiter running?')
+  if (!first.headers.get('ratelimit-remaining'))
+    throw new Error('Berth answered without RateLimit headers: is the limiter running?')
 
   return {
     ready: {
@@ -181,7 +200,12 @@ if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
   process.on('message', (msg: HostConfig | { type: string }) => {
     void (async () => {
       if ('kind' in msg) {
-        started = msg.kind === 'bare' ? await startBare(msg) : msg.kind === 'h3' ? await startH3(msg) : await startBerth(msg.kind)
+        started =
+          msg.kind === 'bare'
+            ? await startBare(msg)
+            : msg.kind === 'h3'
+              ? await startH3(msg)
+              : await startBerth(msg.kind)
         await send(started.ready)
       } else if (msg.type === 'measure-start') {
         cpu0 = process.cpuUsage()

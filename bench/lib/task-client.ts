@@ -57,8 +57,14 @@ export interface TaskClient {
  * console.log(t.token! - t.submit, t.end! - t.submit)
  * ```
  */
-export async function connectClient(base: string, token: string, stats: { refused: number } = { refused: 0 }): Promise<TaskClient> {
-  const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${token}` } })
+export async function connectClient(
+  base: string,
+  token: string,
+  stats: { refused: number } = { refused: 0 },
+): Promise<TaskClient> {
+  const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/v1/ws`, {
+    headers: { authorization: `Bearer ${token}` },
+  })
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve())
     socket.once('error', reject)

@@ -104,16 +104,27 @@ async function startHost(cfg: TaskHostConfig): Promise<Host> {
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-bench-tasks-'))
   // The storage Berth builds by default (fs driver under <dataDir>/store, cached reads), built
   // here so the probe can time every call.
-  const { default: fsDriver } = await loadPackageFile<{ default: (o: { base: string }) => never }>('unstorage', 'drivers/fs.mjs')
+  const { default: fsDriver } = await loadPackageFile<{ default: (o: { base: string }) => never }>(
+    'unstorage',
+    'drivers/fs.mjs',
+  )
   const storage = probe.wrapStorage(
-    cfg.storage === 'memory' ? ws.unstorage.createStorage() : ws.unstorage.createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }),
+    cfg.storage === 'memory'
+      ? ws.unstorage.createStorage()
+      : ws.unstorage.createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }),
   )
   for (let i = 0; i < cfg.preloadKeys; i += 300) {
     const batch = Array.from({ length: Math.min(300, cfg.preloadKeys - i) }, (_, k) => {
       const n = i + k
       const kind = n % 3 === 0 ? 'tasks' : n % 3 === 1 ? 'workspaces' : 'eventlog'
-      const key = kind === 'eventlog' ? `eventlog:usr_filler:ws_${n}:00000000` : `${kind}:usr_filler:${kind === 'tasks' ? 'task' : 'ws'}_${n}`
-      return storage.setItem(key, kind === 'eventlog' ? [{ seq: 1, type: 'token', text: 'x' }] : { id: String(n), owner_id: 'usr_filler' })
+      const key =
+        kind === 'eventlog'
+          ? `eventlog:usr_filler:ws_${n}:00000000`
+          : `${kind}:usr_filler:${kind === 'tasks' ? 'task' : 'ws'}_${n}`
+      return storage.setItem(
+        key,
+        kind === 'eventlog' ? [{ seq: 1, type: 'token', text: 'x' }] : { id: String(n), owner_id: 'usr_filler' },
+      )
     })
     await Promise.all(batch)
   }

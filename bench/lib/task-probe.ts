@@ -75,7 +75,9 @@ export interface Probe {
   firstCall: RunnerCall | null
   runtime: ContainerRuntime
   /** Wrap the node:http handler (request arrival and response times of `POST /v1/tasks`). */
-  wrapHandler(handler: (req: IncomingMessage, res: ServerResponse) => unknown): (req: IncomingMessage, res: ServerResponse) => unknown
+  wrapHandler(
+    handler: (req: IncomingMessage, res: ServerResponse) => unknown,
+  ): (req: IncomingMessage, res: ServerResponse) => unknown
   /** Wrap a pool's `claim` and a bus's `publish` (once the server exists). */
   attach(pool: ContainerPool, bus: EventBus): void
   /** Wrap an unstorage instance: every read, write, removal and key listing is timed. */
@@ -178,7 +180,10 @@ export function createProbe(inner: ContainerRuntime): Probe {
         const lease = claim(req)
         if (id) {
           task(id).claimCalled = called
-          void lease.then(() => (task(id).claimed = wallNow()), () => {})
+          void lease.then(
+            () => (task(id).claimed = wallNow()),
+            () => {},
+          )
         }
         return lease
       }

@@ -78,7 +78,12 @@ async function importBuilt<T>(dir: string): Promise<T> {
  * const berth = server.createBerth({ storage: unstorage.createStorage(), logger: core.silentLogger })
  * ```
  */
-export async function loadWorkspace(): Promise<{ server: typeof ServerModule; core: typeof CoreModule; unstorage: UnstorageModule; serverDir: string }> {
+export async function loadWorkspace(): Promise<{
+  server: typeof ServerModule
+  core: typeof CoreModule
+  unstorage: UnstorageModule
+  serverDir: string
+}> {
   const serverDir = process.env.BENCH_SERVER_DIR ? resolve(process.env.BENCH_SERVER_DIR) : join(ROOT, 'packages/server')
   const [server, core, unstorage] = await Promise.all([
     importBuilt<typeof ServerModule>(serverDir),

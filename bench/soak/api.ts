@@ -40,7 +40,10 @@ export function apiClient(url: string, token: string): ApiClient {
       try {
         res = await fetch(client.url + path, {
           method,
-          headers: { authorization: `Bearer ${client.token}`, ...(json !== undefined && { 'content-type': 'application/json' }) },
+          headers: {
+            authorization: `Bearer ${client.token}`,
+            ...(json !== undefined && { 'content-type': 'application/json' }),
+          },
           ...(json !== undefined && { body: JSON.stringify(json) }),
           signal: AbortSignal.timeout(30_000),
         })
@@ -69,14 +72,24 @@ export function apiClient(url: string, token: string): ApiClient {
  * const { api, profileId } = await newCaller(url, adminToken, { persistent_sessions: true })
  * ```
  */
-export async function newCaller(url: string, adminToken: string, profile: Json = {}): Promise<{ api: ApiClient; profileId: string; userId: string }> {
+export async function newCaller(
+  url: string,
+  adminToken: string,
+  profile: Json = {},
+): Promise<{ api: ApiClient; profileId: string; userId: string }> {
   const admin = apiClient(url, adminToken)
   const user = await admin.call('POST', '/admin/users', { name: 'Soak', role: 'user' })
   if (user.status !== 201) throw new Error(`creating a user: ${user.status} ${JSON.stringify(user.body)}`)
   const api = apiClient(url, user.body.key.token as string)
   const key = await api.call('POST', '/v1/api-keys', { name: 'offline', provider: 'stub' })
   if (key.status !== 201) throw new Error(`creating a key: ${key.status} ${JSON.stringify(key.body)}`)
-  const prof = await api.call('POST', '/v1/profiles', { name: 'Soak', slug: 'soak', api_key_id: key.body.id, default_tools: ['Bash'], ...profile })
+  const prof = await api.call('POST', '/v1/profiles', {
+    name: 'Soak',
+    slug: 'soak',
+    api_key_id: key.body.id,
+    default_tools: ['Bash'],
+    ...profile,
+  })
   if (prof.status !== 201) throw new Error(`creating a profile: ${prof.status} ${JSON.stringify(prof.body)}`)
   return { api, profileId: prof.body.id as string, userId: user.body.user.id as string }
 }

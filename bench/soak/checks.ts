@@ -78,7 +78,8 @@ export async function checkTasks(ctx: {
     { what: 'every task to reach a definite end', timeout: 180_000, interval: 200 },
   ).catch(async (err: Error) => {
     const list = await pages<Json>(call, '/v1/tasks', 'tasks', 'page')
-    for (const t of list.filter((x) => !(TERMINAL as readonly string[]).includes(x.status))) violations.push(`task ${t.task_id} stuck in ${t.status}`)
+    for (const t of list.filter((x) => !(TERMINAL as readonly string[]).includes(x.status)))
+      violations.push(`task ${t.task_id} stuck in ${t.status}`)
     violations.push(err.message)
     return list
   })
@@ -94,7 +95,8 @@ export async function checkTasks(ctx: {
     const outcome = got.status === 'failed' ? `failed:${got.error?.code}` : (got.status as string)
     outcomes[outcome] = (outcomes[outcome] ?? 0) + 1
     const allowed = [EXPECTED[t.kind], 'failed:CONTAINER_FAILED', ...(t.cancelRequested ? ['cancelled'] : [])]
-    if (!allowed.includes(outcome)) violations.push(`task ${t.id} (${t.kind}) ended ${outcome}${got.error ? `: ${got.error.error}` : ''}`)
+    if (!allowed.includes(outcome))
+      violations.push(`task ${t.id} (${t.kind}) ended ${outcome}${got.error ? `: ${got.error.error}` : ''}`)
   }
   const unknown = all.filter((t) => !tasks.some((s) => s.id === t.task_id))
 
@@ -105,7 +107,8 @@ export async function checkTasks(ctx: {
     const log = await pages<Json>(call, `/v1/workspaces/${ws}/transcript`, 'events', 'after')
     events += log.length
     const bad = log.findIndex((e, i) => e.seq !== i + 1)
-    if (bad >= 0) violations.push(`workspace ${ws}: event ${bad} has seq ${log[bad]!.seq} (want ${bad + 1}): a gap or a duplicate`)
+    if (bad >= 0)
+      violations.push(`workspace ${ws}: event ${bad} has seq ${log[bad]!.seq} (want ${bad + 1}): a gap or a duplicate`)
   }
 
   // The live stream equals storage: what the last subscription to each task received.
@@ -115,7 +118,11 @@ export async function checkTasks(ctx: {
     const stored = await pages<Json>(call, `/v1/tasks/${id}/events`, 'events', 'after')
     const sub = observer.get(id)
     if (!sub) continue // submitted by a request whose answer was lost: nobody subscribed
-    const live = await waitUntil(async () => (sub.events.length >= stored.length ? sub.events : undefined), { what: 'the stream', timeout: 15_000, interval: 200 }).catch(() => sub.events)
+    const live = await waitUntil(async () => (sub.events.length >= stored.length ? sub.events : undefined), {
+      what: 'the stream',
+      timeout: 15_000,
+      interval: 200,
+    }).catch(() => sub.events)
     streamed += live.length
     if (!isDeepStrictEqual(live, stored)) {
       const i = live.findIndex((e, k) => !isDeepStrictEqual(e, stored[k]))
@@ -123,7 +130,8 @@ export async function checkTasks(ctx: {
         `task ${id}: the WebSocket delivered ${live.length} events, storage holds ${stored.length}; first difference at ${i}: ${JSON.stringify(live[i])} vs ${JSON.stringify(stored[i])}`,
       )
     }
-    if (!(TERMINAL as readonly string[]).includes(sub.status ?? '')) violations.push(`task ${id}: the WebSocket never said it ended (last: ${sub.status})`)
+    if (!(TERMINAL as readonly string[]).includes(sub.status ?? ''))
+      violations.push(`task ${id}: the WebSocket never said it ended (last: ${sub.status})`)
   }
   violations.push(...observer.problems.map((p) => `WebSocket: ${p}`))
   const fivexx = ctx.api.statuses.filter((s) => s >= 500).length
@@ -166,9 +174,11 @@ export async function checkLeftovers(ctx: {
   const containers = await ctx.outside.list({ labels: { 'berth.pool': ctx.pool } })
   const idle = containers.filter((c) => !c.labels['berth.workspace'])
   const held = containers.filter((c) => c.labels['berth.workspace'])
-  if (idle.length > ctx.poolMin) violations.push(`${idle.length} idle containers left, more than the ${ctx.poolMin} kept warm`)
+  if (idle.length > ctx.poolMin)
+    violations.push(`${idle.length} idle containers left, more than the ${ctx.poolMin} kept warm`)
   for (const c of held) {
-    if (!ctx.warmWorkspaces.has(c.labels['berth.workspace']!)) violations.push(`container ${c.name} outlived its task (workspace ${c.labels['berth.workspace']})`)
+    if (!ctx.warmWorkspaces.has(c.labels['berth.workspace']!))
+      violations.push(`container ${c.name} outlived its task (workspace ${c.labels['berth.workspace']})`)
   }
   const volumes = await ctx.outside.listVolumes({ labels: { 'berth.pool': ctx.pool } })
   for (const v of volumes) {
@@ -179,11 +189,16 @@ export async function checkLeftovers(ctx: {
   for (const ws of ctx.persistentWorkspaces) {
     const name = `berth-${ws.replace('_', '-')}`
     const found = await ctx.volumeExists(name)
-    if (found && found.labels['berth.pool'] !== ctx.pool) violations.push(`volume ${name} carries no berth.pool label: ${JSON.stringify(found.labels)}`)
+    if (found && found.labels['berth.pool'] !== ctx.pool)
+      violations.push(`volume ${name} carries no berth.pool label: ${JSON.stringify(found.labels)}`)
     if (found && !ctx.warmWorkspaces.has(ws)) violations.push(`volume ${name} outlived its deleted workspace`)
   }
   return {
-    figures: { containers_left_idle: idle.length, containers_left_warm_sessions: held.length, volumes_left: volumes.length },
+    figures: {
+      containers_left_idle: idle.length,
+      containers_left_warm_sessions: held.length,
+      volumes_left: volumes.length,
+    },
     violations,
   }
 }
@@ -200,7 +215,8 @@ export function checkLogs(runs: Standalone[]): string[] {
   const violations: string[] = []
   runs.forEach((run, i) => {
     for (const line of logLines(run.lines)) {
-      if (line.level === 'error') violations.push(`server run ${i}: error log line: ${JSON.stringify(line).slice(0, 400)}`)
+      if (line.level === 'error')
+        violations.push(`server run ${i}: error log line: ${JSON.stringify(line).slice(0, 400)}`)
       if (line.msg === 'request' && typeof line.status === 'number' && line.status >= 500) {
         violations.push(`server run ${i}: ${line.status} on ${String(line.method)} ${String(line.path)}`)
       }

@@ -10,14 +10,26 @@
 import { parseArgs } from 'node:util'
 import { DEFAULT_CONFIG, runSoak, type SoakConfig } from './run.js'
 
-const NUMERIC = ['tasks', 'sessions', 'follow-ups', 'concurrency', 'cancel-rate', 'server-kills', 'container-kills', 'pool-min', 'pool-max', 'seed'] as const
+const NUMERIC = [
+  'tasks',
+  'sessions',
+  'follow-ups',
+  'concurrency',
+  'cancel-rate',
+  'server-kills',
+  'container-kills',
+  'pool-min',
+  'pool-max',
+  'seed',
+] as const
 const { values } = parseArgs({
   options: { engine: { type: 'string' }, ...Object.fromEntries(NUMERIC.map((k) => [k, { type: 'string' as const }])) },
 })
 const camel = (k: string) => k.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())
 const config: SoakConfig = { ...DEFAULT_CONFIG }
 for (const key of NUMERIC) {
-  const raw = (values as Record<string, string | undefined>)[key] ?? process.env[`SOAK_${key.toUpperCase().replace(/-/g, '_')}`]
+  const raw =
+    (values as Record<string, string | undefined>)[key] ?? process.env[`SOAK_${key.toUpperCase().replace(/-/g, '_')}`]
   if (raw === undefined) continue
   const n = Number(raw)
   if (!Number.isFinite(n) || n < 0) throw new Error(`--${key} must be a non-negative number, got ${raw}`)

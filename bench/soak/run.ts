@@ -114,7 +114,9 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const [info] = ensureEngines([config.engine])
   if (!info) throw new Error(`no ${config.engine} engine`)
   const outside: ContainerRuntime =
-    config.engine === 'docker' ? dockerRuntime({ socketPath: info.socketPath }) : podmanRuntime({ socketPath: info.socketPath })
+    config.engine === 'docker'
+      ? dockerRuntime({ socketPath: info.socketPath })
+      : podmanRuntime({ socketPath: info.socketPath })
   const pool = `soak-${process.pid}-${randomBytes(3).toString('hex')}`
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-soak-'))
   const adminToken = `soak-admin-${randomBytes(12).toString('hex')}`
@@ -148,7 +150,8 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const logDir = join(findRepoRoot(), '.tmp', 'soak', pool)
   onCleanup(async () => {
     mkdirSync(logDir, { recursive: true })
-    for (const [i, run] of runs.entries()) writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n'))
+    for (const [i, run] of runs.entries())
+      writeFileSync(join(logDir, `server-${i}.log`), run.lines.map((l) => `${l.stream}: ${l.text}`).join('\n'))
   })
   // A server that exits when the soak did not stop it fails the soak at once, with its last
   // lines, instead of leaving every worker polling a dead port.
@@ -158,7 +161,10 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   death.catch(() => {})
   const watch = (s: Standalone) => {
     void s.exited.then((exit) => {
-      if (!stopping.has(s)) failDeath(new Error(`the server exited on its own (${JSON.stringify(exit)}); logs in ${logDir}:\n${tail(s.lines)}`))
+      if (!stopping.has(s))
+        failDeath(
+          new Error(`the server exited on its own (${JSON.stringify(exit)}); logs in ${logDir}:\n${tail(s.lines)}`),
+        )
     })
     return s
   }
@@ -244,7 +250,8 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     }
   }
 
-  const isEnded = async (id: string) => (TERMINAL as readonly string[]).includes((await call('GET', `/v1/tasks/${id}`)).body.status)
+  const isEnded = async (id: string) =>
+    (TERMINAL as readonly string[]).includes((await call('GET', `/v1/tasks/${id}`)).body.status)
 
   const submit = async (kind: string, body: Json, profile: string): Promise<SoakTask | null> => {
     const r = await call('POST', '/v1/tasks', { mode: 'batch', profile_id: profile, ...body })
@@ -271,9 +278,13 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
 
   // Chaos happens at fixed points of the submission order (spread over the run).
   const total = config.tasks + config.sessions * (1 + config.followUps)
-  const killAt = new Set(Array.from({ length: config.serverKills }, (_, i) => Math.floor(((i + 1) * total) / (config.serverKills + 1))))
+  const killAt = new Set(
+    Array.from({ length: config.serverKills }, (_, i) => Math.floor(((i + 1) * total) / (config.serverKills + 1))),
+  )
   const containerKillAt = new Set(
-    Array.from({ length: config.containerKills }, (_, i) => Math.floor(((i + 0.5) * total) / (config.containerKills + 1))),
+    Array.from({ length: config.containerKills }, (_, i) =>
+      Math.floor(((i + 0.5) * total) / (config.containerKills + 1)),
+    ),
   )
   let submitted = 0
   const kills: Promise<void>[] = []
@@ -297,7 +308,14 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   for (let s = 0; s < config.sessions; s++) {
     work.splice(Math.floor(rand() * work.length), 0, async () => {
       await chaos()
-      const first = await submit('session', { mode: 'session', prompt: `Session ${s} [[berth:tool Bash {"command":"echo ${s} > note.txt"}]] [[berth:text started]]` }, sessionProfile.body.id as string)
+      const first = await submit(
+        'session',
+        {
+          mode: 'session',
+          prompt: `Session ${s} [[berth:tool Bash {"command":"echo ${s} > note.txt"}]] [[berth:text started]]`,
+        },
+        sessionProfile.body.id as string,
+      )
       const sessionId = first?.sessionId
       if (!sessionId || !first?.id) return
       sessionIds.push(sessionId)
@@ -306,7 +324,11 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
       volumeNames.add(`berth-${ws.replace('_', '-')}`)
       for (let f = 0; f < config.followUps; f++) {
         await chaos()
-        await submit('follow-up', { mode: 'session', session_id: sessionId, prompt: `Again [[berth:turns 1]] [[berth:text follow-up ${f}]]` }, sessionProfile.body.id as string)
+        await submit(
+          'follow-up',
+          { mode: 'session', session_id: sessionId, prompt: `Again [[berth:turns 1]] [[berth:text follow-up ${f}]]` },
+          sessionProfile.body.id as string,
+        )
       }
     })
   }
@@ -328,17 +350,23 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   for (const ws of sessionWorkspaces) {
     if (i++ % 2 === 0) {
       const del = await call('DELETE', `/v1/workspaces/${ws}`)
-      if (del.status !== 204) result.violations.push(`deleting workspace ${ws}: ${del.status} ${JSON.stringify(del.body)}`)
+      if (del.status !== 204)
+        result.violations.push(`deleting workspace ${ws}: ${del.status} ${JSON.stringify(del.body)}`)
     } else if ((await call('GET', `/v1/workspaces/${ws}`)).body.status === 'running') warm.add(ws)
   }
   // A clean stop at the end: it must exit 0 promptly, and leave only warm sessions behind.
   stopping.add(server)
   server.child.kill('SIGTERM')
-  const exit = await Promise.race([server.exited, new Promise((r) => setTimeout(() => r('did not exit within 20 s'), 20_000))])
+  const exit = await Promise.race([
+    server.exited,
+    new Promise((r) => setTimeout(() => r('did not exit within 20 s'), 20_000)),
+  ])
   clearInterval(sampler)
   observer.close()
   const require = createRequire(new URL('../../packages/adapter-docker/package.json', import.meta.url))
-  const Docker = require('dockerode') as new (o: { socketPath: string }) => {
+  const Docker = require('dockerode') as new (o: {
+    socketPath: string
+  }) => {
     getVolume(n: string): { inspect(): Promise<{ Labels: Record<string, string> | null }> }
   }
   const engine = new Docker({ socketPath: info.socketPath })
@@ -356,7 +384,8 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
         .catch(() => null),
   })
   const violations = [...result.violations, ...afterStop.violations]
-  if (JSON.stringify(exit) !== JSON.stringify({ code: 0, signal: null })) violations.push(`SIGTERM at the end: ${JSON.stringify(exit)}`)
+  if (JSON.stringify(exit) !== JSON.stringify({ code: 0, signal: null }))
+    violations.push(`SIGTERM at the end: ${JSON.stringify(exit)}`)
   violations.push(...checkLogs(runs))
   config.log(`soak: server logs in ${logDir}`)
 

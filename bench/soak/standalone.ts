@@ -39,7 +39,10 @@ export interface Standalone {
  * await fetch(`${s.url}/health`)
  * ```
  */
-export async function startStandalone(env: Record<string, string>, opts: { timeoutMs?: number } = {}): Promise<Standalone> {
+export async function startStandalone(
+  env: Record<string, string>,
+  opts: { timeoutMs?: number } = {},
+): Promise<Standalone> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: EXAMPLE,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0', HOST: '127.0.0.1', ...env },
@@ -64,7 +67,10 @@ export async function startStandalone(env: Record<string, string>, opts: { timeo
   }
   const timeoutMs = opts.timeoutMs ?? 120_000
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not listen within ${timeoutMs} ms:\n${tail(lines)}`)), timeoutMs)
+    const timer = setTimeout(
+      () => reject(new Error(`the server did not listen within ${timeoutMs} ms:\n${tail(lines)}`)),
+      timeoutMs,
+    )
     onListen = (u) => {
       clearTimeout(timer)
       resolve(u)

@@ -11,7 +11,10 @@ import type { NodeBerthClient } from '@berth/client/node'
  * await demo(createBerthClient({ baseURL, token }), (text) => process.stdout.write(text))
  * ```
  */
-export async function demo(berth: NodeBerthClient, write: (text: string) => void = (text) => process.stdout.write(text)) {
+export async function demo(
+  berth: NodeBerthClient,
+  write: (text: string) => void = (text) => process.stdout.write(text),
+) {
   const log = (line: string) => write(`${line}\n`)
   const { version } = await berth.health()
   log(`Berth ${version} is up`)
@@ -22,14 +25,24 @@ export async function demo(berth: NodeBerthClient, write: (text: string) => void
 
   const slug = `demo-${Date.now().toString(36)}`
   const profile = await berth.profiles.create({
-    body: { name: 'Demo profile', slug, api_key_id: credential.id, claude_md: '# Demo\nAnswer briefly.', default_tools: ['Bash'] },
+    body: {
+      name: 'Demo profile',
+      slug,
+      api_key_id: credential.id,
+      claude_md: '# Demo\nAnswer briefly.',
+      default_tools: ['Bash'],
+    },
   })
   log(`created profile ${profile.id} (${profile.slug})`)
 
   // A real task: the offline model is scripted by directives in the prompt. Submit it,
   // then stream its events as they happen (the stream resumes by itself after a drop).
   const { task_id } = await berth.tasks.submit({
-    body: { mode: 'batch', profile_id: profile.id, prompt: 'Look around. [[berth:tool Bash {"command":"uname -s"}]] [[berth:text The workspace runs Linux.]]' },
+    body: {
+      mode: 'batch',
+      profile_id: profile.id,
+      prompt: 'Look around. [[berth:tool Bash {"command":"uname -s"}]] [[berth:text The workspace runs Linux.]]',
+    },
   })
   log(`submitted ${task_id}; streaming:`)
   const stream = berth.tasks.stream(task_id)
@@ -40,7 +53,9 @@ export async function demo(berth: NodeBerthClient, write: (text: string) => void
   }
   const task = await stream.finalTask()
   write('\n')
-  log(`${task.status}: ${task.result?.turns} turns, ${task.result?.input_tokens} in / ${task.result?.output_tokens} out tokens, $${task.result?.cost_usd.toFixed(4)}`)
+  log(
+    `${task.status}: ${task.result?.turns} turns, ${task.result?.input_tokens} in / ${task.result?.output_tokens} out tokens, $${task.result?.cost_usd.toFixed(4)}`,
+  )
 
   // A session: follow-ups continue the same conversation and workspace.
   const session = berth.sessions.start({ profile_id: profile.id })

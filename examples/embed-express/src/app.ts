@@ -18,7 +18,11 @@ import { createSessions, type Sessions } from './sessions.js'
  * app.listen(3000)
  * ```
  */
-export function createApp(options: Omit<BerthOptions, 'authenticate'> = {}): { app: Express; berth: Berth; sessions: Sessions } {
+export function createApp(options: Omit<BerthOptions, 'authenticate'> = {}): {
+  app: Express
+  berth: Berth
+  sessions: Sessions
+} {
   const sessions = createSessions()
 
   const berth = createBerth({

@@ -32,16 +32,30 @@ export function instanceIdFor(config: BerthConfig, poolName: string): string {
  * // ... createBerth({ coordination }); on shutdown: await coordination?.close()
  * ```
  */
-export async function coordinationFor(config: BerthConfig, instanceId: string, warn: (line: string) => void): Promise<Coordination | undefined> {
+export async function coordinationFor(
+  config: BerthConfig,
+  instanceId: string,
+  warn: (line: string) => void,
+): Promise<Coordination | undefined> {
   if (config.storage !== 'redis') return undefined
-  const open = () => createCoordination({ driver: 'redis', url: config.redisUrl!, prefix: config.redisPrefix, instanceId, onError: (err) => warn(`berth: coordination: ${String(err)}`) })
+  const open = () =>
+    createCoordination({
+      driver: 'redis',
+      url: config.redisUrl!,
+      prefix: config.redisPrefix,
+      instanceId,
+      onError: (err) => warn(`berth: coordination: ${String(err)}`),
+    })
   const until = Date.now() + SAME_ID_WAIT_MS
   for (let told = false; ; ) {
     try {
       return await open()
     } catch (err) {
       if (!/already alive/.test(String(err)) || Date.now() > until) throw err
-      if (!told) warn(`berth: instance ${instanceId} is still alive on Redis (a previous run?): waiting for its heartbeat to lapse`)
+      if (!told)
+        warn(
+          `berth: instance ${instanceId} is still alive on Redis (a previous run?): waiting for its heartbeat to lapse`,
+        )
       told = true
       await new Promise((r) => setTimeout(r, 2000))
     }

@@ -30,14 +30,13 @@ function fail(message: string): never {
 
 /** The integrations callers can connect, for the start-up log (never a secret). */
 function integrations(c: BerthConfig): string {
-  const on = [
-    ...Object.keys(c.gitProviders),
-    ...(c.chatProvider ? ['chat'] : []),
-    ...(c.mailProvider ? ['mail'] : []),
-  ]
+  const on = [...Object.keys(c.gitProviders), ...(c.chatProvider ? ['chat'] : []), ...(c.mailProvider ? ['mail'] : [])]
   // Banking and messenger are always on; their API address is worth a mention when moved.
   const at = (name: string, url: string | undefined) => (url ? [`${name} at ${new URL(url).host}`] : [])
-  return [...on, ...at('bank', c.bankProvider.apiBaseUrl), ...at('messenger', c.messenger.apiBaseUrl)].join(', ') || 'none configured'
+  return (
+    [...on, ...at('bank', c.bankProvider.apiBaseUrl), ...at('messenger', c.messenger.apiBaseUrl)].join(', ') ||
+    'none configured'
+  )
 }
 
 // `pnpm start` runs in this package's directory; settings files and a relative
@@ -70,12 +69,16 @@ if (runner?.bundleDir) {
   try {
     imageRecipe = hostImageRecipe()
   } catch (err) {
-    console.warn(`berth: cannot build images from this host (${(err as Error).message}); a missing ${image} must be pulled`)
+    console.warn(
+      `berth: cannot build images from this host (${(err as Error).message}); a missing ${image} must be pulled`,
+    )
   }
 }
 const poolName = config.poolName ?? defaultPoolName(config.dataDir)
 const instanceId = instanceIdFor(config, poolName)
-const coordination = await coordinationFor(config, instanceId, (line) => console.warn(line)).catch((err: Error) => fail(`coordination: ${err.message}`))
+const coordination = await coordinationFor(config, instanceId, (line) => console.warn(line)).catch((err: Error) =>
+  fail(`coordination: ${err.message}`),
+)
 const berth = createBerth({
   store,
   ...(coordination && { coordination }),
@@ -85,7 +88,14 @@ const berth = createBerth({
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
   runtime: chosen.runtime,
-  pool: { image, min: config.poolMin, max: config.poolMax, name: poolName, warmAgents: config.warmAgents, ...(imageRecipe && { imageRecipe }) },
+  pool: {
+    image,
+    min: config.poolMin,
+    max: config.poolMax,
+    name: poolName,
+    warmAgents: config.warmAgents,
+    ...(imageRecipe && { imageRecipe }),
+  },
   concurrency: config.concurrency,
   console: true,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
@@ -96,7 +106,10 @@ const berth = createBerth({
   bankProvider: config.bankProvider,
   messenger: config.messenger,
   runner,
-  environments: { caps: config.environmentCaps, ...(imageRecipe && { recipe: (packages: readonly string[]) => hostImageRecipe({ packages }) }) },
+  environments: {
+    caps: config.environmentCaps,
+    ...(imageRecipe && { recipe: (packages: readonly string[]) => hostImageRecipe({ packages }) }),
+  },
   agentUser: config.agentUser,
 })
 
@@ -106,7 +119,9 @@ console.log(`Runtime: ${chosen.description} · ${poolLine}`)
 if (coordination) console.log(`Coordination: redis, prefix ${config.redisPrefix}, instance ${instanceId}`)
 if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
 const caps = config.environmentCaps
-console.log(`Environments: default network ${caps.defaultPolicy}, offered ${caps.allowedPolicies.join('/')}${chosen.name === 'local' ? '' : `, agent user ${config.agentUser}`}`)
+console.log(
+  `Environments: default network ${caps.defaultPolicy}, offered ${caps.allowedPolicies.join('/')}${chosen.name === 'local' ? '' : `, agent user ${config.agentUser}`}`,
+)
 // Listen only once the pool has adopted what the last run left and warmed up. If the engine
 // went away since the ping, start-up fails: the API still serves everything that needs no
 // container, /health shows the engine down, and the pool retries with backoff until it
@@ -116,7 +131,9 @@ try {
   const { idle, in_use } = berth.services.pool.stats()
   console.log(`Pool ready: ${idle} warm, ${in_use} in use`)
   if (idle < config.poolMin) {
-    console.warn(`berth: could not warm ${config.poolMin} container(s) (see the warning above); retrying in the background`)
+    console.warn(
+      `berth: could not warm ${config.poolMin} container(s) (see the warning above); retrying in the background`,
+    )
   }
 } catch (err) {
   console.error(`berth: start-up did not complete: ${(err as Error).message}`)

@@ -61,13 +61,21 @@ async function atUrl(url: string, runtime: BerthConfig['runtime']): Promise<Chos
     engine = version.Components?.some((c) => /podman/i.test(c.Name)) ? 'podman' : 'docker'
   }
   const made = engine === 'podman' ? podmanRuntime({ docker: client }) : dockerRuntime({ docker: client })
-  return { runtime: made, name: engine === 'podman' ? 'podman' : 'docker', description: `${engine} (${endpoint}, BERTH_ENGINE_URL)` }
+  return {
+    runtime: made,
+    name: engine === 'podman' ? 'podman' : 'docker',
+    description: `${engine} (${endpoint}, BERTH_ENGINE_URL)`,
+  }
 }
 
 function podman(): ChosenRuntime {
   const found = discoverPodman()
   const { docker: client, endpoint } = connectEngine(found.connection)
-  return { runtime: podmanRuntime({ docker: client }), name: 'podman', description: `podman (${endpoint}, ${found.source})` }
+  return {
+    runtime: podmanRuntime({ docker: client }),
+    name: 'podman',
+    description: `podman (${endpoint}, ${found.source})`,
+  }
 }
 
 /** The local runtime: sandboxed by bubblewrap where it works (one calm line), else the loud warning. */

@@ -25,7 +25,8 @@ export async function loadSettings(dir: string, env: NodeJS.ProcessEnv = process
   // in the environment's own values), for the variables the environment leaves unset.
   const dotenv = await loadDotenv({ cwd: dir, fileName: '.env', env: {}, interpolate: false })
   const merged: Record<string, string | undefined> = { ...env }
-  for (const [name, value] of Object.entries(dotenv)) if (env[name] === undefined || env[name] === '') merged[name] = value
+  for (const [name, value] of Object.entries(dotenv))
+    if (env[name] === undefined || env[name] === '') merged[name] = value
   const { config: values, _configFile: configFile } = await loadConfig<Record<string, unknown>>({
     name: 'berth',
     cwd: dir,
@@ -43,5 +44,8 @@ export async function loadSettings(dir: string, env: NodeJS.ProcessEnv = process
   })
   const found = configFile ? basename(configFile) : undefined
   const config = configFromEnv(merged, found ? { values, path: found } : undefined)
-  return { config, sources: ['environment', ...(Object.keys(dotenv).length > 0 ? ['.env'] : []), ...(found ? [found] : [])] }
+  return {
+    config,
+    sources: ['environment', ...(Object.keys(dotenv).length > 0 ? ['.env'] : []), ...(found ? [found] : [])],
+  }
 }

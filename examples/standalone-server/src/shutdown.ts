@@ -51,12 +51,15 @@ export function onShutdown(server: Server, cleanup: () => Promise<void>, options
     const closed = new Promise<void>((resolve) => server.close(() => resolve()))
     server.closeIdleConnections()
     options.closeWebSockets?.({ force: false })
-    const force = setTimeout(() => {
-      if (sockets.size) log(`dropping ${sockets.size} connection(s) still open`)
-      options.closeWebSockets?.({ force: true })
-      server.closeAllConnections()
-      for (const socket of sockets) socket.destroy()
-    }, Math.round(graceMs * 0.6))
+    const force = setTimeout(
+      () => {
+        if (sockets.size) log(`dropping ${sockets.size} connection(s) still open`)
+        options.closeWebSockets?.({ force: true })
+        server.closeAllConnections()
+        for (const socket of sockets) socket.destroy()
+      },
+      Math.round(graceMs * 0.6),
+    )
     force.unref()
     await closed
     clearTimeout(force)

@@ -45,7 +45,10 @@ export async function storageFor(config: BerthConfig, logger: Logger = jsonLogge
       const url = config.redisUrl!
       try {
         const { Redis } = await import('ioredis')
-        return { store: redisStore({ client: new Redis(url, { maxRetriesPerRequest: 3 }) }), description: `redis (${redactUrl(url)})` }
+        return {
+          store: redisStore({ client: new Redis(url, { maxRetriesPerRequest: 3 }) }),
+          description: `redis (${redactUrl(url)})`,
+        }
       } catch (err) {
         if (isMissingModule(err, 'ioredis')) {
           throw new Error(

@@ -21,12 +21,20 @@ export const EGRESS_LABEL = 'berth.egress'
  */
 export function egressNetwork(policy: EgressPolicy, engine = 'docker'): { name: string; bridge: string } | null {
   if (policy.policy === 'none') return null
-  const allow = (policy.allow ?? []).map((a) => `${a.host.toLowerCase()}:${[...(a.ports ?? [])].sort((x, y) => x - y).join(',')}`).sort()
+  const allow = (policy.allow ?? [])
+    .map((a) => `${a.host.toLowerCase()}:${[...(a.ports ?? [])].sort((x, y) => x - y).join(',')}`)
+    .sort()
   // Stable across versions for `public` (an existing berth-public keeps its bridge name).
-  const key = policy.policy === 'allowlist' ? ['allowlist', allow, ...(policy.allowPrivate ? ['private'] : [])] : [policy.policy, []]
+  const key =
+    policy.policy === 'allowlist'
+      ? ['allowlist', allow, ...(policy.allowPrivate ? ['private'] : [])]
+      : [policy.policy, []]
   // The engine is part of the bridge's name: Docker and Podman on one host each need their
   // own bridge device (one engine tearing down its network must never take the other's).
-  const hash = createHash('sha256').update(JSON.stringify([engine, ...key])).digest('hex').slice(0, 12)
+  const hash = createHash('sha256')
+    .update(JSON.stringify([engine, ...key]))
+    .digest('hex')
+    .slice(0, 12)
   return { name: policy.policy === 'public' ? 'berth-public' : `berth-allow-${hash}`, bridge: `brb${hash}` }
 }
 
@@ -41,7 +49,12 @@ class BridgeMismatch extends Error {
 async function resolveAllow(policy: EgressPolicy): Promise<BridgeRules['allow']> {
   const out = await resolveEntries(policy)
   const bad = policy.allowPrivate ? undefined : out.find((a) => touchesPrivateRange(a.address))
-  if (bad) throw new ContainerError('engine_error', `The allowlist reaches ${bad.address}, a private, loopback, link-local or metadata address, which is not allowed`, { address: bad.address })
+  if (bad)
+    throw new ContainerError(
+      'engine_error',
+      `The allowlist reaches ${bad.address}, a private, loopback, link-local or metadata address, which is not allowed`,
+      { address: bad.address },
+    )
   return out
 }
 
@@ -83,7 +96,10 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
 
   async function ensureNetwork(name: string, bridge: string, policy: string): Promise<{ gateway: string | null }> {
     const inspect = async () => {
-      const info = (await ctx.docker.getNetwork(name).inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] }; Options?: Record<string, string> }
+      const info = (await ctx.docker.getNetwork(name).inspect()) as {
+        IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] }
+        Options?: Record<string, string>
+      }
       const bridgeName = info.Options?.['com.docker.network.bridge.name']
       // Podman reports options it honoured only in its own API; the name is ours either way.
       if (bridgeName && bridgeName !== bridge) throw new BridgeMismatch(bridgeName)
@@ -94,9 +110,16 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
     } catch (err) {
       if (err instanceof BridgeMismatch) {
         // Made by an earlier Berth with another bridge name: replace it while nothing uses it.
-        await ctx.docker.getNetwork(name).remove().catch((e: unknown) => {
-          throw new ContainerError('engine_error', `Network ${name} exists with bridge ${err.bridge}, not ${bridge}, and could not be replaced (${(e as Error).message}); remove it`, { network: name })
-        })
+        await ctx.docker
+          .getNetwork(name)
+          .remove()
+          .catch((e: unknown) => {
+            throw new ContainerError(
+              'engine_error',
+              `Network ${name} exists with bridge ${err.bridge}, not ${bridge}, and could not be replaced (${(e as Error).message}); remove it`,
+              { network: name },
+            )
+          })
       } else if (statusOf(err) !== 404) throw err
     }
     try {
@@ -129,12 +152,24 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
           ready.catch(() => networks.delete(net.name))
         }
         const { gateway } = await ready
-        await installBridgeRules({ bridge: net.bridge, gateway, policy: policy.policy as 'public' | 'allowlist', allow: await resolveAllow(policy) }, firewall)
+        await installBridgeRules(
+          {
+            bridge: net.bridge,
+            gateway,
+            policy: policy.policy as 'public' | 'allowlist',
+            allow: await resolveAllow(policy),
+          },
+          firewall,
+        )
         return net.name
       } catch (err) {
         if (err instanceof ContainerError) throw err
         // Fail closed: a container whose policy cannot be enforced is not created.
-        throw new ContainerError('engine_error', `Cannot enforce the ${policy.policy} network policy: ${(err as Error).message}`, { runtime: ctx.name, policy: policy.policy })
+        throw new ContainerError(
+          'engine_error',
+          `Cannot enforce the ${policy.policy} network policy: ${(err as Error).message}`,
+          { runtime: ctx.name, policy: policy.policy },
+        )
       }
     },
     /** After a start: the dispatch jumps still come first (an engine may have re-inserted its own). */

@@ -104,12 +104,17 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
    * Berth's own housekeeping can still chown; every exec defaults to the user, and a
    * non-root exec has no capabilities at all.
    */
-  const owners = new Map<string, { user: string; workingDir: string | undefined; egress: boolean; ownedByUser?: boolean }>()
+  const owners = new Map<
+    string,
+    { user: string; workingDir: string | undefined; egress: boolean; ownedByUser?: boolean }
+  >()
   const userOf = async (id: string): Promise<string | undefined> => {
     const own = owners.get(id)
     if (own) return own.user || undefined
     try {
-      const info = (await container(id).inspect()) as { Config?: { Labels?: Record<string, string>; WorkingDir?: string } }
+      const info = (await container(id).inspect()) as {
+        Config?: { Labels?: Record<string, string>; WorkingDir?: string }
+      }
       const user = info.Config?.Labels?.[USER_LABEL] ?? ''
       owners.set(id, { user, workingDir: info.Config?.WorkingDir, egress: false })
       return user || undefined
@@ -130,7 +135,12 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   /** Run a short command as root (Berth's own housekeeping: never the agent's). */
   const asRoot = async (id: string, cmd: string[], op: string) => {
     const result = await collectExec(await startExec(ctx, id, { cmd, user: '0' }))
-    if (result.exitCode !== 0) throw ctx.error(new Error(`${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.trim().slice(0, 300)}`), op, { id })
+    if (result.exitCode !== 0)
+      throw ctx.error(
+        new Error(`${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.trim().slice(0, 300)}`),
+        op,
+        { id },
+      )
   }
   const exec: ContainerRuntime['exec'] = async (id, opts) => {
     const user = opts.user ?? (await userOf(id))
@@ -157,16 +167,27 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
         const user = unprivileged(spec.user) ? spec.user : undefined
-        const labels = { ...spec.labels, ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }), ...(user && { [USER_LABEL]: user }) }
+        const labels = {
+          ...spec.labels,
+          ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
+          ...(user && { [USER_LABEL]: user }),
+        }
         const created = await docker.createContainer(
-          toCreateOptions({ ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) }, containerNameValue, options.hardening),
+          toCreateOptions(
+            { ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) },
+            containerNameValue,
+            options.hardening,
+          ),
         )
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',
           workingDir: spec.workingDir,
           egress: spec.egress !== undefined,
-          ownedByUser: user !== undefined && spec.workingDir !== undefined && (await workdirOwnedBy(created.id, user, spec).catch(() => false)),
+          ownedByUser:
+            user !== undefined &&
+            spec.workingDir !== undefined &&
+            (await workdirOwnedBy(created.id, user, spec).catch(() => false)),
         })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
@@ -185,7 +206,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       if (!own) return
       try {
         // The engine made the working directory as root; the agent's user must own it.
-        if (unprivileged(own.user) && own.workingDir && !own.ownedByUser) await asRoot(id, ['chown', own.user, own.workingDir], 'start')
+        if (unprivileged(own.user) && own.workingDir && !own.ownedByUser)
+          await asRoot(id, ['chown', own.user, own.workingDir], 'start')
         if (own.egress) await egress.recheck()
       } catch (err) {
         throw ctx.error(err, 'start', { id })
@@ -248,7 +270,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     // Files through the container's shell, as its user: what the agent may touch, Berth may.
     ...execFileOperations({ exec, getArchive: fetchArchive }),
 
-    ensureImage: imageProvisioner(ctx, { localName: options.localImageName, pullIdleTimeoutMs: options.pullIdleTimeoutMs }),
+    ensureImage: imageProvisioner(ctx, {
+      localName: options.localImageName,
+      pullIdleTimeoutMs: options.pullIdleTimeoutMs,
+    }),
 
     async putArchive(id, path, tar) {
       await putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath })

@@ -19,7 +19,9 @@ function readPem(dir: string, name: string): Buffer {
   try {
     return readFileSync(join(dir, name))
   } catch (err) {
-    throw new Error(`engine TLS: cannot read ${join(dir, name)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    throw new Error(
+      `engine TLS: cannot read ${join(dir, name)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    )
   }
 }
 
@@ -53,7 +55,8 @@ export function engineUrlOptions(url: string, env: EngineUrlEnv = {}): EngineCon
     if (!parsed.pathname || parsed.pathname === '/') throw new Error(`engine URL "${url}" names no socket path`)
     return { socketPath: decodeURIComponent(parsed.pathname) }
   }
-  if (!['tcp', 'http', 'https', 'ssh'].includes(scheme)) throw new Error(`engine URL "${url}": unsupported scheme "${scheme}"; expected ${SCHEMES}`)
+  if (!['tcp', 'http', 'https', 'ssh'].includes(scheme))
+    throw new Error(`engine URL "${url}": unsupported scheme "${scheme}"; expected ${SCHEMES}`)
   if (!parsed.hostname) throw new Error(`engine URL "${url}" names no host; expected ${SCHEMES}`)
   // IPv6 literals come bracketed from URL; the HTTP client wants them bare.
   const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1')
@@ -75,5 +78,12 @@ export function engineUrlOptions(url: string, env: EngineUrlEnv = {}): EngineCon
   const dir = env.DOCKER_CERT_PATH || join(homedir(), '.docker')
   // Without DOCKER_TLS_VERIFY or a cert path, https:// still works with a publicly trusted engine certificate.
   if (!verify && !env.DOCKER_CERT_PATH) return { host, port, protocol: 'https' }
-  return { host, port, protocol: 'https', ca: readPem(dir, 'ca.pem'), cert: readPem(dir, 'cert.pem'), key: readPem(dir, 'key.pem') }
+  return {
+    host,
+    port,
+    protocol: 'https',
+    ca: readPem(dir, 'ca.pem'),
+    cert: readPem(dir, 'cert.pem'),
+    key: readPem(dir, 'key.pem'),
+  }
 }

@@ -14,8 +14,21 @@ export interface FailureContext {
 
 /** Socket-level error codes that mean "the engine is not there". */
 const UNREACHABLE = new Set([
-  'ENOENT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EACCES', 'EPERM', 'ETIMEDOUT', 'EHOSTUNREACH',
-  'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ENOTSOCK', 'ENOTDIR', 'ESOCKETTIMEDOUT', 'ECONNABORTED',
+  'ENOENT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'EACCES',
+  'EPERM',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOTSOCK',
+  'ENOTDIR',
+  'ESOCKETTIMEDOUT',
+  'ECONNABORTED',
 ])
 
 interface ModemError {

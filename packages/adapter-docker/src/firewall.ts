@@ -51,22 +51,31 @@ export function chainNames(bridge: string): { forward: string; input: string } {
  */
 export function bridgeRules(r: BridgeRules, family: Family): { forward: string[]; input: string[] } {
   const names = chainNames(r.bridge)
-  const reject = family === 4 ? '-j REJECT --reject-with icmp-port-unreachable' : '-j REJECT --reject-with icmp6-port-unreachable'
+  const reject =
+    family === 4 ? '-j REJECT --reject-with icmp-port-unreachable' : '-j REJECT --reject-with icmp6-port-unreachable'
   const allowed = (chain: string) =>
     r.allow
       .filter((a) => a.family === family)
       .map((a) => {
         const dst = a.address.includes('/') ? a.address : `${a.address}/${family === 4 ? 32 : 128}`
-        return a.ports.length ? `-A ${chain} -d ${dst} -p tcp -m multiport --dports ${a.ports.join(',')} -j RETURN` : `-A ${chain} -d ${dst} -j RETURN`
+        return a.ports.length
+          ? `-A ${chain} -d ${dst} -p tcp -m multiport --dports ${a.ports.join(',')} -j RETURN`
+          : `-A ${chain} -d ${dst} -j RETURN`
       })
   const forward =
     r.policy === 'allowlist'
       ? [...allowed(names.forward), `-A ${names.forward} ${reject}`]
       : // `public`: every private range refused, the rest goes on to the engine's rules.
-        [...privateCidrs(family).map((cidr) => `-A ${names.forward} -d ${cidr} ${reject}`), ...(family === 6 ? [`-A ${names.forward} ${reject}`] : [`-A ${names.forward} -j RETURN`])]
+        [
+          ...privateCidrs(family).map((cidr) => `-A ${names.forward} -d ${cidr} ${reject}`),
+          ...(family === 6 ? [`-A ${names.forward} ${reject}`] : [`-A ${names.forward} -j RETURN`]),
+        ]
   const dns =
     family === 4 && r.gateway
-      ? [`-A ${names.input} -d ${r.gateway}/32 -p udp -m udp --dport 53 -j RETURN`, `-A ${names.input} -d ${r.gateway}/32 -p tcp -m tcp --dport 53 -j RETURN`]
+      ? [
+          `-A ${names.input} -d ${r.gateway}/32 -p udp -m udp --dport 53 -j RETURN`,
+          `-A ${names.input} -d ${r.gateway}/32 -p tcp -m tcp --dport 53 -j RETURN`,
+        ]
       : []
   // The host itself is never a destination, whatever its address (the gateway, eth0's, ...),
   // but for its DNS forwarder and what an allowlist names.
@@ -159,6 +168,7 @@ export async function installBridgeRules(r: BridgeRules, options: FirewallOption
 export async function ensureDispatchFirst(options: FirewallOptions = {}): Promise<void> {
   for (const bin of [options.iptables ?? 'iptables', options.ip6tables ?? 'ip6tables']) {
     const table = await readTable(bin)
-    for (const [hook, dispatch] of Object.entries(DISPATCH)) await ensureFirst(bin, table, hook, `-A ${hook} -j ${dispatch}`)
+    for (const [hook, dispatch] of Object.entries(DISPATCH))
+      await ensureFirst(bin, table, hook, `-A ${hook} -j ${dispatch}`)
   }
 }

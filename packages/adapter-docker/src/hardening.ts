@@ -39,7 +39,11 @@ export interface HardeningOptions {
  * body.HostConfig?.CapDrop // ['ALL']
  * ```
  */
-export function toCreateOptions(spec: ContainerSpec, name: string, hardening: HardeningOptions = {}): ContainerCreateOptions {
+export function toCreateOptions(
+  spec: ContainerSpec,
+  name: string,
+  hardening: HardeningOptions = {},
+): ContainerCreateOptions {
   const limits = { ...DEFAULT_LIMITS, ...hardening.defaultLimits, ...spec.limits }
   const env = Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`)
   return {

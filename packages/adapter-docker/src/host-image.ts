@@ -1,6 +1,18 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { closeSync, createReadStream, existsSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs'
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  lstatSync,
+  openSync,
+  readSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  type Stats,
+} from 'node:fs'
 import { delimiter, dirname, join } from 'node:path'
 import type { ImageRecipe } from '@berth/core'
 import { WORKDIR_OWNER_LABEL } from './engine-runtime.js'
@@ -15,8 +27,37 @@ const AGENT_UID = 1000
 
 /** Tools copied from the host when it has no busybox, so `sh`, `sleep` and friends exist. */
 const FALLBACK_TOOLS = [
-  'sleep', 'cat', 'ls', 'env', 'mkdir', 'rm', 'cp', 'mv', 'ln', 'chmod', 'touch', 'uname', 'id', 'pwd', 'echo', 'printf',
-  'head', 'tail', 'wc', 'tr', 'cut', 'sort', 'uniq', 'grep', 'sed', 'find', 'xargs', 'date', 'tar', 'gzip', 'sha256sum',
+  'sleep',
+  'cat',
+  'ls',
+  'env',
+  'mkdir',
+  'rm',
+  'cp',
+  'mv',
+  'ln',
+  'chmod',
+  'touch',
+  'uname',
+  'id',
+  'pwd',
+  'echo',
+  'printf',
+  'head',
+  'tail',
+  'wc',
+  'tr',
+  'cut',
+  'sort',
+  'uniq',
+  'grep',
+  'sed',
+  'find',
+  'xargs',
+  'date',
+  'tar',
+  'gzip',
+  'sha256sum',
 ]
 
 type Entry =
@@ -44,7 +85,8 @@ function librariesOf(binary: string): string[] {
   try {
     out = execFileSync('ldd', [binary], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('the host has no `ldd`: cannot tell which libraries node needs')
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new Error('the host has no `ldd`: cannot tell which libraries node needs')
     return [] // "not a dynamic executable"
   }
   return [...out.matchAll(/(?:^|\s)(\/[^\s()]+)/gm)].map((m) => m[1]!)
@@ -143,7 +185,10 @@ function addPackages(tree: Tree, packages: readonly string[]): void {
     } catch {
       throw new Error(`package ${name} is not installed on this host (the image is built from the host's files)`)
     }
-    for (const path of listing.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/'))) {
+    for (const path of listing
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l.startsWith('/'))) {
       let st: Stats
       try {
         st = lstatSync(path)
@@ -161,7 +206,8 @@ function addPackages(tree: Tree, packages: readonly string[]): void {
 function describeHost(packages: readonly string[] = []): { tree: Tree; parts: string[] } {
   const tree = new Tree()
   const parts = [`node ${process.version}`]
-  for (const d of ['bin', 'usr/bin', 'usr/local/bin', 'etc', 'root', 'proc', 'sys', 'dev']) tree.dir(d, d === 'root' ? 0o700 : 0o755)
+  for (const d of ['bin', 'usr/bin', 'usr/local/bin', 'etc', 'root', 'proc', 'sys', 'dev'])
+    tree.dir(d, d === 'root' ? 0o700 : 0o755)
   // The agent's (default) user owns its working directory from the start: no chown per container.
   tree.dir('workspace', 0o755, AGENT_UID)
   tree.dir('tmp', 0o1777)
@@ -177,7 +223,10 @@ function describeHost(packages: readonly string[] = []): { tree: Tree; parts: st
   if (busybox) {
     tree.file('bin/busybox', busybox, true)
     const applets = execFileSync(busybox, ['--list'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-    for (const applet of applets.split('\n').map((a) => a.trim()).filter(Boolean)) {
+    for (const applet of applets
+      .split('\n')
+      .map((a) => a.trim())
+      .filter(Boolean)) {
       if (applet !== 'busybox') tree.symlink(`bin/${applet}`, 'busybox')
     }
     parts.push('busybox')
@@ -207,7 +256,10 @@ function describeHost(packages: readonly string[] = []): { tree: Tree; parts: st
     addPackages(tree, packages)
     parts.push(`packages ${packages.join(' ')}`)
   }
-  tree.text('etc/passwd', 'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000:node:/home/node:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n')
+  tree.text(
+    'etc/passwd',
+    'root:x:0:0:root:/root:/bin/sh\nnode:x:1000:1000:node:/home/node:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n',
+  )
   tree.text('etc/group', 'root:x:0:\nnode:x:1000:\nnogroup:x:65534:\n')
   return { tree, parts }
 }
@@ -225,7 +277,9 @@ function packTree(tree: Tree): AsyncIterable<Uint8Array> {
       if (e.kind === 'dir') await put({ name, type: 'directory', mode: e.mode, uid: e.uid ?? 0, gid: e.uid ?? 0 })
       else if (e.kind === 'symlink') await put({ name, type: 'symlink', linkname: e.target })
       else if (e.kind === 'text') {
-        await new Promise<void>((resolve, reject) => p.entry({ name, mode: e.mode }, e.content, (err) => (err ? reject(err) : resolve())))
+        await new Promise<void>((resolve, reject) =>
+          p.entry({ name, mode: e.mode }, e.content, (err) => (err ? reject(err) : resolve())),
+        )
       } else await put({ name, type: 'file', mode: e.mode, size: e.size, mtime: new Date(e.mtimeMs) }, e.source)
     }
     p.finalize()
@@ -254,13 +308,18 @@ function packTree(tree: Tree): AsyncIterable<Uint8Array> {
  */
 export function hostImageRecipe(options: { packages?: readonly string[] } = {}): ImageRecipe {
   const { tree, parts } = describeHost(options.packages)
-  const manifest = [...tree.entries].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, e]) => {
-    if (e.kind === 'file') return [name, e.source, e.mode, e.size, Math.round(e.mtimeMs)]
-    if (e.kind === 'text') return [name, e.content, e.mode]
-    if (e.kind === 'symlink') return [name, '->', e.target]
-    return [name, e.mode, e.uid ?? 0]
-  })
-  const hash = createHash('sha256').update(JSON.stringify([RECIPE_VERSION, process.version, manifest])).digest('hex').slice(0, 16)
+  const manifest = [...tree.entries]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, e]) => {
+      if (e.kind === 'file') return [name, e.source, e.mode, e.size, Math.round(e.mtimeMs)]
+      if (e.kind === 'text') return [name, e.content, e.mode]
+      if (e.kind === 'symlink') return [name, '->', e.target]
+      return [name, e.mode, e.uid ?? 0]
+    })
+  const hash = createHash('sha256')
+    .update(JSON.stringify([RECIPE_VERSION, process.version, manifest]))
+    .digest('hex')
+    .slice(0, 16)
   return {
     hash,
     description: `the host's ${parts.join(', ')} (${tree.libraries.size} libraries)`,

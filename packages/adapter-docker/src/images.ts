@@ -37,7 +37,10 @@ export function splitRef(ref: string): { repo: string; tag: string } {
 }
 
 /** The engine's progress stream (one JSON object per line) read to its end; rejects on an `error` line. */
-async function readProgress(stream: Readable, onLine?: (line: Record<string, unknown>) => void): Promise<Record<string, unknown>[]> {
+async function readProgress(
+  stream: Readable,
+  onLine?: (line: Record<string, unknown>) => void,
+): Promise<Record<string, unknown>[]> {
   const lines: Record<string, unknown>[] = []
   let rest = ''
   const take = (text: string) => {
@@ -58,7 +61,9 @@ async function readProgress(stream: Readable, onLine?: (line: Record<string, unk
     for (const part of parts) take(part)
   }
   take(rest)
-  const failed = lines.find((l) => typeof l.error === 'string' || (l.errorDetail as { message?: string } | undefined)?.message)
+  const failed = lines.find(
+    (l) => typeof l.error === 'string' || (l.errorDetail as { message?: string } | undefined)?.message,
+  )
   if (failed) throw new Error(String(failed.error ?? (failed.errorDetail as { message: string }).message))
   return lines
 }
@@ -67,7 +72,10 @@ async function readProgress(stream: Readable, onLine?: (line: Record<string, unk
 function brief(err: unknown): string {
   const e = err as { json?: { message?: string } | null; message?: string }
   const text = (e?.json && typeof e.json === 'object' && e.json.message) || e?.message || String(err)
-  const oneLine = text.replace(/^\(HTTP code \d+\)[^-]*- /, '').replace(/\s+/g, ' ').trim()
+  const oneLine = text
+    .replace(/^\(HTTP code \d+\)[^-]*- /, '')
+    .replace(/\s+/g, ' ')
+    .trim()
   return oneLine.length > 200 ? `${oneLine.slice(0, 197)}...` : oneLine
 }
 
@@ -134,7 +142,11 @@ export function imageProvisioner(
 
   const build = async (ref: string, recipe: ImageRecipe, replaces: string | null): Promise<ImageReport> => {
     if (ref.includes('@')) {
-      throw new ContainerError('not_found', `${ctx.name}: image ${ref} is a digest reference and cannot be built here`, { image: ref })
+      throw new ContainerError(
+        'not_found',
+        `${ctx.name}: image ${ref} is a digest reference and cannot be built here`,
+        { image: ref },
+      )
     }
     const changes = [
       ...Object.entries(recipe.env ?? {}).map(([k, v]) => `ENV ${k}=${v}`),
@@ -158,10 +170,18 @@ export function imageProvisioner(
     }
     const made = await inspect(ref)
     if (!made || made.Config?.Labels?.[RECIPE_LABEL] !== recipe.hash) {
-      throw new ContainerError('engine_error', `${ctx.name}: image ${ref} was imported but does not carry recipe ${recipe.hash}`, { image: ref })
+      throw new ContainerError(
+        'engine_error',
+        `${ctx.name}: image ${ref} was imported but does not carry recipe ${recipe.hash}`,
+        { image: ref },
+      )
     }
     // The image it replaces, unless a container or another tag still holds it (no force).
-    if (replaces && replaces !== made.Id) await ctx.docker.getImage(replaces).remove().catch(() => {})
+    if (replaces && replaces !== made.Id)
+      await ctx.docker
+        .getImage(replaces)
+        .remove()
+        .catch(() => {})
     return { ref, id: made.Id, source: 'built', recipe: recipe.hash }
   }
 
@@ -176,8 +196,12 @@ export function imageProvisioner(
     }
     if (found) {
       const have = found.Config?.Labels?.[RECIPE_LABEL]
-      if (!recipe || !have || have === recipe.hash) return { ref: name, id: found.Id, source: 'present', ...(have && { recipe: have }) }
-      onProgress?.('building', `image ${local} was built from recipe ${have}; rebuilding it from ${recipe.description} (recipe ${recipe.hash})`)
+      if (!recipe || !have || have === recipe.hash)
+        return { ref: name, id: found.Id, source: 'present', ...(have && { recipe: have }) }
+      onProgress?.(
+        'building',
+        `image ${local} was built from recipe ${have}; rebuilding it from ${recipe.description} (recipe ${recipe.hash})`,
+      )
       return build(local, recipe, found.Id)
     }
     onProgress?.('pulling', `image ${ref} is not on the ${ctx.name} engine; pulling it`)
@@ -191,12 +215,19 @@ export function imageProvisioner(
       pullError = (err as Error).message
     }
     if (!recipe) {
-      throw new ContainerError('not_found', `${ctx.name}: image ${ref} is not on the engine and could not be pulled (${pullError})`, {
-        image: ref,
-        runtime: ctx.name,
-      })
+      throw new ContainerError(
+        'not_found',
+        `${ctx.name}: image ${ref} is not on the engine and could not be pulled (${pullError})`,
+        {
+          image: ref,
+          runtime: ctx.name,
+        },
+      )
     }
-    onProgress?.('building', `image ${ref} is not on the ${ctx.name} engine and no registry has it (${pullError}); building it from ${recipe.description} (recipe ${recipe.hash})`)
+    onProgress?.(
+      'building',
+      `image ${ref} is not on the ${ctx.name} engine and no registry has it (${pullError}); building it from ${recipe.description} (recipe ${recipe.hash})`,
+    )
     return build(local, recipe, null)
   }
 

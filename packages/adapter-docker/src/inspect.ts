@@ -46,7 +46,11 @@ export function toIso(ts: string | number | undefined | null): string | null {
 export function toContainerInfo(raw: ContainerInspectInfo): ContainerInfo {
   const state = toState(raw.State?.Status)
   const host = raw.HostConfig ?? {}
-  const cpus = host.NanoCpus ? host.NanoCpus / 1e9 : host.CpuQuota && host.CpuPeriod ? host.CpuQuota / host.CpuPeriod : 0
+  const cpus = host.NanoCpus
+    ? host.NanoCpus / 1e9
+    : host.CpuQuota && host.CpuPeriod
+      ? host.CpuQuota / host.CpuPeriod
+      : 0
   const exited = state === 'exited' || state === 'dead'
   return {
     id: raw.Id,

@@ -44,7 +44,11 @@ describe('engine lost mid-exec', () => {
     const proxy = engineProxy()
     await new Promise((r) => proxy.server.once('listening', r))
     const viaProxy = dockerRuntime({ socketPath: proxy.socketPath, watchIntervalMs: 200 })
-    const { id } = await direct.create({ image: engine.image, cmd: [...IDLE_COMMAND], labels: { 'berth.test': 'engine-loss' } })
+    const { id } = await direct.create({
+      image: engine.image,
+      cmd: [...IDLE_COMMAND],
+      labels: { 'berth.test': 'engine-loss' },
+    })
     try {
       await direct.start(id)
       const proc = await viaProxy.exec(id, { cmd: ['sh', '-c', 'echo up; sleep 60'] })

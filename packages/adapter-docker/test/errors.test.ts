@@ -12,9 +12,17 @@ describe('toContainerError', () => {
     expect(down.code).toBe('CONTAINER_FAILED')
     expect(down.status).toBe(502)
     expect(down.details).toMatchObject({ reason: 'unreachable', runtime: 'docker', endpoint: 'unix:///x.sock' })
-    expect(isContainerError(toContainerError({ statusCode: 404, json: { message: 'No such container: abc' } }, ctx), 'not_found')).toBe(true)
     expect(
-      isContainerError(toContainerError({ statusCode: 409, json: { message: 'Container abc is not running' } }, ctx), 'not_running'),
+      isContainerError(
+        toContainerError({ statusCode: 404, json: { message: 'No such container: abc' } }, ctx),
+        'not_found',
+      ),
+    ).toBe(true)
+    expect(
+      isContainerError(
+        toContainerError({ statusCode: 409, json: { message: 'Container abc is not running' } }, ctx),
+        'not_running',
+      ),
     ).toBe(true)
     const other = toContainerError({ statusCode: 500, json: { message: 'boom' } }, ctx)
     expect(other.details).toMatchObject({ reason: 'engine_error', statusCode: 500 })

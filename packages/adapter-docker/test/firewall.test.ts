@@ -46,7 +46,7 @@ afterAll(() => {
 })
 
 describe('egress firewall rules', () => {
-  it('installs a bridge\'s chains, then re-checks them with one table read per family', async () => {
+  it("installs a bridge's chains, then re-checks them with one table read per family", async () => {
     await installBridgeRules(rules, firewall)
     expect(ipt('iptables', ['-S', names.forward])).toContain(`-A ${names.forward} -d 10.0.0.0/8 -j REJECT`)
     expect(ipt('ip6tables', ['-S', 'BERTH-FORWARD'])).toContain(`-A BERTH-FORWARD -i ${bridge} -j ${names.forward}`)
@@ -64,8 +64,16 @@ describe('egress firewall rules', () => {
     ipt('iptables', ['-I', 'FORWARD', '1', '-j', 'RETURN', '-m', 'comment', '--comment', 'berth-test'])
     try {
       await installBridgeRules(rules, firewall)
-      expect(ipt('iptables', ['-S', names.forward]).split('\n').filter((l) => l.startsWith('-A '))).toEqual(bridgeRules(rules, 4).forward)
-      expect(ipt('iptables', ['-S', 'FORWARD']).split('\n').find((l) => l.startsWith('-A '))).toBe('-A FORWARD -j BERTH-FORWARD')
+      expect(
+        ipt('iptables', ['-S', names.forward])
+          .split('\n')
+          .filter((l) => l.startsWith('-A ')),
+      ).toEqual(bridgeRules(rules, 4).forward)
+      expect(
+        ipt('iptables', ['-S', 'FORWARD'])
+          .split('\n')
+          .find((l) => l.startsWith('-A ')),
+      ).toBe('-A FORWARD -j BERTH-FORWARD')
     } finally {
       ipt('iptables', ['-D', 'FORWARD', '-j', 'RETURN', '-m', 'comment', '--comment', 'berth-test'])
     }

@@ -64,7 +64,10 @@ describe('docker containers are hardened on the engine', () => {
 
   afterAll(async () => {
     await rt.remove(id)
-    await raw.getVolume(`berth-hardening-${process.pid}`).remove().catch(() => {})
+    await raw
+      .getVolume(`berth-hardening-${process.pid}`)
+      .remove()
+      .catch(() => {})
     const { rmSync } = await import('node:fs')
     rmSync(src, { recursive: true, force: true })
   })
@@ -74,7 +77,9 @@ describe('docker containers are hardened on the engine', () => {
     expect(info.HostConfig.Privileged).toBe(false)
     expect(info.HostConfig.Init).toBe(true)
     expect(info.HostConfig.CapDrop).toEqual(['ALL'])
-    expect([...(info.HostConfig.CapAdd ?? [])].map((c) => c.replace(/^CAP_/, '')).sort()).toEqual([...DEFAULT_CAP_ADD].sort())
+    expect([...(info.HostConfig.CapAdd ?? [])].map((c) => c.replace(/^CAP_/, '')).sort()).toEqual(
+      [...DEFAULT_CAP_ADD].sort(),
+    )
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges')
     expect(info.HostConfig.PidsLimit).toBe(DEFAULT_LIMITS.pids)
     expect(info.HostConfig.Memory).toBe(DEFAULT_LIMITS.memoryBytes)
@@ -90,7 +95,9 @@ describe('docker containers are hardened on the engine', () => {
 
   it('runs with exactly the kept capabilities, no-new-privileges and an init as PID 1', async () => {
     const r = await collectExec(
-      await rt.exec(id, { cmd: ['sh', '-c', 'grep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status; cat /proc/1/comm'] }),
+      await rt.exec(id, {
+        cmd: ['sh', '-c', 'grep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status; cat /proc/1/comm'],
+      }),
     )
     const expected = DEFAULT_CAP_ADD.reduce((mask, c) => mask | (1n << BigInt(CAP_BITS[c]!)), 0n)
     const field = (k: string) => new RegExp(`${k}:\\s+(\\S+)`).exec(r.stdout)?.[1]
@@ -103,7 +110,11 @@ describe('docker containers are hardened on the engine', () => {
   it('denies what dropped capabilities guard (mknod) and keeps what the agent needs (chown)', async () => {
     const r = await collectExec(
       await rt.exec(id, {
-        cmd: ['sh', '-c', 'mknod /tmp/dev c 1 3 2>/dev/null && echo mknod-ok; touch /tmp/f && chown 1000:1000 /tmp/f && echo chown-ok'],
+        cmd: [
+          'sh',
+          '-c',
+          'mknod /tmp/dev c 1 3 2>/dev/null && echo mknod-ok; touch /tmp/f && chown 1000:1000 /tmp/f && echo chown-ok',
+        ],
       }),
     )
     expect(r.stdout).not.toContain('mknod-ok')
@@ -113,7 +124,11 @@ describe('docker containers are hardened on the engine', () => {
   it('mounts binds read-only when asked, and named volumes writable', async () => {
     const r = await collectExec(
       await rt.exec(id, {
-        cmd: ['sh', '-c', 'cat /mnt/ro/ro.txt; touch /mnt/ro/x 2>/dev/null && echo ro-writable; touch /mnt/vol/x && echo vol-ok'],
+        cmd: [
+          'sh',
+          '-c',
+          'cat /mnt/ro/ro.txt; touch /mnt/ro/x 2>/dev/null && echo ro-writable; touch /mnt/vol/x && echo vol-ok',
+        ],
       }),
     )
     expect(r.stdout).toContain('read only')

@@ -25,7 +25,11 @@ describe('hostImageRecipe', () => {
 
   afterAll(async () => {
     for (const id of made.containers) await rt.remove(id)
-    for (const ref of made.images) await raw.getImage(ref).remove({ force: true }).catch(() => {})
+    for (const ref of made.images)
+      await raw
+        .getImage(ref)
+        .remove({ force: true })
+        .catch(() => {})
   })
 
   it('describes the same host the same way (a stable hash), and packs node, bash, git, librt and their libraries', async () => {
@@ -34,7 +38,15 @@ describe('hostImageRecipe', () => {
     expect(recipe.hash).toMatch(/^[0-9a-f]{16}$/)
     expect(recipe.description).toContain(`node ${process.version}`)
     const names = new Set((await readTar(recipe.rootfs())).map((e) => e.name.replace(/\/$/, '')))
-    for (const path of ['usr/local/bin/node', 'bin/bash', 'usr/bin/git', 'etc/passwd', 'tmp', 'workspace', 'home/node']) {
+    for (const path of [
+      'usr/local/bin/node',
+      'bin/bash',
+      'usr/bin/git',
+      'etc/passwd',
+      'tmp',
+      'workspace',
+      'home/node',
+    ]) {
       expect(names.has(path), path).toBe(true)
     }
     expect([...names].some((n) => /(^|\/)librt\.so\.1$/.test(n))).toBe(true)
@@ -52,11 +64,22 @@ describe('hostImageRecipe', () => {
     // The agent user's working directory is theirs already: no chown exec per container.
     expect(labels['berth.workdir-owner']).toBe('1000:1000@/workspace')
 
-    const { id } = await rt.create({ image: ref, cmd: [...IDLE_COMMAND], workingDir: '/workspace', labels: { 'berth.test.run': run } })
+    const { id } = await rt.create({
+      image: ref,
+      cmd: [...IDLE_COMMAND],
+      workingDir: '/workspace',
+      labels: { 'berth.test.run': run },
+    })
     made.containers.push(id)
     await rt.start(id)
     const r = await collectExec(
-      await rt.exec(id, { cmd: ['bash', '-c', 'node -v; git --version; echo "$PATH"; git init -q repo && echo git-ok; stat -c %a /tmp; id -u node; stat -c %u:%g /workspace'] }),
+      await rt.exec(id, {
+        cmd: [
+          'bash',
+          '-c',
+          'node -v; git --version; echo "$PATH"; git init -q repo && echo git-ok; stat -c %a /tmp; id -u node; stat -c %u:%g /workspace',
+        ],
+      }),
     )
     expect(r.stderr).toBe('')
     expect(r.stdout.split('\n')).toEqual([

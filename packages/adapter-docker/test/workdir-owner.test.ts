@@ -20,15 +20,32 @@ afterAll(async () => {
 /** Start a container as `user` in /workspace; the execs the engine saw at start, and whether the user can write there. */
 async function startAs(user: string, mounts?: { type: 'volume'; source: string; target: string }[]) {
   const since = Math.floor(Date.now() / 1000) - 1
-  const { id } = await rt.create({ image: engine.image, cmd: [...IDLE_COMMAND], user, workingDir: '/workspace', network: 'none', labels: { 'berth.test': 'workdir-owner' }, ...(mounts && { mounts }) })
+  const { id } = await rt.create({
+    image: engine.image,
+    cmd: [...IDLE_COMMAND],
+    user,
+    workingDir: '/workspace',
+    network: 'none',
+    labels: { 'berth.test': 'workdir-owner' },
+    ...(mounts && { mounts }),
+  })
   made.push(id)
   await rt.start(id)
   const until = Math.floor(Date.now() / 1000) + 1
-  const events = (await raw.getEvents({ since, until, filters: JSON.stringify({ container: [id], event: ['exec_create'] }) })) as unknown as NodeJS.ReadableStream
+  const events = (await raw.getEvents({
+    since,
+    until,
+    filters: JSON.stringify({ container: [id], event: ['exec_create'] }),
+  })) as unknown as NodeJS.ReadableStream
   let text = ''
   for await (const chunk of events) text += chunk.toString()
-  const execs = text.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { Action: string }).Action)
-  const write = await collectExec(await rt.exec(id, { cmd: ['sh', '-c', 'touch /workspace/x && stat -c %u:%g /workspace'] }))
+  const execs = text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => (JSON.parse(l) as { Action: string }).Action)
+  const write = await collectExec(
+    await rt.exec(id, { cmd: ['sh', '-c', 'touch /workspace/x && stat -c %u:%g /workspace'] }),
+  )
   return { id, execs, write }
 }
 
@@ -55,12 +72,17 @@ describe('the working directory of an unprivileged container', () => {
   it('a volume mounted at the working directory is chowned whatever the image says', async () => {
     const volume = `berth-test-owner-${process.pid}`
     try {
-      const { id, execs, write } = await startAs('1000:1000', [{ type: 'volume', source: volume, target: '/workspace' }])
+      const { id, execs, write } = await startAs('1000:1000', [
+        { type: 'volume', source: volume, target: '/workspace' },
+      ])
       expect(execs.filter((a) => a.includes('chown 1000:1000 /workspace'))).toHaveLength(1)
       expect(write.exitCode, write.stderr).toBe(0)
       await rt.remove(id)
     } finally {
-      await raw.getVolume(volume).remove().catch(() => {})
+      await raw
+        .getVolume(volume)
+        .remove()
+        .catch(() => {})
     }
   })
 })

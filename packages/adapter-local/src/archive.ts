@@ -32,7 +32,9 @@ export function packPath(path: string): Pack {
     } else if (st.isFile()) {
       await new Promise<void>((resolve, reject) => {
         const sink = p.entry({ ...base, name, type: 'file', size: st.size }, (err) => (err ? reject(err) : resolve()))
-        createReadStream(abs).on('error', reject).pipe(sink as unknown as NodeJS.WritableStream)
+        createReadStream(abs)
+          .on('error', reject)
+          .pipe(sink as unknown as NodeJS.WritableStream)
       })
     }
   }

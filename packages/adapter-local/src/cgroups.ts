@@ -83,7 +83,8 @@ function v1(): Cgroups | null {
       if (limits.memoryBytes !== undefined) {
         writeFileSync(join(d.memory, 'memory.limit_in_bytes'), String(limits.memoryBytes))
         // Swap capped at the same amount: memory+swap may not exceed the memory limit.
-        if (existsSync(join(d.memory, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(d.memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes))
+        if (existsSync(join(d.memory, 'memory.memsw.limit_in_bytes')))
+          writeFileSync(join(d.memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes))
       }
       if (limits.pids !== undefined) writeFileSync(join(d.pids, 'pids.max'), String(limits.pids))
       if (limits.cpus !== undefined) {
@@ -115,7 +116,10 @@ function v2(): Cgroups | null {
     return null // not delegated to us
   }
   const dir = (id: string) => join(parent, id)
-  const of = (id: string): ContainerCgroup => ({ procs: [join(dir(id), 'cgroup.procs')], binds: [[dir(id), CGROUP_FS]] })
+  const of = (id: string): ContainerCgroup => ({
+    procs: [join(dir(id), 'cgroup.procs')],
+    binds: [[dir(id), CGROUP_FS]],
+  })
   return {
     version: 2,
     of,

@@ -69,7 +69,9 @@ export function localContext(options: LocalRuntimeOptions): LocalContext {
     sandbox.mode === 'bwrap'
       ? BWRAP_ISOLATION.replace('{user}', sandbox.userns ? ' and user' : '').replace(
           '{limits}',
-          cgroups ? `memory, CPU and pids limits through cgroups v${cgroups.version}` : 'no resource limits (no writable cgroups here)',
+          cgroups
+            ? `memory, CPU and pids limits through cgroups v${cgroups.version}`
+            : 'no resource limits (no writable cgroups here)',
         )
       : `NO ISOLATION (${sandbox.reason}): plain host processes`
 
@@ -97,7 +99,8 @@ export function localContext(options: LocalRuntimeOptions): LocalContext {
       return refresh(await readMeta(baseDir, id))
     } catch (err) {
       await ensureBase() // an unusable base directory is the local "engine down"
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw fail('not_found', `No such container: ${id}`, { op, id })
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+        throw fail('not_found', `No such container: ${id}`, { op, id })
       throw err
     }
   }

@@ -24,7 +24,11 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
   const { baseDir, sandbox, cgroups, logger, fail, ensureBase } = ctx
   // Fail closed: a policy this runtime cannot enforce is refused, not ignored.
   if (spec.egress && (spec.egress.policy !== 'none' || sandbox.mode !== 'bwrap')) {
-    throw fail('engine_error', `the local runtime cannot enforce the ${spec.egress.policy} network policy${sandbox.mode === 'bwrap' ? ' (bubblewrap can only cut the network: use policy none, or Docker/Podman)' : ' (no bubblewrap sandbox)'}`, { op: 'create' })
+    throw fail(
+      'engine_error',
+      `the local runtime cannot enforce the ${spec.egress.policy} network policy${sandbox.mode === 'bwrap' ? ' (bubblewrap can only cut the network: use policy none, or Docker/Podman)' : ' (no bubblewrap sandbox)'}`,
+      { op: 'create' },
+    )
   }
   await ensureBase()
   const id = randomBytes(32).toString('hex')
@@ -76,17 +80,20 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
       cgroups.create(id, limits)
     } catch (err) {
       await rm(containerDir(baseDir, id), { recursive: true, force: true })
-      throw fail('engine_error', `local create: cannot apply limits through cgroups: ${(err as Error).message}`, { op: 'create' })
+      throw fail('engine_error', `local create: cannot apply limits through cgroups: ${(err as Error).message}`, {
+        op: 'create',
+      })
     }
     meta.limits = limits
   }
   await writeMeta(baseDir, meta)
-  if (sandbox.mode === 'none') logger.warn(NO_ISOLATION, {
-    runtime: 'local',
-    id,
-    dir: containerDir(baseDir, id),
-    ...(spec.limits ? { ignoredLimits: spec.limits } : {}),
-    ...(spec.mounts?.some((m) => m.readOnly) ? { readOnlyMountsAreWritable: true } : {}),
-  })
+  if (sandbox.mode === 'none')
+    logger.warn(NO_ISOLATION, {
+      runtime: 'local',
+      id,
+      dir: containerDir(baseDir, id),
+      ...(spec.limits ? { ignoredLimits: spec.limits } : {}),
+      ...(spec.mounts?.some((m) => m.readOnly) ? { readOnlyMountsAreWritable: true } : {}),
+    })
   return { id, name }
 }

@@ -17,7 +17,14 @@ import { bwrapArgs, CONTAINER_PATH, kept } from './sandbox.js'
  * spawn(how.file, how.args, { cwd: how.cwd, env: how.env })
  * ```
  */
-export function launch(ctx: LocalContext, meta: LocalMeta, cmd: string[], cwd: string, extraEnv: Record<string, string> = {}, main = false): Launch {
+export function launch(
+  ctx: LocalContext,
+  meta: LocalMeta,
+  cmd: string[],
+  cwd: string,
+  extraEnv: Record<string, string> = {},
+  main = false,
+): Launch {
   const { baseDir, sandbox, cgroups } = ctx
   const root = rootDir(baseDir, meta.id)
   if (ctx.sandboxed(meta)) {
@@ -25,7 +32,13 @@ export function launch(ctx: LocalContext, meta: LocalMeta, cmd: string[], cwd: s
     const cgroup = meta.limits && cgroups ? cgroups.of(meta.id) : null
     const sandboxed = [
       sandbox.bwrap!,
-      ...bwrapArgs(sandbox, { id: meta.id, root, mounts, network: meta.network }, cmd, cwd, cgroup ? { cgroupBinds: cgroup.binds } : {}),
+      ...bwrapArgs(
+        sandbox,
+        { id: meta.id, root, mounts, network: meta.network },
+        cmd,
+        cwd,
+        cgroup ? { cgroupBinds: cgroup.binds } : {},
+      ),
     ]
     // Execs die with the server; the main process stays (under its keeper) for the next start to adopt.
     const argv = main ? kept(sandboxed) : sandboxed

@@ -19,7 +19,17 @@ import { launch } from './local-launch.js'
 import { localVolumes } from './local-volumes.js'
 import { containerDir, readMeta, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 import type { SandboxMode } from './sandbox.js'
-import { descendantRuns, exitCodeOf, isAlive, killTree, processesWith, processStartTime, processTree, residentBytes, signalGroup } from './processes.js'
+import {
+  descendantRuns,
+  exitCodeOf,
+  isAlive,
+  killTree,
+  processesWith,
+  processStartTime,
+  processTree,
+  residentBytes,
+  signalGroup,
+} from './processes.js'
 
 /** The local runtime, with what it isolates. */
 export interface LocalRuntime extends ContainerRuntime {
@@ -111,7 +121,11 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     sandbox: sandbox.mode,
     description: ctx.description,
     // bwrap can only cut the network entirely (an empty namespace); it has no firewall.
-    capabilities: { isolation: sandbox.mode === 'bwrap', limits: cgroups !== null, egress: sandbox.mode === 'bwrap' ? ['none'] : [] },
+    capabilities: {
+      isolation: sandbox.mode === 'bwrap',
+      limits: cgroups !== null,
+      egress: sandbox.mode === 'bwrap' ? ['none'] : [],
+    },
 
     ping: ensureBase,
     create: (spec) => createContainer(ctx, spec),
@@ -243,9 +257,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       const meta = await load(id, 'putArchive')
       const dir = resolvePath(baseDir, meta, path)
       const st = await stat(dir).catch(() => null)
-      if (!st?.isDirectory()) throw fail('not_found', `Could not find the directory ${path} in ${id}`, { op: 'putArchive', id, path })
-      const source =
-        tar instanceof Uint8Array ? Readable.from([tar]) : (tar as AsyncIterable<Uint8Array>)
+      if (!st?.isDirectory())
+        throw fail('not_found', `Could not find the directory ${path} in ${id}`, { op: 'putArchive', id, path })
+      const source = tar instanceof Uint8Array ? Readable.from([tar]) : (tar as AsyncIterable<Uint8Array>)
       await extractInto(dir, source)
     },
 

@@ -13,10 +13,13 @@ import type { LocalContext } from './local-context.js'
  * await volumes.createVolume('ws-1', { labels: { 'berth.owner': 'usr_1' } })
  * ```
  */
-export function localVolumes(ctx: LocalContext): Pick<ContainerRuntime, 'createVolume' | 'listVolumes' | 'removeVolume'> {
+export function localVolumes(
+  ctx: LocalContext,
+): Pick<ContainerRuntime, 'createVolume' | 'listVolumes' | 'removeVolume'> {
   const { baseDir } = ctx
   const checkVolumeName = (name: string) => {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) throw ctx.fail('engine_error', `invalid volume name ${JSON.stringify(name)}`)
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name))
+      throw ctx.fail('engine_error', `invalid volume name ${JSON.stringify(name)}`)
   }
   return {
     async createVolume(name, opts = {}) {
@@ -24,7 +27,12 @@ export function localVolumes(ctx: LocalContext): Pick<ContainerRuntime, 'createV
       await mkdir(join(baseDir, 'volumes', name), { recursive: true })
       // Labels beside the volumes (a volume's own directory is the workspace's files).
       const labelFile = join(baseDir, 'volume-labels', `${name}.json`)
-      if (await access(labelFile).then(() => false, () => true)) {
+      if (
+        await access(labelFile).then(
+          () => false,
+          () => true,
+        )
+      ) {
         await mkdir(dirname(labelFile), { recursive: true })
         await writeFile(labelFile, JSON.stringify({ ...opts.labels, [MANAGED_LABEL]: 'true' }))
       }

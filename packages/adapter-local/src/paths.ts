@@ -119,7 +119,11 @@ export function resolvePath(baseDir: string, meta: Pick<LocalMeta, 'id' | 'mount
   let best: ContainerMount | undefined
   for (const m of meta.mounts) {
     const target = posix.normalize(`/${m.target}`).replace(/\/$/, '')
-    if ((path === target || path.startsWith(`${target}/`)) && (!best || target.length > posix.normalize(best.target).length)) best = m
+    if (
+      (path === target || path.startsWith(`${target}/`)) &&
+      (!best || target.length > posix.normalize(best.target).length)
+    )
+      best = m
   }
   if (!best) return hostPath(baseDir, meta.id, path)
   const rest = path.slice(posix.normalize(`/${best.target}`).replace(/\/$/, '').length)

@@ -232,7 +232,8 @@ export async function descendantRuns(pid: number, depth: number, timeoutMs = 10_
   const until = Date.now() + timeoutMs
   for (;;) {
     let level = [pid]
-    for (let d = 0; d < depth && level.length; d++) level = level.flatMap((p) => processTree(p).filter((c) => parentOf(c) === p))
+    for (let d = 0; d < depth && level.length; d++)
+      level = level.flatMap((p) => processTree(p).filter((c) => parentOf(c) === p))
     if (level.length) return true
     if (!isAlive(pid, null) || Date.now() > until) return false
     await new Promise((r) => setTimeout(r, 5))

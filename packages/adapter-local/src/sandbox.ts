@@ -19,16 +19,45 @@ export interface Sandbox {
 
 /** The PATH every local container gets: the usual system directories plus the one holding this Node. */
 export const CONTAINER_PATH = [
-  ...new Set(['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin', dirname(process.execPath)]),
+  ...new Set([
+    '/usr/local/sbin',
+    '/usr/local/bin',
+    '/usr/sbin',
+    '/usr/bin',
+    '/sbin',
+    '/bin',
+    dirname(process.execPath),
+  ]),
 ].join(':')
 
 /** Host directories shown read-only in the sandbox (those that exist). */
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']
 /** The part of the host's /etc a program needs (users, DNS, TLS roots, the loader); no secrets. */
 const ETC_FILES = [
-  'passwd', 'group', 'hosts', 'hostname', 'resolv.conf', 'nsswitch.conf', 'host.conf', 'gai.conf', 'localtime',
-  'timezone', 'os-release', 'debian_version', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'ssl',
-  'ca-certificates', 'ca-certificates.conf', 'pki', 'mime.types', 'gitconfig', 'protocols', 'services',
+  'passwd',
+  'group',
+  'hosts',
+  'hostname',
+  'resolv.conf',
+  'nsswitch.conf',
+  'host.conf',
+  'gai.conf',
+  'localtime',
+  'timezone',
+  'os-release',
+  'debian_version',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'alternatives',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki',
+  'mime.types',
+  'gitconfig',
+  'protocols',
+  'services',
 ].map((f) => `/etc/${f}`)
 /** Container root entries never bound over the system view. */
 const RESERVED = new Set(['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'etc', 'proc', 'dev', 'sys', 'run'])
@@ -47,7 +76,18 @@ function findOnPath(bin: string, path = process.env.PATH ?? CONTAINER_PATH): str
 }
 
 function probe(bwrap: string, userns: boolean): string | null {
-  const args = [...(userns ? ['--unshare-user'] : []), '--unshare-pid', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true']
+  const args = [
+    ...(userns ? ['--unshare-user'] : []),
+    '--unshare-pid',
+    '--ro-bind',
+    '/',
+    '/',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    'true',
+  ]
   const r = spawnSync(bwrap, args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 })
   if (r.status === 0) return null
   return (r.stderr?.toString().trim() || r.error?.message || `exit ${r.status}`).split('\n')[0]!
@@ -110,7 +150,14 @@ export function bwrapArgs(
   cwd: string,
   opts: { cgroupBinds?: [string, string][] } = {},
 ): string[] {
-  const args = ['--die-with-parent', '--new-session', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try']
+  const args = [
+    '--die-with-parent',
+    '--new-session',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+  ]
   if (sandbox.userns) args.push('--unshare-user')
   if (c.network === 'none') args.push('--unshare-net')
   args.push('--cap-drop', 'ALL', '--hostname', c.id.slice(0, 12))
@@ -118,7 +165,8 @@ export function bwrapArgs(
   for (const file of ETC_FILES) args.push('--ro-bind-try', file, file)
   // Node's install, when it lives outside /usr (nvm, /opt/node): the runner needs it.
   const nodePrefix = dirname(dirname(process.execPath))
-  if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`))) args.push('--ro-bind-try', nodePrefix, nodePrefix)
+  if (!SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(`${d}/`)))
+    args.push('--ro-bind-try', nodePrefix, nodePrefix)
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/run')
   // The container's own cgroup (its limits) where an engine's container sees it.
   for (const [host, target] of opts.cgroupBinds ?? []) args.push('--ro-bind', host, target)

@@ -11,5 +11,6 @@ export default function setup(): void {
     stdio: ['ignore', 'ignore', 'inherit'],
     timeout: 10 * 60_000,
   })
-  if (run.status !== 0) throw new Error(`${ENSURE_SCRIPT} failed (exit ${run.status ?? run.signal}) while ensuring bwrap`)
+  if (run.status !== 0)
+    throw new Error(`${ENSURE_SCRIPT} failed (exit ${run.status ?? run.signal}) while ensuring bwrap`)
 }

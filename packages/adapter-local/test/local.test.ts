@@ -59,7 +59,9 @@ describe('local runtime', () => {
     const second = localRuntime({ baseDir, logger, sandbox: 'none' })
     expect((await second.inspect(id)).state).toBe('running')
     expect((await second.list({ labels: { 'berth.pool': 'p' } })).map((c) => c.id)).toEqual([id])
-    expect((await collectExec(await second.exec(id, { cmd: ['pwd'] }))).stdout.trim()).toBe(hostPath(baseDir, id, '/workspace'))
+    expect((await collectExec(await second.exec(id, { cmd: ['pwd'] }))).stdout.trim()).toBe(
+      hostPath(baseDir, id, '/workspace'),
+    )
     const { pid } = await readMeta(baseDir, id)
     await second.remove(id)
     expect(existsSync(join(baseDir, id))).toBe(false)

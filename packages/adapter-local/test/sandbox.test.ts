@@ -49,14 +49,19 @@ function withCmdline(marker: string): string[] {
     })
 }
 
-const sh = async (rt: ContainerRuntime, id: string, script: string) => collectExec(await rt.exec(id, { cmd: ['sh', '-c', script] }))
+const sh = async (rt: ContainerRuntime, id: string, script: string) =>
+  collectExec(await rt.exec(id, { cmd: ['sh', '-c', script] }))
 
 describe('local runtime in a bubblewrap sandbox', () => {
   const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
 
   it('shows the container at container paths: /workspace, HOME /root and /tmp are its own directories', async () => {
     const id = await started(rt, { image: 'x', workingDir: '/workspace' })
-    const r = await sh(rt, id, 'pwd; echo "$HOME"; echo w > /workspace/w.txt; echo h > ~/h.txt; echo t > /tmp/t.txt; ls /workspace')
+    const r = await sh(
+      rt,
+      id,
+      'pwd; echo "$HOME"; echo w > /workspace/w.txt; echo h > ~/h.txt; echo t > /tmp/t.txt; ls /workspace',
+    )
     expect(r.exitCode).toBe(0)
     expect(r.stdout.split('\n').slice(0, 2)).toEqual(['/workspace', '/root'])
     expect(readFileSync(hostPath(baseDir, id, '/workspace/w.txt'), 'utf8')).toBe('w\n')
@@ -66,7 +71,11 @@ describe('local runtime in a bubblewrap sandbox', () => {
 
   it('mounts a volume at /workspace, with a working directory inside it, and keeps its files for the next container', async () => {
     const volume = `vol-${process.pid}-${Date.now()}`
-    const spec = { image: 'x', workingDir: '/workspace/sub', mounts: [{ type: 'volume' as const, source: volume, target: '/workspace' }] }
+    const spec = {
+      image: 'x',
+      workingDir: '/workspace/sub',
+      mounts: [{ type: 'volume' as const, source: volume, target: '/workspace' }],
+    }
     const first = await started(rt, spec)
     const r = await sh(rt, first, 'pwd; echo kept > note.txt')
     expect(r.stdout).toBe('/workspace/sub\n')
@@ -116,9 +125,13 @@ describe('local runtime in a bubblewrap sandbox', () => {
   it('keeps the host network by default and has none when the spec asks for none', async () => {
     const withNet = await started(rt, { image: 'x', workingDir: '/workspace' })
     const without = await started(rt, { image: 'x', workingDir: '/workspace', network: 'none' })
-    const names = async (id: string) => (await sh(rt, id, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim().split('\n')
+    const names = async (id: string) =>
+      (await sh(rt, id, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")).stdout.trim().split('\n')
     // The host's default-route interface (other interfaces come and go with other containers).
-    const uplink = readFileSync('/proc/net/route', 'utf8').split('\n').find((l) => l.split('\t')[1] === '00000000')?.split('\t')[0]
+    const uplink = readFileSync('/proc/net/route', 'utf8')
+      .split('\n')
+      .find((l) => l.split('\t')[1] === '00000000')
+      ?.split('\t')[0]
     expect(uplink).toBeTruthy()
     expect(await names(withNet)).toContain(uplink)
     expect(await names(without)).toEqual(['lo'])
@@ -134,7 +147,11 @@ describe('local runtime limits (bwrap, cgroups)', () => {
     const sleepers = async (limits?: { pids: number }) => {
       const id = await started(rt, { image: 'x', workingDir: '/workspace', ...(limits && { limits }) })
       const r = await sh(rt, id, script)
-      return { count: r.stdout.split('\n').filter((l) => l === 'started').length, stderr: r.stderr, info: await rt.inspect(id) }
+      return {
+        count: r.stdout.split('\n').filter((l) => l === 'started').length,
+        stderr: r.stderr,
+        info: await rt.inspect(id),
+      }
     }
     const limited = await sleepers({ pids: 16 })
     expect(limited.info.limits).toEqual({ pids: 16 })
@@ -148,7 +165,9 @@ describe('local runtime limits (bwrap, cgroups)', () => {
 
   it('kills what outgrows the memory limit, and reports the OOM kill', async () => {
     const id = await started(rt, { image: 'x', workingDir: '/workspace', limits: { memoryBytes: 64 * 1024 * 1024 } })
-    const r = collectExec(await rt.exec(id, { cmd: ['node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(8 << 20, 1))'] }))
+    const r = collectExec(
+      await rt.exec(id, { cmd: ['node', '-e', 'const a = []; for (;;) a.push(Buffer.alloc(8 << 20, 1))'] }),
+    )
     expect((await r).exitCode).toBe(137)
     expect((await rt.stats(id)).memoryLimitBytes).toBe(64 * 1024 * 1024)
     expect((await rt.inspect(id)).oomKilled).toBe(true)
@@ -169,19 +188,24 @@ describe('local runtime: a sandbox goes with its process', () => {
     return pids.filter(alive)
   }
 
-  it.each(['killed from outside', 'stopped'] as const)('no process of the container is left once its main process is %s', async (how) => {
-    const id = await started(rt, { image: 'x', workingDir: '/workspace' })
-    const { pid } = await readMeta(baseDir, id)
-    // Keeper, bwrap, the sandbox's init and its idle process, once they are all up.
-    const comm = (p: number) => readFileSync(`/proc/${p}/comm`, 'utf8').trim()
-    await vi.waitFor(() => expect(processTree(pid!).map(comm)).toContain('sleep'), { timeout: 10_000, interval: 20 }).catch(() => {})
-    const tree = processTree(pid!)
-    expect(tree.map(comm).sort()).toEqual(['bwrap', 'bwrap', 'sh', 'sleep'])
-    if (how === 'stopped') await rt.stop(id, { timeoutSeconds: 5 })
-    else process.kill(pid!, 'SIGKILL')
-    const left = await gone(tree)
-    expect(left.map((p) => `${p}: ${readFileSync(`/proc/${p}/stat`, 'utf8').slice(0, 60)}`)).toEqual([])
-  })
+  it.each(['killed from outside', 'stopped'] as const)(
+    'no process of the container is left once its main process is %s',
+    async (how) => {
+      const id = await started(rt, { image: 'x', workingDir: '/workspace' })
+      const { pid } = await readMeta(baseDir, id)
+      // Keeper, bwrap, the sandbox's init and its idle process, once they are all up.
+      const comm = (p: number) => readFileSync(`/proc/${p}/comm`, 'utf8').trim()
+      await vi
+        .waitFor(() => expect(processTree(pid!).map(comm)).toContain('sleep'), { timeout: 10_000, interval: 20 })
+        .catch(() => {})
+      const tree = processTree(pid!)
+      expect(tree.map(comm).sort()).toEqual(['bwrap', 'bwrap', 'sh', 'sleep'])
+      if (how === 'stopped') await rt.stop(id, { timeoutSeconds: 5 })
+      else process.kill(pid!, 'SIGKILL')
+      const left = await gone(tree)
+      expect(left.map((p) => `${p}: ${readFileSync(`/proc/${p}/stat`, 'utf8').slice(0, 60)}`)).toEqual([])
+    },
+  )
 })
 
 describe('local runtime: remove leaves nothing running', () => {
@@ -246,7 +270,9 @@ describe('local runtime across server restarts (bwrap)', () => {
       console.log(id)
       process.exit(0)
     `
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    })
     const id = out.trim().split('\n').at(-1)!
     const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' })
     created.push([rt, id])

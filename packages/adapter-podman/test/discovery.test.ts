@@ -10,7 +10,9 @@ describe('discoverPodman', () => {
       connection: { socketPath: '/custom/podman.sock' },
       source: 'CONTAINER_HOST',
     })
-    expect(discoverPodman({ env: { CONTAINER_HOST: 'tcp://127.0.0.1:8888' }, uid: 1000, exists: none }).connection).toEqual({
+    expect(
+      discoverPodman({ env: { CONTAINER_HOST: 'tcp://127.0.0.1:8888' }, uid: 1000, exists: none }).connection,
+    ).toEqual({
       host: '127.0.0.1',
       port: 8888,
       protocol: 'http',
@@ -36,10 +38,16 @@ describe('discoverPodman', () => {
   it('falls back to a rootful socket a user can see, then to DOCKER_HOST naming podman', () => {
     expect(discoverPodman({ env: {}, uid: 1000, exists: (p) => p === ROOTFUL_SOCKET }).source).toBe('rootful')
     expect(
-      discoverPodman({ env: { DOCKER_HOST: 'unix:///srv/podman/podman.sock' }, uid: 1000, exists: (p) => p.startsWith('/srv') }),
+      discoverPodman({
+        env: { DOCKER_HOST: 'unix:///srv/podman/podman.sock' },
+        uid: 1000,
+        exists: (p) => p.startsWith('/srv'),
+      }),
     ).toEqual({ connection: { socketPath: '/srv/podman/podman.sock' }, source: 'DOCKER_HOST' })
     // DOCKER_HOST pointing at Docker is not Podman.
-    expect(discoverPodman({ env: { DOCKER_HOST: 'unix:///var/run/docker.sock' }, uid: 0, exists: none }).source).toBe('rootful')
+    expect(discoverPodman({ env: { DOCKER_HOST: 'unix:///var/run/docker.sock' }, uid: 0, exists: none }).source).toBe(
+      'rootful',
+    )
   })
 
   it('returns the first candidate when nothing exists, so errors name a path', () => {

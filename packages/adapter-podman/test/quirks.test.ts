@@ -51,8 +51,17 @@ describe('podman archives', () => {
     const { id } = await rt.create({ image: engine.image, cmd: [...IDLE_COMMAND], workingDir: '/workspace' })
     created.push(id)
     await rt.start(id)
-    await rt.putArchive(id, '/workspace', await packTar([{ name: 'd/', type: 'directory' }, { name: 'd/f', content: 'x' }]))
-    const rawTar = await new Docker({ socketPath: engine.socketPath }).getContainer(id).getArchive({ path: '/workspace/d' })
+    await rt.putArchive(
+      id,
+      '/workspace',
+      await packTar([
+        { name: 'd/', type: 'directory' },
+        { name: 'd/f', content: 'x' },
+      ]),
+    )
+    const rawTar = await new Docker({ socketPath: engine.socketPath })
+      .getContainer(id)
+      .getArchive({ path: '/workspace/d' })
     const rawNames = (await readTar(rawTar as unknown as AsyncIterable<Uint8Array>)).map((e) => e.name)
     const viaAdapter = (await readTar(await rt.getArchive(id, '/workspace/d'))).map((e) => e.name)
     expect(viaAdapter.sort()).toEqual(['d/', 'd/f'])

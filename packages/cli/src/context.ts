@@ -75,7 +75,10 @@ export function printJson(value: unknown): void {
  */
 export function printTable(rows: string[][]): void {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)))
-  for (const row of rows) process.stdout.write(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}\n`)
+  for (const row of rows)
+    process.stdout.write(
+      `${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}\n`,
+    )
 }
 
 /**

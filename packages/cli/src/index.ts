@@ -16,5 +16,11 @@ import { tasksCommand } from './commands/tasks.js'
  */
 export const berth = defineCommand({
   meta: { name: 'berth', description: 'Run Berth agent tasks from a terminal (BERTH_URL, BERTH_TOKEN)' },
-  subCommands: { run: runCommand, tasks: tasksCommand, sessions: sessionsCommand, files: filesCommand, profiles: profilesCommand },
+  subCommands: {
+    run: runCommand,
+    tasks: tasksCommand,
+    sessions: sessionsCommand,
+    files: filesCommand,
+    profiles: profilesCommand,
+  },
 })

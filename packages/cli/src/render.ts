@@ -52,9 +52,12 @@ export function createTaskView(out: NodeJS.WriteStream = process.stdout) {
       spinner.stop()
       endLine()
       const r = task.result
-      const usage = r ? ` · ${r.turns} turn${r.turns === 1 ? '' : 's'} · ${r.input_tokens} in / ${r.output_tokens} out tokens · $${r.cost_usd.toFixed(4)}` : ''
+      const usage = r
+        ? ` · ${r.turns} turn${r.turns === 1 ? '' : 's'} · ${r.input_tokens} in / ${r.output_tokens} out tokens · $${r.cost_usd.toFixed(4)}`
+        : ''
       if (task.status === 'completed') log.success(`completed${usage} · ${task.task_id}`)
-      else if (task.error) log.error(`${task.status}: ${task.error.code}: ${task.error.error}${usage} · ${task.task_id}`)
+      else if (task.error)
+        log.error(`${task.status}: ${task.error.code}: ${task.error.error}${usage} · ${task.task_id}`)
       else log.warn(`${task.status}${usage} · ${task.task_id}`)
       return task.status === 'completed'
     },

@@ -4,8 +4,16 @@ import type { ArgsDef } from 'citty'
 /** Flags that mirror the submit body. */
 export const taskArgs = {
   profile: { type: 'string', alias: 'p', description: 'Profile slug or id', valueHint: 'slug|id', required: true },
-  'max-turns': { type: 'string', description: 'Stop after N agent turns (fails with TURN_LIMIT_EXCEEDED)', valueHint: 'n' },
-  'max-budget': { type: 'string', description: 'Stop beyond this cost in USD (fails with BUDGET_EXCEEDED)', valueHint: 'usd' },
+  'max-turns': {
+    type: 'string',
+    description: 'Stop after N agent turns (fails with TURN_LIMIT_EXCEEDED)',
+    valueHint: 'n',
+  },
+  'max-budget': {
+    type: 'string',
+    description: 'Stop beyond this cost in USD (fails with BUDGET_EXCEEDED)',
+    valueHint: 'usd',
+  },
   tools: { type: 'string', description: 'Allowed tools, comma-separated (e.g. Bash,Read)', valueHint: 'a,b' },
   priority: { type: 'enum', options: ['low', 'normal', 'high'], description: 'Queue priority' },
 } satisfies ArgsDef
@@ -39,7 +47,8 @@ export async function profileId(berth: NodeBerthClient, slugOrId: string): Promi
     const { profiles, total } = await berth.profiles.list({ query: { page, limit: 100 } })
     const match = profiles.find((p) => p.slug === slugOrId)
     if (match) return match.id
-    if (page * 100 >= total || profiles.length === 0) throw new Error(`No profile with slug "${slugOrId}" (see: berth profiles ls)`)
+    if (page * 100 >= total || profiles.length === 0)
+      throw new Error(`No profile with slug "${slugOrId}" (see: berth profiles ls)`)
   }
 }
 
@@ -56,7 +65,10 @@ export async function taskFields(berth: NodeBerthClient, args: TaskFlagValues): 
     profile_id: await profileId(berth, args.profile),
     max_turns: number('max-turns', args['max-turns']),
     max_budget_usd: number('max-budget', args['max-budget']),
-    allowed_tools: args.tools?.split(',').map((t) => t.trim()).filter(Boolean),
+    allowed_tools: args.tools
+      ?.split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
     priority: args.priority as RunTaskBody['priority'],
   }
 }

@@ -17,9 +17,16 @@ import { taskServer } from '../../server/test/tasks.helpers.js'
 const BIN = fileURLToPath(new URL('../bin/berth.mjs', import.meta.url))
 
 /** Run `berth …` to its end; stdout, stderr and the exit code. */
-function berth(args: string[], env: Record<string, string>, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function berth(
+  args: string[],
+  env: Record<string, string>,
+  stdin?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env, NO_COLOR: '1' }, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env, NO_COLOR: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
@@ -48,7 +55,15 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
   })
 
   it('berth run streams the text, shows the tool call and the cost, and exits 0', async () => {
-    const run = await berth(['run', '--profile', 'agent', 'Check. [[berth:tool Bash {"command":"echo cli-tool-ran"}]] [[berth:text The CLI streamed this answer.]]'], env)
+    const run = await berth(
+      [
+        'run',
+        '--profile',
+        'agent',
+        'Check. [[berth:tool Bash {"command":"echo cli-tool-ran"}]] [[berth:text The CLI streamed this answer.]]',
+      ],
+      env,
+    )
     expect(run.stderr).toMatch(/▸ Bash .*echo cli-tool-ran/)
     expect(run.stderr).toMatch(/✓ cli-tool-ran/)
     expect(run.stdout).toContain('The CLI streamed this answer.')
@@ -56,13 +71,18 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     expect(run.code).toBe(0)
     // What it printed is the task's own text, and the task is listed.
     const ls = await berth(['tasks', 'ls', '--json'], env)
-    const { tasks } = JSON.parse(ls.stdout) as { tasks: { task_id: string; status: string; result: { text: string } }[] }
+    const { tasks } = JSON.parse(ls.stdout) as {
+      tasks: { task_id: string; status: string; result: { text: string } }[]
+    }
     expect(tasks[0]!.status).toBe('completed')
     expect(run.stdout).toContain(tasks[0]!.result.text.trim())
   })
 
   it('berth run exits non-zero on TURN_LIMIT_EXCEEDED; --json prints the failed task', async () => {
-    const run = await berth(['run', '--profile', 'agent', '--max-turns', '1', '--json', 'Keep going. [[berth:turns 5]]'], env)
+    const run = await berth(
+      ['run', '--profile', 'agent', '--max-turns', '1', '--json', 'Keep going. [[berth:turns 5]]'],
+      env,
+    )
     expect(run.code).toBe(1)
     const task = JSON.parse(run.stdout) as { status: string; error: { code: string } }
     expect(task).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
@@ -75,12 +95,18 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
   })
 
   it('berth sessions takes follow-ups line by line; berth files put and get round-trip a file in its workspace', async () => {
-    const chat = await berth(['sessions', '--profile', 'agent'], env, 'The password is OSPREY.\nWhat did I say first? [[berth:recall]]\n')
+    const chat = await berth(
+      ['sessions', '--profile', 'agent'],
+      env,
+      'The password is OSPREY.\nWhat did I say first? [[berth:recall]]\n',
+    )
     expect(chat.code).toBe(0)
     expect(chat.stdout).toContain('The first prompt was: The password is OSPREY.')
     const sessionId = /session (sess_[a-z0-9]+)/.exec(chat.stderr)?.[1]
     expect(sessionId).toBeDefined()
-    const { workspaces } = JSON.parse((await berth(['sessions', 'ls', '--json'], env)).stdout) as { workspaces: { id: string; session_id: string }[] }
+    const { workspaces } = JSON.parse((await berth(['sessions', 'ls', '--json'], env)).stdout) as {
+      workspaces: { id: string; session_id: string }[]
+    }
     const ws = workspaces.find((w) => w.session_id === sessionId)!.id
 
     const dir = mkdtempSync(join(tmpdir(), 'berth-cli-files-'))

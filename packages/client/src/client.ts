@@ -1,10 +1,24 @@
 import type { Task } from '@berth/contract'
-import { normalizeUpload, uploadForm, type FileListing, type UploadFile, type UploadOptions, type UploadResult } from './files.js'
+import {
+  normalizeUpload,
+  uploadForm,
+  type FileListing,
+  type UploadFile,
+  type UploadOptions,
+  type UploadResult,
+} from './files.js'
 import { createTransport, type RawInput, type Transport } from './internal/transport.js'
 import { startSession, type Session, type SessionOptions } from './sessions.js'
 import { createBerthSocket, type BerthSocket, type BerthSocketOptions, type SubmitTaskInput } from './socket.js'
 import { hasGlobalWebSocket } from './socket-connect.js'
-import { createTaskStream, EVENTS_PAGE, followTask, type StreamOptions, type TaskEvent, type TaskStream } from './tasks/follow.js'
+import {
+  createTaskStream,
+  EVENTS_PAGE,
+  followTask,
+  type StreamOptions,
+  type TaskEvent,
+  type TaskStream,
+} from './tasks/follow.js'
 import { runTask, type RunOptions, type RunTaskBody } from './tasks/run.js'
 import { buildTree, type RouteTree } from './tree.js'
 import type { BerthClientOptions } from './options.js'
@@ -82,7 +96,11 @@ export interface FileHelpers<Upload = UploadFile> {
    * const tar = await berth.files.download(workspaceId, ['src', 'README.md'])
    * ```
    */
-  download(workspaceId: string, paths: string | readonly string[], options?: { signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>
+  download(
+    workspaceId: string,
+    paths: string | readonly string[],
+    options?: { signal?: AbortSignal },
+  ): Promise<ReadableStream<Uint8Array>>
 }
 
 /** The typed client: one method per operation nested by its dotted name, `request`, and the helpers. */
@@ -114,7 +132,11 @@ export type BerthClient = RouteTree & {
 /** The helpers' building blocks, for entry points that extend them (`@berth/client/node`). */
 export interface ClientInternals {
   transport: Transport
-  upload(workspaceId: string, files: readonly { name: string; blob: Blob }[], options?: UploadOptions): Promise<UploadResult>
+  upload(
+    workspaceId: string,
+    files: readonly { name: string; blob: Blob }[],
+    options?: UploadOptions,
+  ): Promise<UploadResult>
 }
 
 function define(target: object, key: string, value: unknown): void {
@@ -129,9 +151,13 @@ function define(target: object, key: string, value: unknown): void {
  * const client = buildClient(options, ({ transport }) => {})
  * ```
  */
-export function buildClient(options: BerthClientOptions, extend?: (client: BerthClient, internals: ClientInternals) => void): BerthClient {
+export function buildClient(
+  options: BerthClientOptions,
+  extend?: (client: BerthClient, internals: ClientInternals) => void,
+): BerthClient {
   const transport = createTransport(options)
-  const call = (name: string, input?: RawInput, opts?: CallOptions) => transport.call(transport.route(name), input, opts)
+  const call = (name: string, input?: RawInput, opts?: CallOptions) =>
+    transport.call(transport.route(name), input, opts)
   const tree = buildTree(transport.names(), (name) => {
     const route = transport.route(name)
     return (input?: RawInput, opts?: CallOptions) => transport.call(route, input, opts)
@@ -156,9 +182,14 @@ export function buildClient(options: BerthClientOptions, extend?: (client: Berth
   const maybeSocket = () => (canSocket ? openSocket() : undefined)
 
   const followDeps = {
-    get: (taskId: string, signal: AbortSignal | undefined) => call('tasks.get', { params: { id: taskId } }, signal && { signal }) as Promise<Task>,
+    get: (taskId: string, signal: AbortSignal | undefined) =>
+      call('tasks.get', { params: { id: taskId } }, signal && { signal }) as Promise<Task>,
     events: async (taskId: string, after: number, signal: AbortSignal | undefined) => {
-      const page = (await call('tasks.events', { params: { id: taskId }, query: { after, limit: EVENTS_PAGE } }, signal && { signal })) as { events: TaskEvent[] }
+      const page = (await call(
+        'tasks.events',
+        { params: { id: taskId }, query: { after, limit: EVENTS_PAGE } },
+        signal && { signal },
+      )) as { events: TaskEvent[] }
       return page.events
     },
     socket: maybeSocket,
@@ -168,7 +199,8 @@ export function buildClient(options: BerthClientOptions, extend?: (client: Berth
     runTask(
       {
         socket: maybeSocket,
-        submit: (task: SubmitTaskInput, signal) => call('tasks.submit', { body: task }, signal && { signal }) as Promise<{ task_id: string }>,
+        submit: (task: SubmitTaskInput, signal) =>
+          call('tasks.submit', { body: task }, signal && { signal }) as Promise<{ task_id: string }>,
         follow: (taskId, o) => followTask(followDeps, taskId, o),
         cancel: (taskId) => call('tasks.cancel', { params: { id: taskId } }),
       },
@@ -193,9 +225,14 @@ export function buildClient(options: BerthClientOptions, extend?: (client: Berth
       { body: await uploadForm(files, o.dir ?? '.') },
     )) as UploadResult
   const files: FileHelpers = {
-    list: (workspaceId, path = '', o) => call('workspaces.files.list', { params: { id: workspaceId }, query: { path } }, o) as Promise<FileListing>,
+    list: (workspaceId, path = '', o) =>
+      call('workspaces.files.list', { params: { id: workspaceId }, query: { path } }, o) as Promise<FileListing>,
     upload: async (workspaceId, input, o) =>
-      upload(workspaceId, await Promise.all((Array.isArray(input) ? input : [input]).map((f: UploadFile) => normalizeUpload(f))), o),
+      upload(
+        workspaceId,
+        await Promise.all((Array.isArray(input) ? input : [input]).map((f: UploadFile) => normalizeUpload(f))),
+        o,
+      ),
     download: async (workspaceId, paths, o = {}) =>
       (await transport.call(
         transport.route('workspaces.files.download'),
@@ -205,7 +242,9 @@ export function buildClient(options: BerthClientOptions, extend?: (client: Berth
       )) as ReadableStream<Uint8Array>,
   }
   define(tree, 'files', files)
-  define(tree, 'socket', (o: Pick<BerthSocketOptions, 'reconnect'> = {}) => openSocket(o.reconnect ?? options.reconnect))
+  define(tree, 'socket', (o: Pick<BerthSocketOptions, 'reconnect'> = {}) =>
+    openSocket(o.reconnect ?? options.reconnect),
+  )
 
   const client = tree as unknown as BerthClient
   extend?.(client, { transport, upload })

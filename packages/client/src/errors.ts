@@ -79,6 +79,8 @@ export class BerthError extends Error {
 export function isBerthError(value: unknown): value is BerthError {
   return (
     value instanceof BerthError ||
-    (value instanceof Error && value.name === 'BerthError' && typeof (value as { status?: unknown }).status === 'number')
+    (value instanceof Error &&
+      value.name === 'BerthError' &&
+      typeof (value as { status?: unknown }).status === 'number')
   )
 }

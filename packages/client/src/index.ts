@@ -14,7 +14,15 @@ export type { SendOptions, Session, SessionOptions } from './sessions.js'
 export type { FileListing, UploadData, UploadFile, UploadOptions, UploadResult } from './files.js'
 
 // Task events, and following them
-export { isFinished, type StreamOptions, type Task, type TaskEvent, type TaskEventOf, type TaskStatus, type TaskStream } from './tasks/follow.js'
+export {
+  isFinished,
+  type StreamOptions,
+  type Task,
+  type TaskEvent,
+  type TaskEventOf,
+  type TaskStatus,
+  type TaskStream,
+} from './tasks/follow.js'
 
 // The WebSocket client
 export {
@@ -28,7 +36,12 @@ export {
 } from './socket.js'
 export type { ConnectSocket, WebSocketLike } from './socket-connect.js'
 // The messages of `/v1/ws`, as the contract declares them
-export type { ClientMessage as SocketClientMessage, ServerMessage as SocketServerMessage, TaskEventMessage, TaskStatusMessage } from '@berth/contract'
+export type {
+  ClientMessage as SocketClientMessage,
+  ServerMessage as SocketServerMessage,
+  TaskEventMessage,
+  TaskStatusMessage,
+} from '@berth/contract'
 
 // Errors and retries
 export { BerthError, isBerthError, type BerthErrorCode, type BerthErrorInit, type ClientErrorCode } from './errors.js'

@@ -22,7 +22,10 @@ export const DEFAULT_RETRY: RetryPolicy = { retries: 2, delay: 250, maxDelay: 10
  * retryPolicy(3) // { retries: 3, delay: 250, maxDelay: 10000 }
  * ```
  */
-export function retryPolicy(option: RetryOptions | number | false | undefined, base: RetryPolicy = DEFAULT_RETRY): RetryPolicy {
+export function retryPolicy(
+  option: RetryOptions | number | false | undefined,
+  base: RetryPolicy = DEFAULT_RETRY,
+): RetryPolicy {
   if (option === undefined) return base
   if (option === false) return { ...base, retries: 0 }
   if (typeof option === 'number') return { ...base, retries: Math.max(0, Math.floor(option)) }
@@ -47,7 +50,10 @@ export function retryAfterMs(header: string | null | undefined, now = Date.now()
 }
 
 /** The part of ofetch's options that carries the retry policy of one call. */
-export type FetchRetryOptions = Pick<FetchOptions, 'retry' | 'retryDelay' | 'retryStatusCodes' | 'onRequestError' | 'onResponseError'>
+export type FetchRetryOptions = Pick<
+  FetchOptions,
+  'retry' | 'retryDelay' | 'retryStatusCodes' | 'onRequestError' | 'onResponseError'
+>
 
 /**
  * ofetch's own retry options for one call under `policy`: only idempotent methods retry,

@@ -6,7 +6,8 @@ import type { RunOptions, RunTaskBody } from './tasks/run.js'
 export type SessionOptions = Omit<SubmitTaskInput, 'mode' | 'prompt'>
 
 /** Per-prompt options of {@link Session.send}: run options, and submit fields for this prompt. */
-export type SendOptions = RunOptions & Partial<Pick<SubmitTaskInput, 'allowed_tools' | 'max_turns' | 'max_budget_usd' | 'priority'>>
+export type SendOptions = RunOptions &
+  Partial<Pick<SubmitTaskInput, 'allowed_tools' | 'max_turns' | 'max_budget_usd' | 'priority'>>
 
 /** A conversation in one warm workspace; see `sessions.start`. */
 export interface Session {

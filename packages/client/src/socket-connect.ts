@@ -5,7 +5,10 @@ export interface WebSocketLike {
   readonly readyState: number
   send(data: string): void
   close(code?: number, reason?: string): void
-  addEventListener(type: 'open' | 'close' | 'error' | 'message', listener: (event: { data?: unknown; code?: number }) => void): void
+  addEventListener(
+    type: 'open' | 'close' | 'error' | 'message',
+    listener: (event: { data?: unknown; code?: number }) => void,
+  ): void
 }
 
 /**

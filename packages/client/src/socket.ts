@@ -1,5 +1,12 @@
 /** The reconnecting `/v1/ws` client: exactly-once submits by `request_id`, and subscriptions that survive a reconnect. */
-import { ERROR_STATUS, type ClientMessage, type ServerMessage, type SubmittedMessage, type TaskEventMessage, type TaskStatusMessage } from '@berth/contract'
+import {
+  ERROR_STATUS,
+  type ClientMessage,
+  type ServerMessage,
+  type SubmittedMessage,
+  type TaskEventMessage,
+  type TaskStatusMessage,
+} from '@berth/contract'
 import { BerthError } from './errors.js'
 import { frameText, globalConnect, socketUrl, type ConnectSocket, type WebSocketLike } from './socket-connect.js'
 
@@ -99,11 +106,19 @@ const BACKLOG_LIMIT = 10_000
 export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
   const url = socketUrl(options.baseURL)
   const connect = options.connect ?? globalConnect
-  const reconnect = options.reconnect === false ? { retries: 0, delay: 0, maxDelay: 0 } : { retries: 5, delay: 200, maxDelay: 5_000, ...options.reconnect }
+  const reconnect =
+    options.reconnect === false
+      ? { retries: 0, delay: 0, maxDelay: 0 }
+      : { retries: 5, delay: 200, maxDelay: 5_000, ...options.reconnect }
   const pending = new Map<string, Pending>()
   const subs = new Map<string, Subscription>()
   const outbox: string[] = []
-  const handlers = { message: new Set<(m: ServerMessage) => void>(), open: new Set<() => void>(), close: new Set<() => void>(), end: new Set<(e?: BerthError) => void>() }
+  const handlers = {
+    message: new Set<(m: ServerMessage) => void>(),
+    open: new Set<() => void>(),
+    close: new Set<() => void>(),
+    end: new Set<(e?: BerthError) => void>(),
+  }
   let state: SocketState = 'connecting'
   let ws: WebSocketLike | undefined
   let failures = 0
@@ -180,7 +195,16 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
     try {
       socket = connect(url, token)
     } catch (err) {
-      return end(new BerthError(String((err as Error).message ?? err), { status: 0, code: 'NETWORK_ERROR', route: 'ws', method: 'GET', url, cause: err }))
+      return end(
+        new BerthError(String((err as Error).message ?? err), {
+          status: 0,
+          code: 'NETWORK_ERROR',
+          route: 'ws',
+          method: 'GET',
+          url,
+          cause: err,
+        }),
+      )
     }
     ws = socket
     let wasOpen = false
@@ -206,7 +230,15 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
       if (state === 'closed') return
       if (!wasOpen) failures++
       if (failures > reconnect.retries) {
-        return end(new BerthError(`Could not connect to ${url}`, { status: 0, code: 'NETWORK_ERROR', route: 'ws', method: 'GET', url }))
+        return end(
+          new BerthError(`Could not connect to ${url}`, {
+            status: 0,
+            code: 'NETWORK_ERROR',
+            route: 'ws',
+            method: 'GET',
+            url,
+          }),
+        )
       }
       state = 'reconnecting'
       const wait = failures === 0 ? 50 : Math.min(reconnect.delay * 2 ** (failures - 1), reconnect.maxDelay)
@@ -221,7 +253,8 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
       return state
     },
     submit(task, opts = {}) {
-      if (state === 'closed') return Promise.reject(endError ?? socketError('ABORTED', 'The socket was closed', undefined, url))
+      if (state === 'closed')
+        return Promise.reject(endError ?? socketError('ABORTED', 'The socket was closed', undefined, url))
       const request_id = opts.requestId ?? globalThis.crypto.randomUUID()
       return new Promise((resolve, reject) => {
         const signal = opts.signal
@@ -231,10 +264,12 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
           reject(signal!.reason)
         }
         signal?.addEventListener('abort', onAbort, { once: true })
-        const done = <T>(fn: (v: T) => void) => (v: T) => {
-          signal?.removeEventListener('abort', onAbort)
-          fn(v)
-        }
+        const done =
+          <T>(fn: (v: T) => void) =>
+          (v: T) => {
+            signal?.removeEventListener('abort', onAbort)
+            fn(v)
+          }
         pending.set(request_id, { task, resolve: done(resolve), reject: done(reject) })
         if (state === 'open' && ws) ws.send(JSON.stringify({ type: 'submit', request_id, task }))
       })
@@ -266,7 +301,8 @@ export function createBerthSocket(options: BerthSocketOptions): BerthSocket {
     send: rawSend,
     opened() {
       if (state === 'open') return Promise.resolve()
-      if (state === 'closed') return Promise.reject(endError ?? socketError('ABORTED', 'The socket was closed', undefined, url))
+      if (state === 'closed')
+        return Promise.reject(endError ?? socketError('ABORTED', 'The socket was closed', undefined, url))
       return new Promise((resolve, reject) => {
         const offOpen = socket.on('open', () => {
           offOpen()

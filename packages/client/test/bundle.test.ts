@@ -27,7 +27,15 @@ async function nodeImports(entry: string): Promise<string[]> {
       })
     },
   }
-  await build({ entryPoints: [entry], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', plugins: [spy] })
+  await build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    write: false,
+    logLevel: 'silent',
+    plugins: [spy],
+  })
   return [...new Set(found)].sort()
 }
 
@@ -36,7 +44,15 @@ it('bundles @berth/client for the browser without any Node-only import', async (
 })
 
 it('bundles no server code: nothing of @berth/core, the route declarations from @berth/contract', async () => {
-  const { metafile } = await build({ entryPoints: [dist('index.js')], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent', metafile: true })
+  const { metafile } = await build({
+    entryPoints: [dist('index.js')],
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    write: false,
+    logLevel: 'silent',
+    metafile: true,
+  })
   const inputs = Object.keys(metafile.inputs)
   expect(inputs.filter((path) => /(^|\/)(core\/(dist|src)|@berth\/core)\//.test(path))).toEqual([])
   // The check sees the workspace packages the bundle does hold.

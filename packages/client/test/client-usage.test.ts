@@ -15,7 +15,11 @@ const { info, runtime } = (() => {
 })()
 beforeAll(async () => {
   await setupRunner()
-  s = await startServer({ runtime, pool: { image: info.image, min: 1, max: 4, name: pool, spec: { network: 'none' } }, runner: { bundleDir: RUNNER_BUNDLE } })
+  s = await startServer({
+    runtime,
+    pool: { image: info.image, min: 1, max: 4, name: pool, spec: { network: 'none' } },
+    runner: { bundleDir: RUNNER_BUNDLE },
+  })
   await s.berth.ready
 })
 afterAll(async () => {

@@ -69,7 +69,9 @@ describe('Berth embedded in Express', () => {
     const anonymous = createBerthClient({ baseURL: url })
     await expect(anonymous.profiles.list()).rejects.toMatchObject({ status: 401, code: 'UNAUTHORIZED' })
     // Unknown paths in Berth's namespace get Berth's JSON 404.
-    const err = await createBerthClient({ baseURL: `${url}/v1/nope` }).health().catch((e: unknown) => e)
+    const err = await createBerthClient({ baseURL: `${url}/v1/nope` })
+      .health()
+      .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(BerthError)
     expect(err).toMatchObject({ status: 404, code: 'NOT_FOUND' })
   })
@@ -85,7 +87,10 @@ describe('Berth embedded in Express', () => {
     const { profiles } = await ada.profiles.list()
     expect(profiles.find((p) => p.id === made.id)?.slug).toBe('prefixed')
     expect((await bob.profiles.list()).total).toBe(0)
-    await expect(bob.profiles.get({ params: { id: made.id } })).rejects.toMatchObject({ status: 404, code: 'NOT_FOUND' })
+    await expect(bob.profiles.get({ params: { id: made.id } })).rejects.toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+    })
     // Bodies reach Berth intact through Express (no body parser in front of it).
     const key = await bob.apiKeys.create({ body: { name: 'Bob offline', provider: 'stub' } })
     expect(key.name).toBe('Bob offline')

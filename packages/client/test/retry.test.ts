@@ -29,13 +29,18 @@ async function scripted(script: ((res: ServerResponse) => void)[]) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits }
 }
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) => (res: ServerResponse) => {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers })
-  res.end(JSON.stringify(body))
-}
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  (res: ServerResponse) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers })
+    res.end(JSON.stringify(body))
+  }
 /** The BerthError a call rejects with. */
 async function rejection(call: Promise<unknown>): Promise<BerthError> {
-  const err = await call.then(() => new Error('expected a rejection'), (e: unknown) => e)
+  const err = await call.then(
+    () => new Error('expected a rejection'),
+    (e: unknown) => e,
+  )
   expect(err).toBeInstanceOf(BerthError)
   return err as BerthError
 }
@@ -83,7 +88,10 @@ describe('retries', () => {
   })
 
   it('waits for Retry-After on a 429', async () => {
-    const srv = await scripted([json(429, { error: 'slow down', code: 'RATE_LIMITED' }, { 'retry-after': '1' }), json(200, HEALTH)])
+    const srv = await scripted([
+      json(429, { error: 'slow down', code: 'RATE_LIMITED' }, { 'retry-after': '1' }),
+      json(200, HEALTH),
+    ])
     const client = createBerthClient({ baseURL: srv.url, retry: { delay: 1 } })
     const started = Date.now()
     await client.health()

@@ -37,12 +37,17 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
   it('tasks.run submits over the WebSocket and resolves with the completed task and its tool call', async () => {
     const events: TaskEvent[] = []
     const task = await berth.tasks.run(
-      { profile_id: t.profileId, prompt: 'Use the shell. [[berth:tool Bash {"command":"echo run-helper-ok"}]] [[berth:text Ran it.]]' },
+      {
+        profile_id: t.profileId,
+        prompt: 'Use the shell. [[berth:tool Bash {"command":"echo run-helper-ok"}]] [[berth:text Ran it.]]',
+      },
       { onEvent: (e) => events.push(e) },
     )
     expect(task.status).toBe('completed')
     expect(task.result!.text).toContain('Ran it.')
-    expect(task.result!.tool_calls).toEqual([expect.objectContaining({ name: 'Bash', input: expect.objectContaining({ command: 'echo run-helper-ok' }) })])
+    expect(task.result!.tool_calls).toEqual([
+      expect.objectContaining({ name: 'Bash', input: expect.objectContaining({ command: 'echo run-helper-ok' }) }),
+    ])
     // onEvent saw the whole log, once each, in order, as typed events.
     const log = await t.events(task.task_id)
     expect(events.map((e) => e.seq)).toEqual(log.map((e) => e.seq))
@@ -56,7 +61,11 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
     try {
       const viaProxy = createBerthClient({ baseURL: proxy.url, token: t.token })
       const { task_id } = await berth.tasks.submit({
-        body: { mode: 'batch', profile_id: t.profileId, prompt: 'Work slowly. [[berth:slow 40]] [[berth:turns 4]] [[berth:text finished despite the drop]]' },
+        body: {
+          mode: 'batch',
+          profile_id: t.profileId,
+          prompt: 'Work slowly. [[berth:slow 40]] [[berth:turns 4]] [[berth:text finished despite the drop]]',
+        },
       })
       const seen: TaskEvent[] = []
       let droppedWhile: string | undefined
@@ -85,7 +94,10 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
       const noSocket = createBerthClient({ baseURL: proxy.url, token: t.token, pollInterval: 200 })
       const events: TaskEvent[] = []
       const task = await noSocket.tasks.run(
-        { profile_id: t.profileId, prompt: 'Poll me. [[berth:tool Bash {"command":"echo polled"}]] [[berth:text Polled fine.]]' },
+        {
+          profile_id: t.profileId,
+          prompt: 'Poll me. [[berth:tool Bash {"command":"echo polled"}]] [[berth:text Polled fine.]]',
+        },
         { onEvent: (e) => events.push(e) },
       )
       expect(proxy.upgrades()).toBeGreaterThanOrEqual(1)
@@ -97,7 +109,11 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
       let submitted: string | undefined
       const aborted = noSocket.tasks.run(
         { profile_id: t.profileId, prompt: 'Take long. [[berth:slow 200]] [[berth:turns 6]]' },
-        { signal: controller.signal, onSubmitted: (id) => (submitted = id), onEvent: (e) => e.type === 'turn_start' && controller.abort() },
+        {
+          signal: controller.signal,
+          onSubmitted: (id) => (submitted = id),
+          onEvent: (e) => e.type === 'turn_start' && controller.abort(),
+        },
       )
       await expect(aborted).rejects.toMatchObject({ name: 'BerthError', code: 'ABORTED' })
       expect((await t.waitDone(submitted!)).status).toBe('cancelled')
@@ -122,7 +138,11 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
     const dir = mkdtempSync(join(tmpdir(), 'berth-client-files-'))
     dirs.push(dir)
     writeFileSync(join(dir, 'from-path.bin'), bytes.subarray(1000))
-    const up = await berth.files.upload(session.workspaceId!, [{ name: 'blob.bin', data: bytes }, join(dir, 'from-path.bin')], { dir: 'inputs' })
+    const up = await berth.files.upload(
+      session.workspaceId!,
+      [{ name: 'blob.bin', data: bytes }, join(dir, 'from-path.bin')],
+      { dir: 'inputs' },
+    )
     expect(up.files.map((f) => [f.name, f.size])).toEqual([
       ['blob.bin', bytes.length],
       ['from-path.bin', bytes.length - 1000],

@@ -3,7 +3,18 @@
  * typecheck (this project) and by the repository's `tsc`.
  */
 import { describe, expectTypeOf, it } from 'vitest'
-import type { BerthClient, BerthError, BerthErrorCode, RouteInput, RouteName, RouteOutput, Task, TaskEvent, TaskEventOf, TaskStream } from '@berth/client'
+import type {
+  BerthClient,
+  BerthError,
+  BerthErrorCode,
+  RouteInput,
+  RouteName,
+  RouteOutput,
+  Task,
+  TaskEvent,
+  TaskEventOf,
+  TaskStream,
+} from '@berth/client'
 
 declare const client: BerthClient
 
@@ -35,7 +46,9 @@ describe('client types from the route table', () => {
   })
 
   it('makes input optional only where the route takes none (or only an optional query)', () => {
-    expectTypeOf(client.health).parameters.toEqualTypeOf<[input?: Record<never, never>, options?: import('@berth/client').CallOptions]>()
+    expectTypeOf(client.health).parameters.toEqualTypeOf<
+      [input?: Record<never, never>, options?: import('@berth/client').CallOptions]
+    >()
     expectTypeOf(client.profiles.list).toBeCallableWith()
     expectTypeOf(client.admin.users.list).toBeCallableWith({ query: { page: 2, limit: 10 } })
     // @ts-expect-error profiles.get needs params
@@ -52,7 +65,10 @@ describe('client types from the route table', () => {
   it('nests dotted names, with a camelCase alias for dashed segments', () => {
     expectTypeOf(client.apiKeys.create).toEqualTypeOf(client['api-keys'].create)
     expectTypeOf(client.apiKeys.create).parameter(0).toEqualTypeOf<RouteInput<'api-keys.create'>>()
-    expectTypeOf(client.admin.users.create).returns.resolves.toHaveProperty('key').toHaveProperty('token').toEqualTypeOf<string>()
+    expectTypeOf(client.admin.users.create)
+      .returns.resolves.toHaveProperty('key')
+      .toHaveProperty('token')
+      .toEqualTypeOf<string>()
     expectTypeOf(client.request<'profiles.get'>).returns.resolves.toEqualTypeOf<RouteOutput<'profiles.get'>>()
     expectTypeOf<'profiles.get'>().toExtend<RouteName>()
     // @ts-expect-error no such operation

@@ -25,11 +25,19 @@ copyFileSync(join(root, 'src/ui/console.css'), join(out, 'console.css'))
 copyFileSync(join(root, 'src/ui/index.html'), join(out, 'index.html'))
 copyFileSync(join(root, 'src/ui/favicon.svg'), join(out, 'favicon.svg'))
 
-const TYPES = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.html': 'text/html; charset=utf-8', '.svg': 'image/svg+xml' }
+const TYPES = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.svg': 'image/svg+xml',
+}
 const files = {}
 for (const name of readdirSync(out).sort()) {
   const body = readFileSync(join(out, name))
-  files[name] = { type: TYPES[name.slice(name.lastIndexOf('.'))], etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
+  files[name] = {
+    type: TYPES[name.slice(name.lastIndexOf('.'))],
+    etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+  }
 }
 writeFileSync(join(out, 'manifest.json'), JSON.stringify({ files }, null, 2))
 console.log(`console UI: ${Object.keys(files).join(', ')} → dist/ui`)

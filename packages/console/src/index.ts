@@ -39,8 +39,11 @@ export function consoleDir(): string {
  */
 export function loadConsoleAssets(dir: string = consoleDir()): Map<string, ConsoleAsset> {
   const manifestPath = join(dir, 'manifest.json')
-  if (!existsSync(manifestPath)) throw new Error(`@berth/console is not built: ${manifestPath} is missing (run pnpm build)`)
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { files: Record<string, { type: string; etag: string }> }
+  if (!existsSync(manifestPath))
+    throw new Error(`@berth/console is not built: ${manifestPath} is missing (run pnpm build)`)
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+    files: Record<string, { type: string; etag: string }>
+  }
   const assets = new Map<string, ConsoleAsset>()
   for (const [name, meta] of Object.entries(manifest.files)) {
     assets.set(name, { body: new Uint8Array(readFileSync(join(dir, name))), type: meta.type, etag: meta.etag })

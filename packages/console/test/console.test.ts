@@ -21,7 +21,11 @@ let t: Awaited<ReturnType<typeof taskServer>>
 let browser: Browser
 
 beforeAll(async () => {
-  t = await taskServer('podman', { min: 1, max: 6, berth: { console: true, clock: systemClock, runner: { bundleDir: RUNNER_BUNDLE } } })
+  t = await taskServer('podman', {
+    min: 1,
+    max: 6,
+    berth: { console: true, clock: systemClock, runner: { bundleDir: RUNNER_BUNDLE } },
+  })
   browser = await launchBrowser()
   mkdirSync(SHOTS, { recursive: true })
 })
@@ -32,7 +36,11 @@ afterAll(async () => {
 })
 
 /** Submit through the console's form and land on the task page; resolves the task id. */
-async function submitFromForm(page: Page, prompt: string, opts: { session?: boolean; maxTurns?: number } = {}): Promise<string> {
+async function submitFromForm(
+  page: Page,
+  prompt: string,
+  opts: { session?: boolean; maxTurns?: number } = {},
+): Promise<string> {
   await page.getByRole('link', { name: 'New task' }).first().click()
   await page.getByLabel('Profile').selectOption(t.profileId)
   if (opts.session) await page.getByLabel(/Session/).check()
@@ -89,13 +97,18 @@ describe('console', () => {
     const page = await browser.page()
     await signIn(page, t.s.url, t.token)
     const marker = `console-marker-${Date.now()}`
-    const id = await submitFromForm(page, `Run it [[berth:tool Bash {"command":"echo ${marker}"}]] [[berth:slow 120]] [[berth:text All done here.]]`)
+    const id = await submitFromForm(
+      page,
+      `Run it [[berth:tool Bash {"command":"echo ${marker}"}]] [[berth:slow 120]] [[berth:text All done here.]]`,
+    )
 
     // The tool call shows up while the task still runs: streamed, not loaded afterwards.
     const seen = await page.waitForFunction(
       () => {
         const tool = document.querySelector('details.tool .tool-name')
-        return tool ? { tool: tool.textContent, status: document.querySelector('[data-testid=task-status]')?.textContent } : null
+        return tool
+          ? { tool: tool.textContent, status: document.querySelector('[data-testid=task-status]')?.textContent }
+          : null
       },
       undefined,
       { timeout: 90_000 },
@@ -104,14 +117,19 @@ describe('console', () => {
     expect(atToolCall.tool).toBe('Bash')
     expect(atToolCall.status).toBe('running')
 
-    await expect.poll(() => page.locator('details.tool pre.tool-output').textContent(), { timeout: 90_000 }).toContain(marker)
+    await expect
+      .poll(() => page.locator('details.tool pre.tool-output').textContent(), { timeout: 90_000 })
+      .toContain(marker)
     await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
     expect(await page.getByRole('region', { name: 'Result' }).textContent()).toContain('All done here.')
     await expect.poll(() => statusOf(page).textContent(), { timeout: 30_000 }).toBe('completed')
 
     // Every event rendered once, in order: the page's text equals the log's tokens.
     const events = await t.events(id)
-    const tokens = events.filter((e) => e.type === 'token').map((e) => String(e.text)).join('')
+    const tokens = events
+      .filter((e) => e.type === 'token')
+      .map((e) => String(e.text))
+      .join('')
     const rendered = (await page.locator('.ev.text').allTextContents()).join('')
     expect(rendered).toBe(tokens)
     expect(Number(await page.locator('.transcript').getAttribute('data-last-seq'))).toBe(events.at(-1)!.seq)
@@ -137,7 +155,8 @@ describe('console', () => {
       const w = window as unknown as { shift: number }
       w.shift = 0
       new PerformanceObserver((list) => {
-        for (const e of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[]) if (!e.hadRecentInput) w.shift += e.value
+        for (const e of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[])
+          if (!e.hadRecentInput) w.shift += e.value
       }).observe({ type: 'layout-shift' })
     })
     await page.getByRole('region', { name: 'Result' }).waitFor({ timeout: 90_000 })
@@ -213,7 +232,10 @@ describe('console', () => {
   it('cancels a slow task from its page', async () => {
     const page = await browser.page()
     await signIn(page, t.s.url, t.token)
-    const id = await submitFromForm(page, 'Talk slowly [[berth:slow 3000]] [[berth:text one two three four five six seven eight]]')
+    const id = await submitFromForm(
+      page,
+      'Talk slowly [[berth:slow 3000]] [[berth:text one two three four five six seven eight]]',
+    )
     await expect.poll(() => statusOf(page).textContent(), { timeout: 60_000 }).toMatch(/running|starting|queued/)
     await page.getByRole('button', { name: 'Cancel task' }).click()
     await expect.poll(() => statusOf(page).textContent(), { timeout: 60_000 }).toBe('cancelled')
@@ -231,7 +253,9 @@ describe('console', () => {
     // Upload a file into the workspace, see it in the tree, download it back as itself.
     const content = `uploaded from the console ${Date.now()}\n`
     await page.getByLabel('Directory').fill('inbox')
-    await page.locator('#upload-files').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(content) })
+    await page
+      .locator('#upload-files')
+      .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(content) })
     await page.getByRole('button', { name: 'Upload' }).click()
     await expect.poll(() => page.locator('.files [aria-live]').textContent(), { timeout: 30_000 }).toContain('Uploaded')
     await page.getByRole('button', { name: /inbox\// }).click()
@@ -248,7 +272,9 @@ describe('console', () => {
     await page.getByRole('textbox', { name: 'Follow-up prompt' }).fill('What did I say first? [[berth:recall]]')
     await page.getByRole('button', { name: 'Send' }).click()
     await page.waitForURL((u) => u.hash.startsWith('#/tasks/task_') && !u.hash.endsWith(first))
-    await expect.poll(() => page.getByRole('region', { name: 'Result' }).last().textContent(), { timeout: 90_000 }).toContain('The first prompt was: Remember the word pelican.')
+    await expect
+      .poll(() => page.getByRole('region', { name: 'Result' }).last().textContent(), { timeout: 90_000 })
+      .toContain('The first prompt was: Remember the word pelican.')
     expect(await page.getByRole('region', { name: 'Prompt' }).count()).toBe(2)
     const second = new URL(page.url()).hash.replace('#/tasks/', '')
     await page.screenshot({ path: join(SHOTS, 'session.png') })
@@ -263,7 +289,9 @@ describe('console', () => {
   })
 
   it('lays out the task page at 1280×800 and at phone width without overflow or overlap', async () => {
-    const done = await t.run({ prompt: `Show it [[berth:tool Bash {"command":"seq 1 200"}]] [[berth:text Counted to two hundred.]]` })
+    const done = await t.run({
+      prompt: `Show it [[berth:tool Bash {"command":"seq 1 200"}]] [[berth:text Counted to two hundred.]]`,
+    })
     expect(done.status).toBe('completed')
     for (const [name, viewport] of [
       ['desktop', { width: 1280, height: 800 }],
@@ -288,7 +316,8 @@ describe('console', () => {
       expect(layout.head.bottom, name).toBeLessThanOrEqual(layout.transcript.top)
       expect(layout.nav.bottom, name).toBeLessThanOrEqual(layout.head.top)
       // What a person looks for is on screen: the task, its status, numbers and the tool call.
-      for (const label of ['Turns', 'Cost', 'Tokens in / out']) expect(await page.getByText(label, { exact: true }).isVisible(), label).toBe(true)
+      for (const label of ['Turns', 'Cost', 'Tokens in / out'])
+        expect(await page.getByText(label, { exact: true }).isVisible(), label).toBe(true)
       expect(await statusOf(page).textContent()).toBe('completed')
       expect(await page.locator('details.tool .tool-name').first().isVisible()).toBe(true)
       // 200 lines of output are clipped behind "Show all", which shows everything.
@@ -303,7 +332,10 @@ describe('console', () => {
         await page.goto(`${t.s.url}/console${hash}`)
         await page.locator('main h1').waitFor()
         await page.waitForLoadState('networkidle')
-        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), `${name} ${hash}`).toBe(true)
+        expect(
+          await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+          `${name} ${hash}`,
+        ).toBe(true)
         await page.screenshot({ path: join(SHOTS, `${hash.slice(2)}-${name}.png`) })
       }
       await page.close()
@@ -318,11 +350,15 @@ describe('console', () => {
     await signIn(page, t.s.url, t.token, ADMIN_TOKEN)
     await page.getByRole('link', { name: 'Operator' }).click()
     await page.getByRole('heading', { name: 'Warm pool' }).waitFor()
-    await expect.poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Warm pool' }) }).textContent()).toContain('In use')
+    await expect
+      .poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Warm pool' }) }).textContent())
+      .toContain('In use')
     // The engine's state comes from /health: the runtime answers.
     const engine = page.locator('section', { has: page.getByRole('heading', { name: 'Engine and server' }) })
     await expect.poll(() => engine.textContent()).toMatch(/Engine(docker|podman): answering/)
-    const limits = page.locator('section', { has: page.getByRole('heading', { name: 'Rate and concurrency per caller' }) })
+    const limits = page.locator('section', {
+      has: page.getByRole('heading', { name: 'Rate and concurrency per caller' }),
+    })
     const slots = limits.locator('tr', { hasText: t.profileId })
     await expect.poll(() => slots.locator('td').last().textContent()).toMatch(/^[1-9]\d* \/ 20$/)
     // Its owner is named: the caller whose workspace it is.
@@ -340,11 +376,15 @@ describe('console', () => {
     const second = await page.getByLabel('New key for Console-made user').inputValue()
     // Both keys are listed; revoking the first one locks it out at once.
     await expect.poll(() => row.getByRole('button', { name: /^Revoke key/ }).count()).toBe(2)
-    const keys = (await t.s.request(`/admin/users/${userId}/keys`, { token: ADMIN_TOKEN }).then((r) => r.json())) as { keys: { id: string; created_at: string }[] }
+    const keys = (await t.s.request(`/admin/users/${userId}/keys`, { token: ADMIN_TOKEN }).then((r) => r.json())) as {
+      keys: { id: string; created_at: string }[]
+    }
     const firstKey = keys.keys.at(-1)!.id
     page.once('dialog', (d) => void d.accept())
     await row.getByRole('button', { name: `Revoke key ${firstKey}` }).click()
-    await expect.poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Users and keys' }) }).textContent()).toContain(`Revoked ${firstKey}`)
+    await expect
+      .poll(() => page.locator('section', { has: page.getByRole('heading', { name: 'Users and keys' }) }).textContent())
+      .toContain(`Revoked ${firstKey}`)
     expect((await t.s.request('/v1/tasks', { token: key })).status).toBe(401)
     expect((await t.s.request('/v1/tasks', { token: second })).status).toBe(200)
     await page.screenshot({ path: join(SHOTS, 'operator.png') })

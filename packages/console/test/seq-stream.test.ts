@@ -2,7 +2,13 @@
 import { describe, expect, it } from 'vitest'
 import { SeqStream, type TranscriptEvent } from '../src/ui/seq-stream.js'
 
-const ev = (seq: number, task_id = 'task_a'): TranscriptEvent => ({ seq, at: '2026-01-01T00:00:00.000Z', type: 'token', task_id, text: `t${seq}` })
+const ev = (seq: number, task_id = 'task_a'): TranscriptEvent => ({
+  seq,
+  at: '2026-01-01T00:00:00.000Z',
+  type: 'token',
+  task_id,
+  text: `t${seq}`,
+})
 
 function setup(log: TranscriptEvent[]) {
   const delivered: number[] = []

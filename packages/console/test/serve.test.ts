@@ -44,7 +44,11 @@ describe('/console', () => {
     const etag = css.headers.get('etag')!
     expect((await s.request('/console/assets/console.css', { headers: { 'if-none-match': etag } })).status).toBe(304)
     // Nothing else is reachable: no manifest, no traversal.
-    for (const path of ['/console/assets/manifest.json', '/console/assets/..%2Fpackage.json', '/console/assets/nope.js']) {
+    for (const path of [
+      '/console/assets/manifest.json',
+      '/console/assets/..%2Fpackage.json',
+      '/console/assets/nope.js',
+    ]) {
       const res = await s.request(path)
       expect(res.status, path).toBe(404)
       expect((await res.json()).code).toBe('NOT_FOUND')

@@ -61,12 +61,7 @@ export class ApiError extends Error {
   /** Extra response headers, e.g. `Retry-After` on a 429. */
   readonly headers?: Record<string, string>
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    details?: Record<string, unknown>,
-    headers?: Record<string, string>,
-  ) {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
     super(message)
     this.name = 'ApiError'
     this.code = code

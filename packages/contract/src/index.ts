@@ -6,16 +6,39 @@
  */
 
 // Errors and ids
-export { ApiError, ERROR_STATUS, isApiError, notFound, validationError, type ErrorBody, type ErrorCode, type ValidationIssue } from './errors.js'
+export {
+  ApiError,
+  ERROR_STATUS,
+  isApiError,
+  notFound,
+  validationError,
+  type ErrorBody,
+  type ErrorCode,
+  type ValidationIssue,
+} from './errors.js'
 export { ID_PREFIX, idPattern, newId, randomToken, type IdKind } from './ids.js'
 
 // Routes: the declarations the server mounts, the document describes and the client calls
-export { defineRoute, type AnyRoute, type AuthLevel, type HttpMethod, type MultipartBody, type RouteDef } from './route.js'
+export {
+  defineRoute,
+  type AnyRoute,
+  type AuthLevel,
+  type HttpMethod,
+  type MultipartBody,
+  type RouteDef,
+} from './route.js'
 export { crudRoutes } from './routes/crud.js'
 export { routes, type Routes } from './routes/index.js'
 
 // Task statuses and transcript event types
-export { ACTIVE_TASK_STATUSES, ENDED_TASK_STATUSES, TASK_STATUSES, TRANSCRIPT_EVENT_TYPES, isEndedStatus, type EndedTaskStatus } from './statuses.js'
+export {
+  ACTIVE_TASK_STATUSES,
+  ENDED_TASK_STATUSES,
+  TASK_STATUSES,
+  TRANSCRIPT_EVENT_TYPES,
+  isEndedStatus,
+  type EndedTaskStatus,
+} from './statuses.js'
 
 // The WebSocket protocol of /v1/ws
 export {
@@ -44,5 +67,13 @@ export * from './schemas/messenger-bot.js'
 export * from './schemas/oauth-return-path.js'
 
 // Runner protocol (the runner's stdin and stdout)
-export { RunnerAgent, RunnerEvent, RunnerInput, RunnerModel, RunnerOutcome, RunnerSkill, ToolCall } from './runner-protocol.js'
+export {
+  RunnerAgent,
+  RunnerEvent,
+  RunnerInput,
+  RunnerModel,
+  RunnerOutcome,
+  RunnerSkill,
+  ToolCall,
+} from './runner-protocol.js'
 export { secretForms } from './secret-forms.js'

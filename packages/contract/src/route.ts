@@ -73,7 +73,16 @@ export interface RouteDef<
 }
 
 /** Any route declaration (the table's element type): a table mixes routes of every shape. */
-export type AnyRoute = RouteDef<string, HttpMethod, string, AuthLevel, AnySchema | undefined, AnySchema | undefined, AnySchema | undefined, AnySchema | undefined>
+export type AnyRoute = RouteDef<
+  string,
+  HttpMethod,
+  string,
+  AuthLevel,
+  AnySchema | undefined,
+  AnySchema | undefined,
+  AnySchema | undefined,
+  AnySchema | undefined
+>
 
 /**
  * Declare one operation: method, path, auth level and schemas. The server attaches its

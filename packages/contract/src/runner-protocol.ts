@@ -79,7 +79,13 @@ const Usage = { input_tokens: v.number(), output_tokens: v.number() }
 export const ToolCall = v.object({ id: v.string(), name: v.string(), input: v.unknown() })
 
 /** How a run ended. */
-export const RunnerOutcome = v.picklist(['success', 'error_max_turns', 'error_max_budget_usd', 'model_error', 'error_during_execution'])
+export const RunnerOutcome = v.picklist([
+  'success',
+  'error_max_turns',
+  'error_max_budget_usd',
+  'model_error',
+  'error_during_execution',
+])
 
 /** One line the runner writes. `seq` and `at` are added when the server stores it. */
 export const RunnerEvent = v.variant('type', [

@@ -24,22 +24,45 @@ const Ping = v.object({ type: v.literal('ping') })
  * What a client may send: `submit` (a task, once per `request_id`), `subscribe` and
  * `unsubscribe` (a task's status and events), `ping`.
  */
-export const ClientMessage = v.variant('type', [v.object({ ...submitFields, task: SubmitTask }), Subscribe, Unsubscribe, Ping])
+export const ClientMessage = v.variant('type', [
+  v.object({ ...submitFields, task: SubmitTask }),
+  Subscribe,
+  Unsubscribe,
+  Ping,
+])
 
 /**
  * {@link ClientMessage} with the submitted task left unread: the server reads a message in
  * two steps, so a bad task is answered as a task error carrying the message's `request_id`.
  */
-export const ClientEnvelope = v.variant('type', [v.object({ ...submitFields, task: v.unknown() }), Subscribe, Unsubscribe, Ping])
+export const ClientEnvelope = v.variant('type', [
+  v.object({ ...submitFields, task: v.unknown() }),
+  Subscribe,
+  Unsubscribe,
+  Ping,
+])
 
 /** One stored transcript event of a task: the runner's event plus its place in the log (`seq`), its time and its task. */
-export const TaskEvent = v.intersect([RunnerEvent, v.object({ seq: v.pipe(v.number(), v.integer()), at: Timestamp, task_id: Id('task') })])
+export const TaskEvent = v.intersect([
+  RunnerEvent,
+  v.object({ seq: v.pipe(v.number(), v.integer()), at: Timestamp, task_id: Id('task') }),
+])
 
 /** The answer to a submit: the task it made (or the one the same `request_id` made before). */
-export const SubmittedMessage = v.object({ type: v.literal('submitted'), request_id: v.string(), task_id: v.string(), status: TaskStatus })
+export const SubmittedMessage = v.object({
+  type: v.literal('submitted'),
+  request_id: v.string(),
+  task_id: v.string(),
+  status: TaskStatus,
+})
 
 /** A task's status changed (and the task as it is now); also the first answer to a subscribe. */
-export const TaskStatusMessage = v.object({ type: v.literal('task.status'), task_id: v.string(), status: TaskStatus, task: Task })
+export const TaskStatusMessage = v.object({
+  type: v.literal('task.status'),
+  task_id: v.string(),
+  status: TaskStatus,
+  task: Task,
+})
 
 /** One stored transcript event of a task: what already happened first, then live, each once, in `seq` order. */
 export const TaskEventMessage = v.object({ type: v.literal('task.event'), task_id: v.string(), event: TaskEvent })
@@ -56,7 +79,13 @@ export const ErrorMessage = v.object({
 export const PongMessage = v.object({ type: v.literal('pong') })
 
 /** What the server sends. */
-export const ServerMessage = v.variant('type', [SubmittedMessage, TaskStatusMessage, TaskEventMessage, ErrorMessage, PongMessage])
+export const ServerMessage = v.variant('type', [
+  SubmittedMessage,
+  TaskStatusMessage,
+  TaskEventMessage,
+  ErrorMessage,
+  PongMessage,
+])
 
 /** A message a client sends, as it writes it (fields with defaults may be left out). */
 export type ClientMessage = v.InferInput<typeof ClientMessage>

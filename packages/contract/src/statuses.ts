@@ -13,7 +13,16 @@ export const ACTIVE_TASK_STATUSES = ['queued', 'starting', 'running'] as const
 export const ENDED_TASK_STATUSES = ['completed', 'failed', 'cancelled'] as const
 
 /** The `type` of every transcript event, in the order a run writes them. */
-export const TRANSCRIPT_EVENT_TYPES = ['user_message', 'turn_start', 'token', 'tool_call', 'tool_result', 'turn_end', 'result', 'error'] as const
+export const TRANSCRIPT_EVENT_TYPES = [
+  'user_message',
+  'turn_start',
+  'token',
+  'tool_call',
+  'tool_result',
+  'turn_end',
+  'result',
+  'error',
+] as const
 
 /** One of {@link ENDED_TASK_STATUSES}. */
 export type EndedTaskStatus = (typeof ENDED_TASK_STATUSES)[number]

@@ -51,7 +51,9 @@ const PINNED = [
 ]
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []))
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  )
 }
 
 describe('@berth/contract public surface', () => {
@@ -59,15 +61,22 @@ describe('@berth/contract public surface', () => {
     const index = await import('../src/index.js')
     const schemaModules = readdirSync(`${SRC}schemas`).filter((f) => f.endsWith('.ts'))
     const schemaNames = new Set<string>()
-    for (const file of schemaModules) for (const name of Object.keys(await import(/* @vite-ignore */ `${SRC}schemas/${file}`))) schemaNames.add(name)
-    expect(Object.keys(index).filter((name) => !schemaNames.has(name)).sort()).toEqual(PINNED)
+    for (const file of schemaModules)
+      for (const name of Object.keys(await import(/* @vite-ignore */ `${SRC}schemas/${file}`))) schemaNames.add(name)
+    expect(
+      Object.keys(index)
+        .filter((name) => !schemaNames.has(name))
+        .sort(),
+    ).toEqual(PINNED)
   })
 
   it('exports every schema module whole', async () => {
     const index: Record<string, unknown> = await import('../src/index.js')
     for (const file of readdirSync(`${SRC}schemas`).filter((f) => f.endsWith('.ts'))) {
       const entry: Record<string, unknown> = await import(/* @vite-ignore */ `${SRC}schemas/${file}`)
-      const missing = Object.entries(entry).filter(([name, value]) => index[name] !== value).map(([name]) => `${file}: ${name}`)
+      const missing = Object.entries(entry)
+        .filter(([name, value]) => index[name] !== value)
+        .map(([name]) => `${file}: ${name}`)
       expect(missing).toEqual([])
     }
   })

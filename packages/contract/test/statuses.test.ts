@@ -1,7 +1,17 @@
 /** The status and event-type lists are the ones the schemas and the runner protocol use. */
 import * as v from 'valibot'
 import { expect, it } from 'vitest'
-import { ACTIVE_TASK_STATUSES, ENDED_TASK_STATUSES, PlaybookRunStatus, RunnerEvent, TASK_STATUSES, TRANSCRIPT_EVENT_TYPES, TaskStatus, TranscriptEvent, isEndedStatus } from '../src/index.js'
+import {
+  ACTIVE_TASK_STATUSES,
+  ENDED_TASK_STATUSES,
+  PlaybookRunStatus,
+  RunnerEvent,
+  TASK_STATUSES,
+  TRANSCRIPT_EVENT_TYPES,
+  TaskStatus,
+  TranscriptEvent,
+  isEndedStatus,
+} from '../src/index.js'
 
 it('splits the task statuses into active and ended, in order, with no status left over', () => {
   expect([...ACTIVE_TASK_STATUSES, ...ENDED_TASK_STATUSES]).toEqual([...TASK_STATUSES])

@@ -12,7 +12,19 @@ export * from '@berth/contract'
 export type { Caller } from './caller.js'
 
 // Routes with their handlers, and the document built from them
-export { attachHandlers, defineHandlers, defineRoute, type AnyRoute, type Handler, type HandlerMap, type HandlerOf, type Handlers, type RouteContext, type RouteDef, type RouteResult } from './route.js'
+export {
+  attachHandlers,
+  defineHandlers,
+  defineRoute,
+  type AnyRoute,
+  type Handler,
+  type HandlerMap,
+  type HandlerOf,
+  type Handlers,
+  type RouteContext,
+  type RouteDef,
+  type RouteResult,
+} from './route.js'
 export { routes } from './routes/index.js'
 export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi/index.js'
 
@@ -23,21 +35,88 @@ export { createAesGcmCipher, type Cipher } from './ports/cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './ports/logger.js'
 
 // Ports: container runtime, and what every adapter shares (bytes, errors, one exec lifecycle, file operations)
-export { IDLE_COMMAND, MANAGED_LABEL, RECIPE_LABEL, type ByteSource, type ContainerInfo, type ContainerMount, type ContainerRuntime, type ContainerSpec, type ContainerState, type ContainerStats, type ContainerSummary, type DirectoryListing, type EgressPolicy, type EnsureImageOptions, type ExecOptions, type ExecProcess, type ExecResult, type FileEntry, type FileWrite, type ImageRecipe, type ImageReport, type ListFilter, type ResourceLimits, type RuntimeCapabilities, type StdinSource, type VolumeSummary } from './ports/container-runtime.js'
+export {
+  IDLE_COMMAND,
+  MANAGED_LABEL,
+  RECIPE_LABEL,
+  type ByteSource,
+  type ContainerInfo,
+  type ContainerMount,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerState,
+  type ContainerStats,
+  type ContainerSummary,
+  type DirectoryListing,
+  type EgressPolicy,
+  type EnsureImageOptions,
+  type ExecOptions,
+  type ExecProcess,
+  type ExecResult,
+  type FileEntry,
+  type FileWrite,
+  type ImageRecipe,
+  type ImageReport,
+  type ListFilter,
+  type ResourceLimits,
+  type RuntimeCapabilities,
+  type StdinSource,
+  type VolumeSummary,
+} from './ports/container-runtime.js'
 export { byteChannel, collectExec, toByteChunks, toWebStream, type ByteChannel } from './runtime/bytes.js'
-export { ContainerError, FilePathError, isContainerError, isFilePathError, type ContainerFailure, type FilePathProblem } from './runtime/errors.js'
+export {
+  ContainerError,
+  FilePathError,
+  isContainerError,
+  isFilePathError,
+  type ContainerFailure,
+  type FilePathProblem,
+} from './runtime/errors.js'
 export { defineRuntime } from './runtime/define.js'
-export { abortedExec, execLifecycle, type ExecHooks, type ExecLifecycle, type ExecOutcome, type StdinSink } from './runtime/exec.js'
-export { MAX_ENTRIES, execFileOperations, relativePath, type FileOperations, type FileOperationsBase } from './runtime/files.js'
+export {
+  abortedExec,
+  execLifecycle,
+  type ExecHooks,
+  type ExecLifecycle,
+  type ExecOutcome,
+  type StdinSink,
+} from './runtime/exec.js'
+export {
+  MAX_ENTRIES,
+  execFileOperations,
+  relativePath,
+  type FileOperations,
+  type FileOperationsBase,
+} from './runtime/files.js'
 
 // Ports: outside services (notifications, OAuth, Git hosts, banking, messenger)
 export type { DeliveryOutcome, NotificationTarget, Notifier, OutgoingNotification } from './ports/notifier.js'
-export { createChannelRegistry, defineChannel, withoutIntegration, type Channel, type ChannelIntegration, type ChannelRegistry } from './ports/channel.js'
-export { ProviderError, isProviderError, type ProviderErrorDetail, type ProviderErrorKinds, type ProviderApi } from './ports/provider-error.js'
+export {
+  createChannelRegistry,
+  defineChannel,
+  withoutIntegration,
+  type Channel,
+  type ChannelIntegration,
+  type ChannelRegistry,
+} from './ports/channel.js'
+export {
+  ProviderError,
+  isProviderError,
+  type ProviderErrorDetail,
+  type ProviderErrorKinds,
+  type ProviderApi,
+} from './ports/provider-error.js'
 export type { OAuthClient, OAuthErrorKind, OAuthTokens } from './ports/oauth-client.js'
 export { GIT_PROVIDERS, type GitIdentity, type GitProvider, type GitProviderName } from './ports/git-provider.js'
 export type { BankAccount, BankApi, BankApiErrorKind } from './ports/bank-api.js'
-export type { MessengerApi, MessengerApiErrorKind, MessengerBotUser, MessengerChat, MessengerMessage, MessengerUpdate } from './ports/messenger-api.js'
+export type {
+  MessengerApi,
+  MessengerApiErrorKind,
+  MessengerBotUser,
+  MessengerChat,
+  MessengerMessage,
+  MessengerUpdate,
+} from './ports/messenger-api.js'
 
 // Services (everything behind the route table, wired once)
 export { createServices, type Services, type ServicesOptions } from './services.js'
@@ -71,11 +150,34 @@ export { coordinatedLimiter } from './limits/coordinated.js'
 export { PRIVATE_IPV4_RANGES, PRIVATE_IPV6_RANGES, privateCidrs, touchesPrivateRange } from './net/private-ranges.js'
 
 // Transport (HTTP pipeline, WebSocket session)
-export { createAuthenticate, createPipeline, errorResponse, type Authenticate, type Pipeline, type PipelineOptions } from './transport/index.js'
+export {
+  createAuthenticate,
+  createPipeline,
+  errorResponse,
+  type Authenticate,
+  type Pipeline,
+  type PipelineOptions,
+} from './transport/index.js'
 export { createTaskSocket, type TaskSocketOptions } from './transport/index.js'
 
 // Coordination of several instances (the port, its memory driver, and what drivers share)
-export type { Coordination, DelayedJobs, DueJob, Instances, JobPriority, JobQueue, NewJob, OnceKeys, PubSub, QueueCounts, RateBuckets, RateSettings, SlotLease, Slots, TakenJob } from './coordination/port.js'
+export type {
+  Coordination,
+  DelayedJobs,
+  DueJob,
+  Instances,
+  JobPriority,
+  JobQueue,
+  NewJob,
+  OnceKeys,
+  PubSub,
+  QueueCounts,
+  RateBuckets,
+  RateSettings,
+  SlotLease,
+  Slots,
+  TakenJob,
+} from './coordination/port.js'
 export { memoryCoordination, type MemoryCoordinationOptions } from './coordination/memory.js'
 export { memoryHub, type MemoryHub, type MemoryHubOptions } from './coordination/memory-hub.js'
 export { checkRateSettings, rateDecision } from './coordination/rate.js'

@@ -46,7 +46,12 @@ export function staticCatalog(models: readonly CatalogModel[] = DEFAULT_MODELS):
 export function modelAllowed(model: string, patterns: readonly string[] | null): boolean {
   if (patterns === null) return true
   return patterns.some((p) => {
-    const re = new RegExp(`^${p.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`)
+    const re = new RegExp(
+      `^${p
+        .split('*')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    )
     return re.test(model)
   })
 }

@@ -1,5 +1,11 @@
 import type * as v from 'valibot'
-import type { AuthLevel, AnyRoute as AnyDeclaration, HttpMethod, RouteDef as RouteDeclaration, Routes } from '@berth/contract'
+import type {
+  AuthLevel,
+  AnyRoute as AnyDeclaration,
+  HttpMethod,
+  RouteDef as RouteDeclaration,
+  Routes,
+} from '@berth/contract'
 import type { Caller } from './caller.js'
 import type { Services } from './services.js'
 
@@ -25,11 +31,15 @@ export interface RouteContext<P, Q, B, A extends AuthLevel> {
 /** The value a handler returns: the response body, or a web `Response` for non-JSON routes. */
 export type RouteResult<R> = R | Response
 
-type HandlerFn<P, Q, B, R, A extends AuthLevel> = (ctx: RouteContext<Out<P>, Out<Q>, Out<B>, A>) => Promise<RouteResult<Result<R>>> | RouteResult<Result<R>>
+type HandlerFn<P, Q, B, R, A extends AuthLevel> = (
+  ctx: RouteContext<Out<P>, Out<Q>, Out<B>, A>,
+) => Promise<RouteResult<Result<R>>> | RouteResult<Result<R>>
 
 /** The handler of one declared route, its input and output types read from the declaration's schemas. */
 export type Handler<D> =
-  D extends RouteDeclaration<string, HttpMethod, string, infer A, infer P, infer Q, infer B, infer R> ? HandlerFn<P, Q, B, R, A> : never
+  D extends RouteDeclaration<string, HttpMethod, string, infer A, infer P, infer Q, infer B, infer R>
+    ? HandlerFn<P, Q, B, R, A>
+    : never
 
 /** One handler per route of the table, by route name. */
 export type Handlers<T extends readonly AnyDeclaration[]> = { [D in T[number] as D['name']]: Handler<D> }
@@ -100,7 +110,9 @@ export function defineRoute<
  * })
  * ```
  */
-export function defineHandlers<const H extends Partial<HandlerMap>>(handlers: H & Record<Exclude<keyof H, keyof HandlerMap>, never>): H {
+export function defineHandlers<const H extends Partial<HandlerMap>>(
+  handlers: H & Record<Exclude<keyof H, keyof HandlerMap>, never>,
+): H {
   return handlers
 }
 

@@ -8,7 +8,16 @@ import type { Store } from './ports/store.js'
 import { memoryCoordination } from './coordination/memory.js'
 import type { Coordination } from './coordination/port.js'
 import { ApiKeysService } from './resources/api-keys.js'
-import { createAgentsService, createSecretsService, createSkillsService, createToolsService, type AgentsService, type SecretsService, type SkillsService, type ToolsService } from './resources/catalog.js'
+import {
+  createAgentsService,
+  createSecretsService,
+  createSkillsService,
+  createToolsService,
+  type AgentsService,
+  type SecretsService,
+  type SkillsService,
+  type ToolsService,
+} from './resources/catalog.js'
 import { ConcurrencySlots } from './limits/concurrency.js'
 import { EventBus } from './tasks/event-bus.js'
 import { EventLog } from './workspaces/event-log.js'
@@ -20,7 +29,12 @@ import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import type { ContainerPool, PooledContainer } from './runtime/index.js'
 import { ProfilesService } from './resources/profiles.js'
-import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService, type EnvironmentCaps, type EnvironmentImages } from './resources/index.js'
+import {
+  DEFAULT_ENVIRONMENT_CAPS,
+  EnvironmentsService,
+  type EnvironmentCaps,
+  type EnvironmentImages,
+} from './resources/index.js'
 import { UsersService } from './resources/users.js'
 import { tokenBucket, type RateLimiter } from './limits/rate-limit.js'
 import { coordinatedLimiter } from './limits/coordinated.js'
@@ -188,7 +202,13 @@ export function createServices(opts: ServicesOptions): Services {
   const checkUrl = (url: string) => channels.check('webhook', { url })
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
   const logger = opts.logger ?? silentLogger
-  const environments = new EnvironmentsService({ store, clock, logger, caps: opts.environmentCaps ?? DEFAULT_ENVIRONMENT_CAPS, images: opts.environmentImages })
+  const environments = new EnvironmentsService({
+    store,
+    clock,
+    logger,
+    caps: opts.environmentCaps ?? DEFAULT_ENVIRONMENT_CAPS,
+    images: opts.environmentImages,
+  })
   const profiles = new ProfilesService(store, clock, apiKeys, cipher, environments)
   const memory = new MemoryService(store, clock)
   const secrets = createSecretsService(store, clock, cipher)
@@ -200,8 +220,22 @@ export function createServices(opts: ServicesOptions): Services {
   const bus = new EventBus()
   // Counted over every instance of a shared coordination; this process alone counts in memory, exactly as before.
   const slots = new ConcurrencySlots(opts.concurrency ?? 5, opts.coordination && { slots: coordination.slots })
-  const oauthStates = new OAuthStates(store, clock, cipher, opts.oauthStateKey ?? new Uint8Array(randomBytes(32)), undefined, coordination.once)
-  const gitAccounts = new GitAccountsService({ store, clock, cipher, logger, states: oauthStates, providers: opts.gitProviders ?? {} })
+  const oauthStates = new OAuthStates(
+    store,
+    clock,
+    cipher,
+    opts.oauthStateKey ?? new Uint8Array(randomBytes(32)),
+    undefined,
+    coordination.once,
+  )
+  const gitAccounts = new GitAccountsService({
+    store,
+    clock,
+    cipher,
+    logger,
+    states: oauthStates,
+    providers: opts.gitProviders ?? {},
+  })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const tasks = new TasksService({
     store,
@@ -222,23 +256,78 @@ export function createServices(opts: ServicesOptions): Services {
   })
   const deliveries = new DeliveryLog(store)
   const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
-  const notifications = new NotificationsService({ store, clock, logger, bus, integrations, deliveries, notifier: channels, ...opts.notificationRetry, sharedBy: opts.coordination })
-  const playbookRuns = new PlaybookRunsService({ store, clock, logger, bus, tasks, notifications, once: coordination.once, startGraceMs: opts.coordination ? 60_000 : undefined })
+  const notifications = new NotificationsService({
+    store,
+    clock,
+    logger,
+    bus,
+    integrations,
+    deliveries,
+    notifier: channels,
+    ...opts.notificationRetry,
+    sharedBy: opts.coordination,
+  })
+  const playbookRuns = new PlaybookRunsService({
+    store,
+    clock,
+    logger,
+    bus,
+    tasks,
+    notifications,
+    once: coordination.once,
+    startGraceMs: opts.coordination ? 60_000 : undefined,
+  })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the
   // deployment's transport.
-  const bankProvider = new BankProviderService({ store, clock, cipher, api: opts.bankApi ?? unconfiguredBankApi, integrations })
+  const bankProvider = new BankProviderService({
+    store,
+    clock,
+    cipher,
+    api: opts.bankApi ?? unconfiguredBankApi,
+    integrations,
+  })
   channels.register('bankprovider', bankProvider.channel)
-  const messenger = new MessengerService({ store, clock, cipher, logger, api: opts.messenger?.api ?? unconfiguredMessengerApi, publicUrl: opts.messenger?.publicUrl, bus, tasks, workspaces, playbooks, integrations, once: coordination.once })
+  const messenger = new MessengerService({
+    store,
+    clock,
+    cipher,
+    logger,
+    api: opts.messenger?.api ?? unconfiguredMessengerApi,
+    publicUrl: opts.messenger?.publicUrl,
+    bus,
+    tasks,
+    workspaces,
+    playbooks,
+    integrations,
+    once: coordination.once,
+  })
   channels.register('messenger', messenger.channel)
   integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
-  const chatMail = new ChatMailConnectService({ store, clock, cipher, logger, states: oauthStates, integrations, providers: opts.connectProviders ?? {} })
+  const chatMail = new ChatMailConnectService({
+    store,
+    clock,
+    cipher,
+    logger,
+    states: oauthStates,
+    integrations,
+    providers: opts.connectProviders ?? {},
+  })
   for (const type of CONNECT_TYPES) channels.wrap(type, (transport) => chatMail.tokens.channel(type, transport))
-  const chatEvents = new ChatEventsService({ store, clock, logger, integrations, connect: chatMail, signingSecret: opts.chatSigningSecret })
+  const chatEvents = new ChatEventsService({
+    store,
+    clock,
+    logger,
+    integrations,
+    connect: chatMail,
+    signingSecret: opts.chatSigningSecret,
+  })
   // A coordination handed in is shared by instances: limits and retries go through it too.
   const webhookRate = opts.playbookWebhookRate ?? { rpm: 60, burst: 10 }
-  const limiter = opts.coordination ? coordinatedLimiter(opts.coordination, webhookRate, 'playbook-webhook') : tokenBucket({ ...webhookRate, clock })
+  const limiter = opts.coordination
+    ? coordinatedLimiter(opts.coordination, webhookRate, 'playbook-webhook')
+    : tokenBucket({ ...webhookRate, clock })
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
   return {
     version: opts.version ?? '0.0.0',
@@ -279,7 +368,11 @@ export function createServices(opts: ServicesOptions): Services {
       const ws = await workspaces.records.get(owner, id)
       await tasks.stopWorkspace(owner, id)
       if (ws.volume && opts.engine) {
-        await opts.engine.runtime.removeVolume(ws.volume).catch((err: unknown) => logger.warn('could not remove a workspace volume', { volume: ws.volume, error: String(err) }))
+        await opts.engine.runtime
+          .removeVolume(ws.volume)
+          .catch((err: unknown) =>
+            logger.warn('could not remove a workspace volume', { volume: ws.volume, error: String(err) }),
+          )
       }
       await eventLog.remove(owner, id)
       await store.remove(`ws-conversations:${owner}:${id}`)

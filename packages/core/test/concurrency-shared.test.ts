@@ -17,7 +17,9 @@ function three(ttlMs = 60_000) {
 describe('ConcurrencySlots over instances', () => {
   it('admits exactly the limit of parallel takes spread over instances, with today’s 429', async () => {
     const { slots } = three()
-    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => slots[i % 3]!.take('prof_1', `ws_${i}`)))
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => slots[i % 3]!.take('prof_1', `ws_${i}`)),
+    )
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(5)
     const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []))
     expect(refused).toHaveLength(15)

@@ -22,7 +22,8 @@ const engineOf = (max: number): TaskEngine => ({
   command: ['berth-runner'],
 })
 
-const workspace = (fields: Partial<WorkspaceRecord> = {}) => ({ id: 'ws_1', container_id: null, instance_id: null, ...fields }) as WorkspaceRecord
+const workspace = (fields: Partial<WorkspaceRecord> = {}) =>
+  ({ id: 'ws_1', container_id: null, instance_id: null, ...fields }) as WorkspaceRecord
 
 const opened: { dispatch: Dispatcher; coordination: Coordination; slots: ConcurrencySlots }[] = []
 
@@ -33,7 +34,18 @@ function instance(hub: MemoryHub, id: string, records: OwnedCollection<TaskRecor
   const scheduler = new Scheduler({ slots, logger: quietLogger })
   const lost = { takeOver: vi.fn(async (_t: TaskRecord) => {}) }
   const cancels = { here: vi.fn(async (_t: TaskRecord) => true) }
-  const dispatch = new Dispatcher({ coordination, records, slots, scheduler, bus: new EventBus(), logger: quietLogger, engine: engineOf(max), lost, cancels, pollMs: 500 })
+  const dispatch = new Dispatcher({
+    coordination,
+    records,
+    slots,
+    scheduler,
+    bus: new EventBus(),
+    logger: quietLogger,
+    engine: engineOf(max),
+    lost,
+    cancels,
+    pollMs: 500,
+  })
   opened.push({ dispatch, coordination, slots })
   return { coordination, scheduler, dispatch, lost, cancels }
 }
@@ -137,7 +149,9 @@ describe('Dispatcher queues', () => {
     const { hub, records } = cluster()
     const b = instance(hub, 'B', records, 2)
     const t = await records.put(taskRecord({ status: 'running', instance_id: 'gone' }))
-    await b.coordination.queue(SHARED_QUEUE).add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
+    await b.coordination
+      .queue(SHARED_QUEUE)
+      .add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
     await b.dispatch.start()
     await vi.advanceTimersByTimeAsync(500)
     expect(b.lost.takeOver).toHaveBeenCalledWith(expect.objectContaining({ id: t.id }))

@@ -8,7 +8,14 @@ import { join } from 'node:path'
 import { createStorage, type Storage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { EventLog, manualClock, type EventLogOptions, type NewEvent, type Store, type TranscriptEvent } from '@berth/core'
+import {
+  EventLog,
+  manualClock,
+  type EventLogOptions,
+  type NewEvent,
+  type Store,
+  type TranscriptEvent,
+} from '@berth/core'
 import { unstorageStore } from '../../server/src/store.js'
 
 const OWNER = 'usr_log'
@@ -227,14 +234,18 @@ describe('compaction', () => {
   it('merges small segments that a large flush left behind, not only the newest ones', async () => {
     const { log } = reopen({ segmentEvents: 100, compactAfter: 4 })
     const flushOf = async (n: number) => {
-      await log.append(OWNER, WS, tokens((await log.count(OWNER, WS)), n))
+      await log.append(OWNER, WS, tokens(await log.count(OWNER, WS), n))
       await log.flush(OWNER, WS)
     }
     for (const n of [5, 5, 5, 80, 5]) await flushOf(n)
     expect(segmentFiles()).toHaveLength(5)
     await flushOf(5)
     // 1-15 merged; the large 16-95 stays; 96-105 merged.
-    expect(segmentFiles()).toEqual(['000000000001-000000000015', '000000000016-000000000095', '000000000096-000000000105'])
+    expect(segmentFiles()).toEqual([
+      '000000000001-000000000015',
+      '000000000016-000000000095',
+      '000000000096-000000000105',
+    ])
     expect(seqs(await readAll(reopen().log))).toEqual(range(1, 105))
   })
 
@@ -288,7 +299,11 @@ describe('compaction', () => {
     const all = await readAll(b.log)
     expect(seqs(all)).toEqual(range(1, 30))
     expect(all.map((e) => e.text)).toEqual(range(0, 29).map((i) => `t${i}`))
-    expect(segmentFiles()).toEqual(['000000000001-000000000010', '000000000011-000000000020', '000000000021-000000000030'])
+    expect(segmentFiles()).toEqual([
+      '000000000001-000000000010',
+      '000000000011-000000000020',
+      '000000000021-000000000030',
+    ])
   })
 
   it('readers de-duplicate while a compaction replaces segments under them', async () => {

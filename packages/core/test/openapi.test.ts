@@ -1,8 +1,22 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
 import * as v from 'valibot'
 import { describe, expect, it } from 'vitest'
-import { buildOpenApi, defineRoute, ERROR_STATUS, IdParams, routes, type AnyRoute, type ErrorCode, type OpenApiDocument } from '@berth/core'
-import { ANY_VALUE_DESCRIPTION, toOpenApiPath, type OpenApiOperation, type OpenApiSchema } from '../src/openapi/index.js'
+import {
+  buildOpenApi,
+  defineRoute,
+  ERROR_STATUS,
+  IdParams,
+  routes,
+  type AnyRoute,
+  type ErrorCode,
+  type OpenApiDocument,
+} from '@berth/core'
+import {
+  ANY_VALUE_DESCRIPTION,
+  toOpenApiPath,
+  type OpenApiOperation,
+  type OpenApiSchema,
+} from '../src/openapi/index.js'
 
 const INFO = { title: 'Berth', version: '0.0.0-test' }
 const doc = buildOpenApi(routes, INFO)
@@ -12,7 +26,14 @@ const opOf = (d: OpenApiDocument, r: Pick<AnyRoute, 'method' | 'path'>): OpenApi
 
 /** One synthetic route for the edge cases the real table does not have (yet). */
 const route = (def: Partial<AnyRoute> & Pick<AnyRoute, 'method' | 'path'>): AnyRoute =>
-  defineRoute({ name: `test.${def.method}.${def.path}`, auth: 'caller', tag: 'test', summary: 'test', handle: () => undefined, ...def } as AnyRoute)
+  defineRoute({
+    name: `test.${def.method}.${def.path}`,
+    auth: 'caller',
+    tag: 'test',
+    summary: 'test',
+    handle: () => undefined,
+    ...def,
+  } as AnyRoute)
 
 const REF = '#/components/schemas/'
 function resolve(d: OpenApiDocument, s: OpenApiSchema): OpenApiSchema {
@@ -27,11 +48,15 @@ function untyped(schema: unknown, at = '#'): string[] {
   if (typeof schema === 'boolean') return []
   if (typeof schema !== 'object' || schema === null) return [`${at} (not a schema)`]
   const s = schema as Record<string, unknown>
-  const typed = ['type', '$ref', 'anyOf', 'oneOf', 'allOf', 'enum', 'const'].some((k) => k in s) || s.description === ANY_VALUE_DESCRIPTION
+  const typed =
+    ['type', '$ref', 'anyOf', 'oneOf', 'allOf', 'enum', 'const'].some((k) => k in s) ||
+    s.description === ANY_VALUE_DESCRIPTION
   const out = typed ? [] : [at]
-  for (const k of ['additionalProperties', 'items', 'propertyNames', 'contains']) if (k in s) out.push(...untyped(s[k], `${at}/${k}`))
+  for (const k of ['additionalProperties', 'items', 'propertyNames', 'contains'])
+    if (k in s) out.push(...untyped(s[k], `${at}/${k}`))
   for (const k of ['anyOf', 'oneOf', 'allOf', 'prefixItems']) {
-    if (Array.isArray(s[k])) for (const [i, x] of (s[k] as unknown[]).entries()) out.push(...untyped(x, `${at}/${k}/${i}`))
+    if (Array.isArray(s[k]))
+      for (const [i, x] of (s[k] as unknown[]).entries()) out.push(...untyped(x, `${at}/${k}/${i}`))
   }
   if (s.properties) for (const [k, x] of Object.entries(s.properties)) out.push(...untyped(x, `${at}/properties/${k}`))
   return out
@@ -41,9 +66,11 @@ function untyped(schema: unknown, at = '#'): string[] {
 function operationSchemas(op: OpenApiOperation): Array<[string, OpenApiSchema]> {
   const out: Array<[string, OpenApiSchema]> = []
   for (const p of op.parameters ?? []) out.push([`${op.operationId} param ${p.name}`, p.schema])
-  for (const [type, m] of Object.entries(op.requestBody?.content ?? {})) if (m.schema) out.push([`${op.operationId} body ${type}`, m.schema])
+  for (const [type, m] of Object.entries(op.requestBody?.content ?? {}))
+    if (m.schema) out.push([`${op.operationId} body ${type}`, m.schema])
   for (const [status, res] of Object.entries(op.responses)) {
-    for (const [type, m] of Object.entries(res.content ?? {})) if (m.schema) out.push([`${op.operationId} ${status} ${type}`, m.schema])
+    for (const [type, m] of Object.entries(res.content ?? {}))
+      if (m.schema) out.push([`${op.operationId} ${status} ${type}`, m.schema])
   }
   return out
 }
@@ -72,7 +99,9 @@ describe('the OpenAPI document of the route table', () => {
 
   it('documents path parameters as required and query parameters with their defaults', () => {
     const get = doc.paths['/v1/profiles/{id}']!.get!
-    expect(get.parameters).toEqual([{ name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^prof_[a-z0-9]{1,64}$' } }])
+    expect(get.parameters).toEqual([
+      { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^prof_[a-z0-9]{1,64}$' } },
+    ])
     const list = doc.paths['/v1/memory']!.get!
     expect(list.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([
       ['page', 'query', false],
@@ -80,25 +109,52 @@ describe('the OpenAPI document of the route table', () => {
       ['profile_id', 'query', false],
       ['type', 'query', false],
     ])
-    expect(list.parameters?.find((p) => p.name === 'limit')?.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
+    expect(list.parameters?.find((p) => p.name === 'limit')?.schema).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: 20,
+    })
   })
 
   it('documents bodies as required JSON and success responses by status', () => {
     const create = doc.paths['/v1/profiles']!.post!
-    expect(create.requestBody).toEqual({ required: true, content: { 'application/json': { schema: { $ref: `${REF}CreateProfile` } } } })
+    expect(create.requestBody).toEqual({
+      required: true,
+      content: { 'application/json': { schema: { $ref: `${REF}CreateProfile` } } },
+    })
     expect(create.responses['201']?.content?.['application/json']?.schema).toEqual({ $ref: `${REF}Profile` })
-    expect(doc.paths['/v1/profiles/{id}']!.get!.responses['200']?.content?.['application/json']?.schema).toEqual({ $ref: `${REF}Profile` })
+    expect(doc.paths['/v1/profiles/{id}']!.get!.responses['200']?.content?.['application/json']?.schema).toEqual({
+      $ref: `${REF}Profile`,
+    })
     const del = doc.paths['/v1/profiles/{id}']!.delete!
     expect(del.responses['204']).toBeDefined()
     expect(del.responses['204']!.content).toBeUndefined()
-    expect(doc.paths['/health']!.get!.responses['200']?.content?.['application/json']?.schema).toEqual({ $ref: `${REF}Health` })
+    expect(doc.paths['/health']!.get!.responses['200']?.content?.['application/json']?.schema).toEqual({
+      $ref: `${REF}Health`,
+    })
   })
 
   it('publishes the named resource schemas as components', () => {
-    for (const name of ['Profile', 'ProfileSummary', 'ApiKey', 'Memory', 'Secret', 'Tool', 'Skill', 'Agent', 'User', 'McpServer', 'ErrorBody']) {
+    for (const name of [
+      'Profile',
+      'ProfileSummary',
+      'ApiKey',
+      'Memory',
+      'Secret',
+      'Tool',
+      'Skill',
+      'Agent',
+      'User',
+      'McpServer',
+      'ErrorBody',
+    ]) {
       expect(doc.components.schemas[name], name).toBeDefined()
     }
-    expect(doc.components.schemas.Profile).toMatchObject({ type: 'object', required: expect.arrayContaining(['id', 'claude_md']) })
+    expect(doc.components.schemas.Profile).toMatchObject({
+      type: 'object',
+      required: expect.arrayContaining(['id', 'claude_md']),
+    })
     expect(doc.components.schemas.ProfileSummary?.properties).not.toHaveProperty('claude_md')
     expect(doc.components.schemas.ErrorBody).toMatchObject({
       type: 'object',
@@ -114,7 +170,9 @@ describe('the OpenAPI document of the route table', () => {
       const op = opOf(doc, r)!
       // 431 is the HTTP server's, on every operation, without a body.
       expect(op.responses['431'], r.name).toBeDefined()
-      const statuses = Object.keys(op.responses).filter((s) => Number(s) >= 400 && s !== '431').map(Number)
+      const statuses = Object.keys(op.responses)
+        .filter((s) => Number(s) >= 400 && s !== '431')
+        .map(Number)
       const expected = new Set<number>([500])
       if (r.auth !== 'public') expected.add(401)
       if (r.auth === 'admin') expected.add(403)
@@ -139,11 +197,27 @@ describe('the OpenAPI document of the route table', () => {
 
   it('documents Retry-After and the RateLimit headers on rate-limited routes only', () => {
     const list = doc.paths['/v1/profiles']!.get!
-    expect(Object.keys(list.responses['429']!.headers ?? {})).toEqual(['Retry-After', 'RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+    expect(Object.keys(list.responses['429']!.headers ?? {})).toEqual([
+      'Retry-After',
+      'RateLimit-Policy',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ])
     expect(list.responses['429']!.content!['application/json']!.examples).toHaveProperty('RATE_LIMITED')
-    expect(Object.keys(list.responses['200']!.headers ?? {})).toEqual(['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+    expect(Object.keys(list.responses['200']!.headers ?? {})).toEqual([
+      'RateLimit-Policy',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ])
     // A failed authentication takes a token of the client address: its answer says so too.
-    expect(Object.keys(list.responses['401']!.headers ?? {})).toEqual(['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+    expect(Object.keys(list.responses['401']!.headers ?? {})).toEqual([
+      'RateLimit-Policy',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ])
     const health = doc.paths['/health']!.get!
     expect(health.responses['429']).toBeUndefined()
     expect(health.responses['401']).toBeUndefined()
@@ -161,7 +235,8 @@ describe('the OpenAPI document of the route table', () => {
         problems.push(...untyped(resolve(doc, schema)).map((p) => `${where} ${p}`))
       }
     }
-    for (const [name, schema] of Object.entries(doc.components.schemas)) problems.push(...untyped(schema).map((p) => `${name} ${p}`))
+    for (const [name, schema] of Object.entries(doc.components.schemas))
+      problems.push(...untyped(schema).map((p) => `${name} ${p}`))
     expect(problems).toEqual([])
     // The checker itself sees an empty schema.
     expect(untyped({ type: 'object', properties: { a: {} } })).toEqual(['#/properties/a'])
@@ -175,13 +250,18 @@ describe('the OpenAPI document of the route table', () => {
     expect(text).toMatch(/PAYLOAD_TOO_LARGE.*413/)
     expect(text).toMatch(/Idempotency-Key.*not honoured/)
     for (const [code, status] of Object.entries(ERROR_STATUS)) expect(text).toContain(`| \`${code}\` | ${status} |`)
-    expect(buildOpenApi([], { ...INFO, description: 'Hello.' }).info.description).toMatch(/^Hello\.\n\n## Authentication/)
+    expect(buildOpenApi([], { ...INFO, description: 'Hello.' }).info.description).toMatch(
+      /^Hello\.\n\n## Authentication/,
+    )
   })
 
   it("describes the WebSocket's messages from the contract's schemas (x-websocket on /v1/ws)", () => {
     const ws = doc.paths['/v1/ws']?.get?.['x-websocket']
     expect(ws).toBeDefined()
-    const types = (union: OpenApiSchema) => ((union.oneOf ?? union.anyOf ?? []) as OpenApiSchema[]).map((m) => (m.properties?.type as OpenApiSchema | undefined)?.const)
+    const types = (union: OpenApiSchema) =>
+      ((union.oneOf ?? union.anyOf ?? []) as OpenApiSchema[]).map(
+        (m) => (m.properties?.type as OpenApiSchema | undefined)?.const,
+      )
     expect(types(ws!.client_messages)).toEqual(['submit', 'subscribe', 'unsubscribe', 'ping'])
     expect(types(ws!.server_messages)).toEqual(['submitted', 'task.status', 'task.event', 'error', 'pong'])
     // The same named shapes as the HTTP routes: a submitted task is a SubmitTask, a status message carries a Task.
@@ -192,7 +272,9 @@ describe('the OpenAPI document of the route table', () => {
     expect(untyped(ws!.client_messages)).toEqual([])
     expect(untyped(ws!.server_messages)).toEqual([])
     // Only the WebSocket route carries it.
-    const carriers = Object.values(doc.paths).flatMap((p) => Object.values(p)).filter((op) => op && 'x-websocket' in op)
+    const carriers = Object.values(doc.paths)
+      .flatMap((p) => Object.values(p))
+      .filter((op) => op && 'x-websocket' in op)
     expect(carriers.map((op) => op!.operationId)).toEqual(['ws'])
   })
 })
@@ -200,9 +282,28 @@ describe('the OpenAPI document of the route table', () => {
 describe('buildOpenApi on routes the table does not have yet', () => {
   const extra = [
     route({ method: 'GET', path: '/x/page', auth: 'public', unlimited: true, produces: 'text/html' }),
-    route({ method: 'GET', path: '/x/:id/download', params: IdParams('workspace'), query: v.object({ path: v.array(v.string()) }), produces: 'application/x-tar' }),
-    route({ method: 'POST', path: '/x/tasks', body: v.strictObject({ prompt: v.string() }), response: v.object({ task_id: v.string() }), status: 202, errors: ['CONCURRENCY_LIMIT'] }),
-    route({ method: 'GET', path: '/x/callback/:provider', auth: 'public', params: v.object({ provider: v.picklist(['github', 'gitlab']) }), status: 302 }),
+    route({
+      method: 'GET',
+      path: '/x/:id/download',
+      params: IdParams('workspace'),
+      query: v.object({ path: v.array(v.string()) }),
+      produces: 'application/x-tar',
+    }),
+    route({
+      method: 'POST',
+      path: '/x/tasks',
+      body: v.strictObject({ prompt: v.string() }),
+      response: v.object({ task_id: v.string() }),
+      status: 202,
+      errors: ['CONCURRENCY_LIMIT'],
+    }),
+    route({
+      method: 'GET',
+      path: '/x/callback/:provider',
+      auth: 'public',
+      params: v.object({ provider: v.picklist(['github', 'gitlab']) }),
+      status: 302,
+    }),
     route({ method: 'GET', path: '/x/any', response: v.object({ data: v.unknown() }) }),
   ]
   const d = buildOpenApi(extra, INFO)
@@ -220,18 +321,31 @@ describe('buildOpenApi on routes the table does not have yet', () => {
   it('documents query arrays as repeated keys', () => {
     const p = d.paths['/x/{id}/download']!.get!.parameters!
     expect(p.find((x) => x.name === 'path')).toEqual({
-      name: 'path', in: 'query', required: true, schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true,
+      name: 'path',
+      in: 'query',
+      required: true,
+      schema: { type: 'array', items: { type: 'string' } },
+      style: 'form',
+      explode: true,
     })
   })
 
   it('documents 202, 302 with Location, and merges route.errors into the status they share', () => {
     const post = d.paths['/x/tasks']!.post!
     expect(post.responses['202']!.content!['application/json']!.schema).toMatchObject({ type: 'object' })
-    expect(Object.keys(post.responses['429']!.content!['application/json']!.examples!)).toEqual(['RATE_LIMITED', 'CONCURRENCY_LIMIT'])
+    expect(Object.keys(post.responses['429']!.content!['application/json']!.examples!)).toEqual([
+      'RATE_LIMITED',
+      'CONCURRENCY_LIMIT',
+    ])
     expect(post.responses['429']!.description).toMatch(/RATE_LIMITED.*CONCURRENCY_LIMIT/)
     const cb = d.paths['/x/callback/{provider}']!.get!
     expect(cb.responses['302']!.headers).toHaveProperty('Location')
-    expect(cb.parameters![0]).toMatchObject({ name: 'provider', in: 'path', required: true, schema: { enum: ['github', 'gitlab'] } })
+    expect(cb.parameters![0]).toMatchObject({
+      name: 'provider',
+      in: 'path',
+      required: true,
+      schema: { enum: ['github', 'gitlab'] },
+    })
     expect(cb.security).toEqual([])
   })
 
@@ -248,7 +362,9 @@ describe('buildOpenApi on routes the table does not have yet', () => {
   })
 
   it('refuses params missing from the path and duplicate operations', () => {
-    expect(() => buildOpenApi([route({ method: 'GET', path: '/x', params: IdParams('task') })], INFO)).toThrow(/params id are not in the path/)
+    expect(() => buildOpenApi([route({ method: 'GET', path: '/x', params: IdParams('task') })], INFO)).toThrow(
+      /params id are not in the path/,
+    )
     const a = route({ method: 'GET', path: '/x' })
     expect(() => buildOpenApi([a, { ...a, name: 'other' }], INFO)).toThrow(/duplicate route GET \/x/)
     expect(() => buildOpenApi([a, { ...a, path: '/y' }], INFO)).toThrow(/duplicate route name/)

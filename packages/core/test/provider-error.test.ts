@@ -8,7 +8,14 @@ describe('ProviderError', () => {
   it('carries the provider API, kind, status and code (null when not sent)', () => {
     const err = new ProviderError('bank', 'unauthorized', 'refused', { status: 403, code: 'forbidden' })
     expect(err).toBeInstanceOf(Error)
-    expect(err).toMatchObject({ name: 'ProviderError', provider: 'bank', kind: 'unauthorized', status: 403, code: 'forbidden', message: 'refused' })
+    expect(err).toMatchObject({
+      name: 'ProviderError',
+      provider: 'bank',
+      kind: 'unauthorized',
+      status: 403,
+      code: 'forbidden',
+      message: 'refused',
+    })
     expect(new ProviderError('oauth', 'unavailable', 'down')).toMatchObject({ status: null, code: null })
   })
 
@@ -25,7 +32,15 @@ describe('ProviderError', () => {
   })
 
   it('the unconfigured ports throw it', async () => {
-    await expect(unconfiguredBankApi.listAccounts('t')).rejects.toMatchObject({ name: 'ProviderError', provider: 'bank', kind: 'unavailable' })
-    await expect(unconfiguredMessengerApi.getMe('t')).rejects.toMatchObject({ name: 'ProviderError', provider: 'messenger', kind: 'unavailable' })
+    await expect(unconfiguredBankApi.listAccounts('t')).rejects.toMatchObject({
+      name: 'ProviderError',
+      provider: 'bank',
+      kind: 'unavailable',
+    })
+    await expect(unconfiguredMessengerApi.getMe('t')).rejects.toMatchObject({
+      name: 'ProviderError',
+      provider: 'messenger',
+      kind: 'unavailable',
+    })
   })
 })

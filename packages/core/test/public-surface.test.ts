@@ -77,16 +77,21 @@ const PINNED = [
 describe('@berth/core public surface', () => {
   it('exports exactly the pinned names besides the contract', async () => {
     const index: Record<string, unknown> = await import('../src/index.js')
-    const names = Object.keys(index).filter((name) => (contract as Record<string, unknown>)[name] !== index[name]).sort()
+    const names = Object.keys(index)
+      .filter((name) => (contract as Record<string, unknown>)[name] !== index[name])
+      .sort()
     expect(names).toEqual(PINNED)
   })
 
   it('exports everything the contract exports, routes and defineRoute with their handlers', async () => {
     const index: Record<string, unknown> = await import('../src/index.js')
-    const differ = Object.entries(contract).filter(([name, value]) => index[name] !== value).map(([name]) => name)
+    const differ = Object.entries(contract)
+      .filter(([name, value]) => index[name] !== value)
+      .map(([name]) => name)
     expect(differ.sort()).toEqual(['defineRoute', 'routes'])
     expect(index.routes).toHaveLength(contract.routes.length)
-    for (const route of index.routes as { name: string; handle: unknown }[]) expect(typeof route.handle, route.name).toBe('function')
+    for (const route of index.routes as { name: string; handle: unknown }[])
+      expect(typeof route.handle, route.name).toBe('function')
   })
 
   it('re-exports nothing from src/internal', async () => {
@@ -96,7 +101,9 @@ describe('@berth/core public surface', () => {
     expect(modules.length).toBeGreaterThan(0)
     for (const file of modules) {
       const internal: Record<string, unknown> = await import(/* @vite-ignore */ `${SRC}internal/${file}`)
-      const leaked = Object.entries(internal).filter(([, value]) => exported.has(value)).map(([name]) => `${file}: ${name}`)
+      const leaked = Object.entries(internal)
+        .filter(([, value]) => exported.has(value))
+        .map(([name]) => `${file}: ${name}`)
       expect(leaked).toEqual([])
     }
     // Types leave no runtime trace: no export line of the index names an internal module.

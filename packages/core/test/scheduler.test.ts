@@ -113,7 +113,10 @@ describe('Scheduler', () => {
     vi.useFakeTimers()
     const hub = memoryHub()
     const coords = [memoryCoordination({ hub }), memoryCoordination({ hub })]
-    const [other, slots] = coords.map((c) => new ConcurrencySlots(1, { slots: c.slots })) as [ConcurrencySlots, ConcurrencySlots]
+    const [other, slots] = coords.map((c) => new ConcurrencySlots(1, { slots: c.slots })) as [
+      ConcurrencySlots,
+      ConcurrencySlots,
+    ]
     const scheduler = new Scheduler({ slots, logger: quietLogger })
     const fake = fakeRunner()
     scheduler.serve(fake.runner)

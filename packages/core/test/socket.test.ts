@@ -6,7 +6,10 @@ import { type ClientMessage, SLOW_CONSUMER_CLOSE, ServerMessage } from '@berth/c
 import { unstorageStore } from '../../server/src/store.js'
 
 describe('task socket', () => {
-  const services = createServices({ store: unstorageStore(createStorage()), cipher: createAesGcmCipher(new Uint8Array(32)) })
+  const services = createServices({
+    store: unstorageStore(createStorage()),
+    cipher: createAesGcmCipher(new Uint8Array(32)),
+  })
   const caller: Caller = { id: 'usr_socket', role: 'user' }
 
   it('closes a client that lets too much queue up, instead of buffering without end', async () => {
@@ -61,7 +64,13 @@ describe('task socket', () => {
       { type: 'turn_start', task_id: task.id, turn: 1 },
     ])
     const sent: unknown[] = []
-    const session = createTaskSocket({ caller, services, send: (m) => sent.push(JSON.parse(JSON.stringify(m))), buffered: () => 0, close: () => {} })
+    const session = createTaskSocket({
+      caller,
+      services,
+      send: (m) => sent.push(JSON.parse(JSON.stringify(m))),
+      buffered: () => 0,
+      close: () => {},
+    })
 
     const client: ClientMessage[] = [
       { type: 'ping' },
@@ -81,13 +90,31 @@ describe('task socket', () => {
     }
     const types = sent.map((m) => (m as { type: string }).type)
     expect(types).toEqual(['pong', 'task.status', 'task.event', 'task.event', 'error', 'error', 'error'])
-    const [, status, first] = sent as [unknown, { task: { task_id: string; status: string } }, { event: { type: string; seq: number } }]
+    const [, status, first] = sent as [
+      unknown,
+      { task: { task_id: string; status: string } },
+      { event: { type: string; seq: number } },
+    ]
     expect(status.task).toMatchObject({ task_id: task.id, status: 'running' })
     expect(first.event).toMatchObject({ type: 'user_message', seq: 1 })
     // Errors carry the id of the message they answer; a bad task is reported under `task.`.
-    const errors = sent.filter((m): m is { type: 'error'; code: string; task_id?: string; request_id?: string; details?: { issues: { path: string }[] } } => (m as { type: string }).type === 'error')
+    const errors = sent.filter(
+      (
+        m,
+      ): m is {
+        type: 'error'
+        code: string
+        task_id?: string
+        request_id?: string
+        details?: { issues: { path: string }[] }
+      } => (m as { type: string }).type === 'error',
+    )
     expect(errors[0]).toMatchObject({ code: 'NOT_FOUND', task_id: 'task_nosuchtask' })
-    expect(errors[1]).toMatchObject({ code: 'VALIDATION_FAILED', request_id: 'r1', error: expect.stringMatching(/^Invalid task: /) })
+    expect(errors[1]).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      request_id: 'r1',
+      error: expect.stringMatching(/^Invalid task: /),
+    })
     expect(errors[1]!.details!.issues.map((i) => i.path)).toContain('task.prompt')
     expect(errors[1]!.details!.issues.every((i) => i.path.startsWith('task'))).toBe(true)
     expect(errors[2]).toMatchObject({ code: 'VALIDATION_FAILED', error: 'Unknown or malformed message' })

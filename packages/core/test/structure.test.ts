@@ -40,7 +40,10 @@ describe('the checker', () => {
   write('packages/p/src/a.ts', "import type { B } from './b.js'\nexport type A = B\n")
   write('packages/p/src/b.ts', "import { c } from './dir/index.js'\nexport type B = string\nexport const x = c\n")
   write('packages/p/src/dir/index.ts', "export { a } from '../a.js'\nexport const c = 1\n")
-  write('packages/p/src/free.ts', `import { c } from './dir/index.js'\nexport const d = c\n${'// line\n'.repeat(MAX_LINES)}`)
+  write(
+    'packages/p/src/free.ts',
+    `import { c } from './dir/index.js'\nexport const d = c\n${'// line\n'.repeat(MAX_LINES)}`,
+  )
   write('packages/p/test/ignored.test.ts', `import { d } from '../src/free.js'\n${'// line\n'.repeat(MAX_LINES * 2)}`)
 
   it('finds a circle through a type import and a folder index, and nothing else', () => {
@@ -49,6 +52,8 @@ describe('the checker', () => {
   })
 
   it('finds the long source file and leaves tests out', () => {
-    expect(longFiles(sourceFiles(dir)).map((f: { file: string }) => relative(dir, f.file))).toEqual(['packages/p/src/free.ts'])
+    expect(longFiles(sourceFiles(dir)).map((f: { file: string }) => relative(dir, f.file))).toEqual([
+      'packages/p/src/free.ts',
+    ])
   })
 })

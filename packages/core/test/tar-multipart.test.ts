@@ -34,10 +34,20 @@ describe('repackTar', () => {
     ])
     for (const size of [1, 511, 4096, tar.length]) {
       const renamed = await collect(
-        repackTar([{ archive: chunks(tar, size), rename: (name) => (name === 'b/' || name.startsWith('b/') ? `deep/er/${name}` : null) }]),
+        repackTar([
+          {
+            archive: chunks(tar, size),
+            rename: (name) => (name === 'b/' || name.startsWith('b/') ? `deep/er/${name}` : null),
+          },
+        ]),
       )
       const entries = await readTar(renamed)
-      expect(entries.map((e) => e.name)).toEqual(['deep/er/b/', 'deep/er/b/plain.txt', `deep/er/${long}`, 'deep/er/b/ünï.txt'])
+      expect(entries.map((e) => e.name)).toEqual([
+        'deep/er/b/',
+        'deep/er/b/plain.txt',
+        `deep/er/${long}`,
+        'deep/er/b/ünï.txt',
+      ])
       expect(entries[1]!.content.toString()).toBe('hello')
       expect(Buffer.compare(entries[2]!.content, blob)).toBe(0)
       expect(entries[3]!.content.toString()).toBe('ü')
@@ -84,7 +94,9 @@ describe('repackTar', () => {
   it('refuses a corrupt header', async () => {
     const tar = await packTar([{ name: 'a.txt', content: 'A' }])
     tar[10] = 0x41
-    await expect(collect(repackTar([{ archive: chunks(tar, 512), rename: (n) => n }]))).rejects.toThrow(/Invalid tar header/)
+    await expect(collect(repackTar([{ archive: chunks(tar, 512), rename: (n) => n }]))).rejects.toThrow(
+      /Invalid tar header/,
+    )
   })
 })
 
@@ -97,7 +109,12 @@ describe('readMultipart', () => {
   it('streams fields and files, whatever the chunking, delimiter look-alikes included', async () => {
     const form = new FormData()
     form.append('path', 'a/b')
-    const boundaryLike = Buffer.concat([randomBytes(3000), Buffer.from('\r\n--'), randomBytes(10), Buffer.from('\r\n\r\n--x--\r\n')])
+    const boundaryLike = Buffer.concat([
+      randomBytes(3000),
+      Buffer.from('\r\n--'),
+      randomBytes(10),
+      Buffer.from('\r\n\r\n--x--\r\n'),
+    ])
     form.append('files', new Blob([boundaryLike]), 'one "quoted".bin')
     form.append('files', new Blob([]), 'empty')
     form.append('files', new Blob(['ü']), 'ünï.txt')
@@ -174,10 +191,19 @@ describe('properties', () => {
   it('repackTar moves every entry under a new prefix, names of any length and bytes intact, however the archive is chunked', async () => {
     await fc.assert(
       fc.asyncProperty(entries, validName, chunking, async (files, prefix, size) => {
-        const input = files.map((f) => ({ name: ['src', ...f.dirs, f.name].join('/'), content: bytesOf(f.size, f.seed) }))
+        const input = files.map((f) => ({
+          name: ['src', ...f.dirs, f.name].join('/'),
+          content: bytesOf(f.size, f.seed),
+        }))
         const tar = await packTar(input)
-        const out = await readTar(await collect(repackTar([{ archive: chunks(tar, size), rename: (n) => `${prefix}/${n.slice('src/'.length)}` }])))
-        expect(out.map((e) => [e.name, e.content.length])).toEqual(files.map((f) => [[prefix, ...f.dirs, f.name].join('/'), f.size]))
+        const out = await readTar(
+          await collect(
+            repackTar([{ archive: chunks(tar, size), rename: (n) => `${prefix}/${n.slice('src/'.length)}` }]),
+          ),
+        )
+        expect(out.map((e) => [e.name, e.content.length])).toEqual(
+          files.map((f) => [[prefix, ...f.dirs, f.name].join('/'), f.size]),
+        )
         out.forEach((e, i) => {
           expect(Buffer.compare(e.content, input[i]!.content)).toBe(0)
         })
@@ -187,7 +213,10 @@ describe('properties', () => {
   })
 
   it('readMultipart gives back every file part, name and bytes, however the body is chunked', async () => {
-    const files = fc.array(fc.record({ name: validName, size: BLOCK_SIZES, seed: fc.integer() }), { minLength: 1, maxLength: 4 })
+    const files = fc.array(fc.record({ name: validName, size: BLOCK_SIZES, seed: fc.integer() }), {
+      minLength: 1,
+      maxLength: 4,
+    })
     await fc.assert(
       fc.asyncProperty(files, chunking, async (parts, size) => {
         const form = new FormData()
@@ -195,7 +224,8 @@ describe('properties', () => {
         const res = new Response(form)
         const body = new Uint8Array(await res.arrayBuffer())
         const got: [string | null, Uint8Array][] = []
-        for await (const part of readMultipart(chunks(body, size), res.headers.get('content-type'))!) got.push([part.filename, await collect(part.body)])
+        for await (const part of readMultipart(chunks(body, size), res.headers.get('content-type'))!)
+          got.push([part.filename, await collect(part.body)])
         expect(got.map(([name, bytes]) => [name, bytes.length])).toEqual(parts.map((p) => [p.name, p.size]))
         got.forEach(([, bytes], i) => {
           expect(Buffer.compare(bytes, bytesOf(parts[i]!.size, parts[i]!.seed))).toBe(0)

@@ -70,7 +70,13 @@ describe('LocalCancel', () => {
     let answer: unknown
     void wait.ended.then((a) => (answer = a))
     // Not an end: still waiting.
-    bus.deliverRemote({ type: 'task.status', task_id: t.id, status: 'running', task: taskView(t), owner_id: t.owner_id })
+    bus.deliverRemote({
+      type: 'task.status',
+      task_id: t.id,
+      status: 'running',
+      task: taskView(t),
+      owner_id: t.owner_id,
+    })
     await vi.advanceTimersByTimeAsync(1_000)
     expect(answer).toBeUndefined()
     const ended = taskView({ ...t, status: 'cancelled' })

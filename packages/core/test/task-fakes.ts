@@ -40,7 +40,10 @@ export function countingStore(): Store & { reads: Map<string, number>; writes: M
     },
     async list<T>(scope: string, query: IndexQuery) {
       const keys = [...scopes].filter(([, s]) => s === scope).map(([k]) => k)
-      return { items: keys.slice(query.offset, query.offset + query.limit).map((k) => parse<T>(values.get(k))!), total: keys.length }
+      return {
+        items: keys.slice(query.offset, query.offset + query.limit).map((k) => parse<T>(values.get(k))!),
+        total: keys.length,
+      }
     },
   }
 }

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { nextQueued, type QueuedTask } from '../src/tasks/scheduler.js'
 
-const task = (id: string, owner_id: string, created_at: string, priority: QueuedTask['priority'] = 'normal'): QueuedTask => ({
+const task = (
+  id: string,
+  owner_id: string,
+  created_at: string,
+  priority: QueuedTask['priority'] = 'normal',
+): QueuedTask => ({
   id,
   owner_id,
   workspace_id: `ws_${id}`,

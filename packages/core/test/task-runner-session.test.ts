@@ -7,8 +7,24 @@ import { quietLogger } from './task-fakes.js'
 
 const encode = (s: string) => new TextEncoder().encode(s)
 const line = (e: object) => `${JSON.stringify(e)}\n`
-const result = { type: 'result', outcome: 'success', text: 'done', tool_calls: [], input_tokens: 1, output_tokens: 2, cost_usd: 0, turns: 1, session_id: null, error: null }
-const input = { task_id: 'task_1', prompt: 'hi', events_file: '/workspace/.berth/events/task_1.jsonl', redact: ['s3cret-value'] } as unknown as RunnerInput
+const result = {
+  type: 'result',
+  outcome: 'success',
+  text: 'done',
+  tool_calls: [],
+  input_tokens: 1,
+  output_tokens: 2,
+  cost_usd: 0,
+  turns: 1,
+  session_id: null,
+  error: null,
+}
+const input = {
+  task_id: 'task_1',
+  prompt: 'hi',
+  events_file: '/workspace/.berth/events/task_1.jsonl',
+  redact: ['s3cret-value'],
+} as unknown as RunnerInput
 
 /** A runtime whose one exec the test drives: write stdout/stderr, exit, and see kills. */
 function fakeRuntime() {
@@ -40,7 +56,10 @@ function fakeRuntime() {
 }
 
 function session(rt: ReturnType<typeof fakeRuntime>, signal = new AbortController().signal) {
-  return runnerEvents({ runtime: rt.runtime, command: ['berth-runner'], logger: quietLogger }, { engineId: 'c1', taskId: 'task_1', input, signal, agent: null })
+  return runnerEvents(
+    { runtime: rt.runtime, command: ['berth-runner'], logger: quietLogger },
+    { engineId: 'c1', taskId: 'task_1', input, signal, agent: null },
+  )
 }
 
 /** Iterate in the background, keeping what came and how it ended. */

@@ -91,13 +91,24 @@ describe('TaskStates', () => {
   it('ends a task once: result, event count and finish time stored in one write, one publish, no longer listed as active', async () => {
     const m = machine()
     let t = await stored(m, { status: 'running' })
-    await m.events.record(t, [{ type: 'token', text: 'Hi' }, { type: 'token', text: '!' }])
+    await m.events.record(t, [
+      { type: 'token', text: 'Hi' },
+      { type: 'token', text: '!' },
+    ])
     m.published.length = 0
     m.store.writes.clear()
-    t = await m.states.finish(t, { status: 'completed', result: { text: 'Hi!', tool_calls: [], input_tokens: 1, output_tokens: 2, cost_usd: 0, turns: 1 } })
+    t = await m.states.finish(t, {
+      status: 'completed',
+      result: { text: 'Hi!', tool_calls: [], input_tokens: 1, output_tokens: 2, cost_usd: 0, turns: 1 },
+    })
     expect(m.store.writes.get('tasks')).toBe(1)
     expect(m.published).toHaveLength(1)
-    expect(t).toMatchObject({ status: 'completed', event_count: 2, first_seq: 1, finished_at: '2026-01-02T00:00:00.000Z' })
+    expect(t).toMatchObject({
+      status: 'completed',
+      event_count: 2,
+      first_seq: 1,
+      finished_at: '2026-01-02T00:00:00.000Z',
+    })
     expect(await m.store.get(activeKey(t.id))).toBeNull()
   })
 

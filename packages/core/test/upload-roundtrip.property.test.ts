@@ -34,7 +34,10 @@ beforeAll(async () => {
   workspaceDir = join(base, 'containers', id, 'root', 'workspace')
   mkdirSync(workspaceDir, { recursive: true })
   // One workspace whose container is running: the service's only questions are these.
-  const workspaces = { assert: async () => {}, records: { get: async () => ({ id: 'ws_1', container_id: 'c_1', status: 'idle' }) } }
+  const workspaces = {
+    assert: async () => {},
+    records: { get: async () => ({ id: 'ws_1', container_id: 'c_1', status: 'idle' }) },
+  }
   const engine = { runtime: rt, pool: { list: () => [{ id: 'c_1', engine_id: id }] } }
   files = new WorkspaceFilesService({
     logger: silent,
@@ -45,7 +48,11 @@ beforeAll(async () => {
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 /** A multipart upload request whose body arrives in chunks of `chunk` bytes. */
-async function uploadRequest(path: string, parts: { name: string; bytes: Uint8Array<ArrayBuffer> }[], chunk: number): Promise<Request> {
+async function uploadRequest(
+  path: string,
+  parts: { name: string; bytes: Uint8Array<ArrayBuffer> }[],
+  chunk: number,
+): Promise<Request> {
   const form = new FormData()
   form.append('path', path)
   for (const p of parts) form.append('files', new Blob([p.bytes]), p.name)
@@ -80,11 +87,21 @@ describe('upload → parser → workspace → tar', () => {
   it('gives back the same names and bytes', async () => {
     const upload = fc.record({
       dirs: fc.array(validName, { minLength: 0, maxLength: 3 }),
-      files: fc.uniqueArray(fc.record({ name: validName, size: fc.oneof({ weight: 5, arbitrary: BLOCK_SIZES }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 3 * 1024 * 1024 }) }), seed: fc.integer() }), {
-        minLength: 1,
-        maxLength: 4,
-        selector: (f) => f.name,
-      }),
+      files: fc.uniqueArray(
+        fc.record({
+          name: validName,
+          size: fc.oneof(
+            { weight: 5, arbitrary: BLOCK_SIZES },
+            { weight: 1, arbitrary: fc.integer({ min: 0, max: 3 * 1024 * 1024 }) },
+          ),
+          seed: fc.integer(),
+        }),
+        {
+          minLength: 1,
+          maxLength: 4,
+          selector: (f) => f.name,
+        },
+      ),
       chunk: fc.oneof(fc.constantFrom(1, 511, 512, 513, 65_536), fc.integer({ min: 1, max: 200_000 })),
     })
     await fc.assert(
@@ -94,7 +111,11 @@ describe('upload → parser → workspace → tar', () => {
         const parts = wanted.map((f) => ({ name: f.name, bytes: bytesOf(f.size, f.seed) }))
         // Byte-at-a-time bodies of MiBs would only be slow: tiny chunks go with small bodies.
         const total = parts.reduce((n, p) => n + p.bytes.length, 0)
-        const stored = await files.upload('usr_1', 'ws_1', await uploadRequest(`/workspace/${dir}/`, parts, total > 20_000 ? Math.max(chunk, 16_384) : chunk))
+        const stored = await files.upload(
+          'usr_1',
+          'ws_1',
+          await uploadRequest(`/workspace/${dir}/`, parts, total > 20_000 ? Math.max(chunk, 16_384) : chunk),
+        )
         expect(stored.files.map((f) => [f.name, f.size])).toEqual(parts.map((p) => [p.name, p.bytes.length]))
         const tar = await readTar(await files.download('usr_1', 'ws_1', [`/workspace/${dir}`]))
         const back = new Map(tar.filter((e) => e.type === 'file').map((e) => [e.name, sha(e.content)]))

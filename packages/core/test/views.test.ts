@@ -3,7 +3,17 @@
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import * as v from 'valibot'
-import { ApiKey, Integration, Playbook, ProfileSummary, SECRET_MASK, createAesGcmCipher, newId, systemClock, type Store } from '../src/index.js'
+import {
+  ApiKey,
+  Integration,
+  Playbook,
+  ProfileSummary,
+  SECRET_MASK,
+  createAesGcmCipher,
+  newId,
+  systemClock,
+  type Store,
+} from '../src/index.js'
 import { ApiKeysService } from '../src/resources/api-keys.js'
 import { GitAccount } from '@berth/contract'
 import { GitAccountsService, type GitAccountRecord } from '../src/integrations/git-accounts.js'
@@ -36,9 +46,27 @@ describe('record views', () => {
   it('api keys: no ciphertext, has_key computed, the schema holds', () => {
     const keys = new ApiKeysService(store, cipher, systemClock, null as never)
     const sealed = cipher.encrypt('sk-ant-secret')
-    const record: ApiKeyRecord = { ...owner, ...internal, id: newId('apiKey'), name: 'Main', provider: 'anthropic', base_url: null, allowed_models: null, key_encrypted: sealed }
+    const record: ApiKeyRecord = {
+      ...owner,
+      ...internal,
+      id: newId('apiKey'),
+      name: 'Main',
+      provider: 'anthropic',
+      base_url: null,
+      allowed_models: null,
+      key_encrypted: sealed,
+    }
     const view = keys.view(record)
-    expect(view).toEqual({ id: record.id, name: 'Main', provider: 'anthropic', base_url: null, allowed_models: null, has_key: true, created_at: now, updated_at: now })
+    expect(view).toEqual({
+      id: record.id,
+      name: 'Main',
+      provider: 'anthropic',
+      base_url: null,
+      allowed_models: null,
+      has_key: true,
+      created_at: now,
+      updated_at: now,
+    })
     expect(leaks(view, sealed, 'key_encrypted')).toEqual([])
     expect(v.is(ApiKey, view)).toBe(true)
     expect(keys.view({ ...record, key_encrypted: null }).has_key).toBe(false)
@@ -64,16 +92,34 @@ describe('record views', () => {
     const view = playbooks.view(record)
     expect(leaks(view, hash, 'webhook_secret_hash')).toEqual([])
     expect(view).not.toHaveProperty('webhook_secret')
-    expect(view).toMatchObject({ has_webhook_secret: true, webhook_path: expect.stringContaining(record.id), max_turns: null, max_budget_usd: 2 })
+    expect(view).toMatchObject({
+      has_webhook_secret: true,
+      webhook_path: expect.stringContaining(record.id),
+      max_turns: null,
+      max_budget_usd: 2,
+    })
     expect(v.is(Playbook, view)).toBe(true)
     expect(playbooks.view(record, 'whsec_once').webhook_secret).toBe('whsec_once')
-    expect(playbooks.view({ ...record, trigger_type: 'manual', webhook_secret_hash: null })).toMatchObject({ has_webhook_secret: false, webhook_path: null })
+    expect(playbooks.view({ ...record, trigger_type: 'manual', webhook_secret_hash: null })).toMatchObject({
+      has_webhook_secret: false,
+      webhook_path: null,
+    })
   })
 
   it('integrations: sealed config fields read as the mask; a record without status is connected', () => {
     const integrations = new IntegrationsService(store, systemClock, cipher, null as never, null as never)
     const config = sealConfig({ url: 'https://hooks.example.com/x', secret: 'whsec-plain' }, cipher)
-    const record: IntegrationRecord = { ...owner, ...internal, id: newId('integration'), type: 'webhook', config, enabled: true, is_default: false, scope: 'all', profile_ids: [] }
+    const record: IntegrationRecord = {
+      ...owner,
+      ...internal,
+      id: newId('integration'),
+      type: 'webhook',
+      config,
+      enabled: true,
+      is_default: false,
+      scope: 'all',
+      profile_ids: [],
+    }
     const view = integrations.view(record)
     expect(view.config).toEqual({ url: 'https://hooks.example.com/x', secret: SECRET_MASK })
     expect(view.status).toBe('connected')
@@ -99,18 +145,43 @@ describe('record views', () => {
       expires_at: 1_900_000_000_000,
     }
     const view = accounts.view(record)
-    expect(view).toEqual({ id: record.id, provider: 'github', login: 'octo', scopes: ['repo'], status: 'connected', created_at: now, updated_at: now })
+    expect(view).toEqual({
+      id: record.id,
+      provider: 'github',
+      login: 'octo',
+      scopes: ['repo'],
+      status: 'connected',
+      created_at: now,
+      updated_at: now,
+    })
     expect(leaks(view, access, refresh, 'gh-user-4242')).toEqual([])
     expect(v.is(GitAccount, view)).toBe(true)
   })
 
   it('secrets: never the value; profiles: MCP credentials masked, old records get the defaults', async () => {
     const sealed = cipher.encrypt('ghp_value')
-    const secret: SecretRecord = { ...owner, ...internal, id: newId('secret'), name: 'GITHUB_TOKEN', scope: 'all', profile_ids: [], value_encrypted: sealed }
+    const secret: SecretRecord = {
+      ...owner,
+      ...internal,
+      id: newId('secret'),
+      name: 'GITHUB_TOKEN',
+      scope: 'all',
+      profile_ids: [],
+      value_encrypted: sealed,
+    }
     // A store holding just this record: `get` answers through the kind's view.
-    const one = { get: async (key: string) => (key === `secrets:${owner.owner_id}:${secret.id}` ? secret : null) } as unknown as Store
+    const one = {
+      get: async (key: string) => (key === `secrets:${owner.owner_id}:${secret.id}` ? secret : null),
+    } as unknown as Store
     const view = await createSecretsService(one, systemClock, cipher).get(owner.owner_id, secret.id)
-    expect(view).toEqual({ id: secret.id, name: 'GITHUB_TOKEN', scope: 'all', profile_ids: [], created_at: now, updated_at: now })
+    expect(view).toEqual({
+      id: secret.id,
+      name: 'GITHUB_TOKEN',
+      scope: 'all',
+      profile_ids: [],
+      created_at: now,
+      updated_at: now,
+    })
     expect(leaks(view, sealed)).toEqual([])
 
     const profiles = new ProfilesService(store, systemClock, null as never, cipher, null as never)
@@ -132,7 +203,11 @@ describe('record views', () => {
       // A record written before Git accounts and environments: the view fills the defaults.
     } as unknown as ProfileRecord
     const summary = profiles.summary(profile)
-    expect(summary).toMatchObject({ git_account_ids: [], environment_id: null, mcp_servers: { search: { headers: { Authorization: SECRET_MASK } } } })
+    expect(summary).toMatchObject({
+      git_account_ids: [],
+      environment_id: null,
+      mcp_servers: { search: { headers: { Authorization: SECRET_MASK } } },
+    })
     expect(summary).not.toHaveProperty('claude_md')
     expect(leaks(summary, header, 'Bearer tok')).toEqual([])
     expect(v.is(ProfileSummary, summary)).toBe(true)
@@ -140,14 +215,29 @@ describe('record views', () => {
   it('tasks: the API fields only (no instance, slot or owner), a batch task has no session id', () => {
     const at = '2026-01-01T00:00:00.000Z'
     const record = {
-      id: newId('task'), owner_id: 'usr_1', status: 'completed', mode: 'batch', profile_id: newId('profile'), priority: 'normal', prompt: 'Hi',
-      session_id: newId('session'), workspace_id: newId('workspace'), created_at: at, updated_at: at, started_at: at, finished_at: at,
-      result: null, error: null, slot_pending: true, instance_id: 'host-a',
+      id: newId('task'),
+      owner_id: 'usr_1',
+      status: 'completed',
+      mode: 'batch',
+      profile_id: newId('profile'),
+      priority: 'normal',
+      prompt: 'Hi',
+      session_id: newId('session'),
+      workspace_id: newId('workspace'),
+      created_at: at,
+      updated_at: at,
+      started_at: at,
+      finished_at: at,
+      result: null,
+      error: null,
+      slot_pending: true,
+      instance_id: 'host-a',
     } as unknown as TaskRecord
     const view = taskView(record) as Record<string, unknown>
     expect(view.task_id).toBe(record.id)
     expect(view.session_id).toBeNull()
-    for (const key of ['id', 'owner_id', 'slot_pending', 'instance_id', 'updated_at']) expect(view).not.toHaveProperty(key)
+    for (const key of ['id', 'owner_id', 'slot_pending', 'instance_id', 'updated_at'])
+      expect(view).not.toHaveProperty(key)
     expect(taskView({ ...record, mode: 'session' } as TaskRecord).session_id).toBe(record.session_id)
   })
 })
@@ -169,13 +259,20 @@ describe('caller key views', () => {
     expect(JSON.stringify(issued)).not.toContain(hash)
     expect(Object.keys(issued).sort()).toEqual(['created_at', 'id', 'last_used_at', 'name', 'token', 'user_id'])
     const { items } = await users.listKeys('usr_owner', { page: 1, limit: 20 })
-    expect(items).toEqual([{ id: issued.id, user_id: 'usr_owner', name: 'ci', created_at: issued.created_at, last_used_at: null }])
+    expect(items).toEqual([
+      { id: issued.id, user_id: 'usr_owner', name: 'ci', created_at: issued.created_at, last_used_at: null },
+    ])
     expect(JSON.stringify(items)).not.toContain(hash)
   })
 })
 
 describe('toView', () => {
-  const Item = v.object({ id: v.string(), size: v.nullable(v.number()), note: v.optional(v.string()), inner: v.object({ a: v.number() }) })
+  const Item = v.object({
+    id: v.string(),
+    size: v.nullable(v.number()),
+    note: v.optional(v.string()),
+    inner: v.object({ a: v.number() }),
+  })
 
   it('keeps the listed keys (nested too), lets extra win and leaves absent optionals absent', () => {
     const view = toView(Item, { id: 'x', size: 1, inner: { a: 1, hidden: 'h' }, token: 't' }, { size: null })

@@ -36,7 +36,10 @@ function bundleKey(entry: string, platformPackages: string[]): string {
   const require = createRequire(import.meta.url)
   const sdkManifest = join(dirname(require.resolve(SDK)), 'package.json')
   const sdkRequire = createRequire(sdkManifest)
-  const hash = createHash('sha256').update(readFileSync(entry)).update(readFileSync(join(dirname(entry), PROGRAM_FILE))).update(readFileSync(sdkManifest))
+  const hash = createHash('sha256')
+    .update(readFileSync(entry))
+    .update(readFileSync(join(dirname(entry), PROGRAM_FILE)))
+    .update(readFileSync(sdkManifest))
   for (const pkg of platformPackages) {
     let manifest: Buffer | string
     try {
@@ -94,7 +97,8 @@ function seedFromSiblings(root: string, tmp: string, platformPackages: string[])
  */
 export function sharedRunnerBundle(opts: SharedBundleOptions = {}): RunnerBundle {
   const entry = opts.entry ?? fileURLToPath(new URL('../dist/main.js', import.meta.url))
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: build @berth/runner first (pnpm --filter @berth/runner build)`)
+  if (!existsSync(entry))
+    throw new Error(`${entry} is missing: build @berth/runner first (pnpm --filter @berth/runner build)`)
   const platformPackages = opts.platformPackages ?? [platformPackage()]
   const root = opts.cacheDir ? resolve(opts.cacheDir) : runnerCacheDir()
   const dir = join(root, bundleKey(entry, platformPackages))

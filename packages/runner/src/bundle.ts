@@ -73,7 +73,8 @@ export function bundleRunner(outDir: string, opts: BundleOptions = {}): RunnerBu
   const entry = opts.entry ?? fileURLToPath(new URL('../dist/main.js', import.meta.url))
   const program = join(dirname(entry), PROGRAM_FILE)
   for (const file of [entry, program]) {
-    if (!existsSync(file)) throw new Error(`${file} is missing: build @berth/runner first (pnpm --filter @berth/runner build)`)
+    if (!existsSync(file))
+      throw new Error(`${file} is missing: build @berth/runner first (pnpm --filter @berth/runner build)`)
   }
   const require = createRequire(import.meta.url)
   const sdkDir = dirname(require.resolve(SDK))
@@ -95,7 +96,9 @@ export function bundleRunner(outDir: string, opts: BundleOptions = {}): RunnerBu
     try {
       pkgDir = dirname(sdkRequire.resolve(`${pkg}/package.json`))
     } catch {
-      throw new Error(`${pkg} is not installed next to ${SDK}; install it (npm i ${pkg}@${sdkVersion} --force) or choose other platformPackages`)
+      throw new Error(
+        `${pkg} is not installed next to ${SDK}; install it (npm i ${pkg}@${sdkVersion} --force) or choose other platformPackages`,
+      )
     }
     for (const file of ['package.json', 'README.md', 'LICENSE.md', 'claude', 'claude.exe']) {
       if (existsSync(join(pkgDir, file))) copyIfChanged(join(pkgDir, file), join(dir, 'node_modules', pkg, file))

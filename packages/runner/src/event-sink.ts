@@ -22,7 +22,11 @@ export interface EventSink {
  * await sink.close()
  * ```
  */
-export function openEventSink(eventsFile: string | null, redactor: Redactor, out: NodeJS.WritableStream = process.stdout): EventSink {
+export function openEventSink(
+  eventsFile: string | null,
+  redactor: Redactor,
+  out: NodeJS.WritableStream = process.stdout,
+): EventSink {
   let fd: number | null = null
   if (eventsFile) {
     mkdirSync(dirname(eventsFile), { recursive: true })

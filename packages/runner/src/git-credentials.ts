@@ -51,12 +51,18 @@ exit 0
  * git.cleanup()
  * ```
  */
-export function setupGitCredentials(creds: GitCredentials, baseEnv: Record<string, string | undefined>, parent: string = tmpdir()): GitCredentialSetup {
+export function setupGitCredentials(
+  creds: GitCredentials,
+  baseEnv: Record<string, string | undefined>,
+  parent: string = tmpdir(),
+): GitCredentialSetup {
   const dir = mkdtempSync(join(parent, 'berth-git-'))
   chmodSync(dir, 0o700)
   const file = join(dir, 'credentials')
   const seen = new Set<string>()
-  const lines = creds.filter((c) => !seen.has(c.host) && seen.add(c.host)).map((c) => `${c.host}\t${c.username}\t${c.token}\n`)
+  const lines = creds
+    .filter((c) => !seen.has(c.host) && seen.add(c.host))
+    .map((c) => `${c.host}\t${c.username}\t${c.token}\n`)
   writeFileSync(file, lines.join(''), { mode: 0o600 })
   const helper = join(dir, 'helper')
   writeFileSync(helper, HELPER, { mode: 0o700 })

@@ -3,7 +3,14 @@
  * `dist/main.js`, a loader, and `dist/runner.cjs`, the program), plus what the server
  * needs to ship it there.
  */
-export { bundleRunner, runnerCommand, platformPackage, RUNNER_MOUNT, type BundleOptions, type RunnerBundle } from './bundle.js'
+export {
+  bundleRunner,
+  runnerCommand,
+  platformPackage,
+  RUNNER_MOUNT,
+  type BundleOptions,
+  type RunnerBundle,
+} from './bundle.js'
 export { sharedRunnerBundle, runnerCacheDir, type SharedBundleOptions } from './bundle-cache.js'
 export { createRedactor, REDACTED, type Redactor, type StreamRedactor } from './redact.js'
 export { parseInput, InputError } from './input.js'

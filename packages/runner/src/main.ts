@@ -38,7 +38,11 @@ async function main(): Promise<number> {
     return 2
   }
   const gitTokens = (input.git_credentials ?? []).map((c) => c.token)
-  const redactor = createRedactor([...input.redact, ...(input.model.api_key ? [input.model.api_key] : []), ...gitTokens])
+  const redactor = createRedactor([
+    ...input.redact,
+    ...(input.model.api_key ? [input.model.api_key] : []),
+    ...gitTokens,
+  ])
   mark('input')
   mkdirSync(input.cwd, { recursive: true })
   const debug = process.env.BERTH_RUNNER_DEBUG === '1'
@@ -57,7 +61,9 @@ async function main(): Promise<number> {
       (err: unknown) => {
         // Evicted before any task (stdin closed): nothing to say.
         if (err instanceof InputError && err.message.startsWith('stdin ended')) process.exit(0)
-        process.stdout.write(`${JSON.stringify({ type: 'error', message: err instanceof Error ? err.message : String(err) })}\n`)
+        process.stdout.write(
+          `${JSON.stringify({ type: 'error', message: err instanceof Error ? err.message : String(err) })}\n`,
+        )
         process.exit(2)
       },
     )

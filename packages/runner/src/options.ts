@@ -30,10 +30,14 @@ export interface SdkOptionsContext {
  * sdkEnv(input, { stubUrl: 'http://127.0.0.1:4000' }).ANTHROPIC_BASE_URL // 'http://127.0.0.1:4000'
  * ```
  */
-export function sdkEnv(input: RunnerInput, ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv' | 'extraEnv'>): Record<string, string | undefined> {
+export function sdkEnv(
+  input: RunnerInput,
+  ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv' | 'extraEnv'>,
+): Record<string, string | undefined> {
   const stub = input.model.provider === 'stub'
   const env: Record<string, string | undefined> = { ...(ctx.baseEnv ?? process.env), ...input.env, ...ctx.extraEnv }
-  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']) delete env[k]
+  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'])
+    delete env[k]
   const baseUrl = stub ? ctx.stubUrl : input.model.base_url
   if (baseUrl) env.ANTHROPIC_BASE_URL = baseUrl
   // The stub accepts any key; the SDK refuses to start without one.
@@ -77,7 +81,12 @@ export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options 
     agents: Object.fromEntries(
       input.agents.map((a) => [
         a.name,
-        { description: a.description, prompt: a.prompt, ...(a.tools ? { tools: a.tools } : {}), ...(a.model ? { model: a.model } : {}) },
+        {
+          description: a.description,
+          prompt: a.prompt,
+          ...(a.tools ? { tools: a.tools } : {}),
+          ...(a.model ? { model: a.model } : {}),
+        },
       ]),
     ),
     // `project` loads <cwd>/.claude (skills, settings) and CLAUDE.md files from the workspace.

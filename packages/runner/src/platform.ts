@@ -13,7 +13,11 @@ export const SDK = '@anthropic-ai/claude-agent-sdk'
  * platformPackage('linux', 'arm64', true) // '@anthropic-ai/claude-agent-sdk-linux-arm64-musl'
  * ```
  */
-export function platformPackage(platform: string = process.platform, arch: string = process.arch, musl: boolean = isMusl()): string {
+export function platformPackage(
+  platform: string = process.platform,
+  arch: string = process.arch,
+  musl: boolean = isMusl(),
+): string {
   return `${SDK}-${platform}-${arch}${platform === 'linux' && musl ? '-musl' : ''}`
 }
 

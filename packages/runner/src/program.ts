@@ -66,10 +66,18 @@ export function runProgram(dir: string): void {
   const script = compileProgram(dir, cachedData)
   // Seen with BERTH_RUNNER_PROBE=1 (probe.ts is part of the program, so not imported here).
   if (process.env.BERTH_RUNNER_PROBE === '1') {
-    process.stderr.write(`${JSON.stringify({ probe: 'code-cache', t: Date.now(), state: !cachedData ? 'none' : script.cachedDataRejected ? 'rejected' : 'used' })}\n`)
+    process.stderr.write(
+      `${JSON.stringify({ probe: 'code-cache', t: Date.now(), state: !cachedData ? 'none' : script.cachedDataRejected ? 'rejected' : 'used' })}\n`,
+    )
   }
   const file = join(dir, PROGRAM_FILE)
   const module = { exports: {} }
-  const wrapper = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void
+  const wrapper = script.runInThisContext() as (
+    exports: object,
+    require: NodeJS.Require,
+    module: object,
+    filename: string,
+    dirname: string,
+  ) => void
   wrapper(module.exports, Module.createRequire(file), module, file, dirname(file))
 }

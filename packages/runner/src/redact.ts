@@ -34,7 +34,9 @@ export interface StreamRedactor {
  * ```
  */
 export function createRedactor(secrets: readonly string[]): Redactor {
-  const values = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))].sort((a, b) => b.length - a.length)
+  const values = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))].sort(
+    (a, b) => b.length - a.length,
+  )
   const text = (s: string): string => {
     if (values.length === 0 || s.length === 0) return s
     let out = s

@@ -69,10 +69,12 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   let git: GitCredentialSetup | undefined
   let failure: string | undefined
   try {
-    if (input.model.provider === 'stub') model = await startOfflineModel({ host: '127.0.0.1', port: 0, onRequest: () => mark('request') })
+    if (input.model.provider === 'stub')
+      model = await startOfflineModel({ host: '127.0.0.1', port: 0, onRequest: () => mark('request') })
     mark('model')
     const skills = writeSkills(input.cwd, input.skills)
-    if (input.git_credentials?.length) git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env })
+    if (input.git_credentials?.length)
+      git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env })
     const options = sdkOptions(input, {
       stubUrl: model?.url,
       extraEnv: git?.env,

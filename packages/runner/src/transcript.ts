@@ -95,7 +95,12 @@ export class Transcript {
       for (const b of m.message.content) {
         if (b.type !== 'tool_result') continue
         this.flushTokens()
-        this.emit({ type: 'tool_result', id: b.tool_use_id, output: toolOutput(b.content), is_error: b.is_error === true })
+        this.emit({
+          type: 'tool_result',
+          id: b.tool_use_id,
+          output: toolOutput(b.content),
+          is_error: b.is_error === true,
+        })
       }
     }
   }
@@ -187,7 +192,10 @@ export class Transcript {
     if (r.subtype === 'success') {
       if (!r.is_error) return { outcome: 'success', error: null }
       const apiFailed = this.apiError !== null || r.api_error_status != null || r.terminal_reason === 'api_error'
-      return { outcome: apiFailed ? 'model_error' : 'error_during_execution', error: r.result || this.apiError || 'the agent failed' }
+      return {
+        outcome: apiFailed ? 'model_error' : 'error_during_execution',
+        error: r.result || this.apiError || 'the agent failed',
+      }
     }
     const error = r.errors?.join('; ') || r.subtype
     if (r.subtype === 'error_max_turns' || r.subtype === 'error_max_budget_usd') return { outcome: r.subtype, error }

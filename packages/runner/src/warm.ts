@@ -7,7 +7,12 @@ import type { TaskPrompt } from './run.js'
 export const WARM_READY = '{"warm":"ready"}'
 
 /** The second line a warm runner reads: the task it serves. */
-const PromptLine = v.object({ type: v.literal('prompt'), task_id: v.string(), prompt: v.string(), events_file: v.string() })
+const PromptLine = v.object({
+  type: v.literal('prompt'),
+  task_id: v.string(),
+  prompt: v.string(),
+  events_file: v.string(),
+})
 
 /** The two lines of a warm runner's stdin. */
 export interface WarmLines {
@@ -41,14 +46,18 @@ export function readWarmLines(stream: NodeJS.ReadableStream): WarmLines {
     }
   }
   const init = next('init').then((line) => {
-    if (!line || typeof line !== 'object' || (line as { type?: unknown }).type !== 'init') throw new InputError('the first line must be {"type":"init","input":...}')
+    if (!line || typeof line !== 'object' || (line as { type?: unknown }).type !== 'init')
+      throw new InputError('the first line must be {"type":"init","input":...}')
     return JSON.stringify((line as { input?: unknown }).input ?? null)
   })
-  const prompt = init.then(() => next('prompt')).then((line) => {
-    const parsed = v.safeParse(PromptLine, line)
-    if (!parsed.success) throw new InputError(`invalid prompt line: ${parsed.issues.map((i) => i.message).join('; ')}`)
-    return { task_id: parsed.output.task_id, prompt: parsed.output.prompt, events_file: parsed.output.events_file }
-  })
+  const prompt = init
+    .then(() => next('prompt'))
+    .then((line) => {
+      const parsed = v.safeParse(PromptLine, line)
+      if (!parsed.success)
+        throw new InputError(`invalid prompt line: ${parsed.issues.map((i) => i.message).join('; ')}`)
+      return { task_id: parsed.output.task_id, prompt: parsed.output.prompt, events_file: parsed.output.events_file }
+    })
   prompt.catch(() => {})
   return { init, prompt }
 }

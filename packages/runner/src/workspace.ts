@@ -19,7 +19,10 @@ export function configDir(cwd: string): string {
 
 /** A skill name safe as one directory name. */
 function skillDir(name: string): string {
-  const safe = name.trim().replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^\.+/, '')
+  const safe = name
+    .trim()
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^\.+/, '')
   if (!safe) throw new Error(`invalid skill name "${name}"`)
   return safe
 }

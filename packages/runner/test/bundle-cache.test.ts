@@ -50,7 +50,10 @@ describe('sharedRunnerBundle', () => {
     const code = `const { sharedRunnerBundle } = await import(${JSON.stringify(module)}); console.log(sharedRunnerBundle({ cacheDir: ${JSON.stringify(fresh)}, platformPackages: [] }).dir)`
     const start = () =>
       new Promise<string>((resolve, reject) => {
-        const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: findRepoRoot(), stdio: ['ignore', 'pipe', 'inherit'] })
+        const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+          cwd: findRepoRoot(),
+          stdio: ['ignore', 'pipe', 'inherit'],
+        })
         let out = ''
         p.stdout.on('data', (d) => (out += d))
         p.on('exit', (c) => (c === 0 ? resolve(out.trim()) : reject(new Error(`exit ${c}`))))

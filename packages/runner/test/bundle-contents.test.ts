@@ -16,13 +16,19 @@ describe('the runner program and package', () => {
   })
 
   it('no runner source imports @berth/testkit', () => {
-    const sources = readdirSync(fileURLToPath(new URL('../src', import.meta.url)), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
+    const sources = readdirSync(fileURLToPath(new URL('../src', import.meta.url)), {
+      recursive: true,
+      encoding: 'utf8',
+    }).filter((f) => f.endsWith('.ts'))
     expect(sources).toContain('run.ts')
     for (const file of sources) expect(read(`../src/${file}`), file).not.toMatch(/['"]@berth\/testkit/)
   })
 
   it('depends on @berth/stub-model; @berth/testkit is for its tests only', () => {
-    const pkg = JSON.parse(read('../package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> }
+    const pkg = JSON.parse(read('../package.json')) as {
+      dependencies: Record<string, string>
+      devDependencies: Record<string, string>
+    }
     expect(pkg.dependencies).toHaveProperty('@berth/stub-model')
     expect(pkg.dependencies).not.toHaveProperty('@berth/testkit')
   })

@@ -19,7 +19,8 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 function bundleCopy(name: string): string {
   const dir = join(scratch, name)
   mkdirSync(dir)
-  for (const f of ['main.js', 'runner.cjs', 'runner.cjs.cache', 'package.json']) copyFileSync(join(BUNDLE_DIR, f), join(dir, f))
+  for (const f of ['main.js', 'runner.cjs', 'runner.cjs.cache', 'package.json'])
+    copyFileSync(join(BUNDLE_DIR, f), join(dir, f))
   symlinkSync(join(BUNDLE_DIR, 'node_modules'), join(dir, 'node_modules'))
   return dir
 }
@@ -28,7 +29,11 @@ function bundleCopy(name: string): string {
 async function run(main: string): Promise<{ cache: string | undefined; outcome: string | undefined; stderr: string }> {
   const r = await runRunner(makeInput('[[berth:text cached]]'), { main, env: { BERTH_RUNNER_PROBE: '1' } })
   const line = r.stderr.split('\n').find((l) => l.startsWith('{"probe":"code-cache"'))
-  return { cache: line ? (JSON.parse(line) as { state: string }).state : undefined, outcome: r.result?.outcome, stderr: r.stderr }
+  return {
+    cache: line ? (JSON.parse(line) as { state: string }).state : undefined,
+    outcome: r.result?.outcome,
+    stderr: r.stderr,
+  }
 }
 
 describe('the runner program and its code cache', () => {

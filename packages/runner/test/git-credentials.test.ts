@@ -12,26 +12,47 @@ afterEach(() => {
 })
 
 /** `git credential fill` for a URL, with only the given environment (no user or system config). */
-function fill(env: Record<string, string>, host: string): { username?: string; password?: string; status: number | null } {
+function fill(
+  env: Record<string, string>,
+  host: string,
+): { username?: string; password?: string; status: number | null } {
   const run = spawnSync('git', ['credential', 'fill'], {
     input: `protocol=https\nhost=${host}\n\n`,
     encoding: 'utf8',
     env: { PATH: process.env.PATH!, HOME: parent, GIT_CONFIG_NOSYSTEM: '1', ...env },
   })
-  const out = Object.fromEntries(run.stdout.split('\n').filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+  const out = Object.fromEntries(
+    run.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  )
   return { username: out.username, password: out.password, status: run.status }
 }
 
 describe('git credentials in a run', () => {
   const creds = [
     { host: 'github.com', username: 'x-access-token', token: 'ghu_0123456789abcdef' },
-    { host: '10.88.0.1:8443', username: 'oauth2', token: 'glo_fedcba9876543210', ca_pem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' },
+    {
+      host: '10.88.0.1:8443',
+      username: 'oauth2',
+      token: 'glo_fedcba9876543210',
+      ca_pem: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+    },
   ]
 
   it('answers git with the token for its host (port included), and nothing for other hosts', () => {
     const setup = setupGitCredentials(creds, {}, parent)
-    expect(fill(setup.env, 'github.com')).toMatchObject({ username: 'x-access-token', password: 'ghu_0123456789abcdef', status: 0 })
-    expect(fill(setup.env, '10.88.0.1:8443')).toMatchObject({ username: 'oauth2', password: 'glo_fedcba9876543210', status: 0 })
+    expect(fill(setup.env, 'github.com')).toMatchObject({
+      username: 'x-access-token',
+      password: 'ghu_0123456789abcdef',
+      status: 0,
+    })
+    expect(fill(setup.env, '10.88.0.1:8443')).toMatchObject({
+      username: 'oauth2',
+      password: 'glo_fedcba9876543210',
+      status: 0,
+    })
     // No helper answer and no terminal: git gives up instead of prompting.
     expect(fill(setup.env, 'gitlab.com').password).toBeUndefined()
   })
@@ -58,7 +79,12 @@ describe('git credentials in a run', () => {
     expect(setup.env.GIT_CONFIG_COUNT).toBe('2')
     expect(setup.env.GIT_CONFIG_KEY_1).toBe('credential.helper')
     const env = { ...own, ...setup.env }
-    expect(spawnSync('git', ['config', 'user.name'], { env: { PATH: process.env.PATH!, HOME: parent, ...env }, encoding: 'utf8' }).stdout.trim()).toBe('Agent')
+    expect(
+      spawnSync('git', ['config', 'user.name'], {
+        env: { PATH: process.env.PATH!, HOME: parent, ...env },
+        encoding: 'utf8',
+      }).stdout.trim(),
+    ).toBe('Agent')
     expect(fill(env, 'github.com').password).toBe('ghu_0123456789abcdef')
   })
 })

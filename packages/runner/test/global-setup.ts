@@ -6,7 +6,11 @@ import { BUNDLE_DIR } from './helpers.js'
 /** Build the runner (dist/main.js) and the bundle every runner test executes, host and container alike. */
 export default function setup(): void {
   const pkg = fileURLToPath(new URL('..', import.meta.url))
-  const build = spawnSync('pnpm', ['run', 'build'], { cwd: pkg, stdio: ['ignore', 'ignore', 'inherit'], timeout: 180_000 })
+  const build = spawnSync('pnpm', ['run', 'build'], {
+    cwd: pkg,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 180_000,
+  })
   if (build.status !== 0) throw new Error(`@berth/runner build failed (exit ${build.status ?? build.signal})`)
   const started = Date.now()
   bundleRunner(BUNDLE_DIR)

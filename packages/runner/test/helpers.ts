@@ -54,7 +54,11 @@ export interface RunOutcome {
  */
 export function runRunner(
   input: unknown,
-  opts: { onEvent?: (e: RunnerEvent, child: ReturnType<typeof spawn>) => void; env?: NodeJS.ProcessEnv; main?: string } = {},
+  opts: {
+    onEvent?: (e: RunnerEvent, child: ReturnType<typeof spawn>) => void
+    env?: NodeJS.ProcessEnv
+    main?: string
+  } = {},
 ): Promise<RunOutcome> {
   const started = Date.now()
   const child = spawn(process.execPath, [opts.main ?? join(BUNDLE_DIR, 'main.js')], {

@@ -5,7 +5,10 @@ describe('redaction', () => {
   it('replaces every value in text and deep in JSON-like values, longest first', () => {
     const r = createRedactor(['abc', 'abcdef', ''])
     expect(r.text('x abcdef y abc')).toBe(`x ${REDACTED} y ${REDACTED}`)
-    expect(r.value({ a: ['abc'], abc: { n: 1, s: 'zabcz' } })).toEqual({ a: [REDACTED], [REDACTED]: { n: 1, s: `z${REDACTED}z` } })
+    expect(r.value({ a: ['abc'], abc: { n: 1, s: 'zabcz' } })).toEqual({
+      a: [REDACTED],
+      [REDACTED]: { n: 1, s: `z${REDACTED}z` },
+    })
   })
 
   it('never lets a secret through when it is split across stream chunks', () => {
@@ -48,7 +51,9 @@ describe('redaction of encoded forms', () => {
       const out = r.text(header)
       expect(out, user).toContain(REDACTED)
       // What is left cannot be decoded back to the secret.
-      expect(Buffer.from(out.split(' ').pop()!.replace(REDACTED, ''), 'base64').toString('latin1')).not.toContain('Secret')
+      expect(Buffer.from(out.split(' ').pop()!.replace(REDACTED, ''), 'base64').toString('latin1')).not.toContain(
+        'Secret',
+      )
     }
   })
 

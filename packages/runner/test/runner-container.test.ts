@@ -68,14 +68,20 @@ describe('berth-runner inside a Podman container (stub provider, network none)',
 
   it('runs a stub task with a Bash tool call to completion', async () => {
     const id = await container()
-    const input = makeInput('Where am I? [[berth:tool Bash {"command":"pwd; echo $BERTH_NOTE"}]] [[berth:text Found it.]]', {
-      cwd: '/workspace',
-      env: { BERTH_NOTE: 'inside' },
-      events_file: '/workspace/.berth/events/c1.jsonl',
-    })
+    const input = makeInput(
+      'Where am I? [[berth:tool Bash {"command":"pwd; echo $BERTH_NOTE"}]] [[berth:text Found it.]]',
+      {
+        cwd: '/workspace',
+        env: { BERTH_NOTE: 'inside' },
+        events_file: '/workspace/.berth/events/c1.jsonl',
+      },
+    )
     const run = await exec(id, input)
     expect(run.exitCode, run.stderr).toBe(0)
-    expect(run.events.find((e) => e.type === 'tool_result')).toMatchObject({ output: '/workspace\ninside', is_error: false })
+    expect(run.events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: '/workspace\ninside',
+      is_error: false,
+    })
     expect(run.result).toMatchObject({ outcome: 'success', text: 'Found it.', turns: 2 })
     expect(run.result!.cost_usd).toBeGreaterThan(0)
     // The events file landed in the bind-mounted workspace, identical to stdout.
@@ -83,26 +89,45 @@ describe('berth-runner inside a Podman container (stub provider, network none)',
   })
 
   it('resumes the session in a second, new container on the same workspace', async () => {
-    const first = await exec(await container(), makeInput('Remember: the tide turns at 14:05', { cwd: '/workspace', events_file: '.berth/events/r1.jsonl' }))
+    const first = await exec(
+      await container(),
+      makeInput('Remember: the tide turns at 14:05', { cwd: '/workspace', events_file: '.berth/events/r1.jsonl' }),
+    )
     expect(first.result?.outcome, first.stderr).toBe('success')
     const session = first.result!.session_id!
     const second = await exec(
       await container(),
-      makeInput('And when does the tide turn? [[berth:recall]]', { cwd: '/workspace', resume: session, events_file: '.berth/events/r2.jsonl' }),
+      makeInput('And when does the tide turn? [[berth:recall]]', {
+        cwd: '/workspace',
+        resume: session,
+        events_file: '.berth/events/r2.jsonl',
+      }),
     )
-    expect(second.result).toMatchObject({ outcome: 'success', session_id: session, text: 'The first prompt was: Remember: the tide turns at 14:05' })
+    expect(second.result).toMatchObject({
+      outcome: 'success',
+      session_id: session,
+      text: 'The first prompt was: Remember: the tide turns at 14:05',
+    })
   })
 
   // How fast is `pnpm bench` (bench/tasks.ts: exec to first token and result); here, what streams.
   it('streams an answer token by token before its result, three tasks in a row in one running container', async () => {
     const id = await container()
     for (let i = 0; i < 3; i++) {
-      const run = await exec(id, makeInput(`Hello ${i} [[berth:text Hi there, task ${i}]]`, { cwd: '/workspace', events_file: `.berth/events/stream-${i}.jsonl` }))
+      const run = await exec(
+        id,
+        makeInput(`Hello ${i} [[berth:text Hi there, task ${i}]]`, {
+          cwd: '/workspace',
+          events_file: `.berth/events/stream-${i}.jsonl`,
+        }),
+      )
       expect(run.result?.outcome, run.stderr).toBe('success')
       const types = run.events.map((e: { type: string }) => e.type)
       expect(types.indexOf('token')).toBeGreaterThanOrEqual(0)
       expect(types.lastIndexOf('token')).toBeLessThan(types.indexOf('result'))
-      const streamed = run.events.flatMap((e: { type: string; text?: string }) => (e.type === 'token' ? [e.text] : [])).join('')
+      const streamed = run.events
+        .flatMap((e: { type: string; text?: string }) => (e.type === 'token' ? [e.text] : []))
+        .join('')
       expect(streamed).toBe(`Hi there, task ${i}`)
     }
   })

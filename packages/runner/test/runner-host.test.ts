@@ -7,11 +7,14 @@ import { makeInput, parseLines, runRunner } from './helpers.js'
 // Agent SDK and Claude Code binary, talking to the offline model the runner serves itself.
 describe('berth-runner on the host (stub provider)', () => {
   it('runs a Bash tool call and completes with text, tool calls, tokens, cost and turns', async () => {
-    const input = makeInput('Look around [[berth:tool Bash {"command":"echo berth-$((20+22))"}]] [[berth:text All done here.]]', {
-      claude_md: 'Be brief.',
-      memory: [{ type: 'fact', name: 'harbour', body: 'Berth 7 is free.' }],
-      skills: [{ name: 'greet', description: 'Greets visitors', body: 'Say hello like a harbour master.' }],
-    })
+    const input = makeInput(
+      'Look around [[berth:tool Bash {"command":"echo berth-$((20+22))"}]] [[berth:text All done here.]]',
+      {
+        claude_md: 'Be brief.',
+        memory: [{ type: 'fact', name: 'harbour', body: 'Berth 7 is free.' }],
+        skills: [{ name: 'greet', description: 'Greets visitors', body: 'Say hello like a harbour master.' }],
+      },
+    )
     const run = await runRunner(input)
     expect(run.exitCode, run.stderr).toBe(0)
     const types = run.events.map((e) => e.type)
@@ -48,14 +51,19 @@ describe('berth-runner on the host (stub provider)', () => {
 
     // The events file holds exactly the stdout lines; skills were written where the SDK finds them.
     expect(readFileSync(input.events_file, 'utf8')).toBe(run.lines.map((l) => `${l}\n`).join(''))
-    expect(readFileSync(join(input.cwd, '.claude/skills/greet/SKILL.md'), 'utf8')).toContain('Say hello like a harbour master.')
+    expect(readFileSync(join(input.cwd, '.claude/skills/greet/SKILL.md'), 'utf8')).toContain(
+      'Say hello like a harbour master.',
+    )
     expect(existsSync(join(input.cwd, '.berth/claude/projects'))).toBe(true)
   })
 
   it('denies a tool outside allowed_tools without asking anyone (permission mode dontAsk)', async () => {
-    const input = makeInput('Write it [[berth:tool Write {"file_path":"/tmp/berth-denied.txt","content":"x"}]] [[berth:text Tried.]]', {
-      allowed_tools: ['Read'],
-    })
+    const input = makeInput(
+      'Write it [[berth:tool Write {"file_path":"/tmp/berth-denied.txt","content":"x"}]] [[berth:text Tried.]]',
+      {
+        allowed_tools: ['Read'],
+      },
+    )
     const run = await runRunner(input)
     expect(run.result).toMatchObject({ outcome: 'success', text: 'Tried.' })
     expect(run.events.find((e) => e.type === 'tool_result')).toMatchObject({ is_error: true })
@@ -64,7 +72,11 @@ describe('berth-runner on the host (stub provider)', () => {
   it('stops at max_turns with outcome error_max_turns and the partial turns', async () => {
     const run = await runRunner(makeInput('Loop [[berth:turns 6]]', { max_turns: 2 }))
     expect(run.exitCode).toBe(0)
-    expect(run.result).toMatchObject({ outcome: 'error_max_turns', turns: 2, error: expect.stringContaining('maximum number of turns') })
+    expect(run.result).toMatchObject({
+      outcome: 'error_max_turns',
+      turns: 2,
+      error: expect.stringContaining('maximum number of turns'),
+    })
     expect(run.result!.tool_calls).toHaveLength(2)
     expect(run.result!.cost_usd).toBeGreaterThan(0)
   })
@@ -100,16 +112,24 @@ describe('berth-runner on the host (stub provider)', () => {
     const session = one.result!.session_id!
     const two = await runRunner({ ...makeInput('Second prompt', { cwd: first.cwd, resume: session }), task_id: 't2' })
     expect(two.result).toMatchObject({ outcome: 'success', session_id: session })
-    const three = await runRunner(makeInput('What was it? [[berth:recall]]', { cwd: first.cwd, resume: session, task_id: 't3' }))
-    expect(three.result).toMatchObject({ outcome: 'success', text: 'The first prompt was: The code word is Lighthouse-7' })
+    const three = await runRunner(
+      makeInput('What was it? [[berth:recall]]', { cwd: first.cwd, resume: session, task_id: 't3' }),
+    )
+    expect(three.result).toMatchObject({
+      outcome: 'success',
+      text: 'The first prompt was: The code word is Lighthouse-7',
+    })
   })
 
   it('redacts secret values from stdout, the events file and the result, even split across tokens', async () => {
     const secret = 'open sesame 12345'
-    const input = makeInput(`Show it [[berth:tool Bash {"command":"echo $MY_SECRET; echo x-$MY_SECRET-y"}]] [[berth:text The words are ${secret} ok]]`, {
-      env: { MY_SECRET: secret },
-      redact: [secret],
-    })
+    const input = makeInput(
+      `Show it [[berth:tool Bash {"command":"echo $MY_SECRET; echo x-$MY_SECRET-y"}]] [[berth:text The words are ${secret} ok]]`,
+      {
+        env: { MY_SECRET: secret },
+        redact: [secret],
+      },
+    )
     const run = await runRunner(input)
     expect(run.result?.outcome).toBe('success')
     const stdout = run.lines.join('\n')

@@ -6,7 +6,10 @@ import { BUNDLE_DIR, makeInput, parseLines } from './helpers.js'
 
 /** The bundled runner in warm mode: stdin stays open; stderr and stdout collected. */
 function warmRunner(env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js'), '--warm'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } })
+  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js'), '--warm'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  })
   let stdout = ''
   let stderr = ''
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
@@ -25,7 +28,10 @@ function warmRunner(env: NodeJS.ProcessEnv = {}) {
 // prompt line that comes later, as the one-shot runner would have.
 describe('berth-runner --warm (stub provider)', () => {
   it('starts Claude Code before the prompt, says when it is up, then runs the prompt it is handed', async () => {
-    const input = makeInput('placeholder, never shown', { task_id: 'warm', skills: [{ name: 'greet', description: 'Greets', body: 'Say hello.' }] })
+    const input = makeInput('placeholder, never shown', {
+      task_id: 'warm',
+      skills: [{ name: 'greet', description: 'Greets', body: 'Say hello.' }],
+    })
     const r = warmRunner({ BERTH_RUNNER_PROBE: '1' })
     r.send({ type: 'init', input })
     await vi.waitFor(() => expect(r.stderr()).toContain('{"warm":"ready"}'), 60_000)
@@ -33,7 +39,12 @@ describe('berth-runner --warm (stub provider)', () => {
     expect(r.stdout()).toBe('')
     expect(existsSync(join(input.cwd, '.claude/skills/greet/SKILL.md'))).toBe(true)
 
-    r.send({ type: 'prompt', task_id: 'task_w1', prompt: 'Go. [[berth:tool Bash {"command":"echo warm-$((40+2))"}]] [[berth:text Done warm.]]', events_file: '.berth/events/task_w1.jsonl' })
+    r.send({
+      type: 'prompt',
+      task_id: 'task_w1',
+      prompt: 'Go. [[berth:tool Bash {"command":"echo warm-$((40+2))"}]] [[berth:text Done warm.]]',
+      events_file: '.berth/events/task_w1.jsonl',
+    })
     r.child.stdin.end()
     expect(await r.closed, r.stderr()).toBe(0)
     const events = parseLines(r.stdout())

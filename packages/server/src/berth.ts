@@ -96,7 +96,13 @@ export function createBerth(options: BerthOptions = {}): Berth {
     responseClass: FastResponse as unknown as typeof Response,
   })
 
-  const websocket = createWebSocket({ services, logger, rateLimiter, authenticate: options.authenticate, maxPayload: options.bodyLimit ?? 1024 * 1024 })
+  const websocket = createWebSocket({
+    services,
+    logger,
+    rateLimiter,
+    authenticate: options.authenticate,
+    maxPayload: options.bodyLimit ?? 1024 * 1024,
+  })
   const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
   const app = createApp({ table, run, logger, console: options.console ?? false })
 

@@ -5,7 +5,18 @@
  */
 
 const GIT_PROVIDERS = ['github', 'gitlab', 'bitbucket'] as const
-const GIT_SETTINGS = ['CLIENT_ID', 'CLIENT_SECRET', 'URL', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'REVOKE_URL', 'SCOPES', 'GIT_HOST', 'CA_FILE'] as const
+const GIT_SETTINGS = [
+  'CLIENT_ID',
+  'CLIENT_SECRET',
+  'URL',
+  'AUTHORIZE_URL',
+  'TOKEN_URL',
+  'API_URL',
+  'REVOKE_URL',
+  'SCOPES',
+  'GIT_HOST',
+  'CA_FILE',
+] as const
 
 /** `CLIENT_ID` → `clientId`. */
 const camel = (name: string) => name.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
@@ -49,14 +60,21 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   ...Object.fromEntries(
     GIT_PROVIDERS.flatMap((p) =>
       // Bitbucket has no self-hosted layout to derive from one address (see config-integrations.ts).
-      GIT_SETTINGS.filter((s) => !(p === 'bitbucket' && s === 'URL')).map((s) => [`BERTH_${p.toUpperCase()}_${s}`, `git.${p}.${camel(s)}`]),
+      GIT_SETTINGS.filter((s) => !(p === 'bitbucket' && s === 'URL')).map((s) => [
+        `BERTH_${p.toUpperCase()}_${s}`,
+        `git.${p}.${camel(s)}`,
+      ]),
     ),
   ),
   ...Object.fromEntries(
-    ['CLIENT_ID', 'CLIENT_SECRET', 'SIGNING_SECRET', 'URL', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'SCOPES'].map((s) => [`BERTH_CHAT_${s}`, `chat.${camel(s)}`]),
+    ['CLIENT_ID', 'CLIENT_SECRET', 'SIGNING_SECRET', 'URL', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'SCOPES'].map(
+      (s) => [`BERTH_CHAT_${s}`, `chat.${camel(s)}`],
+    ),
   ),
   ...Object.fromEntries(
-    ['CLIENT_ID', 'CLIENT_SECRET', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'USERINFO_URL', 'REVOKE_URL', 'SCOPES'].map((s) => [`BERTH_MAIL_${s}`, `mail.${camel(s)}`]),
+    ['CLIENT_ID', 'CLIENT_SECRET', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'USERINFO_URL', 'REVOKE_URL', 'SCOPES'].map(
+      (s) => [`BERTH_MAIL_${s}`, `mail.${camel(s)}`],
+    ),
   ),
   BERTH_BANK_API_URL: 'bank.apiUrl',
   BERTH_BANK_TIMEOUT_MS: 'bank.timeoutMs',
@@ -105,7 +123,12 @@ export function bothNames(name: string): string {
   return SETTINGS[name] ? `${name} (${SETTINGS[name]})` : name
 }
 
-function flatten(values: Record<string, unknown>, file: string, prefix = '', out = new Map<string, string>()): Map<string, string> {
+function flatten(
+  values: Record<string, unknown>,
+  file: string,
+  prefix = '',
+  out = new Map<string, string>(),
+): Map<string, string> {
   for (const [k, value] of Object.entries(values)) {
     const key = prefix + k
     if (value === undefined || value === null) continue
@@ -135,7 +158,10 @@ function flatten(values: Record<string, unknown>, file: string, prefix = '', out
  * env.PORT // '8080' unless PORT is set
  * ```
  */
-export function withConfigFile(env: Record<string, string | undefined>, file: ConfigFile | undefined): Record<string, string | undefined> {
+export function withConfigFile(
+  env: Record<string, string | undefined>,
+  file: ConfigFile | undefined,
+): Record<string, string | undefined> {
   if (!file) return env
   const merged: Record<string, string | undefined> = { ...env }
   const from = new Map<string, string>()

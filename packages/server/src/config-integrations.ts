@@ -40,14 +40,16 @@ function url(env: Env, name: string): string | undefined {
   } catch {
     throw new Error(`${settingName(env, name)} must be a URL like https://host.example, got "${raw}"`)
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`${settingName(env, name)} must be an http:// or https:// URL, got "${raw}"`)
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new Error(`${settingName(env, name)} must be an http:// or https:// URL, got "${raw}"`)
   return raw.replace(/\/+$/, '')
 }
 
 function milliseconds(env: Env, name: string): number | undefined {
   const raw = value(env, name)
   if (raw === undefined) return undefined
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new Error(`${settingName(env, name)} must be a whole number of milliseconds >= 1, got "${raw}"`)
+  if (!/^\d+$/.test(raw) || Number(raw) < 1)
+    throw new Error(`${settingName(env, name)} must be a whole number of milliseconds >= 1, got "${raw}"`)
   return Number(raw)
 }
 
@@ -64,7 +66,9 @@ function pemFile(env: Env, name: string): string | undefined {
   try {
     text = readFileSync(path, 'utf8')
   } catch (err) {
-    throw new Error(`${settingName(env, name)}: cannot read "${path}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    throw new Error(
+      `${settingName(env, name)}: cannot read "${path}" (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    )
   }
   if (!text.includes('-----BEGIN ')) throw new Error(`${settingName(env, name)}: "${path}" holds no PEM data`)
   return text
@@ -74,14 +78,27 @@ function pemFile(env: Env, name: string): string | undefined {
  * The client id and secret under `prefix`, or undefined when neither is set. Any other
  * setting of that provider without them is a mistake worth stopping for.
  */
-function client(env: Env, prefix: string, settings: readonly string[]): { clientId: string; clientSecret: string } | undefined {
+function client(
+  env: Env,
+  prefix: string,
+  settings: readonly string[],
+): { clientId: string; clientSecret: string } | undefined {
   const id = value(env, `${prefix}_CLIENT_ID`)
   const secret = value(env, `${prefix}_CLIENT_SECRET`)
   if (id && secret) return { clientId: id, clientSecret: secret }
-  if (id) throw new Error(`${settingName(env, `${prefix}_CLIENT_ID`)} is set but ${bothNames(`${prefix}_CLIENT_SECRET`)} is not`)
-  if (secret) throw new Error(`${settingName(env, `${prefix}_CLIENT_SECRET`)} is set but ${bothNames(`${prefix}_CLIENT_ID`)} is not`)
+  if (id)
+    throw new Error(
+      `${settingName(env, `${prefix}_CLIENT_ID`)} is set but ${bothNames(`${prefix}_CLIENT_SECRET`)} is not`,
+    )
+  if (secret)
+    throw new Error(
+      `${settingName(env, `${prefix}_CLIENT_SECRET`)} is set but ${bothNames(`${prefix}_CLIENT_ID`)} is not`,
+    )
   const stray = settings.find((s) => value(env, `${prefix}_${s}`) !== undefined)
-  if (stray) throw new Error(`${settingName(env, `${prefix}_${stray}`)} needs ${bothNames(`${prefix}_CLIENT_ID`)} and ${bothNames(`${prefix}_CLIENT_SECRET`)}`)
+  if (stray)
+    throw new Error(
+      `${settingName(env, `${prefix}_${stray}`)} needs ${bothNames(`${prefix}_CLIENT_ID`)} and ${bothNames(`${prefix}_CLIENT_SECRET`)}`,
+    )
   return undefined
 }
 
@@ -92,19 +109,46 @@ function client(env: Env, prefix: string, settings: readonly string[]): { client
  * Server's REST API has no `/user` to read the account from: not supported yet).
  */
 const SELF_HOSTED: Partial<Record<keyof GitProvidersConfig, (base: string) => Partial<GitProviderConfig>>> = {
-  github: (b) => ({ authorizeUrl: `${b}/login/oauth/authorize`, tokenUrl: `${b}/login/oauth/access_token`, apiBaseUrl: `${b}/api/v3`, gitHost: new URL(b).host }),
-  gitlab: (b) => ({ authorizeUrl: `${b}/oauth/authorize`, tokenUrl: `${b}/oauth/token`, apiBaseUrl: `${b}/api/v4`, revokeUrl: `${b}/oauth/revoke`, gitHost: new URL(b).host }),
+  github: (b) => ({
+    authorizeUrl: `${b}/login/oauth/authorize`,
+    tokenUrl: `${b}/login/oauth/access_token`,
+    apiBaseUrl: `${b}/api/v3`,
+    gitHost: new URL(b).host,
+  }),
+  gitlab: (b) => ({
+    authorizeUrl: `${b}/oauth/authorize`,
+    tokenUrl: `${b}/oauth/token`,
+    apiBaseUrl: `${b}/api/v4`,
+    revokeUrl: `${b}/oauth/revoke`,
+    gitHost: new URL(b).host,
+  }),
 }
 
-const GIT_OTHER = ['URL', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'REVOKE_URL', 'SCOPES', 'GIT_HOST', 'CA_FILE'] as const
+const GIT_OTHER = [
+  'URL',
+  'AUTHORIZE_URL',
+  'TOKEN_URL',
+  'API_URL',
+  'REVOKE_URL',
+  'SCOPES',
+  'GIT_HOST',
+  'CA_FILE',
+] as const
 
-function gitProvider(env: Env, name: keyof GitProvidersConfig, publicUrl: string | undefined): GitProviderConfig | undefined {
+function gitProvider(
+  env: Env,
+  name: keyof GitProvidersConfig,
+  publicUrl: string | undefined,
+): GitProviderConfig | undefined {
   const prefix = `BERTH_${name.toUpperCase()}`
   const credentials = client(env, prefix, GIT_OTHER)
   if (!credentials) return undefined
   const base = url(env, `${prefix}_URL`)
   const derive = SELF_HOSTED[name]
-  if (base && !derive) throw new Error(`${settingName(env, `${prefix}_URL`)} is not supported: set ${prefix}_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead`)
+  if (base && !derive)
+    throw new Error(
+      `${settingName(env, `${prefix}_URL`)} is not supported: set ${prefix}_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead`,
+    )
   const explicit: Partial<GitProviderConfig> = {
     authorizeUrl: url(env, `${prefix}_AUTHORIZE_URL`),
     tokenUrl: url(env, `${prefix}_TOKEN_URL`),
@@ -119,7 +163,14 @@ function gitProvider(env: Env, name: keyof GitProvidersConfig, publicUrl: string
 }
 
 function chatProvider(env: Env, publicUrl: string | undefined): ChatProviderConfig | undefined {
-  const credentials = client(env, 'BERTH_CHAT', ['SIGNING_SECRET', 'URL', 'AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'SCOPES'])
+  const credentials = client(env, 'BERTH_CHAT', [
+    'SIGNING_SECRET',
+    'URL',
+    'AUTHORIZE_URL',
+    'TOKEN_URL',
+    'API_URL',
+    'SCOPES',
+  ])
   if (!credentials) return undefined
   // A Slack-shaped host keeps OAuth and the Web API under one address.
   const base = url(env, 'BERTH_CHAT_URL')
@@ -136,7 +187,14 @@ function chatProvider(env: Env, publicUrl: string | undefined): ChatProviderConf
 }
 
 function mailProvider(env: Env, publicUrl: string | undefined): MailProviderConfig | undefined {
-  const credentials = client(env, 'BERTH_MAIL', ['AUTHORIZE_URL', 'TOKEN_URL', 'API_URL', 'USERINFO_URL', 'REVOKE_URL', 'SCOPES'])
+  const credentials = client(env, 'BERTH_MAIL', [
+    'AUTHORIZE_URL',
+    'TOKEN_URL',
+    'API_URL',
+    'USERINFO_URL',
+    'REVOKE_URL',
+    'SCOPES',
+  ])
   if (!credentials) return undefined
   const config: MailProviderConfig = {
     ...credentials,
@@ -157,8 +215,14 @@ function bankCertificate(env: Env): ClientCertificate | undefined {
   const key = pemFile(env, 'BERTH_BANK_KEY_FILE')
   const ca = pemFile(env, 'BERTH_BANK_CA_FILE')
   if (cert && key) return defined({ cert, key, ca })
-  if (cert || key) throw new Error(`${settingName(env, cert ? 'BERTH_BANK_CERT_FILE' : 'BERTH_BANK_KEY_FILE')} is set but ${bothNames(cert ? 'BERTH_BANK_KEY_FILE' : 'BERTH_BANK_CERT_FILE')} is not`)
-  if (ca) throw new Error(`${settingName(env, 'BERTH_BANK_CA_FILE')} needs ${bothNames('BERTH_BANK_CERT_FILE')} and ${bothNames('BERTH_BANK_KEY_FILE')}`)
+  if (cert || key)
+    throw new Error(
+      `${settingName(env, cert ? 'BERTH_BANK_CERT_FILE' : 'BERTH_BANK_KEY_FILE')} is set but ${bothNames(cert ? 'BERTH_BANK_KEY_FILE' : 'BERTH_BANK_CERT_FILE')} is not`,
+    )
+  if (ca)
+    throw new Error(
+      `${settingName(env, 'BERTH_BANK_CA_FILE')} needs ${bothNames('BERTH_BANK_CERT_FILE')} and ${bothNames('BERTH_BANK_KEY_FILE')}`,
+    )
   return undefined
 }
 
@@ -186,7 +250,15 @@ export function integrationsFromEnv(env: Env): IntegrationsConfig {
     gitProviders,
     chatProvider: chatProvider(env, publicUrl),
     mailProvider: mailProvider(env, publicUrl),
-    bankProvider: defined({ apiBaseUrl: url(env, 'BERTH_BANK_API_URL'), timeoutMs: milliseconds(env, 'BERTH_BANK_TIMEOUT_MS'), clientCertificate: bankCertificate(env) }),
-    messenger: defined({ apiBaseUrl: url(env, 'BERTH_MESSENGER_API_URL'), timeoutMs: milliseconds(env, 'BERTH_MESSENGER_TIMEOUT_MS'), publicUrl }),
+    bankProvider: defined({
+      apiBaseUrl: url(env, 'BERTH_BANK_API_URL'),
+      timeoutMs: milliseconds(env, 'BERTH_BANK_TIMEOUT_MS'),
+      clientCertificate: bankCertificate(env),
+    }),
+    messenger: defined({
+      apiBaseUrl: url(env, 'BERTH_MESSENGER_API_URL'),
+      timeoutMs: milliseconds(env, 'BERTH_MESSENGER_TIMEOUT_MS'),
+      publicUrl,
+    }),
   }
 }

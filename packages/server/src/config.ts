@@ -45,20 +45,31 @@ export interface BerthConfig extends IntegrationsConfig {
 function cap(env: Record<string, string | undefined>, name: string, fallback: number | null): number | null {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  if (!/^\d+(\.\d+)?$/.test(raw)) throw new Error(`${settingName(env, name)} must be a number (0: no cap), got "${raw}"`)
+  if (!/^\d+(\.\d+)?$/.test(raw))
+    throw new Error(`${settingName(env, name)} must be a number (0: no cap), got "${raw}"`)
   return Number(raw) === 0 ? null : Number(raw)
 }
 
 function environmentCaps(env: Record<string, string | undefined>): EnvironmentCaps {
   const d = DEFAULT_ENVIRONMENT_CAPS
   const policiesRaw = env.BERTH_ENV_POLICIES
-  const policies = policiesRaw ? policiesRaw.split(',').map((p) => p.trim()).filter(Boolean) : [...d.allowedPolicies]
+  const policies = policiesRaw
+    ? policiesRaw
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)
+    : [...d.allowedPolicies]
   for (const p of policies) {
-    if (!(NETWORK_POLICIES as readonly string[]).includes(p)) throw new Error(`${settingName(env, 'BERTH_ENV_POLICIES')} lists "${p}"; the policies are ${NETWORK_POLICIES.join(', ')}`)
+    if (!(NETWORK_POLICIES as readonly string[]).includes(p))
+      throw new Error(
+        `${settingName(env, 'BERTH_ENV_POLICIES')} lists "${p}"; the policies are ${NETWORK_POLICIES.join(', ')}`,
+      )
   }
   const defaultPolicy = oneOf(env, 'BERTH_ENV_DEFAULT_POLICY', NETWORK_POLICIES, d.defaultPolicy)
   if (!policies.includes(defaultPolicy)) {
-    throw new Error(`${settingName(env, 'BERTH_ENV_DEFAULT_POLICY')} (${defaultPolicy}) must be one of ${settingName(env, 'BERTH_ENV_POLICIES')} (${policies.join(', ')})`)
+    throw new Error(
+      `${settingName(env, 'BERTH_ENV_DEFAULT_POLICY')} (${defaultPolicy}) must be one of ${settingName(env, 'BERTH_ENV_POLICIES')} (${policies.join(', ')})`,
+    )
   }
   const max = {
     cpus: cap(env, 'BERTH_ENV_MAX_CPUS', d.max.cpus),
@@ -74,7 +85,14 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
   }
   const allowPrivateDestinations = oneOf(env, 'BERTH_ENV_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
   const allowRoot = oneOf(env, 'BERTH_ENV_ALLOW_ROOT', ['true', 'false'] as const, 'false') === 'true'
-  return { defaultPolicy, allowedPolicies: policies as NetworkPolicy[], max, defaults, allowPrivateDestinations, allowRoot }
+  return {
+    defaultPolicy,
+    allowedPolicies: policies as NetworkPolicy[],
+    max,
+    defaults,
+    allowPrivateDestinations,
+    allowRoot,
+  }
 }
 
 function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {
@@ -86,10 +104,12 @@ function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] 
   } catch {
     throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} must be a URL like smtp://user:pass@host:587`)
   }
-  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} must start with smtp:// or smtps://`)
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:')
+    throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} must start with smtp:// or smtps://`)
   const secure = url.protocol === 'smtps:'
   const from = env.BERTH_SMTP_FROM
-  if (!from) throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} needs ${bothNames('BERTH_SMTP_FROM')} (the sender address)`)
+  if (!from)
+    throw new Error(`${settingName(env, 'BERTH_SMTP_URL')} needs ${bothNames('BERTH_SMTP_FROM')} (the sender address)`)
   return {
     host: url.hostname,
     port: url.port ? Number(url.port) : secure ? 465 : 587,
@@ -102,14 +122,21 @@ function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] 
 function int(env: Record<string, string | undefined>, name: string, fallback: number, min: number): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${settingName(env, name)} must be a whole number >= ${min}, got "${raw}"`)
+  if (!/^\d+$/.test(raw) || Number(raw) < min)
+    throw new Error(`${settingName(env, name)} must be a whole number >= ${min}, got "${raw}"`)
   return Number(raw)
 }
 
-function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly T[], fallback: T): T {
+function oneOf<T extends string>(
+  env: Record<string, string | undefined>,
+  name: string,
+  allowed: readonly T[],
+  fallback: T,
+): T {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`${settingName(env, name)} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new Error(`${settingName(env, name)} must be one of ${allowed.join(', ')}, got "${raw}"`)
   return raw as T
 }
 
@@ -156,19 +183,36 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     ...integrationsFromEnv(env),
   }
   if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)
-  if (config.poolMin > config.poolMax) throw new Error(`${settingName(env, 'BERTH_POOL_MIN')} (${config.poolMin}) must not exceed ${settingName(env, 'BERTH_POOL_MAX')} (${config.poolMax})`)
+  if (config.poolMin > config.poolMax)
+    throw new Error(
+      `${settingName(env, 'BERTH_POOL_MIN')} (${config.poolMin}) must not exceed ${settingName(env, 'BERTH_POOL_MAX')} (${config.poolMax})`,
+    )
   if (config.poolName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.poolName)) {
-    throw new Error(`${settingName(env, 'BERTH_POOL_NAME')} must be 1-63 letters, digits, '_', '.' or '-' (starting with a letter or digit), got "${config.poolName}"`)
+    throw new Error(
+      `${settingName(env, 'BERTH_POOL_NAME')} must be 1-63 letters, digits, '_', '.' or '-' (starting with a letter or digit), got "${config.poolName}"`,
+    )
   }
-  if (!/^(root|[0-9]{1,9}(:[0-9]{1,9})?)$/.test(config.agentUser)) throw new Error(`${settingName(env, 'BERTH_AGENT_USER')} must be uid[:gid] or root, got "${config.agentUser}"`)
+  if (!/^(root|[0-9]{1,9}(:[0-9]{1,9})?)$/.test(config.agentUser))
+    throw new Error(`${settingName(env, 'BERTH_AGENT_USER')} must be uid[:gid] or root, got "${config.agentUser}"`)
   if (config.engineUrl !== undefined && !/^(unix:\/\/\/|\/|(tcp|https?|ssh):\/\/[^/])/.test(config.engineUrl)) {
-    throw new Error(`${settingName(env, 'BERTH_ENGINE_URL')} must be unix:///path, tcp://host:port, https://host:port or ssh://user@host, got "${config.engineUrl}"`)
+    throw new Error(
+      `${settingName(env, 'BERTH_ENGINE_URL')} must be unix:///path, tcp://host:port, https://host:port or ssh://user@host, got "${config.engineUrl}"`,
+    )
   }
-  if (config.engineUrl !== undefined && config.runtime === 'local') throw new Error(`${settingName(env, 'BERTH_ENGINE_URL')} names an engine, but ${settingName(env, 'BERTH_RUNTIME')} is local`)
+  if (config.engineUrl !== undefined && config.runtime === 'local')
+    throw new Error(
+      `${settingName(env, 'BERTH_ENGINE_URL')} names an engine, but ${settingName(env, 'BERTH_RUNTIME')} is local`,
+    )
   if (config.instanceId !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.instanceId)) {
-    throw new Error(`${settingName(env, 'BERTH_INSTANCE_ID')} must be 1-128 letters, digits, '_', '.', ':' or '-' (starting with a letter or digit), got "${config.instanceId}"`)
+    throw new Error(
+      `${settingName(env, 'BERTH_INSTANCE_ID')} must be 1-128 letters, digits, '_', '.', ':' or '-' (starting with a letter or digit), got "${config.instanceId}"`,
+    )
   }
-  if (!/^[\x21-\x7e]{1,64}$/.test(config.redisPrefix)) throw new Error(`${settingName(env, 'BERTH_REDIS_PREFIX')} must be 1-64 printable characters without spaces, got "${config.redisPrefix}"`)
-  if (config.storage === 'redis' && !config.redisUrl) throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
+  if (!/^[\x21-\x7e]{1,64}$/.test(config.redisPrefix))
+    throw new Error(
+      `${settingName(env, 'BERTH_REDIS_PREFIX')} must be 1-64 printable characters without spaces, got "${config.redisPrefix}"`,
+    )
+  if (config.storage === 'redis' && !config.redisUrl)
+    throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
   return config
 }

@@ -57,7 +57,11 @@ export function mountConsole(app: H3): void {
     const raw = event.url.pathname.split('/').pop() ?? ''
     const file = raw === 'index.html' || raw === 'manifest.json' ? undefined : all().get(raw)
     if (!file) return errorResponse(new ApiError('NOT_FOUND', `No console asset ${JSON.stringify(raw.slice(0, 100))}`))
-    return cachedResponse(event.req, file.body, file.etag, { 'content-type': file.type, 'cache-control': 'no-cache', ...SECURITY_HEADERS })
+    return cachedResponse(event.req, file.body, file.etag, {
+      'content-type': file.type,
+      'cache-control': 'no-cache',
+      ...SECURITY_HEADERS,
+    })
   }
   // HEAD answers wherever GET does (Node drops the body of a HEAD response).
   for (const method of ['GET', 'HEAD'] as const) {

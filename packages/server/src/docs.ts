@@ -65,7 +65,10 @@ function load(name: string, from: 'swagger-ui-dist' | 'berth'): Promise<Loaded> 
   let p = loaded.get(name)
   if (!p) {
     p = (async () => {
-      const body = from === 'berth' ? new TextEncoder().encode(INIT_SCRIPT) : new Uint8Array(await readFile(join(swaggerUiDir(), name)))
+      const body =
+        from === 'berth'
+          ? new TextEncoder().encode(INIT_SCRIPT)
+          : new Uint8Array(await readFile(join(swaggerUiDir(), name)))
       return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
     })()
     // A failed read is retried on the next request rather than cached.
@@ -83,10 +86,16 @@ function load(name: string, from: 'swagger-ui-dist' | 'berth'): Promise<Loaded> 
  * return cachedResponse(request, body, etag, { 'content-type': 'text/css', 'cache-control': 'no-cache' })
  * ```
  */
-export function cachedResponse(request: Request, body: Uint8Array<ArrayBuffer> | string, etag: string, headers: Record<string, string>): Response {
+export function cachedResponse(
+  request: Request,
+  body: Uint8Array<ArrayBuffer> | string,
+  etag: string,
+  headers: Record<string, string>,
+): Response {
   const all = { ...headers, etag, 'x-content-type-options': 'nosniff' }
   const held = request.headers.get('if-none-match')
-  if (held?.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) return new Response(null, { status: 304, headers: all })
+  if (held?.split(',').some((t) => t.trim().replace(/^W\//, '') === etag))
+    return new Response(null, { status: 304, headers: all })
   return new Response(body, { status: 200, headers: all })
 }
 
@@ -145,7 +154,8 @@ export const docsPage = defineRoute({
   auth: 'public',
   tag: 'system',
   summary: 'Interactive request builder (Swagger UI), served offline',
-  description: 'Reads `/openapi.json`; use **Authorize** to send your caller key with every request (kept across reloads).',
+  description:
+    'Reads `/openapi.json`; use **Authorize** to send your caller key with every request (kept across reloads).',
   unlimited: true,
   produces: 'text/html',
   handle: ({ request }) =>

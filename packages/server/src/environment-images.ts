@@ -30,7 +30,13 @@ export function environmentImages(o: EnvironmentImagesOptions): EnvironmentImage
       if (image) return { ref: image, hash: null, provision: async () => void (await ensure?.(image)) }
       if (!packages.length) return { ref: o.defaultRef, hash: null, provision: async () => {} }
       if (!o.recipe || !ensure) {
-        throw validationError([{ location: 'body', path: 'packages', message: `this server cannot build images with packages (runtime ${o.runtime.name}); name an image instead` }])
+        throw validationError([
+          {
+            location: 'body',
+            path: 'packages',
+            message: `this server cannot build images with packages (runtime ${o.runtime.name}); name an image instead`,
+          },
+        ])
       }
       let recipe: ImageRecipe
       try {

@@ -22,7 +22,8 @@ export const atomicFsDriver = defineDriver((opts: { base: string }) => {
   const tmpDir = `${base}.tmp`
   const write = async (key: string, value: string | Uint8Array) => {
     // The same key rules as the fs driver (no `..` segments).
-    if (/\.\.:|\.\.$/.test(key)) throw new Error(`[unstorage] [fs] Invalid key: ${JSON.stringify(key)}. It should not contain .. segments`)
+    if (/\.\.:|\.\.$/.test(key))
+      throw new Error(`[unstorage] [fs] Invalid key: ${JSON.stringify(key)}. It should not contain .. segments`)
     const file = join(base, key.replace(/:/g, '/'))
     const tmp = join(tmpDir, `${randomBytes(8).toString('hex')}.tmp`)
     await mkdir(tmpDir, { recursive: true })

@@ -31,4 +31,9 @@ export { SETTINGS, withConfigFile, type ConfigFile } from './config-file.js'
 export { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
 
 // Coordination of several instances (queues, slots, rate buckets, single-use keys, pub/sub)
-export { createCoordination, redisCoordination, type CoordinationOptions, type RedisCoordinationOptions } from './coordination/index.js'
+export {
+  createCoordination,
+  redisCoordination,
+  type CoordinationOptions,
+  type RedisCoordinationOptions,
+} from './coordination/index.js'

@@ -47,7 +47,9 @@ export function berthMiddleware(berth: Pick<Berth, 'handler' | 'routes'>): Berth
   }
   const middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: Error) => void) => {
     if (!owns(req.url ?? '/')) return next()
-    Promise.resolve(berth.handler(req, res)).catch((err: unknown) => next(err instanceof Error ? err : new Error(String(err))))
+    Promise.resolve(berth.handler(req, res)).catch((err: unknown) =>
+      next(err instanceof Error ? err : new Error(String(err))),
+    )
   }
   return Object.assign(middleware, { owns })
 }

@@ -11,7 +11,9 @@ let served: { body: string; etag: string } | undefined
 /** The document of the whole mounted table, built on first request (the table never changes). */
 function openApiBody(): { body: string; etag: string } {
   if (!served) {
-    const body = JSON.stringify(buildOpenApi([...coreRoutes, ...serverRoutes], { title: 'Berth', version: VERSION, description: DESCRIPTION }))
+    const body = JSON.stringify(
+      buildOpenApi([...coreRoutes, ...serverRoutes], { title: 'Berth', version: VERSION, description: DESCRIPTION }),
+    )
     served = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }
   }
   return served
@@ -29,7 +31,10 @@ export const openApiJson = defineRoute({
   produces: 'application/json',
   handle: ({ request }) => {
     const { body, etag } = openApiBody()
-    return cachedResponse(request, body, etag, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' })
+    return cachedResponse(request, body, etag, {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-cache',
+    })
   },
 })
 

@@ -1,4 +1,14 @@
-import { ApiError, createAuthenticate, createTaskSocket, errorResponse, type Authenticate, type Caller, type Logger, type RateLimiter, type Services } from '@berth/core'
+import {
+  ApiError,
+  createAuthenticate,
+  createTaskSocket,
+  errorResponse,
+  type Authenticate,
+  type Caller,
+  type Logger,
+  type RateLimiter,
+  type Services,
+} from '@berth/core'
 import nodeAdapter, { type NodeAdapter } from 'crossws/adapters/node'
 
 type Session = ReturnType<typeof createTaskSocket>
@@ -25,7 +35,10 @@ export interface WebSocketOptions {
  * server.on('upgrade', ws.handleUpgrade)
  * ```
  */
-export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapter['handleUpgrade']; closeAll(opts?: { force?: boolean }): void } {
+export function createWebSocket(o: WebSocketOptions): {
+  handleUpgrade: NodeAdapter['handleUpgrade']
+  closeAll(opts?: { force?: boolean }): void
+} {
   const authenticate = createAuthenticate(o, true)
   const sessions = new Map<string, Session>()
   // Set by closeAll: a shutdown refuses upgrades still arriving on kept-alive connections.
@@ -36,12 +49,22 @@ export function createWebSocket(o: WebSocketOptions): { handleUpgrade: NodeAdapt
     hooks: {
       async upgrade(request) {
         try {
-          if (new URL(request.url).pathname !== '/v1/ws') throw new ApiError('NOT_FOUND', 'No WebSocket here: connect to /v1/ws')
+          if (new URL(request.url).pathname !== '/v1/ws')
+            throw new ApiError('NOT_FOUND', 'No WebSocket here: connect to /v1/ws')
           const caller = await authenticate(request)
-          if (!caller) throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key> or ?token=<key>')
+          if (!caller)
+            throw new ApiError(
+              'UNAUTHORIZED',
+              'Missing or invalid credentials: send Authorization: Bearer <key> or ?token=<key>',
+            )
           const decision = await o.rateLimiter.take(caller.id)
           if (!decision.allowed) {
-            throw new ApiError('RATE_LIMITED', 'Rate limit exceeded', { retry_after: decision.retryAfterSeconds }, { 'retry-after': String(decision.retryAfterSeconds) })
+            throw new ApiError(
+              'RATE_LIMITED',
+              'Rate limit exceeded',
+              { retry_after: decision.retryAfterSeconds },
+              { 'retry-after': String(decision.retryAfterSeconds) },
+            )
           }
           return { context: { caller } }
         } catch (err) {

@@ -57,7 +57,9 @@ describe('rate limit headers', () => {
 
 describe('WebSocket limits', () => {
   async function open(s: TestServer, token: string) {
-    const socket = new WebSocket(`${s.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${token}` } })
+    const socket = new WebSocket(`${s.url.replace('http', 'ws')}/v1/ws`, {
+      headers: { authorization: `Bearer ${token}` },
+    })
     const messages: SocketServerMessage[] = []
     socket.on('message', (d) => messages.push(JSON.parse(String(d))))
     await new Promise<void>((resolve, reject) => {
@@ -88,7 +90,13 @@ describe('WebSocket limits', () => {
     const { token } = await s.user()
     const c = await open(s, token)
     c.socket.send(JSON.stringify({ type: 'subscribe', task_id: 'task_doesnotexist' }))
-    await vi.waitFor(() => expect(c.messages).toEqual([expect.objectContaining({ type: 'error', code: 'NOT_FOUND', task_id: 'task_doesnotexist' })]), 15_000)
+    await vi.waitFor(
+      () =>
+        expect(c.messages).toEqual([
+          expect.objectContaining({ type: 'error', code: 'NOT_FOUND', task_id: 'task_doesnotexist' }),
+        ]),
+      15_000,
+    )
     const closed = new Promise<number>((r) => c.socket.once('close', (code) => r(code)))
     c.socket.send(JSON.stringify({ type: 'ping', pad: 'x'.repeat(65 * 1024) }))
     expect(await closed).toBe(1009)
@@ -115,7 +123,8 @@ describe('aborted requests', () => {
   it('a client that hangs up mid-body, or sends a bad chunk size, is logged at info as a client abort', async () => {
     const s = await server()
     const { token } = await s.user()
-    const head = (extra: string) => `POST /v1/profiles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${extra}\r\n`
+    const head = (extra: string) =>
+      `POST /v1/profiles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${extra}\r\n`
     await abort(s, `${head('Content-Length: 100\r\n')}{"name":`)
     await abort(s, `${head('Transfer-Encoding: chunked\r\n')}5\r\n{"nam\r\nZZ\r\nxx\r\n`)
     await vi.waitFor(() => expect(s.logs.filter((l) => l.includes('client aborted'))).toHaveLength(2), 15_000)

@@ -22,7 +22,9 @@ afterAll(async () => {
 
 /** A profile of its own (the concurrency limit is per profile). */
 async function profile(slug: string, extra: Partial<RouteInput<'profiles.create'>['body']> = {}): Promise<string> {
-  return (await t.api.profiles.create({ body: { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], ...extra } })).id
+  return (
+    await t.api.profiles.create({ body: { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], ...extra } })
+  ).id
 }
 const removeWorkspace = (id: string) => t.api.workspaces.delete({ params: { id } })
 
@@ -30,7 +32,12 @@ describe('submit answer', () => {
   it('a new session’s submit carries its session_id and workspace_id; a batch’s session_id is null', async () => {
     const p = await profile('answer')
     const session = await t.submit({ mode: 'session', profile_id: p, prompt: 'Hi.' })
-    expect(session).toMatchObject({ task_id: expect.stringMatching(/^task_/), status: 'queued', session_id: expect.stringMatching(/^sess_/), workspace_id: expect.stringMatching(/^ws_/) })
+    expect(session).toMatchObject({
+      task_id: expect.stringMatching(/^task_/),
+      status: 'queued',
+      session_id: expect.stringMatching(/^sess_/),
+      workspace_id: expect.stringMatching(/^ws_/),
+    })
     const done = await t.waitDone(session.task_id)
     expect(done.session_id).toBe(session.session_id)
     expect(done.workspace_id).toBe(session.workspace_id)
@@ -56,8 +63,13 @@ describe('concurrency', () => {
     expect(Number(refused.headers?.get('retry-after'))).toBeGreaterThan(0)
     expect(refused.code).toBe('CONCURRENCY_LIMIT')
 
-    const pb = await t.api.playbooks.create({ body: { profile_id: p, name: 'Queued', prompt: 'Run when there is room. [[berth:text Ran.]]' } })
-    const [a, b] = [await t.api.playbooks.run({ params: { id: pb.id } }), await t.api.playbooks.run({ params: { id: pb.id } })]
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: p, name: 'Queued', prompt: 'Run when there is room. [[berth:text Ran.]]' },
+    })
+    const [a, b] = [
+      await t.api.playbooks.run({ params: { id: pb.id } }),
+      await t.api.playbooks.run({ params: { id: pb.id } }),
+    ]
     expect([a.status, b.status]).toEqual(['started', 'started'])
     const runs = await vi.waitFor(async () => {
       const list = (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
@@ -72,7 +84,10 @@ describe('concurrency', () => {
     // The idle session gave its slot up (its conversation kept) and can be continued.
     expect((await t.api.workspaces.get({ params: { id: session.workspace_id } })).status).toBe('idle')
     // (The last run's pb- session gives the slot back right after its run ends.)
-    const follow = await vi.waitFor(() => t.submit({ mode: 'session', profile_id: p, session_id: session.session_id!, prompt: 'Back.' }), 15_000)
+    const follow = await vi.waitFor(
+      () => t.submit({ mode: 'session', profile_id: p, session_id: session.session_id!, prompt: 'Back.' }),
+      15_000,
+    )
     expect((await t.waitDone(follow.task_id)).status).toBe('completed')
     await removeWorkspace(session.workspace_id)
   }, 150_000)
@@ -80,9 +95,13 @@ describe('concurrency', () => {
 
 describe('model rules at run time', () => {
   it('an agent whose model the credential does not allow fails the task with MODEL_ERROR', async () => {
-    const key = await t.api.apiKeys.create({ body: { name: 'haiku only', provider: 'stub', allowed_models: ['claude-haiku-*'] } })
+    const key = await t.api.apiKeys.create({
+      body: { name: 'haiku only', provider: 'stub', allowed_models: ['claude-haiku-*'] },
+    })
     const p = await profile('agents', { api_key_id: key.id })
-    const agent = await t.api.agents.create({ body: { name: 'big-thinker', prompt: 'Think hard.', model: 'claude-opus-4-5', profile_ids: [p] } })
+    const agent = await t.api.agents.create({
+      body: { name: 'big-thinker', prompt: 'Think hard.', model: 'claude-opus-4-5', profile_ids: [p] },
+    })
     const done = await t.run({ profile_id: p, prompt: 'Go.' })
     expect(done.status).toBe('failed')
     expect(done.error).toMatchObject({ code: 'MODEL_ERROR', error: expect.stringContaining('big-thinker') })
@@ -95,7 +114,10 @@ describe('model rules at run time', () => {
     const first = await t.submit({ mode: 'session', profile_id: p, prompt: 'First.' })
     await t.waitDone(first.task_id)
     const ws = first.workspace_id
-    expect((await t.api.workspaces.update({ params: { id: ws }, body: { model_override: 'claude-opus-4-5' } })).model_override).toBe('claude-opus-4-5')
+    expect(
+      (await t.api.workspaces.update({ params: { id: ws }, body: { model_override: 'claude-opus-4-5' } }))
+        .model_override,
+    ).toBe('claude-opus-4-5')
     // The profile names no model, so narrowing the credential is allowed; the override is now outside it.
     await t.api.apiKeys.update({ params: { id: key.id }, body: { allowed_models: ['claude-haiku-*'] } })
     const done = await t.run({ mode: 'session', profile_id: p, session_id: first.session_id!, prompt: 'Second.' })
@@ -108,9 +130,18 @@ describe('model rules at run time', () => {
 describe('task events', () => {
   it('total is counted as events are recorded: a page never reads the rest of the log', async () => {
     const p = await profile('events')
-    const first = await t.submit({ mode: 'session', profile_id: p, prompt: 'One. [[berth:tool Bash {"command":"echo one"}]]' })
+    const first = await t.submit({
+      mode: 'session',
+      profile_id: p,
+      prompt: 'One. [[berth:tool Bash {"command":"echo one"}]]',
+    })
     await t.waitDone(first.task_id)
-    const second = await t.submit({ mode: 'session', profile_id: p, session_id: first.session_id!, prompt: 'Two. [[berth:tool Bash {"command":"echo two"}]]' })
+    const second = await t.submit({
+      mode: 'session',
+      profile_id: p,
+      session_id: first.session_id!,
+      prompt: 'Two. [[berth:tool Bash {"command":"echo two"}]]',
+    })
     await t.waitDone(second.task_id)
     const events = (query: { limit: number }) => t.api.tasks.events({ params: { id: second.task_id }, query })
     const all = await events({ limit: 100 })

@@ -42,7 +42,8 @@ async function server(opts: Parameters<typeof startServer>[0]): Promise<BerthCli
   closers.push(() => s.close())
   return clientFor(s, (await s.user()).token)
 }
-const webhook = (api: BerthClient, config: { url: string; secret?: string }) => api.integrations.create({ body: { type: 'webhook', config } })
+const webhook = (api: BerthClient, config: { url: string; secret?: string }) =>
+  api.integrations.create({ body: { type: 'webhook', config } })
 
 describe('webhook addresses', () => {
   it('accepts a host that does not resolve yet, and refuses one resolving to a private address when saved', async () => {
@@ -51,7 +52,10 @@ describe('webhook addresses', () => {
     expect(await webhook(api, { url: 'https://not-yet.example/hook' })).toMatchObject({ type: 'webhook' })
     const internal = await failure(webhook(api, { url: 'https://internal.example/hook' }))
     expect(internal.status).toBe(400)
-    expect((internal.details!.issues as unknown[])[0]).toMatchObject({ path: 'config.url', message: expect.stringContaining('10.1.2.3') })
+    expect((internal.details!.issues as unknown[])[0]).toMatchObject({
+      path: 'config.url',
+      message: expect.stringContaining('10.1.2.3'),
+    })
   })
 
   it('resolves again at every delivery and refuses when any address is private (DNS rebinding)', async () => {
@@ -98,7 +102,12 @@ describe('webhook signatures', () => {
     expect(r.headers['webhook-timestamp']).toBe(r.headers['x-berth-timestamp'])
     const wh = new Webhook(`whsec_${Buffer.from(secret).toString('base64')}`)
     expect(wh.verify(r.body, r.headers as Record<string, string>)).toMatchObject({ event: 'integration.test' })
-    expect(() => new Webhook(`whsec_${Buffer.from('another').toString('base64')}`).verify(r.body, r.headers as Record<string, string>)).toThrow()
+    expect(() =>
+      new Webhook(`whsec_${Buffer.from('another').toString('base64')}`).verify(
+        r.body,
+        r.headers as Record<string, string>,
+      ),
+    ).toThrow()
     expect(verifySignature(secret, r)).toBe(true)
   })
 })

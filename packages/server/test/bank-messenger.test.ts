@@ -8,7 +8,14 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SECRET_MASK } from '@berth/core'
-import { startFakeBankProvider, startFakeMessenger, type FakeBankProvider, type FakeBot, type FakeChat, type FakeMessenger } from '@berth/testkit/providers'
+import {
+  startFakeBankProvider,
+  startFakeMessenger,
+  type FakeBankProvider,
+  type FakeBot,
+  type FakeChat,
+  type FakeMessenger,
+} from '@berth/testkit/providers'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { timingSafeEqual } from 'node:crypto'
@@ -32,12 +39,16 @@ const issues = (err: BerthError) => err.details?.issues as { location: string; p
 /** A POST of a body the client's types refuse, answered as raw JSON. */
 async function rawPost(s: TestServer, token: string, path: string, json: unknown) {
   const res = await s.request(path, { method: 'POST', token, json })
-  return { status: res.status, body: (await res.json()) as { details: { issues: { location: string; path: string }[] } } }
+  return {
+    status: res.status,
+    body: (await res.json()) as { details: { issues: { location: string; path: string }[] } },
+  }
 }
 
 /** Every file's text under `dir`. */
 function diskText(dir: string): string {
-  const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]))
+  const walk = (d: string): string[] =>
+    readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]))
   return walk(dir)
     .map((f) => readFileSync(f, 'utf8'))
     .join('\n')
@@ -46,7 +57,11 @@ function diskText(dir: string): string {
 /** A server on real files under a temp dir (so "encrypted at rest" is checked on disk). */
 async function fileServer(opts: Parameters<typeof startServer>[0]) {
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-bank-messenger-'))
-  const s = await startServer({ dataDir, storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }), ...opts })
+  const s = await startServer({
+    dataDir,
+    storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }),
+    ...opts,
+  })
   const close = async () => {
     await s.close()
     rmSync(dataDir, { recursive: true, force: true })
@@ -79,16 +94,36 @@ describe('banking-data provider', () => {
     await bank.close()
   })
 
-  const bankIntegrations = (call: BerthClient) => call.integrations.list({ query: { type: 'bankprovider', limit: 100 } })
-  const setConfig = (call: BerthClient, body: RouteInput<'integrations.bankprovider.config'>['body']) => call.integrations.bankprovider.config({ body })
-  const connectBank = (payload: RouteInput<'integrations.bankprovider.callback'>['body']) => alice.integrations.bankprovider.callback({ body: payload })
+  const bankIntegrations = (call: BerthClient) =>
+    call.integrations.list({ query: { type: 'bankprovider', limit: 100 } })
+  const setConfig = (call: BerthClient, body: RouteInput<'integrations.bankprovider.config'>['body']) =>
+    call.integrations.bankprovider.config({ body })
+  const connectBank = (payload: RouteInput<'integrations.bankprovider.callback'>['body']) =>
+    alice.integrations.bankprovider.callback({ body: payload })
 
   it("stores each caller's widget settings, with defaults, and validates them", async () => {
     const set = await setConfig(alice, { application_id: 'app_alice123', environment: 'sandbox' })
-    expect(set).toEqual({ application_id: 'app_alice123', environment: 'sandbox', products: ['balance', 'transactions'], select_account: 'multiple', updated_at: expect.any(String) })
-    const again = await setConfig(alice, { application_id: 'app_alice123', environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
-    expect(again).toMatchObject({ environment: 'development', products: ['verify', 'balance'], select_account: 'single' })
-    expect(await setConfig(bob, { application_id: 'app_bob', environment: 'production' })).toMatchObject({ application_id: 'app_bob' })
+    expect(set).toEqual({
+      application_id: 'app_alice123',
+      environment: 'sandbox',
+      products: ['balance', 'transactions'],
+      select_account: 'multiple',
+      updated_at: expect.any(String),
+    })
+    const again = await setConfig(alice, {
+      application_id: 'app_alice123',
+      environment: 'development',
+      products: ['verify', 'balance'],
+      select_account: 'single',
+    })
+    expect(again).toMatchObject({
+      environment: 'development',
+      products: ['verify', 'balance'],
+      select_account: 'single',
+    })
+    expect(await setConfig(bob, { application_id: 'app_bob', environment: 'production' })).toMatchObject({
+      application_id: 'app_bob',
+    })
 
     for (const [body, field] of [
       [{ application_id: 'app_x', environment: 'staging' }, 'environment'],
@@ -101,7 +136,14 @@ describe('banking-data provider', () => {
       expect(res.status).toBe(400)
       expect(res.body.details.issues).toContainEqual(expect.objectContaining({ location: 'body', path: field }))
     }
-    expect((await s.request('/v1/integrations/bankprovider/config', { method: 'POST', json: { application_id: 'app_x', environment: 'sandbox' } })).status).toBe(401)
+    expect(
+      (
+        await s.request('/v1/integrations/bankprovider/config', {
+          method: 'POST',
+          json: { application_id: 'app_x', environment: 'sandbox' },
+        })
+      ).status,
+    ).toBe(401)
   })
 
   it('the callback verifies the enrollment with the provider and stores a masked, encrypted integration', async () => {
@@ -109,7 +151,9 @@ describe('banking-data provider', () => {
     const before = bank.requests.length
     const res = await connectBank(payload)
     // Verified with the token over Basic auth, as the provider's API wants it.
-    expect(bank.requests.slice(before)).toEqual([{ method: 'GET', path: '/accounts', authenticated: true, status: 200 }])
+    expect(bank.requests.slice(before)).toEqual([
+      { method: 'GET', path: '/accounts', authenticated: true, status: 200 },
+    ])
     expect(res).toMatchObject({
       type: 'bankprovider',
       enabled: true,
@@ -121,7 +165,15 @@ describe('banking-data provider', () => {
         user_id: payload.user.id,
         application_id: 'app_alice123',
         environment: 'development',
-        accounts: [expect.objectContaining({ name: 'Checking', type: 'depository', subtype: 'checking', last_four: expect.any(String) }), expect.objectContaining({ subtype: 'savings' })],
+        accounts: [
+          expect.objectContaining({
+            name: 'Checking',
+            type: 'depository',
+            subtype: 'checking',
+            last_four: expect.any(String),
+          }),
+          expect.objectContaining({ subtype: 'savings' }),
+        ],
       },
     })
     const id = res.id
@@ -136,13 +188,18 @@ describe('banking-data provider', () => {
     // A data source, not a channel: notifications skip it; its test checks the token still works.
     const profileKey = await alice.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
     const profile = await alice.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: profileKey.id } })
-    expect((await s.berth.services.integrations.targetsFor(aliceId, profile.id)).map((t) => t.type)).not.toContain('bankprovider')
+    expect((await s.berth.services.integrations.targetsFor(aliceId, profile.id)).map((t) => t.type)).not.toContain(
+      'bankprovider',
+    )
     const test = await alice.integrations.test({ params: { id } })
     expect(test).toMatchObject({ status: 'succeeded', response_status: 200 })
     bank.revoke(payload.accessToken)
     const refused = await failure(alice.integrations.test({ params: { id } }))
     expect(refused.status).toBe(502)
-    expect(refused).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 403 } } })
+    expect(refused).toMatchObject({
+      code: 'BAD_GATEWAY',
+      details: { delivery: { status: 'failed', response_status: 403 } },
+    })
     expect((await alice.integrations.get({ params: { id } })).status).toBe('needs_reconnect')
 
     // Another caller's integration is 404 everywhere and absent from their list.
@@ -171,7 +228,15 @@ describe('banking-data provider', () => {
       bank.fail({ status: 503 })
       const down = await failure(connectBank(payload))
       expect(down.status).toBe(502)
-      expect(down).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'bankprovider', reason: 'unavailable', provider_status: 503, provider_code: 'internal_server_error' } })
+      expect(down).toMatchObject({
+        code: 'BAD_GATEWAY',
+        details: {
+          provider: 'bankprovider',
+          reason: 'unavailable',
+          provider_status: 503,
+          provider_code: 'internal_server_error',
+        },
+      })
 
       bank.fail('hang')
       const t0 = performance.now()
@@ -188,17 +253,27 @@ describe('banking-data provider', () => {
 
     const forged = await failure(connectBank({ ...payload, accessToken: 'token_not_issued_by_the_provider' }))
     expect(forged.status).toBe(502)
-    expect(forged).toMatchObject({ code: 'BAD_GATEWAY', details: { reason: 'unauthorized', provider_status: 403, provider_code: 'invalid_token' } })
+    expect(forged).toMatchObject({
+      code: 'BAD_GATEWAY',
+      details: { reason: 'unauthorized', provider_status: 403, provider_code: 'invalid_token' },
+    })
 
     // A real token, but claimed for another enrollment.
-    const mixed = await failure(connectBank({ ...payload, enrollment: { id: 'enr_someone_else', institution: { name: 'X' } } }))
+    const mixed = await failure(
+      connectBank({ ...payload, enrollment: { id: 'enr_someone_else', institution: { name: 'X' } } }),
+    )
     expect(mixed.status).toBe(400)
     expect(issues(mixed)).toEqual([expect.objectContaining({ path: 'enrollment.id' })])
 
     // Raw: a body missing what the client's types require.
-    const malformed = await rawPost(s, aliceToken, '/v1/integrations/bankprovider/callback', { accessToken: payload.accessToken, enrollment: { id: payload.enrollment.id } })
+    const malformed = await rawPost(s, aliceToken, '/v1/integrations/bankprovider/callback', {
+      accessToken: payload.accessToken,
+      enrollment: { id: payload.enrollment.id },
+    })
     expect(malformed.status).toBe(400)
-    expect(malformed.body.details.issues.map((i) => i.path)).toEqual(expect.arrayContaining(['enrollment.institution', 'user']))
+    expect(malformed.body.details.issues.map((i) => i.path)).toEqual(
+      expect.arrayContaining(['enrollment.institution', 'user']),
+    )
 
     expect(await count()).toBe(start)
     // And once the provider answers again, the same payload connects.
@@ -267,7 +342,13 @@ describe('messenger bot', () => {
 
   it('setup validates the token with the provider; a refused token or a failing provider stores nothing', async () => {
     const { call: alice, bot } = await fresh()
-    expect(await config(alice)).toEqual({ configured: false, integration_id: null, bot: null, webhook: null, claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null } })
+    expect(await config(alice)).toEqual({
+      configured: false,
+      integration_id: null,
+      bot: null,
+      webhook: null,
+      claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null },
+    })
 
     const malformed = await failure(setup(alice, 'not a token'))
     expect(malformed.status).toBe(400)
@@ -276,7 +357,18 @@ describe('messenger bot', () => {
     const stranger = `${bot.id + 1}:AAthis-token-was-never-issued-by-them`
     const refused = await failure(setup(alice, stranger))
     expect(refused.status).toBe(400)
-    expect(refused).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [expect.objectContaining({ location: 'body', path: 'bot_token', message: expect.stringContaining('Unauthorized') })] } })
+    expect(refused).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: {
+        issues: [
+          expect.objectContaining({
+            location: 'body',
+            path: 'bot_token',
+            message: expect.stringContaining('Unauthorized'),
+          }),
+        ],
+      },
+    })
     expect(tg.requests.at(-1)).toEqual({ method: 'getMe', status: 401 })
 
     for (const mode of [{ status: 502 }, 'hang'] as const) {
@@ -284,7 +376,10 @@ describe('messenger bot', () => {
       try {
         const down = await failure(setup(alice, bot.token))
         expect(down.status).toBe(502)
-        expect(down).toMatchObject({ code: 'BAD_GATEWAY', details: { provider: 'messenger', step: 'getMe', reason: 'unavailable' } })
+        expect(down).toMatchObject({
+          code: 'BAD_GATEWAY',
+          details: { provider: 'messenger', step: 'getMe', reason: 'unavailable' },
+        })
       } finally {
         tg.fail(null)
       }
@@ -306,12 +401,20 @@ describe('messenger bot', () => {
       claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null },
     })
     const hook = tg.webhookOf(bot.token)!
-    expect(hook).toEqual({ url: `${s.url}/api/messenger/webhook`, secret_token: expect.stringMatching(/^int_[a-z0-9]+-[a-z0-9]{64}$/), allowed_updates: ['message'] })
+    expect(hook).toEqual({
+      url: `${s.url}/api/messenger/webhook`,
+      secret_token: expect.stringMatching(/^int_[a-z0-9]+-[a-z0-9]{64}$/),
+      allowed_updates: ['message'],
+    })
     expect(hook.secret_token!.startsWith(`${res.integration_id}-`)).toBe(true)
 
     const list = await messengers(alice)
     expect(list.total).toBe(1)
-    expect(list.integrations[0]).toMatchObject({ id: res.integration_id, type: 'messenger', config: { bot_token: SECRET_MASK, bot_username: 'alice_berth_bot', chat_id: null } })
+    expect(list.integrations[0]).toMatchObject({
+      id: res.integration_id,
+      type: 'messenger',
+      config: { bot_token: SECRET_MASK, bot_username: 'alice_berth_bot', chat_id: null },
+    })
     expect(await config(bob)).toMatchObject({ configured: false })
 
     // Setting the same bot up again rotates the secret: the old one stops working.
@@ -332,7 +435,12 @@ describe('messenger bot', () => {
     expect((await failure(alice.integrations.test({ params: { id } }))).status).toBe(502)
 
     const issued = await alice.integrations.messenger.claim()
-    expect(issued).toEqual({ code: expect.stringMatching(/^BERTH-[A-Z0-9]{8}$/), expires_at: new Date(s.clock.now() + 10 * 60_000).toISOString(), bot_username: 'alice_berth_bot', instructions: expect.stringContaining('@alice_berth_bot') })
+    expect(issued).toEqual({
+      code: expect.stringMatching(/^BERTH-[A-Z0-9]{8}$/),
+      expires_at: new Date(s.clock.now() + 10 * 60_000).toISOString(),
+      bot_username: 'alice_berth_bot',
+      instructions: expect.stringContaining('@alice_berth_bot'),
+    })
     const code = issued.code
     expect((await config(alice)).claim.pending_code_expires_at).toBe(issued.expires_at)
 
@@ -340,14 +448,26 @@ describe('messenger bot', () => {
     const claimed = await tg.sendUpdate(bot.token, { chat, text: `/start ${code.toLowerCase()}` })
     expect(claimed.status).toBe(200)
     expect(JSON.parse(claimed.body)).toEqual({ ok: true })
-    expect(botSaid(chat.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('now connected'), reply_to_message_id: claimed.update.message.message_id })])
-    expect((await config(alice)).claim).toEqual({ claimed: true, chat: { id: chat.id, type: 'private', title: 'ada' }, claimed_at: expect.any(String), pending_code_expires_at: null })
+    expect(botSaid(chat.id, mark)).toEqual([
+      expect.objectContaining({
+        text: expect.stringContaining('now connected'),
+        reply_to_message_id: claimed.update.message.message_id,
+      }),
+    ])
+    expect((await config(alice)).claim).toEqual({
+      claimed: true,
+      chat: { id: chat.id, type: 'private', title: 'ada' },
+      claimed_at: expect.any(String),
+      pending_code_expires_at: null,
+    })
 
     // The same code from another chat: refused with a reply, the binding stays.
     const intruder = tg.chat({ first_name: 'Mallory', username: 'mallory' })
     mark = tg.sent.length
     expect((await tg.sendUpdate(bot.token, { chat: intruder, text: code })).status).toBe(200)
-    expect(botSaid(intruder.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('already used') })])
+    expect(botSaid(intruder.id, mark)).toEqual([
+      expect.objectContaining({ text: expect.stringContaining('already used') }),
+    ])
     expect((await config(alice)).claim.chat?.id).toBe(chat.id)
 
     // Unknown and expired codes: refused too.
@@ -356,7 +476,10 @@ describe('messenger bot', () => {
     const late = await claimCode(alice)
     s.clock.advance(10 * 60_000 + 1000)
     await tg.sendUpdate(bot.token, { chat: intruder, text: late })
-    expect(botSaid(intruder.id, mark).map((m) => m.text)).toEqual([expect.stringContaining('not valid or has expired'), expect.stringContaining('not valid or has expired')])
+    expect(botSaid(intruder.id, mark).map((m) => m.text)).toEqual([
+      expect.stringContaining('not valid or has expired'),
+      expect.stringContaining('not valid or has expired'),
+    ])
     expect((await config(alice)).claim.chat?.id).toBe(chat.id)
 
     // Other messages are acknowledged, unanswered; a redelivered update is not acted on twice.
@@ -373,7 +496,9 @@ describe('messenger bot', () => {
     await tg.sendUpdate(bot.token, { chat, text: await claimCode(alice) })
     mark = tg.sent.length
     expect(await alice.integrations.test({ params: { id } })).toMatchObject({ status: 'succeeded' })
-    expect(botSaid(chat.id, mark)).toEqual([expect.objectContaining({ text: expect.stringContaining('test notification') })])
+    expect(botSaid(chat.id, mark)).toEqual([
+      expect.objectContaining({ text: expect.stringContaining('test notification') }),
+    ])
     expect((await config(alice)).webhook?.last_update_at).not.toBeNull()
   })
 
@@ -385,13 +510,24 @@ describe('messenger bot', () => {
     const requestsBefore = tg.requests.length
     const other = tg.chat()
     const id = before.integration_id!
-    for (const secretToken of [null, '', 'wrong', `${id}-${'0'.repeat(64)}`, `int_zzzzzzzzzzzzzzzzzzzz-${'0'.repeat(64)}`, `${tg.webhookOf(bot.token)!.secret_token}x`]) {
+    for (const secretToken of [
+      null,
+      '',
+      'wrong',
+      `${id}-${'0'.repeat(64)}`,
+      `int_zzzzzzzzzzzzzzzzzzzz-${'0'.repeat(64)}`,
+      `${tg.webhookOf(bot.token)!.secret_token}x`,
+    ]) {
       const res = await tg.sendUpdate(bot.token, { chat: other, text: code }, { secretToken })
       expect(res.status, String(secretToken)).toBe(401)
       expect(JSON.parse(res.body)).toMatchObject({ code: 'UNAUTHORIZED' })
     }
     // Not even a malformed body is read without the token.
-    const garbage = await fetch(`${s.url}/api/messenger/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'wrong' }, body: '{"' })
+    const garbage = await fetch(`${s.url}/api/messenger/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': 'wrong' },
+      body: '{"',
+    })
     expect(garbage.status).toBe(401)
     expect(tg.sent.length).toBe(sentBefore)
     expect(tg.requests.length).toBe(requestsBefore)
@@ -401,14 +537,27 @@ describe('messenger bot', () => {
     expect((await config(alice)).claim.chat?.id).toBe(other.id)
     await tg.sendUpdate(bot.token, { chat, text: await claimCode(alice) })
     // With the token, a body that is not an update is a 400.
-    const bad = await fetch(`${s.url}/api/messenger/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': tg.webhookOf(bot.token)!.secret_token! }, body: '{"update_id":"x"}' })
+    const bad = await fetch(`${s.url}/api/messenger/webhook`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-telegram-bot-api-secret-token': tg.webhookOf(bot.token)!.secret_token!,
+      },
+      body: '{"update_id":"x"}',
+    })
     expect(bad.status).toBe(400)
   })
 
-  it('a PATCH cannot move the claimed chat or replace the bot token; scope and enabled are the caller\'s', async () => {
+  it("a PATCH cannot move the claimed chat or replace the bot token; scope and enabled are the caller's", async () => {
     const { call: alice, chat, id } = await fresh({ claimed: true })
-    const patched = await alice.integrations.update({ params: { id }, body: { config: { bot_token: 'x', chat_id: 999, note: 'mine' }, enabled: false } })
-    expect(patched).toMatchObject({ enabled: false, config: { bot_token: SECRET_MASK, chat_id: chat.id, bot_username: 'alice_berth_bot' } })
+    const patched = await alice.integrations.update({
+      params: { id },
+      body: { config: { bot_token: 'x', chat_id: 999, note: 'mine' }, enabled: false },
+    })
+    expect(patched).toMatchObject({
+      enabled: false,
+      config: { bot_token: SECRET_MASK, chat_id: chat.id, bot_username: 'alice_berth_bot' },
+    })
     expect((await config(alice)).claim.chat?.id).toBe(chat.id)
     expect((await alice.integrations.update({ params: { id }, body: { enabled: true } })).enabled).toBe(true)
     const mark = tg.sent.length
@@ -443,7 +592,11 @@ describe('messenger bot', () => {
     await alice.integrations.delete({ params: { id } })
     expect(tg.webhookOf(bot.token)).toBeNull()
     expect((await config(alice)).configured).toBe(false)
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret }, body: JSON.stringify({ update_id: 1 }) })
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': secret },
+      body: JSON.stringify({ update_id: 1 }),
+    })
     expect(res.status).toBe(401)
     expect((await failure(alice.integrations.messenger.claim())).status).toBe(404)
   })
@@ -464,14 +617,18 @@ describe('the messenger webhook, constant-time', () => {
     try {
       const bot = tg.createBot()
       const { token } = await s.user()
-      const id = (await clientFor(s, token).integrations.messenger.setup({ body: { bot_token: bot.token } })).integration_id!
+      const id = (await clientFor(s, token).integrations.messenger.setup({ body: { bot_token: bot.token } }))
+        .integration_id!
       const unknownId = 'int_zzzzzzzzzzzzzzzzzzzz'
       const trace = async (botId: string) => {
         reads.length = 0
         compares.mockClear()
         const res = await fetch(`${s.url}/api/messenger/webhook`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': `${botId}-${'0'.repeat(64)}` },
+          headers: {
+            'content-type': 'application/json',
+            'x-telegram-bot-api-secret-token': `${botId}-${'0'.repeat(64)}`,
+          },
           body: '{"update_id":1}',
         })
         expect(res.status).toBe(401)
@@ -516,7 +673,9 @@ describe('messenger threads on podman', () => {
   })
 
   it("a playbook run's result posts to the chat; a reply there claims the pb- workspace as a thread and continues its session", async () => {
-    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' } })
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest. [[berth:text Digest ready.]]' },
+    })
     const mark = tg.sent.length
     expect(await t.api.playbooks.run({ params: { id: pb.id } })).toMatchObject({ status: 'started' })
     const result = await vi.waitFor(() => {
@@ -543,7 +702,11 @@ describe('messenger threads on podman', () => {
 
     // The reply comes straight away, while the run's container may still be being released
     // (its conversation saved): the follow-up waits for that and continues the session.
-    const reply = await tg.sendUpdate(bot.token, { chat, text: 'What did I ask first? [[berth:recall]]', replyTo: result.message_id })
+    const reply = await tg.sendUpdate(bot.token, {
+      chat,
+      text: 'What did I ask first? [[berth:recall]]',
+      replyTo: result.message_id,
+    })
     expect(reply.status).toBe(200)
     // Claimed as a thread: the workspace now shows in the list.
     const ws = (await workspaces()).find((w) => w.id === run!.workspace_id)
@@ -558,10 +721,18 @@ describe('messenger threads on podman', () => {
     expect(answer.text).toContain('The first prompt was: Write the digest.')
     const { tasks } = await t.api.tasks.list({ query: { mode: 'session', limit: 100 } })
     const followUp = tasks.find((x) => x.prompt === 'What did I ask first? [[berth:recall]]')
-    expect(followUp).toMatchObject({ status: 'completed', session_id: run!.session_id, workspace_id: run!.workspace_id })
+    expect(followUp).toMatchObject({
+      status: 'completed',
+      session_id: run!.session_id,
+      workspace_id: run!.workspace_id,
+    })
 
     // The follow-up's answer is part of the thread: replying to it continues again.
-    const second = await tg.sendUpdate(bot.token, { chat, text: 'One more. [[berth:text Still here.]]', replyTo: answer.message_id })
+    const second = await tg.sendUpdate(bot.token, {
+      chat,
+      text: 'One more. [[berth:text Still here.]]',
+      replyTo: answer.message_id,
+    })
     const again = await vi.waitFor(() => {
       const m = tg.sent.find((x) => x.reply_to_message_id === second.update.message.message_id)
       if (!m) throw new Error('no second result yet')

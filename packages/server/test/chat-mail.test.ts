@@ -8,7 +8,12 @@
  * needs reconnection → disconnect; and the refusals: forged, replayed and expired states,
  * and chat events with bad signatures, stale timestamps or missing headers.
  */
-import { startFakeChatProvider, startFakeMailProvider, type FakeChatProvider, type FakeMailProvider } from '@berth/testkit/providers'
+import {
+  startFakeChatProvider,
+  startFakeMailProvider,
+  type FakeChatProvider,
+  type FakeMailProvider,
+} from '@berth/testkit/providers'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { BerthClient, BerthError } from '@berth/client'
 import { clientFor, failure, startServer, type TestServer } from './helpers.js'
@@ -16,7 +21,11 @@ import { sweep } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 
 /** An error answer read raw (a browser's callback is no client call). */
-type ErrorBody = { code: string; error: string; details: { issues: { location: string; path: string; message: string }[] } }
+type ErrorBody = {
+  code: string
+  error: string
+  details: { issues: { location: string; path: string; message: string }[] }
+}
 type Type = 'chatprovider' | 'mailprovider'
 const HOUR = 3_600_000
 const MASK = '••••••••'
@@ -31,9 +40,11 @@ async function storageDump(s: TestServer): Promise<string> {
 /** A caller's typed client; every response text is kept in `seen` (to scan for token plaintext). */
 const client = (s: TestServer, token: string, seen: string[]): BerthClient => clientFor(s, token, seen)
 /** The authorize call of a provider's flow, as the caller. */
-const authorize = (api: BerthClient, type: Type, returnPath?: string) => api.request(`integrations.${type}.authorize`, { query: returnPath === undefined ? {} : { returnPath } })
+const authorize = (api: BerthClient, type: Type, returnPath?: string) =>
+  api.request(`integrations.${type}.authorize`, { query: returnPath === undefined ? {} : { returnPath } })
 /** An integration's config as the API shows it (secret fields masked). */
-const configOf = async (api: BerthClient, id: string) => (await api.integrations.get({ params: { id } })).config as Record<string, unknown>
+const configOf = async (api: BerthClient, id: string) =>
+  (await api.integrations.get({ params: { id } })).config as Record<string, unknown>
 /** The delivery of a refused test notification. */
 const deliveryOf = (err: BerthError) => err.details?.delivery as { error: string }
 
@@ -45,10 +56,18 @@ async function consent(authorizeUrl: string): Promise<URL> {
 }
 
 /** Hit a callback as a browser (no Berth credentials unless `token`). */
-async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: ErrorBody | null; text: string }> {
+async function callback(
+  url: URL | string,
+  token?: string,
+): Promise<{ status: number; location: string | null; body: ErrorBody | null; text: string }> {
   const res = await fetch(url, { redirect: 'manual', headers: token ? { authorization: `Bearer ${token}` } : {} })
   const text = await res.text()
-  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as ErrorBody) : null, text }
+  return {
+    status: res.status,
+    location: res.headers.get('location'),
+    body: text ? (JSON.parse(text) as ErrorBody) : null,
+    text,
+  }
 }
 
 /** authorize → consent → callback; the redirect back, parsed. */
@@ -64,7 +83,13 @@ async function connect(api: BerthClient, type: Type, returnPath = '/settings/int
  * Forged, replayed, expired, another flow's and another caller's states are all 400 naming
  * `state`, and nothing is stored; the genuine callback still works, once.
  */
-async function refusesBadStates(s: TestServer, type: Type, owner: { token: string }, other: { token: string }, tokenRequests: () => number) {
+async function refusesBadStates(
+  s: TestServer,
+  type: Type,
+  owner: { token: string },
+  other: { token: string },
+  tokenRequests: () => number,
+) {
   const seen: string[] = []
   const call = client(s, owner.token, seen)
   const total = async (token: string) => (await client(s, token, seen).integrations.list({ query: { type } })).total
@@ -73,7 +98,10 @@ async function refusesBadStates(s: TestServer, type: Type, owner: { token: strin
   const refused = async (url: URL | string, token?: string) => {
     const r = await callback(url, token)
     expect(r.status, r.text).toBe(400)
-    expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state' }] } })
+    expect(r.body).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { issues: [{ location: 'query', path: 'state' }] },
+    })
     return r.body!.details.issues[0]!.message
   }
   const withState = (url: URL, state: string) => {
@@ -85,11 +113,17 @@ async function refusesBadStates(s: TestServer, type: Type, owner: { token: strin
   const cb = await start()
   const [nonce, exp, sig] = cb.searchParams.get('state')!.split('.') as [string, string, string]
   expect(await refused(withState(cb, `${'a'.repeat(32)}.${exp}.${sig}`))).toMatch(/unknown/)
-  expect(await refused(withState(cb, `${nonce}.${exp}.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BB' : 'AA'}`))).toMatch(/signature/)
-  expect(await refused(withState(cb, `${nonce}.${(Number.parseInt(exp, 36) + HOUR).toString(36)}.${sig}`))).toMatch(/signature/)
+  expect(
+    await refused(withState(cb, `${nonce}.${exp}.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BB' : 'AA'}`)),
+  ).toMatch(/signature/)
+  expect(await refused(withState(cb, `${nonce}.${(Number.parseInt(exp, 36) + HOUR).toString(36)}.${sig}`))).toMatch(
+    /signature/,
+  )
   expect(await refused(withState(cb, 'not-a-state'))).toMatch(/malformed/)
   const otherType = type === 'chatprovider' ? 'mailprovider' : 'chatprovider'
-  expect(await refused(new URL(cb.href.replace(`/api/${type}/callback`, `/api/${otherType}/callback`)))).toMatch(/another provider/)
+  expect(await refused(new URL(cb.href.replace(`/api/${type}/callback`, `/api/${otherType}/callback`)))).toMatch(
+    /another provider/,
+  )
   expect(await refused(cb, other.token)).toMatch(/another caller/)
   // None of that used the state up: the owner's browser completes the flow (a reconnect of
   // the same account: no new integration) ...
@@ -118,13 +152,18 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   let bob: { token: string; id: string }
   let seen: string[]
   const events = () => `${s.url}/api/chatprovider/events`
-  const tokenRequests = (grant?: string) => chat.requests.filter((r) => r.path === '/api/oauth.v2.access' && (!grant || r.grant_type === grant))
+  const tokenRequests = (grant?: string) =>
+    chat.requests.filter((r) => r.path === '/api/oauth.v2.access' && (!grant || r.grant_type === grant))
   const posts = () => chat.requests.filter((r) => r.path === '/api/chat.postMessage')
   /** Alice's chatprovider integration, connected through the flow, optionally with a channel set. */
   const connected = async (channel?: string): Promise<string> => {
     const call = client(s, alice.token, seen)
     const { id } = await connect(call, 'chatprovider')
-    if (channel) await call.integrations.update({ params: { id: id! }, body: { config: { ...(await configOf(call, id!)), channel } } })
+    if (channel)
+      await call.integrations.update({
+        params: { id: id! },
+        body: { config: { ...(await configOf(call, id!)), channel } },
+      })
     return id!
   }
 
@@ -161,7 +200,12 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     const { location, id: created, flags } = await connect(call, 'chatprovider', '/settings/integrations?tab=chat#top')
     expect(location.pathname).toBe('/settings/integrations')
     expect(location.hash).toBe('#top')
-    expect(flags).toEqual({ tab: 'chat', integration: 'connected', type: 'chatprovider', id: expect.stringMatching(/^int_[a-z0-9]+$/) })
+    expect(flags).toEqual({
+      tab: 'chat',
+      integration: 'connected',
+      type: 'chatprovider',
+      id: expect.stringMatching(/^int_[a-z0-9]+$/),
+    })
     const id = created!
     expect(tokenRequests('authorization_code').map((r) => r.status)).toEqual([200])
 
@@ -187,11 +231,18 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
       created_at: expect.any(String),
       updated_at: expect.any(String),
     })
-    expect(await call.integrations.list({ query: { type: 'chatprovider' } })).toMatchObject({ total: 1, integrations: [{ id }] })
+    expect(await call.integrations.list({ query: { type: 'chatprovider' } })).toMatchObject({
+      total: 1,
+      integrations: [{ id }],
+    })
     expect((await failure(client(s, bob.token, seen).integrations.get({ params: { id } }))).status).toBe(404)
     expect((await client(s, bob.token, seen).integrations.list()).total).toBe(0)
     // Created only through the flow (raw: the client's types do not offer this type).
-    const direct = await s.request('/v1/integrations', { method: 'POST', token: alice.token, json: { type: 'chatprovider', config: { channel: '#general' } } })
+    const direct = await s.request('/v1/integrations', {
+      method: 'POST',
+      token: alice.token,
+      json: { type: 'chatprovider', config: { channel: '#general' } },
+    })
     expect(direct.status).toBe(400)
     expect(((await direct.json()) as ErrorBody).details.issues[0]).toMatchObject({ path: 'type' })
 
@@ -202,31 +253,68 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     expect(everything).not.toContain(chat.clientSecret)
   })
 
-  it('the test notification: 502 with the delivery until a channel is set, 502 with the provider\'s error, then posted', async () => {
+  it("the test notification: 502 with the delivery until a channel is set, 502 with the provider's error, then posted", async () => {
     const id = await connected()
     const call = client(s, alice.token, seen)
     const test = () => call.integrations.test({ params: { id } })
     const unset = await failure(test())
     expect(unset.status).toBe(502)
-    expect(unset).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', error: expect.stringMatching(/no channel is set/) } } })
+    expect(unset).toMatchObject({
+      code: 'BAD_GATEWAY',
+      details: { delivery: { status: 'failed', error: expect.stringMatching(/no channel is set/) } },
+    })
 
     // A PATCH sets the channel; the fields the flow owns keep their values whatever it sends.
-    const patched = await call.integrations.update({ params: { id }, body: { config: { channel: '#nowhere', team_id: 'T0EVIL', access_token: 'xoxb-mine' } } })
-    expect(patched.config).toMatchObject({ channel: '#nowhere', team_id: 'T0ACME', access_token: MASK, refresh_token: MASK })
-    const invalid = await failure(call.integrations.update({ params: { id }, body: { config: { channel: 'not a channel!' } } }))
+    const patched = await call.integrations.update({
+      params: { id },
+      body: { config: { channel: '#nowhere', team_id: 'T0EVIL', access_token: 'xoxb-mine' } },
+    })
+    expect(patched.config).toMatchObject({
+      channel: '#nowhere',
+      team_id: 'T0ACME',
+      access_token: MASK,
+      refresh_token: MASK,
+    })
+    const invalid = await failure(
+      call.integrations.update({ params: { id }, body: { config: { channel: 'not a channel!' } } }),
+    )
     expect(invalid.status).toBe(400)
     expect((invalid.details!.issues as unknown[])[0]).toMatchObject({ location: 'body', path: 'config.channel' })
 
     const missing = await failure(test())
     expect(missing.status).toBe(502)
-    expect(missing).toMatchObject({ code: 'BAD_GATEWAY', details: { delivery: { status: 'failed', response_status: 200, error: 'the chat provider refused the message: channel_not_found' } } })
+    expect(missing).toMatchObject({
+      code: 'BAD_GATEWAY',
+      details: {
+        delivery: {
+          status: 'failed',
+          response_status: 200,
+          error: 'the chat provider refused the message: channel_not_found',
+        },
+      },
+    })
     expect(posts().at(-1)).toMatchObject({ status: 200, error: 'channel_not_found' })
 
-    await call.integrations.update({ params: { id }, body: { config: { ...(patched.config as Record<string, unknown>), channel: '#alerts' } } })
+    await call.integrations.update({
+      params: { id },
+      body: { config: { ...(patched.config as Record<string, unknown>), channel: '#alerts' } },
+    })
     const ok = await test()
-    expect(ok).toMatchObject({ integration_id: id, event: 'integration.test', status: 'succeeded', response_status: 200 })
+    expect(ok).toMatchObject({
+      integration_id: id,
+      event: 'integration.test',
+      status: 'succeeded',
+      response_status: 200,
+    })
     expect(chat.messages).toEqual([
-      { channel: 'C0ALERTS', text: '*Berth: test notification*\nThis is a test notification: the integration works.', blocks: null, thread_ts: null, ts: expect.any(String), team_id: 'T0ACME' },
+      {
+        channel: 'C0ALERTS',
+        text: '*Berth: test notification*\nThis is a test notification: the integration works.',
+        blocks: null,
+        thread_ts: null,
+        ts: expect.any(String),
+        team_id: 'T0ACME',
+      },
     ])
     const deliveries = await call.integrations.deliveries({ params: { id } })
     expect(deliveries.deliveries.map((d) => d.status)).toEqual(['succeeded', 'failed', 'failed'])
@@ -239,9 +327,15 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     const posted = posts().length
     s.clock.advance(13 * HOUR)
     await call.integrations.test({ params: { id } })
-    expect(tokenRequests('refresh_token').map((r) => ({ status: r.status, error: r.error }))).toEqual([{ status: 200, error: undefined }])
+    expect(tokenRequests('refresh_token').map((r) => ({ status: r.status, error: r.error }))).toEqual([
+      { status: 200, error: undefined },
+    ])
     // Refreshed before posting: one post, with the new token (the old one would have been refused as token_expired).
-    expect(posts().slice(posted).map((r) => r.error ?? 'ok')).toEqual(['ok'])
+    expect(
+      posts()
+        .slice(posted)
+        .map((r) => r.error ?? 'ok'),
+    ).toEqual(['ok'])
     expect(chat.messages).toHaveLength(1)
     const after = await configOf(call, id)
     expect(Date.parse(after.expires_at as string)).toBe(s.clock.now() + 12 * HOUR)
@@ -259,14 +353,21 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     chat.failNext('invalid_auth')
     const api = client(s, alice.token, seen)
     expect(await api.integrations.test({ params: { id } })).toMatchObject({ status: 'succeeded' })
-    expect(posts().slice(-2).map((r) => r.error)).toEqual(['invalid_auth', undefined])
+    expect(
+      posts()
+        .slice(-2)
+        .map((r) => r.error),
+    ).toEqual(['invalid_auth', undefined])
     expect(tokenRequests('refresh_token').map((r) => r.status)).toEqual([200])
     expect((await api.integrations.get({ params: { id } })).status).toBe('connected')
   })
 
   it('records signed events: url_verification answered, an app mention recorded once (retries too) and listed', async () => {
     const id = await connected()
-    const challenge = await chat.sendEvent(events(), chat.urlVerification('3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P'))
+    const challenge = await chat.sendEvent(
+      events(),
+      chat.urlVerification('3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P'),
+    )
     expect(challenge.status).toBe(200)
     expect(await challenge.json()).toEqual({ challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' })
 
@@ -287,7 +388,17 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     expect(list).toEqual({
       total: 2,
       events: [
-        { event_id: expect.any(String), type: 'message', subtype: null, channel: 'C0ALERTS', user: 'U0ALICE', text: 'lunch?', mentions_bot: false, event_time: expect.any(String), received_at: expect.any(String) },
+        {
+          event_id: expect.any(String),
+          type: 'message',
+          subtype: null,
+          channel: 'C0ALERTS',
+          user: 'U0ALICE',
+          text: 'lunch?',
+          mentions_bot: false,
+          event_time: expect.any(String),
+          received_at: expect.any(String),
+        },
         {
           event_id: (mention as { event_id: string }).event_id,
           type: 'app_mention',
@@ -320,16 +431,36 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     }
     expect(await refused(await chat.sendEvent(events(), ev, { secret: 'not-the-signing-secret' }))).toMatch(/signature/)
     // A signature of another body (the body was tampered with on the way).
-    expect(await refused(await chat.sendEvent(events(), ev, { signature: chat.signatureHeaders(JSON.stringify({ ...ev, team_id: 'T0X' }))['x-signature'] }))).toMatch(/signature/)
+    expect(
+      await refused(
+        await chat.sendEvent(events(), ev, {
+          signature: chat.signatureHeaders(JSON.stringify({ ...ev, team_id: 'T0X' }))['x-signature'],
+        }),
+      ),
+    ).toMatch(/signature/)
     expect(await refused(await chat.sendEvent(events(), ev, { signature: 'v0=' }))).toMatch(/signature/)
     expect(await refused(await chat.sendEvent(events(), ev, { timestamp: now - 301 }))).toMatch(/5 minutes/)
     expect(await refused(await chat.sendEvent(events(), ev, { timestamp: now + 301 }))).toMatch(/5 minutes/)
     expect(await refused(await chat.sendEvent(events(), ev, { omit: ['x-signature'] }))).toMatch(/required/)
     expect(await refused(await chat.sendEvent(events(), ev, { omit: ['x-request-timestamp'] }))).toMatch(/required/)
     const body = JSON.stringify(ev)
-    expect(await refused(await fetch(events(), { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-timestamp': 'yesterday', 'x-signature': chat.signatureHeaders(body)['x-signature'] }, body }))).toMatch(/5 minutes/)
+    expect(
+      await refused(
+        await fetch(events(), {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-request-timestamp': 'yesterday',
+            'x-signature': chat.signatureHeaders(body)['x-signature'],
+          },
+          body,
+        }),
+      ),
+    ).toMatch(/5 minutes/)
     // A challenge is not echoed without a good signature either.
-    expect(await refused(await chat.sendEvent(events(), chat.urlVerification('abc'), { secret: 'forged' }))).toMatch(/signature/)
+    expect(await refused(await chat.sendEvent(events(), chat.urlVerification('abc'), { secret: 'forged' }))).toMatch(
+      /signature/,
+    )
     expect(await recorded()).toBe(before)
     // Within the window (299 s old) and signed: accepted.
     const fine = await chat.sendEvent(events(), ev, { timestamp: now - 299 })
@@ -340,7 +471,9 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
   it('without a signing secret configured, every event is refused', async () => {
     const bare = await startServer()
     try {
-      const res = await chat.sendEvent(`${bare.url}/api/chatprovider/events`, chat.urlVerification('abc'), { timestamp: Math.floor(bare.clock.now() / 1000) })
+      const res = await chat.sendEvent(`${bare.url}/api/chatprovider/events`, chat.urlVerification('abc'), {
+        timestamp: Math.floor(bare.clock.now() / 1000),
+      })
       expect(res.status).toBe(401)
       const u = await bare.user()
       const auth = await failure(authorize(clientFor(bare, u.token), 'chatprovider'))
@@ -370,7 +503,10 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     chat.revokeAll()
     const res = await failure(call.integrations.test({ params: { id } }))
     expect(res.status).toBe(502)
-    expect(deliveryOf(res)).toMatchObject({ status: 'failed', error: expect.stringMatching(/token_revoked.*needs reconnecting/) })
+    expect(deliveryOf(res)).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/token_revoked.*needs reconnecting/),
+    })
     expect(posts().at(-1)!.error).toBe('token_revoked')
     expect(tokenRequests('refresh_token').at(-1)).toMatchObject({ status: 200, error: 'invalid_refresh_token' })
     expect((await call.integrations.get({ params: { id } })).status).toBe('needs_reconnect')
@@ -393,7 +529,10 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
 
   it('disconnect deletes the integration, its events and revokes the grant at the provider; a repeat is 404', async () => {
     const id = await connected()
-    expect(await (await chat.sendEvent(events(), chat.messageEvent('recorded first'))).json()).toEqual({ ok: true, recorded: 1 })
+    expect(await (await chat.sendEvent(events(), chat.messageEvent('recorded first'))).json()).toEqual({
+      ok: true,
+      recorded: 1,
+    })
     const call = client(s, alice.token, seen)
     const grants = chat.activeGrants()
     expect(grants).toBe(1)
@@ -408,7 +547,10 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     const keys = await s.berth.storage.getKeys()
     expect(keys.filter((k) => k.includes(id))).toEqual([])
     // Events for the workspace now reach nobody.
-    expect(await (await chat.sendEvent(events(), chat.messageEvent('anyone?'))).json()).toEqual({ ok: true, recorded: 0 })
+    expect(await (await chat.sendEvent(events(), chat.messageEvent('anyone?'))).json()).toEqual({
+      ok: true,
+      recorded: 0,
+    })
     const everything = [...seen, await storageDump(s)].join('\n')
     for (const t of chat.issuedTokens()) expect(everything).not.toContain(t)
   })
@@ -420,12 +562,15 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   let clock: TestServer['clock'] | undefined
   const seen: string[] = []
   let call: BerthClient
-  const tokenRequests = (grant?: string) => mail.requests.filter((r) => r.path === '/token' && (!grant || r.grant_type === grant))
+  const tokenRequests = (grant?: string) =>
+    mail.requests.filter((r) => r.path === '/token' && (!grant || r.grant_type === grant))
   const sends = () => mail.requests.filter((r) => r.path === '/gmail/v1/users/me/messages/send')
 
   beforeAll(async () => {
     mail = await startFakeMailProvider({ now: () => clock!.now() })
-    t = await taskServer('podman', { berth: { mailProvider: mail.config(), notifications: { attempts: 2, backoffMs: 100, timeoutMs: 5000 } } })
+    t = await taskServer('podman', {
+      berth: { mailProvider: mail.config(), notifications: { attempts: 2, backoffMs: 100, timeoutMs: 5000 } },
+    })
     clock = t.s.clock
     call = client(t.s, t.token, seen)
   })
@@ -437,7 +582,8 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   // Each test connects its own integration and counts the provider's traffic from its own
   // start; what it connected goes after it, so no test hears another's notifications.
   afterEach(async () => {
-    for (const i of (await call.integrations.list({ query: { type: 'mailprovider' } })).integrations) await call.integrations.delete({ params: { id: (i as { id: string }).id } })
+    for (const i of (await call.integrations.list({ query: { type: 'mailprovider' } })).integrations)
+      await call.integrations.delete({ params: { id: (i as { id: string }).id } })
   })
   const connected = async (): Promise<string> => (await connect(call, 'mailprovider', '/')).id!
 
@@ -462,7 +608,9 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     expect(flags).toMatchObject({ integration: 'connected', type: 'mailprovider' })
     const id = created!
     // The code exchange carried the PKCE verifier the fake checked.
-    expect(tokenRequests('authorization_code').slice(exchanges)).toEqual([expect.objectContaining({ status: 200, pkce: true })])
+    expect(tokenRequests('authorization_code').slice(exchanges)).toEqual([
+      expect.objectContaining({ status: 200, pkce: true }),
+    ])
     const one = await call.integrations.get({ params: { id } })
     expect(one).toMatchObject({
       type: 'mailprovider',
@@ -487,16 +635,32 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
   it('a completed task is mailed through the send API from the mailbox to the recipients', async () => {
     const id = await connected()
     const sent = mail.sent.length
-    const patched = await call.integrations.update({ params: { id }, body: { config: { recipients: ['ops@example.test', mail.user.email], email: 'evil@example.test' } } })
-    expect(patched.config).toMatchObject({ recipients: ['ops@example.test', mail.user.email], email: mail.user.email, access_token: MASK })
+    const patched = await call.integrations.update({
+      params: { id },
+      body: { config: { recipients: ['ops@example.test', mail.user.email], email: 'evil@example.test' } },
+    })
+    expect(patched.config).toMatchObject({
+      recipients: ['ops@example.test', mail.user.email],
+      email: mail.user.email,
+      access_token: MASK,
+    })
 
     const task = await t.run({ prompt: 'Report. [[berth:text All green: 3 checks passed, über gut.]]' })
     expect(task.status).toBe('completed')
     await vi.waitFor(() => expect(mail.sent.slice(sent)).toHaveLength(1), 15_000)
     const m = mail.sent[sent]!
-    expect(m).toMatchObject({ from: mail.user.email, to: ['ops@example.test', mail.user.email], subject: `Berth: task ${task.task_id} completed` })
+    expect(m).toMatchObject({
+      from: mail.user.email,
+      to: ['ops@example.test', mail.user.email],
+      subject: `Berth: task ${task.task_id} completed`,
+    })
     // A MIME charset name is case-insensitive (RFC 2045); nodemailer writes it in lower case.
-    expect(m.headers).toMatchObject({ from: mail.user.email, 'x-berth-event': 'task.completed', 'x-berth-delivery': expect.stringMatching(/^ntf_/), 'content-type': expect.stringMatching(/^text\/plain; charset=utf-8$/i) })
+    expect(m.headers).toMatchObject({
+      from: mail.user.email,
+      'x-berth-event': 'task.completed',
+      'x-berth-delivery': expect.stringMatching(/^ntf_/),
+      'content-type': expect.stringMatching(/^text\/plain; charset=utf-8$/i),
+    })
     expect(m.text).toContain('All green: 3 checks passed, über gut.')
     expect(m.text).toContain(task.task_id)
     const deliveries = await vi.waitFor(async () => {
@@ -504,7 +668,12 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
       expect(d).toHaveLength(1)
       return d
     }, 15_000)
-    expect(deliveries[0]).toMatchObject({ event: 'task.completed', status: 'succeeded', response_status: 200, attempt: 1 })
+    expect(deliveries[0]).toMatchObject({
+      event: 'task.completed',
+      status: 'succeeded',
+      response_status: 200,
+      attempt: 1,
+    })
   })
 
   it('refreshes the expired access token with the refresh token (kept, not rotated) before sending', async () => {
@@ -513,8 +682,16 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     const [refreshes, sent] = [tokenRequests('refresh_token').length, sends().length]
     t.s.clock.advance(2 * HOUR)
     expect(await call.integrations.test({ params: { id } })).toMatchObject({ status: 'succeeded' })
-    expect(tokenRequests('refresh_token').slice(refreshes).map((r) => r.status)).toEqual([200])
-    expect(sends().slice(sent).map((r) => r.status)).toEqual([200])
+    expect(
+      tokenRequests('refresh_token')
+        .slice(refreshes)
+        .map((r) => r.status),
+    ).toEqual([200])
+    expect(
+      sends()
+        .slice(sent)
+        .map((r) => r.status),
+    ).toEqual([200])
     expect(mail.sent.at(-1)!.subject).toBe('Berth: test notification')
     const config = await configOf(call, id)
     expect(Date.parse(config.expires_at as string)).toBe(t.s.clock.now() + 3599_000)
@@ -540,7 +717,9 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
     expect(tokenRequests('refresh_token').at(-1)!.status).toBe(400)
     expect((await call.integrations.get({ params: { id } })).status).toBe('needs_reconnect')
     expect(mail.sent.length).toBe(sent)
-    expect(t.s.logs.some((l) => l.includes('"level":"warn"') && l.includes('notification not delivered') && l.includes(id))).toBe(true)
+    expect(
+      t.s.logs.some((l) => l.includes('"level":"warn"') && l.includes('notification not delivered') && l.includes(id)),
+    ).toBe(true)
 
     // The next one fails at once, without the provider.
     const calls = mail.requests.length
@@ -552,12 +731,24 @@ describe('mail provider (Gmail-shaped fake), notified by a real task on podman',
 
   it('refuses forged, replayed, expired, other-flow and other-caller states with nothing stored', async () => {
     const id = await connected()
-    await call.integrations.update({ params: { id }, body: { config: { recipients: ['ops@example.test', mail.user.email] } } })
+    await call.integrations.update({
+      params: { id },
+      body: { config: { recipients: ['ops@example.test', mail.user.email] } },
+    })
     mail.revokeAll()
     const other = await t.s.user('Bob')
     // The genuine callback inside reconnects the revoked mailbox (the same integration, settings kept).
-    await refusesBadStates(t.s, 'mailprovider', { token: t.token }, other, () => tokenRequests('authorization_code').length)
-    expect(await call.integrations.get({ params: { id } })).toMatchObject({ status: 'connected', config: { recipients: ['ops@example.test', mail.user.email] } })
+    await refusesBadStates(
+      t.s,
+      'mailprovider',
+      { token: t.token },
+      other,
+      () => tokenRequests('authorization_code').length,
+    )
+    expect(await call.integrations.get({ params: { id } })).toMatchObject({
+      status: 'connected',
+      config: { recipients: ['ops@example.test', mail.user.email] },
+    })
   })
 
   it('disconnect deletes the integration and revokes the grant at the provider; a repeat is 404', async () => {

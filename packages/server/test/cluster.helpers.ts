@@ -14,7 +14,14 @@ import { randomBytes } from 'node:crypto'
 import { createStorage } from 'unstorage'
 import { localRuntime } from '@berth/adapter-local'
 import { memoryCoordination, memoryHub, silentLogger, type Coordination, type Store } from '@berth/core'
-import { createBerth, createCoordination, redisStore, unstorageStore, type Berth, type BerthOptions } from '@berth/server'
+import {
+  createBerth,
+  createCoordination,
+  redisStore,
+  unstorageStore,
+  type Berth,
+  type BerthOptions,
+} from '@berth/server'
 import type { BerthClient } from '@berth/client'
 import type { LocalRedis } from '@berth/testkit'
 import { ADMIN_TOKEN, clientFor } from './helpers.js'
@@ -121,7 +128,11 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
         const baseDir = mkdtempSync(join(tmpdir(), 'berth-cluster-local-'))
         const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: opts.local.sandbox })
         const pool = uniquePoolName(`cluster-${i}`)
-        runtime = { runtime: rt, pool: { image: 'local', min: 0, max: opts.local.maxes[i]!, name: pool }, runner: { bundleDir: RUNNER_BUNDLE } }
+        runtime = {
+          runtime: rt,
+          pool: { image: 'local', min: 0, max: opts.local.maxes[i]!, name: pool },
+          runner: { bundleDir: RUNNER_BUNDLE },
+        }
         cleanups.push(async () => {
           await Promise.all((await onEngine(rt, pool)).map((c) => rt.remove(c.id)))
           rmSync(baseDir, { recursive: true, force: true })
@@ -190,10 +201,15 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
 }
 
 /** A user of the cluster with a stub credential and a Bash profile, made on the first instance (the store is shared). */
-export async function agentUser(cluster: Cluster, name = 'Agent user'): Promise<{ token: string; id: string; profileId: string }> {
+export async function agentUser(
+  cluster: Cluster,
+  name = 'Agent user',
+): Promise<{ token: string; id: string; profileId: string }> {
   const user = await cluster.user(name)
   const api = cluster.instances[0]!.client(user.token)
   const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-  const profile = await api.profiles.create({ body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] } })
+  const profile = await api.profiles.create({
+    body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] },
+  })
   return { ...user, profileId: profile.id }
 }

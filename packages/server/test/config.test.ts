@@ -7,7 +7,20 @@ import { SETTINGS, configFromEnv } from '@berth/server'
 
 it('reads the embedded defaults and every variable, refusing values that cannot be right', () => {
   const d = configFromEnv({})
-  expect(d).toMatchObject({ port: 3000, host: '127.0.0.1', storage: 'fs', runtime: 'auto', runner: 'bundle', rateRpm: 60, rateBurst: 10, concurrency: 5, poolMin: 0, poolMax: 20, smtp: undefined, allowPrivateWebhooks: false })
+  expect(d).toMatchObject({
+    port: 3000,
+    host: '127.0.0.1',
+    storage: 'fs',
+    runtime: 'auto',
+    runner: 'bundle',
+    rateRpm: 60,
+    rateBurst: 10,
+    concurrency: 5,
+    poolMin: 0,
+    poolMax: 20,
+    smtp: undefined,
+    allowPrivateWebhooks: false,
+  })
   const c = configFromEnv({
     PORT: '8080',
     BERTH_SMTP_URL: 'smtp://mailer:p%40ss@mail.internal:2525',
@@ -19,9 +32,18 @@ it('reads the embedded defaults and every variable, refusing values that cannot 
     port: 8080,
     runner: 'image',
     allowPrivateWebhooks: true,
-    smtp: { host: 'mail.internal', port: 2525, secure: false, auth: { user: 'mailer', pass: 'p@ss' }, from: 'Berth <berth@example.com>' },
+    smtp: {
+      host: 'mail.internal',
+      port: 2525,
+      secure: false,
+      auth: { user: 'mailer', pass: 'p@ss' },
+      from: 'Berth <berth@example.com>',
+    },
   })
-  expect(configFromEnv({ BERTH_SMTP_URL: 'smtps://relay', BERTH_SMTP_FROM: 'a@b.c' }).smtp).toMatchObject({ port: 465, secure: true })
+  expect(configFromEnv({ BERTH_SMTP_URL: 'smtps://relay', BERTH_SMTP_FROM: 'a@b.c' }).smtp).toMatchObject({
+    port: 465,
+    secure: true,
+  })
   for (const [env, message] of [
     [{ PORT: 'eighty' }, /PORT/],
     [{ BERTH_POOL_MIN: '5', BERTH_POOL_MAX: '2' }, /BERTH_POOL_MIN/],
@@ -35,7 +57,7 @@ it('reads the embedded defaults and every variable, refusing values that cannot 
   }
 })
 
-it('derives a self-hosted Git instance\'s endpoints from its web address; explicit URLs win; BERTH_PUBLIC_URL makes the redirect URIs', () => {
+it("derives a self-hosted Git instance's endpoints from its web address; explicit URLs win; BERTH_PUBLIC_URL makes the redirect URIs", () => {
   const c = configFromEnv({
     BERTH_PUBLIC_URL: 'https://berth.example.com/',
     BERTH_GITHUB_CLIENT_ID: 'gh-id',
@@ -84,34 +106,80 @@ it('derives a self-hosted Git instance\'s endpoints from its web address; explic
   expect(c.mailProvider).toBeUndefined()
   expect(c.bankProvider).toEqual({})
   expect(c.messenger).toEqual({ apiBaseUrl: 'https://bots.example.com', publicUrl: 'https://berth.example.com' })
-  expect(() => configFromEnv({ BERTH_BITBUCKET_CLIENT_ID: 'b', BERTH_BITBUCKET_CLIENT_SECRET: 's', BERTH_BITBUCKET_URL: 'https://bitbucket.example.com' })).toThrow(
-    'BERTH_BITBUCKET_URL is not supported: set BERTH_BITBUCKET_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead',
-  )
+  expect(() =>
+    configFromEnv({
+      BERTH_BITBUCKET_CLIENT_ID: 'b',
+      BERTH_BITBUCKET_CLIENT_SECRET: 's',
+      BERTH_BITBUCKET_URL: 'https://bitbucket.example.com',
+    }),
+  ).toThrow('BERTH_BITBUCKET_URL is not supported: set BERTH_BITBUCKET_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead')
   const pem = join(mkdtempSync(join(tmpdir(), 'berth-config-')), 'client.pem')
   writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
-  expect(() => configFromEnv({ BERTH_BANK_CERT_FILE: pem })).toThrow('BERTH_BANK_CERT_FILE is set but BERTH_BANK_KEY_FILE (bank.keyFile) is not')
-  expect(() => configFromEnv({ BERTH_BANK_CA_FILE: pem })).toThrow('BERTH_BANK_CA_FILE needs BERTH_BANK_CERT_FILE (bank.certFile) and BERTH_BANK_KEY_FILE (bank.keyFile)')
-  expect(configFromEnv({ BERTH_BANK_CERT_FILE: pem, BERTH_BANK_KEY_FILE: pem }).bankProvider.clientCertificate).toEqual({ cert: readFileSync(pem, 'utf8'), key: readFileSync(pem, 'utf8') })
-  expect(() => configFromEnv({ BERTH_GITHUB_CLIENT_ID: 'a', BERTH_GITHUB_CLIENT_SECRET: 'b', BERTH_GITHUB_CA_FILE: '/nonexistent/ca.pem' })).toThrow(/BERTH_GITHUB_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/)
+  expect(() => configFromEnv({ BERTH_BANK_CERT_FILE: pem })).toThrow(
+    'BERTH_BANK_CERT_FILE is set but BERTH_BANK_KEY_FILE (bank.keyFile) is not',
+  )
+  expect(() => configFromEnv({ BERTH_BANK_CA_FILE: pem })).toThrow(
+    'BERTH_BANK_CA_FILE needs BERTH_BANK_CERT_FILE (bank.certFile) and BERTH_BANK_KEY_FILE (bank.keyFile)',
+  )
+  expect(configFromEnv({ BERTH_BANK_CERT_FILE: pem, BERTH_BANK_KEY_FILE: pem }).bankProvider.clientCertificate).toEqual(
+    { cert: readFileSync(pem, 'utf8'), key: readFileSync(pem, 'utf8') },
+  )
+  expect(() =>
+    configFromEnv({
+      BERTH_GITHUB_CLIENT_ID: 'a',
+      BERTH_GITHUB_CLIENT_SECRET: 'b',
+      BERTH_GITHUB_CA_FILE: '/nonexistent/ca.pem',
+    }),
+  ).toThrow(/BERTH_GITHUB_CA_FILE: cannot read "\/nonexistent\/ca.pem" \(ENOENT\)/)
 })
 
 it('reads a config file as the variables it names, the environment winning; lists and numbers become their text', () => {
-  const file = { path: 'berth.config.json', values: { port: 8080, pool: { min: 1, max: 4 }, allowPrivateWebhooks: true, git: { gitlab: { clientId: 'id', clientSecret: 's', scopes: ['api', 'read_user'] } } } }
+  const file = {
+    path: 'berth.config.json',
+    values: {
+      port: 8080,
+      pool: { min: 1, max: 4 },
+      allowPrivateWebhooks: true,
+      git: { gitlab: { clientId: 'id', clientSecret: 's', scopes: ['api', 'read_user'] } },
+    },
+  }
   const c = configFromEnv({ BERTH_POOL_MAX: '9', PORT: '' }, file)
-  expect(c).toMatchObject({ port: 8080, poolMin: 1, poolMax: 9, allowPrivateWebhooks: true, gitProviders: { gitlab: { scopes: ['api', 'read_user'] } } })
-  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { pool: { min: [1, 2] } } })).toThrow('pool.min in berth.config.ts must be a whole number >= 0, got "1,2"')
-  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { pool: { min: { x: 1 } } } })).toThrow('berth.config.ts: unknown setting "pool.min.x"')
-  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { storage: 'redis' } })).toThrow('storage in berth.config.ts=redis needs BERTH_REDIS_URL (redisUrl)')
+  expect(c).toMatchObject({
+    port: 8080,
+    poolMin: 1,
+    poolMax: 9,
+    allowPrivateWebhooks: true,
+    gitProviders: { gitlab: { scopes: ['api', 'read_user'] } },
+  })
+  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { pool: { min: [1, 2] } } })).toThrow(
+    'pool.min in berth.config.ts must be a whole number >= 0, got "1,2"',
+  )
+  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { pool: { min: { x: 1 } } } })).toThrow(
+    'berth.config.ts: unknown setting "pool.min.x"',
+  )
+  expect(() => configFromEnv({}, { path: 'berth.config.ts', values: { storage: 'redis' } })).toThrow(
+    'storage in berth.config.ts=redis needs BERTH_REDIS_URL (redisUrl)',
+  )
 })
 
-it('the README\'s Configuration table lists every setting with its config file key', () => {
+it("the README's Configuration table lists every setting with its config file key", () => {
   const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8')
-  const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1))
+  const section = readme.slice(
+    readme.indexOf('## Configuration'),
+    readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1),
+  )
   const rows = section.split('\n').filter((l) => l.startsWith('| `'))
   for (const [name, key] of Object.entries(SETTINGS)) {
     // Git rows are written once for the three providers: BERTH_<GIT>_… and git.<git>.….
-    const pattern = (s: string) => s.replace(/^BERTH_(GITHUB|GITLAB|BITBUCKET)_/, 'BERTH_<GIT>_').replace(/^git\.(github|gitlab|bitbucket)\./, 'git.<git>.')
-    const row = rows.find((r) => (r.includes(`\`${name}\``) || r.includes(`\`${pattern(name)}\``)) && (r.includes(`\`${key}\``) || r.includes(`\`${pattern(key)}\``)))
+    const pattern = (s: string) =>
+      s
+        .replace(/^BERTH_(GITHUB|GITLAB|BITBUCKET)_/, 'BERTH_<GIT>_')
+        .replace(/^git\.(github|gitlab|bitbucket)\./, 'git.<git>.')
+    const row = rows.find(
+      (r) =>
+        (r.includes(`\`${name}\``) || r.includes(`\`${pattern(name)}\``)) &&
+        (r.includes(`\`${key}\``) || r.includes(`\`${pattern(key)}\``)),
+    )
     expect(row, `${name} / ${key}`).toBeDefined()
   }
 })
@@ -126,7 +194,11 @@ it('reads BERTH_POOL_NAME (unset: derived from the data dir at start), refusing 
 
 it('reads BERTH_INSTANCE_ID (unset: host and pool name at start) and BERTH_REDIS_PREFIX (default berth:), refusing what a Redis member or key cannot carry', () => {
   expect(configFromEnv({})).toMatchObject({ instanceId: undefined, redisPrefix: 'berth:' })
-  expect(configFromEnv({ BERTH_INSTANCE_ID: 'web-1.eu:a', BERTH_REDIS_PREFIX: 'prod:' })).toMatchObject({ instanceId: 'web-1.eu:a', redisPrefix: 'prod:' })
-  for (const bad of ['-lead', 'has space', 'a/b', 'x'.repeat(129)]) expect(() => configFromEnv({ BERTH_INSTANCE_ID: bad })).toThrow(/BERTH_INSTANCE_ID/)
+  expect(configFromEnv({ BERTH_INSTANCE_ID: 'web-1.eu:a', BERTH_REDIS_PREFIX: 'prod:' })).toMatchObject({
+    instanceId: 'web-1.eu:a',
+    redisPrefix: 'prod:',
+  })
+  for (const bad of ['-lead', 'has space', 'a/b', 'x'.repeat(129)])
+    expect(() => configFromEnv({ BERTH_INSTANCE_ID: bad })).toThrow(/BERTH_INSTANCE_ID/)
   expect(() => configFromEnv({ BERTH_REDIS_PREFIX: 'has space' })).toThrow(/BERTH_REDIS_PREFIX/)
 })

@@ -49,8 +49,12 @@ const fill = (r: AnyRoute, id: string) => r.path.replace(/:[a-zA-Z]+/g, encodeUR
 /** A well-formed id of the right kind that exists nowhere. */
 function unknownId(r: AnyRoute): string {
   const prefix = Object.values(ID_PREFIX).find((p) => {
-    const parsed = r.params && (r.params as { entries: Record<string, { pipe?: { requirement?: RegExp }[] }> }).entries.id
-    return parsed?.pipe?.some((a: { requirement?: RegExp }) => a.requirement instanceof RegExp && a.requirement.test(`${p}_zzzzzzzzzzzzzzzzzzzz`))
+    const parsed =
+      r.params && (r.params as { entries: Record<string, { pipe?: { requirement?: RegExp }[] }> }).entries.id
+    return parsed?.pipe?.some(
+      (a: { requirement?: RegExp }) =>
+        a.requirement instanceof RegExp && a.requirement.test(`${p}_zzzzzzzzzzzzzzzzzzzz`),
+    )
   })
   if (!prefix) throw new Error(`cannot tell the id kind of ${r.name}`)
   return `${prefix}_zzzzzzzzzzzzzzzzzzzz`
@@ -63,7 +67,11 @@ async function expectError(res: Response, status: number, code: string) {
   expect(body.code).toBe(code)
   expect(typeof body.error).toBe('string')
   expect(res.headers.get('content-type')).toMatch(/^application\/json/)
-  return body as { error: string; code: string; details?: { issues?: { location: string; path: string; message: string }[] } }
+  return body as {
+    error: string
+    code: string
+    details?: { issues?: { location: string; path: string; message: string }[] }
+  }
 }
 
 /** A request body a route accepts as well-formed: a valid create body, or `{}` for updates. */
@@ -87,7 +95,11 @@ describe('authentication', () => {
       const init = { method: r.method, ...(r.body && { json: {} }) }
       await expectError(await s.request(path, init), 401, 'UNAUTHORIZED')
       await expectError(await s.request(path, { ...init, token: 'berth_sk_not-a-real-key' }), 401, 'UNAUTHORIZED')
-      await expectError(await s.request(path, { ...init, headers: { authorization: 'Basic Zm9vOmJhcg==' } }), 401, 'UNAUTHORIZED')
+      await expectError(
+        await s.request(path, { ...init, headers: { authorization: 'Basic Zm9vOmJhcg==' } }),
+        401,
+        'UNAUTHORIZED',
+      )
     }
   })
 
@@ -103,7 +115,11 @@ describe('authentication', () => {
     expect(admin.length).toBeGreaterThanOrEqual(5)
     for (const r of admin) {
       const path = hasId(r) ? fill(r, unknownId(r)) : r.path
-      await expectError(await s.request(path, { method: r.method, token: alice.token, ...(r.body && { json: {} }) }), 403, 'FORBIDDEN')
+      await expectError(
+        await s.request(path, { method: r.method, token: alice.token, ...(r.body && { json: {} }) }),
+        403,
+        'FORBIDDEN',
+      )
     }
     expect((await s.request('/admin/users', { token: ADMIN_TOKEN })).status).toBe(200)
   })
@@ -138,7 +154,11 @@ describe('ownership', () => {
     for (const r of routes().filter(hasId)) {
       const token = r.auth === 'admin' ? ADMIN_TOKEN : alice.token
       const body = r.body ? (r.auth === 'admin' ? {} : await validBody(r, alice)) : undefined
-      await expectError(await s.request(fill(r, unknownId(r)), { method: r.method, token, ...(body && { json: body }) }), 404, 'NOT_FOUND')
+      await expectError(
+        await s.request(fill(r, unknownId(r)), { method: r.method, token, ...(body && { json: body }) }),
+        404,
+        'NOT_FOUND',
+      )
     }
   })
 
@@ -146,7 +166,13 @@ describe('ownership', () => {
     // Every caller list (a `limit` query, no `:id`). Pool containers exist only through
     // tasks; their visibility per caller is covered by pool.test.ts.
     const lists = routes().filter(
-      (r) => r.auth === 'caller' && r.method === 'GET' && !hasId(r) && r.query && 'limit' in (r.query as unknown as { entries: object }).entries && r.path !== '/v1/pool/containers',
+      (r) =>
+        r.auth === 'caller' &&
+        r.method === 'GET' &&
+        !hasId(r) &&
+        r.query &&
+        'limit' in (r.query as unknown as { entries: object }).entries &&
+        r.path !== '/v1/pool/containers',
     )
     expect(lists.length).toBeGreaterThanOrEqual(11)
     for (const r of lists) {
@@ -199,7 +225,10 @@ describe('validation', () => {
           const res = await s.request(path, { method: r.method, token, json: { ...valid, [field]: bad } })
           const err = await expectError(res, 400, 'VALIDATION_FAILED')
           const paths = err.details?.issues?.map((i) => i.path) ?? []
-          expect(paths.some((p) => p === field || p.startsWith(`${field}.`)), `${r.name} ${field}: ${JSON.stringify(err)}`).toBe(true)
+          expect(
+            paths.some((p) => p === field || p.startsWith(`${field}.`)),
+            `${r.name} ${field}: ${JSON.stringify(err)}`,
+          ).toBe(true)
           expect(err.details?.issues?.every((i) => i.location === 'body')).toBe(true)
           probed++
         }
@@ -210,7 +239,11 @@ describe('validation', () => {
 
   it('unknown fields, non-object bodies, malformed JSON and missing bodies are 400', async () => {
     for (const { r, path, valid, token } of await bodyTargets()) {
-      const unknown = await expectError(await s.request(path, { method: r.method, token, json: { ...valid, surprise: 1 } }), 400, 'VALIDATION_FAILED')
+      const unknown = await expectError(
+        await s.request(path, { method: r.method, token, json: { ...valid, surprise: 1 } }),
+        400,
+        'VALIDATION_FAILED',
+      )
       expect(unknown.details?.issues).toContainEqual({ location: 'body', path: 'surprise', message: 'unknown field' })
       for (const json of [[], 'text', 42, null, true]) {
         await expectError(await s.request(path, { method: r.method, token, json }), 400, 'VALIDATION_FAILED')
@@ -221,7 +254,12 @@ describe('validation', () => {
       }
       await expectError(await s.request(path, { method: r.method, token }), 400, 'VALIDATION_FAILED')
       await expectError(
-        await s.request(path, { method: r.method, token, headers: { 'content-type': 'text/plain' }, body: JSON.stringify(valid) }),
+        await s.request(path, {
+          method: r.method,
+          token,
+          headers: { 'content-type': 'text/plain' },
+          body: JSON.stringify(valid),
+        }),
         400,
         'VALIDATION_FAILED',
       )
@@ -231,7 +269,11 @@ describe('validation', () => {
   it('bodies over the limit are 413 whether declared or streamed', async () => {
     const huge = JSON.stringify({ name: 'x'.repeat(200 * 1024) })
     for (const { r, path, token } of await bodyTargets()) {
-      await expectError(await s.request(path, { method: r.method, token, headers: { 'content-type': 'application/json' }, body: huge }), 413, 'PAYLOAD_TOO_LARGE')
+      await expectError(
+        await s.request(path, { method: r.method, token, headers: { 'content-type': 'application/json' }, body: huge }),
+        413,
+        'PAYLOAD_TOO_LARGE',
+      )
       const stream = new ReadableStream({
         start(c) {
           for (let i = 0; i < 20; i++) c.enqueue(new TextEncoder().encode(i === 0 ? '{"name":"' : 'y'.repeat(8 * 1024)))
@@ -250,14 +292,21 @@ describe('validation', () => {
   })
 
   it('paging and filter queries are validated with the field named', async () => {
-    const lists = routes().filter((r) => r.method === 'GET' && r.query && 'limit' in (r.query as unknown as { entries: object }).entries)
+    const lists = routes().filter(
+      (r) => r.method === 'GET' && r.query && 'limit' in (r.query as unknown as { entries: object }).entries,
+    )
     expect(lists.length).toBeGreaterThanOrEqual(8)
     for (const r of lists) {
       const token = r.auth === 'admin' ? ADMIN_TOKEN : alice.token
       const path = hasId(r) ? fill(r, await fx.make(collectionOf(r.path), alice)) : r.path
       const entries = (r.query as unknown as { entries: object }).entries
-      const cases = [['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=ten', 'limit']]
-      if ('page' in entries) cases.push(['page=0', 'page'], ['page=-1', 'page'], ['page=1.5', 'page'], ['page=1e309', 'page'])
+      const cases = [
+        ['limit=0', 'limit'],
+        ['limit=101', 'limit'],
+        ['limit=ten', 'limit'],
+      ]
+      if ('page' in entries)
+        cases.push(['page=0', 'page'], ['page=-1', 'page'], ['page=1.5', 'page'], ['page=1e309', 'page'])
       if ('after' in entries) cases.push(['after=-1', 'after'], ['after=x', 'after'])
       for (const [q, field] of cases as [string, string][]) {
         const err = await expectError(await s.request(`${path}?${q}`, { token }), 400, 'VALIDATION_FAILED')
@@ -270,11 +319,24 @@ describe('validation', () => {
   it('malformed path parameters are 400, never 500', async () => {
     for (const r of routes().filter(hasId)) {
       const token = r.auth === 'admin' ? ADMIN_TOKEN : alice.token
-      for (const garbage of ['..', 'prof_', '%00', "' OR 1=1 --", 'a'.repeat(5000), 'PROF_ABC', '../../etc/passwd', '💥']) {
+      for (const garbage of [
+        '..',
+        'prof_',
+        '%00',
+        "' OR 1=1 --",
+        'a'.repeat(5000),
+        'PROF_ABC',
+        '../../etc/passwd',
+        '💥',
+      ]) {
         const res = await s.request(fill(r, garbage), { method: r.method, token, ...(r.body && { json: {} }) })
         // `..` segments are resolved by the URL parser, so they may land on another path (405).
         expect([400, 404, 405], `${r.name} with ${garbage.slice(0, 20)}`).toContain(res.status)
-        await expectError(res, res.status, { 400: 'VALIDATION_FAILED', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED' }[res.status as 400]!)
+        await expectError(
+          res,
+          res.status,
+          { 400: 'VALIDATION_FAILED', 404: 'NOT_FOUND', 405: 'METHOD_NOT_ALLOWED' }[res.status as 400]!,
+        )
       }
     }
   })
@@ -288,9 +350,26 @@ describe('robustness', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31
       return seed / 2 ** 31
     }
-    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!
     // JSON.parse gives `__proto__` as an own key, the way a hostile body would arrive.
-    const values: unknown[] = [null, true, 0, -1, 1e308, 'x', '', '💥', [], [1, 'a'], {}, { a: { b: [null] } }, 'x'.repeat(3000), '__proto__', JSON.parse('{"__proto__":{"admin":true}}'), JSON.parse('{"constructor":{"prototype":{}}}')]
+    const values: unknown[] = [
+      null,
+      true,
+      0,
+      -1,
+      1e308,
+      'x',
+      '',
+      '💥',
+      [],
+      [1, 'a'],
+      {},
+      { a: { b: [null] } },
+      'x'.repeat(3000),
+      '__proto__',
+      JSON.parse('{"__proto__":{"admin":true}}'),
+      JSON.parse('{"constructor":{"prototype":{}}}'),
+    ]
     let count = 0
     for (const r of routes()) {
       const token = r.auth === 'admin' ? ADMIN_TOKEN : r.auth === 'caller' ? alice.token : undefined
@@ -300,12 +379,22 @@ describe('robustness', () => {
         for (const f of fields) if (rand() < 0.6) body[f] = pick(values)
         if (rand() < 0.2) body[pick(['__proto__', 'constructor', 'x'])] = pick(values)
         const query = new URLSearchParams()
-        for (const q of ['page', 'limit', 'profile_id', 'type', 'x']) if (rand() < 0.3) query.append(q, String(pick(values)))
-        const path = (hasId(r) ? fill(r, pick(['prof_abc', 'x', unknownId(r), '%E2%82', '.'])) : r.path) + (query.size ? `?${query}` : '')
+        for (const q of ['page', 'limit', 'profile_id', 'type', 'x'])
+          if (rand() < 0.3) query.append(q, String(pick(values)))
+        const path =
+          (hasId(r) ? fill(r, pick(['prof_abc', 'x', unknownId(r), '%E2%82', '.'])) : r.path) +
+          (query.size ? `?${query}` : '')
         const res = await s.request(path, {
           method: r.method,
           ...(token && { token }),
-          headers: { 'content-type': pick(['application/json', 'application/json; charset=utf-8', 'text/html', 'application/x-www-form-urlencoded']) },
+          headers: {
+            'content-type': pick([
+              'application/json',
+              'application/json; charset=utf-8',
+              'text/html',
+              'application/x-www-form-urlencoded',
+            ]),
+          },
           body: r.method === 'GET' ? undefined : rand() < 0.1 ? '{"' : JSON.stringify(body),
         })
         expect(res.status, `${r.method} ${path} ${JSON.stringify(body).slice(0, 200)}`).toBeLessThan(500)

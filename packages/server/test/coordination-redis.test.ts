@@ -20,7 +20,10 @@ let n = 0
 const LEASE_MS = 1000
 coordinationConformanceSuite('redis', () => {
   const prefix = `t${++n}:`
-  return { open: () => createCoordination({ driver: 'redis', url: redis.path, prefix, leaseMs: LEASE_MS }), leaseMs: LEASE_MS }
+  return {
+    open: () => createCoordination({ driver: 'redis', url: redis.path, prefix, leaseMs: LEASE_MS }),
+    leaseMs: LEASE_MS,
+  }
 })
 
 describe('redis coordination', () => {
@@ -40,7 +43,14 @@ describe('redis coordination', () => {
       await client.quit()
       expect(keys.length).toBeGreaterThan(0)
       for (const k of keys) expect(k).toMatch(/^(dep-[ab]|t\d+):/)
-      expect(keys).toEqual(expect.arrayContaining(['dep-a:once:state_1', 'dep-a:slot:prof_1', 'dep-a:instances', 'dep-a:q:tasks:prioritized']))
+      expect(keys).toEqual(
+        expect.arrayContaining([
+          'dep-a:once:state_1',
+          'dep-a:slot:prof_1',
+          'dep-a:instances',
+          'dep-a:q:tasks:prioritized',
+        ]),
+      )
     } finally {
       await a.close()
       await b.close()
@@ -53,7 +63,9 @@ describe('redis coordination', () => {
     try {
       await survivor.queue('tasks').add({ id: 'task_1', owner: 'usr_1', payload: { n: 1 } })
       const worker = fileURLToPath(new URL('./fixtures/coordination-worker.ts', import.meta.url))
-      const child = spawn(process.execPath, ['--import', 'tsx', worker, redis.path, prefix, String(LEASE_MS)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const child = spawn(process.execPath, ['--import', 'tsx', worker, redis.path, prefix, String(LEASE_MS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      })
       const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string]
       const said = JSON.parse(line) as { instance: string; job: string | null; slot: boolean }
       expect(said).toMatchObject({ job: 'task_1', slot: true })
@@ -77,7 +89,9 @@ describe('redis coordination', () => {
   it('refuses a second live instance with the same id, and an unknown driver', async () => {
     const a = await createCoordination({ driver: 'redis', url: redis.path, prefix: 'dup:', instanceId: 'inst_1' })
     try {
-      await expect(createCoordination({ driver: 'redis', url: redis.path, prefix: 'dup:', instanceId: 'inst_1' })).rejects.toThrow(/already alive/)
+      await expect(
+        createCoordination({ driver: 'redis', url: redis.path, prefix: 'dup:', instanceId: 'inst_1' }),
+      ).rejects.toThrow(/already alive/)
     } finally {
       await a.close()
     }

@@ -42,10 +42,18 @@ it('serves Berth and the host app side by side in Fastify 5', async () => {
   expect(await (await fetch(`${url}/app/hello`)).json()).toEqual({ from: 'fastify' })
   expect((await (await fetch(`${url}/health`)).json()).ok).toBe(true)
   const headers = { 'x-user': 'fastify1', 'content-type': 'application/json' }
-  const key = await fetch(`${url}/v1/api-keys`, { method: 'POST', headers, body: JSON.stringify({ name: 'k', provider: 'stub' }) })
+  const key = await fetch(`${url}/v1/api-keys`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'k', provider: 'stub' }),
+  })
   expect(key.status).toBe(201)
   const { id } = (await key.json()) as { id: string }
-  const profile = await fetch(`${url}/v1/profiles`, { method: 'POST', headers, body: JSON.stringify({ name: 'P', slug: 'p', api_key_id: id }) })
+  const profile = await fetch(`${url}/v1/profiles`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'P', slug: 'p', api_key_id: id }),
+  })
   expect(profile.status).toBe(201)
   const bad = await fetch(`${url}/v1/profiles`, { method: 'POST', headers, body: '{oops' })
   expect(bad.status).toBe(400)

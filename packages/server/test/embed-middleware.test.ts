@@ -32,10 +32,22 @@ afterAll(async () => {
 async function checkHost(url: string) {
   expect(await (await fetch(`${url}/app/hello`)).json()).toEqual({ from: 'app' })
   // A body the app parses itself (its parser runs after Berth let the request pass).
-  expect(await (await fetch(`${url}/app/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' })).json()).toEqual({ n: 1 })
+  expect(
+    await (
+      await fetch(`${url}/app/echo`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"n":1}',
+      })
+    ).json(),
+  ).toEqual({ n: 1 })
   expect(((await (await fetch(`${url}/health`)).json()) as { ok: boolean }).ok).toBe(true)
   const headers = { 'x-user': 'mw1', 'content-type': 'application/json' }
-  const key = await fetch(`${url}/v1/api-keys`, { method: 'POST', headers, body: JSON.stringify({ name: 'k', provider: 'stub' }) })
+  const key = await fetch(`${url}/v1/api-keys`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'k', provider: 'stub' }),
+  })
   expect(key.status).toBe(201)
   const bad = await fetch(`${url}/v1/profiles`, { method: 'POST', headers, body: '{oops' })
   expect(bad.status).toBe(400)
@@ -50,7 +62,16 @@ async function checkHost(url: string) {
 describe('berthMiddleware', () => {
   it('owns Berth’s paths only', () => {
     const mw = berthMiddleware(berth)
-    for (const p of ['/v1/profiles', '/v1/anything', '/admin/users', '/health', '/openapi.json', '/docs', '/api/playbooks/pb_1/webhook/s3cret?x=1']) expect(mw.owns(p), p).toBe(true)
+    for (const p of [
+      '/v1/profiles',
+      '/v1/anything',
+      '/admin/users',
+      '/health',
+      '/openapi.json',
+      '/docs',
+      '/api/playbooks/pb_1/webhook/s3cret?x=1',
+    ])
+      expect(mw.owns(p), p).toBe(true)
     for (const p of ['/', '/app', '/v10', '/healthz', '/api/other']) expect(mw.owns(p), p).toBe(false)
   })
 

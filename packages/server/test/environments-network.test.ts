@@ -82,27 +82,49 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     await sweep(runtime, peerPool)
     await t?.s.close()
     // The allowlist's network is this run's own (its hash covers the port); berth-public is shared.
-    const own = egressNetwork({ policy: 'allowlist', allow: [{ host, ports: [port] }], ...(touchesPrivateRange(host) && { allowPrivate: true }) }, engine)
+    const own = egressNetwork(
+      {
+        policy: 'allowlist',
+        allow: [{ host, ports: [port] }],
+        ...(touchesPrivateRange(host) && { allowPrivate: true }),
+      },
+      engine,
+    )
     if (own) execFileSync(engine, ['network', 'rm', own.name], { stdio: 'ignore' })
   }, 240_000)
 
   /** Run a probe task in `profileId`'s environment; the tool's output. */
   async function probe(profileId: string, targets: string[]) {
     const command = probeCommand(targets)
-    const task = await t.run({ profile_id: profileId, prompt: `Probe. [[berth:tool Bash ${JSON.stringify({ command })}]] [[berth:text probed]]` })
+    const task = await t.run({
+      profile_id: profileId,
+      prompt: `Probe. [[berth:tool Bash ${JSON.stringify({ command })}]] [[berth:text probed]]`,
+    })
     const events = await t.events(task.task_id)
     const result = events.find((e) => e.type === 'tool_result')
     return { task, output: String(result?.output ?? '') }
   }
 
   async function profileIn(environment: { id: string }, slug: string): Promise<string> {
-    const p = await t.api.profiles.create({ body: { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], environment_id: environment.id } })
+    const p = await t.api.profiles.create({
+      body: { name: slug, slug, api_key_id: t.keyId, default_tools: ['Bash'], environment_id: environment.id },
+    })
     return p.id
   }
 
   it('public (the default): the host (bridge gateway, its other address) and another container are unreachable; the agent is not root', async () => {
-    const { task, output } = await probe(t.profileId, [`${host}:${port}`, `${peerIp}:${port}`, `${engine === 'docker' ? '172.17.0.1' : host}:${port}`])
-    bridgeGateway = cli(engine, ['network', 'inspect', '-f', engine === 'docker' ? '{{range .IPAM.Config}}{{.Gateway}}{{end}}' : '{{range .Subnets}}{{.Gateway}}{{end}}', 'berth-public'])
+    const { task, output } = await probe(t.profileId, [
+      `${host}:${port}`,
+      `${peerIp}:${port}`,
+      `${engine === 'docker' ? '172.17.0.1' : host}:${port}`,
+    ])
+    bridgeGateway = cli(engine, [
+      'network',
+      'inspect',
+      '-f',
+      engine === 'docker' ? '{{range .IPAM.Config}}{{.Gateway}}{{end}}' : '{{range .Subnets}}{{.Gateway}}{{end}}',
+      'berth-public',
+    ])
     expect(bridgeGateway).toMatch(/^\d+\.\d+\.\d+\.\d+$/)
     expect(task.status, JSON.stringify(task)).toBe('completed')
     expect(task.result?.text).toContain('probed')
@@ -120,23 +142,59 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   it('the installed rules refuse every private range, the metadata address included, IPv4 and IPv6, and the host itself', () => {
     const v4 = execFileSync('iptables', ['-w', '-S'], { encoding: 'utf8' })
     const v6 = execFileSync('ip6tables', ['-w', '-S'], { encoding: 'utf8' })
-    const bridge = cli(engine, ['network', 'inspect', '-f', engine === 'docker' ? '{{index .Options "com.docker.network.bridge.name"}}' : '{{.NetworkInterface}}', 'berth-public'])
-    const fwd = v4.split('\n').find((l) => l.startsWith(`-A BERTH-FORWARD -i ${bridge} -j `))!.split(' -j ')[1]!
-    const inp = v4.split('\n').find((l) => l.startsWith(`-A BERTH-INPUT -i ${bridge} -j `))!.split(' -j ')[1]!
+    const bridge = cli(engine, [
+      'network',
+      'inspect',
+      '-f',
+      engine === 'docker' ? '{{index .Options "com.docker.network.bridge.name"}}' : '{{.NetworkInterface}}',
+      'berth-public',
+    ])
+    const fwd = v4
+      .split('\n')
+      .find((l) => l.startsWith(`-A BERTH-FORWARD -i ${bridge} -j `))!
+      .split(' -j ')[1]!
+    const inp = v4
+      .split('\n')
+      .find((l) => l.startsWith(`-A BERTH-INPUT -i ${bridge} -j `))!
+      .split(' -j ')[1]!
     for (const cidr of privateCidrs(4)) expect(v4).toContain(`-A ${fwd} -d ${cidr} -j REJECT`)
     expect(privateCidrs(4)).toContain('169.254.0.0/16') // 169.254.169.254, the metadata address
     for (const cidr of privateCidrs(6)) expect(v6).toContain(`-A ${fwd} -d ${cidr} -j REJECT`)
     // Everything to the host itself is refused (only its DNS forwarder on the gateway passes).
-    expect(v4.split('\n').filter((l) => l.startsWith(`-A ${inp} `)).at(-1)).toMatch(/-j REJECT/)
-    expect(v6.split('\n').filter((l) => l.startsWith(`-A ${fwd} `)).at(-1)).toMatch(/-j REJECT/)
+    expect(
+      v4
+        .split('\n')
+        .filter((l) => l.startsWith(`-A ${inp} `))
+        .at(-1),
+    ).toMatch(/-j REJECT/)
+    expect(
+      v6
+        .split('\n')
+        .filter((l) => l.startsWith(`-A ${fwd} `))
+        .at(-1),
+    ).toMatch(/-j REJECT/)
     // Hooked first, before the engine's own rules.
-    expect(execFileSync('iptables', ['-w', '-S', 'FORWARD'], { encoding: 'utf8' }).split('\n').find((l) => l.startsWith('-A '))).toBe('-A FORWARD -j BERTH-FORWARD')
-    expect(execFileSync('iptables', ['-w', '-S', 'INPUT'], { encoding: 'utf8' }).split('\n').find((l) => l.startsWith('-A '))).toBe('-A INPUT -j BERTH-INPUT')
+    expect(
+      execFileSync('iptables', ['-w', '-S', 'FORWARD'], { encoding: 'utf8' })
+        .split('\n')
+        .find((l) => l.startsWith('-A ')),
+    ).toBe('-A FORWARD -j BERTH-FORWARD')
+    expect(
+      execFileSync('iptables', ['-w', '-S', 'INPUT'], { encoding: 'utf8' })
+        .split('\n')
+        .find((l) => l.startsWith('-A ')),
+    ).toBe('-A INPUT -j BERTH-INPUT')
   })
 
   it('allowlist: the allowlisted listener is reachable, nothing else; the offline model works', async () => {
-    const env = await t.api.environments.create({ body: { name: 'allow-one', network: { policy: 'allowlist', allow: [{ host, ports: [port] }] } } })
-    const { task, output } = await probe(await profileIn(env, `allow-${engine}`), [`${host}:${port}`, `${peerIp}:${port}`, `${bridgeGateway ?? host}:${port}`])
+    const env = await t.api.environments.create({
+      body: { name: 'allow-one', network: { policy: 'allowlist', allow: [{ host, ports: [port] }] } },
+    })
+    const { task, output } = await probe(await profileIn(env, `allow-${engine}`), [
+      `${host}:${port}`,
+      `${peerIp}:${port}`,
+      `${bridgeGateway ?? host}:${port}`,
+    ])
     expect(task.status, JSON.stringify(task)).toBe('completed')
     expect(output).toContain(`open ${host}:${port}`)
     expect(output).toContain(`closed ${peerIp}:${port}`)
@@ -145,8 +203,13 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   }, 120_000)
 
   it('none: no interface but loopback, nothing reachable; the offline model works', async () => {
-    const env = await t.api.environments.create({ body: { name: 'offline', network: { policy: 'none' }, env: { GREETING: 'hi' } } })
-    const { task, output } = await probe(await profileIn(env, `none-${engine}`), [`${host}:${port}`, `${peerIp}:${port}`])
+    const env = await t.api.environments.create({
+      body: { name: 'offline', network: { policy: 'none' }, env: { GREETING: 'hi' } },
+    })
+    const { task, output } = await probe(await profileIn(env, `none-${engine}`), [
+      `${host}:${port}`,
+      `${peerIp}:${port}`,
+    ])
     expect(task.status, JSON.stringify(task)).toBe('completed')
     expect(output).toContain(`closed ${host}:${port}`)
     expect(output).toContain(`closed ${peerIp}:${port}`)
@@ -154,9 +217,19 @@ describe.each(ENGINES)('environments on %s', (engine) => {
   }, 120_000)
 
   it('the conformance check: a command in a container made for the agent user runs as that user, with no capabilities', async () => {
-    const { id } = await runtime.create({ image: info.image, cmd: ['sleep', 'infinity'], user: '1000:1000', workingDir: '/workspace', labels: { 'berth.pool': peerPool } })
+    const { id } = await runtime.create({
+      image: info.image,
+      cmd: ['sleep', 'infinity'],
+      user: '1000:1000',
+      workingDir: '/workspace',
+      labels: { 'berth.pool': peerPool },
+    })
     await runtime.start(id)
-    const r = await collectExec(await runtime.exec(id, { cmd: ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /workspace/x && echo writable'] }))
+    const r = await collectExec(
+      await runtime.exec(id, {
+        cmd: ['sh', '-c', 'id -u; grep CapEff /proc/self/status; touch /workspace/x && echo writable'],
+      }),
+    )
     expect(r.stdout).toMatch(/^1000\n/)
     expect(r.stdout).toMatch(/CapEff:\s+0+\n/)
     expect(r.stdout).toContain('writable')

@@ -30,17 +30,32 @@ export function fixtures(s: TestServer) {
     }),
     '/v1/memory': async () => ({ type: 'fact', name: 'Fact', body: 'The sky is blue.' }),
     '/v1/secrets': async () => ({ name: `SECRET_${uniq().toUpperCase()}`, value: 'shh' }),
-    '/v1/tools': async () => ({ name: `tool-${uniq()}`, server: { type: 'stdio', command: 'node', args: ['server.js'] } }),
+    '/v1/tools': async () => ({
+      name: `tool-${uniq()}`,
+      server: { type: 'stdio', command: 'node', args: ['server.js'] },
+    }),
     '/v1/skills': async () => ({ name: `skill-${uniq()}`, body: '# Skill\nDo the thing.' }),
     '/v1/agents': async () => ({ name: `agent-${uniq()}`, prompt: 'You review code.' }),
     '/v1/environments': async () => ({ name: 'Environment', network: { policy: 'none' }, limits: { cpus: 1 } }),
-    '/v1/tasks': async (a: Actor) => ({ mode: 'batch', profile_id: await make('/v1/profiles', a), prompt: 'Say hello.' }),
-    '/v1/playbooks': async (a: Actor) => ({ profile_id: await make('/v1/profiles', a), name: 'Playbook', prompt: 'Summarise the news.' }),
+    '/v1/tasks': async (a: Actor) => ({
+      mode: 'batch',
+      profile_id: await make('/v1/profiles', a),
+      prompt: 'Say hello.',
+    }),
+    '/v1/playbooks': async (a: Actor) => ({
+      profile_id: await make('/v1/profiles', a),
+      name: 'Playbook',
+      prompt: 'Summarise the news.',
+    }),
     // Email: a webhook URL would have to resolve (no DNS here) to a public address.
     '/v1/integrations': async () => ({ type: 'email', config: { recipients: ['ops@example.com'] } }),
     // Bodies the bank and messenger flows accept (no provider answers on the contract server: a full run is a 502).
     '/v1/integrations/bankprovider/config': async () => ({ application_id: 'app_fixture', environment: 'sandbox' }),
-    '/v1/integrations/bankprovider/callback': async () => ({ accessToken: 'token_fixture', enrollment: { id: 'enr_fixture', institution: { name: 'Fixture Bank' } }, user: { id: 'usr_fixture' } }),
+    '/v1/integrations/bankprovider/callback': async () => ({
+      accessToken: 'token_fixture',
+      enrollment: { id: 'enr_fixture', institution: { name: 'Fixture Bank' } },
+      user: { id: 'usr_fixture' },
+    }),
     '/v1/integrations/messenger/setup': async () => ({ bot_token: '123456:AAfixture-token-0000000000000000' }),
   } satisfies Record<string, (a: Actor) => Promise<Record<string, unknown>>>
 

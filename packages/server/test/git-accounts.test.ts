@@ -7,7 +7,13 @@
  */
 import { spawnSync } from 'node:child_process'
 import type { BerthClient } from '@berth/client'
-import { startFakeGitProvider, startFakeGitServer, selfSignedCert, type FakeGitProvider, type FakeGitServer } from '@berth/testkit/providers'
+import {
+  startFakeGitProvider,
+  startFakeGitServer,
+  selfSignedCert,
+  type FakeGitProvider,
+  type FakeGitServer,
+} from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clientFor, failure, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, uniquePoolName } from './pool.helpers.js'
@@ -28,7 +34,8 @@ async function storageDump(s: TestServer): Promise<string> {
 
 const api = (s: TestServer, token: string): BerthClient => clientFor(s, token)
 /** The authorize call of `p`, as the caller (the answer carries the provider URL with the state). */
-const authorize = (api: BerthClient, provider: Provider, returnPath?: string) => api.git.authorize({ params: { provider }, query: returnPath === undefined ? {} : { returnPath } })
+const authorize = (api: BerthClient, provider: Provider, returnPath?: string) =>
+  api.git.authorize({ params: { provider }, query: returnPath === undefined ? {} : { returnPath } })
 
 /** Follow the provider's consent: returns the callback URL it redirects the browser to. */
 async function consent(authorizeUrl: string): Promise<URL> {
@@ -38,10 +45,17 @@ async function consent(authorizeUrl: string): Promise<URL> {
 }
 
 /** Hit the callback as a browser would (no Berth credentials unless `token`). */
-async function callback(url: URL | string, token?: string): Promise<{ status: number; location: string | null; body: ErrorBody | null }> {
+async function callback(
+  url: URL | string,
+  token?: string,
+): Promise<{ status: number; location: string | null; body: ErrorBody | null }> {
   const res = await fetch(url, { redirect: 'manual', headers: token ? { authorization: `Bearer ${token}` } : {} })
   const text = await res.text()
-  return { status: res.status, location: res.headers.get('location'), body: text ? (JSON.parse(text) as ErrorBody) : null }
+  return {
+    status: res.status,
+    location: res.headers.get('location'),
+    body: text ? (JSON.parse(text) as ErrorBody) : null,
+  }
 }
 
 describe('git provider accounts (OAuth against the fake providers)', () => {
@@ -59,7 +73,12 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     await Promise.all(Object.values(fakes).map((f) => f.close()))
   })
 
-  const tokenRequests = (p: Provider, grant?: string) => fakes[p].requests.filter((r) => r.path.endsWith(p === 'github' ? '/access_token' : p === 'gitlab' ? '/oauth/token' : '/access_token') && (!grant || r.grant_type === grant))
+  const tokenRequests = (p: Provider, grant?: string) =>
+    fakes[p].requests.filter(
+      (r) =>
+        r.path.endsWith(p === 'github' ? '/access_token' : p === 'gitlab' ? '/oauth/token' : '/access_token') &&
+        (!grant || r.grant_type === grant),
+    )
   const stateKeys = async () => (await s.berth.storage.getKeys()).filter((k) => k.includes('oauth-states')).length
 
   /** authorize → consent → callback, as a browser; returns the redirect back and the account id. */
@@ -91,7 +110,11 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       expect(url.searchParams.get('redirect_uri')).toBe(`${s.url}/v1/integrations/git/${p}/callback`)
       expect(url.searchParams.get('state')).toMatch(/^[a-z0-9]{32}\.[a-z0-9]+\.[A-Za-z0-9_-]{43}$/)
       if (p === 'bitbucket') expect(url.searchParams.has('code_challenge')).toBe(false)
-      else expect({ method: url.searchParams.get('code_challenge_method'), challenge: url.searchParams.get('code_challenge') }).toEqual({ method: 'S256', challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) })
+      else
+        expect({
+          method: url.searchParams.get('code_challenge_method'),
+          challenge: url.searchParams.get('code_challenge'),
+        }).toEqual({ method: 'S256', challenge: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) })
       // Nothing secret in the answer: the PKCE verifier and the client secret stay on the server.
       expect(JSON.stringify(res)).not.toContain(fakes[p].clientSecret)
     })
@@ -102,7 +125,12 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const issuedBefore = fakes[p].issuedTokens().length
       const { location, accountId: id, auth } = await connect(p, alice.token, '/settings/git?tab=accounts#top')
       expect(location.pathname).toBe('/settings/git')
-      expect(Object.fromEntries(location.searchParams)).toEqual({ tab: 'accounts', git: 'connected', provider: p, account: expect.stringMatching(/^git_[a-z0-9]+$/) })
+      expect(Object.fromEntries(location.searchParams)).toEqual({
+        tab: 'accounts',
+        git: 'connected',
+        provider: p,
+        account: expect.stringMatching(/^git_[a-z0-9]+$/),
+      })
       expect(location.hash).toBe('#top')
       const accountId = id!
       const exchanges = tokenRequests(p, 'authorization_code')
@@ -113,7 +141,17 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const call = api(s, alice.token)
       const list = await call.git.accounts.list()
       expect(list).toEqual({
-        accounts: [{ id: accountId, provider: p, login: `octo-${p}`, scopes: expect.any(Array), status: 'connected', created_at: expect.any(String), updated_at: expect.any(String) }],
+        accounts: [
+          {
+            id: accountId,
+            provider: p,
+            login: `octo-${p}`,
+            scopes: expect.any(Array),
+            status: 'connected',
+            created_at: expect.any(String),
+            updated_at: expect.any(String),
+          },
+        ],
         total: 1,
       })
       expect(list.accounts[0]!.scopes.length).toBeGreaterThan(0)
@@ -127,7 +165,13 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
 
       const tokens = fakes[p].issuedTokens().slice(issuedBefore)
       expect(tokens.length).toBe(2)
-      const everything = [JSON.stringify(auth), JSON.stringify(list), JSON.stringify(one), location.href, await storageDump(s)].join('\n')
+      const everything = [
+        JSON.stringify(auth),
+        JSON.stringify(list),
+        JSON.stringify(one),
+        location.href,
+        await storageDump(s),
+      ].join('\n')
       for (const t of tokens) expect(everything).not.toContain(t)
       expect(everything).not.toContain(fakes[p].clientSecret)
     })
@@ -146,7 +190,11 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const [b] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
       expect(b!.token).not.toBe(firstToken)
       expect(fakes[p].tokenOwner(b!.token)).toBe(`octo-${p}`)
-      expect(tokenRequests(p, 'refresh_token').slice(refreshes).map((r) => r.status)).toEqual([200])
+      expect(
+        tokenRequests(p, 'refresh_token')
+          .slice(refreshes)
+          .map((r) => r.status),
+      ).toEqual([200])
       // Refreshed once, then reused.
       const [c] = await s.berth.services.gitAccounts.credentials(alice.id, [accountId])
       expect(c!.token).toBe(b!.token)
@@ -183,7 +231,10 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const expectRefused = async (url: URL | string, token?: string) => {
         const r = await callback(url, token)
         expect(r.status, JSON.stringify(r.body)).toBe(400)
-        expect(r.body).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state' }] } })
+        expect(r.body).toMatchObject({
+          code: 'VALIDATION_FAILED',
+          details: { issues: [{ location: 'query', path: 'state' }] },
+        })
         return r.body!.details.issues[0]!.message
       }
       const withState = (url: URL, state: string) => {
@@ -197,8 +248,12 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const real = cb.searchParams.get('state')!
       const [nonce, exp, sig] = real.split('.') as [string, string, string]
       expect(await expectRefused(withState(cb, `${'a'.repeat(32)}.${exp}.${sig}`))).toMatch(/unknown/)
-      expect(await expectRefused(withState(cb, `${nonce}.${exp}.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BB' : 'AA'}`))).toMatch(/signature/)
-      expect(await expectRefused(withState(cb, `${nonce}.${(Number.parseInt(exp, 36) + HOUR).toString(36)}.${sig}`))).toMatch(/signature/)
+      expect(
+        await expectRefused(withState(cb, `${nonce}.${exp}.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BB' : 'AA'}`)),
+      ).toMatch(/signature/)
+      expect(
+        await expectRefused(withState(cb, `${nonce}.${(Number.parseInt(exp, 36) + HOUR).toString(36)}.${sig}`)),
+      ).toMatch(/signature/)
       expect(await expectRefused(withState(cb, 'not-a-state'))).toMatch(/malformed/)
       // Another provider's callback.
       const other = PROVIDERS.find((x) => x !== p)!
@@ -239,12 +294,26 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const call = api(s, alice.token)
       const key = await call.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
       const bobKey = await api(s, bob.token).apiKeys.create({ body: { name: 'k', provider: 'stub' } })
-      const bobProfile = await failure(api(s, bob.token).profiles.create({ body: { name: 'B', slug: 'b', api_key_id: bobKey.id, git_account_ids: [accountId] } }))
+      const bobProfile = await failure(
+        api(s, bob.token).profiles.create({
+          body: { name: 'B', slug: 'b', api_key_id: bobKey.id, git_account_ids: [accountId] },
+        }),
+      )
       expect(bobProfile.status).toBe(400)
-      expect((bobProfile.details!.issues as unknown[])[0]).toMatchObject({ location: 'body', path: 'git_account_ids.0' })
-      const prof = await call.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id, git_account_ids: [accountId] } })
+      expect((bobProfile.details!.issues as unknown[])[0]).toMatchObject({
+        location: 'body',
+        path: 'git_account_ids.0',
+      })
+      const prof = await call.profiles.create({
+        body: { name: 'P', slug: 'p', api_key_id: key.id, git_account_ids: [accountId] },
+      })
       expect(prof.git_account_ids).toEqual([accountId])
-      const unknown = await failure(call.profiles.update({ params: { id: prof.id }, body: { git_account_ids: [accountId, 'git_zzzzzzzzzzzzzzzzzzzz'] } }))
+      const unknown = await failure(
+        call.profiles.update({
+          params: { id: prof.id },
+          body: { git_account_ids: [accountId, 'git_zzzzzzzzzzzzzzzzzzzz'] },
+        }),
+      )
       expect(unknown.status).toBe(400)
       expect((unknown.details!.issues as unknown[])[0]).toMatchObject({ path: 'git_account_ids.1' })
       expect((await call.profiles.get({ params: { id: prof.id } })).git_account_ids).toEqual([accountId])
@@ -252,9 +321,18 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       const services = s.berth.services
       const profile = await services.profiles.records.get(alice.id, prof.id)
       const ws = { id: 'ws_x', owner_id: alice.id, model_override: null, sdk_session_id: null } as never
-      const task = { id: 'task_x', owner_id: alice.id, prompt: 'hi', allowed_tools: null, max_turns: null, max_budget_usd: null }
+      const task = {
+        id: 'task_x',
+        owner_id: alice.id,
+        prompt: 'hi',
+        allowed_tools: null,
+        max_turns: null,
+        max_budget_usd: null,
+      }
       const input = await materialize({ ...services, gitAccounts: services.gitAccounts }, task, profile, ws)
-      expect(input.git_credentials).toEqual([{ host: expect.any(String), username: expect.any(String), token: expect.any(String) }])
+      expect(input.git_credentials).toEqual([
+        { host: expect.any(String), username: expect.any(String), token: expect.any(String) },
+      ])
       expect(input.redact).toContain(input.git_credentials![0]!.token)
       expect(JSON.stringify(input.env)).not.toContain(input.git_credentials![0]!.token)
       await call.profiles.update({ params: { id: prof.id }, body: { git_account_ids: [] } })
@@ -285,10 +363,26 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     it('refuses return paths that leave this server, storing no state and contacting no provider', async () => {
       const states = await stateKeys()
       const calls = fakes.github.requests.length
-      for (const bad of ['//evil.com', 'https://evil.com', '/\\evil.com', 'javascript:alert(1)', '/\t/evil.com', '/\n/evil.com', '/.//evil.com', 'evil.com', '', '\\\\evil.com', '/ok?next=//evil.com', '/%0d%0aLocation:x'.replace('%0d%0a', '\r\n')]) {
+      for (const bad of [
+        '//evil.com',
+        'https://evil.com',
+        '/\\evil.com',
+        'javascript:alert(1)',
+        '/\t/evil.com',
+        '/\n/evil.com',
+        '/.//evil.com',
+        'evil.com',
+        '',
+        '\\\\evil.com',
+        '/ok?next=//evil.com',
+        '/%0d%0aLocation:x'.replace('%0d%0a', '\r\n'),
+      ]) {
         const res = await failure(authorize(api(s, user.token), 'github', bad))
         expect(res.status, JSON.stringify(bad)).toBe(400)
-        expect(res).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'returnPath' }] } })
+        expect(res).toMatchObject({
+          code: 'VALIDATION_FAILED',
+          details: { issues: [{ location: 'query', path: 'returnPath' }] },
+        })
       }
       expect(await stateKeys()).toBe(states)
       expect(fakes.github.requests.length).toBe(calls)
@@ -298,10 +392,16 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
 
     it('names the provider when it is unknown, and state or code when missing', async () => {
-      for (const path of ['/v1/integrations/git/sourceforge/authorize', '/v1/integrations/git/sourceforge/callback?code=x&state=y']) {
+      for (const path of [
+        '/v1/integrations/git/sourceforge/authorize',
+        '/v1/integrations/git/sourceforge/callback?code=x&state=y',
+      ]) {
         const res = await s.request(path, { token: user.token })
         expect(res.status).toBe(400)
-        expect(((await res.json()) as ErrorBody).details.issues[0]).toMatchObject({ location: 'params', path: 'provider' })
+        expect(((await res.json()) as ErrorBody).details.issues[0]).toMatchObject({
+          location: 'params',
+          path: 'provider',
+        })
       }
       const noState = await callback(`${s.url}/v1/integrations/git/github/callback?code=abc`)
       expect(noState.body!.details.issues[0]).toMatchObject({ path: 'state' })
@@ -315,7 +415,10 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
         const u = await bare.user()
         const res = await failure(authorize(clientFor(bare, u.token), 'github'))
         expect(res.status).toBe(400)
-        expect((res.details!.issues as unknown[])[0]).toMatchObject({ path: 'provider', message: expect.stringMatching(/not configured/) })
+        expect((res.details!.issues as unknown[])[0]).toMatchObject({
+          path: 'provider',
+          message: expect.stringMatching(/not configured/),
+        })
       } finally {
         await bare.close()
       }
@@ -325,9 +428,14 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
 
 /** The gateway of Podman's default bridge network: how a bridged container reaches the host. */
 function podmanBridgeGateway(): string {
-  const run = spawnSync('podman', ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}}{{end}}'], { encoding: 'utf8' })
+  const run = spawnSync(
+    'podman',
+    ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}}{{end}}'],
+    { encoding: 'utf8' },
+  )
   const ip = run.stdout.trim()
-  if (run.status !== 0 || !/^\d+\.\d+\.\d+\.\d+$/.test(ip)) throw new Error(`cannot find the podman bridge gateway: ${run.stderr || run.stdout}`)
+  if (run.status !== 0 || !/^\d+\.\d+\.\d+\.\d+$/.test(ip))
+    throw new Error(`cannot find the podman bridge gateway: ${run.stderr || run.stdout}`)
   return ip
 }
 
@@ -343,7 +451,11 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
     const tls = selfSignedCert({ ips: [gateway, '127.0.0.1'] })
     provider = await startFakeGitProvider({ provider: 'github', now: () => clock!.now() })
     // Listens on every address: the container comes in over the bridge, from its gateway's side.
-    gitHost = await startFakeGitServer({ tls, host: '0.0.0.0', authorize: (user, password) => user === 'x-access-token' && provider.tokenOwner(password) === 'octo-github' })
+    gitHost = await startFakeGitServer({
+      tls,
+      host: '0.0.0.0',
+      authorize: (user, password) => user === 'x-access-token' && provider.tokenOwner(password) === 'octo-github',
+    })
     gitHost.createRepo('demo', { 'README.md': `${marker}\n` })
     const { info, runtime } = engineRuntime('podman')
     s = await startServer({
@@ -372,12 +484,30 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
     // The token the callback got has expired by the time the task runs: the task gets a refreshed one.
     clock!.advance(9 * 3_600_000)
     const key = await call.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-    const profile = await call.profiles.create({ body: { name: 'Cloner', slug: 'cloner', api_key_id: key.id, default_tools: ['Bash'], git_account_ids: [accountId] } })
+    const profile = await call.profiles.create({
+      body: {
+        name: 'Cloner',
+        slug: 'cloner',
+        api_key_id: key.id,
+        default_tools: ['Bash'],
+        git_account_ids: [accountId],
+      },
+    })
 
     const gw = podmanBridgeGateway()
-    const clone = JSON.stringify({ command: `cd /tmp && git clone https://${gw}:${gitHost.port}/demo.git repo && cat repo/README.md` })
-    const dump = JSON.stringify({ command: 'env; echo ---; cat ~/.gitconfig; echo ---; git config --list --show-origin' })
-    const sub = await call.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, prompt: `[[berth:tool Bash ${clone}]] [[berth:tool Bash ${dump}]] [[berth:text cloned]]` } })
+    const clone = JSON.stringify({
+      command: `cd /tmp && git clone https://${gw}:${gitHost.port}/demo.git repo && cat repo/README.md`,
+    })
+    const dump = JSON.stringify({
+      command: 'env; echo ---; cat ~/.gitconfig; echo ---; git config --list --show-origin',
+    })
+    const sub = await call.tasks.submit({
+      body: {
+        mode: 'batch',
+        profile_id: profile.id,
+        prompt: `[[berth:tool Bash ${clone}]] [[berth:tool Bash ${dump}]] [[berth:text cloned]]`,
+      },
+    })
     const task = await waitForTask(call, sub.task_id)
     const { events } = await call.tasks.events({ params: { id: sub.task_id }, query: { limit: 100 } })
     expect(task.status, JSON.stringify({ task, events })).toBe('completed')

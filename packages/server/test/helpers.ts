@@ -99,7 +99,13 @@ export function clientFor(target: { url: string }, token?: string, seen?: string
     seen?.push(await res.clone().text())
     return res
   }
-  return createBerthClient({ baseURL: target.url, token, retry: false, websocket: false, fetch: seen ? recording : undefined })
+  return createBerthClient({
+    baseURL: target.url,
+    token,
+    retry: false,
+    websocket: false,
+    fetch: seen ? recording : undefined,
+  })
 }
 
 /** The rejection of a client call, asserted to be a `BerthError` (its status, code, details, headers). */
@@ -119,7 +125,11 @@ export const ENDED: readonly string[] = ['completed', 'failed', 'cancelled']
  * Read the task through `api` until `until` holds (default: it has ended) and resolve with
  * that view of it. A failed read (a 429 from a rate-limited server) is asked again.
  */
-export function waitForTask(api: BerthClient, taskId: string, opts: { until?: (t: Task) => boolean; timeout?: number; interval?: number } = {}): Promise<Task> {
+export function waitForTask(
+  api: BerthClient,
+  taskId: string,
+  opts: { until?: (t: Task) => boolean; timeout?: number; interval?: number } = {},
+): Promise<Task> {
   const until = opts.until ?? ((t: Task) => ENDED.includes(t.status))
   return vi.waitFor(
     async () => {

@@ -49,7 +49,10 @@ async function snapshot(s: TestServer, token: string, ids: Record<string, string
 
 it('a data dir in the fs layout is migrated once, in place, with progress, and nothing is lost', async () => {
   // Written the way earlier versions wrote it: unstorage's fs driver under <dataDir>/store.
-  const legacy = await startServer({ dataDir, storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }) })
+  const legacy = await startServer({
+    dataDir,
+    storage: createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) }),
+  })
   const { token } = await legacy.user('Ada')
   await legacy.user('Grace')
   const owner = (await legacy.berth.services.users.authenticate(token))!.id
@@ -63,9 +66,18 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
   await api.agents.create({ body: { name: 'agent-a', prompt: 'You review code.' } })
   for (let i = 0; i < 5; i++) {
     legacy.clock.advance(1000)
-    await api.memory.create({ body: { type: i % 2 ? 'fact' : 'preference', name: `M${i}`, body: `row ${i}`, profile_id: i < 2 ? profile.id : undefined } })
+    await api.memory.create({
+      body: {
+        type: i % 2 ? 'fact' : 'preference',
+        name: `M${i}`,
+        body: `row ${i}`,
+        profile_id: i < 2 ? profile.id : undefined,
+      },
+    })
   }
-  const integration = await api.integrations.create({ body: { type: 'email', config: { recipients: ['ops@example.com'] } } })
+  const integration = await api.integrations.create({
+    body: { type: 'email', config: { recipients: ['ops@example.com'] } },
+  })
   await legacy.berth.services.deliveries.record(owner, {
     integration_id: integration.id,
     notification_id: 'ntf_0000000001',
@@ -78,7 +90,9 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
     duration_ms: 3,
     at: '2026-01-01T00:00:09.000Z',
   })
-  const playbook = await api.playbooks.create({ body: { profile_id: profile.id, name: 'Digest', prompt: 'Write the digest.' } })
+  const playbook = await api.playbooks.create({
+    body: { profile_id: profile.id, name: 'Digest', prompt: 'Write the digest.' },
+  })
   // No container runtime here: each run is recorded, then fails to start.
   for (let i = 0; i < 2; i++) await api.playbooks.run({ params: { id: playbook.id } })
   // Tasks and their workspaces, as the task service stores them.
@@ -86,7 +100,11 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
   let task = ''
   for (const [i, status] of statuses.entries()) {
     legacy.clock.advance(1000)
-    const ws = await legacy.berth.services.workspaces.create(owner, { profile_id: profile.id, persistent: false, name: `W${i}` })
+    const ws = await legacy.berth.services.workspaces.create(owner, {
+      profile_id: profile.id,
+      persistent: false,
+      name: `W${i}`,
+    })
     // A settled state: a restart's recovery would move `starting` and `running` ones on.
     await legacy.berth.services.workspaces.setStatus(owner, ws.id, 'idle')
     const now = new Date(legacy.clock.now()).toISOString()
@@ -138,7 +156,11 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
     expect((await migrated.berth.services.apiKeys.resolve(owner, key.id)).key).toBe('sk-migrate')
     // New records land in the migrated lists, newest first.
     migrated.clock.advance(60_000)
-    const res = await migrated.request('/v1/memory', { method: 'POST', token, json: { type: 'fact', name: 'New', body: 'after' } })
+    const res = await migrated.request('/v1/memory', {
+      method: 'POST',
+      token,
+      json: { type: 'fact', name: 'New', body: 'after' },
+    })
     expect(res.status).toBe(201)
     const list = await clientFor(migrated, token).memory.list()
     expect(list.total).toBe(6)

@@ -17,7 +17,12 @@ import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from '
 
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
 /** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */
-export const SERVER = [process.execPath, '--import', pathToFileURL(join(REPO_ROOT, 'examples/standalone-server/node_modules/tsx/dist/loader.mjs')).href, MAIN]
+export const SERVER = [
+  process.execPath,
+  '--import',
+  pathToFileURL(join(REPO_ROOT, 'examples/standalone-server/node_modules/tsx/dist/loader.mjs')).href,
+  MAIN,
+]
 
 /** A TCP listener on 127.0.0.1 forwarding every connection to a unix socket (an engine's API). */
 export interface TcpProxy {
@@ -86,7 +91,14 @@ export const ADMIN = `operator-${randomBytes(6).toString('hex')}`
  * const a = await startInstance({ id: 'a', engine: 'docker', settings: { BERTH_REDIS_URL: redis.path } })
  * ```
  */
-export async function startInstance(opts: { id: string; engine: 'docker' | 'podman'; engineUrl?: string; pool?: string; dataDir?: string; settings: Record<string, string> }): Promise<Instance> {
+export async function startInstance(opts: {
+  id: string
+  engine: 'docker' | 'podman'
+  engineUrl?: string
+  pool?: string
+  dataDir?: string
+  settings: Record<string, string>
+}): Promise<Instance> {
   const info = readEngine(opts.engine)
   const pool = opts.pool ?? `t-mi-${opts.id}-${process.pid}-${randomBytes(3).toString('hex')}`
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), `berth-mi-${opts.id}-`))
@@ -104,13 +116,21 @@ export async function startInstance(opts: { id: string; engine: 'docker' | 'podm
     BERTH_POOL_MIN: '1',
     ...opts.settings,
   })
-  const s = await startStandalone({ command: SERVER, cwd: join(REPO_ROOT, 'examples/standalone-server'), env, port, timeoutMs: 180_000 })
+  const s = await startStandalone({
+    command: SERVER,
+    cwd: join(REPO_ROOT, 'examples/standalone-server'),
+    env,
+    port,
+    timeoutMs: 180_000,
+  })
   return { ...s, id: opts.id, engine: opts.engine, pool, dataDir, env }
 }
 
 /** SIGKILL to the instance's whole process group (no shutdown of any kind); resolves once it is gone. */
 export async function killHard(i: Instance): Promise<void> {
-  const gone = new Promise<void>((resolve) => (i.child.exitCode !== null || i.child.signalCode !== null ? resolve() : i.child.once('exit', () => resolve())))
+  const gone = new Promise<void>((resolve) =>
+    i.child.exitCode !== null || i.child.signalCode !== null ? resolve() : i.child.once('exit', () => resolve()),
+  )
   process.kill(-i.child.pid!, 'SIGKILL')
   await gone
 }
@@ -121,7 +141,14 @@ export async function userWithProfile(via: string, name: string): Promise<{ toke
   const token = made.key.token
   const api = clientFor({ url: via }, token)
   const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-  const profile = await api.profiles.create({ body: { name: 'Agent', slug: `agent-${randomBytes(3).toString('hex')}`, api_key_id: key.id, default_tools: ['Bash'] } })
+  const profile = await api.profiles.create({
+    body: {
+      name: 'Agent',
+      slug: `agent-${randomBytes(3).toString('hex')}`,
+      api_key_id: key.id,
+      default_tools: ['Bash'],
+    },
+  })
   return { token, profileId: profile.id }
 }
 
@@ -129,8 +156,12 @@ export async function userWithProfile(via: string, name: string): Promise<{ toke
  * Ask `api` for the task until `done` holds; the last view. Every 1.5 s: the standalone
  * servers keep their default rate limit, and a 429 only means "ask again later".
  */
-export const pollTask = (api: BerthClient, taskId: string, done: (t: Task) => boolean, timeoutMs: number): Promise<Task> =>
-  waitForTask(api, taskId, { until: done, timeout: timeoutMs, interval: 1_500 })
+export const pollTask = (
+  api: BerthClient,
+  taskId: string,
+  done: (t: Task) => boolean,
+  timeoutMs: number,
+): Promise<Task> => waitForTask(api, taskId, { until: done, timeout: timeoutMs, interval: 1_500 })
 
 export { ENDED }
 
@@ -185,7 +216,14 @@ export async function startSshd(): Promise<LocalSshd> {
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    await vi.waitFor(() => execFileSync('ssh-add', [join(dir, 'client_key')], { env: { ...process.env, SSH_AUTH_SOCK: agentSocket }, stdio: 'ignore' }), { timeout: 10_000, interval: 50 })
+    await vi.waitFor(
+      () =>
+        execFileSync('ssh-add', [join(dir, 'client_key')], {
+          env: { ...process.env, SSH_AUTH_SOCK: agentSocket },
+          stdio: 'ignore',
+        }),
+      { timeout: 10_000, interval: 50 },
+    )
   } catch (err) {
     await stop()
     throw new Error(`ssh-agent did not take the key: ${String(err)}`)

@@ -36,7 +36,13 @@ describe('notifications on podman', () => {
         dataDir,
         storage: fsStorage(),
         allowPrivateWebhooks: true,
-        smtp: { host: '127.0.0.1', port: smtp.port, from: 'Berth <berth@example.test>', auth: smtp.auth, ignoreTLS: true },
+        smtp: {
+          host: '127.0.0.1',
+          port: smtp.port,
+          from: 'Berth <berth@example.test>',
+          auth: smtp.auth,
+          ignoreTLS: true,
+        },
         notifications: { attempts: 3, backoffMs: BACKOFF_MS, timeoutMs: 1000 },
       },
     })
@@ -92,11 +98,20 @@ describe('notifications on podman', () => {
     const r = all.received[0]!
     expect(verifySignature(SECRET, r)).toBe(true)
     expect(r.headers['x-berth-event']).toBe('task.completed')
-    expect(payloads(all)[0]).toEqual({ event: 'task.completed', task: { ...task, status: 'completed' }, at: expect.any(String) })
+    expect(payloads(all)[0]).toEqual({
+      event: 'task.completed',
+      task: { ...task, status: 'completed' },
+      at: expect.any(String),
+    })
     expect(payloads(selected)[0]!.task?.task_id).toBe(task.task_id)
     expect(selected.received[0]!.headers['x-berth-signature']).toBeUndefined()
     const deliveries = await t.api.integrations.deliveries({ params: { id: ids[0]! } })
-    expect(deliveries).toEqual({ total: 1, deliveries: [expect.objectContaining({ event: 'task.completed', attempt: 1, status: 'succeeded', response_status: 200 })] })
+    expect(deliveries).toEqual({
+      total: 1,
+      deliveries: [
+        expect.objectContaining({ event: 'task.completed', attempt: 1, status: 'succeeded', response_status: 200 }),
+      ],
+    })
     for (const id of ids) await removeIntegration(id)
     await afterLaterTask()
     expect(elsewhere.received).toHaveLength(0)
@@ -124,7 +139,10 @@ describe('notifications on podman', () => {
     expect(new Set(flaky.received.map((r) => r.body)).size).toBe(1)
     expect(new Set(flaky.received.map((r) => r.headers['x-berth-delivery'])).size).toBe(1)
     expect(flaky.received.every((r) => verifySignature(SECRET, r))).toBe(true)
-    expect(payloads(flaky)[0]).toMatchObject({ event: 'task.failed', task: { task_id: task.task_id, status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } } })
+    expect(payloads(flaky)[0]).toMatchObject({
+      event: 'task.failed',
+      task: { task_id: task.task_id, status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } },
+    })
     const [a, b, c] = flaky.received.map((r) => r.at) as [number, number, number]
     expect(b - a).toBeGreaterThanOrEqual(BACKOFF_MS - 10)
     expect(c - b).toBeGreaterThanOrEqual(2 * BACKOFF_MS - 10)
@@ -150,7 +168,10 @@ describe('notifications on podman', () => {
     // and a whole task), the fourth try (4 backoffs after the third) would have come.
     await afterLaterTask()
     expect(broken.received.filter((r) => JSON.parse(r.body).task.task_id === task.task_id)).toHaveLength(3)
-    expect(await t.api.tasks.get({ params: { id: task.task_id } })).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
+    expect(await t.api.tasks.get({ params: { id: task.task_id } })).toMatchObject({
+      status: 'failed',
+      error: { code: 'TURN_LIMIT_EXCEEDED' },
+    })
     // Failed deliveries are warnings, never errors of the server.
     expect(t.s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
     expect(t.s.logs.some((l) => l.includes('notification not delivered'))).toBe(true)
@@ -163,11 +184,22 @@ describe('notifications on podman', () => {
       await integration({ type: 'webhook', config: { url: hook.url, secret: SECRET } }),
       await integration({ type: 'email', config: { recipients: ['ops@example.test'] } }),
     ]
-    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Nightly', prompt: 'Run nightly. [[berth:text Nightly run done.]]' } })
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Nightly', prompt: 'Run nightly. [[berth:text Nightly run done.]]' },
+    })
     const { run_id } = await t.api.playbooks.run({ params: { id: pb.id } })
     await vi.waitFor(() => expect(hook.received).toHaveLength(1), 60_000)
     const [payload] = payloads(hook)
-    expect(payload).toMatchObject({ event: 'playbook_run.completed', run: { id: run_id, playbook_id: pb.id, status: 'completed', trigger: 'manual', session_id: expect.stringMatching(/^pb-/) } })
+    expect(payload).toMatchObject({
+      event: 'playbook_run.completed',
+      run: {
+        id: run_id,
+        playbook_id: pb.id,
+        status: 'completed',
+        trigger: 'manual',
+        session_id: expect.stringMatching(/^pb-/),
+      },
+    })
     expect(verifySignature(SECRET, hook.received[0]!)).toBe(true)
 
     await vi.waitFor(() => expect(smtp.mails.some((m) => m.text?.includes(run_id))).toBe(true), 15_000)
@@ -186,8 +218,10 @@ describe('notifications on podman', () => {
     for (const id of ids) await removeIntegration(id)
   })
 
-  it("after a restart, a run whose task ended while nothing listened is read from its task and ended (and notified) at start", async () => {
-    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Survivor', prompt: 'Finish. [[berth:text Finished.]]' } })
+  it('after a restart, a run whose task ended while nothing listened is read from its task and ended (and notified) at start', async () => {
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Survivor', prompt: 'Finish. [[berth:text Finished.]]' },
+    })
     const { run_id } = await t.api.playbooks.run({ params: { id: pb.id } })
     const runs = async () => (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
     await vi.waitFor(async () => expect((await runs())[0]?.status).toBe('completed'), 60_000)
@@ -208,7 +242,10 @@ describe('notifications on podman', () => {
     await second.berth.ready
     await vi.waitFor(() => expect(hook.received).toHaveLength(1), 15_000)
     expect(verifySignature(SECRET, hook.received[0]!)).toBe(true)
-    expect(payloads(hook)[0]).toMatchObject({ event: 'playbook_run.completed', run: { id: run_id, status: 'completed' } })
+    expect(payloads(hook)[0]).toMatchObject({
+      event: 'playbook_run.completed',
+      run: { id: run_id, status: 'completed' },
+    })
     expect(await storage.getItem(key)).toMatchObject({ status: 'completed' })
     expect(await storage.hasItem(`active-runs:${run_id}`)).toBe(false)
   })

@@ -33,8 +33,47 @@ function prng(seed: number) {
 }
 type Rng = ReturnType<typeof prng>
 
-const NASTY_STRINGS = ['', ' ', 'a', '0', '-1', 'null', 'true', '../../etc/passwd', '%00', '\u0000', '\ud800', '😀'.repeat(3), 'x'.repeat(5000), '<script>', "' OR 1=1 --", '{"a":1}', '\t\n', 'ü', '/', '//evil.test', 'https://evil.test']
-const ID_PREFIXES = ['prof_', 'task_', 'ws_', 'key_', 'tool_', 'skill_', 'agent_', 'sec_', 'mem_', 'int_', 'pb_', 'run_', 'usr_', 'sess_', 'ctr_', 'ga_']
+const NASTY_STRINGS = [
+  '',
+  ' ',
+  'a',
+  '0',
+  '-1',
+  'null',
+  'true',
+  '../../etc/passwd',
+  '%00',
+  '\u0000',
+  '\ud800',
+  '😀'.repeat(3),
+  'x'.repeat(5000),
+  '<script>',
+  "' OR 1=1 --",
+  '{"a":1}',
+  '\t\n',
+  'ü',
+  '/',
+  '//evil.test',
+  'https://evil.test',
+]
+const ID_PREFIXES = [
+  'prof_',
+  'task_',
+  'ws_',
+  'key_',
+  'tool_',
+  'skill_',
+  'agent_',
+  'sec_',
+  'mem_',
+  'int_',
+  'pb_',
+  'run_',
+  'usr_',
+  'sess_',
+  'ctr_',
+  'ga_',
+]
 
 /** Values from a JSON schema: mostly what it allows, sometimes its edges, sometimes not. */
 function generator(doc: Schema, rng: Rng) {
@@ -49,7 +88,8 @@ function generator(doc: Schema, rng: Rng) {
     if (s.enum) return rng.pick(s.enum)
     if (s.const !== undefined) return String(s.const)
     if (s.format === 'date-time') return rng.pick([new Date(1767225600000).toISOString(), 'yesterday'])
-    if (s.format === 'uri' || s.format === 'uri-reference') return rng.pick(['https://example.test/x', 'http://127.0.0.1:1/', 'not a url', 'file:///etc/passwd'])
+    if (s.format === 'uri' || s.format === 'uri-reference')
+      return rng.pick(['https://example.test/x', 'http://127.0.0.1:1/', 'not a url', 'file:///etc/passwd'])
     if (s.pattern && rng.chance(0.6)) return patterned(s.pattern)
     const max = Math.min(s.maxLength ?? 40, 300)
     const min = s.minLength ?? 0
@@ -138,7 +178,9 @@ beforeAll(async () => {
   token = (await s.user('Fuzz')).token
   doc = (await (await s.request('/openapi.json')).json()) as Schema
   // Something to find: a few records of the fuzzing caller.
-  const key = (await (await s.request('/v1/api-keys', { method: 'POST', token, json: { name: 'k', provider: 'stub' } })).json()) as Schema
+  const key = (await (
+    await s.request('/v1/api-keys', { method: 'POST', token, json: { name: 'k', provider: 'stub' } })
+  ).json()) as Schema
   await s.request('/v1/profiles', { method: 'POST', token, json: { name: 'P', slug: 'p', api_key_id: key.id } })
 })
 afterAll(() => s.close())
@@ -161,12 +203,14 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
       const { method, path, op } = ops[sent % ops.length]!
       const params: Schema[] = op.parameters ?? []
       let url = path
-      for (const p of params.filter((x) => x.in === 'path')) url = url.replace(`{${p.name}}`, pathValue(rng, gen, p.schema ?? {}))
+      for (const p of params.filter((x) => x.in === 'path'))
+        url = url.replace(`{${p.name}}`, pathValue(rng, gen, p.schema ?? {}))
       const query = new URLSearchParams()
       for (const p of params.filter((x) => x.in === 'query')) {
         if (!(p.required || rng.chance(0.5))) continue
         const v = gen.value(p.schema ?? {})
-        for (const one of Array.isArray(v) ? v : [v]) query.append(p.name, typeof one === 'object' ? JSON.stringify(one) : String(one))
+        for (const one of Array.isArray(v) ? v : [v])
+          query.append(p.name, typeof one === 'object' ? JSON.stringify(one) : String(one))
       }
       if (rng.chance(0.05)) query.append(gen.str({ maxLength: 8 }), gen.str({}))
       const headers = new Headers()
@@ -178,7 +222,9 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
       const content = op.requestBody?.content ?? {}
       if (content['application/json']) {
         headers.set('content-type', rng.chance(0.97) ? 'application/json' : 'text/plain')
-        body = rng.chance(0.05) ? rng.pick(['{', '[]', 'null', '"x"', '{"a":']) : JSON.stringify(gen.value(content['application/json'].schema ?? {}))
+        body = rng.chance(0.05)
+          ? rng.pick(['{', '[]', 'null', '"x"', '{"a":'])
+          : JSON.stringify(gen.value(content['application/json'].schema ?? {}))
       } else if (content['multipart/form-data']) {
         const form = new FormData()
         if (rng.chance(0.8)) form.append('path', gen.str({ maxLength: 30 }))
@@ -194,7 +240,11 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
         res = await fetch(target, { method, headers, ...(body !== undefined && { body }), redirect: 'manual' })
       } catch (err) {
         // A URL fetch itself refuses to send (e.g. a malformed percent escape it rejects) is not the server's answer.
-        if (err instanceof TypeError && /URL|Invalid/i.test(String(err.message) + String((err as { cause?: Error }).cause?.message))) continue
+        if (
+          err instanceof TypeError &&
+          /URL|Invalid/i.test(String(err.message) + String((err as { cause?: Error }).cause?.message))
+        )
+          continue
         throw err
       }
       const text = await res.text()
@@ -209,10 +259,12 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
         }
       })()
       if (res.status === 500) problems.push(`${method} ${target.slice(s.url.length, 300)} → 500 ${text.slice(0, 200)}`)
-      else if (!documented) problems.push(`${method} ${target.slice(s.url.length, 300)} → undocumented ${res.status} ${text.slice(0, 200)}`)
+      else if (!documented)
+        problems.push(`${method} ${target.slice(s.url.length, 300)} → undocumented ${res.status} ${text.slice(0, 200)}`)
       else if (res.status >= 500 && !['CONTAINER_FAILED', 'BAD_GATEWAY', 'MODEL_ERROR'].includes(code ?? '')) {
         problems.push(`${method} ${target.slice(s.url.length, 300)} → ${res.status} ${text.slice(0, 200)}`)
-      } else if (res.status >= 400 && res.status !== 431 && !code) problems.push(`${method} ${path} → ${res.status} without the error shape: ${text.slice(0, 200)}`)
+      } else if (res.status >= 400 && res.status !== 431 && !code)
+        problems.push(`${method} ${path} → ${res.status} without the error shape: ${text.slice(0, 200)}`)
       if (problems.length >= 20) break
     }
     expect(problems, `after ${sent} requests`).toEqual([])
@@ -229,7 +281,11 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
 describe('the document matches the server', () => {
   const op = (path: string, method = 'get') => doc.paths[path][method] as Schema
   it('OAuth callbacks require state; return paths carry their pattern', async () => {
-    for (const path of ['/v1/integrations/git/{provider}/callback', '/api/chatprovider/callback', '/api/mailprovider/callback']) {
+    for (const path of [
+      '/v1/integrations/git/{provider}/callback',
+      '/api/chatprovider/callback',
+      '/api/mailprovider/callback',
+    ]) {
       const state = (op(path).parameters as Schema[]).find((p) => p.name === 'state')
       expect(state, path).toMatchObject({ in: 'query', required: true })
     }
@@ -238,7 +294,9 @@ describe('the document matches the server', () => {
     expect(pattern).toBeDefined()
     const re = new RegExp(JSON.parse(`"${pattern}"`))
     expect(['/settings/git?tab=1', '/'].every((p) => re.test(p))).toBe(true)
-    expect(['//evil.test', 'https://evil.test', '/\\evil.test', '/a//b', '/\t/evil.test'].some((p) => re.test(p))).toBe(false)
+    expect(['//evil.test', 'https://evil.test', '/\\evil.test', '/a//b', '/\t/evil.test'].some((p) => re.test(p))).toBe(
+      false,
+    )
     // The server agrees with the document: a state is required.
     const missing = await s.request('/api/chatprovider/callback?code=abc')
     expect(missing.status).toBe(400)
@@ -259,7 +317,9 @@ describe('the document matches the server', () => {
         if (o.requestBody) expect(o.responses['413'], `${method} ${path}`).toBeDefined()
       }
     }
-    const huge = await fetch(`${s.url}/v1/profiles`, { headers: { authorization: `Bearer ${token}`, 'x-pad': 'p'.repeat(20_000) } })
+    const huge = await fetch(`${s.url}/v1/profiles`, {
+      headers: { authorization: `Bearer ${token}`, 'x-pad': 'p'.repeat(20_000) },
+    })
     expect(huge.status).toBe(431)
   })
 })

@@ -217,7 +217,9 @@ describe('GET /openapi.json', () => {
     }
     expect(sorted(documentedKeys())).toEqual(sorted(mountedKeys()))
     // Built from the full mounted table, the server's own routes included.
-    expect(doc.paths).toEqual(JSON.parse(JSON.stringify(buildOpenApi(s.berth.routes, { title: 't', version: 'v' }).paths)))
+    expect(doc.paths).toEqual(
+      JSON.parse(JSON.stringify(buildOpenApi(s.berth.routes, { title: 't', version: 'v' }).paths)),
+    )
     expect(doc.paths['/openapi.json']?.get?.operationId).toBe('openapi')
     expect(doc.paths['/docs']?.get?.operationId).toBe('docs')
   })
@@ -233,7 +235,8 @@ describe('GET /openapi.json', () => {
     expect(sorted(missing)).toEqual(sorted(NOT_YET_BUILT))
     // ... so every other API.md route is in the served document.
     const documented = documentedKeys()
-    for (const line of API_MD_ROUTES) if (!NOT_YET_BUILT.includes(line)) expect(documented.has(keyOf(line)), line).toBe(true)
+    for (const line of API_MD_ROUTES)
+      if (!NOT_YET_BUILT.includes(line)) expect(documented.has(keyOf(line)), line).toBe(true)
   })
 
   it('mounted routes beyond API.md are exactly BEYOND_API_MD', () => {
@@ -255,7 +258,9 @@ describe('GET /docs', () => {
       const res = await s.request(page)
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toMatch(/^text\/html/)
-      expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'.*script-src 'self'.*connect-src 'self'/)
+      expect(res.headers.get('content-security-policy')).toMatch(
+        /default-src 'none'.*script-src 'self'.*connect-src 'self'/,
+      )
       const html = await res.text()
       expect(html).not.toMatch(/https?:\/\//i)
       expect(html).not.toMatch(/<script>|\son\w+=/i) // no inline script: the CSP forbids it

@@ -14,7 +14,9 @@ it('data, caller keys and encrypted values survive a restart on the fs driver', 
   const { token } = await first.user()
   const api = clientFor(first, token)
   const key = await api.apiKeys.create({ body: { name: 'k', provider: 'anthropic', key: 'sk-restart' } })
-  const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id, claude_md: '# Hello' } })
+  const profile = await api.profiles.create({
+    body: { name: 'P', slug: 'p', api_key_id: key.id, claude_md: '# Hello' },
+  })
   expect(await api.secrets.create({ body: { name: 'A_SECRET', value: 'kept' } })).toMatchObject({ name: 'A_SECRET' })
   await first.close()
 
@@ -22,7 +24,11 @@ it('data, caller keys and encrypted values survive a restart on the fs driver', 
   const second = await startServer({ dataDir, storage: fsStorage(dataDir) })
   try {
     const again = clientFor(second, token)
-    expect(await again.profiles.get({ params: { id: profile.id } })).toMatchObject({ id: profile.id, claude_md: '# Hello', api_key_id: key.id })
+    expect(await again.profiles.get({ params: { id: profile.id } })).toMatchObject({
+      id: profile.id,
+      claude_md: '# Hello',
+      api_key_id: key.id,
+    })
     const owner = (await second.berth.services.users.authenticate(token))!.id
     // The generated encryption key was reused, so the old ciphertexts still open.
     expect(await second.berth.services.secrets.environment(owner, profile.id)).toEqual({ A_SECRET: 'kept' })

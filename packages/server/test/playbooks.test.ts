@@ -18,7 +18,15 @@ vi.mock('node:crypto', async (original) => {
 })
 const compares = vi.mocked(timingSafeEqual)
 
-type Run = { id: string; status: string; trigger: string; task_id: string | null; workspace_id: string | null; session_id: string | null; error: { code: string; error: string } | null }
+type Run = {
+  id: string
+  status: string
+  trigger: string
+  task_id: string | null
+  workspace_id: string | null
+  session_id: string | null
+  error: { code: string; error: string } | null
+}
 const DONE = ['completed', 'failed', 'cancelled']
 
 describe('playbooks on podman', () => {
@@ -47,15 +55,37 @@ describe('playbooks on podman', () => {
 
     const refused = await failure(t.api.playbooks.create({ body: { profile_id: foreign, name: 'Steal', prompt: 'x' } }))
     expect(refused.status).toBe(400)
-    expect(refused).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [expect.objectContaining({ path: 'profile_id' })] } })
+    expect(refused).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { issues: [expect.objectContaining({ path: 'profile_id' })] },
+    })
 
-    const created = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Digest', prompt: 'Write the digest.', max_turns: 3, allowed_tools: ['Bash'] } })
-    expect(created).toMatchObject({ profile_id: t.profileId, name: 'Digest', trigger_type: 'manual', max_turns: 3, max_budget_usd: null, allowed_tools: ['Bash'], has_webhook_secret: false, webhook_path: null })
+    const created = await t.api.playbooks.create({
+      body: {
+        profile_id: t.profileId,
+        name: 'Digest',
+        prompt: 'Write the digest.',
+        max_turns: 3,
+        allowed_tools: ['Bash'],
+      },
+    })
+    expect(created).toMatchObject({
+      profile_id: t.profileId,
+      name: 'Digest',
+      trigger_type: 'manual',
+      max_turns: 3,
+      max_budget_usd: null,
+      allowed_tools: ['Bash'],
+      has_webhook_secret: false,
+      webhook_path: null,
+    })
     expect(created.id).toMatch(/^pb_/)
     expect(created).not.toHaveProperty('webhook_secret')
     const id = created.id
 
-    const second = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Second', prompt: 'Another.' } })
+    const second = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Second', prompt: 'Another.' },
+    })
     const page1 = await t.api.profiles.playbooks({ params: { id: t.profileId }, query: { limit: 1 } })
     const page2 = await t.api.profiles.playbooks({ params: { id: t.profileId }, query: { limit: 1, page: 2 } })
     expect(page1.total).toBe(2)
@@ -76,17 +106,33 @@ describe('playbooks on podman', () => {
   })
 
   it('two rapid runs are two runs in two pb- workspaces that the workspace list leaves out', async () => {
-    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Twice', prompt: 'Report in. [[berth:text Reporting in.]]' } })
-    const [a, b] = await Promise.all([t.api.playbooks.run({ params: { id: pb.id } }), t.api.playbooks.run({ params: { id: pb.id } })])
-    for (const r of [a, b]) expect(r).toEqual({ status: 'started', playbook_id: pb.id, run_id: expect.stringMatching(/^run_/) })
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Twice', prompt: 'Report in. [[berth:text Reporting in.]]' },
+    })
+    const [a, b] = await Promise.all([
+      t.api.playbooks.run({ params: { id: pb.id } }),
+      t.api.playbooks.run({ params: { id: pb.id } }),
+    ])
+    for (const r of [a, b])
+      expect(r).toEqual({ status: 'started', playbook_id: pb.id, run_id: expect.stringMatching(/^run_/) })
     expect(a.run_id).not.toBe(b.run_id)
 
     const runs = await finishedRuns(pb.id, 2)
     expect(runs.map((r) => r.id).sort()).toEqual([a.run_id, b.run_id].sort())
     for (const run of runs) {
-      expect(run).toMatchObject({ status: 'completed', trigger: 'manual', error: null, session_id: expect.stringMatching(/^pb-/) })
+      expect(run).toMatchObject({
+        status: 'completed',
+        trigger: 'manual',
+        error: null,
+        session_id: expect.stringMatching(/^pb-/),
+      })
       const task = await t.api.tasks.get({ params: { id: run.task_id! } })
-      expect(task).toMatchObject({ status: 'completed', mode: 'session', session_id: run.session_id, workspace_id: run.workspace_id })
+      expect(task).toMatchObject({
+        status: 'completed',
+        mode: 'session',
+        session_id: run.session_id,
+        workspace_id: run.workspace_id,
+      })
       expect(task.result!.text).toContain('Reporting in.')
     }
     const wsIds = runs.map((r) => r.workspace_id!)
@@ -100,20 +146,34 @@ describe('playbooks on podman', () => {
     for (const wsId of wsIds) {
       // Its container goes as soon as the run ends (no session idle time holding a slot).
       await vi.waitFor(async () => {
-        expect(await t.api.workspaces.get({ params: { id: wsId } })).toMatchObject({ session_id: expect.stringMatching(/^pb-/), status: 'idle', container_id: null })
+        expect(await t.api.workspaces.get({ params: { id: wsId } })).toMatchObject({
+          session_id: expect.stringMatching(/^pb-/),
+          status: 'idle',
+          container_id: null,
+        })
       }, 15_000)
     }
   })
 
   it('the webhook with the right secret starts a run whose task carries the posted JSON body', async () => {
-    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'On order', prompt: 'Handle the new order. [[berth:text Order handled.]]', trigger_type: 'webhook' } })
+    const pb = await t.api.playbooks.create({
+      body: {
+        profile_id: t.profileId,
+        name: 'On order',
+        prompt: 'Handle the new order. [[berth:text Order handled.]]',
+        trigger_type: 'webhook',
+      },
+    })
     expect(pb.webhook_secret).toMatch(/^whsec_[a-z0-9]{40}$/)
     expect(pb.webhook_path).toBe(`/api/playbooks/${pb.id}/webhook/{secret}`)
     expect(pb.has_webhook_secret).toBe(true)
     expect(await t.api.playbooks.get({ params: { id: pb.id } })).not.toHaveProperty('webhook_secret')
 
     const payload = { order: 'ORD-7731', items: [{ sku: 'PELICAN', qty: 2 }], note: 'has ``` backticks' }
-    const res = await t.s.request(`/api/playbooks/${pb.id}/webhook/${pb.webhook_secret}`, { method: 'POST', json: payload })
+    const res = await t.s.request(`/api/playbooks/${pb.id}/webhook/${pb.webhook_secret}`, {
+      method: 'POST',
+      json: payload,
+    })
     expect(res.status).toBe(202)
     const started = (await res.json()) as { run_id: string }
     expect(started).toEqual({ status: 'started', playbook_id: pb.id, run_id: expect.stringMatching(/^run_/) })
@@ -132,7 +192,9 @@ describe('playbooks on podman', () => {
   })
 
   it("a run inherits the playbook's limits: max_turns fails it with TURN_LIMIT_EXCEEDED", async () => {
-    const pb = await t.api.playbooks.create({ body: { profile_id: t.profileId, name: 'Loop', prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 } })
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Loop', prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 },
+    })
     await t.api.playbooks.run({ params: { id: pb.id } })
     const [run] = await finishedRuns(pb.id, 1)
     expect(run).toMatchObject({ status: 'failed', error: { code: 'TURN_LIMIT_EXCEEDED' } })
@@ -144,9 +206,12 @@ describe('the webhook trigger', () => {
   let api: BerthClient
   let profileId: string
   // Raw: the webhook is called as a third party would, without a Berth key.
-  const fire = (id: string, secret: string, init: RequestInit & { json?: unknown } = {}) => s.request(`/api/playbooks/${id}/webhook/${secret}`, { method: 'POST', ...init })
+  const fire = (id: string, secret: string, init: RequestInit & { json?: unknown } = {}) =>
+    s.request(`/api/playbooks/${id}/webhook/${secret}`, { method: 'POST', ...init })
   const webhookPlaybook = async (name = 'Hook') => {
-    const pb = await api.playbooks.create({ body: { profile_id: profileId, name, prompt: 'React.', trigger_type: 'webhook' } })
+    const pb = await api.playbooks.create({
+      body: { profile_id: profileId, name, prompt: 'React.', trigger_type: 'webhook' },
+    })
     return { ...pb, webhook_secret: pb.webhook_secret! }
   }
   const runCount = async (id: string) => (await api.playbooks.runs({ params: { id } })).total
@@ -179,7 +244,9 @@ describe('the webhook trigger', () => {
     for (const res of [
       await fire('pb_zzzzzzzzzzzzzzzzzzzz', pb.webhook_secret, { json: {} }),
       // The last character changed (to `x`, or `y` for a secret that ends in `x`).
-      await fire(pb.id, `${pb.webhook_secret.slice(0, -1)}${pb.webhook_secret.endsWith('x') ? 'y' : 'x'}`, { json: {} }),
+      await fire(pb.id, `${pb.webhook_secret.slice(0, -1)}${pb.webhook_secret.endsWith('x') ? 'y' : 'x'}`, {
+        json: {},
+      }),
       await fire(pb.id, 'whsec_', { json: {} }),
       await fire(manual.id, rotated.webhook_secret, { json: {} }),
     ]) {
@@ -221,11 +288,18 @@ describe('the webhook trigger', () => {
   it('rotating the secret retires the old one; GET never shows a secret', async () => {
     const pb = await webhookPlaybook('Rotating')
     const rotated = await api.playbooks.rotateWebhookSecret({ params: { id: pb.id } })
-    expect(rotated).toEqual({ playbook_id: pb.id, webhook_secret: expect.stringMatching(/^whsec_/), webhook_path: `/api/playbooks/${pb.id}/webhook/${rotated.webhook_secret}` })
+    expect(rotated).toEqual({
+      playbook_id: pb.id,
+      webhook_secret: expect.stringMatching(/^whsec_/),
+      webhook_path: `/api/playbooks/${pb.id}/webhook/${rotated.webhook_secret}`,
+    })
     expect(rotated.webhook_secret).not.toBe(pb.webhook_secret)
     expect((await fire(pb.id, pb.webhook_secret, { json: {} })).status).toBe(404)
     expect((await fire(pb.id, rotated.webhook_secret, { json: {} })).status).toBe(202)
-    const reads = JSON.stringify([await api.playbooks.get({ params: { id: pb.id } }), await api.profiles.playbooks({ params: { id: profileId }, query: { limit: 100 } })])
+    const reads = JSON.stringify([
+      await api.playbooks.get({ params: { id: pb.id } }),
+      await api.profiles.playbooks({ params: { id: profileId }, query: { limit: 100 } }),
+    ])
     expect(reads).not.toContain(pb.webhook_secret)
     expect(reads).not.toContain(rotated.webhook_secret)
     // Request log lines carry the path without the secret.
@@ -236,7 +310,11 @@ describe('the webhook trigger', () => {
   it('switching a playbook to webhook generates a secret, shown in that answer', async () => {
     const pb = await api.playbooks.create({ body: { profile_id: profileId, name: 'Later', prompt: 'x' } })
     const switched = await api.playbooks.update({ params: { id: pb.id }, body: { trigger_type: 'webhook' } })
-    expect(switched).toMatchObject({ trigger_type: 'webhook', has_webhook_secret: true, webhook_secret: expect.stringMatching(/^whsec_/) })
+    expect(switched).toMatchObject({
+      trigger_type: 'webhook',
+      has_webhook_secret: true,
+      webhook_secret: expect.stringMatching(/^whsec_/),
+    })
     expect((await fire(pb.id, switched.webhook_secret!, { json: {} })).status).toBe(202)
     // Back to manual: the webhook stops answering, though the secret is kept.
     await api.playbooks.update({ params: { id: pb.id }, body: { trigger_type: 'manual' } })
@@ -262,10 +340,16 @@ describe('the webhook trigger', () => {
   it('hands JSON bodies up to 64 KiB to the run; larger is 413, not JSON is 400', async () => {
     const pb = await webhookPlaybook('Bodies')
     const big = JSON.stringify({ blob: 'x'.repeat(64 * 1024) })
-    const tooLarge = await fire(pb.id, pb.webhook_secret, { headers: { 'content-type': 'application/json' }, body: big })
+    const tooLarge = await fire(pb.id, pb.webhook_secret, {
+      headers: { 'content-type': 'application/json' },
+      body: big,
+    })
     expect(tooLarge.status).toBe(413)
     expect(await tooLarge.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' })
-    const notJson = await fire(pb.id, pb.webhook_secret, { headers: { 'content-type': 'application/json' }, body: '{"a":' })
+    const notJson = await fire(pb.id, pb.webhook_secret, {
+      headers: { 'content-type': 'application/json' },
+      body: '{"a":',
+    })
     expect(notJson.status).toBe(400)
     const text = await fire(pb.id, pb.webhook_secret, { headers: { 'content-type': 'text/plain' }, body: 'hello' })
     expect(text.status).toBe(400)
@@ -282,7 +366,15 @@ describe('the webhook trigger', () => {
     const runs = await api.playbooks.runs({ params: { id: pb.id } })
     expect(runs).toEqual({
       total: 1,
-      runs: [expect.objectContaining({ id: res.run_id, status: 'failed', trigger: 'manual', task_id: null, error: { code: 'CONTAINER_FAILED', error: expect.any(String) } })],
+      runs: [
+        expect.objectContaining({
+          id: res.run_id,
+          status: 'failed',
+          trigger: 'manual',
+          task_id: null,
+          error: { code: 'CONTAINER_FAILED', error: expect.any(String) },
+        }),
+      ],
     })
     expect((await api.playbooks.runs({ params: { id: pb.id }, query: { status: 'completed' } })).total).toBe(0)
   })

@@ -25,10 +25,13 @@ async function closedPort(): Promise<number> {
 /** Remove an image through the engine's API (no engine client in this package). */
 function removeImage(socketPath: string, ref: string): Promise<void> {
   return new Promise((resolve) => {
-    const req = request({ socketPath, method: 'DELETE', path: `/images/${encodeURIComponent(ref)}?force=true` }, (res) => {
-      res.resume()
-      res.on('end', () => resolve())
-    })
+    const req = request(
+      { socketPath, method: 'DELETE', path: `/images/${encodeURIComponent(ref)}?force=true` },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve())
+      },
+    )
     req.on('error', () => resolve())
     req.end()
   })
@@ -49,7 +52,9 @@ function flakyEngine(path: string, target: string) {
       server = createServer((client) => {
         if (mode === 'fail') {
           client.once('data', () =>
-            client.end(`HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`),
+            client.end(
+              `HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+            ),
           )
           client.on('error', () => {})
           return
@@ -89,7 +94,10 @@ describe.each(ENGINES)('a missing pool image on %s', { timeout: 120_000 }, (engi
     s = await startServer({ dataDir, runtime, pool: { image: ref, min: 2, max: 4, name, imageRecipe: recipe } })
     const pool = s.berth.pool!
     // Claims at once, while start-up (and the warm-up) provision the same image.
-    const claims = [pool.claim({ owner_id: 'usr_a', purpose: 'batch' }), pool.claim({ owner_id: 'usr_b', purpose: 'batch' })]
+    const claims = [
+      pool.claim({ owner_id: 'usr_a', purpose: 'batch' }),
+      pool.claim({ owner_id: 'usr_b', purpose: 'batch' }),
+    ]
     await s.berth.ready
     const leases: Lease[] = await Promise.all(claims)
     await vi.waitFor(() => expect(pool.stats()).toMatchObject({ in_use: 2, idle: 2 }), 15_000)
@@ -128,11 +136,19 @@ describe.each(ENGINES)('an engine that does not answer at start, on %s', { timeo
 
   it('is retried with backoff: claims fail fast meanwhile, /health goes from down to up, then the pool recovers and warms', async () => {
     const runtime = engine === 'docker' ? dockerRuntime({ socketPath }) : podmanRuntime({ socketPath })
-    s = await startServer({ dataDir, runtime, pool: { image: info.image, min: 2, max: 3, name, retry: { initialMs: 100, maxMs: 400 } } })
+    s = await startServer({
+      dataDir,
+      runtime,
+      pool: { image: info.image, min: 2, max: 3, name, retry: { initialMs: 100, maxMs: 400 } },
+    })
     await expect(s.berth.ready).rejects.toMatchObject({ code: 'CONTAINER_FAILED', details: { reason: 'unreachable' } })
     const health = async () => (await s!.request('/health')).json()
     const down = await health()
-    expect(down.engine).toMatchObject({ name: engine, reachable: false, last_error: expect.stringContaining('unreachable') })
+    expect(down.engine).toMatchObject({
+      name: engine,
+      reachable: false,
+      last_error: expect.stringContaining('unreachable'),
+    })
     expect(down.pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 0 })
     // A claim does not wait for the engine: it fails at once, and says why.
     await expect(s.berth.pool!.claim({ owner_id: 'usr_early', purpose: 'batch' })).rejects.toMatchObject({
@@ -142,7 +158,14 @@ describe.each(ENGINES)('an engine that does not answer at start, on %s', { timeo
 
     // The socket appears but the engine answers 500: still down, with the engine's words.
     await flaky.listen()
-    await vi.waitFor(async () => expect((await health()).engine).toMatchObject({ reachable: false, last_error: expect.stringContaining('engine is starting') }), 15_000)
+    await vi.waitFor(
+      async () =>
+        expect((await health()).engine).toMatchObject({
+          reachable: false,
+          last_error: expect.stringContaining('engine is starting'),
+        }),
+      15_000,
+    )
     expect(await onEngine(real, name)).toEqual([])
 
     // The engine answers: recovery, warm-up and claims work without a restart.
@@ -153,8 +176,15 @@ describe.each(ENGINES)('an engine that does not answer at start, on %s', { timeo
       expect(up.pool).toEqual({ min: 2, max: 3, in_use: 0, idle: 2 })
     }, 15_000)
     const warm = await onEngine(real, name)
-    expect(warm.map((c) => c.id).sort()).toEqual(s.berth.pool!.list().map((c) => c.engine_id).sort())
-    const retries = parsedLogs(s).filter((l) => l.msg === 'container engine does not answer').map((l) => l.retry_in_ms)
+    expect(warm.map((c) => c.id).sort()).toEqual(
+      s.berth
+        .pool!.list()
+        .map((c) => c.engine_id)
+        .sort(),
+    )
+    const retries = parsedLogs(s)
+      .filter((l) => l.msg === 'container engine does not answer')
+      .map((l) => l.retry_in_ms)
     // Capped exponential backoff: 100, 200, 400, 400, ... (as many as it took).
     expect(retries.length).toBeGreaterThanOrEqual(2)
     expect(retries).toEqual(retries.map((_, i) => Math.min(400, 100 * 2 ** i)))
@@ -173,7 +203,12 @@ describe.each(ENGINES)('two servers on one %s engine', { timeout: 120_000 }, (en
   // A server restarted on its data dir: fs storage there, the default pool name (not passed).
   const start = async (which: 'a' | 'b') => {
     const storage = createStorage({ driver: fsDriver({ base: join(dirs[which], 'store') }) })
-    servers[which] = await startServer({ dataDir: dirs[which], storage, runtime, pool: { image: info.image, min: 2, max: 3 } })
+    servers[which] = await startServer({
+      dataDir: dirs[which],
+      storage,
+      runtime,
+      pool: { image: info.image, min: 2, max: 3 },
+    })
     await servers[which]!.berth.ready
     return servers[which]!
   }
@@ -184,7 +219,11 @@ describe.each(ENGINES)('two servers on one %s engine', { timeout: 120_000 }, (en
     await new Promise<void>((r) => s.server.close(() => r()))
     await s.berth.close()
   }
-  const running = async (which: 'a' | 'b') => (await onEngine(runtime, names[which])).filter((c) => c.state === 'running').map((c) => c.id).sort()
+  const running = async (which: 'a' | 'b') =>
+    (await onEngine(runtime, names[which]))
+      .filter((c) => c.state === 'running')
+      .map((c) => c.id)
+      .sort()
 
   afterAll(async () => {
     for (const which of ['a', 'b'] as const) {
@@ -198,13 +237,19 @@ describe.each(ENGINES)('two servers on one %s engine', { timeout: 120_000 }, (en
   it("each keeps its warm containers across the other's start, recovery and close", async () => {
     expect(names.a).not.toBe(names.b)
     const a = await start('a')
-    const aIds = a.berth.pool!.list().map((c) => c.engine_id).sort()
+    const aIds = a.berth
+      .pool!.list()
+      .map((c) => c.engine_id)
+      .sort()
     expect(aIds).toHaveLength(2)
     expect(await running('a')).toEqual(aIds)
 
     // B starts (its recovery sweeps its own pool) and warms its own.
     const b = await start('b')
-    const bIds = b.berth.pool!.list().map((c) => c.engine_id).sort()
+    const bIds = b.berth
+      .pool!.list()
+      .map((c) => c.engine_id)
+      .sort()
     expect(bIds).toHaveLength(2)
     expect(await running('b')).toEqual(bIds)
     expect(await running('a')).toEqual(aIds)
@@ -214,8 +259,15 @@ describe.each(ENGINES)('two servers on one %s engine', { timeout: 120_000 }, (en
     await stopKeeping('b')
     expect(await running('a')).toEqual(aIds)
     const b2 = await start('b')
-    expect(parsedLogs(b2)).toContainEqual(expect.objectContaining({ msg: 'pool recovered', pool: names.b, adopted: 2, removed: 0 }))
-    expect(b2.berth.pool!.list().map((c) => c.engine_id).sort()).toEqual(bIds)
+    expect(parsedLogs(b2)).toContainEqual(
+      expect.objectContaining({ msg: 'pool recovered', pool: names.b, adopted: 2, removed: 0 }),
+    )
+    expect(
+      b2.berth
+        .pool!.list()
+        .map((c) => c.engine_id)
+        .sort(),
+    ).toEqual(bIds)
     expect(await running('a')).toEqual(aIds)
 
     // A closes and removes its containers: B's stay.

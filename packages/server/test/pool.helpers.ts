@@ -12,9 +12,16 @@ import type { TestServer } from './helpers.js'
 export const ENGINES = ['podman', 'docker'] as const satisfies readonly EngineInfo['engine'][]
 
 /** A runtime for a provisioned engine, recording every create spec (to tell warm-ups from claims). */
-export function engineRuntime(engine: EngineInfo['engine']): { info: EngineInfo; runtime: ContainerRuntime; creates: ContainerSpec[] } {
+export function engineRuntime(engine: EngineInfo['engine']): {
+  info: EngineInfo
+  runtime: ContainerRuntime
+  creates: ContainerSpec[]
+} {
   const info = readEngine(engine)
-  const base = engine === 'docker' ? dockerRuntime({ socketPath: info.socketPath }) : podmanRuntime({ socketPath: info.socketPath })
+  const base =
+    engine === 'docker'
+      ? dockerRuntime({ socketPath: info.socketPath })
+      : podmanRuntime({ socketPath: info.socketPath })
   const creates: ContainerSpec[] = []
   const runtime: ContainerRuntime = Object.create(base)
   runtime.create = (spec) => {

@@ -1,7 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { collectExec, isContainerError, type ContainerPool, type ContainerRuntime, type ContainerSpec, type Lease } from '@berth/core'
+import {
+  collectExec,
+  isContainerError,
+  type ContainerPool,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type Lease,
+} from '@berth/core'
 import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
-import { ENGINES, closeRemoving, engineRuntime, expectedStats, onEngine, sweep, tempDataDir, uniquePoolName } from './pool.helpers.js'
+import {
+  ENGINES,
+  closeRemoving,
+  engineRuntime,
+  expectedStats,
+  onEngine,
+  sweep,
+  tempDataDir,
+  uniquePoolName,
+} from './pool.helpers.js'
 
 const LIMITS = { memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128 }
 
@@ -29,7 +45,12 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     vi.waitFor(async () => {
       expect(pool.stats()).toEqual(expectedStats({}))
       const engineIds = (await onEngine(runtime, name)).map((c) => c.id).sort()
-      expect(engineIds).toEqual(pool.list().map((c) => c.engine_id).sort())
+      expect(engineIds).toEqual(
+        pool
+          .list()
+          .map((c) => c.engine_id)
+          .sort(),
+      )
     }, 15_000)
 
   beforeAll(async () => {
@@ -61,7 +82,12 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const found = await onEngine(runtime, name)
     expect(found).toHaveLength(2)
     expect(found.every((c) => c.state === 'running' && c.labels['berth.managed'] === 'true')).toBe(true)
-    expect(found.map((c) => c.id).sort()).toEqual(pool.list().map((c) => c.engine_id).sort())
+    expect(found.map((c) => c.id).sort()).toEqual(
+      pool
+        .list()
+        .map((c) => c.engine_id)
+        .sort(),
+    )
   })
 
   it('hardens pooled containers: limits, labels, dropped capabilities, no-new-privileges', async () => {
@@ -178,7 +204,8 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
     const lease = await pool.claim({ owner_id: u1.id, purpose: 'session' })
     await vi.waitFor(() => expect(pool.stats()).toEqual(expectedStats({ in_use: 1, idle: 2 })), 15_000)
 
-    const list = (token: string, query?: { limit: number; page: number }) => clientFor(s, token).pool.containers.list({ query })
+    const list = (token: string, query?: { limit: number; page: number }) =>
+      clientFor(s, token).pool.containers.list({ query })
     const admin = await list(ADMIN_TOKEN)
     expect(admin.total).toBe(3)
     expect(admin.containers.map((c) => c.engine_id).sort()).toEqual(
@@ -187,7 +214,9 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
 
     const mine = await list(u1.token)
     expect(mine).toEqual({
-      containers: [expect.objectContaining({ id: lease.container.id, state: 'in_use', owner_id: u1.id, purpose: 'session' })],
+      containers: [
+        expect.objectContaining({ id: lease.container.id, state: 'in_use', owner_id: u1.id, purpose: 'session' }),
+      ],
       total: 1,
     })
     expect(await list(u2.token)).toEqual({ containers: [], total: 0 })

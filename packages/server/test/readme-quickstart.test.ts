@@ -29,7 +29,10 @@ const FRESH_DEBIAN_TOOLS = ['bash', 'sh', 'cat', 'env', 'seq', 'sleep', 'curl', 
 function freshDebianPath(dir: string): string {
   mkdirSync(dir)
   for (const tool of FRESH_DEBIAN_TOOLS) {
-    const found = (process.env.PATH ?? '').split(':').map((d) => join(d, tool)).find((p) => existsSync(p) && statSync(p).isFile())
+    const found = (process.env.PATH ?? '')
+      .split(':')
+      .map((d) => join(d, tool))
+      .find((p) => existsSync(p) && statSync(p).isFile())
     if (!found) throw new Error(`${tool} is not on this machine's PATH`)
     symlinkSync(found, join(dir, tool))
   }
@@ -37,7 +40,10 @@ function freshDebianPath(dir: string): string {
 }
 
 /** Run `script` with bash (`-e -o pipefail`: a failing step fails the run); resolves with its exit code and output. */
-function bash(script: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function bash(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', script], { env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
@@ -50,7 +56,11 @@ function bash(script: string, env: Record<string, string>): Promise<{ code: numb
 
 /** This environment without Berth's settings (the README's defaults must do) and without pnpm's INIT_CWD. */
 function cleanEnv(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !k.startsWith('BERTH_') && k !== 'INIT_CWD' && k !== 'PORT')) as Record<string, string>
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k, v]) => v !== undefined && !k.startsWith('BERTH_') && k !== 'INIT_CWD' && k !== 'PORT',
+    ),
+  ) as Record<string, string>
 }
 
 const RUNTIMES = ['local', 'docker', 'podman'] as const
@@ -64,36 +74,43 @@ describe.each(RUNTIMES)('README quick start on %s', (runtime) => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it(
-    'the first task completes with its Bash call',
-    async () => {
-      const port = await freePort()
-      const start = readmeBlock('start')
-      expect(start).toContain('pnpm start')
-      const server = await startStandalone({
-        command: ['bash', '-c', start],
-        cwd: REPO_ROOT,
-        port,
-        // The README's defaults, on a fresh data dir and a free port, on this runtime. No
-        // BERTH_IMAGE: Docker and Podman use the default image, made when missing.
-        env: { ...cleanEnv(), PORT: String(port), BERTH_DATA_DIR: join(dir, 'data'), BERTH_RUNTIME: runtime, BERTH_POOL_NAME: pool },
-        timeoutMs: 600_000,
+  it('the first task completes with its Bash call', async () => {
+    const port = await freePort()
+    const start = readmeBlock('start')
+    expect(start).toContain('pnpm start')
+    const server = await startStandalone({
+      command: ['bash', '-c', start],
+      cwd: REPO_ROOT,
+      port,
+      // The README's defaults, on a fresh data dir and a free port, on this runtime. No
+      // BERTH_IMAGE: Docker and Podman use the default image, made when missing.
+      env: {
+        ...cleanEnv(),
+        PORT: String(port),
+        BERTH_DATA_DIR: join(dir, 'data'),
+        BERTH_RUNTIME: runtime,
+        BERTH_POOL_NAME: pool,
+      },
+      timeoutMs: 600_000,
+    })
+    try {
+      const run = await bash(readmeBlock('first-task'), {
+        PATH: freshDebianPath(join(dir, 'bin')),
+        HOME: dir,
+        BERTH: server.url,
       })
-      try {
-        const run = await bash(readmeBlock('first-task'), {
-          PATH: freshDebianPath(join(dir, 'bin')),
-          HOME: dir,
-          BERTH: server.url,
-        })
-        expect(run.code, `${run.stderr}\n--- server ---\n${server.output()}`).toBe(0)
-        const task = JSON.parse(run.stdout) as { status: string; result: { tool_calls: { name: string; input: unknown }[] } | null }
-        expect(task.status, `${run.stdout}\n--- server ---\n${server.output()}`).toBe('completed')
-        expect(task.result?.tool_calls).toContainEqual(expect.objectContaining({ name: 'Bash', input: { command: 'uname -a' } }))
-      } finally {
-        await server.stop()
+      expect(run.code, `${run.stderr}\n--- server ---\n${server.output()}`).toBe(0)
+      const task = JSON.parse(run.stdout) as {
+        status: string
+        result: { tool_calls: { name: string; input: unknown }[] } | null
       }
-      expect(server.output()).toContain('stopped')
-    },
-    900_000,
-  )
+      expect(task.status, `${run.stdout}\n--- server ---\n${server.output()}`).toBe('completed')
+      expect(task.result?.tool_calls).toContainEqual(
+        expect.objectContaining({ name: 'Bash', input: { command: 'uname -a' } }),
+      )
+    } finally {
+      await server.stop()
+    }
+    expect(server.output()).toContain('stopped')
+  }, 900_000)
 })

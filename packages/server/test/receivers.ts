@@ -97,7 +97,8 @@ export async function startSmtp(opts: { reject?: number } = {}) {
       else cb(new Error('Invalid username or password'))
     },
     onRcptTo(address, _session, cb) {
-      if (opts.reject) cb(Object.assign(new Error(`Mailbox ${address.address} unavailable`), { responseCode: opts.reject }))
+      if (opts.reject)
+        cb(Object.assign(new Error(`Mailbox ${address.address} unavailable`), { responseCode: opts.reject }))
       else cb()
     },
     onData(stream, _session, cb) {

@@ -24,7 +24,16 @@ function startProcess(): Promise<{ url: string; child: ChildProcess }> {
   const info = readEngine('podman')
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
     // One container: a second task has to wait in the queue.
-    env: { ...process.env, DATA_DIR: dataDir, ADMIN_TOKEN, SOCKET: info.socketPath, IMAGE: info.image, POOL: pool, POOL_MAX: '1', BUNDLE: RUNNER_BUNDLE },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN,
+      SOCKET: info.socketPath,
+      IMAGE: info.image,
+      POOL: pool,
+      POOL_MAX: '1',
+      BUNDLE: RUNNER_BUNDLE,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   children.push(child)
@@ -67,20 +76,33 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
   const token = key.token
   const api = clientFor(first, token)
   const apiKey = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-  const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: apiKey.id, default_tools: ['Bash'] } })
-  const sub = await api.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, prompt: 'Work slowly. [[berth:slow 150]] [[berth:turns 4]] [[berth:text finished after the crash]]' } })
+  const profile = await api.profiles.create({
+    body: { name: 'P', slug: 'p', api_key_id: apiKey.id, default_tools: ['Bash'] },
+  })
+  const sub = await api.tasks.submit({
+    body: {
+      mode: 'batch',
+      profile_id: profile.id,
+      prompt: 'Work slowly. [[berth:slow 150]] [[berth:turns 4]] [[berth:text finished after the crash]]',
+    },
+  })
   await vi.waitFor(async () => {
     const { events } = await api.tasks.events({ params: { id: sub.task_id } })
     expect(events.some((e) => e.type === 'token')).toBe(true)
   }, 30_000)
-  const queued = await api.tasks.submit({ body: { mode: 'batch', profile_id: profile.id, prompt: 'Queued. [[berth:text ran after the restart]]' } })
+  const queued = await api.tasks.submit({
+    body: { mode: 'batch', profile_id: profile.id, prompt: 'Queued. [[berth:text ran after the restart]]' },
+  })
   expect((await api.tasks.get({ params: { id: queued.task_id } })).status).toBe('queued')
   first.child.kill('SIGKILL')
   await new Promise((r) => first.child.once('exit', r))
 
   const second = await startProcess()
   const after = clientFor(second, token)
-  const task = await waitForTask(after, sub.task_id, { until: (t) => ['completed', 'failed'].includes(t.status), timeout: 60_000 })
+  const task = await waitForTask(after, sub.task_id, {
+    until: (t) => ['completed', 'failed'].includes(t.status),
+    timeout: 60_000,
+  })
   if (task.status === 'completed') {
     expect(task.result?.text).toContain('finished after the crash')
   } else {

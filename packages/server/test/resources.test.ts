@@ -15,7 +15,8 @@ async function rawPost(token: string, path: string, json: unknown): Promise<{ st
 }
 /** The paths of the issues of a 400, from a BerthError or a raw error body. */
 const issuePaths = (refused: BerthError | { body: unknown }) => {
-  const details = 'details' in refused ? refused.details : (refused.body as { details?: Record<string, unknown> }).details
+  const details =
+    'details' in refused ? refused.details : (refused.body as { details?: Record<string, unknown> }).details
   return ((details?.issues ?? []) as { path: string }[]).map((i) => i.path)
 }
 const names = (items: readonly unknown[]) => items.map((x) => (x as { name: string }).name)
@@ -37,7 +38,9 @@ describe('model credentials and profiles', () => {
     expect((await apiA.apiKeys.create({ body: { name: 'x', provider: 'stub' } })).has_key).toBe(false)
     const bad = await rawPost(a.token, '/v1/api-keys', { name: 'x', provider: 'openai', key: 'k' })
     expect(issuePaths(bad)).toEqual(['provider'])
-    const url = await failure(apiA.apiKeys.create({ body: { name: 'x', provider: 'anthropic', key: 'k', base_url: 'file:///etc/passwd' } }))
+    const url = await failure(
+      apiA.apiKeys.create({ body: { name: 'x', provider: 'anthropic', key: 'k', base_url: 'file:///etc/passwd' } }),
+    )
     expect(issuePaths(url)).toEqual(['base_url'])
   })
 
@@ -51,20 +54,34 @@ describe('model credentials and profiles', () => {
     expect(foreign.status).toBe(400)
     expect(issuePaths(foreign)).toEqual(['api_key_id'])
 
-    const wrongModel = await failure(apiA.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id, model: 'claude-opus-4-5' } }))
+    const wrongModel = await failure(
+      apiA.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: key.id, model: 'claude-opus-4-5' } }),
+    )
     expect(issuePaths(wrongModel)).toEqual(['model'])
 
-    const p = await apiA.profiles.create({ body: { name: 'P', slug: 'docs', api_key_id: key.id, model: 'claude-haiku-4-5', claude_md: '# Rules' } })
-    expect(p).toMatchObject({ slug: 'docs', model: 'claude-haiku-4-5', default_tools: [], memory_enabled: false, claude_md: '# Rules' })
+    const p = await apiA.profiles.create({
+      body: { name: 'P', slug: 'docs', api_key_id: key.id, model: 'claude-haiku-4-5', claude_md: '# Rules' },
+    })
+    expect(p).toMatchObject({
+      slug: 'docs',
+      model: 'claude-haiku-4-5',
+      default_tools: [],
+      memory_enabled: false,
+      claude_md: '# Rules',
+    })
 
     const dup = await failure(apiA.profiles.create({ body: { name: 'Q', slug: 'docs', api_key_id: key.id } }))
     expect(dup.status).toBe(400)
     expect(issuePaths(dup)).toEqual(['slug'])
     // Another owner may use the same slug.
-    expect((await apiB.profiles.create({ body: { name: 'Q', slug: 'docs', api_key_id: othersKey.id } })).slug).toBe('docs')
+    expect((await apiB.profiles.create({ body: { name: 'Q', slug: 'docs', api_key_id: othersKey.id } })).slug).toBe(
+      'docs',
+    )
 
     // Concurrent creates with one slug: exactly one wins.
-    const race = await Promise.allSettled(Array.from({ length: 8 }, () => apiA.profiles.create({ body: { name: 'R', slug: 'race', api_key_id: key.id } })))
+    const race = await Promise.allSettled(
+      Array.from({ length: 8 }, () => apiA.profiles.create({ body: { name: 'R', slug: 'race', api_key_id: key.id } })),
+    )
     expect(race.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
 
     const models = await apiA.profiles.models({ params: { id: p.id } })
@@ -74,15 +91,25 @@ describe('model credentials and profiles', () => {
 
   it('lists omit claude_md, the full profile has it; updates validate and persist', async () => {
     const key = await apiA.apiKeys.create({ body: { name: 'k', provider: 'stub' } })
-    const p = await apiA.profiles.create({ body: { name: 'L', slug: 'listed', api_key_id: key.id, claude_md: 'secret sauce' } })
+    const p = await apiA.profiles.create({
+      body: { name: 'L', slug: 'listed', api_key_id: key.id, claude_md: 'secret sauce' },
+    })
     const list = await apiA.profiles.list({ query: { limit: 100 } })
     const item = list.profiles.find((x) => (x as { id: string }).id === p.id)
     expect(item).toBeDefined()
     expect('claude_md' in item!).toBe(false)
     expect(JSON.stringify(list)).not.toContain('secret sauce')
 
-    const patched = await apiA.profiles.update({ params: { id: p.id }, body: { model: 'claude-sonnet-4-5', default_tools: ['Read', 'Bash(git:*)'], memory_enabled: true } })
-    expect(patched).toMatchObject({ model: 'claude-sonnet-4-5', default_tools: ['Read', 'Bash(git:*)'], memory_enabled: true, claude_md: 'secret sauce' })
+    const patched = await apiA.profiles.update({
+      params: { id: p.id },
+      body: { model: 'claude-sonnet-4-5', default_tools: ['Read', 'Bash(git:*)'], memory_enabled: true },
+    })
+    expect(patched).toMatchObject({
+      model: 'claude-sonnet-4-5',
+      default_tools: ['Read', 'Bash(git:*)'],
+      memory_enabled: true,
+      claude_md: 'secret sauce',
+    })
     expect((await apiA.profiles.update({ params: { id: p.id }, body: { model: null } })).model).toBeNull()
     const badPatch = await failure(apiA.profiles.update({ params: { id: p.id }, body: { slug: 'Not A Slug' } }))
     expect(issuePaths(badPatch)).toEqual(['slug'])
@@ -96,11 +123,19 @@ describe('model credentials and profiles', () => {
         name: 'M',
         slug: 'mcp',
         api_key_id: key.id,
-        mcp_servers: { files: { type: 'stdio', command: 'npx', args: ['-y', 'server'] }, web: { type: 'http', url: 'https://mcp.example.com/mcp' } },
+        mcp_servers: {
+          files: { type: 'stdio', command: 'npx', args: ['-y', 'server'] },
+          web: { type: 'http', url: 'https://mcp.example.com/mcp' },
+        },
       },
     })
     expect(Object.keys(ok.mcp_servers)).toEqual(['files', 'web'])
-    const bad = await rawPost(a.token, '/v1/profiles', { name: 'M', slug: 'mcp2', api_key_id: key.id, mcp_servers: { web: { type: 'http' } } })
+    const bad = await rawPost(a.token, '/v1/profiles', {
+      name: 'M',
+      slug: 'mcp2',
+      api_key_id: key.id,
+      mcp_servers: { web: { type: 'http' } },
+    })
     expect(bad.status).toBe(400)
     expect(issuePaths(bad)[0]).toMatch(/^mcp_servers\.web/)
   })
@@ -153,7 +188,9 @@ describe('memory, secrets, tools, skills, agents', () => {
     const one = await apiA.memory.list({ query: { profile_id: profileA } })
     expect(names(one.memory)).toEqual(['One'])
     expect((await apiA.memory.list({ query: { type: 'preference' } })).total).toBe(1)
-    const foreign = await failure(apiA.memory.create({ body: { type: 'fact', name: 'X', body: 'x', profile_id: profileB } }))
+    const foreign = await failure(
+      apiA.memory.create({ body: { type: 'fact', name: 'X', body: 'x', profile_id: profileB } }),
+    )
     expect(foreign.status).toBe(400)
     expect(issuePaths(foreign)).toEqual(['profile_id'])
     const imp = await failure(apiA.memory.create({ body: { type: 'fact', name: 'X', body: 'x', importance: 9 } }))
@@ -171,9 +208,13 @@ describe('memory, secrets, tools, skills, agents', () => {
     const created = await apiA.secrets.create({ body: { name: 'API_TOKEN', value: 'v1', profile_ids: [profileA] } })
     expect(created).toMatchObject({ name: 'API_TOKEN', scope: 'selected', profile_ids: [profileA] })
     expect((await failure(apiA.secrets.create({ body: { name: 'API_TOKEN', value: 'v2' } }))).status).toBe(400)
-    const foreign = await failure(apiA.secrets.create({ body: { name: 'OTHER', value: 'v', profile_ids: [profileA, profileB] } }))
+    const foreign = await failure(
+      apiA.secrets.create({ body: { name: 'OTHER', value: 'v', profile_ids: [profileA, profileB] } }),
+    )
     expect(foreign.status).toBe(400)
-    expect(foreign.details?.issues).toEqual([{ location: 'body', path: 'profile_ids.1', message: `profile ${profileB} does not exist` }])
+    expect(foreign.details?.issues).toEqual([
+      { location: 'body', path: 'profile_ids.1', message: `profile ${profileB} does not exist` },
+    ])
     expect(names((await apiA.secrets.list({ query: { limit: 100 } })).secrets)).not.toContain('OTHER')
 
     expect(await s.berth.services.secrets.environment(a.id, profileA)).toEqual({ API_TOKEN: 'v1' })
@@ -181,7 +222,9 @@ describe('memory, secrets, tools, skills, agents', () => {
     const widened = await apiA.secrets.update({ params: { id: created.id }, body: { scope: 'all' } })
     expect(widened).toMatchObject({ scope: 'all', profile_ids: [] })
     expect(await s.berth.services.secrets.environment(a.id, profileA2)).toEqual({ API_TOKEN: 'v1' })
-    const badPatch = await failure(apiA.secrets.update({ params: { id: created.id }, body: { profile_ids: [profileB] } }))
+    const badPatch = await failure(
+      apiA.secrets.update({ params: { id: created.id }, body: { profile_ids: [profileB] } }),
+    )
     expect(issuePaths(badPatch)).toEqual(['profile_ids.0'])
     expect((await apiA.secrets.get({ params: { id: created.id } })).scope).toBe('all')
   })
@@ -194,20 +237,29 @@ describe('memory, secrets, tools, skills, agents', () => {
       ['agents', { prompt: 'You review.', tools: ['Read'] }],
     ] as const
     for (const [area, extra] of cases) {
-      const create = (body: object) => apiA.request(`${area}.create`, { body: body as never }) as Promise<{ id: string }>
+      const create = (body: object) =>
+        apiA.request(`${area}.create`, { body: body as never }) as Promise<{ id: string }>
       const made = await create({ name: 'reviewer', ...extra, profile_ids: [profileA] })
       expect(made).toMatchObject({ name: 'reviewer', scope: 'selected', profile_ids: [profileA], description: '' })
       expect(issuePaths(await failure(create({ name: 'reviewer', ...extra })))).toEqual(['name'])
       expect(issuePaths(await failure(create({ name: 'Bad Name', ...extra })))).toEqual(['name'])
-      expect(issuePaths(await failure(create({ name: 'x', ...extra, profile_ids: [profileB] })))).toEqual(['profile_ids.0'])
-      const renamed = await apiA.request(`${area}.update`, { params: { id: made.id }, body: { name: 'critic', description: 'Finds faults' } })
+      expect(issuePaths(await failure(create({ name: 'x', ...extra, profile_ids: [profileB] })))).toEqual([
+        'profile_ids.0',
+      ])
+      const renamed = await apiA.request(`${area}.update`, {
+        params: { id: made.id },
+        body: { name: 'critic', description: 'Finds faults' },
+      })
       expect(renamed).toMatchObject({ name: 'critic', description: 'Finds faults', scope: 'selected' })
       expect(await apiA.request(`${area}.list`)).toMatchObject({ [area]: [{ name: 'critic' }] })
       // The name is free again after the rename.
       expect(await create({ name: 'reviewer', ...extra })).toMatchObject({ name: 'reviewer' })
     }
     expect((await s.berth.services.skills.forProfile(a.id, profileA2)).map((x) => x.name)).toEqual(['reviewer'])
-    expect((await s.berth.services.skills.forProfile(a.id, profileA)).map((x) => x.name).sort()).toEqual(['critic', 'reviewer'])
+    expect((await s.berth.services.skills.forProfile(a.id, profileA)).map((x) => x.name).sort()).toEqual([
+      'critic',
+      'reviewer',
+    ])
   })
 })
 
@@ -217,7 +269,13 @@ describe('admin', () => {
     const made = await admin.admin.users.create({ body: { name: 'Temp' } })
     expect(made.key.token).toMatch(/^berth_sk_[a-z0-9]{40}$/)
     const extra = await admin.admin.keys.create({ params: { id: made.user.id }, body: { name: 'ci' } })
-    const status = (token: string) => clientFor(s, token).profiles.list().then(() => 200, (err: BerthError) => err.status)
+    const status = (token: string) =>
+      clientFor(s, token)
+        .profiles.list()
+        .then(
+          () => 200,
+          (err: BerthError) => err.status,
+        )
     expect(await status(extra.token)).toBe(200)
     await admin.admin.keys.delete({ params: { id: extra.id } })
     expect(await status(extra.token)).toBe(401)

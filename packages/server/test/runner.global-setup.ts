@@ -13,7 +13,10 @@ export const RUNNER_BUNDLE = join(findRepoRoot(), '.tmp', 'runner-bundle-server'
 export default async function setup(): Promise<void> {
   const root = findRepoRoot()
   if (!existsSync(join(root, 'packages/runner/dist/main.js'))) {
-    const build = spawnSync('pnpm', ['--filter', '@berth/runner', 'run', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
+    const build = spawnSync('pnpm', ['--filter', '@berth/runner', 'run', 'build'], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
     if (build.status !== 0) throw new Error('building @berth/runner failed')
   }
   const { bundleRunner } = await import('@berth/runner')

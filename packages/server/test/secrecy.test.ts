@@ -41,7 +41,9 @@ beforeAll(async () => {
 
   const apiKey = await api.apiKeys.create({ body: { name: 'prod', provider: 'anthropic', key: MODEL_KEY } })
   const profile = await api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: apiKey.id } })
-  const secret = await api.secrets.create({ body: { name: 'DEPLOY_TOKEN', value: SECRET_VALUE, profile_ids: [profile.id] } })
+  const secret = await api.secrets.create({
+    body: { name: 'DEPLOY_TOKEN', value: SECRET_VALUE, profile_ids: [profile.id] },
+  })
   // Rotate both, then read everything back every way there is.
   await api.apiKeys.update({ params: { id: apiKey.id }, body: { key: NEW_MODEL_KEY } })
   await api.secrets.update({ params: { id: secret.id }, body: { value: NEW_SECRET_VALUE } })
@@ -79,7 +81,14 @@ it('secret and key responses say what is set without saying what it is', () => {
   const keys = responses.map((r) => JSON.parse(r)).find((b) => Array.isArray(b['api-keys']))
   expect(keys['api-keys'][0]).toMatchObject({ has_key: true, provider: 'anthropic' })
   const secrets = responses.map((r) => JSON.parse(r)).find((b) => Array.isArray(b.secrets))
-  expect(Object.keys(secrets.secrets[0]).sort()).toEqual(['created_at', 'id', 'name', 'profile_ids', 'scope', 'updated_at'])
+  expect(Object.keys(secrets.secrets[0]).sort()).toEqual([
+    'created_at',
+    'id',
+    'name',
+    'profile_ids',
+    'scope',
+    'updated_at',
+  ])
 })
 
 it('no log line contains them', () => {

@@ -25,7 +25,9 @@ const BACKENDS: Backend[] = ['memory', 'redis']
 
 /** A connected WebSocket client that records every message. */
 async function wsClient(instance: Instance, token: string) {
-  const socket = new WebSocket(`${instance.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${token}` } })
+  const socket = new WebSocket(`${instance.url.replace('http', 'ws')}/v1/ws`, {
+    headers: { authorization: `Bearer ${token}` },
+  })
   const messages: SocketServerMessage[] = []
   socket.on('message', (data) => messages.push(JSON.parse(String(data))))
   await new Promise<void>((resolve, reject) => {
@@ -52,13 +54,19 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
 
     it('11 rapid requests of one caller spread over the instances get exactly one 429, with agreeing headers', async () => {
       const { token } = await c.user('Rapid')
-      const answers = await Promise.all(Array.from({ length: 11 }, (_, i) => c.instances[i % 3]!.request('/v1/profiles', { token })))
+      const answers = await Promise.all(
+        Array.from({ length: 11 }, (_, i) => c.instances[i % 3]!.request('/v1/profiles', { token })),
+      )
       const statuses = answers.map((r) => r.status).sort()
       expect(statuses).toEqual([...Array(10).fill(200), 429])
       const ok = answers.filter((r) => r.status === 200)
       // One bucket: the ten admitted requests left 9, 8, … 0 tokens, whichever instance took them.
-      expect(ok.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
-      expect(new Set(answers.map((r) => r.headers.get('ratelimit-policy')))).toEqual(new Set(['10;w=600;burst=10;rpm=1']))
+      expect(ok.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort((a, b) => a - b)).toEqual([
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+      ])
+      expect(new Set(answers.map((r) => r.headers.get('ratelimit-policy')))).toEqual(
+        new Set(['10;w=600;burst=10;rpm=1']),
+      )
       const refused = answers.find((r) => r.status === 429)!
       expect(await refused.json()).toMatchObject({ code: 'RATE_LIMITED' })
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
@@ -68,7 +76,11 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
     })
 
     it('throttles guessed keys by client address over all instances', async () => {
-      const answers = await Promise.all(Array.from({ length: 11 }, (_, i) => c.instances[i % 3]!.request('/v1/profiles', { token: `berth_sk_guess${i}` })))
+      const answers = await Promise.all(
+        Array.from({ length: 11 }, (_, i) =>
+          c.instances[i % 3]!.request('/v1/profiles', { token: `berth_sk_guess${i}` }),
+        ),
+      )
       expect(answers.map((r) => r.status).sort()).toEqual([...Array(10).fill(401), 429])
     })
   })
@@ -82,7 +94,10 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
         redis,
         local: { maxes: [4, 4, 4], sandbox: 'none' },
         slowSingleUse: true,
-        berth: { gitProviders: { github: github.config() }, notifications: { attempts: 3, backoffMs: 300, timeoutMs: 2000 } },
+        berth: {
+          gitProviders: { github: github.config() },
+          notifications: { attempts: 3, backoffMs: 300, timeoutMs: 2000 },
+        },
       })
     })
     afterAll(async () => {
@@ -93,14 +108,22 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
     it('accepts an OAuth state once: the same callback on two instances at once connects one account', async () => {
       const [a, b] = c.instances as [Instance, Instance]
       const { token } = await c.user('OAuth')
-      const auth = await a.client(token).git.authorize({ params: { provider: 'github' }, query: { returnPath: '/settings' } })
+      const auth = await a
+        .client(token)
+        .git.authorize({ params: { provider: 'github' }, query: { returnPath: '/settings' } })
       const consent = await fetch(auth.url, { redirect: 'manual' })
       const callback = new URL(consent.headers.get('location')!)
       const path = callback.pathname + callback.search
-      const [onA, onB] = await Promise.all([fetch(a.url + path, { redirect: 'manual' }), fetch(b.url + path, { redirect: 'manual' })])
+      const [onA, onB] = await Promise.all([
+        fetch(a.url + path, { redirect: 'manual' }),
+        fetch(b.url + path, { redirect: 'manual' }),
+      ])
       const answers = [onA, onB].sort((x, y) => x.status - y.status)
       expect(answers.map((r) => r.status)).toEqual([302, 400])
-      expect(await answers[1]!.json()).toMatchObject({ code: 'VALIDATION_FAILED', details: { issues: [{ location: 'query', path: 'state', message: expect.stringMatching(/already used/) }] } })
+      expect(await answers[1]!.json()).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        details: { issues: [{ location: 'query', path: 'state', message: expect.stringMatching(/already used/) }] },
+      })
       // One code exchanged, one account.
       expect(github.requests.filter((r) => r.path.endsWith('/access_token'))).toHaveLength(1)
       const accounts = await c.instances[2]!.client(token).git.accounts.list()
@@ -136,16 +159,26 @@ describe.each(BACKENDS)('three instances sharing a %s coordination', (backend) =
       const hook = await startReceiver(() => 503)
       try {
         const { token, id: owner } = await c.user('Hooks')
-        const { id: integrationId } = await a.client(token).integrations.create({ body: { type: 'webhook', config: { url: hook.url } } })
-        await a.berth.services.notifications.notify(owner, 'prof_any', 'task.completed', { task: { task_id: 'task_shared' } as Task })
+        const { id: integrationId } = await a
+          .client(token)
+          .integrations.create({ body: { type: 'webhook', config: { url: hook.url } } })
+        await a.berth.services.notifications.notify(owner, 'prof_any', 'task.completed', {
+          task: { task_id: 'task_shared' } as Task,
+        })
         expect(hook.received).toHaveLength(1)
         // The other instances start (or restart) while the retry waits: each recovers what is stored.
         await Promise.all([b.berth.services.notifications.recover(), third.berth.services.notifications.recover()])
-        const deliveries = async () => (await b.client(token).integrations.deliveries({ params: { id: integrationId }, query: { limit: 100 } })).deliveries
+        const deliveries = async () =>
+          (await b.client(token).integrations.deliveries({ params: { id: integrationId }, query: { limit: 100 } }))
+            .deliveries
         await vi.waitFor(async () => expect((await deliveries()).map((d) => d.attempt)).toContain(3), 30_000)
         // Nothing left waiting: every attempt that was going to happen has happened.
         await vi.waitFor(async () => expect((await a.berth.store.keys('notification-retries:')).length).toBe(0), 15_000)
-        expect(hook.received.map((r) => (JSON.parse(r.body) as { event: string }).event)).toEqual(['task.completed', 'task.completed', 'task.completed'])
+        expect(hook.received.map((r) => (JSON.parse(r.body) as { event: string }).event)).toEqual([
+          'task.completed',
+          'task.completed',
+          'task.completed',
+        ])
         expect((await deliveries()).map((d) => d.attempt).sort()).toEqual([1, 2, 3])
       } finally {
         await hook.close()

@@ -34,7 +34,12 @@ import { REPO_ROOT, bareEnv, freePort, startStandalone, type Standalone } from '
 
 const MAIN = join(REPO_ROOT, 'examples/standalone-server/src/main.ts')
 /** As `pnpm start` runs it: `node --import tsx src/main.ts`, tsx resolved from the example. */
-const SERVER = [process.execPath, '--import', pathToFileURL(join(REPO_ROOT, 'examples/standalone-server/node_modules/tsx/dist/loader.mjs')).href, MAIN]
+const SERVER = [
+  process.execPath,
+  '--import',
+  pathToFileURL(join(REPO_ROOT, 'examples/standalone-server/node_modules/tsx/dist/loader.mjs')).href,
+  MAIN,
+]
 const ADMIN = 'operator-token-standalone-config'
 const GIT = ['github', 'gitlab', 'bitbucket'] as const
 
@@ -45,7 +50,11 @@ async function newUser(url: string, name: string): Promise<BerthClient> {
 }
 
 /** authorize (as the caller) → the provider's consent → the callback (as the browser): where the browser lands. */
-async function connect(authorized: Promise<{ url: string }>, expectedAuthorizeUrl: string, callbackUrl: string): Promise<URL> {
+async function connect(
+  authorized: Promise<{ url: string }>,
+  expectedAuthorizeUrl: string,
+  callbackUrl: string,
+): Promise<URL> {
   const authorize = new URL((await authorized).url)
   expect(`${authorize.origin}${authorize.pathname}`).toBe(expectedAuthorizeUrl)
   // BERTH_PUBLIC_URL made the redirect URI.
@@ -126,12 +135,17 @@ describe('standalone server, configured from the environment only', () => {
   })
 
   it('says where its settings came from and which integrations are on, without a secret', () => {
-    expect(server.output()).toContain(`Settings: environment · integrations: github, gitlab, bitbucket, chat, mail, bank at ${new URL(bank.url).host}, messenger at ${new URL(messenger.url).host}`)
-    for (const secret of [...GIT.map((p) => git[p].clientSecret), chat.clientSecret, mail.clientSecret, ADMIN]) expect(server.output()).not.toContain(secret)
+    expect(server.output()).toContain(
+      `Settings: environment · integrations: github, gitlab, bitbucket, chat, mail, bank at ${new URL(bank.url).host}, messenger at ${new URL(messenger.url).host}`,
+    )
+    for (const secret of [...GIT.map((p) => git[p].clientSecret), chat.clientSecret, mail.clientSecret, ADMIN])
+      expect(server.output()).not.toContain(secret)
   })
 
   it('/health shows the released version of the server package', async () => {
-    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/server/package.json'), 'utf8')) as { version: string }
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'packages/server/package.json'), 'utf8')) as {
+      version: string
+    }
     expect(version).toMatch(/^\d+\.\d+\.\d+/)
     expect(version).not.toBe('0.0.0')
     expect((await clientFor(server).health()).version).toBe(version)
@@ -140,7 +154,11 @@ describe('standalone server, configured from the environment only', () => {
   it.each(GIT)('connects a %s account: authorize → consent → callback → listed', async (p) => {
     const api = await newUser(server.url, `dev ${p}`)
     const authorized = api.git.authorize({ params: { provider: p }, query: { returnPath: '/settings/git' } })
-    const landed = await connect(authorized, git[p].config().authorizeUrl, `${server.url}/v1/integrations/git/${p}/callback`)
+    const landed = await connect(
+      authorized,
+      git[p].config().authorizeUrl,
+      `${server.url}/v1/integrations/git/${p}/callback`,
+    )
     expect(landed.pathname).toBe('/settings/git')
     expect(Object.fromEntries(landed.searchParams)).toMatchObject({ git: 'connected', provider: p })
     const { accounts } = await api.git.accounts.list()
@@ -154,19 +172,34 @@ describe('standalone server, configured from the environment only', () => {
     ['mailprovider', () => mail.config().authorizeUrl],
   ] as const)('connects a %s integration: authorize → consent → callback → connected', async (type, authorizeUrl) => {
     const api = await newUser(server.url, `ops ${type}`)
-    const landed = await connect(api.request(`integrations.${type}.authorize`, { query: { returnPath: '/settings' } }), authorizeUrl(), `${server.url}/api/${type}/callback`)
+    const landed = await connect(
+      api.request(`integrations.${type}.authorize`, { query: { returnPath: '/settings' } }),
+      authorizeUrl(),
+      `${server.url}/api/${type}/callback`,
+    )
     expect(Object.fromEntries(landed.searchParams)).toMatchObject({ integration: 'connected', type })
     const list = await api.integrations.list({ query: { type } })
-    expect(list).toMatchObject({ total: 1, integrations: [{ type, status: 'connected', config: { access_token: '••••••••' } }] })
+    expect(list).toMatchObject({
+      total: 1,
+      integrations: [{ type, status: 'connected', config: { access_token: '••••••••' } }],
+    })
   })
 
-  it('connects a bank: widget settings → the widget\'s payload → verified with the provider → connected', async () => {
+  it("connects a bank: widget settings → the widget's payload → verified with the provider → connected", async () => {
     const api = await newUser(server.url, 'treasurer')
     await api.integrations.bankprovider.config({ body: { application_id: 'app_standalone', environment: 'sandbox' } })
     const before = bank.requests.length
-    const res = await api.integrations.bankprovider.callback({ body: bank.enroll({ institution: 'Local Credit Union', accounts: 1 }) })
-    expect(res).toMatchObject({ type: 'bankprovider', status: 'connected', config: { institution: 'Local Credit Union', application_id: 'app_standalone' } })
-    expect(bank.requests.slice(before)).toEqual([{ method: 'GET', path: '/accounts', authenticated: true, status: 200 }])
+    const res = await api.integrations.bankprovider.callback({
+      body: bank.enroll({ institution: 'Local Credit Union', accounts: 1 }),
+    })
+    expect(res).toMatchObject({
+      type: 'bankprovider',
+      status: 'connected',
+      config: { institution: 'Local Credit Union', application_id: 'app_standalone' },
+    })
+    expect(bank.requests.slice(before)).toEqual([
+      { method: 'GET', path: '/accounts', authenticated: true, status: 200 },
+    ])
   })
 
   it('connects a messenger bot: setup → webhook at BERTH_PUBLIC_URL → the claim code sent in a chat → claimed', async () => {
@@ -178,7 +211,10 @@ describe('standalone server, configured from the environment only', () => {
     const chatWith = messenger.chat()
     // The fake delivers the message to the registered webhook, i.e. to the child server.
     expect((await messenger.sendUpdate(bot.token, { chat: chatWith, text: code })).status).toBe(200)
-    expect(await api.integrations.messenger.config()).toMatchObject({ configured: true, claim: { claimed: true, chat: expect.objectContaining({ id: chatWith.id }) } })
+    expect(await api.integrations.messenger.config()).toMatchObject({
+      configured: true,
+      claim: { claimed: true, chat: expect.objectContaining({ id: chatWith.id }) },
+    })
   })
 })
 
@@ -199,12 +235,24 @@ describe('standalone server, configured from berth.config.json and .env', () => 
         dataDir: './data',
         runtime: 'local',
         pool: { max: 3 },
-        git: { github: { clientId: github.clientId, clientSecret: 'overridden by the environment', url: github.url, scopes: ['repo', 'read:org'] } },
+        git: {
+          github: {
+            clientId: github.clientId,
+            clientSecret: 'overridden by the environment',
+            url: github.url,
+            scopes: ['repo', 'read:org'],
+          },
+        },
       }),
     )
     // .env wins over the file, the environment over both.
     writeFileSync(join(dir, '.env'), 'BERTH_POOL_MAX=5\nBERTH_GITHUB_CLIENT_SECRET=not-the-secret\n')
-    server = await startStandalone({ command: SERVER, cwd: dir, port, env: bareEnv({ BERTH_GITHUB_CLIENT_SECRET: github.clientSecret }) })
+    server = await startStandalone({
+      command: SERVER,
+      cwd: dir,
+      port,
+      env: bareEnv({ BERTH_GITHUB_CLIENT_SECRET: github.clientSecret }),
+    })
   })
   afterAll(async () => {
     expect(await server?.stop()).toBe(0)
@@ -220,7 +268,11 @@ describe('standalone server, configured from berth.config.json and .env', () => 
     // No BERTH_PUBLIC_URL: the redirect URI is made from the request's origin.
     const auth = await api.git.authorize({ params: { provider: 'github' } })
     expect(new URL(auth.url).searchParams.get('scope')).toBe('repo read:org')
-    const landed = await connect(api.git.authorize({ params: { provider: 'github' }, query: { returnPath: '/' } }), github.config().authorizeUrl, `${server.url}/v1/integrations/git/github/callback`)
+    const landed = await connect(
+      api.git.authorize({ params: { provider: 'github' }, query: { returnPath: '/' } }),
+      github.config().authorizeUrl,
+      `${server.url}/v1/integrations/git/github/callback`,
+    )
     expect(landed.searchParams.get('git')).toBe('connected')
     expect((await api.git.accounts.list()).accounts).toHaveLength(1)
   })
@@ -238,15 +290,23 @@ describe('standalone server, banking API behind mutual TLS (BERTH_BANK_CERT_FILE
     bank = await startFakeBankProvider()
     const tls = selfSignedCert({ ips: ['127.0.0.1'] })
     // The provider's API as it is outside the sandbox: HTTPS that demands a client certificate it trusts.
-    proxy = createHttpsServer({ ...tls, requestCert: true, rejectUnauthorized: true, ca: client.cert }, async (req, res) => {
-      presented.push((req.socket as TLSSocket).getPeerCertificate().fingerprint256)
-      const answer = await fetch(bank.url + req.url, { headers: { authorization: req.headers.authorization ?? '' } })
-      res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' })
-      res.end(await answer.text())
-    })
+    proxy = createHttpsServer(
+      { ...tls, requestCert: true, rejectUnauthorized: true, ca: client.cert },
+      async (req, res) => {
+        presented.push((req.socket as TLSSocket).getPeerCertificate().fingerprint256)
+        const answer = await fetch(bank.url + req.url, { headers: { authorization: req.headers.authorization ?? '' } })
+        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' })
+        res.end(await answer.text())
+      },
+    )
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
     dir = mkdtempSync(join(tmpdir(), 'berth-standalone-mtls-'))
-    for (const [name, pem] of [['client.pem', client.cert], ['client.key', client.key], ['provider-ca.pem', tls.cert]] as const) writeFileSync(join(dir, name), pem)
+    for (const [name, pem] of [
+      ['client.pem', client.cert],
+      ['client.key', client.key],
+      ['provider-ca.pem', tls.cert],
+    ] as const)
+      writeFileSync(join(dir, name), pem)
     const port = await freePort()
     server = await startStandalone({
       command: SERVER,
@@ -273,7 +333,16 @@ describe('standalone server, banking API behind mutual TLS (BERTH_BANK_CERT_FILE
   it('the provider refuses a client without the certificate', async () => {
     const port = (proxy.address() as AddressInfo).port
     const refused = await new Promise<string>((resolve) => {
-      const req = httpsGet({ host: '127.0.0.1', port, path: '/accounts', ca: selfSignedCert({ ips: ['127.0.0.1'] }).cert, rejectUnauthorized: false }, (res) => resolve(`answered ${res.statusCode}`))
+      const req = httpsGet(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/accounts',
+          ca: selfSignedCert({ ips: ['127.0.0.1'] }).cert,
+          rejectUnauthorized: false,
+        },
+        (res) => resolve(`answered ${res.statusCode}`),
+      )
       req.on('error', (err: NodeJS.ErrnoException) => resolve(`refused: ${err.code ?? err.message}`))
     })
     expect(refused).toMatch(/^refused/)
@@ -282,7 +351,9 @@ describe('standalone server, banking API behind mutual TLS (BERTH_BANK_CERT_FILE
   it('connects a bank through it with the configured certificate', async () => {
     const api = await newUser(server.url, 'treasurer')
     await api.integrations.bankprovider.config({ body: { application_id: 'app_mtls', environment: 'production' } })
-    const res = await api.integrations.bankprovider.callback({ body: bank.enroll({ institution: 'Mutual Bank', accounts: 1 }) })
+    const res = await api.integrations.bankprovider.callback({
+      body: bank.enroll({ institution: 'Mutual Bank', accounts: 1 }),
+    })
     expect(res).toMatchObject({ status: 'connected', config: { institution: 'Mutual Bank' } })
     expect(presented).toEqual([new X509Certificate(client.cert).fingerprint256])
   })
@@ -293,7 +364,12 @@ describe('standalone server refuses settings that cannot be right, naming them',
     const dir = mkdtempSync(join(tmpdir(), 'berth-standalone-bad-'))
     try {
       if (file !== undefined) writeFileSync(join(dir, 'berth.config.json'), JSON.stringify(file))
-      const r = spawnSync(SERVER[0]!, SERVER.slice(1), { cwd: dir, env: bareEnv({ BERTH_RUNTIME: 'local', BERTH_STORAGE: 'memory', PORT: '0', ...settings }), encoding: 'utf8', timeout: 60_000 })
+      const r = spawnSync(SERVER[0]!, SERVER.slice(1), {
+        cwd: dir,
+        env: bareEnv({ BERTH_RUNTIME: 'local', BERTH_STORAGE: 'memory', PORT: '0', ...settings }),
+        encoding: 'utf8',
+        timeout: 60_000,
+      })
       expect(r.status).toBe(1)
       return r.stderr.trim().split('\n').at(-1)
     } finally {
@@ -302,14 +378,42 @@ describe('standalone server refuses settings that cannot be right, naming them',
   }
 
   it.each([
-    [{ BERTH_GITHUB_CLIENT_ID: 'abc' }, undefined, 'berth: BERTH_GITHUB_CLIENT_ID is set but BERTH_GITHUB_CLIENT_SECRET (git.github.clientSecret) is not'],
-    [{ BERTH_GITLAB_URL: 'https://gitlab.internal' }, undefined, 'berth: BERTH_GITLAB_URL needs BERTH_GITLAB_CLIENT_ID (git.gitlab.clientId) and BERTH_GITLAB_CLIENT_SECRET (git.gitlab.clientSecret)'],
-    [{ BERTH_BANK_API_URL: 'ftp://bank' }, undefined, 'berth: BERTH_BANK_API_URL must be an http:// or https:// URL, got "ftp://bank"'],
+    [
+      { BERTH_GITHUB_CLIENT_ID: 'abc' },
+      undefined,
+      'berth: BERTH_GITHUB_CLIENT_ID is set but BERTH_GITHUB_CLIENT_SECRET (git.github.clientSecret) is not',
+    ],
+    [
+      { BERTH_GITLAB_URL: 'https://gitlab.internal' },
+      undefined,
+      'berth: BERTH_GITLAB_URL needs BERTH_GITLAB_CLIENT_ID (git.gitlab.clientId) and BERTH_GITLAB_CLIENT_SECRET (git.gitlab.clientSecret)',
+    ],
+    [
+      { BERTH_BANK_API_URL: 'ftp://bank' },
+      undefined,
+      'berth: BERTH_BANK_API_URL must be an http:// or https:// URL, got "ftp://bank"',
+    ],
     [{ BERTH_BANK_CERT_FILE: '/dev/null' }, undefined, 'berth: BERTH_BANK_CERT_FILE: "/dev/null" holds no PEM data'],
-    [{ BERTH_MESSENGER_TIMEOUT_MS: 'soon' }, undefined, 'berth: BERTH_MESSENGER_TIMEOUT_MS must be a whole number of milliseconds >= 1, got "soon"'],
-    [{}, { chat: { clientId: 'c', clientSecret: 's', url: 'not a url' } }, 'berth: chat.url in berth.config.json must be a URL like https://host.example, got "not a url"'],
-    [{}, { pool: { maxx: 3 } }, 'berth: berth.config.json: unknown setting "pool.maxx" (the README\'s Configuration table lists every key)'],
-    [{ BERTH_POOL_MIN: '9' }, { pool: { max: 4 } }, 'berth: BERTH_POOL_MIN (9) must not exceed pool.max in berth.config.json (4)'],
+    [
+      { BERTH_MESSENGER_TIMEOUT_MS: 'soon' },
+      undefined,
+      'berth: BERTH_MESSENGER_TIMEOUT_MS must be a whole number of milliseconds >= 1, got "soon"',
+    ],
+    [
+      {},
+      { chat: { clientId: 'c', clientSecret: 's', url: 'not a url' } },
+      'berth: chat.url in berth.config.json must be a URL like https://host.example, got "not a url"',
+    ],
+    [
+      {},
+      { pool: { maxx: 3 } },
+      'berth: berth.config.json: unknown setting "pool.maxx" (the README\'s Configuration table lists every key)',
+    ],
+    [
+      { BERTH_POOL_MIN: '9' },
+      { pool: { max: 4 } },
+      'berth: BERTH_POOL_MIN (9) must not exceed pool.max in berth.config.json (4)',
+    ],
   ])('%j with file %j', (env, file, message) => {
     expect(refuse(env, file)).toBe(message)
   })

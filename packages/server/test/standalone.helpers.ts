@@ -38,7 +38,13 @@ export interface Standalone {
  * const s = await startStandalone({ command: [TSX, MAIN], cwd, port, env: { PATH: process.env.PATH!, PORT: String(port) } })
  * ```
  */
-export async function startStandalone(opts: { command: string[]; cwd: string; env: Record<string, string>; port: number; timeoutMs?: number }): Promise<Standalone> {
+export async function startStandalone(opts: {
+  command: string[]
+  cwd: string
+  env: Record<string, string>
+  port: number
+  timeoutMs?: number
+}): Promise<Standalone> {
   const [file, ...args] = opts.command as [string, ...string[]]
   const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''

@@ -63,7 +63,15 @@ storeConformanceSuite('redis', async () => {
   const open = () => redisStore({ client: redis.connect(), prefix })
   const store = open()
   const r = reopener(open, store)
-  return { store, reopen: r.reopen, cleanup: r.close, spawnWriter: () => spawn(process.execPath, ['--import', 'tsx', writer, 'redis', redis.path, prefix], { stdio: ['ignore', 'pipe', 'inherit'] }) }
+  return {
+    store,
+    reopen: r.reopen,
+    cleanup: r.close,
+    spawnWriter: () =>
+      spawn(process.execPath, ['--import', 'tsx', writer, 'redis', redis.path, prefix], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }),
+  }
 })
 
 // unstorage (embedders' own `storage`): indexes derived from the records.

@@ -31,8 +31,12 @@ describe('task durability (docker)', () => {
     const task = await t.run({ prompt: 'Work [[berth:turns 1]] [[berth:text done]]' })
     expect(task.status).toBe('completed')
     const ws = task.workspace_id!
-    const ended = writes.findIndex((w) => w.key.endsWith(task.task_id) && w.key.startsWith('tasks:') && w.status === 'completed')
-    const segments = writes.map((w, i) => ({ ...w, i })).filter((w) => w.key.startsWith('eventlog:') && w.key.includes(ws))
+    const ended = writes.findIndex(
+      (w) => w.key.endsWith(task.task_id) && w.key.startsWith('tasks:') && w.status === 'completed',
+    )
+    const segments = writes
+      .map((w, i) => ({ ...w, i }))
+      .filter((w) => w.key.startsWith('eventlog:') && w.key.includes(ws))
     expect(ended).toBeGreaterThan(0)
     expect(segments.length).toBeGreaterThan(0)
     // Every event the task has was in a segment written before its end was.

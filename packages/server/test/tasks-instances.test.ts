@@ -14,7 +14,8 @@ import { ADMIN_TOKEN, agentUser, startCluster, type Backend, type Instance } fro
 import { failure, waitForTask } from './helpers.js'
 
 /** A prompt whose agent takes `turns` slow turns (about a second each), then answers. */
-const slowPrompt = (turns: number, text = 'Done slowly.') => `Take your time. [[berth:slow 1000]] [[berth:turns ${turns}]] [[berth:text ${text}]]`
+const slowPrompt = (turns: number, text = 'Done slowly.') =>
+  `Take your time. [[berth:slow 1000]] [[berth:turns ${turns}]] [[berth:text ${text}]]`
 
 let redis: LocalRedis | undefined
 
@@ -32,13 +33,19 @@ describe('tasks over several instances (redis store and coordination)', () => {
 
 /** One cluster on the `local` runtime (`maxes[i]`: instance i's pool max) and its agent user. */
 async function cluster(backend: Backend, maxes: number[]) {
-  const c = await startCluster(backend, { redis, leaseMs: 1_000, local: { maxes, sandbox: 'bwrap' }, berth: { recoveryGraceMs: 300 } })
+  const c = await startCluster(backend, {
+    redis,
+    leaseMs: 1_000,
+    local: { maxes, sandbox: 'bwrap' },
+    berth: { recoveryGraceMs: 300 },
+  })
   try {
     const user = await agentUser(c)
     const api = (inst: Instance) => inst.client(user.token)
     const submit = (inst: Instance, body: { prompt: string; mode?: 'batch' | 'session'; session_id?: string }) =>
       api(inst).tasks.submit({ body: { mode: 'batch', profile_id: user.profileId, ...body } })
-    const waitStatus = (inst: Instance, taskId: string, status: Task['status']) => waitForTask(api(inst), taskId, { until: (t) => t.status === status })
+    const waitStatus = (inst: Instance, taskId: string, status: Task['status']) =>
+      waitForTask(api(inst), taskId, { until: (t) => t.status === status })
     const waitDone = (inst: Instance, taskId: string) => waitForTask(api(inst), taskId)
     return { ...c, ...user, ownerId: user.id, api, submit, waitStatus, waitDone }
   } catch (err) {
@@ -57,9 +64,13 @@ function clusterCases(backend: Backend): void {
   it('20 parallel submits over 3 instances admit exactly the profile’s 5', async () => {
     const k = await cluster(backend, [4, 4, 4])
     c = k
-    const answers = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => k.submit(k.instances[i % 3]!, { prompt: slowPrompt(30) })))
+    const answers = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => k.submit(k.instances[i % 3]!, { prompt: slowPrompt(30) })),
+    )
     const admitted = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []))
-    const refused = await Promise.all(answers.flatMap((a) => (a.status === 'rejected' ? [failure(Promise.reject(a.reason))] : [])))
+    const refused = await Promise.all(
+      answers.flatMap((a) => (a.status === 'rejected' ? [failure(Promise.reject(a.reason))] : [])),
+    )
     expect(admitted).toHaveLength(5)
     expect(refused).toHaveLength(15)
     for (const r of refused) {
@@ -94,20 +105,30 @@ function clusterCases(backend: Backend): void {
     const cancelled = await k.api(a).tasks.cancel({ params: { id: sub.task_id } })
     expect(cancelled.status).toBe('cancelled')
     // Its workspace's slot is free again on every instance.
-    await vi.waitFor(async () => expect(await b.berth.services.coordination.slots.count(`profile:${k.profileId}`)).toBe(0), 15_000)
+    await vi.waitFor(
+      async () => expect(await b.berth.services.coordination.slots.count(`profile:${k.profileId}`)).toBe(0),
+      15_000,
+    )
   })
 
   it('a session follow-up submitted on another instance runs in the same container', async () => {
     const k = await cluster(backend, [2, 2])
     c = k
     const [a, b] = k.instances as [Instance, Instance]
-    const first = await k.submit(a, { mode: 'session', prompt: '[[berth:tool Bash {"command":"echo here > /workspace/mark.txt"}]] [[berth:text Marked.]]' })
+    const first = await k.submit(a, {
+      mode: 'session',
+      prompt: '[[berth:tool Bash {"command":"echo here > /workspace/mark.txt"}]] [[berth:text Marked.]]',
+    })
     expect((await k.waitDone(a, first.task_id)).status).toBe('completed')
     const records = a.berth.services.workspaces.records
     const before = await records.get(k.ownerId, first.workspace_id)
     expect(before.instance_id).toBe(a.coordination.instanceId)
     expect(before.container_id).toBeTruthy()
-    const next = await k.submit(b, { mode: 'session', session_id: first.session_id!, prompt: '[[berth:tool Bash {"command":"cat /workspace/mark.txt"}]] [[berth:text Read it.]]' })
+    const next = await k.submit(b, {
+      mode: 'session',
+      session_id: first.session_id!,
+      prompt: '[[berth:tool Bash {"command":"cat /workspace/mark.txt"}]] [[berth:text Read it.]]',
+    })
     const done = await k.waitDone(b, next.task_id)
     expect(done.status).toBe('completed')
     const after = await records.get(k.ownerId, first.workspace_id)
@@ -122,7 +143,9 @@ function clusterCases(backend: Backend): void {
     c = k
     const [a, b] = k.instances as [Instance, Instance]
     // A WebSocket client of instance a, as a user would watch it.
-    const socket = new WebSocket(`${a.url.replace('http', 'ws')}/v1/ws`, { headers: { authorization: `Bearer ${k.token}` } })
+    const socket = new WebSocket(`${a.url.replace('http', 'ws')}/v1/ws`, {
+      headers: { authorization: `Bearer ${k.token}` },
+    })
     const received: SocketServerMessage[] = []
     socket.on('message', (data) => received.push(JSON.parse(String(data))))
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
@@ -133,12 +156,20 @@ function clusterCases(backend: Backend): void {
     const done = await k.waitDone(b, sub.task_id)
     expect(done.status).toBe('completed')
     const { events: stored } = await k.api(b).tasks.events({ params: { id: sub.task_id }, query: { limit: 100 } })
-    await vi.waitFor(() => expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toContain('completed'), 15_000)
+    await vi.waitFor(
+      () => expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toContain('completed'),
+      15_000,
+    )
     const events = seen.flatMap((m) => (m.type === 'task.event' ? [m.event.seq] : []))
     expect(stored.length).toBeGreaterThan(2)
     expect(events).toEqual(stored.map((e) => e.seq))
-    expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toEqual(expect.arrayContaining(['starting', 'running', 'completed']))
-    await vi.waitFor(() => expect(received).toContainEqual(expect.objectContaining({ type: 'task.status', status: 'completed' })), 15_000)
+    expect(seen.filter((m) => m.type === 'task.status').map((m) => m.status)).toEqual(
+      expect.arrayContaining(['starting', 'running', 'completed']),
+    )
+    await vi.waitFor(
+      () => expect(received).toContainEqual(expect.objectContaining({ type: 'task.status', status: 'completed' })),
+      15_000,
+    )
     expect(received.flatMap((m) => (m.type === 'task.event' ? [m.event.seq] : []))).toEqual(stored.map((e) => e.seq))
     socket.close()
   })
@@ -150,7 +181,11 @@ function clusterCases(backend: Backend): void {
     const first = await k.submit(b, { mode: 'session', prompt: slowPrompt(120) })
     await k.waitStatus(b, first.task_id, 'running')
     // Queued behind the running prompt, in the same session: on b.
-    const next = await k.submit(b, { mode: 'session', session_id: first.session_id!, prompt: '[[berth:text Survived.]]' })
+    const next = await k.submit(b, {
+      mode: 'session',
+      session_id: first.session_id!,
+      prompt: '[[berth:text Survived.]]',
+    })
     expect((await k.api(b).tasks.get({ params: { id: next.task_id } })).status).toBe('queued')
     // b dies: its heartbeat stops (its runner keeps going, as a partitioned instance's would).
     await b.coordination.close()
@@ -169,9 +204,13 @@ function clusterCases(backend: Backend): void {
     c = k
     const [a, b] = k.instances as [Instance, Instance]
     // Five warm sessions on a hold the profile's five slots after their prompts end.
-    const sessions = await Promise.all(Array.from({ length: 5 }, () => k.submit(a, { mode: 'session', prompt: '[[berth:text Holding.]]' })))
+    const sessions = await Promise.all(
+      Array.from({ length: 5 }, () => k.submit(a, { mode: 'session', prompt: '[[berth:text Holding.]]' })),
+    )
     for (const s of sessions) expect((await k.waitDone(a, s.task_id)).status).toBe('completed')
-    const pb = await k.api(b).playbooks.create({ body: { profile_id: k.profileId, name: 'Waits', prompt: 'Run when there is room. [[berth:text Ran.]]' } })
+    const pb = await k.api(b).playbooks.create({
+      body: { profile_id: k.profileId, name: 'Waits', prompt: 'Run when there is room. [[berth:text Ran.]]' },
+    })
     await k.api(b).playbooks.run({ params: { id: pb.id } })
     const runTask = async () => {
       const { runs } = await k.api(b).playbooks.runs({ params: { id: pb.id } })

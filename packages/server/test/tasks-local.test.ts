@@ -38,7 +38,9 @@ async function localTaskServer(sandbox: SandboxMode, opts: { sessionIdleMs?: num
 
 /** The README's first task: a Bash tool call, then text; with tokens, cost and turns. */
 async function expectToolUse(t: Awaited<ReturnType<typeof localTaskServer>>, command: string): Promise<Task> {
-  const task = await t.run({ prompt: `Check the shell. [[berth:tool Bash {"command":${JSON.stringify(command)}}]] [[berth:text All done: the shell works.]]` })
+  const task = await t.run({
+    prompt: `Check the shell. [[berth:tool Bash {"command":${JSON.stringify(command)}}]] [[berth:text All done: the shell works.]]`,
+  })
   expect(task.error).toBeNull()
   expect(task.status).toBe('completed')
   const r = task.result!
@@ -72,7 +74,9 @@ describe('tasks on local (bwrap sandbox)', () => {
     expect(types).toContain('token')
     expect(types.at(-1)).toBe('result')
     await vi.waitFor(async () => {
-      const claimed = (await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.workspace'] === task.workspace_id)
+      const claimed = (await onEngine(t.runtime, t.pool)).filter(
+        (c) => c.labels['berth.workspace'] === task.workspace_id,
+      )
       expect(claimed).toEqual([])
     }, 15_000)
   })
@@ -82,7 +86,11 @@ describe('tasks on local (bwrap sandbox)', () => {
     const one = await t.waitDone(first.task_id)
     expect(one.status).toBe('completed')
     const ws = await t.api.workspaces.get({ params: { id: one.workspace_id! } })
-    const second = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'What did I ask first? [[berth:recall]]' })
+    const second = await t.submit({
+      mode: 'session',
+      session_id: one.session_id!,
+      prompt: 'What did I ask first? [[berth:recall]]',
+    })
     const two = await t.waitDone(second.task_id)
     expect(two.status).toBe('completed')
     expect(two.result!.text).toContain('HERON-7')
@@ -93,10 +101,14 @@ describe('tasks on local (bwrap sandbox)', () => {
   it('a secret printed by a tool reaches the tool but neither the stored events nor the result', async () => {
     const value = 'tok-LOCAL-SECRET-9e8d7c'
     const secret = await t.api.secrets.create({ body: { name: 'MY_TOKEN', value } })
-    const task = await t.run({ prompt: 'Print it. [[berth:tool Bash {"command":"echo token=$MY_TOKEN"}]] [[berth:text printed]]' })
+    const task = await t.run({
+      prompt: 'Print it. [[berth:tool Bash {"command":"echo token=$MY_TOKEN"}]] [[berth:text printed]]',
+    })
     expect(task.status).toBe('completed')
     const events = await t.events(task.task_id)
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('token=[REDACTED]') })
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringContaining('token=[REDACTED]'),
+    })
     expect(JSON.stringify(events)).not.toContain(value)
     expect(JSON.stringify(task)).not.toContain(value)
     expect(s.logs.join('\n')).not.toContain(value)
@@ -106,10 +118,14 @@ describe('tasks on local (bwrap sandbox)', () => {
   it("the server's own environment does not reach the agent's tools", async () => {
     process.env.BERTH_TEST_SERVER_ONLY = 'server-only-value-31337'
     try {
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion for the agent's Bash, not a template
-      const task = await t.run({ prompt: 'Env. [[berth:tool Bash {"command":"echo seen=${BERTH_TEST_SERVER_ONLY:-none}"}]] [[berth:text ok]]' })
+      const task = await t.run({
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion for the agent's Bash, not a template
+        prompt: 'Env. [[berth:tool Bash {"command":"echo seen=${BERTH_TEST_SERVER_ONLY:-none}"}]] [[berth:text ok]]',
+      })
       expect(task.status).toBe('completed')
-      expect((await t.events(task.task_id)).find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('seen=none') })
+      expect((await t.events(task.task_id)).find((e) => e.type === 'tool_result')).toMatchObject({
+        output: expect.stringContaining('seen=none'),
+      })
     } finally {
       delete process.env.BERTH_TEST_SERVER_ONLY
     }
@@ -128,7 +144,9 @@ describe('tasks on local (no sandbox)', () => {
   it('a batch task runs Bash as a host process in the container directory and completes', async () => {
     const task = await expectToolUse(t, 'echo "pwd=$(pwd)"')
     // The workspace is the container's directory under the runtime's base dir, not the host's /workspace.
-    expect((await t.events(task.task_id)).find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringMatching(/pwd=\/.*\/root\/workspace/) })
+    expect((await t.events(task.task_id)).find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringMatching(/pwd=\/.*\/root\/workspace/),
+    })
   })
 })
 
@@ -154,25 +172,46 @@ describe('sessions on local (bwrap): idle release and restore', () => {
     expect(one.status).toBe('completed')
     const before = (await t.api.workspaces.get({ params: { id: one.workspace_id! } })).container_id
     await idle(one.workspace_id!)
-    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before), 15_000)
+    await vi.waitFor(
+      async () =>
+        expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before),
+      15_000,
+    )
 
-    const next = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'Say it back. [[berth:recall]]' })
+    const next = await t.submit({
+      mode: 'session',
+      session_id: one.session_id!,
+      prompt: 'Say it back. [[berth:recall]]',
+    })
     const two = await t.waitDone(next.task_id)
     expect(two.status).toBe('completed')
     expect(two.result!.text).toContain('OSPREY-9')
   })
 
   it('with persistent_sessions the workspace files survive the release on a volume', async () => {
-    const profile = await t.api.profiles.create({ body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true } })
-    const first = await t.submit({ mode: 'session', profile_id: profile.id, prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]' })
+    const profile = await t.api.profiles.create({
+      body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true },
+    })
+    const first = await t.submit({
+      mode: 'session',
+      profile_id: profile.id,
+      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]',
+    })
     const one = await t.waitDone(first.task_id)
     expect(one.status).toBe('completed')
     await idle(one.workspace_id!)
-    const next = await t.submit({ mode: 'session', profile_id: profile.id, session_id: one.session_id!, prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]' })
+    const next = await t.submit({
+      mode: 'session',
+      profile_id: profile.id,
+      session_id: one.session_id!,
+      prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]',
+    })
     const two = await t.waitDone(next.task_id)
     expect(two.status).toBe('completed')
     const events = await t.events(two.task_id)
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('kept-across-containers') })
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringContaining('kept-across-containers'),
+    })
     expect(two.result!.text).toContain('Write a note.')
     expect((await t.api.workspaces.get({ params: { id: one.workspace_id! } })).persistent).toBe(true)
     await t.api.workspaces.delete({ params: { id: one.workspace_id! } })

@@ -20,11 +20,17 @@ describe('tasks on a server with no container runtime', () => {
     await s.close()
   })
 
-  it.each(['batch', 'session'] as const)('refuses a %s submit with CONTAINER_FAILED, and stores no task or workspace', async (mode) => {
-    const res = await failure(api.tasks.submit({ body: { mode, profile_id: profileId, prompt: 'Check the shell.' } }))
-    expect(res.status).toBe(502)
-    expect(res.body).toEqual({ code: 'CONTAINER_FAILED', error: 'This server has no container runtime configured, so it cannot run tasks' })
-    expect(await api.tasks.list()).toMatchObject({ tasks: [], total: 0 })
-    expect(await api.workspaces.list()).toMatchObject({ workspaces: [], total: 0 })
-  })
+  it.each(['batch', 'session'] as const)(
+    'refuses a %s submit with CONTAINER_FAILED, and stores no task or workspace',
+    async (mode) => {
+      const res = await failure(api.tasks.submit({ body: { mode, profile_id: profileId, prompt: 'Check the shell.' } }))
+      expect(res.status).toBe(502)
+      expect(res.body).toEqual({
+        code: 'CONTAINER_FAILED',
+        error: 'This server has no container runtime configured, so it cannot run tasks',
+      })
+      expect(await api.tasks.list()).toMatchObject({ tasks: [], total: 0 })
+      expect(await api.workspaces.list()).toMatchObject({ workspaces: [], total: 0 })
+    },
+  )
 })

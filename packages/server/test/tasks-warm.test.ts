@@ -19,9 +19,15 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
   })
 
   /** Containers holding a parked agent: in use, serving no workspace. */
-  const parked = () => (t.s.berth.pool!.list() as PooledContainer[]).filter((c) => c.state === 'in_use' && c.workspace_id === null).map((c) => c.id)
+  const parked = () =>
+    (t.s.berth.pool!.list() as PooledContainer[])
+      .filter((c) => c.state === 'in_use' && c.workspace_id === null)
+      .map((c) => c.id)
   const echo = async (profileId: string) => {
-    const task = await t.run({ profile_id: profileId, prompt: 'Show it. [[berth:tool Bash {"command":"echo val=$MY_VAL"}]] [[berth:text shown]]' })
+    const task = await t.run({
+      profile_id: profileId,
+      prompt: 'Show it. [[berth:tool Bash {"command":"echo val=$MY_VAL"}]] [[berth:text shown]]',
+    })
     expect(task.status, JSON.stringify(task.error)).toBe('completed')
     const out = (await t.events(task.task_id)).find((e) => e.type === 'tool_result')
     expect(out).toMatchObject({ output: expect.any(String) })
@@ -55,7 +61,9 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     expect(parked()).toContain(first)
 
     // Another model: cold again, the agents started for the other settings stay parked.
-    const other = await t.api.profiles.create({ body: { name: 'Other', slug: 'other', api_key_id: t.keyId, default_tools: ['Bash'], model: 'claude-haiku-4-5' } })
+    const other = await t.api.profiles.create({
+      body: { name: 'Other', slug: 'other', api_key_id: t.keyId, default_tools: ['Bash'], model: 'claude-haiku-4-5' },
+    })
     const before = parked()
     expect(await echo(other.id)).toContain('val=two')
     for (const id of before) expect(parked()).toContain(id)

@@ -47,13 +47,21 @@ describe('workspace record writes per run (local runtime)', () => {
   let profileId: string
 
   beforeAll(async () => {
-    s = await startServer({ storage: undefined, store, runtime, pool: { image: 'local', min: 1, max: 4, name: pool }, runner: { bundleDir: RUNNER_BUNDLE } })
+    s = await startServer({
+      storage: undefined,
+      store,
+      runtime,
+      pool: { image: 'local', min: 1, max: 4, name: pool },
+      runner: { bundleDir: RUNNER_BUNDLE },
+    })
     await s.berth.ready
     const user = await s.user()
     owner = user.id
     api = clientFor(s, user.token)
     const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-    profileId = (await api.profiles.create({ body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] } })).id
+    profileId = (
+      await api.profiles.create({ body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'] } })
+    ).id
   })
   afterAll(async () => {
     await s.close()
@@ -62,7 +70,8 @@ describe('workspace record writes per run (local runtime)', () => {
     rmSync(baseDir, { recursive: true, force: true })
   })
 
-  const submit = (body: Omit<SubmitTaskInput, 'profile_id'>) => api.tasks.submit({ body: { profile_id: profileId, ...body } })
+  const submit = (body: Omit<SubmitTaskInput, 'profile_id'>) =>
+    api.tasks.submit({ body: { profile_id: profileId, ...body } })
   const done = (taskId: string) => waitForTask(api, taskId)
   const workspace = (wsId: string) => s.berth.services.workspaces.records.get(owner, wsId)
 
@@ -88,7 +97,11 @@ describe('workspace record writes per run (local runtime)', () => {
     expect(store.writes(key)).toBeLessThanOrEqual(3)
 
     const before = store.writes(key)
-    const next = await submit({ mode: 'session', session_id: first.session_id!, prompt: 'And now? [[berth:text still here]]' })
+    const next = await submit({
+      mode: 'session',
+      session_id: first.session_id!,
+      prompt: 'And now? [[berth:text still here]]',
+    })
     expect((await done(next.task_id)).status).toBe('completed')
     expect((await workspace(first.workspace_id)).sdk_session_id).toBe(ws.sdk_session_id)
     expect(store.writes(key) - before).toBeLessThanOrEqual(1)

@@ -1,4 +1,3 @@
-
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { ENGINES, onEngine, sweep } from './pool.helpers.js'
 import { failure } from './helpers.js'
@@ -19,12 +18,17 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
   })
 
   it('a batch task uses a tool and completes with text, tool calls, tokens, cost and turns; its container is reaped', async () => {
-    const task = await t.run({ prompt: 'Check the shell. [[berth:tool Bash {"command":"echo hello-from-bash"}]] [[berth:text All done: the shell works.]]' })
+    const task = await t.run({
+      prompt:
+        'Check the shell. [[berth:tool Bash {"command":"echo hello-from-bash"}]] [[berth:text All done: the shell works.]]',
+    })
     expect(task.status).toBe('completed')
     expect(task.error).toBeNull()
     const r = task.result!
     expect(r.text).toContain('All done: the shell works.')
-    expect(r.tool_calls).toEqual([expect.objectContaining({ name: 'Bash', input: expect.objectContaining({ command: 'echo hello-from-bash' }) })])
+    expect(r.tool_calls).toEqual([
+      expect.objectContaining({ name: 'Bash', input: expect.objectContaining({ command: 'echo hello-from-bash' }) }),
+    ])
     expect(r.input_tokens).toBeGreaterThan(0)
     expect(r.output_tokens).toBeGreaterThan(0)
     expect(r.cost_usd).toBeGreaterThan(0)
@@ -35,14 +39,19 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
     expect(types[0]).toBe('user_message')
     expect(types).toContain('token')
     expect(types.at(-1)).toBe('result')
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('hello-from-bash'), is_error: false })
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringContaining('hello-from-bash'),
+      is_error: false,
+    })
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => events[0]!.seq + i))
 
     // The workspace is idle and its container gone from the engine.
     const ws = await workspace(t, task.workspace_id)
     expect(ws).toMatchObject({ status: 'idle', container_id: null })
     await vi.waitFor(async () => {
-      const claimed = (await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.workspace'] === task.workspace_id)
+      const claimed = (await onEngine(t.runtime, t.pool)).filter(
+        (c) => c.labels['berth.workspace'] === task.workspace_id,
+      )
       expect(claimed).toEqual([])
       expect(t.s.berth.pool!.list().some((c) => c.workspace_id === task.workspace_id)).toBe(false)
     }, 15_000)
@@ -60,7 +69,11 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
     const second = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'Anything new?' })
     const two = await t.waitDone(second.task_id)
     expect(two.status).toBe('completed')
-    const third = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'What did I ask first? [[berth:recall]]' })
+    const third = await t.submit({
+      mode: 'session',
+      session_id: one.session_id!,
+      prompt: 'What did I ask first? [[berth:recall]]',
+    })
     const three = await t.waitDone(third.task_id)
     expect(three.status).toBe('completed')
     expect(three.result!.text).toContain('PELICAN-42')
@@ -70,7 +83,11 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
     // The transcript holds all three prompts, in order, with dense seq.
     const transcript = await t.api.workspaces.transcript({ params: { id: one.workspace_id! }, query: { limit: 100 } })
     const prompts = transcript.events.filter((e) => e.type === 'user_message').map((e) => e.text)
-    expect(prompts).toEqual(['Remember the codeword PELICAN-42.', 'Anything new?', 'What did I ask first? [[berth:recall]]'])
+    expect(prompts).toEqual([
+      'Remember the codeword PELICAN-42.',
+      'Anything new?',
+      'What did I ask first? [[berth:recall]]',
+    ])
   })
 
   it('max_turns fails with TURN_LIMIT_EXCEEDED and keeps the partial turns', async () => {
@@ -82,7 +99,10 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
   })
 
   it('max_budget_usd fails with BUDGET_EXCEEDED and keeps the partial cost', async () => {
-    const task = await t.run({ prompt: 'Spend. [[berth:usage input=400000 output=50000]] [[berth:turns 4]]', max_budget_usd: 0.5 })
+    const task = await t.run({
+      prompt: 'Spend. [[berth:usage input=400000 output=50000]] [[berth:turns 4]]',
+      max_budget_usd: 0.5,
+    })
     expect(task.status).toBe('failed')
     expect(task.error!.code).toBe('BUDGET_EXCEEDED')
     expect(task.result!.cost_usd).toBeGreaterThan(0.5)
@@ -107,9 +127,15 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
 
   it('cancel stops a running task (its container reaped); cancelling a finished task changes nothing', async () => {
     const sub = await t.submit({ prompt: 'Take your time. [[berth:slow 300]] [[berth:turns 8]]' })
-    await vi.waitFor(async () => expect((await t.api.tasks.get({ params: { id: sub.task_id } })).status).toBe('running'), 30_000)
+    await vi.waitFor(
+      async () => expect((await t.api.tasks.get({ params: { id: sub.task_id } })).status).toBe('running'),
+      30_000,
+    )
     // Some output has arrived: the run is really under way.
-    await vi.waitFor(async () => expect((await t.events(sub.task_id)).some((e) => e.type === 'token')).toBe(true), 30_000)
+    await vi.waitFor(
+      async () => expect((await t.events(sub.task_id)).some((e) => e.type === 'token')).toBe(true),
+      30_000,
+    )
     const cancelled = await t.api.tasks.cancel({ params: { id: sub.task_id } })
     expect(cancelled.status).toBe('cancelled')
     expect(cancelled.finished_at).not.toBeNull()
@@ -125,11 +151,15 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
   it('a secret printed by a tool is in neither the stored events nor the result', async () => {
     const value = 'tok-SECRET-4f9a8b7c6d'
     const secret = await t.api.secrets.create({ body: { name: 'MY_TOKEN', value } })
-    const task = await t.run({ prompt: 'Print it. [[berth:tool Bash {"command":"echo token=$MY_TOKEN"}]] [[berth:text printed]]' })
+    const task = await t.run({
+      prompt: 'Print it. [[berth:tool Bash {"command":"echo token=$MY_TOKEN"}]] [[berth:text printed]]',
+    })
     expect(task.status).toBe('completed')
     const events = await t.events(task.task_id)
     // The tool really saw the value (it printed something in its place), and it was redacted.
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('token=[REDACTED]') })
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringContaining('token=[REDACTED]'),
+    })
     expect(JSON.stringify(events)).not.toContain(value)
     expect(JSON.stringify(task)).not.toContain(value)
     expect(t.s.logs.join('\n')).not.toContain(value)
@@ -137,9 +167,13 @@ describe('tasks on podman: cancel, secrets, concurrency', () => {
   })
 
   it('twenty parallel session submissions admit exactly five; the sixth running workspace is refused', async () => {
-    const subs = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => t.submit({ mode: 'session', prompt: `Session ${i}` })))
+    const subs = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => t.submit({ mode: 'session', prompt: `Session ${i}` })),
+    )
     const admitted = subs.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
-    const refused = await Promise.all(subs.flatMap((r) => (r.status === 'rejected' ? [failure(Promise.reject(r.reason))] : [])))
+    const refused = await Promise.all(
+      subs.flatMap((r) => (r.status === 'rejected' ? [failure(Promise.reject(r.reason))] : [])),
+    )
     expect(admitted).toHaveLength(5)
     expect(refused.map((e) => e.status)).toEqual(Array(15).fill(429))
     expect(refused[0]).toMatchObject({ code: 'CONCURRENCY_LIMIT', details: { limit: 5, running: 5 } })
@@ -184,9 +218,17 @@ describe('sessions on podman: idle release and restore', () => {
     const one = await t.waitDone(first.task_id)
     const before = (await workspace(t, one.workspace_id)).container_id
     await idle(one.workspace_id!)
-    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before), 15_000)
+    await vi.waitFor(
+      async () =>
+        expect((await onEngine(t.runtime, t.pool)).map((c) => c.labels['berth.container'])).not.toContain(before),
+      15_000,
+    )
 
-    const next = await t.submit({ mode: 'session', session_id: one.session_id!, prompt: 'Say it back. [[berth:recall]]' })
+    const next = await t.submit({
+      mode: 'session',
+      session_id: one.session_id!,
+      prompt: 'Say it back. [[berth:recall]]',
+    })
     const two = await t.waitDone(next.task_id)
     expect(two.status).toBe('completed')
     expect(two.result!.text).toContain('OSPREY-7')
@@ -194,16 +236,29 @@ describe('sessions on podman: idle release and restore', () => {
   })
 
   it('with persistent_sessions the workspace files survive the release on a volume, and deleting the workspace removes it', async () => {
-    const profile = await t.api.profiles.create({ body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true } })
-    const first = await t.submit({ mode: 'session', profile_id: profile.id, prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]' })
+    const profile = await t.api.profiles.create({
+      body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true },
+    })
+    const first = await t.submit({
+      mode: 'session',
+      profile_id: profile.id,
+      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept-across-containers > note.txt"}]]',
+    })
     const one = await t.waitDone(first.task_id)
     expect(one.status).toBe('completed')
     await idle(one.workspace_id!)
-    const next = await t.submit({ mode: 'session', profile_id: profile.id, session_id: one.session_id!, prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]' })
+    const next = await t.submit({
+      mode: 'session',
+      profile_id: profile.id,
+      session_id: one.session_id!,
+      prompt: 'Read it. [[berth:tool Bash {"command":"cat note.txt"}]] [[berth:recall]]',
+    })
     const two = await t.waitDone(next.task_id)
     expect(two.status).toBe('completed')
     const events = await t.events(two.task_id)
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('kept-across-containers') })
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringContaining('kept-across-containers'),
+    })
     expect(two.result!.text).toContain('Write a note.')
 
     const id = one.workspace_id!

@@ -17,10 +17,13 @@ afterAll(async () => {
 
 describe('transcript paging', () => {
   it('has no gap and no duplicate across pages while events are still arriving', async () => {
-    const sub = await t.submit({ prompt: 'Work slowly. [[berth:slow 50]] [[berth:turns 4]] [[berth:text one two three four five six seven eight]]' })
+    const sub = await t.submit({
+      prompt: 'Work slowly. [[berth:slow 50]] [[berth:turns 4]] [[berth:text one two three four five six seven eight]]',
+    })
     const taskId = sub.task_id
     const wsId = sub.workspace_id
-    const transcript = (query: { after?: number; limit: number }) => t.api.workspaces.transcript({ params: { id: wsId }, query })
+    const transcript = (query: { after?: number; limit: number }) =>
+      t.api.workspaces.transcript({ params: { id: wsId }, query })
     const seen: Awaited<ReturnType<typeof transcript>>['events'] = []
     let pagesWhileRunning = 0
     let grewWhileRunning = 0

@@ -44,8 +44,14 @@ describe('workspace volumes (docker)', () => {
     s = await start()
     await s.berth.ready
     const user = await agentUser(s)
-    const profile = await user.api.profiles.create({ body: { name: 'P', slug: 'p', api_key_id: user.keyId, default_tools: ['Bash'], persistent_sessions: true } })
-    const task = await user.run({ mode: 'session', profile_id: profile.id, prompt: 'Keep a file [[berth:tool Bash {"command":"echo kept > a.txt"}]] [[berth:text ok]]' })
+    const profile = await user.api.profiles.create({
+      body: { name: 'P', slug: 'p', api_key_id: user.keyId, default_tools: ['Bash'], persistent_sessions: true },
+    })
+    const task = await user.run({
+      mode: 'session',
+      profile_id: profile.id,
+      prompt: 'Keep a file [[berth:tool Bash {"command":"echo kept > a.txt"}]] [[berth:text ok]]',
+    })
     expect(task.status).toBe('completed')
     const workspaceId = task.workspace_id!
     const ws = await user.api.workspaces.get({ params: { id: workspaceId } })
@@ -53,11 +59,21 @@ describe('workspace volumes (docker)', () => {
 
     const live = `berth-${workspaceId.replace('_', '-')}`
     expect(await poolVolumes()).toEqual([
-      { name: live, labels: expect.objectContaining({ 'berth.managed': 'true', 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': workspaceId }) },
+      {
+        name: live,
+        labels: expect.objectContaining({
+          'berth.managed': 'true',
+          'berth.pool': pool,
+          'berth.owner': user.id,
+          'berth.workspace': workspaceId,
+        }),
+      },
     ])
     // What a workspace deleted while the engine was away leaves behind.
     const stale = `berth-ws-stale${pool.replace(/[^a-z0-9]/g, '')}`
-    await runtime.createVolume(stale, { labels: { 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': 'ws_zzzzzzzzzzzzzzzzzzzz' } })
+    await runtime.createVolume(stale, {
+      labels: { 'berth.pool': pool, 'berth.owner': user.id, 'berth.workspace': 'ws_zzzzzzzzzzzzzzzzzzzz' },
+    })
 
     // A restart (containers kept): the live session's volume stays, the stale one goes.
     s.server.closeAllConnections()

@@ -32,9 +32,14 @@ async function connect(opts: { token?: string | null; query?: string } = {}) {
     socket.once('error', reject)
   })
   /** All messages of one type so far. */
-  const ofType = <T extends SocketServerMessage['type']>(type: T) => messages.filter((m): m is Message<T> => m.type === type)
+  const ofType = <T extends SocketServerMessage['type']>(type: T) =>
+    messages.filter((m): m is Message<T> => m.type === type)
   /** The first message of `type` (that `pred` accepts), once it has arrived. */
-  const next = <T extends SocketServerMessage['type']>(type: T, pred: (m: Message<T>) => boolean = () => true, timeoutMs = 30_000) =>
+  const next = <T extends SocketServerMessage['type']>(
+    type: T,
+    pred: (m: Message<T>) => boolean = () => true,
+    timeoutMs = 30_000,
+  ) =>
     vi.waitFor(() => {
       const m = ofType(type).find(pred)
       if (!m) throw new Error('not yet')
@@ -60,7 +65,9 @@ describe('connecting', () => {
   it('needs a caller key (header or ?token=) and the right path', async () => {
     expect(await refusedWith(wsUrl())).toBe(401)
     expect(await refusedWith(wsUrl(), { authorization: 'Bearer berth_sk_wrong' })).toBe(401)
-    expect(await refusedWith(`${t.s.url.replace('http', 'ws')}/v1/elsewhere`, { authorization: `Bearer ${t.token}` })).toBe(404)
+    expect(
+      await refusedWith(`${t.s.url.replace('http', 'ws')}/v1/elsewhere`, { authorization: `Bearer ${t.token}` }),
+    ).toBe(404)
     const viaQuery = await connect({ token: null, query: `?token=${t.token}` })
     viaQuery.send({ type: 'ping' })
     await viaQuery.next('pong')
@@ -83,7 +90,9 @@ describe('connecting', () => {
     expect(unknown).toMatchObject({ code: 'VALIDATION_FAILED' })
     expect(missing).toMatchObject({ code: 'NOT_FOUND' })
     expect(invalid).toMatchObject({ code: 'VALIDATION_FAILED', request_id: 'r-bad' })
-    expect((invalid!.details!.issues as { path: string }[]).map((i) => i.path)).toEqual(expect.arrayContaining(['task.profile_id', 'task.prompt']))
+    expect((invalid!.details!.issues as { path: string }[]).map((i) => i.path)).toEqual(
+      expect.arrayContaining(['task.profile_id', 'task.prompt']),
+    )
     c.send({ type: 'ping' })
     await c.next('pong')
     expect(c.socket.readyState).toBe(WebSocket.OPEN)

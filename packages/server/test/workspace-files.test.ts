@@ -16,7 +16,11 @@ import { taskServer } from './tasks.helpers.js'
 /** An error answer. */
 type ErrorBody = { code: string; error: string; details: { issues: { location: string; path: string }[] } }
 /** A directory listing answer. */
-type Listing = { path: string; truncated: boolean; entries: { name: string; type: string; size: number; mtime: string }[] }
+type Listing = {
+  path: string
+  truncated: boolean
+  entries: { name: string; type: string; size: number; mtime: string }[]
+}
 /** An upload answer. */
 type Uploaded = { path: string; files: { name: string; path: string; size: number }[] }
 const read = async <T>(res: Response | Promise<Response>): Promise<T> => (await (await res).json()) as T
@@ -48,7 +52,9 @@ beforeAll(async () => {
   wsId = task.workspace_id!
   const results = (await t.events(task.task_id)).filter((e) => e.type === 'tool_result')
   expect(results.map((e) => e.is_error)).toEqual([false, false, false, false, false])
-  expect((await inContainer('readlink /workspace/root-link; readlink /workspace/up/victim')).stdout).toBe('/\n/etc/passwd\n')
+  expect((await inContainer('readlink /workspace/root-link; readlink /workspace/up/victim')).stdout).toBe(
+    '/\n/etc/passwd\n',
+  )
   callerId = t.id
 })
 afterAll(async () => {
@@ -69,16 +75,27 @@ async function inContainer(cmd: string, id = wsId) {
   return collectExec(await t.runtime.exec(await engineId(id), { cmd: ['/bin/sh', '-c', cmd] }))
 }
 
-function upload(path: string | null, files: [string, Uint8Array | string][], opts: { id?: string; token?: string } = {}) {
+function upload(
+  path: string | null,
+  files: [string, Uint8Array | string][],
+  opts: { id?: string; token?: string } = {},
+) {
   const form = new FormData()
   if (path !== null) form.append('path', path)
   for (const [name, bytes] of files) form.append('files', new Blob([bytes as BlobPart]), name)
-  return t.s.request(`/v1/workspaces/${opts.id ?? wsId}/files`, { method: 'POST', token: opts.token ?? t.token, body: form })
+  return t.s.request(`/v1/workspaces/${opts.id ?? wsId}/files`, {
+    method: 'POST',
+    token: opts.token ?? t.token,
+    body: form,
+  })
 }
 
-const list = (path: string, id = wsId) => t.s.request(`/v1/workspaces/${id}/files?path=${encodeURIComponent(path)}`, { token: t.token })
+const list = (path: string, id = wsId) =>
+  t.s.request(`/v1/workspaces/${id}/files?path=${encodeURIComponent(path)}`, { token: t.token })
 const download = (paths: string[], id = wsId) =>
-  t.s.request(`/v1/workspaces/${id}/download?${paths.map((p) => `path=${encodeURIComponent(p)}`).join('&')}`, { token: t.token })
+  t.s.request(`/v1/workspaces/${id}/download?${paths.map((p) => `path=${encodeURIComponent(p)}`).join('&')}`, {
+    token: t.token,
+  })
 
 async function expectPathRefused(res: Response, field = 'path') {
   const body = await read<ErrorBody>(res)
@@ -148,7 +165,13 @@ describe('upload, browse, download', () => {
   it('browses the workspace itself, listing symlinks as links without following them', async () => {
     const listing = await read<Listing>(list(''))
     const byName = Object.fromEntries(listing.entries.map((e) => [e.name, e.type]))
-    expect(byName).toMatchObject({ 'root-link': 'symlink', 'passwd-link': 'symlink', inner: 'directory', 'inner-link': 'symlink', nested: 'directory' })
+    expect(byName).toMatchObject({
+      'root-link': 'symlink',
+      'passwd-link': 'symlink',
+      inner: 'directory',
+      'inner-link': 'symlink',
+      nested: 'directory',
+    })
     // A link that stays inside is followed for browsing.
     const inner = await read<Listing>(list('inner-link'))
     expect(inner.path).toBe('/workspace/inner-link')
@@ -167,9 +190,16 @@ describe('upload, browse, download', () => {
     const noFiles = await upload('nested', [])
     expect(noFiles.status).toBe(400)
     await expectPathRefused(await upload('nested', [['../up.txt', 'x']]), 'files')
-    const notMultipart = await t.s.request(`/v1/workspaces/${wsId}/files`, { method: 'POST', token: t.token, json: { path: 'x' } })
+    const notMultipart = await t.s.request(`/v1/workspaces/${wsId}/files`, {
+      method: 'POST',
+      token: t.token,
+      json: { path: 'x' },
+    })
     expect(notMultipart.status).toBe(400)
-    expect((await read<ErrorBody>(notMultipart)).details.issues[0]).toMatchObject({ location: 'headers', path: 'content-type' })
+    expect((await read<ErrorBody>(notMultipart)).details.issues[0]).toMatchObject({
+      location: 'headers',
+      path: 'content-type',
+    })
     // Nothing was staged and left behind.
     expect((await inContainer('ls -A /workspace/.berth/uploads 2>/dev/null | wc -l')).stdout.trim()).toBe('0')
   })
@@ -179,9 +209,14 @@ describe('upload path', () => {
   it('one file and a path naming a file: stored at /workspace/<path>; an existing directory or a trailing / takes the file name', async () => {
     const named = await upload('reports/q3/summary.md', [['local-name.md', '# Q3']])
     expect(named.status).toBe(201)
-    expect(await named.json()).toEqual({ path: '/workspace/reports/q3', files: [{ name: 'summary.md', path: '/workspace/reports/q3/summary.md', size: 4 }] })
+    expect(await named.json()).toEqual({
+      path: '/workspace/reports/q3',
+      files: [{ name: 'summary.md', path: '/workspace/reports/q3/summary.md', size: 4 }],
+    })
     expect((await inContainer('cat /workspace/reports/q3/summary.md')).stdout).toBe('# Q3')
-    expect((await inContainer('test -e /workspace/reports/q3/summary.md/local-name.md; echo $?')).stdout.trim()).toBe('1')
+    expect((await inContainer('test -e /workspace/reports/q3/summary.md/local-name.md; echo $?')).stdout.trim()).toBe(
+      '1',
+    )
     // An existing directory: the directory form.
     const intoDir = await read<Uploaded>(upload('reports/q3', [['data.csv', 'a,b']]))
     expect(intoDir.files[0]!.path).toBe('/workspace/reports/q3/data.csv')
@@ -189,7 +224,12 @@ describe('upload path', () => {
     const slash = await read<Uploaded>(upload('fresh/dir/', [['one.txt', '1']]))
     expect(slash.files[0]!.path).toBe('/workspace/fresh/dir/one.txt')
     // Several files: always a directory.
-    const many = await read<Uploaded>(upload('bundle', [['a.txt', 'a'], ['b.txt', 'b']]))
+    const many = await read<Uploaded>(
+      upload('bundle', [
+        ['a.txt', 'a'],
+        ['b.txt', 'b'],
+      ]),
+    )
     expect(many.files.map((f) => f.path)).toEqual(['/workspace/bundle/a.txt', '/workspace/bundle/b.txt'])
     // Replacing a file by name works; a file where a directory is named by path is 400.
     expect((await upload('reports/q3/summary.md', [['x', '# Q3 v2']])).status).toBe(201)
@@ -200,7 +240,19 @@ describe('upload path', () => {
 describe('paths that escape /workspace', () => {
   it('are refused with 400 naming path, and nothing outside is read or written', async () => {
     const passwd = (await inContainer('cat /etc/passwd')).stdout
-    for (const path of ['../', '..', '/etc/passwd', '/etc', 'a/../../x', 'nested/../../etc', '/workspace/../etc', 'root-link', 'root-link/etc', 'passwd-link', 'bad\u0000name']) {
+    for (const path of [
+      '../',
+      '..',
+      '/etc/passwd',
+      '/etc',
+      'a/../../x',
+      'nested/../../etc',
+      '/workspace/../etc',
+      'root-link',
+      'root-link/etc',
+      'passwd-link',
+      'bad\u0000name',
+    ]) {
       const body = await expectPathRefused(await list(path))
       expect(JSON.stringify(body)).not.toContain('root:x:0:0')
       const tar = await download([path])
@@ -212,7 +264,9 @@ describe('paths that escape /workspace', () => {
     // One bad path among good ones refuses the whole download.
     expect((await download(['nested', 'root-link/etc/passwd'])).status).toBe(400)
     // Nothing was written outside: not through the links, not at the absolute paths.
-    const found = await inContainer('ls /evil.txt /etc/evil.txt /etc/passwd/evil.txt /x 2>/dev/null; find / -name evil.txt -not -path "/proc/*" 2>/dev/null')
+    const found = await inContainer(
+      'ls /evil.txt /etc/evil.txt /etc/passwd/evil.txt /x 2>/dev/null; find / -name evil.txt -not -path "/proc/*" 2>/dev/null',
+    )
     expect(found.stdout).toBe('')
     expect((await inContainer('cat /etc/passwd')).stdout).toBe(passwd)
   })
@@ -242,7 +296,9 @@ describe('the upload limit', () => {
   /** A raw upload: `declared` as content-length (or chunked), `size` bytes of file data. */
   function rawUpload(size: number, declared?: number): Promise<{ status: number; body: ErrorBody }> {
     const boundary = 'berthtestboundary'
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nlimit/\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="over.bin"\r\n\r\n`)
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\nlimit/\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="over.bin"\r\n\r\n`,
+    )
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
     return new Promise((resolve, reject) => {
       const req = httpRequest(`${t.s.url}/v1/workspaces/${wsId}/files`, {
@@ -274,7 +330,8 @@ describe('the upload limit', () => {
       void (async () => {
         req.write(head)
         for (let sent = 0; sent < size && !req.destroyed; sent += chunk.length) {
-          if (!req.write(chunk.subarray(0, Math.min(chunk.length, size - sent)))) await new Promise((r) => req.once('drain', r))
+          if (!req.write(chunk.subarray(0, Math.min(chunk.length, size - sent))))
+            await new Promise((r) => req.once('drain', r))
         }
         req.end(tail)
       })().catch(() => {})
@@ -285,7 +342,10 @@ describe('the upload limit', () => {
     const declared = await rawUpload(1024, 100 * 1024 * 1024 + 1)
     expect(declared).toMatchObject({ status: 413, body: { code: 'PAYLOAD_TOO_LARGE' } })
     const streamed = await rawUpload(100 * 1024 * 1024 + 1)
-    expect(streamed).toMatchObject({ status: 413, body: { code: 'PAYLOAD_TOO_LARGE', details: { limit: 100 * 1024 * 1024 } } })
+    expect(streamed).toMatchObject({
+      status: 413,
+      body: { code: 'PAYLOAD_TOO_LARGE', details: { limit: 100 * 1024 * 1024 } },
+    })
     expect((await inContainer('test -e /workspace/limit; echo $?')).stdout.trim()).toBe('1')
     expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0')
     // Just under the limit goes through.
@@ -303,12 +363,20 @@ describe('a broken upload', () => {
       headers: { authorization: `Bearer ${t.token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
     })
     req.on('error', () => {})
-    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\ncut\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="cut.bin"\r\n\r\n`)
+    req.write(
+      `--${boundary}\r\nContent-Disposition: form-data; name="path"\r\n\r\ncut\r\n--${boundary}\r\nContent-Disposition: form-data; name="files"; filename="cut.bin"\r\n\r\n`,
+    )
     req.write(Buffer.alloc(2 * 1024 * 1024, 1))
     // The file is being staged in the container by now.
-    await vi.waitFor(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('1'), 15_000)
+    await vi.waitFor(
+      async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('1'),
+      15_000,
+    )
     req.destroy()
-    await vi.waitFor(async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0'), 20_000)
+    await vi.waitFor(
+      async () => expect((await inContainer('ls -A /workspace/.berth/uploads | wc -l')).stdout.trim()).toBe('0'),
+      20_000,
+    )
     expect((await inContainer('test -e /workspace/cut; echo $?')).stdout.trim()).toBe('1')
     expect(t.s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([])
   })
@@ -316,24 +384,34 @@ describe('a broken upload', () => {
 
 describe('released workspaces', () => {
   it('without a volume (a batch task): the files outlive the container until the retention expires', async () => {
-    const done = await t.run({ prompt: 'A batch task. [[berth:tool Bash {"command":"mkdir -p out && echo batch-result > out/report.txt"}]]' })
+    const done = await t.run({
+      prompt: 'A batch task. [[berth:tool Bash {"command":"mkdir -p out && echo batch-result > out/report.txt"}]]',
+    })
     expect(done.status).toBe('completed')
     const id = done.workspace_id!
     expect(await t.api.workspaces.get({ params: { id } })).toMatchObject({ status: 'idle', container_id: null })
     const listing = await list('out', id)
     expect(listing.status).toBe(200)
     expect((await read<Listing>(listing)).entries.map((e) => [e.name, e.size])).toEqual([['report.txt', 13]])
-    expect((await readTar(new Uint8Array(await (await download(['out/report.txt'], id)).arrayBuffer()))).map((e) => [e.name, e.content.toString()])).toEqual([
-      ['out/report.txt', 'batch-result\n'],
-    ])
+    expect(
+      (await readTar(new Uint8Array(await (await download(['out/report.txt'], id)).arrayBuffer()))).map((e) => [
+        e.name,
+        e.content.toString(),
+      ]),
+    ).toEqual([['out/report.txt', 'batch-result\n']])
     // An upload is kept too.
     expect((await upload('out/added.txt', [['ignored.txt', 'added later']], { id })).status).toBe(201)
-    const again = (await readTar(new Uint8Array(await (await download(['out'], id)).arrayBuffer()))).filter((e) => e.type === 'file')
+    const again = (await readTar(new Uint8Array(await (await download(['out'], id)).arrayBuffer()))).filter(
+      (e) => e.type === 'file',
+    )
     expect(again.map((e) => [e.name, e.content.toString()]).sort()).toEqual([
       ['out/added.txt', 'added later'],
       ['out/report.txt', 'batch-result\n'],
     ])
-    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]), 15_000)
+    await vi.waitFor(
+      async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]),
+      15_000,
+    )
     // After the retention (7 days by default) the copy is gone: a clear 400.
     t.s.clock.advance(8 * 24 * 3600_000)
     const expired = await list('', id)
@@ -343,8 +421,14 @@ describe('released workspaces', () => {
   }, 120_000)
 
   it('with persistent sessions: served from the volume through a short-lived helper container', async () => {
-    const profile = await t.api.profiles.create({ body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true } })
-    const sub = await t.submit({ mode: 'session', profile_id: profile.id, prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept > note.txt"}]]' })
+    const profile = await t.api.profiles.create({
+      body: { name: 'Keeper', slug: 'keeper', api_key_id: t.keyId, default_tools: ['Bash'], persistent_sessions: true },
+    })
+    const sub = await t.submit({
+      mode: 'session',
+      profile_id: profile.id,
+      prompt: 'Write a note. [[berth:tool Bash {"command":"echo kept > note.txt"}]]',
+    })
     const task = await t.waitDone(sub.task_id)
     expect(task.status).toBe('completed')
     const id = task.workspace_id!
@@ -356,18 +440,30 @@ describe('released workspaces', () => {
     const listing = await read<Listing>(list('', id))
     expect(listing.entries.map((e) => e.name)).toContain('note.txt')
     expect((await upload('docs/', [['added.txt', 'added while idle']], { id })).status).toBe(201)
-    const entries = await readTar(new Uint8Array(await (await download(['note.txt', 'docs/added.txt'], id)).arrayBuffer()))
+    const entries = await readTar(
+      new Uint8Array(await (await download(['note.txt', 'docs/added.txt'], id)).arrayBuffer()),
+    )
     expect(entries.map((e) => [e.name, e.content.toString()])).toEqual([
       ['note.txt', 'kept\n'],
       ['docs/added.txt', 'added while idle'],
     ])
     // Every helper is gone once its request is done.
-    await vi.waitFor(async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]), 15_000)
+    await vi.waitFor(
+      async () => expect((await onEngine(t.runtime, t.pool)).filter((c) => c.labels['berth.files'])).toEqual([]),
+      15_000,
+    )
     // The next prompt in the session sees the uploaded file.
-    const next = await t.submit({ mode: 'session', profile_id: profile.id, session_id: task.session_id!, prompt: 'Read it. [[berth:tool Bash {"command":"cat docs/added.txt"}]]' })
+    const next = await t.submit({
+      mode: 'session',
+      profile_id: profile.id,
+      session_id: task.session_id!,
+      prompt: 'Read it. [[berth:tool Bash {"command":"cat docs/added.txt"}]]',
+    })
     const two = await t.waitDone(next.task_id)
     const events = await t.events(two.task_id)
-    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({ output: expect.stringContaining('added while idle') })
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      output: expect.stringContaining('added while idle'),
+    })
     await t.api.workspaces.delete({ params: { id } })
     expect((await failure(t.api.workspaces.get({ params: { id } }))).status).toBe(404)
   }, 120_000)

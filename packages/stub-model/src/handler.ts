@@ -30,7 +30,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json', 'request-id': requestId(), 'content-length': Buffer.byteLength(text) })
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'request-id': requestId(),
+    'content-length': Buffer.byteLength(text),
+  })
   res.end(text)
 }
 
@@ -67,7 +71,12 @@ async function messages(body: MessagesRequest, res: ServerResponse): Promise<voi
     return sendJson(res, status, errorBody(type, a.message))
   }
   if (!body.stream) return sendJson(res, 200, messageBody(a))
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': requestId() })
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'request-id': requestId(),
+  })
   for (const e of streamEvents(a)) {
     if (res.destroyed) return
     if (a.slowMs && e.event === 'content_block_delta') await sleep(a.slowMs)
@@ -122,7 +131,11 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): RequestHandl
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) return res.destroy()
-      sendJson(res, 500, errorBody('api_error', `offline model failed: ${err instanceof Error ? err.message : String(err)}`))
+      sendJson(
+        res,
+        500,
+        errorBody('api_error', `offline model failed: ${err instanceof Error ? err.message : String(err)}`),
+      )
     })
   }
 }

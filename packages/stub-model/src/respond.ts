@@ -68,14 +68,22 @@ export function answer(req: MessagesRequest): Answer {
   const content: AnswerBlock[] = []
   const calls = [...script.tools]
   while (calls.length < (script.turns ?? 0)) {
-    calls.push({ name: FILLER_TOOL, input: { command: `echo berth turn ${calls.length + 1}`, description: 'Harmless scripted turn' } })
+    calls.push({
+      name: FILLER_TOOL,
+      input: { command: `echo berth turn ${calls.length + 1}`, description: 'Harmless scripted turn' },
+    })
   }
   // Side requests of the harness (no tools offered) only ever get text.
   const canCall = (req.tools?.length ?? 0) > 0
   const call = canCall ? calls[convo.turn] : undefined
   if (call) {
     content.push({ type: 'text', text: `Calling ${call.name} (step ${convo.turn + 1} of ${calls.length}).` })
-    content.push({ type: 'tool_use', id: id('toolu_', messages.length, convo.prompt, convo.turn), name: call.name, input: call.input })
+    content.push({
+      type: 'tool_use',
+      id: id('toolu_', messages.length, convo.prompt, convo.turn),
+      name: call.name,
+      input: call.input,
+    })
   } else if (script.recall) {
     content.push({ type: 'text', text: `The first prompt was: ${convo.firstPrompt}` })
   } else {

@@ -30,17 +30,30 @@ function usage(input: number, output: number) {
 function blockEvents(block: AnswerBlock, index: number): StreamEvent[] {
   const events: StreamEvent[] = []
   if (block.type === 'text') {
-    events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } })
+    events.push({
+      event: 'content_block_start',
+      data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+    })
     for (const text of textChunks(block.text)) {
-      events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text } } })
+      events.push({
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text } },
+      })
     }
   } else {
     events.push({
       event: 'content_block_start',
-      data: { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } },
+      data: {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+      },
     })
     for (const partial_json of jsonChunks(JSON.stringify(block.input))) {
-      events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } } })
+      events.push({
+        event: 'content_block_delta',
+        data: { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } },
+      })
     }
   }
   events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } })
@@ -58,14 +71,27 @@ function blockEvents(block: AnswerBlock, index: number): StreamEvent[] {
  * ```
  */
 export function streamEvents(a: MessageAnswer): StreamEvent[] {
-  const start = { id: a.id, type: 'message', role: 'assistant', model: a.model, content: [], stop_reason: null, stop_sequence: null, usage: usage(a.usage.input_tokens, 1) }
+  const start = {
+    id: a.id,
+    type: 'message',
+    role: 'assistant',
+    model: a.model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: usage(a.usage.input_tokens, 1),
+  }
   return [
     { event: 'message_start', data: { type: 'message_start', message: start } },
     { event: 'ping', data: { type: 'ping' } },
     ...a.content.flatMap((b, i) => blockEvents(b, i)),
     {
       event: 'message_delta',
-      data: { type: 'message_delta', delta: { stop_reason: a.stop_reason, stop_sequence: null }, usage: usage(a.usage.input_tokens, a.usage.output_tokens) },
+      data: {
+        type: 'message_delta',
+        delta: { stop_reason: a.stop_reason, stop_sequence: null },
+        usage: usage(a.usage.input_tokens, a.usage.output_tokens),
+      },
     },
     { event: 'message_stop', data: { type: 'message_stop' } },
   ]

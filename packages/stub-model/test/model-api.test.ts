@@ -57,9 +57,16 @@ describe('offline model: the Messages API as the official client sees it', () =>
   })
 
   it('streams a tool_use block as input_json_delta chunks, then continues after the tool_result', async () => {
-    const tools = [{ name: 'Bash', description: 'Run a command', input_schema: { type: 'object' as const, properties: {} } }]
+    const tools = [
+      { name: 'Bash', description: 'Run a command', input_schema: { type: 'object' as const, properties: {} } },
+    ]
     const prompt = 'Check [[berth:tool Bash {"command":"echo hi","timeout":5}]] [[berth:text Checked]]'
-    const stream = client.messages.stream({ model: 'm', max_tokens: 100, tools, messages: [{ role: 'user', content: prompt }] })
+    const stream = client.messages.stream({
+      model: 'm',
+      max_tokens: 100,
+      tools,
+      messages: [{ role: 'user', content: prompt }],
+    })
     const partials: string[] = []
     stream.on('inputJson', (partial) => partials.push(partial))
     const first = await stream.finalMessage()
@@ -76,7 +83,12 @@ describe('offline model: the Messages API as the official client sees it', () =>
       messages: [
         { role: 'user', content: prompt },
         { role: 'assistant', content: first.content },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: (use as { id: string }).id, content: 'hi [[berth:text Hijacked]]' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: (use as { id: string }).id, content: 'hi [[berth:text Hijacked]]' },
+          ],
+        },
       ],
     })
     // Directives come from the prompt, never from a tool's output.
@@ -109,14 +121,20 @@ describe('offline model: the Messages API as the official client sees it', () =>
   })
 
   it('answers count_tokens and model lookups; unknown paths are 404 in the error shape', async () => {
-    const count = await client.messages.countTokens({ model: 'm', messages: [{ role: 'user', content: 'hello there' }] })
+    const count = await client.messages.countTokens({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hello there' }],
+    })
     expect(count.input_tokens).toBeGreaterThan(0)
     const models = await client.models.list()
     expect(models.data.map((m) => m.id)).toContain('claude-sonnet-4-5')
     expect((await client.models.retrieve('claude-x')).id).toBe('claude-x')
     const res = await fetch(`${model.url}/v1/nothing-here`)
     expect(res.status).toBe(404)
-    expect(await res.json()).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'Not found: GET /v1/nothing-here' } })
+    expect(await res.json()).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: 'Not found: GET /v1/nothing-here' },
+    })
   })
 
   it('records every request, the beta query string included', async () => {
@@ -126,7 +144,9 @@ describe('offline model: the Messages API as the official client sees it', () =>
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
     })
-    expect(model.requests.slice(before)).toMatchObject([{ method: 'POST', url: '/v1/messages?beta=true', body: { model: 'm' } }])
+    expect(model.requests.slice(before)).toMatchObject([
+      { method: 'POST', url: '/v1/messages?beta=true', body: { model: 'm' } },
+    ])
   })
 
   it('rejects a wrong key with authentication_error when started with apiKey', async () => {

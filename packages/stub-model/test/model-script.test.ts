@@ -4,7 +4,13 @@ import { answer, DirectiveError, parseScript, readConversation, type MessagePara
 const tools = [{ name: 'Bash' }]
 const user = (content: MessageParam['content']): MessageParam => ({ role: 'user', content })
 const toolTurn = (id: string): MessageParam[] => [
-  { role: 'assistant', content: [{ type: 'text', text: 'Calling' }, { type: 'tool_use', id, name: 'Bash', input: {} }] },
+  {
+    role: 'assistant',
+    content: [
+      { type: 'text', text: 'Calling' },
+      { type: 'tool_use', id, name: 'Bash', input: {} },
+    ],
+  },
   user([{ type: 'tool_result', tool_use_id: id, content: 'ok' }]),
 ]
 
@@ -45,7 +51,11 @@ describe('offline model: directives and the tool loop', () => {
       user('second prompt [[berth:turns 2]]'),
       ...toolTurn('toolu_1'),
     ]
-    expect(readConversation(messages)).toMatchObject({ prompt: 'second prompt [[berth:turns 2]]', turn: 1, firstPrompt: 'first prompt' })
+    expect(readConversation(messages)).toMatchObject({
+      prompt: 'second prompt [[berth:turns 2]]',
+      turn: 1,
+      firstPrompt: 'first prompt',
+    })
   })
 
   it('[[berth:turns N]] calls a harmless tool N times, then answers', () => {
@@ -55,7 +65,11 @@ describe('offline model: directives and the tool loop', () => {
     const a2 = answer({ tools, messages: [prompt, ...toolTurn('t1'), ...toolTurn('t2')] })
     expect(a0).toMatchObject({ kind: 'message', stop_reason: 'tool_use' })
     expect(a1).toMatchObject({ kind: 'message', stop_reason: 'tool_use' })
-    expect(a2).toMatchObject({ kind: 'message', stop_reason: 'end_turn', content: [{ type: 'text', text: 'finished' }] })
+    expect(a2).toMatchObject({
+      kind: 'message',
+      stop_reason: 'end_turn',
+      content: [{ type: 'text', text: 'finished' }],
+    })
     const call = a0.kind === 'message' ? a0.content.find((b) => b.type === 'tool_use') : undefined
     expect(call).toMatchObject({ name: 'Bash', input: { command: 'echo berth turn 1' } })
   })
@@ -68,7 +82,11 @@ describe('offline model: directives and the tool loop', () => {
   it('[[berth:recall]] answers with the first prompt of the conversation', () => {
     const a = answer({
       tools,
-      messages: [user('The code word is harbour'), { role: 'assistant', content: 'ok' }, user('what was it? [[berth:recall]]')],
+      messages: [
+        user('The code word is harbour'),
+        { role: 'assistant', content: 'ok' },
+        user('what was it? [[berth:recall]]'),
+      ],
     })
     expect(a).toMatchObject({ content: [{ type: 'text', text: 'The first prompt was: The code word is harbour' }] })
   })
@@ -76,7 +94,10 @@ describe('offline model: directives and the tool loop', () => {
   it('[[berth:error KIND at=N]] fails from turn N on', () => {
     const prompt = user('x [[berth:tool Bash {}]] [[berth:error overloaded at=1]]')
     expect(answer({ tools, messages: [prompt] }).kind).toBe('message')
-    expect(answer({ tools, messages: [prompt, ...toolTurn('t1')] })).toMatchObject({ kind: 'error', error: 'overloaded' })
+    expect(answer({ tools, messages: [prompt, ...toolTurn('t1')] })).toMatchObject({
+      kind: 'error',
+      error: 'overloaded',
+    })
   })
 
   it('is deterministic', () => {

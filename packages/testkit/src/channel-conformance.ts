@@ -55,21 +55,37 @@ export interface ChannelConformanceOptions {
   event?: 'task.completed' | 'integration.test'
 }
 
-const INTEGRATION: ChannelIntegration = { id: 'integration_conformance', owner_id: 'usr_conformance', type: 'conformance' }
+const INTEGRATION: ChannelIntegration = {
+  id: 'integration_conformance',
+  owner_id: 'usr_conformance',
+  type: 'conformance',
+}
 
 /** A task notification with a unique task id (the marker the third party must receive). */
 function notification(event: 'task.completed' | 'integration.test'): { n: OutgoingNotification; marker: string } {
   const marker = `task_conf${randomBytes(6).toString('hex')}`
   const task = { task_id: marker, status: 'completed', result: { text: `result of ${marker}` }, error: null }
-  const payload = event === 'task.completed' ? { event, task, at: new Date(0).toISOString() } : { event, at: new Date(0).toISOString() }
+  const payload =
+    event === 'task.completed'
+      ? { event, task, at: new Date(0).toISOString() }
+      : { event, at: new Date(0).toISOString() }
   return {
     marker,
-    n: { notification_id: `notification_${marker}`, event, payload, body: JSON.stringify(payload), timestamp: 1_700_000_000, attempt: 1 },
+    n: {
+      notification_id: `notification_${marker}`,
+      event,
+      payload,
+      body: JSON.stringify(payload),
+      timestamp: 1_700_000_000,
+      attempt: 1,
+    },
   }
 }
 
 /** A TCP server on 127.0.0.1 whose connections are handled by `onConnection`; closing drops them. */
-async function listen(onConnection: (socket: Socket) => void): Promise<{ address: PeerAddress; close(): Promise<void> }> {
+async function listen(
+  onConnection: (socket: Socket) => void,
+): Promise<{ address: PeerAddress; close(): Promise<void> }> {
   const sockets = new Set<Socket>()
   const server: Server = createServer((s) => {
     sockets.add(s)

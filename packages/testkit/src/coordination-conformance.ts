@@ -27,7 +27,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
  * coordinationConformanceSuite('memory', () => ({ open: () => memoryCoordination({ hub, leaseMs: 300 }), leaseMs: 300 }))
  * ```
  */
-export function coordinationConformanceSuite(name: string, setup: () => CoordinationUnderTest | Promise<CoordinationUnderTest>): void {
+export function coordinationConformanceSuite(
+  name: string,
+  setup: () => CoordinationUnderTest | Promise<CoordinationUnderTest>,
+): void {
   describe(`Coordination conformance: ${name}`, () => {
     let backend: CoordinationUnderTest | null = null
     let opened: Coordination[] = []
@@ -47,7 +50,9 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
 
     it('admits exactly `limit` of 20 parallel slot acquires spread over instances, and frees a lapsed lease', async () => {
       const all = await instances(3)
-      const leases = await Promise.all(Array.from({ length: 20 }, (_, i) => all[i % 3]!.slots.acquire('prof_1', 5, `ws_${i}`, 60_000)))
+      const leases = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => all[i % 3]!.slots.acquire('prof_1', 5, `ws_${i}`, 60_000)),
+      )
       const won = leases.filter((l) => l !== null)
       expect(won).toHaveLength(5)
       for (const c of all) expect(await c.slots.count('prof_1')).toBe(5)
@@ -64,7 +69,9 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const short = await all[0]!.slots.acquire('prof_3', 1, 'ws_dead', 1000)
       expect(short).not.toBeNull()
       expect(await all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000)).toBeNull()
-      await waitUntil(() => all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000), { what: 'a lapsed slot lease frees its slot' })
+      await waitUntil(() => all[1]!.slots.acquire('prof_3', 1, 'ws_next', 60_000), {
+        what: 'a lapsed slot lease frees its slot',
+      })
       const renewed = await all[2]!.slots.renew(won[1]!, 120_000)
       expect(renewed?.expiresAt).toBeGreaterThan(won[1]!.expiresAt)
     })
@@ -72,10 +79,17 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
     it('refuses exactly one of 11 rapid takes with burst 10 spread over instances, with the RateLimit numbers', async () => {
       const all = await instances(3)
       const settings = { rpm: 6, burst: 10 } // one token per 10 s: no refill during the burst
-      const decisions = await Promise.all(Array.from({ length: 11 }, (_, i) => all[i % 3]!.rates.take('usr_1', settings)))
+      const decisions = await Promise.all(
+        Array.from({ length: 11 }, (_, i) => all[i % 3]!.rates.take('usr_1', settings)),
+      )
       const refused = decisions.filter((d) => !d.allowed)
       expect(refused).toHaveLength(1)
-      expect(decisions.filter((d) => d.allowed).map((d) => d.remaining).sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+      expect(
+        decisions
+          .filter((d) => d.allowed)
+          .map((d) => d.remaining)
+          .sort((a, b) => a - b),
+      ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
       expect(refused[0]).toMatchObject({ limit: 10, remaining: 0, policy: '10;w=100;burst=10;rpm=6' })
       expect(refused[0]!.retryAfterSeconds).toBeGreaterThanOrEqual(1)
       expect(refused[0]!.retryAfterSeconds).toBeLessThanOrEqual(10)
@@ -86,9 +100,13 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
 
     it('gives a single-use key to exactly one caller across instances, until it lapses or is deleted', async () => {
       const all = await instances(3)
-      const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => all[i % 3]!.once.claimOnce('oauth:abc', 60_000)))
+      const claims = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => all[i % 3]!.once.claimOnce('oauth:abc', 60_000)),
+      )
       expect(claims.filter(Boolean)).toHaveLength(1)
-      const sets = await Promise.all(Array.from({ length: 12 }, (_, i) => all[i % 3]!.once.setIfAbsent('req:usr_1:r1', `task_${i}`, 60_000)))
+      const sets = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => all[i % 3]!.once.setIfAbsent('req:usr_1:r1', `task_${i}`, 60_000)),
+      )
       const stored = sets.map((v, i) => (v === null ? `task_${i}` : null)).filter((v) => v !== null)
       expect(stored).toHaveLength(1)
       for (const v of sets) if (v !== null) expect(v).toBe(stored[0])
@@ -98,7 +116,9 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await all[2]!.once.claimOnce('oauth:abc', 60_000)).toBe(true)
       expect(await all[0]!.once.claimOnce('nonce:short', 1000)).toBe(true)
       expect(await all[1]!.once.claimOnce('nonce:short', 1000)).toBe(false)
-      await waitUntil(() => all[1]!.once.claimOnce('nonce:short', 60_000), { what: 'a single-use key lapses after its ttl' })
+      await waitUntil(() => all[1]!.once.claimOnce('nonce:short', 60_000), {
+        what: 'a single-use key lapses after its ttl',
+      })
     })
 
     it('delivers messages published on one instance to subscribers on others, once each and in order', async () => {
@@ -113,7 +133,9 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const sent = Array.from({ length: 50 }, (_, i) => ({ seq: i, text: `event ${i}` }))
       await Promise.all(sent.map((m) => b!.pubsub.publish('task:1', m)))
       await b!.pubsub.publish('task:1', 'end')
-      await waitUntil(async () => onA.includes('end') && onC.includes('end'), { what: 'both subscribers see the last message' })
+      await waitUntil(async () => onA.includes('end') && onC.includes('end'), {
+        what: 'both subscribers see the last message',
+      })
       expect(onA).toEqual([...sent, 'end'])
       expect(onC).toEqual([...sent, 'end'])
       await stopA()
@@ -127,7 +149,14 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       const [a, b] = await instances(2)
       const q = a!.queue<{ n: number }>('tasks')
       // Added lowest first, by four owners (no fairness at play): priority decides.
-      for (const [i, [id, priority]] of ([['low_1', 'low'], ['normal_1', 'normal'], ['high_1', 'high'], ['normal_2', 'normal']] as const).entries()) {
+      for (const [i, [id, priority]] of (
+        [
+          ['low_1', 'low'],
+          ['normal_1', 'normal'],
+          ['high_1', 'high'],
+          ['normal_2', 'normal'],
+        ] as const
+      ).entries()) {
         expect(await q.add({ id, owner: `usr_${i}`, priority, payload: { n: 1 } })).toBe(true)
       }
       expect(await q.add({ id: 'normal_1', owner: 'usr_1', payload: { n: 2 } })).toBe(false)
@@ -139,7 +168,8 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       for (let i = 0; i < 8; i++) {
         const job = await (i % 2 ? b! : a!).queue<{ n: number }>('tasks').take()
         order.push(job!.id)
-        if (job!.id === 'normal_1') expect(job).toMatchObject({ owner: 'usr_1', priority: 'normal', payload: { n: 1 }, deliveries: 1 })
+        if (job!.id === 'normal_1')
+          expect(job).toMatchObject({ owner: 'usr_1', priority: 'normal', payload: { n: 1 }, deliveries: 1 })
       }
       expect(order).toEqual(['high_1', 'normal_1', 'normal_2', 'low_1', 'a_1', 'b_1', 'a_2', 'a_3'])
       expect(await q.take()).toBeNull()
@@ -188,7 +218,9 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
       expect(await b!.instances.alive()).toEqual(expect.arrayContaining([a!.instanceId, b!.instanceId]))
       await a!.close() // dies holding the job: no ack
       expect(await b!.instances.alive()).not.toContain(a!.instanceId)
-      const taken = await waitUntil(() => b!.queue('tasks').take(), { what: "the dead worker's job is taken by another" })
+      const taken = await waitUntil(() => b!.queue('tasks').take(), {
+        what: "the dead worker's job is taken by another",
+      })
       expect(taken).toMatchObject({ id: 'task_1', owner: 'usr_1', payload: { p: 1 }, deliveries: 2 })
       expect(await b!.queue('tasks').ack(taken)).toBe(true)
     })
@@ -217,7 +249,8 @@ export function coordinationConformanceSuite(name: string, setup: () => Coordina
     it('lists live instances and drops a closed one', async () => {
       const [a, b, c] = await instances(3)
       expect(new Set([a!.instanceId, b!.instanceId, c!.instanceId]).size).toBe(3)
-      for (const x of [a!, b!, c!]) expect((await x.instances.alive()).sort()).toEqual([a!.instanceId, b!.instanceId, c!.instanceId].sort())
+      for (const x of [a!, b!, c!])
+        expect((await x.instances.alive()).sort()).toEqual([a!.instanceId, b!.instanceId, c!.instanceId].sort())
       await b!.close()
       expect((await a!.instances.alive()).sort()).toEqual([a!.instanceId, c!.instanceId].sort())
     })

@@ -5,7 +5,8 @@ import { packTar } from './tar.js'
 /** Where the host keeps busybox (a static one: the recipe holds nothing else). */
 function hostBusybox(): string {
   const found = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p))
-  if (!found) throw new Error("the tiny image recipe needs the host's static busybox (Debian: apt-get install busybox-static)")
+  if (!found)
+    throw new Error("the tiny image recipe needs the host's static busybox (Debian: apt-get install busybox-static)")
   return found
 }
 
@@ -35,7 +36,11 @@ export function busyboxRecipe(hash: string, marker: string): ImageRecipe & { bui
           { name: 'bin/', type: 'directory' },
           { name: 'bin/busybox', content: readFileSync(hostBusybox()), mode: 0o755 },
           // chown: containers start by giving /workspace to the unprivileged agent user.
-          ...['sh', 'sleep', 'cat', 'chown'].map((a) => ({ name: `bin/${a}`, type: 'symlink' as const, linkname: 'busybox' })),
+          ...['sh', 'sleep', 'cat', 'chown'].map((a) => ({
+            name: `bin/${a}`,
+            type: 'symlink' as const,
+            linkname: 'busybox',
+          })),
           { name: 'tmp/', type: 'directory', mode: 0o1777 },
           { name: 'workspace/', type: 'directory' },
           { name: 'marker', content: marker },

@@ -8,7 +8,13 @@
 export { runtimeConformanceSuite } from './conformance/index.js'
 export type { ConformanceOptions } from './conformance/suite.js'
 export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
-export { channelConformanceSuite, type ChannelConformanceOptions, type ChannelPeer, type ChannelSetup, type PeerAddress } from './channel-conformance.js'
+export {
+  channelConformanceSuite,
+  type ChannelConformanceOptions,
+  type ChannelPeer,
+  type ChannelSetup,
+  type PeerAddress,
+} from './channel-conformance.js'
 export { runStoreWriter } from './store-writer.js'
 
 // Container engines (Docker, Podman) provisioned for tests, and a small image recipe

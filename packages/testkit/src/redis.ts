@@ -43,9 +43,13 @@ export async function startRedis(): Promise<LocalRedis> {
   const bin = execFileSync('bash', [join(findRepoRoot(), 'scripts/redis/ensure.sh')], { encoding: 'utf8' }).trim()
   const dir = mkdtempSync(join(tmpdir(), 'berth-redis-'))
   const path = join(dir, 'redis.sock')
-  const child = spawn(bin, ['--port', '0', '--unixsocket', path, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
+  const child = spawn(
+    bin,
+    ['--port', '0', '--unixsocket', path, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  )
   const exited = new Promise<void>((r) => child.once('exit', () => r()))
   for (let i = 0; i < 200 && !(existsSync(path) && (await ping(path))); i++) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`)

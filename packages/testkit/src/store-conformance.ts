@@ -68,7 +68,11 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       got!.n = 99
       expect(await store.get('misc:a')).toEqual({ n: 1, list: ['x'], nested: { ok: true } })
       await store.set('misc:b', 'text')
-      expect(await store.getMany(['misc:b', 'misc:none', 'misc:a'])).toEqual(['text', null, { n: 1, list: ['x'], nested: { ok: true } }])
+      expect(await store.getMany(['misc:b', 'misc:none', 'misc:a'])).toEqual([
+        'text',
+        null,
+        { n: 1, list: ['x'], nested: { ok: true } },
+      ])
       await store.remove('misc:a')
       await store.remove('misc:never')
       expect(await store.get('misc:a')).toBeNull()
@@ -76,7 +80,8 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
 
     it('reads keys by exact prefix only', async () => {
       const { store } = await fresh()
-      for (const k of ['pool:a:1', 'pool:a:2', 'pool:ab:3', 'pool:b:4', 'poolx:a:5', 'events:u1:ws1:000-001']) await store.set(k, { k })
+      for (const k of ['pool:a:1', 'pool:a:2', 'pool:ab:3', 'pool:b:4', 'poolx:a:5', 'events:u1:ws1:000-001'])
+        await store.set(k, { k })
       expect((await store.keys('pool:a:')).sort()).toEqual(['pool:a:1', 'pool:a:2'])
       expect((await store.keys('pool:')).sort()).toEqual(['pool:a:1', 'pool:a:2', 'pool:ab:3', 'pool:b:4'])
       expect(await store.keys('events:u1:ws1:')).toEqual(['events:u1:ws1:000-001'])
@@ -93,7 +98,9 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       const page1 = await store.list<Rec>('tasks:usr_a', { offset: 0, limit: 4 })
       expect(page1.total).toBe(10)
       expect(page1.items.map((r) => r.n)).toEqual([9, 8, 7, 6])
-      expect((await store.list<Rec>('tasks:usr_a', { offset: 4, limit: 4 })).items.map((r) => r.n)).toEqual([5, 4, 3, 2])
+      expect((await store.list<Rec>('tasks:usr_a', { offset: 4, limit: 4 })).items.map((r) => r.n)).toEqual([
+        5, 4, 3, 2,
+      ])
       const last = await store.list<Rec>('tasks:usr_a', { offset: 8, limit: 4 })
       expect(last.items.map((r) => r.n)).toEqual([1, 0])
       expect(last.total).toBe(10)
@@ -111,7 +118,9 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       expect((await running()).total).toBe(3)
       const both = await store.list<Rec>('tasks:usr_a', { term: 'mode=session,status=running', offset: 0, limit: 2 })
       expect(both).toEqual({ items: [record('usr_a', 9), record('usr_a', 5)], total: 3 })
-      expect((await store.list<Rec>('tasks:usr_a', { term: 'mode=batch,status=running', offset: 0, limit: 9 })).total).toBe(0)
+      expect(
+        (await store.list<Rec>('tasks:usr_a', { term: 'mode=batch,status=running', offset: 0, limit: 9 })).total,
+      ).toBe(0)
       // An update moves the record between filtered lists; its place in the whole list stays.
       await put(store, { ...record('usr_a', 5), status: 'completed', updated_at: '2027-01-01T00:00:00.000Z' })
       expect((await running()).items.map((r) => r.n)).toEqual([9, 1])
@@ -124,7 +133,10 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       expect(whole.items.map((r) => r.n)).toEqual([11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
       // A rewrite with the same entry changes the value only.
       await put(store, { ...record('usr_a', 9), updated_at: '2027-02-02T00:00:00.000Z' })
-      expect(await running()).toEqual({ items: [{ ...record('usr_a', 9), updated_at: '2027-02-02T00:00:00.000Z' }, record('usr_a', 1)], total: 2 })
+      expect(await running()).toEqual({
+        items: [{ ...record('usr_a', 9), updated_at: '2027-02-02T00:00:00.000Z' }, record('usr_a', 1)],
+        total: 2,
+      })
     })
 
     it('removing a record, or overwriting it outside the index, takes it out of every list', async () => {
@@ -136,7 +148,9 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       const whole = await store.list<Rec>('tasks:usr_a', all)
       expect(whole.items.map((r) => r.n)).toEqual([4, 3, 2, 1, 0])
       expect(whole.total).toBe(5)
-      expect((await store.list<Rec>('tasks:usr_a', { term: 'status=running', ...all })).items.map((r) => r.n)).toEqual([1])
+      expect((await store.list<Rec>('tasks:usr_a', { term: 'status=running', ...all })).items.map((r) => r.n)).toEqual([
+        1,
+      ])
       // A plain `set` is not a listed record any more (no stale entry pointing at it).
       await store.set(keyOf(record('usr_a', 4)), { note: 'not a task' })
       expect((await store.list<Rec>('tasks:usr_a', all)).items.map((r) => r.n)).toEqual([3, 2, 1, 0])
@@ -182,7 +196,9 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       expect(await again.get('misc:x')).toEqual({ kept: true })
       const page = await again.list<Rec>('tasks:usr_a', { offset: 0, limit: 3 })
       expect(page).toEqual({ items: [record('usr_a', 18), record('usr_a', 17), record('usr_a', 16)], total: 19 })
-      expect((await again.list<Rec>('tasks:usr_a', { term: 'status=running', ...all })).items.map((r) => r.n)).toEqual([17, 13, 9, 5, 3, 1])
+      expect((await again.list<Rec>('tasks:usr_a', { term: 'status=running', ...all })).items.map((r) => r.n)).toEqual([
+        17, 13, 9, 5, 3, 1,
+      ])
       await expectConsistent(again, 'usr_a')
     })
 

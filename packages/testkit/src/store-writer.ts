@@ -1,6 +1,14 @@
 import { indexEntryFor, type Store } from '@berth/core'
 
-export type Rec = { id: string; owner_id: string; status: string; mode: string; created_at: string; updated_at: string; n: number }
+export type Rec = {
+  id: string
+  owner_id: string
+  status: string
+  mode: string
+  created_at: string
+  updated_at: string
+  n: number
+}
 
 export const STATUSES = ['queued', 'running', 'completed', 'failed']
 const MODES = ['batch', 'session']
@@ -26,7 +34,6 @@ export async function put(store: Store, r: Rec): Promise<void> {
   await store.put(keyOf(r), r, indexEntryFor(keyOf(r), r)!)
 }
 
-
 /**
  * The loop a crash-test writer process runs: it creates and updates task records of owner
  * `crash` forever (status changes move them between filtered indexes), printing `ready`
@@ -46,9 +53,9 @@ export async function runStoreWriter(store: Store): Promise<never> {
     if (n > 10) {
       const old = record('crash', n - 10)
       if (n % 7 === 0) await store.remove(keyOf(old))
-      else await put(store, { ...old, status: STATUSES[(n + 1) % STATUSES.length]!, updated_at: new Date().toISOString() })
+      else
+        await put(store, { ...old, status: STATUSES[(n + 1) % STATUSES.length]!, updated_at: new Date().toISOString() })
     }
     if (n === 200) process.stdout.write('ready\n')
   }
 }
-

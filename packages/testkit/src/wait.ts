@@ -19,7 +19,10 @@ export interface WaitUntilOptions {
  * const job = await waitUntil(() => queue.take(), { what: 'a delayed job becomes ready', timeout: 10_000 })
  * ```
  */
-export async function waitUntil<T>(check: () => T | undefined | null | false | Promise<T | undefined | null | false>, options: WaitUntilOptions): Promise<T> {
+export async function waitUntil<T>(
+  check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  options: WaitUntilOptions,
+): Promise<T> {
   const end = Date.now() + (options.timeout ?? 30_000)
   for (;;) {
     const value = await check()

@@ -44,12 +44,16 @@ function fakeRuntime(failWith: unknown): ContainerRuntime {
 describe('defineRuntime', () => {
   it('turns stray errors into CONTAINER_FAILED naming the runtime and operation', async () => {
     const make = defineRuntime((cause: unknown) => fakeRuntime(cause))
-    const err = await make(new TypeError('socket hang up')).inspect('c1').catch((e: unknown) => e)
+    const err = await make(new TypeError('socket hang up'))
+      .inspect('c1')
+      .catch((e: unknown) => e)
     expect(isContainerError(err, 'engine_error')).toBe(true)
     expect((err as ApiError).status).toBe(502)
     expect((err as ApiError).details).toMatchObject({ runtime: 'fake', op: 'inspect' })
     expect((err as Error).message).toContain('socket hang up')
-    const execErr = await make(new Error('x')).exec('c1', { cmd: ['true'] }).catch((e: unknown) => e)
+    const execErr = await make(new Error('x'))
+      .exec('c1', { cmd: ['true'] })
+      .catch((e: unknown) => e)
     expect(isContainerError(execErr)).toBe(true)
   })
 
@@ -107,7 +111,12 @@ describe('byteChannel / collectExec / toByteChunks', () => {
     out.push(enc.encode('hi'))
     out.end()
     err.end()
-    const r = await collectExec({ stdout: out, stderr: err, exit: Promise.resolve({ exitCode: 3, killed: false }), kill: async () => {} })
+    const r = await collectExec({
+      stdout: out,
+      stderr: err,
+      exit: Promise.resolve({ exitCode: 3, killed: false }),
+      kill: async () => {},
+    })
     expect(r).toEqual({ exitCode: 3, killed: false, stdout: 'hi', stderr: '' })
     async function* mixed() {
       yield 'a'

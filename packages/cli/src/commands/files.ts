@@ -12,7 +12,10 @@ const ls = defineCommand({
     action(async () => {
       const listing = await clientFor(args).files.list(args.workspace, args.path ?? '')
       if (args.json) return printJson(listing)
-      printTable([['TYPE', 'SIZE', 'MODIFIED', 'NAME'], ...listing.entries.map((e) => [e.type, String(e.size), e.mtime, e.name])])
+      printTable([
+        ['TYPE', 'SIZE', 'MODIFIED', 'NAME'],
+        ...listing.entries.map((e) => [e.type, String(e.size), e.mtime, e.name]),
+      ])
       if (listing.truncated) log.warn('listing truncated')
     }),
 })

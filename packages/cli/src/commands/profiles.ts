@@ -8,7 +8,10 @@ const ls = defineCommand({
     action(async () => {
       const { profiles, total } = await clientFor(args).profiles.list({ query: { limit: 100 } })
       if (args.json) return printJson({ profiles, total })
-      printTable([['SLUG', 'ID', 'MODEL', 'NAME'], ...profiles.map((p) => [p.slug, p.id, p.model ?? '(default)', p.name])])
+      printTable([
+        ['SLUG', 'ID', 'MODEL', 'NAME'],
+        ...profiles.map((p) => [p.slug, p.id, p.model ?? '(default)', p.name]),
+      ])
       log.info(`${profiles.length} of ${total}`)
     }),
 })

@@ -9,7 +9,11 @@ export const runCommand = defineCommand({
   args: {
     prompt: { type: 'positional', description: 'What the agent should do', required: true },
     ...taskArgs,
-    session: { type: 'string', description: 'Continue this session (sess_…) instead of a fresh workspace', valueHint: 'sess_…' },
+    session: {
+      type: 'string',
+      description: 'Continue this session (sess_…) instead of a fresh workspace',
+      valueHint: 'sess_…',
+    },
     ...commonArgs,
   },
   run: ({ args }) =>

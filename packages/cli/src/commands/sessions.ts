@@ -5,17 +5,31 @@ import { createTaskView } from '../render.js'
 import { taskArgs, taskFields } from '../task-flags.js'
 
 const start = defineCommand({
-  meta: { name: 'start', description: 'Talk to an agent: each line you type is a follow-up in the same session (Ctrl-D ends)' },
+  meta: {
+    name: 'start',
+    description: 'Talk to an agent: each line you type is a follow-up in the same session (Ctrl-D ends)',
+  },
   args: {
     ...taskArgs,
-    session: { type: 'string', description: 'Continue this session (sess_…) instead of starting one', valueHint: 'sess_…' },
+    session: {
+      type: 'string',
+      description: 'Continue this session (sess_…) instead of starting one',
+      valueHint: 'sess_…',
+    },
     ...commonArgs,
   },
   run: ({ args }) =>
     action(async () => {
       const berth = clientFor(args)
-      const session = berth.sessions.start({ ...(await taskFields(berth, args)), session_id: args.session || undefined })
-      const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: Boolean(process.stdin.isTTY) })
+      const session = berth.sessions.start({
+        ...(await taskFields(berth, args)),
+        session_id: args.session || undefined,
+      })
+      const rl = createInterface({
+        input: process.stdin,
+        output: process.stderr,
+        terminal: Boolean(process.stdin.isTTY),
+      })
       let current: AbortController | undefined
       let status: number = EXIT.ok
       // Ctrl-C cancels the prompt that is running; at the prompt it ends the session.
@@ -34,7 +48,8 @@ const start = defineCommand({
             if (args.json) printJson(task)
             const ok = view ? view.finish(task) : task.status === 'completed'
             if (!ok) status = EXIT.taskFailed
-            if (session.tasks.length === 1 && !args.json) log.info(`session ${session.id} (continue it with --session ${session.id})`)
+            if (session.tasks.length === 1 && !args.json)
+              log.info(`session ${session.id} (continue it with --session ${session.id})`)
           } catch (err) {
             view?.stop()
             if (!current.signal.aborted) throw err
@@ -57,7 +72,10 @@ const ls = defineCommand({
     action(async () => {
       const { workspaces, total } = await clientFor(args).workspaces.list({ query: { limit: 100 } })
       if (args.json) return printJson({ workspaces, total })
-      printTable([['SESSION', 'WORKSPACE', 'STATUS', 'PROFILE', 'LAST ACTIVE', 'NAME'], ...workspaces.map((w) => [w.session_id, w.id, w.status, w.profile_id ?? '-', w.last_active_at, w.name])])
+      printTable([
+        ['SESSION', 'WORKSPACE', 'STATUS', 'PROFILE', 'LAST ACTIVE', 'NAME'],
+        ...workspaces.map((w) => [w.session_id, w.id, w.status, w.profile_id ?? '-', w.last_active_at, w.name]),
+      ])
       log.info(`${workspaces.length} of ${total}`)
     }),
 })

@@ -20,7 +20,10 @@ const ls = defineCommand({
         },
       })
       if (args.json) return printJson({ tasks, total })
-      printTable([['TASK', 'STATUS', 'MODE', 'CREATED', 'PROMPT'], ...tasks.map((t) => [t.task_id, t.status, t.mode, t.created_at, oneLine(t.prompt, 50)])])
+      printTable([
+        ['TASK', 'STATUS', 'MODE', 'CREATED', 'PROMPT'],
+        ...tasks.map((t) => [t.task_id, t.status, t.mode, t.created_at, oneLine(t.prompt, 50)]),
+      ])
       log.info(`${tasks.length} of ${total}`)
     }),
 })

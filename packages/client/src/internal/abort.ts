@@ -10,7 +10,14 @@ import { BerthError } from '../errors.js'
  * ```
  */
 export function abortError(signal: AbortSignal | undefined, route: string): BerthError {
-  return new BerthError(`${route} was aborted`, { status: 0, code: 'ABORTED', route, method: '', url: '', cause: signal?.reason })
+  return new BerthError(`${route} was aborted`, {
+    status: 0,
+    code: 'ABORTED',
+    route,
+    method: '',
+    url: '',
+    cause: signal?.reason,
+  })
 }
 
 /**

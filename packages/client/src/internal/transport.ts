@@ -59,11 +59,17 @@ export function createTransport(options: BerthClientOptions): Transport {
     }
   }
 
-  async function call(route: AnyRoute, input: RawInput | undefined, opts: CallOptions | undefined, extra: RawExtra = {}): Promise<unknown> {
+  async function call(
+    route: AnyRoute,
+    input: RawInput | undefined,
+    opts: CallOptions | undefined,
+    extra: RawExtra = {},
+  ): Promise<unknown> {
     const target = url(fillPath(route.path, input?.params))
     const retry = retryPolicy(opts?.retry, policy)
     const timeout = opts?.timeout ?? options.timeout
-    const body = extra.body ?? (route.body && input?.body !== undefined ? (input.body as Record<string, unknown>) : undefined)
+    const body =
+      extra.body ?? (route.body && input?.body !== undefined ? (input.body as Record<string, unknown>) : undefined)
     try {
       return await $fetch(target, {
         method: route.method,

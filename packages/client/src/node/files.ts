@@ -23,8 +23,10 @@ export async function nodeUpload(file: NodeUploadFile): Promise<{ name: string; 
   if (typeof file === 'string') return { name: basename(file), blob: await openAsBlob(file) }
   if ('data' in file) {
     const { name, data } = file
-    if (data instanceof Readable) return { name, blob: await toBlob(Readable.toWeb(data) as unknown as ReadableStream<Uint8Array>) }
-    if (typeof data === 'object' && 'path' in data && typeof data.path === 'string') return { name, blob: await openAsBlob(data.path) }
+    if (data instanceof Readable)
+      return { name, blob: await toBlob(Readable.toWeb(data) as unknown as ReadableStream<Uint8Array>) }
+    if (typeof data === 'object' && 'path' in data && typeof data.path === 'string')
+      return { name, blob: await openAsBlob(data.path) }
     return { name, blob: await toBlob(data as UploadData) }
   }
   return normalizeUpload(file)

@@ -24,7 +24,12 @@ export interface NodeFileHelpers extends FileHelpers<NodeUploadFile> {
    * await berth.files.downloadTo(workspaceId, 'out', './results') // ./results/out/...
    * ```
    */
-  downloadTo(workspaceId: string, paths: string | readonly string[], dir: string, options?: { signal?: AbortSignal }): Promise<string[]>
+  downloadTo(
+    workspaceId: string,
+    paths: string | readonly string[],
+    dir: string,
+    options?: { signal?: AbortSignal },
+  ): Promise<string[]>
 }
 
 /** The client in Node. */
@@ -50,7 +55,11 @@ export function createBerthClient(options: BerthClientOptions): NodeBerthClient 
       list: files.list,
       download: files.download,
       upload: async (workspaceId, input, o?: UploadOptions): Promise<UploadResult> =>
-        upload(workspaceId, await Promise.all((Array.isArray(input) ? input : [input]).map((f: NodeUploadFile) => nodeUpload(f))), o),
+        upload(
+          workspaceId,
+          await Promise.all((Array.isArray(input) ? input : [input]).map((f: NodeUploadFile) => nodeUpload(f))),
+          o,
+        ),
       downloadTo: async (workspaceId, paths, dir, o) => extractTar(await files.download(workspaceId, paths, o), dir),
     }
     Object.defineProperty(client, 'files', { value: nodeFiles, enumerable: false, configurable: true, writable: false })

@@ -169,7 +169,11 @@ export interface TaskStream extends AsyncIterable<TaskEvent> {
  * for await (const event of stream) console.log(event.seq, event.type)
  * ```
  */
-export function createTaskStream(follow: (options: FollowOptions) => Promise<Task>, taskId: string, options: StreamOptions = {}): TaskStream {
+export function createTaskStream(
+  follow: (options: FollowOptions) => Promise<Task>,
+  taskId: string,
+  options: StreamOptions = {},
+): TaskStream {
   const controller = new AbortController()
   const outer = options.signal
   const onOuterAbort = () => controller.abort(outer?.reason)

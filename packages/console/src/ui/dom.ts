@@ -11,7 +11,11 @@ export type Attrs = Record<string, string | number | boolean | null | undefined 
  * h('a', { href: '#/tasks' }, 'Tasks')
  * ```
  */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs | null = null, ...children: (Child | Child[])[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs | null = null,
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag)
   if (attrs) {
     for (const [k, v] of Object.entries(attrs)) {

@@ -19,7 +19,12 @@ let offConn: (() => void) | null = null
 function nav(): HTMLElement {
   const c = credentials()
   const here = location.hash.split('?')[0] || '#/tasks'
-  const link = (href: string, label: string) => h('a', { href, 'aria-current': here === href || (href === '#/tasks' && here.startsWith('#/tasks/')) ? 'page' : null }, label)
+  const link = (href: string, label: string) =>
+    h(
+      'a',
+      { href, 'aria-current': here === href || (href === '#/tasks' && here.startsWith('#/tasks/')) ? 'page' : null },
+      label,
+    )
   const conn = h('span', { class: 'conn', role: 'status', 'aria-label': 'Live connection' })
   offConn?.()
   offConn = socket.onState((up) => {
@@ -82,7 +87,12 @@ function route(): void {
       e.preventDefault()
       document.getElementById('main')?.focus()
     }
-    replace(app, h('a', { class: 'skip', href: '#main', onclick: skipToMain }, 'Skip to content'), nav(), h('main', { id: 'main', tabindex: -1 }, view.el))
+    replace(
+      app,
+      h('a', { class: 'skip', href: '#main', onclick: skipToMain }, 'Skip to content'),
+      nav(),
+      h('main', { id: 'main', tabindex: -1 }, view.el),
+    )
   }
   current = view
   document.title = `${view.title} · Berth console`

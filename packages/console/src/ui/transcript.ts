@@ -11,7 +11,11 @@ function clipped(text: string, cls: string): HTMLElement {
   const long = text.length > CLIP_CHARS || lines.length > CLIP_LINES
   const pre = h('pre', { class: cls }, long ? lines.slice(0, CLIP_LINES).join('\n').slice(0, CLIP_CHARS) : text)
   if (!long) return pre
-  const button = h('button', { type: 'button', class: 'link show-all' }, `Show all (${lines.length} lines, ${text.length} characters)`)
+  const button = h(
+    'button',
+    { type: 'button', class: 'link show-all' },
+    `Show all (${lines.length} lines, ${text.length} characters)`,
+  )
   button.addEventListener('click', () => {
     pre.textContent = text
     button.remove()
@@ -74,12 +78,23 @@ export class TranscriptView {
     switch (e.type) {
       case 'user_message':
         this.turnEl = null
-        this.block(h('section', { class: 'ev user', 'data-seq': e.seq, 'aria-label': 'Prompt' }, h('div', { class: 'who' }, 'Prompt'), h('pre', { class: 'prompt-text' }, String(e.text ?? ''))))
+        this.block(
+          h(
+            'section',
+            { class: 'ev user', 'data-seq': e.seq, 'aria-label': 'Prompt' },
+            h('div', { class: 'who' }, 'Prompt'),
+            h('pre', { class: 'prompt-text' }, String(e.text ?? '')),
+          ),
+        )
         break
       case 'turn_start': {
         st.turns = Math.max(st.turns, Number(e.turn) || 0)
         this.turnEl = null
-        const turn = h('section', { class: 'ev turn', 'data-seq': e.seq, 'aria-label': `Turn ${e.turn}` }, h('h3', { class: 'turn-head' }, `Turn ${e.turn}`))
+        const turn = h(
+          'section',
+          { class: 'ev turn', 'data-seq': e.seq, 'aria-label': `Turn ${e.turn}` },
+          h('h3', { class: 'turn-head' }, `Turn ${e.turn}`),
+        )
         this.block(turn)
         this.turnEl = turn
         break
@@ -102,7 +117,14 @@ export class TranscriptView {
         const el = h(
           'details',
           { class: 'ev tool', open: true, 'data-seq': e.seq, 'data-tool-id': id },
-          h('summary', null, h('span', { class: 'tool-name' }, name), ' ', h('code', { class: 'tool-preview' }, inputPreview(e.input)), h('span', { class: 'tool-state badge status-running' }, 'running')),
+          h(
+            'summary',
+            null,
+            h('span', { class: 'tool-name' }, name),
+            ' ',
+            h('code', { class: 'tool-preview' }, inputPreview(e.input)),
+            h('span', { class: 'tool-state badge status-running' }, 'running'),
+          ),
           h('div', { class: 'tool-label' }, 'Input'),
           clipped(JSON.stringify(e.input, null, 2) ?? '', 'tool-input'),
           h('div', { class: 'tool-label' }, 'Output'),
@@ -132,7 +154,11 @@ export class TranscriptView {
         st.input += Number(e.input_tokens) || 0
         st.output += Number(e.output_tokens) || 0
         ;(this.turnEl ?? this.root).appendChild(
-          h('div', { class: 'ev turn-end muted', 'data-seq': e.seq }, `End of turn ${e.turn} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`),
+          h(
+            'div',
+            { class: 'ev turn-end muted', 'data-seq': e.seq },
+            `End of turn ${e.turn} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`,
+          ),
         )
         this.text = null
         this.turnEl = null
@@ -148,14 +174,25 @@ export class TranscriptView {
             h('h3', null, ok ? 'Result' : `Ended: ${String(e.outcome).replace(/_/g, ' ')}`),
             e.text ? h('pre', { class: 'result-text' }, String(e.text)) : null,
             e.error ? h('p', { class: 'error-text' }, String(e.error)) : null,
-            h('p', { class: 'muted' }, `${e.turns} turn${e.turns === 1 ? '' : 's'} · ${usd(Number(e.cost_usd))} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`),
+            h(
+              'p',
+              { class: 'muted' },
+              `${e.turns} turn${e.turns === 1 ? '' : 's'} · ${usd(Number(e.cost_usd))} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`,
+            ),
           ),
         )
         break
       }
       case 'error':
         this.turnEl = null
-        this.block(h('section', { class: 'ev result bad', 'data-seq': e.seq, role: 'alert' }, h('h3', null, 'Error'), h('p', { class: 'error-text' }, String(e.message ?? e.error ?? ''))))
+        this.block(
+          h(
+            'section',
+            { class: 'ev result bad', 'data-seq': e.seq, role: 'alert' },
+            h('h3', null, 'Error'),
+            h('p', { class: 'error-text' }, String(e.message ?? e.error ?? '')),
+          ),
+        )
         break
       default:
         break

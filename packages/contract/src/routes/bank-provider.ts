@@ -24,8 +24,8 @@ export const bankProviderRoutes = [
     summary: "Connect a bank: hand over the connect widget's success payload",
     description:
       "Send the widget's `onSuccess` payload as it came (`{ accessToken, enrollment: { id, institution: { name } }, user: { id } }`). Berth verifies the access token with the provider (`GET /accounts`, HTTP Basic with the token) before storing anything, then answers 201 with a `bankprovider` integration: `access_token` encrypted at rest and `••••••••` in every response, plus the enrollment, institution and a summary of the accounts. Connecting an enrollment you connected before refreshes that integration. " +
-      'The provider refusing the token, failing (5xx) or not answering in time is a 502 BAD_GATEWAY with `details.reason` (`unauthorized`, `unavailable`, `rejected`) and the provider\'s status and error code; nothing is stored. A token whose accounts belong to another enrollment is a 400 naming `enrollment.id`. ' +
-      'A banking integration is a data source, not a notification channel: notifications skip it, and `POST /v1/integrations/:id/test` checks that the provider still accepts its token. `signatures` (present when the widget was started with a nonce) are not verified here: verifying them needs the provider\'s signing key.',
+      "The provider refusing the token, failing (5xx) or not answering in time is a 502 BAD_GATEWAY with `details.reason` (`unauthorized`, `unavailable`, `rejected`) and the provider's status and error code; nothing is stored. A token whose accounts belong to another enrollment is a 400 naming `enrollment.id`. " +
+      "A banking integration is a data source, not a notification channel: notifications skip it, and `POST /v1/integrations/:id/test` checks that the provider still accepts its token. `signatures` (present when the widget was started with a nonce) are not verified here: verifying them needs the provider's signing key.",
     body: BankConnectPayload,
     response: Integration,
     status: 201,

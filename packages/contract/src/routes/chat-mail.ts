@@ -13,9 +13,9 @@ import {
 const LABEL: Record<ConnectType, string> = { chatprovider: 'chat-workspace provider', mailprovider: 'mail provider' }
 const DELIVERY: Record<ConnectType, string> = {
   chatprovider:
-    'Notifications are posted to `config.channel` (a channel id or `#name`, null until you set it with `PATCH /v1/integrations/:id`) as the app\'s bot.',
+    "Notifications are posted to `config.channel` (a channel id or `#name`, null until you set it with `PATCH /v1/integrations/:id`) as the app's bot.",
   mailprovider:
-    'Notifications are sent through the provider\'s send API from the connected mailbox to `config.recipients` (default: the mailbox itself; change it with `PATCH /v1/integrations/:id`).',
+    "Notifications are sent through the provider's send API from the connected mailbox to `config.recipients` (default: the mailbox itself; change it with `PATCH /v1/integrations/:id`).",
 }
 
 function authorizeRoute<const T extends ConnectType>(type: T) {

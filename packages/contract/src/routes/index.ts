@@ -1,6 +1,15 @@
 /** routes/: the route table: one file per area, each a list of defineRoute() declarations; this index joins them in one table. */
 import type { AnyRoute } from '../route.js'
-import { agentRoutes, apiKeyRoutes, listProfileModels, memoryRoutes, profileRoutes, secretRoutes, skillRoutes, toolRoutes } from './resources.js'
+import {
+  agentRoutes,
+  apiKeyRoutes,
+  listProfileModels,
+  memoryRoutes,
+  profileRoutes,
+  secretRoutes,
+  skillRoutes,
+  toolRoutes,
+} from './resources.js'
 import { poolRoutes } from './pool.js'
 import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'

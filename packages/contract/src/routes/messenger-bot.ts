@@ -35,7 +35,7 @@ export const messengerRoutes = [
     tag: 'integrations',
     summary: 'Get a one-time code that binds a chat to your bot',
     description:
-      "Answers 201 with a `code` (e.g. `BERTH-7K2M9QXA`) that works once and expires after 10 minutes. Send it to the bot (as a message, or `/start <code>`) from the chat that should receive results; the bot confirms. A code sent again is refused with a reply. Playbook results then post to that chat, and replying to one continues the run in its workspace (which then appears in `GET /v1/workspaces`). 404 when no bot is set up.",
+      'Answers 201 with a `code` (e.g. `BERTH-7K2M9QXA`) that works once and expires after 10 minutes. Send it to the bot (as a message, or `/start <code>`) from the chat that should receive results; the bot confirms. A code sent again is refused with a reply. Playbook results then post to that chat, and replying to one continues the run in its workspace (which then appears in `GET /v1/workspaces`). 404 when no bot is set up.',
     response: MessengerClaimCode,
     status: 201,
     errors: ['NOT_FOUND'],
@@ -51,7 +51,7 @@ export const messengerRoutes = [
     summary: 'Messenger bot updates (the provider calls this)',
     description:
       'Called by the messenger provider with one update (JSON) per request and the secret token registered at setup in `X-Telegram-Bot-Api-Secret-Token`. A missing or wrong token is a 401 and nothing is read or done. ' +
-      'A message carrying a claim code binds its chat to the bot (once; reuse and expired codes get a reply saying so); in the bound chat, a reply to a playbook result continues that run\'s session with the reply as the prompt, and the answer is posted back. Every other update is acknowledged with `{ ok: true }`; a redelivered update is not acted on twice.',
+      "A message carrying a claim code binds its chat to the bot (once; reuse and expired codes get a reply saying so); in the bound chat, a reply to a playbook result continues that run's session with the reply as the prompt, and the answer is posted back. Every other update is acknowledged with `{ ok: true }`; a redelivered update is not acted on twice.",
     response: MessengerWebhookAck,
     errors: ['UNAUTHORIZED', 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE'],
   }),

@@ -1,7 +1,15 @@
 import * as v from 'valibot'
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
-import { CreatePlaybook, Playbook, PlaybookRun, PlaybookRunsQuery, PlaybookStarted, PlaybookWebhookSecret, UpdatePlaybook } from '../schemas/playbook.js'
+import {
+  CreatePlaybook,
+  Playbook,
+  PlaybookRun,
+  PlaybookRunsQuery,
+  PlaybookStarted,
+  PlaybookWebhookSecret,
+  UpdatePlaybook,
+} from '../schemas/playbook.js'
 
 const params = IdParams('playbook')
 
@@ -47,7 +55,8 @@ export const playbookRoutes = [
     auth: 'caller',
     tag: 'playbooks',
     summary: 'Update a playbook',
-    description: '`null` clears a limit. Switching to `trigger_type: "webhook"` without a secret yet generates one: it is in this answer only.',
+    description:
+      '`null` clears a limit. Switching to `trigger_type: "webhook"` without a secret yet generates one: it is in this answer only.',
     params,
     body: UpdatePlaybook,
     response: Playbook,
@@ -83,7 +92,8 @@ export const playbookRoutes = [
     auth: 'caller',
     tag: 'playbooks',
     summary: "A playbook's runs, newest first",
-    description: 'Each run: `status` (its task\'s), `trigger`, `task_id`, `workspace_id`, `session_id`, `created_at`, `started_at`, `finished_at` and `error`.',
+    description:
+      "Each run: `status` (its task's), `trigger`, `task_id`, `workspace_id`, `session_id`, `created_at`, `started_at`, `finished_at` and `error`.",
     params,
     query: PlaybookRunsQuery,
     response: ListOf('runs', PlaybookRun),
@@ -95,7 +105,8 @@ export const playbookRoutes = [
     auth: 'caller',
     tag: 'playbooks',
     summary: 'Generate a new webhook secret',
-    description: 'The new secret is in this answer only (Berth keeps its hash); the previous one stops working at once. The webhook answers only while `trigger_type` is `webhook`.',
+    description:
+      'The new secret is in this answer only (Berth keeps its hash); the previous one stops working at once. The webhook answers only while `trigger_type` is `webhook`.',
     params,
     response: PlaybookWebhookSecret,
   }),

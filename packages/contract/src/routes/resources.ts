@@ -2,7 +2,17 @@ import * as v from 'valibot'
 import { maxLength } from '../schemas/length.js'
 import { defineRoute } from '../route.js'
 import { CreateApiKey, ApiKey, UpdateApiKey } from '../schemas/api-key.js'
-import { Agent, CreateAgent, CreateSkill, CreateTool, Skill, Tool, UpdateAgent, UpdateSkill, UpdateTool } from '../schemas/catalog.js'
+import {
+  Agent,
+  CreateAgent,
+  CreateSkill,
+  CreateTool,
+  Skill,
+  Tool,
+  UpdateAgent,
+  UpdateSkill,
+  UpdateTool,
+} from '../schemas/catalog.js'
 import { Id, IdParams, ListOf } from '../schemas/common.js'
 import { CreateMemory, Memory, UpdateMemory } from '../schemas/memory.js'
 import { CreateProfile, Profile, ProfileSummary, UpdateProfile } from '../schemas/profile.js'
@@ -19,7 +29,8 @@ export const profileRoutes = crudRoutes({
   listItem: ProfileSummary,
   create: CreateProfile,
   update: UpdateProfile,
-  createNote: '`slug` must be unique among your profiles; `api_key_id` must be one of your model credentials and `model` one it allows. Lists omit `claude_md`. Deleting a profile keeps its workspaces.',
+  createNote:
+    '`slug` must be unique among your profiles; `api_key_id` must be one of your model credentials and `model` one it allows. Lists omit `claude_md`. Deleting a profile keeps its workspaces.',
 })
 
 export const listProfileModels = defineRoute({
@@ -55,7 +66,8 @@ export const memoryRoutes = crudRoutes({
   create: CreateMemory,
   update: UpdateMemory,
   filters: { profile_id: v.optional(Id('profile')), type: v.optional(v.pipe(v.string(), maxLength(32))) },
-  createNote: 'The list spans all your profiles; filter with `profile_id`. A row without `profile_id` applies to every profile.',
+  createNote:
+    'The list spans all your profiles; filter with `profile_id`. A row without `profile_id` applies to every profile.',
 })
 
 export const secretRoutes = crudRoutes({
@@ -66,7 +78,8 @@ export const secretRoutes = crudRoutes({
   item: Secret,
   create: CreateSecret,
   update: UpdateSecret,
-  createNote: 'The value is write-only: encrypted at rest (AES-256-GCM) and never returned; lists show names only. Tasks of profiles in scope get it as an environment variable.',
+  createNote:
+    'The value is write-only: encrypted at rest (AES-256-GCM) and never returned; lists show names only. Tasks of profiles in scope get it as an environment variable.',
 })
 
 export const toolRoutes = crudRoutes({

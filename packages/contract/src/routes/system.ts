@@ -10,7 +10,7 @@ export const health = defineRoute({
   path: '/health',
   auth: 'public',
   tag: 'system',
-  summary: 'Liveness check with version, pool statistics and the container engine\'s state',
+  summary: "Liveness check with version, pool statistics and the container engine's state",
   response: Health,
   unlimited: true,
 })
@@ -71,4 +71,3 @@ export const adminRoutes = [
     status: 204,
   }),
 ] as const
-

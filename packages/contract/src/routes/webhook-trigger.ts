@@ -10,9 +10,9 @@ export const playbookWebhookTrigger = defineRoute({
   path: '/api/playbooks/:id/webhook/:secret',
   auth: 'public',
   tag: 'playbooks',
-  summary: "Start a run of a webhook playbook (the secret in the URL is the credential)",
+  summary: 'Start a run of a webhook playbook (the secret in the URL is the credential)',
   description:
-    'No authentication header: the secret in the path is the credential. An unknown playbook, a wrong secret and a playbook whose `trigger_type` is not `webhook` all answer the same 404. A JSON body (any JSON value, up to 64 KiB) is appended to the run\'s prompt in a fenced block. Each playbook has its own rate limit (429 with `Retry-After`).',
+    "No authentication header: the secret in the path is the credential. An unknown playbook, a wrong secret and a playbook whose `trigger_type` is not `webhook` all answer the same 404. A JSON body (any JSON value, up to 64 KiB) is appended to the run's prompt in a fenced block. Each playbook has its own rate limit (429 with `Retry-After`).",
   params: v.object({ id: Id('playbook'), secret: v.pipe(v.string(), maxLength(512)) }),
   secretParams: ['secret'],
   response: PlaybookStarted,

@@ -12,7 +12,8 @@ export const workspaceRoutes = [
     auth: 'caller',
     tag: 'workspaces',
     summary: 'List your workspaces',
-    description: 'Playbook-only workspaces (session ids starting `pb-`) are left out unless claimed as a messenger thread.',
+    description:
+      'Playbook-only workspaces (session ids starting `pb-`) are left out unless claimed as a messenger thread.',
     query: v.object({ ...PageQuery, status: v.optional(WorkspaceStatus) }),
     response: ListOf('workspaces', WorkspaceSummary),
   }),
@@ -36,7 +37,8 @@ export const workspaceRoutes = [
     params: IdParams('workspace'),
     body: UpdateWorkspace,
     response: Workspace,
-    description: '`model_override` must be a model the credential of the workspace’s profile allows (400 naming it otherwise); `null` goes back to the profile’s model.',
+    description:
+      '`model_override` must be a model the credential of the workspace’s profile allows (400 naming it otherwise); `null` goes back to the profile’s model.',
   }),
   defineRoute({
     name: 'workspaces.delete',

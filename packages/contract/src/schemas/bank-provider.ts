@@ -11,7 +11,13 @@ export const BankProduct = v.picklist(['verify', 'balance', 'transactions', 'ide
 /** How many accounts the user picks in the widget. */
 export const BankSelectAccount = v.picklist(['disabled', 'single', 'multiple'])
 
-const ApplicationId = v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be the application id from the provider dashboard (letters, digits, _ and -)'))
+const ApplicationId = v.pipe(
+  v.string(),
+  v.regex(
+    /^[A-Za-z0-9_-]{1,100}$/,
+    'must be the application id from the provider dashboard (letters, digits, _ and -)',
+  ),
+)
 
 /** Body of `POST /v1/integrations/bankprovider/config`: what the dashboard's connect widget is started with. */
 export const SetBankProviderConfig = v.strictObject({
@@ -52,7 +58,16 @@ export const BankConnectPayload = v.strictObject({
 })
 
 /** The `bankprovider` integration's config fields: all the connect flow's (a PATCH cannot change them). */
-export const BANK_MANAGED_FIELDS = ['access_token', 'enrollment_id', 'institution', 'user_id', 'application_id', 'environment', 'accounts', 'verified_at'] as const
+export const BANK_MANAGED_FIELDS = [
+  'access_token',
+  'enrollment_id',
+  'institution',
+  'user_id',
+  'application_id',
+  'environment',
+  'accounts',
+  'verified_at',
+] as const
 
 export type SetBankProviderConfig = v.InferOutput<typeof SetBankProviderConfig>
 export type BankProviderConfig = v.InferOutput<typeof BankProviderConfig>

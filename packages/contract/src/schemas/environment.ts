@@ -53,7 +53,11 @@ export const EnvVars = v.pipe(
 )
 
 /** An image reference, e.g. `python:3.12-slim` or `registry.example.com/team/agent:1`. */
-export const ImageRef = v.pipe(v.string(), v.maxLength(255), v.regex(/^[a-z0-9][a-z0-9._\-/:@]*$/, 'must be an image reference (lowercase)'))
+export const ImageRef = v.pipe(
+  v.string(),
+  v.maxLength(255),
+  v.regex(/^[a-z0-9][a-z0-9._\-/:@]*$/, 'must be an image reference (lowercase)'),
+)
 
 /** Host packages (Debian names) copied into an image built from the host. */
 export const Packages = v.pipe(
@@ -79,8 +83,16 @@ const environmentFields = {
   image: v.nullable(ImageRef),
   /** Host packages added to the operator's host-built image (ignored with `image`). */
   packages: Packages,
-  network: v.object({ policy: v.picklist(NETWORK_POLICIES), allow: v.array(v.object({ host: v.string(), ports: v.array(v.number()) })) }),
-  limits: v.object({ cpus: v.nullable(v.number()), memory_mb: v.nullable(v.number()), pids: v.nullable(v.number()), disk_mb: v.nullable(v.number()) }),
+  network: v.object({
+    policy: v.picklist(NETWORK_POLICIES),
+    allow: v.array(v.object({ host: v.string(), ports: v.array(v.number()) })),
+  }),
+  limits: v.object({
+    cpus: v.nullable(v.number()),
+    memory_mb: v.nullable(v.number()),
+    pids: v.nullable(v.number()),
+    disk_mb: v.nullable(v.number()),
+  }),
   env: v.record(v.string(), v.string()),
   /** The agent runs as root in the container (only where the operator allows it). */
   run_as_root: v.boolean(),

@@ -21,7 +21,12 @@ export const EngineHealth = v.object({
 })
 
 /** `GET /health`. `engine` is present when a container runtime is configured. */
-export const Health = v.object({ ok: v.literal(true), version: v.string(), pool: PoolStats, engine: v.optional(EngineHealth) })
+export const Health = v.object({
+  ok: v.literal(true),
+  version: v.string(),
+  pool: PoolStats,
+  engine: v.optional(EngineHealth),
+})
 
 export type PoolStats = v.InferOutput<typeof PoolStats>
 export type EngineHealth = v.InferOutput<typeof EngineHealth>

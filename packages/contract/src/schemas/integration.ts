@@ -6,7 +6,14 @@ import { Id, PageQuery, ProfileIds, RecordMeta, Scope, Timestamp } from './commo
  * Integration types. `webhook` and `email` are created with `POST /v1/integrations`; the
  * chat, mail, messenger and banking types come from their own connect flows.
  */
-export const IntegrationType = v.picklist(['webhook', 'email', 'chatprovider', 'mailprovider', 'messenger', 'bankprovider'])
+export const IntegrationType = v.picklist([
+  'webhook',
+  'email',
+  'chatprovider',
+  'mailprovider',
+  'messenger',
+  'bankprovider',
+])
 
 /**
  * Whether an integration can deliver: `needs_reconnect` once the provider revoked the grant

@@ -17,7 +17,10 @@ function lengthOf(value: string | readonly unknown[]): number {
  * v.parse(v.pipe(v.string(), maxLength(2)), '😀😀') // ok: two characters
  * ```
  */
-export function maxLength<T extends string | unknown[], const R extends number>(requirement: R, message?: string): v.MaxLengthAction<T, R, string | undefined> {
+export function maxLength<T extends string | unknown[], const R extends number>(
+  requirement: R,
+  message?: string,
+): v.MaxLengthAction<T, R, string | undefined> {
   const action = v.maxLength<T, R, string | undefined>(requirement, message)
   return {
     ...action,
@@ -39,7 +42,10 @@ export function maxLength<T extends string | unknown[], const R extends number>(
  * v.parse(v.pipe(v.string(), minLength(1)), '') // throws
  * ```
  */
-export function minLength<T extends string | unknown[], const R extends number>(requirement: R, message?: string): v.MinLengthAction<T, R, string | undefined> {
+export function minLength<T extends string | unknown[], const R extends number>(
+  requirement: R,
+  message?: string,
+): v.MinLengthAction<T, R, string | undefined> {
   const action = v.minLength<T, R, string | undefined>(requirement, message)
   return {
     ...action,

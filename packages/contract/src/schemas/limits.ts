@@ -17,7 +17,14 @@ export const LimitsState = v.object({
     /** Running workspaces allowed per profile. */
     limit: Count,
     /** Profiles with workspaces running, and whose they are (`null` while no container is claimed yet). */
-    profiles: v.array(v.object({ profile_id: v.string(), owner_id: v.nullable(v.string()), running: Count, workspace_ids: v.array(v.string()) })),
+    profiles: v.array(
+      v.object({
+        profile_id: v.string(),
+        owner_id: v.nullable(v.string()),
+        running: Count,
+        workspace_ids: v.array(v.string()),
+      }),
+    ),
   }),
 })
 

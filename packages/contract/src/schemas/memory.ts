@@ -2,7 +2,10 @@ import * as v from 'valibot'
 import { maxLength, minLength } from './length.js'
 import { Description, Id, Name, RecordMeta } from './common.js'
 
-const MemoryType = v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a lowercase word (max 32), e.g. "fact" or "preference"'))
+const MemoryType = v.pipe(
+  v.string(),
+  v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must be a lowercase word (max 32), e.g. "fact" or "preference"'),
+)
 const Body = v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(64 * 1024))
 /** 1 (trivia) to 5 (always relevant); default 3. */
 const Importance = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(5))

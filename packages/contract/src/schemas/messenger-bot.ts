@@ -51,7 +51,16 @@ export const MessengerClaimCode = v.object({
 export const MessengerWebhookAck = v.object({ ok: v.literal(true) })
 
 /** The `messenger` integration's config fields: the bot comes from setup, the chat from the claim step (a PATCH cannot change them). */
-export const MESSENGER_MANAGED_FIELDS = ['bot_token', 'bot_id', 'bot_username', 'bot_name', 'chat_id', 'chat_type', 'chat_title', 'claimed_at'] as const
+export const MESSENGER_MANAGED_FIELDS = [
+  'bot_token',
+  'bot_id',
+  'bot_username',
+  'bot_name',
+  'chat_id',
+  'chat_type',
+  'chat_title',
+  'claimed_at',
+] as const
 
 export type MessengerSetup = v.InferOutput<typeof MessengerSetup>
 export type MessengerConfig = v.InferOutput<typeof MessengerConfig>

@@ -40,7 +40,10 @@ function documentedPattern(re: RegExp): v.RegexAction<string, string> {
 export const ReturnPath = v.pipe(
   v.string(),
   maxLength(2000),
-  v.check(isLocalReturnPath, 'must be a local path: one leading "/", no "//", scheme, backslash, whitespace or control characters'),
+  v.check(
+    isLocalReturnPath,
+    'must be a local path: one leading "/", no "//", scheme, backslash, whitespace or control characters',
+  ),
   // The same rule as a pattern, for the OpenAPI document (the check above is the authority).
   documentedPattern(/^\/(?![/\\])(?!.*\/\/)[^\\\s\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/),
 )

@@ -4,10 +4,18 @@ import { Description, Id, Name, RecordMeta, StringMap } from './common.js'
 import { GitAccountIds } from './git-account.js'
 
 /** Lowercase URL-safe identifier: `^[a-z0-9][a-z0-9-]{0,62}$`. */
-export const Slug = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be lowercase letters, digits and dashes (max 63)'))
+export const Slug = v.pipe(
+  v.string(),
+  v.regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be lowercase letters, digits and dashes (max 63)'),
+)
 
 /** A tool name or permission rule as the agent SDK takes it, e.g. `Bash`, `Read`, `Bash(git:*)`. */
-export const ToolName = v.pipe(v.string(), minLength(1), maxLength(200), v.regex(/^[^\s]/, 'must not start with whitespace'))
+export const ToolName = v.pipe(
+  v.string(),
+  minLength(1),
+  maxLength(200),
+  v.regex(/^[^\s]/, 'must not start with whitespace'),
+)
 
 /** A model identifier, e.g. `claude-sonnet-4-5`. */
 export const ModelId = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9][a-zA-Z0-9._:@-]{0,127}$/, 'must be a model id'))
@@ -31,7 +39,10 @@ export const McpServer = v.variant('type', [
 
 /** MCP servers by name (`^[A-Za-z0-9_-]{1,64}$`). */
 export const McpServers = v.pipe(
-  v.record(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are letters, digits, _ and -')), McpServer),
+  v.record(
+    v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'server names are letters, digits, _ and -')),
+    McpServer,
+  ),
   v.check((m) => Object.keys(m).length <= 50, 'at most 50 MCP servers'),
 )
 

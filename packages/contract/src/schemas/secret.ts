@@ -3,7 +3,11 @@ import { maxLength, minLength } from './length.js'
 import { Id, ProfileIds, RecordMeta, Scope } from './common.js'
 
 /** Environment-variable style name: `^[A-Z_][A-Z0-9_]*$`, at most 128 characters. */
-export const SecretName = v.pipe(v.string(), v.regex(/^[A-Z_][A-Z0-9_]*$/, 'must match ^[A-Z_][A-Z0-9_]*$'), maxLength(128))
+export const SecretName = v.pipe(
+  v.string(),
+  v.regex(/^[A-Z_][A-Z0-9_]*$/, 'must match ^[A-Z_][A-Z0-9_]*$'),
+  maxLength(128),
+)
 const SecretValue = v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(64 * 1024))
 
 /** A secret as returned: its name and scope, never its value. */

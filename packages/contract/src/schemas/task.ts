@@ -9,7 +9,10 @@ export const TaskStatus = v.picklist(TASK_STATUSES)
 export const TaskMode = v.picklist(['batch', 'session'])
 export const Priority = v.picklist(['low', 'normal', 'high'])
 /** Session ids: `sess_…` for sessions, `pb-…` for playbook-only workspaces. */
-export const SessionId = v.pipe(v.string(), v.regex(/^(sess_[a-z0-9]{1,64}|pb-[a-z0-9_-]{1,64})$/, 'must be a session id (sess_…)'))
+export const SessionId = v.pipe(
+  v.string(),
+  v.regex(/^(sess_[a-z0-9]{1,64}|pb-[a-z0-9_-]{1,64})$/, 'must be a session id (sess_…)'),
+)
 
 /** Body of `POST /v1/tasks`. */
 export const SubmitTask = v.pipe(

@@ -1,7 +1,20 @@
 // Coordination: what several Berth instances share (queues, slots, rate buckets, single-use keys, pub/sub, delayed jobs), and its memory driver.
 export type {
-  Coordination, JobQueue, JobPriority, NewJob, TakenJob, QueueCounts, Slots, SlotLease, RateBuckets, RateSettings,
-  OnceKeys, PubSub, DelayedJobs, DueJob, Instances,
+  Coordination,
+  JobQueue,
+  JobPriority,
+  NewJob,
+  TakenJob,
+  QueueCounts,
+  Slots,
+  SlotLease,
+  RateBuckets,
+  RateSettings,
+  OnceKeys,
+  PubSub,
+  DelayedJobs,
+  DueJob,
+  Instances,
 } from './port.js'
 export { memoryCoordination, type MemoryCoordinationOptions } from './memory.js'
 export { memoryHub, type MemoryHub, type MemoryHubOptions } from './memory-hub.js'

@@ -33,7 +33,9 @@ export function memoryQueue<P>(hub: MemoryHub, instance: string, name: string): 
     const q = jobs()
     settle(q)
     const j = q.get(job.id)
-    return j && j.state === 'active' && j.token === job.token && j.holder === instance && holds(hub, instance) ? j : null
+    return j && j.state === 'active' && j.token === job.token && j.holder === instance && holds(hub, instance)
+      ? j
+      : null
   }
   let taken = 0
 
@@ -45,8 +47,17 @@ export function memoryQueue<P>(hub: MemoryHub, instance: string, name: string): 
       const priority = job.priority ?? 'normal'
       const backlog = [...q.values()].filter((j) => j.owner === job.owner).length
       q.set(job.id, {
-        id: job.id, owner: job.owner, priority, payload: JSON.stringify(job.payload),
-        rank: queueRank(priority, backlog), seq: ++hub.seq, state: 'waiting', readyAt: 0, holder: null, token: '', deliveries: 0,
+        id: job.id,
+        owner: job.owner,
+        priority,
+        payload: JSON.stringify(job.payload),
+        rank: queueRank(priority, backlog),
+        seq: ++hub.seq,
+        state: 'waiting',
+        readyAt: 0,
+        holder: null,
+        token: '',
+        deliveries: 0,
       })
       return true
     },
@@ -54,9 +65,16 @@ export function memoryQueue<P>(hub: MemoryHub, instance: string, name: string): 
       const q = jobs()
       settle(q)
       let next: MemoryJob | undefined
-      for (const j of q.values()) if (j.state === 'waiting' && (!next || j.rank < next.rank || (j.rank === next.rank && j.seq < next.seq))) next = j
+      for (const j of q.values())
+        if (j.state === 'waiting' && (!next || j.rank < next.rank || (j.rank === next.rank && j.seq < next.seq)))
+          next = j
       if (!next) return null
-      Object.assign(next, { state: 'active', holder: instance, token: `${instance}:${++taken}`, deliveries: next.deliveries + 1 })
+      Object.assign(next, {
+        state: 'active',
+        holder: instance,
+        token: `${instance}:${++taken}`,
+        deliveries: next.deliveries + 1,
+      })
       const { id, owner, priority, deliveries, token } = next
       return { id, owner, priority, payload: JSON.parse(next.payload) as P, deliveries, token }
     },
@@ -70,7 +88,13 @@ export function memoryQueue<P>(hub: MemoryHub, instance: string, name: string): 
       const delay = Math.max(0, opts.retryInMs)
       // Back at once: in front of its rank (it was next); after a delay: behind it.
       const seq = delay > 0 ? ++hub.seq : -++hub.seq
-      Object.assign(j, { state: delay > 0 ? 'delayed' : 'waiting', readyAt: hub.clock.now() + delay, holder: null, token: '', seq })
+      Object.assign(j, {
+        state: delay > 0 ? 'delayed' : 'waiting',
+        readyAt: hub.clock.now() + delay,
+        holder: null,
+        token: '',
+        seq,
+      })
       return true
     },
     async cancel(id) {

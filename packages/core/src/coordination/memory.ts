@@ -37,7 +37,8 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
   const hub = opts.hub ?? memoryHub({ clock: opts.clock })
   const clock = hub.clock
   const instanceId = opts.instanceId ?? `mem-${randomUUID()}`
-  if (hub.instances.get(instanceId)?.closedAt === null) throw new Error(`coordination: instance ${instanceId} is already open`)
+  if (hub.instances.get(instanceId)?.closedAt === null)
+    throw new Error(`coordination: instance ${instanceId} is already open`)
   hub.instances.set(instanceId, { closedAt: null, leaseMs: opts.leaseMs ?? 30_000 })
   let closed = false
   const open = () => {
@@ -103,7 +104,8 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
         const now = clock.now()
         let b = hub.buckets.get(key)
         if (!b) {
-          if (hub.buckets.size >= MAX_BUCKETS) for (const [k, x] of hub.buckets) if (x.tokens + (now - x.at) * perMs >= burst) hub.buckets.delete(k)
+          if (hub.buckets.size >= MAX_BUCKETS)
+            for (const [k, x] of hub.buckets) if (x.tokens + (now - x.at) * perMs >= burst) hub.buckets.delete(k)
           b = { tokens: burst, at: now }
           hub.buckets.set(key, b)
         } else {
@@ -191,7 +193,10 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
         hub.processors.set(queue, [...(hub.processors.get(queue) ?? []), proc])
         armDelayed(hub)
         return async () => {
-          hub.processors.set(queue, (hub.processors.get(queue) ?? []).filter((p) => p !== proc))
+          hub.processors.set(
+            queue,
+            (hub.processors.get(queue) ?? []).filter((p) => p !== proc),
+          )
         }
       },
     },
@@ -208,7 +213,11 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
         for (const sub of set) if (sub.instance === instanceId) set.delete(sub)
         if (set.size === 0) hub.channels.delete(channel)
       }
-      for (const [queue, procs] of hub.processors) hub.processors.set(queue, procs.filter((p) => p.instance !== instanceId))
+      for (const [queue, procs] of hub.processors)
+        hub.processors.set(
+          queue,
+          procs.filter((p) => p.instance !== instanceId),
+        )
       armDelayed(hub)
     },
   }

@@ -30,6 +30,7 @@ const NAME_RE = /^[A-Za-z0-9_.-]{1,100}$/
  * ```
  */
 export function checkQueueName(name: string): string {
-  if (!NAME_RE.test(name)) throw new Error(`coordination: invalid queue name ${JSON.stringify(name)} (letters, digits, _ . - up to 100)`)
+  if (!NAME_RE.test(name))
+    throw new Error(`coordination: invalid queue name ${JSON.stringify(name)} (letters, digits, _ . - up to 100)`)
   return name
 }

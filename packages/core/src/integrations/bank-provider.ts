@@ -1,4 +1,12 @@
-import { ApiError, validationError, newId, type BankConnectPayload, type BankProviderConfig, type SetBankProviderConfig, type Integration } from '@berth/contract'
+import {
+  ApiError,
+  validationError,
+  newId,
+  type BankConnectPayload,
+  type BankProviderConfig,
+  type SetBankProviderConfig,
+  type Integration,
+} from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -64,7 +72,9 @@ export class BankProviderService {
   async connect(owner: string, payload: BankConnectPayload): Promise<Integration> {
     const accounts = await this.verify(payload.accessToken)
     if (accounts.some((a) => a.enrollment_id !== payload.enrollment.id)) {
-      throw validationError([{ location: 'body', path: 'enrollment.id', message: 'the access token belongs to another enrollment' }])
+      throw validationError([
+        { location: 'body', path: 'enrollment.id', message: 'the access token belongs to another enrollment' },
+      ])
     }
     const settings = await this.o.store.get<StoredBankConfig>(`bank-config:${owner}`)
     const config = {
@@ -74,14 +84,26 @@ export class BankProviderService {
       user_id: payload.user.id,
       application_id: settings?.application_id ?? null,
       environment: settings?.environment ?? null,
-      accounts: accounts.slice(0, MAX_ACCOUNTS).map((a) => ({ id: a.id, name: a.name, type: a.type, subtype: a.subtype, last_four: a.last_four, currency: a.currency, status: a.status })),
+      accounts: accounts.slice(0, MAX_ACCOUNTS).map((a) => ({
+        id: a.id,
+        name: a.name,
+        type: a.type,
+        subtype: a.subtype,
+        last_four: a.last_four,
+        currency: a.currency,
+        status: a.status,
+      })),
       verified_at: isoNow(this.o.clock),
     }
     return this.lock.run(owner, async () => {
       const integrations = this.o.integrations
-      const existing = (await integrations.records.all(owner)).find((r) => r.type === 'bankprovider' && r.config.enrollment_id === payload.enrollment.id)
+      const existing = (await integrations.records.all(owner)).find(
+        (r) => r.type === 'bankprovider' && r.config.enrollment_id === payload.enrollment.id,
+      )
       const sealed = sealConfig(config, this.o.cipher)
-      const updated = existing && (await integrations.mutate(owner, existing.id, (r) => ({ ...r, config: sealed, status: 'connected' })))
+      const updated =
+        existing &&
+        (await integrations.mutate(owner, existing.id, (r) => ({ ...r, config: sealed, status: 'connected' })))
       if (updated) return integrations.view(updated)
       const now = isoNow(this.o.clock)
       const record: IntegrationRecord = {
@@ -106,7 +128,12 @@ export class BankProviderService {
       return await this.o.api.listAccounts(accessToken)
     } catch (err) {
       if (!isProviderError(err, 'bank')) throw err
-      const why = err.kind === 'unauthorized' ? 'refused the access token' : err.kind === 'unavailable' ? 'is unavailable' : 'refused the request'
+      const why =
+        err.kind === 'unauthorized'
+          ? 'refused the access token'
+          : err.kind === 'unavailable'
+            ? 'is unavailable'
+            : 'refused the request'
       throw new ApiError('BAD_GATEWAY', `The banking provider ${why}: ${err.message}`.slice(0, 500), {
         provider: 'bankprovider',
         reason: err.kind,
@@ -122,16 +149,28 @@ export class BankProviderService {
    */
   readonly channel: Channel = { deliver: (config, n, integration) => this.deliver(config, n, integration) }
 
-  private async deliver(config: Record<string, unknown>, n: OutgoingNotification, target: ChannelIntegration | undefined): Promise<DeliveryOutcome> {
-    if (n.event !== 'integration.test') return { ok: false, status: null, error: 'banking integrations are data sources: they receive no notifications', retryable: false }
+  private async deliver(
+    config: Record<string, unknown>,
+    n: OutgoingNotification,
+    target: ChannelIntegration | undefined,
+  ): Promise<DeliveryOutcome> {
+    if (n.event !== 'integration.test')
+      return {
+        ok: false,
+        status: null,
+        error: 'banking integrations are data sources: they receive no notifications',
+        retryable: false,
+      }
     const token = config.access_token
-    if (typeof token !== 'string') return { ok: false, status: null, error: 'the integration has no access token', retryable: false }
+    if (typeof token !== 'string')
+      return { ok: false, status: null, error: 'the integration has no access token', retryable: false }
     try {
       await this.o.api.listAccounts(token)
       return { ok: true, status: 200 }
     } catch (err) {
       if (!isProviderError(err, 'bank')) throw err
-      if (err.kind === 'unauthorized' && target) await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
+      if (err.kind === 'unauthorized' && target)
+        await this.o.integrations.mutate(target.owner_id, target.id, (r) => ({ ...r, status: 'needs_reconnect' }))
       return { ok: false, status: err.status, error: err.message, retryable: err.kind === 'unavailable' }
     }
   }

@@ -66,7 +66,6 @@ export function verifyChatSignature(secret: string, timestamp: string, body: Uin
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
-
 const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x)
 const text = (x: unknown, max: number): string | null => (typeof x === 'string' ? x.slice(0, max) : null)
 
@@ -115,7 +114,10 @@ export class ChatEventsService {
     const timestamp = request.headers.get('x-request-timestamp')
     const signature = request.headers.get('x-signature')
     if (!timestamp || !signature) throw refuse('the X-Signature and X-Request-Timestamp headers are required')
-    if (!/^\d{1,12}$/.test(timestamp) || Math.abs(this.o.clock.now() / 1000 - Number(timestamp)) > CHAT_EVENT_WINDOW_SECONDS) {
+    if (
+      !/^\d{1,12}$/.test(timestamp) ||
+      Math.abs(this.o.clock.now() / 1000 - Number(timestamp)) > CHAT_EVENT_WINDOW_SECONDS
+    ) {
       throw refuse('X-Request-Timestamp is not within 5 minutes of the server time')
     }
     const raw = await readBodyBytes(request, this.bodyLimit)
@@ -128,7 +130,8 @@ export class ChatEventsService {
     }
     if (!isObject(body)) throw validationError([{ location: 'body', path: '', message: 'expected a JSON object' }])
     if (body.type === 'url_verification') {
-      if (typeof body.challenge !== 'string' || body.challenge.length > 1000) throw validationError([{ location: 'body', path: 'challenge', message: 'must be a string' }])
+      if (typeof body.challenge !== 'string' || body.challenge.length > 1000)
+        throw validationError([{ location: 'body', path: 'challenge', message: 'must be a string' }])
       return { challenge: body.challenge }
     }
     if (body.type !== 'event_callback') return { ok: true, recorded: 0 }
@@ -141,13 +144,21 @@ export class ChatEventsService {
     if (!eventId || typeof body.team_id !== 'string') return 0
     const ev = isObject(body.event) ? body.event : {}
     const integrations = await this.o.connect.chatIntegrationsOfTeam(body.team_id)
-    if (integrations.length === 0) this.o.logger.info('chat event for a workspace no integration is connected to', { team: body.team_id.slice(0, 64) })
+    if (integrations.length === 0)
+      this.o.logger.info('chat event for a workspace no integration is connected to', {
+        team: body.team_id.slice(0, 64),
+      })
     let recorded = 0
     for (const r of integrations) if (await this.recordFor(r, eventId, ev, body.event_time)) recorded++
     return recorded
   }
 
-  private async recordFor(r: IntegrationRecord, eventId: string, ev: Record<string, unknown>, time: unknown): Promise<boolean> {
+  private async recordFor(
+    r: IntegrationRecord,
+    eventId: string,
+    ev: Record<string, unknown>,
+    time: unknown,
+  ): Promise<boolean> {
     const collection = this.collection(r.id)
     if (await collection.find(r.owner_id, eventId)) return false
     const body = text(ev.text, 4000)
@@ -187,6 +198,7 @@ export class ChatEventsService {
 
   /** Drop every event of an integration (it was deleted). */
   async clear(owner: string, integrationId: string): Promise<void> {
-    for (const key of await this.o.store.keys(`chatprovider-events:${integrationId}:${owner}:`)) await this.o.store.remove(key)
+    for (const key of await this.o.store.keys(`chatprovider-events:${integrationId}:${owner}:`))
+      await this.o.store.remove(key)
   }
 }

@@ -72,7 +72,13 @@ export class ChatMailConnectService {
   async authorize(owner: string, type: ConnectType, returnPath: string, origin: string): Promise<{ url: string }> {
     const p = this.provider(type)
     const redirectUri = p.redirectUri ?? `${origin}/api/${type}/callback`
-    const { state, codeChallenge } = await this.o.states.issue({ owner, flow: `integration:${type}`, returnPath, redirectUri, pkce: p.oauth.pkce })
+    const { state, codeChallenge } = await this.o.states.issue({
+      owner,
+      flow: `integration:${type}`,
+      returnPath,
+      redirectUri,
+      pkce: p.oauth.pkce,
+    })
     return { url: p.oauth.authorizeUrl({ state, redirectUri, codeChallenge }) }
   }
 
@@ -84,8 +90,10 @@ export class ChatMailConnectService {
    * the user declined, `invalid_code`, `provider_rejected_client`, `provider_unavailable`).
    */
   async callback(type: ConnectType, query: ConnectCallbackInput, presentingCaller: string | null): Promise<string> {
-    if (query.state === undefined) throw validationError([{ location: 'query', path: 'state', message: 'state is required' }])
-    if (query.code === undefined && query.error === undefined) throw validationError([{ location: 'query', path: 'code', message: 'code is required' }])
+    if (query.state === undefined)
+      throw validationError([{ location: 'query', path: 'state', message: 'state is required' }])
+    if (query.code === undefined && query.error === undefined)
+      throw validationError([{ location: 'query', path: 'code', message: 'code is required' }])
     const st = await this.o.states.consume(query.state, { flow: `integration:${type}`, caller: presentingCaller })
     const fail = (reason: string) => withResult(st.return_path, { integration: 'error', type, reason })
     if (query.error !== undefined) return fail(/^[a-z0-9_]{1,64}$/.test(query.error) ? query.error : 'provider_error')
@@ -93,7 +101,11 @@ export class ChatMailConnectService {
     if (!p) return fail('provider_unavailable')
     let tokens: OAuthTokens
     try {
-      tokens = await p.oauth.exchangeCode({ code: query.code!, redirectUri: st.redirect_uri, codeVerifier: st.code_verifier })
+      tokens = await p.oauth.exchangeCode({
+        code: query.code!,
+        redirectUri: st.redirect_uri,
+        codeVerifier: st.code_verifier,
+      })
     } catch (err) {
       return fail(this.failure(type, err))
     }
@@ -110,16 +122,28 @@ export class ChatMailConnectService {
   }
 
   private failure(type: ConnectType, err: unknown): string {
-    const reason = !isProviderError(err, 'oauth') ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
+    const reason = !isProviderError(err, 'oauth')
+      ? 'provider_unavailable'
+      : err.kind === 'invalid_grant'
+        ? 'invalid_code'
+        : err.kind === 'client'
+          ? 'provider_rejected_client'
+          : 'provider_unavailable'
     this.o.logger.warn('connecting an integration failed', { type, reason, error: message(err) })
     return reason
   }
 
   /** The account fields, bounded; throws when the provider's answer lacks what a connection needs. */
   private checkedAccount(type: ConnectType, account: Record<string, string>): Record<string, string> {
-    const out = Object.fromEntries(Object.entries(account).filter(([, val]) => typeof val === 'string').map(([k, val]) => [k.slice(0, 50), val.slice(0, 200)]))
-    if (!KEY_RE.test(out[TYPES[type].key] ?? '')) throw new Error(`the ${TYPES[type].label} answered without a usable ${TYPES[type].key}`)
-    if (type === 'mailprovider' && !EMAIL_RE.test(out.email ?? '')) throw new Error('the mail provider answered without the mailbox address')
+    const out = Object.fromEntries(
+      Object.entries(account)
+        .filter(([, val]) => typeof val === 'string')
+        .map(([k, val]) => [k.slice(0, 50), val.slice(0, 200)]),
+    )
+    if (!KEY_RE.test(out[TYPES[type].key] ?? ''))
+      throw new Error(`the ${TYPES[type].label} answered without a usable ${TYPES[type].key}`)
+    if (type === 'mailprovider' && !EMAIL_RE.test(out.email ?? ''))
+      throw new Error('the mail provider answered without the mailbox address')
     return out
   }
 
@@ -127,7 +151,12 @@ export class ChatMailConnectService {
    * Store a connection: a new integration (scope `all`, enabled), or — for an account the
    * owner already connected — the existing one with the new tokens and status `connected`.
    */
-  async connect(owner: string, type: ConnectType, tokens: OAuthTokens, account: Record<string, string>): Promise<IntegrationRecord> {
+  async connect(
+    owner: string,
+    type: ConnectType,
+    tokens: OAuthTokens,
+    account: Record<string, string>,
+  ): Promise<IntegrationRecord> {
     const key = TYPES[type].key
     const managed: Config = {
       ...account,
@@ -137,7 +166,9 @@ export class ChatMailConnectService {
       scopes: tokens.scopes.slice(0, 50).map((s) => s.slice(0, 200)),
     }
     const record = await this.connectLock.run(owner, async () => {
-      const existing = (await this.o.integrations.records.all(owner)).find((r) => r.type === type && r.config[key] === account[key])
+      const existing = (await this.o.integrations.records.all(owner)).find(
+        (r) => r.type === type && r.config[key] === account[key],
+      )
       if (existing) {
         const updated = await this.o.integrations.mutate(owner, existing.id, (r) => ({
           ...r,
@@ -161,7 +192,11 @@ export class ChatMailConnectService {
         updated_at: now,
       })
     })
-    if (type === 'chatprovider') await this.o.store.set(`${TEAM_INDEX}${account.team_id}:${owner}:${record.id}`, { owner_id: owner, id: record.id })
+    if (type === 'chatprovider')
+      await this.o.store.set(`${TEAM_INDEX}${account.team_id}:${owner}:${record.id}`, {
+        owner_id: owner,
+        id: record.id,
+      })
     return record
   }
 
@@ -182,7 +217,8 @@ export class ChatMailConnectService {
   private async removed(r: IntegrationRecord): Promise<void> {
     if (!isConnectType(r.type)) return
     try {
-      if (r.type === 'chatprovider' && typeof r.config.team_id === 'string') await this.o.store.remove(`${TEAM_INDEX}${r.config.team_id}:${r.owner_id}:${r.id}`)
+      if (r.type === 'chatprovider' && typeof r.config.team_id === 'string')
+        await this.o.store.remove(`${TEAM_INDEX}${r.config.team_id}:${r.owner_id}:${r.id}`)
       const p = this.o.providers[r.type]
       // A grant the provider already revoked has nothing left to revoke.
       if (!p || r.status === 'needs_reconnect') return
@@ -193,7 +229,11 @@ export class ChatMailConnectService {
       if (refresh && this.tokens.expired(c)) access = (await p.oauth.refresh(refresh)).access_token
       await p.oauth.revoke({ access_token: access, refresh_token: refresh })
     } catch (err) {
-      this.o.logger.warn('could not revoke an integration grant at its provider', { integration: r.id, type: r.type, error: message(err) })
+      this.o.logger.warn('could not revoke an integration grant at its provider', {
+        integration: r.id,
+        type: r.type,
+        error: message(err),
+      })
     }
   }
 }

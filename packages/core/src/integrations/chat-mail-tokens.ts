@@ -95,7 +95,10 @@ export class ConnectTokens {
           expires_at: t.expires_at === null ? null : new Date(t.expires_at).toISOString(),
           ...(t.scopes.length > 0 && { scopes: t.scopes.slice(0, 50) }),
         }
-        const saved = await this.o.integrations.mutate(owner, id, (x) => ({ ...x, config: sealConfig({ ...openConfig(x.config, this.o.cipher), ...tokens }, this.o.cipher) }))
+        const saved = await this.o.integrations.mutate(owner, id, (x) => ({
+          ...x,
+          config: sealConfig({ ...openConfig(x.config, this.o.cipher), ...tokens }, this.o.cipher),
+        }))
         if (!saved) return { ok: false, error: 'the integration was deleted', retryable: false }
         return { ok: true, config: openConfig(saved.config, this.o.cipher) }
       } catch (err) {
@@ -103,15 +106,27 @@ export class ConnectTokens {
           await this.markNeedsReconnect(cur, message(err))
           return this.reconnectError(cur.type)
         }
-        this.o.logger.warn('could not refresh an integration token', { integration: id, type: cur.type, error: message(err) })
+        this.o.logger.warn('could not refresh an integration token', {
+          integration: id,
+          type: cur.type,
+          error: message(err),
+        })
         if (usable) return { ok: true, config: c }
-        return { ok: false, error: `could not refresh the access token: ${message(err)}`, retryable: !isProviderError(err, 'oauth') || err.kind === 'unavailable' }
+        return {
+          ok: false,
+          error: `could not refresh the access token: ${message(err)}`,
+          retryable: !isProviderError(err, 'oauth') || err.kind === 'unavailable',
+        }
       }
     })
   }
 
   private async markNeedsReconnect(r: IntegrationRecord, why: string): Promise<void> {
-    this.o.logger.warn('an integration grant was revoked; it needs reconnecting', { integration: r.id, type: r.type, reason: why.slice(0, 200) })
+    this.o.logger.warn('an integration grant was revoked; it needs reconnecting', {
+      integration: r.id,
+      type: r.type,
+      reason: why.slice(0, 200),
+    })
     await this.o.integrations.mutate(r.owner_id, r.id, (x) => ({ ...x, status: 'needs_reconnect' }))
   }
 
@@ -124,12 +139,19 @@ export class ConnectTokens {
   channel(type: ConnectType, inner: Channel): Channel {
     return {
       check: inner.check?.bind(inner),
-      deliver: async (_config, n, integration) => (integration ? this.deliver(inner, type, n, integration) : withoutIntegration(type)),
+      deliver: async (_config, n, integration) =>
+        integration ? this.deliver(inner, type, n, integration) : withoutIntegration(type),
     }
   }
 
-  private async deliver(inner: Channel, type: ConnectType, n: OutgoingNotification, integration: ChannelIntegration): Promise<DeliveryOutcome> {
-    if (!this.o.providers[type]) return { ok: false, status: null, error: `this server ${notConfigured(type)}`, retryable: false }
+  private async deliver(
+    inner: Channel,
+    type: ConnectType,
+    n: OutgoingNotification,
+    integration: ChannelIntegration,
+  ): Promise<DeliveryOutcome> {
+    if (!this.o.providers[type])
+      return { ok: false, status: null, error: `this server ${notConfigured(type)}`, retryable: false }
     const first = await this.fresh(integration.owner_id, integration.id)
     if (!first.ok) return { ok: false, status: null, error: first.error, retryable: first.retryable }
     const out = await inner.deliver(first.config, n, integration)

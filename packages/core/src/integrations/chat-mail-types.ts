@@ -32,11 +32,17 @@ export interface TypeInfo {
 
 export const TYPES: Record<ConnectType, TypeInfo> = {
   chatprovider: { label: 'chat provider', option: 'chatProvider', key: 'team_id', initial: () => ({ channel: null }) },
-  mailprovider: { label: 'mail provider', option: 'mailProvider', key: 'account_id', initial: (a) => ({ recipients: [a.email] }) },
+  mailprovider: {
+    label: 'mail provider',
+    option: 'mailProvider',
+    key: 'account_id',
+    initial: (a) => ({ recipients: [a.email] }),
+  },
 }
 
 /** Why a type cannot be used: the server has no provider for it. */
-export const notConfigured = (type: ConnectType) => `has no ${TYPES[type].label} configured (createBerth({ ${TYPES[type].option} }))`
+export const notConfigured = (type: ConnectType) =>
+  `has no ${TYPES[type].label} configured (createBerth({ ${TYPES[type].option} }))`
 
 /**
  * True for `chatprovider` and `mailprovider`.

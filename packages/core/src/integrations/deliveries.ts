@@ -44,7 +44,14 @@ export class DeliveryLog {
   }
 
   async record(owner: string, attempt: Omit<Delivery, 'id'>): Promise<Delivery> {
-    const record: DeliveryRecord = { ...attempt, id: newId('delivery'), owner_id: owner, created_at: attempt.at, updated_at: attempt.at, order: nextOrder() }
+    const record: DeliveryRecord = {
+      ...attempt,
+      id: newId('delivery'),
+      owner_id: owner,
+      created_at: attempt.at,
+      updated_at: attempt.at,
+      order: nextOrder(),
+    }
     const collection = this.collection(attempt.integration_id)
     await collection.put(record)
     const all = await this.sorted(owner, attempt.integration_id)
@@ -60,6 +67,7 @@ export class DeliveryLog {
 
   /** Drop every attempt of an integration (it was deleted). */
   async clear(owner: string, integrationId: string): Promise<void> {
-    for (const key of await this.store.keys(`integration-deliveries:${integrationId}:${owner}:`)) await this.store.remove(key)
+    for (const key of await this.store.keys(`integration-deliveries:${integrationId}:${owner}:`))
+      await this.store.remove(key)
   }
 }

@@ -66,9 +66,18 @@ const REFRESH_MARGIN_MS = 5 * 60_000
  * await assertOwnGitAccounts(store, caller.id, body.git_account_ids ?? [])
  * ```
  */
-export async function assertOwnGitAccounts(store: Store, owner: string, ids: string[], field = 'git_account_ids'): Promise<void> {
+export async function assertOwnGitAccounts(
+  store: Store,
+  owner: string,
+  ids: string[],
+  field = 'git_account_ids',
+): Promise<void> {
   const found = await store.getMany(ids.map((id) => `${KIND}:${owner}:${id}`))
-  const issues = ids.flatMap((id, i) => (found[i] === null ? [{ location: 'body' as const, path: `${field}.${i}`, message: `git account ${id} does not exist` }] : []))
+  const issues = ids.flatMap((id, i) =>
+    found[i] === null
+      ? [{ location: 'body' as const, path: `${field}.${i}`, message: `git account ${id} does not exist` }]
+      : [],
+  )
   if (issues.length) throw validationError(issues)
 }
 
@@ -101,7 +110,10 @@ export class GitAccountsService {
   /** The configured provider; 400 naming `provider` when this server has no client for it. */
   private provider(name: GitProviderName): GitProvider {
     const p = this.o.providers[name]
-    if (!p) throw validationError([{ location: 'params', path: 'provider', message: `${name} is not configured on this server` }])
+    if (!p)
+      throw validationError([
+        { location: 'params', path: 'provider', message: `${name} is not configured on this server` },
+      ])
     return p
   }
 
@@ -109,7 +121,13 @@ export class GitAccountsService {
   async authorize(owner: string, name: GitProviderName, returnPath: string, origin: string): Promise<{ url: string }> {
     const p = this.provider(name)
     const redirectUri = p.redirectUri ?? `${origin}/v1/integrations/git/${name}/callback`
-    const { state, codeChallenge } = await this.o.states.issue({ owner, flow: `git:${name}`, returnPath, redirectUri, pkce: p.oauth.pkce })
+    const { state, codeChallenge } = await this.o.states.issue({
+      owner,
+      flow: `git:${name}`,
+      returnPath,
+      redirectUri,
+      pkce: p.oauth.pkce,
+    })
     return { url: p.oauth.authorizeUrl({ state, redirectUri, codeChallenge }) }
   }
 
@@ -122,19 +140,35 @@ export class GitAccountsService {
    */
   async callback(name: GitProviderName, query: GitCallbackInput, presentingCaller: string | null): Promise<string> {
     const p = this.provider(name)
-    if (query.state === undefined) throw validationError([{ location: 'query', path: 'state', message: 'state is required' }])
-    if (query.code === undefined && query.error === undefined) throw validationError([{ location: 'query', path: 'code', message: 'code is required' }])
+    if (query.state === undefined)
+      throw validationError([{ location: 'query', path: 'state', message: 'state is required' }])
+    if (query.code === undefined && query.error === undefined)
+      throw validationError([{ location: 'query', path: 'code', message: 'code is required' }])
     const st = await this.o.states.consume(query.state, { flow: `git:${name}`, caller: presentingCaller })
     const fail = (reason: string) => withResult(st.return_path, { git: 'error', provider: name, reason })
     if (query.error !== undefined) return fail(/^[a-z0-9_]{1,64}$/.test(query.error) ? query.error : 'provider_error')
     let tokens: OAuthTokens
     let identity: GitIdentity
     try {
-      tokens = await p.oauth.exchangeCode({ code: query.code!, redirectUri: st.redirect_uri, codeVerifier: st.code_verifier })
+      tokens = await p.oauth.exchangeCode({
+        code: query.code!,
+        redirectUri: st.redirect_uri,
+        codeVerifier: st.code_verifier,
+      })
       identity = await p.identity(tokens.access_token)
     } catch (err) {
-      const reason = !isProviderError(err, 'oauth') ? 'provider_unavailable' : err.kind === 'invalid_grant' ? 'invalid_code' : err.kind === 'client' ? 'provider_rejected_client' : 'provider_unavailable'
-      this.o.logger.warn('git account connection failed', { provider: name, reason, error: err instanceof Error ? err.message : String(err) })
+      const reason = !isProviderError(err, 'oauth')
+        ? 'provider_unavailable'
+        : err.kind === 'invalid_grant'
+          ? 'invalid_code'
+          : err.kind === 'client'
+            ? 'provider_rejected_client'
+            : 'provider_unavailable'
+      this.o.logger.warn('git account connection failed', {
+        provider: name,
+        reason,
+        error: err instanceof Error ? err.message : String(err),
+      })
       return fail(reason)
     }
     const account = await this.connect(st.owner, name, tokens, identity)
@@ -145,9 +179,16 @@ export class GitAccountsService {
    * Store an account from tokens and the identity they belong to. Connecting the same
    * provider account again (a reconnect) updates the existing record and its status.
    */
-  async connect(owner: string, name: GitProviderName, tokens: OAuthTokens, identity: GitIdentity): Promise<GitAccountRecord> {
+  async connect(
+    owner: string,
+    name: GitProviderName,
+    tokens: OAuthTokens,
+    identity: GitIdentity,
+  ): Promise<GitAccountRecord> {
     return this.connectLock.run(owner, async () => {
-      const existing = (await this.records.all(owner)).find((r) => r.provider === name && r.provider_user_id === identity.id)
+      const existing = (await this.records.all(owner)).find(
+        (r) => r.provider === name && r.provider_user_id === identity.id,
+      )
       const now = isoNow(this.o.clock)
       const record: GitAccountRecord = {
         id: existing?.id ?? newId('gitAccount'),
@@ -171,7 +212,11 @@ export class GitAccountsService {
     return this.view(await this.records.get(owner, id))
   }
 
-  async list(owner: string, page: Page, filter: { provider?: GitProviderName | undefined } = {}): Promise<Paged<GitAccount>> {
+  async list(
+    owner: string,
+    page: Page,
+    filter: { provider?: GitProviderName | undefined } = {},
+  ): Promise<Paged<GitAccount>> {
     const { items, total } = await this.records.list(owner, page, term({ provider: filter.provider }))
     return { items: items.map((r) => this.view(r)), total }
   }
@@ -187,7 +232,11 @@ export class GitAccountsService {
         refresh_token: r.refresh_token_encrypted ? this.o.cipher.decrypt(r.refresh_token_encrypted) : null,
       })
     } catch (err) {
-      this.o.logger.warn('could not revoke a git account at its provider', { provider: r.provider, account: id, error: err instanceof Error ? err.message : String(err) })
+      this.o.logger.warn('could not revoke a git account at its provider', {
+        provider: r.provider,
+        account: id,
+        error: err instanceof Error ? err.message : String(err),
+      })
     }
   }
 
@@ -220,7 +269,9 @@ export class GitAccountsService {
           ...cur,
           access_token_encrypted: this.o.cipher.encrypt(tokens.access_token),
           // Some providers (Bitbucket) keep the refresh token; others rotate it.
-          refresh_token_encrypted: tokens.refresh_token ? this.o.cipher.encrypt(tokens.refresh_token) : cur.refresh_token_encrypted,
+          refresh_token_encrypted: tokens.refresh_token
+            ? this.o.cipher.encrypt(tokens.refresh_token)
+            : cur.refresh_token_encrypted,
           expires_at: tokens.expires_at,
           scopes: tokens.scopes.length ? tokens.scopes.slice(0, 100) : cur.scopes,
           updated_at: isoNow(this.o.clock),
@@ -231,7 +282,11 @@ export class GitAccountsService {
           await this.markNeedsReconnect(cur)
           return null
         }
-        this.o.logger.warn('could not refresh a git account token', { provider: cur.provider, account: cur.id, error: err instanceof Error ? err.message : String(err) })
+        this.o.logger.warn('could not refresh a git account token', {
+          provider: cur.provider,
+          account: cur.id,
+          error: err instanceof Error ? err.message : String(err),
+        })
         return cur.expires_at! > this.o.clock.now() ? this.o.cipher.decrypt(cur.access_token_encrypted) : null
       }
     })
@@ -249,7 +304,10 @@ export class GitAccountsService {
       const p = r && this.o.providers[r.provider]
       const token = p ? await this.accessToken(owner, id) : null
       if (!r || !p || !token) {
-        this.o.logger.warn('a linked git account is not usable; the task runs without its credentials', { account: id, status: r?.status ?? 'deleted' })
+        this.o.logger.warn('a linked git account is not usable; the task runs without its credentials', {
+          account: id,
+          status: r?.status ?? 'deleted',
+        })
         continue
       }
       out.push({ host: p.gitHost, username: p.gitUsername, token, ca_pem: p.gitCaCert })
@@ -262,7 +320,10 @@ export class GitAccountsService {
   }
 
   private async markNeedsReconnect(r: GitAccountRecord): Promise<void> {
-    this.o.logger.warn('a git account grant was revoked or expired; it needs reconnecting', { provider: r.provider, account: r.id })
+    this.o.logger.warn('a git account grant was revoked or expired; it needs reconnecting', {
+      provider: r.provider,
+      account: r.id,
+    })
     await this.records.put({ ...r, status: 'needs_reconnect', updated_at: isoNow(this.o.clock) })
   }
 }

@@ -1,5 +1,16 @@
 import * as v from 'valibot'
-import { type ValidationIssue, EmailConfig, SECRET_CONFIG_FIELDS, SECRET_MASK, WebhookConfig, ChatProviderConfig, CONNECT_MANAGED_FIELDS, MailProviderConfig, BANK_MANAGED_FIELDS, MESSENGER_MANAGED_FIELDS } from '@berth/contract'
+import {
+  type ValidationIssue,
+  EmailConfig,
+  SECRET_CONFIG_FIELDS,
+  SECRET_MASK,
+  WebhookConfig,
+  ChatProviderConfig,
+  CONNECT_MANAGED_FIELDS,
+  MailProviderConfig,
+  BANK_MANAGED_FIELDS,
+  MESSENGER_MANAGED_FIELDS,
+} from '@berth/contract'
 import { toIssues } from '../internal/input.js'
 import type { Cipher } from '../ports/cipher.js'
 
@@ -18,13 +29,19 @@ const CONFIG_SCHEMAS: Record<string, v.GenericSchema> = {
 }
 
 /** Config fields a connect flow owns, by type (a PATCH cannot change them). */
-const MANAGED_FIELDS: Record<string, readonly string[]> = { ...CONNECT_MANAGED_FIELDS, bankprovider: BANK_MANAGED_FIELDS, messenger: MESSENGER_MANAGED_FIELDS }
+const MANAGED_FIELDS: Record<string, readonly string[]> = {
+  ...CONNECT_MANAGED_FIELDS,
+  bankprovider: BANK_MANAGED_FIELDS,
+  messenger: MESSENGER_MANAGED_FIELDS,
+}
 
 /** Apply `fn` to every secret field (at any depth); everything else is copied as is. */
 function mapSecrets(value: unknown, fn: (secret: unknown) => unknown): unknown {
   if (Array.isArray(value)) return value.map((x) => mapSecrets(x, fn))
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, x]) => [k, SECRET_FIELDS.has(k) ? fn(x) : mapSecrets(x, fn)]))
+    return Object.fromEntries(
+      Object.entries(value).map(([k, x]) => [k, SECRET_FIELDS.has(k) ? fn(x) : mapSecrets(x, fn)]),
+    )
   }
   return value
 }
@@ -52,7 +69,9 @@ function depthOf(value: unknown): number {
  * ```
  */
 export function depthIssues(config: Config): ValidationIssue[] {
-  return depthOf(config) > MAX_DEPTH ? [{ location: 'body', path: 'config', message: `nested deeper than ${MAX_DEPTH} levels` }] : []
+  return depthOf(config) > MAX_DEPTH
+    ? [{ location: 'body', path: 'config', message: `nested deeper than ${MAX_DEPTH} levels` }]
+    : []
 }
 
 /**
@@ -71,13 +90,17 @@ export function configIssues(type: string, config: Config): ValidationIssue[] {
   const schema = CONFIG_SCHEMAS[type]
   if (schema) {
     const parsed = v.safeParse(schema, config)
-    if (!parsed.success) issues.push(...toIssues('body', parsed.issues).map((i) => ({ ...i, path: i.path ? `config.${i.path}` : 'config' })))
+    if (!parsed.success)
+      issues.push(
+        ...toIssues('body', parsed.issues).map((i) => ({ ...i, path: i.path ? `config.${i.path}` : 'config' })),
+      )
   }
   const walk = (value: unknown, path: string) => {
     if (value === null || typeof value !== 'object') return
     for (const [k, x] of Object.entries(value)) {
       const at = `${path}.${k}`
-      if (SECRET_FIELDS.has(k) && typeof x !== 'string') issues.push({ location: 'body', path: at, message: 'must be a string' })
+      if (SECRET_FIELDS.has(k) && typeof x !== 'string')
+        issues.push({ location: 'body', path: at, message: 'must be a string' })
       else walk(x, at)
     }
   }
@@ -133,7 +156,8 @@ export function openConfig(config: Config, cipher: Cipher): Config {
 export function restoreMasks(input: Config, stored: Config | undefined): { config: Config; issues: ValidationIssue[] } {
   const issues: ValidationIssue[] = []
   const walk = (value: unknown, old: unknown, path: string): unknown => {
-    if (Array.isArray(value)) return value.map((x, i) => walk(x, Array.isArray(old) ? old[i] : undefined, `${path}.${i}`))
+    if (Array.isArray(value))
+      return value.map((x, i) => walk(x, Array.isArray(old) ? old[i] : undefined, `${path}.${i}`))
     if (value === null || typeof value !== 'object') return value
     const prev = old !== null && typeof old === 'object' && !Array.isArray(old) ? (old as Config) : undefined
     return Object.fromEntries(
@@ -141,7 +165,12 @@ export function restoreMasks(input: Config, stored: Config | undefined): { confi
         const at = `${path}.${k}`
         if (SECRET_FIELDS.has(k) && x === SECRET_MASK) {
           const kept = prev && Object.hasOwn(prev, k) ? prev[k] : undefined
-          if (typeof kept !== 'string') issues.push({ location: 'body', path: at, message: `${SECRET_MASK} keeps a stored value, but none is stored here: send the value` })
+          if (typeof kept !== 'string')
+            issues.push({
+              location: 'body',
+              path: at,
+              message: `${SECRET_MASK} keeps a stored value, but none is stored here: send the value`,
+            })
           return [k, kept]
         }
         return [k, walk(x, prev?.[k], at)]

@@ -1,4 +1,13 @@
-import { validationError, newId, DIRECT_INTEGRATION_TYPES, type CreateIntegration, Integration, type IntegrationStatus, type IntegrationType, type UpdateIntegration } from '@berth/contract'
+import {
+  validationError,
+  newId,
+  DIRECT_INTEGRATION_TYPES,
+  type CreateIntegration,
+  Integration,
+  type IntegrationStatus,
+  type IntegrationType,
+  type UpdateIntegration,
+} from '@berth/contract'
 import { term } from '../records/indexes.js'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
@@ -8,7 +17,15 @@ import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import type { DeliveryLog } from './deliveries.js'
-import { configIssues, depthIssues, keepManaged, maskConfig, openConfig, restoreMasks, sealConfig } from './integration-config.js'
+import {
+  configIssues,
+  depthIssues,
+  keepManaged,
+  maskConfig,
+  openConfig,
+  restoreMasks,
+  sealConfig,
+} from './integration-config.js'
 import { appliesTo, resolveScope, type Scoped } from '../records/scope.js'
 
 /** A stored integration; secret config fields are encrypted. */
@@ -54,7 +71,11 @@ export class IntegrationsService {
   }
 
   /** Restore masks, check shape and reachability; the plaintext config to store, or 400. */
-  private async checkedConfig(type: IntegrationType, input: Record<string, unknown>, stored: Record<string, unknown> | undefined) {
+  private async checkedConfig(
+    type: IntegrationType,
+    input: Record<string, unknown>,
+    stored: Record<string, unknown> | undefined,
+  ) {
     const deep = depthIssues(input)
     if (deep.length) throw validationError(deep)
     const { config, issues } = restoreMasks(input, stored)
@@ -68,14 +89,19 @@ export class IntegrationsService {
   /** Clear `is_default` on the owner's other integrations of the type. */
   private async clearDefault(owner: string, type: IntegrationType, keep: string): Promise<void> {
     for (const r of await this.records.all(owner)) {
-      if (r.type === type && r.is_default && r.id !== keep) await this.records.put({ ...r, is_default: false, updated_at: isoNow(this.clock) })
+      if (r.type === type && r.is_default && r.id !== keep)
+        await this.records.put({ ...r, is_default: false, updated_at: isoNow(this.clock) })
     }
   }
 
   async create(owner: string, input: CreateIntegration): Promise<Integration> {
     if (!(DIRECT_INTEGRATION_TYPES as readonly string[]).includes(input.type)) {
       throw validationError([
-        { location: 'body', path: 'type', message: `${input.type} integrations are connected through their own flow; create webhook or email here` },
+        {
+          location: 'body',
+          path: 'type',
+          message: `${input.type} integrations are connected through their own flow; create webhook or email here`,
+        },
       ])
     }
     const config = await this.checkedConfig(input.type, input.config, undefined)
@@ -109,7 +135,10 @@ export class IntegrationsService {
 
   async update(owner: string, id: string, input: UpdateIntegration): Promise<Integration> {
     const current = await this.records.get(owner, id)
-    const config = input.config === undefined ? undefined : await this.checkedConfig(current.type, input.config, openConfig(current.config, this.cipher))
+    const config =
+      input.config === undefined
+        ? undefined
+        : await this.checkedConfig(current.type, input.config, openConfig(current.config, this.cipher))
     const scope =
       input.scope !== undefined || input.profile_ids !== undefined
         ? await resolveScope(this.store, owner, input, current)
@@ -119,7 +148,9 @@ export class IntegrationsService {
       const next: IntegrationRecord = {
         ...latest,
         // Fields a connect flow owns (tokens, account) are taken from the latest record: a token refreshed meanwhile stays.
-        ...(config && { config: sealConfig(keepManaged(latest.type, config, openConfig(latest.config, this.cipher)), this.cipher) }),
+        ...(config && {
+          config: sealConfig(keepManaged(latest.type, config, openConfig(latest.config, this.cipher)), this.cipher),
+        }),
         ...(input.enabled !== undefined && { enabled: input.enabled }),
         ...(input.is_default !== undefined && { is_default: input.is_default }),
         ...scope,
@@ -146,10 +177,16 @@ export class IntegrationsService {
    * Change a stored record under the owner's lock (so it cannot interleave with a PATCH):
    * the changed record, or null when it is gone. For connect flows (tokens, status).
    */
-  async mutate(owner: string, id: string, change: (r: IntegrationRecord) => IntegrationRecord): Promise<IntegrationRecord | null> {
+  async mutate(
+    owner: string,
+    id: string,
+    change: (r: IntegrationRecord) => IntegrationRecord,
+  ): Promise<IntegrationRecord | null> {
     return this.lock.run(owner, async () => {
       const r = await this.records.find(owner, id)
-      return r ? this.records.put({ ...change(r), id: r.id, owner_id: r.owner_id, updated_at: isoNow(this.clock) }) : null
+      return r
+        ? this.records.put({ ...change(r), id: r.id, owner_id: r.owner_id, updated_at: isoNow(this.clock) })
+        : null
     })
   }
 
@@ -176,6 +213,8 @@ export class IntegrationsService {
   /** The owner's enabled integrations whose scope covers the profile, ready to deliver through. */
   async targetsFor(owner: string, profileId: string): Promise<NotificationTarget[]> {
     // Banking integrations are data sources: they receive no notifications.
-    return (await this.records.all(owner)).filter((r) => r.enabled && r.type !== 'bankprovider' && appliesTo(r, profileId)).map((r) => this.target(r))
+    return (await this.records.all(owner))
+      .filter((r) => r.enabled && r.type !== 'bankprovider' && appliesTo(r, profileId))
+      .map((r) => this.target(r))
   }
 }

@@ -1,5 +1,12 @@
 import type { OnceKeys } from '../coordination/port.js'
-import { ApiError, validationError, newId, randomToken, type MessengerClaimCode, type MessengerConfig } from '@berth/contract'
+import {
+  ApiError,
+  validationError,
+  newId,
+  randomToken,
+  type MessengerClaimCode,
+  type MessengerConfig,
+} from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import type { Cipher } from '../ports/cipher.js'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -66,8 +73,26 @@ export class MessengerService {
 
   constructor(private readonly o: MessengerOptions) {
     this.claims = new MessengerClaims(o.store, o.clock)
-    this.threads = new MessengerThreads({ store: o.store, logger: o.logger, api: o.api, bus: o.bus, tasks: o.tasks, workspaces: o.workspaces, playbooks: o.playbooks, integrations: o.integrations, once: o.once })
-    this.webhook = new MessengerWebhook({ store: o.store, clock: o.clock, cipher: o.cipher, logger: o.logger, integrations: o.integrations, claims: this.claims, threads: this.threads })
+    this.threads = new MessengerThreads({
+      store: o.store,
+      logger: o.logger,
+      api: o.api,
+      bus: o.bus,
+      tasks: o.tasks,
+      workspaces: o.workspaces,
+      playbooks: o.playbooks,
+      integrations: o.integrations,
+      once: o.once,
+    })
+    this.webhook = new MessengerWebhook({
+      store: o.store,
+      clock: o.clock,
+      cipher: o.cipher,
+      logger: o.logger,
+      integrations: o.integrations,
+      claims: this.claims,
+      threads: this.threads,
+    })
   }
 
   /** The caller's bot integration, or null. */
@@ -83,8 +108,20 @@ export class MessengerService {
       return await call()
     } catch (err) {
       if (!isProviderError(err, 'messenger')) throw err
-      if (err.kind === 'unauthorized') throw validationError([{ location: 'body', path: 'bot_token', message: `the messenger provider refused this bot token (${err.message.slice(0, 200)})` }])
-      throw new ApiError('BAD_GATEWAY', `The messenger provider failed at ${step}: ${err.message}`.slice(0, 500), { provider: 'messenger', step, reason: err.kind, provider_status: err.status })
+      if (err.kind === 'unauthorized')
+        throw validationError([
+          {
+            location: 'body',
+            path: 'bot_token',
+            message: `the messenger provider refused this bot token (${err.message.slice(0, 200)})`,
+          },
+        ])
+      throw new ApiError('BAD_GATEWAY', `The messenger provider failed at ${step}: ${err.message}`.slice(0, 500), {
+        provider: 'messenger',
+        step,
+        reason: err.kind,
+        provider_status: err.status,
+      })
     }
   }
 
@@ -97,13 +134,19 @@ export class MessengerService {
       const existing = await this.current(owner)
       const id = existing?.id ?? newId('integration')
       const secretToken = webhookSecretToken(id, randomToken(64))
-      await this.provider('setWebhook', () => this.o.api.setWebhook(token, { url, secret_token: secretToken, allowed_updates: ['message'] }))
+      await this.provider('setWebhook', () =>
+        this.o.api.setWebhook(token, { url, secret_token: secretToken, allowed_updates: ['message'] }),
+      )
       const now = isoNow(this.o.clock)
       const old = existing ? openConfig(existing.config, this.o.cipher) : null
       const sameBot = old?.bot_id === bot.id
       if (old && !sameBot && typeof old.bot_token === 'string') {
         // The caller switched bots: the old one stops sending here.
-        await this.o.api.deleteWebhook(old.bot_token).catch((err: unknown) => this.o.logger.warn('could not remove the previous bot’s webhook', { error: String(err) }))
+        await this.o.api
+          .deleteWebhook(old.bot_token)
+          .catch((err: unknown) =>
+            this.o.logger.warn('could not remove the previous bot’s webhook', { error: String(err) }),
+          )
       }
       const config = {
         bot_token: token,
@@ -116,9 +159,22 @@ export class MessengerService {
         claimed_at: sameBot ? (old?.claimed_at ?? null) : null,
       }
       const sealed = sealConfig(config, this.o.cipher)
-      const updated = existing && (await this.o.integrations.mutate(owner, id, (r) => ({ ...r, config: sealed, status: 'connected' })))
+      const updated =
+        existing &&
+        (await this.o.integrations.mutate(owner, id, (r) => ({ ...r, config: sealed, status: 'connected' })))
       if (!updated) {
-        await this.o.integrations.insert({ id, owner_id: owner, type: 'messenger', config: sealed, enabled: true, is_default: false, scope: 'all', profile_ids: [], created_at: now, updated_at: now })
+        await this.o.integrations.insert({
+          id,
+          owner_id: owner,
+          type: 'messenger',
+          config: sealed,
+          enabled: true,
+          is_default: false,
+          scope: 'all',
+          profile_ids: [],
+          created_at: now,
+          updated_at: now,
+        })
       }
       if (!sameBot) await this.claims.sweep(id, true)
       await this.o.store.set<WebhookState>(`messenger-webhooks:${id}`, {
@@ -138,7 +194,14 @@ export class MessengerService {
   async config(owner: string): Promise<MessengerConfig> {
     const record = await this.current(owner)
     const state = record && (await this.o.store.get<WebhookState>(`messenger-webhooks:${record.id}`))
-    if (!record) return { configured: false, integration_id: null, bot: null, webhook: null, claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null } }
+    if (!record)
+      return {
+        configured: false,
+        integration_id: null,
+        bot: null,
+        webhook: null,
+        claim: { claimed: false, chat: null, claimed_at: null, pending_code_expires_at: null },
+      }
     const c = record.config
     const pending = await this.claims.pendingUntil(record.id)
     const chatId = typeof c.chat_id === 'number' ? c.chat_id : null
@@ -146,10 +209,19 @@ export class MessengerService {
       configured: true,
       integration_id: record.id,
       bot: { id: Number(c.bot_id), username: String(c.bot_username ?? ''), name: String(c.bot_name ?? '') },
-      webhook: state ? { url: state.url, registered_at: state.registered_at, last_update_at: state.last_update_at } : null,
+      webhook: state
+        ? { url: state.url, registered_at: state.registered_at, last_update_at: state.last_update_at }
+        : null,
       claim: {
         claimed: chatId !== null,
-        chat: chatId !== null ? { id: chatId, type: String(c.chat_type ?? 'private'), title: typeof c.chat_title === 'string' ? c.chat_title : null } : null,
+        chat:
+          chatId !== null
+            ? {
+                id: chatId,
+                type: String(c.chat_type ?? 'private'),
+                title: typeof c.chat_title === 'string' ? c.chat_title : null,
+              }
+            : null,
         claimed_at: typeof c.claimed_at === 'string' ? c.claimed_at : null,
         pending_code_expires_at: pending !== null ? new Date(pending).toISOString() : null,
       },
@@ -159,7 +231,8 @@ export class MessengerService {
   /** A one-time claim code for the caller's bot; 404 when no bot is set up. */
   async claim(owner: string): Promise<MessengerClaimCode> {
     const record = await this.current(owner)
-    if (!record) throw new ApiError('NOT_FOUND', 'No messenger bot is set up: POST /v1/integrations/messenger/setup first')
+    if (!record)
+      throw new ApiError('NOT_FOUND', 'No messenger bot is set up: POST /v1/integrations/messenger/setup first')
     const { code, expires_at } = await this.claims.issue(owner, record.id)
     const username = String(record.config.bot_username ?? '')
     return {
@@ -176,7 +249,10 @@ export class MessengerService {
   /** The integration was disconnected: stop the provider's webhook and forget its state. */
   async disconnected(record: IntegrationRecord): Promise<void> {
     const token = openConfig(record.config, this.o.cipher).bot_token
-    if (typeof token === 'string') await this.o.api.deleteWebhook(token).catch((err: unknown) => this.o.logger.warn('could not remove the bot’s webhook', { error: String(err) }))
+    if (typeof token === 'string')
+      await this.o.api
+        .deleteWebhook(token)
+        .catch((err: unknown) => this.o.logger.warn('could not remove the bot’s webhook', { error: String(err) }))
     await this.o.store.remove(`messenger-webhooks:${record.id}`)
     await this.claims.sweep(record.id, true)
     await this.threads.forget(record.id)

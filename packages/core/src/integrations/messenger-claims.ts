@@ -80,7 +80,9 @@ export class MessengerClaims {
   async pendingUntil(integrationId: string): Promise<number | null> {
     const now = this.clock.now()
     const records = await this.store.getMany<ClaimRecord>(await this.store.keys(`messenger-claims:${integrationId}:`))
-    const open = records.filter((r): r is ClaimRecord => r !== null && r.used_at === null && r.expires_at > now).map((r) => r.expires_at)
+    const open = records
+      .filter((r): r is ClaimRecord => r !== null && r.used_at === null && r.expires_at > now)
+      .map((r) => r.expires_at)
     return open.length ? Math.max(...open) : null
   }
 

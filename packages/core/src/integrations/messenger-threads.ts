@@ -51,7 +51,8 @@ const DONE: readonly TaskStatus[] = ENDED_TASK_STATUSES
 const MAX_TEXT = 4000
 const HINT = 'Reply to this message to continue in its workspace.'
 
-const threadKey = (integrationId: string, chatId: number, messageId: number) => `messenger-threads:${integrationId}:${chatId}:${messageId}`
+const threadKey = (integrationId: string, chatId: number, messageId: number) =>
+  `messenger-threads:${integrationId}:${chatId}:${messageId}`
 
 /** `text` cut to `max` characters, with an ellipsis when cut. */
 function clip(text: string, max: number): string {
@@ -98,13 +99,28 @@ export class MessengerThreads {
   }
 
   /** The `messenger` channel: one attempt at posting a notification to the claimed chat. */
-  async deliver(config: Record<string, unknown>, n: OutgoingNotification, target?: ChannelIntegration): Promise<DeliveryOutcome> {
+  async deliver(
+    config: Record<string, unknown>,
+    n: OutgoingNotification,
+    target?: ChannelIntegration,
+  ): Promise<DeliveryOutcome> {
     if (!target) return withoutIntegration('messenger')
     const token = config.bot_token
     const chatId = config.chat_id
-    if (typeof token !== 'string') return { ok: false, status: null, error: 'the integration has no bot token: set the bot up again', retryable: false }
+    if (typeof token !== 'string')
+      return {
+        ok: false,
+        status: null,
+        error: 'the integration has no bot token: set the bot up again',
+        retryable: false,
+      }
     if (typeof chatId !== 'number') {
-      return { ok: false, status: null, error: 'no chat is claimed yet: get a code from POST /v1/integrations/messenger/claim and send it to the bot', retryable: false }
+      return {
+        ok: false,
+        status: null,
+        error: 'no chat is claimed yet: get a code from POST /v1/integrations/messenger/claim and send it to the bot',
+        retryable: false,
+      }
     }
     const run = (n.payload as { run?: PlaybookRun }).run
     let sent: { message_id: number }
@@ -136,7 +152,11 @@ export class MessengerThreads {
       const body = task ? outcomeText(task) : (p.run.error?.error ?? null)
       return compose(`Playbook ${name} ${p.run.status}${code}`, body, p.run.workspace_id ? HINT : undefined)
     }
-    if (p.task) return compose(`Task ${p.task.task_id} ${p.task.status}${p.task.error ? ` (${p.task.error.code})` : ''}`, outcomeText(p.task))
+    if (p.task)
+      return compose(
+        `Task ${p.task.task_id} ${p.task.status}${p.task.error ? ` (${p.task.error.code})` : ''}`,
+        outcomeText(p.task),
+      )
     if (n.event === 'integration.test') return 'Berth test notification: this chat receives Berth results.'
     return `Berth: ${n.event}`
   }
@@ -155,19 +175,30 @@ export class MessengerThreads {
     const reply = (body: string) => this.say(botToken, chatId, body, message.message_id)
     const ws = await this.o.workspaces.bySession(owner, thread.session_id)
     if (!ws?.profile_id) {
-      await reply(`That ${ws ? 'workspace’s profile' : 'workspace'} no longer exists, so the conversation cannot continue.`)
+      await reply(
+        `That ${ws ? 'workspace’s profile' : 'workspace'} no longer exists, so the conversation cannot continue.`,
+      )
       return true
     }
     if (!ws.thread_claimed) await this.o.workspaces.patch(owner, ws.id, { thread_claimed: true })
     let taskId: string
     try {
-      ;({ task_id: taskId } = await this.o.tasks.submit(owner, { mode: 'session', profile_id: ws.profile_id, session_id: ws.session_id, prompt: text }, { queueWhenFull: true }))
+      ;({ task_id: taskId } = await this.o.tasks.submit(
+        owner,
+        { mode: 'session', profile_id: ws.profile_id, session_id: ws.session_id, prompt: text },
+        { queueWhenFull: true },
+      ))
     } catch (err) {
       if (!isApiError(err)) throw err
       await reply(`Could not continue: ${err.message}`)
       return true
     }
-    await this.o.store.set<FollowUpRecord>(`messenger-followups:${taskId}`, { ...thread, integration_id: integrationId, chat_id: chatId, reply_to: message.message_id })
+    await this.o.store.set<FollowUpRecord>(`messenger-followups:${taskId}`, {
+      ...thread,
+      integration_id: integrationId,
+      chat_id: chatId,
+      reply_to: message.message_id,
+    })
     // The task may already have ended (a fast failure) before the record existed.
     await this.finishFollowUp(owner, taskId)
     return true
@@ -175,7 +206,11 @@ export class MessengerThreads {
 
   private onTaskMessage(m: TaskBusMessage): void {
     if (m.type !== 'task.status' || !DONE.includes(m.status) || !m.task.session_id?.startsWith('pb-')) return
-    this.track(this.finishFollowUp(m.owner_id, m.task_id).catch((err) => this.o.logger.warn('could not post a follow-up result', { task: m.task_id, error: String(err) })))
+    this.track(
+      this.finishFollowUp(m.owner_id, m.task_id).catch((err) =>
+        this.o.logger.warn('could not post a follow-up result', { task: m.task_id, error: String(err) }),
+      ),
+    )
   }
 
   /** Post a finished follow-up's result once (whoever takes its record posts it). */
@@ -192,7 +227,8 @@ export class MessengerThreads {
       const target = await this.o.integrations.targetOf(owner, f.integration_id).catch(() => null)
       const token = target?.config.bot_token
       if (!task || typeof token !== 'string') return
-      const header = task.status === 'completed' ? '' : `Follow-up ${task.status}${task.error ? ` (${task.error.code})` : ''}`
+      const header =
+        task.status === 'completed' ? '' : `Follow-up ${task.status}${task.error ? ` (${task.error.code})` : ''}`
       const text = compose(header, outcomeText(task) ?? '(no text)', HINT)
       const sent = await this.say(token, f.chat_id, text, f.reply_to)
       if (sent !== null) {
@@ -205,7 +241,11 @@ export class MessengerThreads {
   /** Send a message; its id, or null (logged) when the provider refused or was unreachable. */
   async say(botToken: string, chatId: number, text: string, replyTo?: number): Promise<number | null> {
     try {
-      const { message_id } = await this.o.api.sendMessage(botToken, { chat_id: chatId, text, reply_to_message_id: replyTo })
+      const { message_id } = await this.o.api.sendMessage(botToken, {
+        chat_id: chatId,
+        text,
+        reply_to_message_id: replyTo,
+      })
       return message_id
     } catch (err) {
       if (!isProviderError(err, 'messenger')) throw err
@@ -218,7 +258,10 @@ export class MessengerThreads {
   async recover(): Promise<void> {
     for (const key of await this.o.store.keys('messenger-followups:')) {
       const f = await this.o.store.get<FollowUpRecord>(key)
-      if (f) await this.finishFollowUp(f.owner, key.slice('messenger-followups:'.length)).catch((err) => this.o.logger.warn('could not post a follow-up result', { error: String(err) }))
+      if (f)
+        await this.finishFollowUp(f.owner, key.slice('messenger-followups:'.length)).catch((err) =>
+          this.o.logger.warn('could not post a follow-up result', { error: String(err) }),
+        )
     }
   }
 

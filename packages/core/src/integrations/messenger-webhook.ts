@@ -75,7 +75,9 @@ const Update = v.object({
       message_id: v.pipe(v.number(), v.safeInteger()),
       chat: Chat,
       text: v.optional(v.pipe(v.string(), maxLength(16_384))),
-      reply_to_message: v.optional(v.object({ message_id: v.pipe(v.number(), v.safeInteger()), chat: v.optional(Chat) })),
+      reply_to_message: v.optional(
+        v.object({ message_id: v.pipe(v.number(), v.safeInteger()), chat: v.optional(Chat) }),
+      ),
     }),
   ),
 })
@@ -118,7 +120,10 @@ export class MessengerWebhook {
     const given = request.headers.get(SECRET_TOKEN_HEADER) ?? ''
     const id = given.slice(0, Math.max(0, given.indexOf('-')))
     const state = INTEGRATION_ID.test(id) ? await this.o.store.get<WebhookState>(`messenger-webhooks:${id}`) : null
-    const match = timingSafeEqual(Buffer.from(secretTokenHash(given), 'hex'), Buffer.from(state?.hash ?? DECOY_HASH, 'hex'))
+    const match = timingSafeEqual(
+      Buffer.from(secretTokenHash(given), 'hex'),
+      Buffer.from(state?.hash ?? DECOY_HASH, 'hex'),
+    )
     if (!match || !state) throw unauthorized()
     const record = await this.o.integrations.records.find(state.owner, id)
     if (record?.type !== 'messenger') {
@@ -127,12 +132,18 @@ export class MessengerWebhook {
       throw unauthorized()
     }
     const update = parseInput('body', Update, await readJsonBody(request, this.bodyLimit))
-    await this.lock.run(id, () => this.dispatch(state.owner, id, update)).catch((err: unknown) => {
-      // Acknowledged all the same: redelivering the update would only meet the same failure.
-      const fields = { integration: id, update: update.update_id, error: err instanceof Error ? err.message : String(err) }
-      if (isApiError(err)) this.o.logger.warn('messenger update not handled', fields)
-      else this.o.logger.error('messenger update not handled', fields)
-    })
+    await this.lock
+      .run(id, () => this.dispatch(state.owner, id, update))
+      .catch((err: unknown) => {
+        // Acknowledged all the same: redelivering the update would only meet the same failure.
+        const fields = {
+          integration: id,
+          update: update.update_id,
+          error: err instanceof Error ? err.message : String(err),
+        }
+        if (isApiError(err)) this.o.logger.warn('messenger update not handled', fields)
+        else this.o.logger.error('messenger update not handled', fields)
+      })
     return { ok: true }
   }
 
@@ -157,15 +168,31 @@ export class MessengerWebhook {
   }
 
   /** A claim code arrived: bind the chat, or say why not. */
-  private async claim(owner: string, record: IntegrationRecord, token: string, message: MessengerMessage, code: string): Promise<void> {
+  private async claim(
+    owner: string,
+    record: IntegrationRecord,
+    token: string,
+    message: MessengerMessage,
+    code: string,
+  ): Promise<void> {
     const { outcome, owner: codeOwner } = await this.o.claims.consume(record.id, code)
     const chatId = message.chat.id
     if (outcome === 'used') {
-      await this.o.threads.say(token, chatId, 'This claim code was already used. Ask Berth for a new one.', message.message_id)
+      await this.o.threads.say(
+        token,
+        chatId,
+        'This claim code was already used. Ask Berth for a new one.',
+        message.message_id,
+      )
       return
     }
     if (outcome !== 'claimed' || codeOwner !== owner) {
-      await this.o.threads.say(token, chatId, 'This claim code is not valid or has expired. Ask Berth for a new one.', message.message_id)
+      await this.o.threads.say(
+        token,
+        chatId,
+        'This claim code is not valid or has expired. Ask Berth for a new one.',
+        message.message_id,
+      )
       return
     }
     const chat = message.chat
@@ -181,7 +208,12 @@ export class MessengerWebhook {
     })
     if (!bound) return
     this.o.logger.info('messenger chat claimed', { integration: record.id, chat_type: chat.type })
-    await this.o.threads.say(token, chatId, 'This chat is now connected to Berth. Playbook results will be posted here; reply to one to continue its run.', message.message_id)
+    await this.o.threads.say(
+      token,
+      chatId,
+      'This chat is now connected to Berth. Playbook results will be posted here; reply to one to continue its run.',
+      message.message_id,
+    )
   }
 }
 

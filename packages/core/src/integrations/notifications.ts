@@ -124,7 +124,11 @@ export class NotificationsService {
     const target = await this.o.integrations.targetOf(owner, integrationId)
     const delivery = await this.track(this.attempt(target, this.pending('integration.test', {}), 1, false))
     if (delivery.status === 'failed') {
-      throw new ApiError('BAD_GATEWAY', `The ${target.type} integration did not accept the test notification: ${delivery.error}`, { delivery })
+      throw new ApiError(
+        'BAD_GATEWAY',
+        `The ${target.type} integration did not accept the test notification: ${delivery.error}`,
+        { delivery },
+      )
     }
     return delivery
   }
@@ -134,7 +138,11 @@ export class NotificationsService {
     const started = performance.now()
     let outcome: DeliveryOutcome
     try {
-      outcome = await this.o.notifier.deliver(target, { ...n, timestamp: Math.floor(this.o.clock.now() / 1000), attempt })
+      outcome = await this.o.notifier.deliver(target, {
+        ...n,
+        timestamp: Math.floor(this.o.clock.now() / 1000),
+        attempt,
+      })
     } catch (err) {
       outcome = { ok: false, status: null, error: err instanceof Error ? err.message : String(err), retryable: false }
     }
@@ -152,11 +160,23 @@ export class NotificationsService {
       at: isoNow(this.o.clock),
     })
     if (willRetry) {
-      const retry: StoredRetry = { owner_id: target.owner_id, integration_id: target.id, notification: n, attempt: attempt + 1, due: this.o.clock.now() + this.backoffMs * 2 ** (attempt - 1) }
+      const retry: StoredRetry = {
+        owner_id: target.owner_id,
+        integration_id: target.id,
+        notification: n,
+        attempt: attempt + 1,
+        due: this.o.clock.now() + this.backoffMs * 2 ** (attempt - 1),
+      }
       await this.o.store.set(`${RETRIES}${retryId(retry)}`, retry)
       this.schedule(retry)
     } else if (!outcome.ok && retry) {
-      this.o.logger.warn('notification not delivered', { integration: target.id, type: target.type, event: n.event, attempt, error: outcome.error.slice(0, 200) })
+      this.o.logger.warn('notification not delivered', {
+        integration: target.id,
+        type: target.type,
+        event: n.event,
+        attempt,
+        error: outcome.error.slice(0, 200),
+      })
     }
     return delivery
   }
@@ -171,14 +191,21 @@ export class NotificationsService {
       // `due` is on this service's clock; the backend's jobs run on the wall clock.
       const runAt = Date.now() + Math.max(0, r.due - this.o.clock.now())
       const queued = this.startProcessing(shared).then(() => shared.delayed.schedule(RETRY_QUEUE, id, runAt, r))
-      this.track(queued).catch((err) => this.o.logger.warn('notification retry not scheduled', { integration: r.integration_id, error: String(err) }))
+      this.track(queued).catch((err) =>
+        this.o.logger.warn('notification retry not scheduled', { integration: r.integration_id, error: String(err) }),
+      )
       return
     }
-    const timer = setTimeout(() => {
-      this.timers.delete(timer)
-      if (this.closed) return
-      this.track(this.retry(r)).catch((err) => this.o.logger.warn('notification retry failed', { integration: r.integration_id, error: String(err) }))
-    }, Math.max(0, r.due - this.o.clock.now()))
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(timer)
+        if (this.closed) return
+        this.track(this.retry(r)).catch((err) =>
+          this.o.logger.warn('notification retry failed', { integration: r.integration_id, error: String(err) }),
+        )
+      },
+      Math.max(0, r.due - this.o.clock.now()),
+    )
     timer.unref?.()
     this.timers.add(timer)
   }

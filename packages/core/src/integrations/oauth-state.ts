@@ -110,7 +110,9 @@ export class OAuthStates {
     if (key.length < 32) throw new Error('the OAuth state key must be at least 32 bytes')
   }
 
-  private sign(r: Pick<OAuthStateRecord, 'nonce' | 'expires_at' | 'owner' | 'flow' | 'return_path' | 'redirect_uri'>): string {
+  private sign(
+    r: Pick<OAuthStateRecord, 'nonce' | 'expires_at' | 'owner' | 'flow' | 'return_path' | 'redirect_uri'>,
+  ): string {
     // Length-prefixed fields: no two different records serialise alike.
     const fields = ['v1', r.nonce, String(r.expires_at), r.owner, r.flow, r.return_path, r.redirect_uri]
     return createHmac('sha256', this.key)
@@ -123,7 +125,13 @@ export class OAuthStates {
   }
 
   /** Start a flow: store the record and return the `state` (and PKCE challenge) for the authorize URL. */
-  async issue(input: { owner: string; flow: string; returnPath: string; redirectUri: string; pkce: boolean }): Promise<{ state: string; codeChallenge: string | null }> {
+  async issue(input: {
+    owner: string
+    flow: string
+    returnPath: string
+    redirectUri: string
+    pkce: boolean
+  }): Promise<{ state: string; codeChallenge: string | null }> {
     await this.sweep()
     const nonce = randomToken(32)
     const pair = input.pkce ? pkcePair() : null
@@ -137,7 +145,10 @@ export class OAuthStates {
       expires_at: this.clock.now() + this.ttlMs,
     }
     await this.store.set(this.storeKey(nonce), record)
-    return { state: `${nonce}.${record.expires_at.toString(36)}.${this.sign(record)}`, codeChallenge: pair?.challenge ?? null }
+    return {
+      state: `${nonce}.${record.expires_at.toString(36)}.${this.sign(record)}`,
+      codeChallenge: pair?.challenge ?? null,
+    }
   }
 
   /**
@@ -155,13 +166,18 @@ export class OAuthStates {
       if (!record) throw badState('state is unknown, expired or already used')
       const expected = Buffer.from(this.sign(record))
       const given = Buffer.from(sig)
-      if (record.expires_at.toString(36) !== exp || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      if (
+        record.expires_at.toString(36) !== exp ||
+        given.length !== expected.length ||
+        !timingSafeEqual(given, expected)
+      ) {
         throw badState('state signature does not match')
       }
       if (record.flow !== expect.flow) throw badState('state was issued for another provider')
       if (expect.caller && expect.caller !== record.owner) throw badState('state was issued to another caller')
       // Another instance may be consuming it right now: one claim wins, the other is a replay.
-      if (this.once && !(await this.once.claimOnce(`oauth-state:${nonce}`, this.ttlMs))) throw badState('state is unknown, expired or already used')
+      if (this.once && !(await this.once.claimOnce(`oauth-state:${nonce}`, this.ttlMs)))
+        throw badState('state is unknown, expired or already used')
       await this.store.remove(this.storeKey(nonce))
       if (record.expires_at <= this.clock.now()) throw badState('state has expired')
       const { code_verifier_encrypted, ...rest } = record

@@ -98,7 +98,9 @@ export function assertJsonType(request: Request): void {
   const type = request.headers.get('content-type')
   if (type !== null && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
     throw new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json', {
-      issues: [{ location: 'headers', path: 'content-type', message: `expected application/json, got ${type.slice(0, 100)}` }],
+      issues: [
+        { location: 'headers', path: 'content-type', message: `expected application/json, got ${type.slice(0, 100)}` },
+      ],
     })
   }
 }
@@ -133,10 +135,14 @@ export const CLIENT_ABORTED = 'client_aborted'
  * ```
  */
 export function clientAborted(): ApiError {
-  return new ApiError('VALIDATION_FAILED', 'The request body ended early: the client aborted or sent a malformed body', {
-    issues: [{ location: 'body', path: '', message: 'incomplete body' }],
-    reason: CLIENT_ABORTED,
-  })
+  return new ApiError(
+    'VALIDATION_FAILED',
+    'The request body ended early: the client aborted or sent a malformed body',
+    {
+      issues: [{ location: 'body', path: '', message: 'incomplete body' }],
+      reason: CLIENT_ABORTED,
+    },
+  )
 }
 
 /** True for the error of {@link clientAborted}. */

@@ -35,7 +35,10 @@ const MAX_HEADER_BYTES = 16 * 1024
  * }
  * ```
  */
-export function readMultipart(source: AsyncIterable<Uint8Array>, contentType: string | null): AsyncGenerator<MultipartPart> | null {
+export function readMultipart(
+  source: AsyncIterable<Uint8Array>,
+  contentType: string | null,
+): AsyncGenerator<MultipartPart> | null {
   if (!contentType || !/^multipart\/form-data\s*(;|$)/i.test(contentType)) return null
   let parser: InstanceType<typeof Busboy>
   try {
@@ -52,10 +55,19 @@ export function readMultipart(source: AsyncIterable<Uint8Array>, contentType: st
   return parts(parser, source)
 }
 
-async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable<Uint8Array>): AsyncGenerator<MultipartPart> {
+async function* parts(
+  parser: InstanceType<typeof Busboy>,
+  source: AsyncIterable<Uint8Array>,
+): AsyncGenerator<MultipartPart> {
   /** Parts not yet handed out, with the stream behind a file part's body. */
   const queue: { part: MultipartPart; file?: Readable }[] = []
-  const state: { sourceError: unknown; failure: unknown; finished: boolean; file: Readable | null; wake: (() => void) | null } = {
+  const state: {
+    sourceError: unknown
+    failure: unknown
+    finished: boolean
+    file: Readable | null
+    wake: (() => void) | null
+  } = {
     sourceError: null,
     failure: null,
     finished: false,
@@ -67,7 +79,8 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
     state.wake = null
   }
   /** A failure of the source as itself, anything else as a malformed body. */
-  const failure = (err: unknown) => state.sourceError ?? (err instanceof MultipartError ? err : new MultipartError(lowerFirst(err)))
+  const failure = (err: unknown) =>
+    state.sourceError ?? (err instanceof MultipartError ? err : new MultipartError(lowerFirst(err)))
 
   parser.on('file', (name, stream, filename, _encoding, type) => {
     state.file = stream
@@ -77,11 +90,26 @@ async function* parts(parser: InstanceType<typeof Busboy>, source: AsyncIterable
     stream.once('end', () => {
       if (state.file === stream) state.file = null
     })
-    queue.push({ part: { name: unescapeFieldName(name), filename: unescapeFieldName(filename), contentType: type, body: fileBody(stream, failure) }, file: stream })
+    queue.push({
+      part: {
+        name: unescapeFieldName(name),
+        filename: unescapeFieldName(filename),
+        contentType: type,
+        body: fileBody(stream, failure),
+      },
+      file: stream,
+    })
     wake()
   })
   parser.on('field', (name, value, _nameTruncated, _valueTruncated, _encoding, type) => {
-    queue.push({ part: { name: unescapeFieldName(name), filename: null, contentType: type, body: Readable.from([Buffer.from(value)]) } })
+    queue.push({
+      part: {
+        name: unescapeFieldName(name),
+        filename: null,
+        contentType: type,
+        body: Readable.from([Buffer.from(value)]),
+      },
+    })
     wake()
   })
   parser.on('finish', () => {

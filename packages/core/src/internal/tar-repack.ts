@@ -29,7 +29,11 @@ export interface TarSource {
 export async function* repackTar(sources: AsyncIterable<TarSource> | Iterable<TarSource>): AsyncGenerator<Uint8Array> {
   const out = pack()
   /** The archive being copied, and whether the consumer stopped. */
-  const reading: { input: Readable | null; entries: Extract | null; stopped: boolean } = { input: null, entries: null, stopped: false }
+  const reading: { input: Readable | null; entries: Extract | null; stopped: boolean } = {
+    input: null,
+    entries: null,
+    stopped: false,
+  }
   const produce = async () => {
     for await (const source of sources) {
       if (reading.stopped) return
@@ -73,8 +77,11 @@ async function copyEntries(input: Readable, entries: Extract, rename: RenameEntr
 function renamed(header: Header, rename: RenameEntry): Header | null {
   const name = rename(header.name)
   if (name === null) return null
-  const linkname = header.type === 'link' && header.linkname ? (rename(header.linkname) ?? header.linkname) : header.linkname
+  const linkname =
+    header.type === 'link' && header.linkname ? (rename(header.linkname) ?? header.linkname) : header.linkname
   // The PAX records of the source, but for the names: tar-stream writes those anew.
-  const pax = header.pax ? Object.fromEntries(Object.entries(header.pax).filter(([key]) => key !== 'path' && key !== 'linkpath')) : {}
+  const pax = header.pax
+    ? Object.fromEntries(Object.entries(header.pax).filter(([key]) => key !== 'path' && key !== 'linkpath'))
+    : {}
   return { ...header, name, linkname, pax: Object.keys(pax).length ? pax : undefined }
 }

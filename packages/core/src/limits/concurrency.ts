@@ -94,7 +94,8 @@ export class ConcurrencySlots {
     this.known.delete(profileId)
     this.known.add(profileId)
     if (this.known.size > MAX_KNOWN) this.known.delete(this.known.values().next().value!)
-    if (!this.has(profileId, holder) && this.running(profileId) >= this.limit) throw this.limitError(profileId, this.running(profileId))
+    if (!this.has(profileId, holder) && this.running(profileId) >= this.limit)
+      throw this.limitError(profileId, this.running(profileId))
     const lease = await shared.slots.acquire(slotKey(profileId), this.limit, holder, this.ttlMs)
     if (!lease) throw this.limitError(profileId, await shared.slots.count(slotKey(profileId)))
     this.hold(profileId, holder)
@@ -113,7 +114,8 @@ export class ConcurrencySlots {
 
   /** Take a slot for `holder` in this process (idempotent for a holder that has one), or 429. */
   acquire(profileId: string, holder: string): void {
-    if (!this.has(profileId, holder) && this.running(profileId) >= this.limit) throw this.limitError(profileId, this.running(profileId))
+    if (!this.has(profileId, holder) && this.running(profileId) >= this.limit)
+      throw this.limitError(profileId, this.running(profileId))
     this.hold(profileId, holder)
     // Counted for the other instances too (a slot this process already decided to hold).
     void this.shared?.slots.acquire(slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs).catch(() => {})
@@ -179,10 +181,15 @@ export class ConcurrencySlots {
   }
 
   private limitError(profileId: string, running: number): ApiError {
-    return new ApiError('CONCURRENCY_LIMIT', `Profile ${profileId} already has ${running} running workspaces (limit ${this.limit})`, {
-      limit: this.limit,
-      running,
-      retry_after: RETRY_AFTER_SECONDS,
-    }, { 'retry-after': String(RETRY_AFTER_SECONDS) })
+    return new ApiError(
+      'CONCURRENCY_LIMIT',
+      `Profile ${profileId} already has ${running} running workspaces (limit ${this.limit})`,
+      {
+        limit: this.limit,
+        running,
+        retry_after: RETRY_AFTER_SECONDS,
+      },
+      { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    )
   }
 }

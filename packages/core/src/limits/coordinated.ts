@@ -14,7 +14,11 @@ import type { RateLimiter, RateState } from './rate-limit.js'
  * const d = await limiter.take('usr_1') // d.allowed, d.remaining, d.retryAfterSeconds
  * ```
  */
-export function coordinatedLimiter(coordination: Coordination, settings: RateSettings, scope: string): RateLimiter & { state(): RateState } {
+export function coordinatedLimiter(
+  coordination: Coordination,
+  settings: RateSettings,
+  scope: string,
+): RateLimiter & { state(): RateState } {
   checkRateSettings(settings)
   const { rpm, burst } = settings
   return {

@@ -51,7 +51,11 @@ export interface TokenBucketOptions {
  * limiter.take('usr_1').allowed // true for the first 10 at once
  * ```
  */
-export function tokenBucket(opts: TokenBucketOptions): { take(key: string): RateDecision; state(): RateState; size(): number } {
+export function tokenBucket(opts: TokenBucketOptions): {
+  take(key: string): RateDecision
+  state(): RateState
+  size(): number
+} {
   const { burst, rpm, clock } = opts
   if (!(burst >= 1) || !(rpm > 0)) throw new Error('rate limit needs burst >= 1 and rpm > 0')
   const perMs = rpm / 60_000
@@ -70,7 +74,8 @@ export function tokenBucket(opts: TokenBucketOptions): { take(key: string): Rate
       const keys: RateState['keys'] = []
       for (const [key, b] of buckets) {
         const tokens = Math.min(burst, b.tokens + Math.max(0, now - b.at) * perMs)
-        if (tokens < burst) keys.push({ key, remaining: Math.floor(tokens), reset_seconds: Math.ceil((burst - tokens) / perMs / 1000) })
+        if (tokens < burst)
+          keys.push({ key, remaining: Math.floor(tokens), reset_seconds: Math.ceil((burst - tokens) / perMs / 1000) })
       }
       return { rpm, burst, keys }
     },

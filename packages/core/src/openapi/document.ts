@@ -24,7 +24,11 @@ function operation(route: AnyRoute, converter: Converter): OpenApiOperation {
     ...(params.length > 0 && { parameters: params }),
     ...(body && { requestBody: body }),
     responses: {
-      ...(route.upgrade && { '101': { description: `Switching Protocols: the connection becomes a ${route.upgrade} (send \`Upgrade: ${route.upgrade}\`)` } }),
+      ...(route.upgrade && {
+        '101': {
+          description: `Switching Protocols: the connection becomes a ${route.upgrade} (send \`Upgrade: ${route.upgrade}\`)`,
+        },
+      }),
       [String(route.status ?? 200)]: successResponse(route, converter.convert),
       ...errorResponses(route),
     },
@@ -54,7 +58,11 @@ function operation(route: AnyRoute, converter: Converter): OpenApiOperation {
  * doc.paths['/v1/profiles/{id}'].get.operationId // 'profiles.get'
  * ```
  */
-export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo, options: OpenApiOptions = {}): OpenApiDocument {
+export function buildOpenApi(
+  routes: readonly AnyRoute[],
+  info: OpenApiInfo,
+  options: OpenApiOptions = {},
+): OpenApiDocument {
   const named = { ...(options.schemas ?? defaultSchemaComponents()), ErrorBody: ErrorBodySchema }
   const converter = createConverter(named)
   const paths: OpenApiDocument['paths'] = {}
@@ -71,7 +79,9 @@ export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo, opt
     try {
       op = operation(route, converter)
     } catch (err) {
-      throw new Error(`OpenAPI: cannot describe route ${route.name} (${route.method} ${route.path}): ${(err as Error).message}`)
+      throw new Error(
+        `OpenAPI: cannot describe route ${route.name} (${route.method} ${route.path}): ${(err as Error).message}`,
+      )
     }
     paths[path] = { ...paths[path], [method]: op }
   }
@@ -90,7 +100,8 @@ export function buildOpenApi(routes: readonly AnyRoute[], info: OpenApiInfo, opt
         bearerAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'A caller key (issued by `POST /admin/users` or `POST /admin/users/{id}/keys`), or the operator token for admin routes.',
+          description:
+            'A caller key (issued by `POST /admin/users` or `POST /admin/users/{id}/keys`), or the operator token for admin routes.',
         },
       },
       headers: HEADERS,

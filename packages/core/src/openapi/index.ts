@@ -2,4 +2,13 @@
 export { buildOpenApi } from './document.js'
 export { defaultSchemaComponents, ANY_VALUE_DESCRIPTION } from './schemas.js'
 export { toOpenApiPath } from './paths.js'
-export type { OpenApiSchema, OpenApiParameter, OpenApiMediaType, OpenApiResponse, OpenApiOperation, OpenApiDocument, OpenApiInfo, OpenApiOptions } from './types.js'
+export type {
+  OpenApiSchema,
+  OpenApiParameter,
+  OpenApiMediaType,
+  OpenApiResponse,
+  OpenApiOperation,
+  OpenApiDocument,
+  OpenApiInfo,
+  OpenApiOptions,
+} from './types.js'

@@ -22,20 +22,28 @@ export function pathParamNames(path: string): string[] {
 }
 
 /** The object JSON Schema of a params or query schema (resolving a named one). */
-function objectOf(json: JsonSchema, components: Record<string, JsonSchema>, what: string): { properties: Record<string, JsonSchema>; required: string[] } {
+function objectOf(
+  json: JsonSchema,
+  components: Record<string, JsonSchema>,
+  what: string,
+): { properties: Record<string, JsonSchema>; required: string[] } {
   const resolved = json.$ref?.startsWith(SCHEMA_REF) ? components[json.$ref.slice(SCHEMA_REF.length)] : json
   if (resolved?.type !== 'object') throw new Error(`${what} must be an object schema`)
   return { properties: (resolved.properties ?? {}) as Record<string, JsonSchema>, required: resolved.required ?? [] }
 }
 
 function isArraySchema(s: JsonSchema): boolean {
-  return s.type === 'array' || (Array.isArray(s.anyOf) && s.anyOf.some((x) => typeof x === 'object' && x.type === 'array'))
+  return (
+    s.type === 'array' || (Array.isArray(s.anyOf) && s.anyOf.some((x) => typeof x === 'object' && x.type === 'array'))
+  )
 }
 
 /** The path and query parameters of a route, from its path and its params and query schemas. */
 export function parameters(route: AnyRoute, { convert, components }: Converter): OpenApiParameter[] {
   const names = pathParamNames(route.path)
-  const p = route.params ? objectOf(convert(route.params, 'input'), components, 'params') : { properties: {}, required: [] }
+  const p = route.params
+    ? objectOf(convert(route.params, 'input'), components, 'params')
+    : { properties: {}, required: [] }
   const stray = Object.keys(p.properties).filter((k) => !names.includes(k))
   if (stray.length) throw new Error(`params ${stray.join(', ')} are not in the path`)
   const out: OpenApiParameter[] = names.map((name) => {
@@ -61,12 +69,22 @@ export function parameters(route: AnyRoute, { convert, components }: Converter):
 
 /** The request body: JSON from the body schema, or the form of a multipart route. */
 export function requestBody(route: AnyRoute, converter: Converter): OpenApiOperation['requestBody'] {
-  if (route.body) return { required: true, content: { 'application/json': { schema: converter.convert(route.body, 'input') } } }
+  if (route.body)
+    return { required: true, content: { 'application/json': { schema: converter.convert(route.body, 'input') } } }
   if (!route.multipart) return undefined
   const { fields, files } = route.multipart
   const properties: Record<string, OpenApiSchema> = {}
   for (const [name, description] of Object.entries(fields)) properties[name] = { type: 'string', description }
   // Binary parts: `contentMediaType` is OpenAPI 3.1's way, `format: binary` what upload UIs look for.
-  properties.files = { type: 'array', description: files, items: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream' } }
-  return { required: true, content: { 'multipart/form-data': { schema: { type: 'object', properties, required: [...Object.keys(fields), 'files'] } } } }
+  properties.files = {
+    type: 'array',
+    description: files,
+    items: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream' },
+  }
+  return {
+    required: true,
+    content: {
+      'multipart/form-data': { schema: { type: 'object', properties, required: [...Object.keys(fields), 'files'] } },
+    },
+  }
 }

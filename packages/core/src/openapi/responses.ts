@@ -9,7 +9,7 @@ import type { OpenApiDocument, OpenApiResponse } from './types.js'
 const CODE_TEXT: Partial<Record<ErrorCode, string>> = {
   UNAUTHORIZED: 'Missing or invalid credentials: send Authorization: Bearer <key>',
   FORBIDDEN: 'This operation requires an admin caller',
-  NOT_FOUND: 'Not found (also for another caller\'s resource)',
+  NOT_FOUND: "Not found (also for another caller's resource)",
   VALIDATION_FAILED: 'Invalid input: details.issues lists every problem',
   PAYLOAD_TOO_LARGE: 'Request body exceeds the configured limit',
   RATE_LIMITED: 'Rate limit exceeded: retry after Retry-After seconds',
@@ -28,17 +28,25 @@ const RATE_HEADERS = ['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remainin
 
 /** The response headers the document names under `components.headers`. */
 export const HEADERS: OpenApiDocument['components']['headers'] = {
-  'Retry-After': { description: 'Seconds until a request will be accepted again.', schema: { type: 'integer', minimum: 0 } },
+  'Retry-After': {
+    description: 'Seconds until a request will be accepted again.',
+    schema: { type: 'integer', minimum: 0 },
+  },
   'RateLimit-Policy': {
-    description: 'The bucket, as in the IETF RateLimit header fields draft: `<burst>;w=<seconds to refill>;burst=<burst>;rpm=<tokens per minute>`, e.g. `10;w=10;burst=10;rpm=60`.',
+    description:
+      'The bucket, as in the IETF RateLimit header fields draft: `<burst>;w=<seconds to refill>;burst=<burst>;rpm=<tokens per minute>`, e.g. `10;w=10;burst=10;rpm=60`.',
     schema: { type: 'string' },
   },
   'RateLimit-Limit': { description: "The caller's bucket capacity (burst).", schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Remaining': { description: 'Requests left in the bucket now.', schema: { type: 'integer', minimum: 0 } },
-  'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Reset': {
+    description: 'Seconds until the bucket is full again.',
+    schema: { type: 'integer', minimum: 0 },
+  },
 }
 
-const headerRefs = (names: readonly string[]) => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]))
+const headerRefs = (names: readonly string[]) =>
+  Object.fromEntries(names.map((n) => [n, { $ref: `#/components/headers/${n}` }]))
 
 /** The error codes a route can answer with, from its auth level and inputs plus its own. */
 function errorCodes(route: AnyRoute): ErrorCode[] {
@@ -61,11 +69,15 @@ export function errorResponses(route: AnyRoute): Record<string, OpenApiResponse>
   // authentication takes one of the client address's).
   const limited = route.auth !== 'public' && !route.unlimited
   const byStatus = new Map<number, ErrorCode[]>()
-  for (const code of errorCodes(route)) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code])
+  for (const code of errorCodes(route))
+    byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code])
   const out: Record<string, OpenApiResponse> = {}
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const retry = codes.includes('RATE_LIMITED') || codes.includes('CONCURRENCY_LIMIT')
-    const headers = limited || route.auth !== 'public' ? headerRefs(retry ? ['Retry-After', ...RATE_HEADERS] : RATE_HEADERS) : undefined
+    const headers =
+      limited || route.auth !== 'public'
+        ? headerRefs(retry ? ['Retry-After', ...RATE_HEADERS] : RATE_HEADERS)
+        : undefined
     out[String(status)] = {
       description: codes.map((c) => `${c}: ${CODE_TEXT[c] ?? c.toLowerCase().replace(/_/g, ' ')}`).join('; '),
       ...(headers && { headers }),
@@ -93,7 +105,13 @@ export function errorResponses(route: AnyRoute): Record<string, OpenApiResponse>
   return out
 }
 
-const SUCCESS_TEXT: Record<number, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content', 302: 'Redirect' }
+const SUCCESS_TEXT: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted',
+  204: 'No content',
+  302: 'Redirect',
+}
 
 function isJsonType(type: string): boolean {
   return /^application\/([\w.+-]+\+)?json\b/i.test(type)
@@ -103,9 +121,15 @@ function isJsonType(type: string): boolean {
 export function successResponse(route: AnyRoute, convert: Converter['convert']): OpenApiResponse {
   const status = route.status ?? 200
   const limited = route.auth !== 'public' && !route.unlimited
-  const res: OpenApiResponse = { description: SUCCESS_TEXT[status] ?? 'Success', ...(limited && { headers: headerRefs(RATE_HEADERS) }) }
+  const res: OpenApiResponse = {
+    description: SUCCESS_TEXT[status] ?? 'Success',
+    ...(limited && { headers: headerRefs(RATE_HEADERS) }),
+  }
   if (status === 302) {
-    res.headers = { ...res.headers, Location: { description: 'Where to go next.', schema: { type: 'string', format: 'uri-reference' } } }
+    res.headers = {
+      ...res.headers,
+      Location: { description: 'Where to go next.', schema: { type: 'string', format: 'uri-reference' } },
+    }
     return res
   }
   if (status === 204) return res
@@ -114,7 +138,8 @@ export function successResponse(route: AnyRoute, convert: Converter['convert']):
   if (route.response) res.content = { [type]: { schema: convert(route.response, 'output') } }
   else if (/^text\//i.test(type)) res.content = { [type]: { schema: { type: 'string' } } }
   // Binary content: OpenAPI 3.1 describes raw bytes by the media type alone, without a schema.
-  else res.content = { [type]: isJsonType(type) ? { schema: { type: 'object', description: ANY_VALUE_DESCRIPTION } } : {} }
+  else
+    res.content = { [type]: isJsonType(type) ? { schema: { type: 'object', description: ANY_VALUE_DESCRIPTION } } : {} }
   return res
 }
 

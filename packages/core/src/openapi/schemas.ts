@@ -1,6 +1,12 @@
 /** valibot → JSON Schema for the document: named schemas as `$ref`s into `components.schemas`, one form per direction. */
 import type * as v from 'valibot'
-import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig, type JsonSchema, type OverrideActionContext } from '@valibot/to-json-schema'
+import {
+  toJsonSchema,
+  toJsonSchemaDefs,
+  type ConversionConfig,
+  type JsonSchema,
+  type OverrideActionContext,
+} from '@valibot/to-json-schema'
 import { documentedSchemas } from '@berth/contract'
 
 /** Where named schemas live in the document. */
@@ -9,7 +15,15 @@ export const SCHEMA_REF = '#/components/schemas/'
 export const ANY_VALUE_DESCRIPTION = 'Any JSON value.'
 
 /** Types worth a name of their own in `components.schemas` (primitives stay inline). */
-const NAMED_TYPES = new Set(['object', 'strict_object', 'loose_object', 'object_with_rest', 'variant', 'picklist', 'enum'])
+const NAMED_TYPES = new Set([
+  'object',
+  'strict_object',
+  'loose_object',
+  'object_with_rest',
+  'variant',
+  'picklist',
+  'enum',
+])
 
 /**
  * The named schemas of the contract: each object, variant or enum schema of its `schemas/`, under
@@ -25,7 +39,8 @@ export function defaultSchemaComponents(): Record<string, v.GenericSchema> {
   const seen = new Set<unknown>()
   for (const [name, value] of Object.entries(documentedSchemas).sort(([a], [b]) => a.localeCompare(b))) {
     const s = value as Partial<v.GenericSchema> | null
-    if (typeof s !== 'object' || s === null || s.kind !== 'schema' || !NAMED_TYPES.has(s.type ?? '') || seen.has(s)) continue
+    if (typeof s !== 'object' || s === null || s.kind !== 'schema' || !NAMED_TYPES.has(s.type ?? '') || seen.has(s))
+      continue
     seen.add(s)
     out[name.replace(/Schema$/, '')] = s as v.GenericSchema
   }
@@ -49,7 +64,10 @@ function overrideAction({ valibotAction: action, jsonSchema, errors }: OverrideA
       return jsonSchema
     case 'check': {
       const message = (action as { message?: unknown }).message
-      return describe(jsonSchema, typeof message === 'string' ? `Also checked: ${message}.` : 'Also checked by the server.')
+      return describe(
+        jsonSchema,
+        typeof message === 'string' ? `Also checked: ${message}.` : 'Also checked by the server.',
+      )
     }
     case 'regex': {
       if (!errors) return undefined
@@ -71,8 +89,15 @@ function overrideAction({ valibotAction: action, jsonSchema, errors }: OverrideA
 }
 
 /** `v.unknown()` and `v.any()` carry a description, so an untyped `{}` is always a bug. */
-function overrideSchema({ valibotSchema, jsonSchema }: { valibotSchema: { type: string }; jsonSchema: JsonSchema }): JsonSchema | undefined {
-  if (valibotSchema.type === 'unknown' || valibotSchema.type === 'any') return { ...jsonSchema, description: ANY_VALUE_DESCRIPTION }
+function overrideSchema({
+  valibotSchema,
+  jsonSchema,
+}: {
+  valibotSchema: { type: string }
+  jsonSchema: JsonSchema
+}): JsonSchema | undefined {
+  if (valibotSchema.type === 'unknown' || valibotSchema.type === 'any')
+    return { ...jsonSchema, description: ANY_VALUE_DESCRIPTION }
   return undefined
 }
 

@@ -1,5 +1,14 @@
 import type { OnceKeys } from '../coordination/port.js'
-import { ENDED_TASK_STATUSES, isApiError, newId, randomToken, PlaybookRun, type PlaybookTrigger, type Task, type TaskStatus } from '@berth/contract'
+import {
+  ENDED_TASK_STATUSES,
+  isApiError,
+  newId,
+  randomToken,
+  PlaybookRun,
+  type PlaybookTrigger,
+  type Task,
+  type TaskStatus,
+} from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -95,7 +104,11 @@ export class PlaybookRunsService {
   }
 
   /** Start a run of `pb` as a task. Always a new run; a task that cannot start makes a failed run. */
-  async start(pb: PlaybookRecord, trigger: PlaybookTrigger, context?: string): Promise<{ status: 'started'; playbook_id: string; run_id: string }> {
+  async start(
+    pb: PlaybookRecord,
+    trigger: PlaybookTrigger,
+    context?: string,
+  ): Promise<{ status: 'started'; playbook_id: string; run_id: string }> {
     const owner = pb.owner_id
     const now = isoNow(this.o.clock)
     const sessionId = `pb-${randomToken(24)}`
@@ -119,7 +132,10 @@ export class PlaybookRunsService {
     const runs = this.collection(pb.id)
     await runs.put(run)
     // Before the task exists, so no status of it can arrive unattributed.
-    await this.o.store.set<RunRef>(`playbook-run-sessions:${owner}:${sessionId}`, { playbook_id: pb.id, run_id: run.id })
+    await this.o.store.set<RunRef>(`playbook-run-sessions:${owner}:${sessionId}`, {
+      playbook_id: pb.id,
+      run_id: run.id,
+    })
     await this.o.store.set(`active-runs:${run.id}`, { owner, playbook_id: pb.id })
     try {
       const { task_id } = await this.o.tasks.submit(
@@ -151,11 +167,20 @@ export class PlaybookRunsService {
   }
 
   /** A playbook's runs, newest first, with their live status. */
-  async list(owner: string, playbookId: string, page: Page, filter: { status?: TaskStatus | undefined }): Promise<Paged<PlaybookRun>> {
+  async list(
+    owner: string,
+    playbookId: string,
+    page: Page,
+    filter: { status?: TaskStatus | undefined },
+  ): Promise<Paged<PlaybookRun>> {
     const runs = this.collection(playbookId)
     const live = async (records: RunRecord[]) => {
       const taskIds = records.filter((r) => r.task_id && !DONE.includes(r.status)).map((r) => r.task_id!)
-      const tasks = new Map((await this.o.store.getMany<TaskRecord>(taskIds.map((id) => `tasks:${owner}:${id}`))).filter((t) => t !== null).map((t) => [t!.id, t!]))
+      const tasks = new Map(
+        (await this.o.store.getMany<TaskRecord>(taskIds.map((id) => `tasks:${owner}:${id}`)))
+          .filter((t) => t !== null)
+          .map((t) => [t!.id, t!]),
+      )
       return records.map((r) => this.view(r, r.task_id ? tasks.get(r.task_id) : null))
     }
     // Unfiltered: one page of the playbook's index. A status filter matches the live status
@@ -164,12 +189,17 @@ export class PlaybookRunsService {
       const { items, total } = await runs.list(owner, page)
       return { items: await live(items), total }
     }
-    return paginate((await live(await runs.all(owner))).filter((r) => r.status === filter.status), page)
+    return paginate(
+      (await live(await runs.all(owner))).filter((r) => r.status === filter.status),
+      page,
+    )
   }
 
   private onTaskMessage(m: TaskBusMessage): void {
     if (m.type !== 'task.status' || !m.task.session_id?.startsWith('pb-')) return
-    void this.follow(m.owner_id, m.task).catch((err) => this.o.logger.warn('could not update a playbook run', { task: m.task_id, error: String(err) }))
+    void this.follow(m.owner_id, m.task).catch((err) =>
+      this.o.logger.warn('could not update a playbook run', { task: m.task_id, error: String(err) }),
+    )
   }
 
   /** Mirror a task's status into its run; end the run when the task ended. */
@@ -177,13 +207,24 @@ export class PlaybookRunsService {
     const ref = await this.o.store.get<RunRef>(`playbook-run-sessions:${owner}:${task.session_id}`)
     if (!ref) return
     if (DONE.includes(task.status)) {
-      await this.end(owner, ref.playbook_id, ref.run_id, { ...fromTask(task), task_id: task.task_id, workspace_id: task.workspace_id })
+      await this.end(owner, ref.playbook_id, ref.run_id, {
+        ...fromTask(task),
+        task_id: task.task_id,
+        workspace_id: task.workspace_id,
+      })
       return
     }
     await this.lock.run(ref.run_id, async () => {
       const runs = this.collection(ref.playbook_id)
       const run = await runs.find(owner, ref.run_id)
-      if (run && !DONE.includes(run.status)) await runs.put({ ...run, ...fromTask(task), task_id: task.task_id, workspace_id: task.workspace_id, updated_at: isoNow(this.o.clock) })
+      if (run && !DONE.includes(run.status))
+        await runs.put({
+          ...run,
+          ...fromTask(task),
+          task_id: task.task_id,
+          workspace_id: task.workspace_id,
+          updated_at: isoNow(this.o.clock),
+        })
     })
   }
 
@@ -200,7 +241,9 @@ export class PlaybookRunsService {
       return next
     })
     if (!ended) return
-    await this.o.notifications.notify(owner, ended.profile_id, `playbook_run.${ended.status}`, { run: this.view(ended) })
+    await this.o.notifications.notify(owner, ended.profile_id, `playbook_run.${ended.status}`, {
+      run: this.view(ended),
+    })
   }
 
   /**
@@ -235,12 +278,16 @@ export class PlaybookRunsService {
     for (const run of await this.collection(playbookId).all(owner)) {
       await this.o.store.remove(`active-runs:${run.id}`)
       if (run.session_id) await this.o.store.remove(`playbook-run-sessions:${owner}:${run.session_id}`)
-      await this.collection(playbookId).remove(owner, run.id).catch(() => {})
+      await this.collection(playbookId)
+        .remove(owner, run.id)
+        .catch(() => {})
     }
   }
 }
 
 /** The run fields a task decides. */
-function fromTask(task: Pick<Task, 'status' | 'started_at' | 'finished_at' | 'error'>): Pick<PlaybookRun, 'status' | 'started_at' | 'finished_at' | 'error'> {
+function fromTask(
+  task: Pick<Task, 'status' | 'started_at' | 'finished_at' | 'error'>,
+): Pick<PlaybookRun, 'status' | 'started_at' | 'finished_at' | 'error'> {
   return { status: task.status, started_at: task.started_at, finished_at: task.finished_at, error: task.error }
 }

@@ -1,5 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { validationError, newId, randomToken, Playbook, type CreatePlaybook, type PlaybookTrigger, type UpdatePlaybook } from '@berth/contract'
+import {
+  validationError,
+  newId,
+  randomToken,
+  Playbook,
+  type CreatePlaybook,
+  type PlaybookTrigger,
+  type UpdatePlaybook,
+} from '@berth/contract'
 import { term } from '../records/indexes.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -122,9 +130,19 @@ export class PlaybooksService {
   /** Change fields; switching to `webhook` without a secret generates one (in this answer only). */
   async update(owner: string, id: string, input: UpdatePlaybook): Promise<Playbook> {
     const current = await this.records.get(owner, id)
-    if (input.profile_id !== undefined && input.profile_id !== current.profile_id) await this.assertProfile(owner, input.profile_id)
+    if (input.profile_id !== undefined && input.profile_id !== current.profile_id)
+      await this.assertProfile(owner, input.profile_id)
     const next: PlaybookRecord = { ...current, updated_at: isoNow(this.clock) }
-    for (const k of ['profile_id', 'name', 'description', 'prompt', 'trigger_type', 'max_turns', 'max_budget_usd', 'allowed_tools'] as const) {
+    for (const k of [
+      'profile_id',
+      'name',
+      'description',
+      'prompt',
+      'trigger_type',
+      'max_turns',
+      'max_budget_usd',
+      'allowed_tools',
+    ] as const) {
       if (input[k] !== undefined) (next as unknown as Record<string, unknown>)[k] = input[k]
     }
     const secret = next.trigger_type === 'webhook' && !next.webhook_secret_hash ? newSecret() : undefined
@@ -133,7 +151,10 @@ export class PlaybooksService {
   }
 
   /** A new webhook secret; the old one stops working at once. */
-  async rotateSecret(owner: string, id: string): Promise<{ playbook_id: string; webhook_secret: string; webhook_path: string }> {
+  async rotateSecret(
+    owner: string,
+    id: string,
+  ): Promise<{ playbook_id: string; webhook_secret: string; webhook_path: string }> {
     const current = await this.records.get(owner, id)
     const secret = newSecret()
     await this.save({ ...current, webhook_secret_hash: hash(secret), updated_at: isoNow(this.clock) })

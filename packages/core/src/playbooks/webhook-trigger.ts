@@ -32,7 +32,11 @@ export class WebhookTrigger {
     this.bodyLimit = o.bodyLimit ?? 64 * 1024
   }
 
-  async fire(id: string, secret: string, request: Request): Promise<{ status: 'started'; playbook_id: string; run_id: string }> {
+  async fire(
+    id: string,
+    secret: string,
+    request: Request,
+  ): Promise<{ status: 'started'; playbook_id: string; run_id: string }> {
     const playbook = await this.o.playbooks.verifyWebhook(id, secret)
     if (!playbook) throw notFound('playbook', id)
     const decision = await this.o.limiter.take(id)
@@ -61,7 +65,9 @@ async function readJsonText(request: Request, limit: number): Promise<string | u
   try {
     JSON.parse(text)
   } catch (err) {
-    throw new ApiError('VALIDATION_FAILED', 'Malformed JSON body', { issues: [{ location: 'body', path: '', message: (err as Error).message.slice(0, 200) }] })
+    throw new ApiError('VALIDATION_FAILED', 'Malformed JSON body', {
+      issues: [{ location: 'body', path: '', message: (err as Error).message.slice(0, 200) }],
+    })
   }
   return text
 }

@@ -31,7 +31,11 @@ export interface Channel {
    * One attempt with the integration's decrypted config; never throws. The registry always
    * passes the integration; a channel that keeps state per integration fails without it.
    */
-  deliver(config: Record<string, unknown>, notification: OutgoingNotification, integration?: ChannelIntegration): Promise<DeliveryOutcome>
+  deliver(
+    config: Record<string, unknown>,
+    notification: OutgoingNotification,
+    integration?: ChannelIntegration,
+  ): Promise<DeliveryOutcome>
   /** Release connections. */
   close?(): void
 }
@@ -77,20 +81,31 @@ export interface ChannelRegistry extends Notifier {
  * ```
  */
 export function withoutIntegration(type: string): DeliveryOutcome {
-  return { ok: false, status: null, error: `a ${type} delivery needs its integration (deliver through the channel registry)`, retryable: false }
+  return {
+    ok: false,
+    status: null,
+    error: `a ${type} delivery needs its integration (deliver through the channel registry)`,
+    retryable: false,
+  }
 }
 
 /** A whole notifier as the channel of one type. */
 function notifierChannel(notifier: Notifier, type: string): Channel {
   return {
     check: notifier.check && ((config: Record<string, unknown>) => notifier.check!(type, config)),
-    deliver: async (config, n, integration) => (integration ? notifier.deliver({ ...integration, type, config }, n) : withoutIntegration(type)),
+    deliver: async (config, n, integration) =>
+      integration ? notifier.deliver({ ...integration, type, config }, n) : withoutIntegration(type),
   }
 }
 
 /** The channel of a type nobody delivers. */
 const undeliverable = (type: string): Channel => ({
-  deliver: async () => ({ ok: false, status: null, error: `this server cannot deliver ${type} notifications`, retryable: false }),
+  deliver: async () => ({
+    ok: false,
+    status: null,
+    error: `this server cannot deliver ${type} notifications`,
+    retryable: false,
+  }),
 })
 
 /**
@@ -106,7 +121,8 @@ const undeliverable = (type: string): Channel => ({
 export function createChannelRegistry(initial: Record<string, Channel> = {}, fallback?: Notifier): ChannelRegistry {
   const byType = new Map<string, Channel>(Object.entries(initial))
   const all = new Set<Channel>(byType.values())
-  const current = (type: string): Channel | undefined => byType.get(type) ?? (fallback && notifierChannel(fallback, type))
+  const current = (type: string): Channel | undefined =>
+    byType.get(type) ?? (fallback && notifierChannel(fallback, type))
   return {
     register(type, channel) {
       if (byType.has(type)) throw new Error(`a ${type} channel is registered already`)

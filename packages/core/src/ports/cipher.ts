@@ -26,7 +26,9 @@ export function createAesGcmCipher(key: Uint8Array): Cipher {
       const iv = randomBytes(12)
       const c = createCipheriv('aes-256-gcm', k, iv)
       const body = Buffer.concat([c.update(plaintext, 'utf8'), c.final()])
-      return [VERSION, iv.toString('base64url'), c.getAuthTag().toString('base64url'), body.toString('base64url')].join(':')
+      return [VERSION, iv.toString('base64url'), c.getAuthTag().toString('base64url'), body.toString('base64url')].join(
+        ':',
+      )
     },
     decrypt(ciphertext) {
       const parts = ciphertext.split(':')

@@ -32,4 +32,3 @@ export interface FileWrite {
   /** Drop what was staged; nothing once committed. */
   discard(): Promise<void>
 }
-

@@ -281,4 +281,3 @@ export interface ContainerRuntime {
   /** Release connections and timers. */
   close?(): Promise<void>
 }
-

@@ -3,7 +3,13 @@ export type { IndexEntry, IndexQuery, Store } from './store.js'
 export { manualClock, systemClock, type Clock } from './clock.js'
 export { createAesGcmCipher, type Cipher } from './cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './logger.js'
-export type { ContainerRuntime, ContainerSpec, ExecOptions, ExecProcess, RuntimeCapabilities } from './container-runtime.js'
+export type {
+  ContainerRuntime,
+  ContainerSpec,
+  ExecOptions,
+  ExecProcess,
+  RuntimeCapabilities,
+} from './container-runtime.js'
 export type { DirectoryListing, FileEntry, FileWrite } from './container-files.js'
 export { createChannelRegistry, defineChannel, type Channel, type ChannelRegistry } from './channel.js'
 export type { DeliveryOutcome, Notifier, OutgoingNotification } from './notifier.js'

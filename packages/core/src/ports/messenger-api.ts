@@ -49,7 +49,10 @@ export interface MessengerApi {
   setWebhook(botToken: string, webhook: { url: string; secret_token: string; allowed_updates: string[] }): Promise<void>
   deleteWebhook(botToken: string): Promise<void>
   /** Post a message (optionally as a reply); answers the sent message's id. */
-  sendMessage(botToken: string, message: { chat_id: number; text: string; reply_to_message_id?: number }): Promise<{ message_id: number }>
+  sendMessage(
+    botToken: string,
+    message: { chat_id: number; text: string; reply_to_message_id?: number },
+  ): Promise<{ message_id: number }>
 }
 
 /**

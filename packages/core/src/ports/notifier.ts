@@ -64,5 +64,10 @@ export interface Notifier {
  * ```
  */
 export const unconfiguredNotifier: Notifier = {
-  deliver: async (target) => ({ ok: false, status: null, error: `this server cannot deliver ${target.type} notifications`, retryable: false }),
+  deliver: async (target) => ({
+    ok: false,
+    status: null,
+    error: `this server cannot deliver ${target.type} notifications`,
+    retryable: false,
+  }),
 }

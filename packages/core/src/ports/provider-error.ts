@@ -63,7 +63,14 @@ export class ProviderError<P extends ProviderApi = ProviderApi> extends Error {
  * try { await client.refresh(rt) } catch (err) { if (isProviderError(err, 'oauth') && err.kind === 'invalid_grant') markNeedsReconnect() }
  * ```
  */
-export function isProviderError<P extends ProviderApi = ProviderApi>(value: unknown, provider?: P): value is ProviderError<P> {
-  if (!(value instanceof ProviderError) && !(typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'ProviderError')) return false
+export function isProviderError<P extends ProviderApi = ProviderApi>(
+  value: unknown,
+  provider?: P,
+): value is ProviderError<P> {
+  if (
+    !(value instanceof ProviderError) &&
+    !(typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'ProviderError')
+  )
+    return false
   return provider === undefined || (value as { provider?: unknown }).provider === provider
 }

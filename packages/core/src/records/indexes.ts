@@ -86,5 +86,9 @@ export function indexEntryFor(key: string, value: unknown): IndexEntry | null {
   if (!spec || cut < 0 || typeof value !== 'object' || value === null) return null
   const r = value as IndexedRecord
   if (typeof r.id !== 'string' || typeof r.created_at !== 'string' || key.slice(cut + 1) !== r.id) return null
-  return { scope: key.slice(0, cut), order: spec.order ? spec.order(r) : `${r.created_at}|${r.id}`, terms: spec.terms?.(r) ?? [] }
+  return {
+    scope: key.slice(0, cut),
+    order: spec.order ? spec.order(r) : `${r.created_at}|${r.id}`,
+    terms: spec.terms?.(r) ?? [],
+  }
 }

@@ -40,7 +40,12 @@ export interface NamedScopedKind<R extends NamedScopedRecord, V, C extends Scope
  * await skills.create(caller.id, { name: 'review', body: '# Review\n...' })
  * ```
  */
-export class NamedScopedService<R extends NamedScopedRecord, V, C extends ScopeInput & { name: string }, U extends ScopeInput> {
+export class NamedScopedService<
+  R extends NamedScopedRecord,
+  V,
+  C extends ScopeInput & { name: string },
+  U extends ScopeInput,
+> {
   readonly records: OwnedCollection<R>
   private readonly lock = new KeyedMutex()
 
@@ -54,7 +59,9 @@ export class NamedScopedService<R extends NamedScopedRecord, V, C extends ScopeI
 
   private async checkName(owner: string, name: string, selfId?: string): Promise<void> {
     if ((await this.records.all(owner)).some((r) => r.name === name && r.id !== selfId)) {
-      throw validationError([{ location: 'body', path: 'name', message: `a ${this.def.label} named "${name}" already exists` }])
+      throw validationError([
+        { location: 'body', path: 'name', message: `a ${this.def.label} named "${name}" already exists` },
+      ])
     }
   }
 

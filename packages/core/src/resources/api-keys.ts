@@ -1,4 +1,13 @@
-import { ApiError, validationError, type ValidationIssue, newId, ApiKey, type CreateApiKey, type ModelInfo, type UpdateApiKey } from '@berth/contract'
+import {
+  ApiError,
+  validationError,
+  type ValidationIssue,
+  newId,
+  ApiKey,
+  type CreateApiKey,
+  type ModelInfo,
+  type UpdateApiKey,
+} from '@berth/contract'
 import { modelAllowed, type ModelCatalog } from '../models.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
@@ -57,7 +66,14 @@ export class ApiKeysService {
   private async checkBaseUrl(url: string | null | undefined): Promise<void> {
     if (!url) return
     const issues = await this.checkUrl(url)
-    if (issues.length) throw validationError(issues.map((i) => ({ ...i, path: 'base_url', message: i.message.replace('send webhooks to', 'let model credentials reach') })))
+    if (issues.length)
+      throw validationError(
+        issues.map((i) => ({
+          ...i,
+          path: 'base_url',
+          message: i.message.replace('send webhooks to', 'let model credentials reach'),
+        })),
+      )
   }
 
   private async usedBy(owner: string, id: string): Promise<ProfileUse[]> {
@@ -103,10 +119,16 @@ export class ApiKeysService {
     await this.checkBaseUrl(input.base_url)
     if (input.allowed_models !== undefined) {
       // Narrowing must not leave a profile on a model the credential no longer allows.
-      const stranded = (await this.usedBy(owner, id)).filter((p) => p.model !== null && !modelAllowed(p.model, input.allowed_models ?? null))
+      const stranded = (await this.usedBy(owner, id)).filter(
+        (p) => p.model !== null && !modelAllowed(p.model, input.allowed_models ?? null),
+      )
       if (stranded.length) {
         throw validationError([
-          { location: 'body', path: 'allowed_models', message: `profile ${stranded[0]!.id} uses model "${stranded[0]!.model}", which these patterns leave out: change its model first` },
+          {
+            location: 'body',
+            path: 'allowed_models',
+            message: `profile ${stranded[0]!.id} uses model "${stranded[0]!.model}", which these patterns leave out: change its model first`,
+          },
         ])
       }
     }
@@ -126,9 +148,13 @@ export class ApiKeysService {
     await this.records.get(owner, id)
     const users = await this.usedBy(owner, id)
     if (users.length) {
-      throw new ApiError('CONFLICT', `Model credential ${id} is used by ${users.length} profile(s): point them at another credential first`, {
-        profile_ids: users.map((p) => p.id).slice(0, 50),
-      })
+      throw new ApiError(
+        'CONFLICT',
+        `Model credential ${id} is used by ${users.length} profile(s): point them at another credential first`,
+        {
+          profile_ids: users.map((p) => p.id).slice(0, 50),
+        },
+      )
     }
     await this.records.remove(owner, id)
   }
@@ -149,6 +175,10 @@ export class ApiKeysService {
   /** The plaintext credential for running a task. Never put the result in a response. */
   async resolve(owner: string, id: string): Promise<ResolvedCredential> {
     const r = await this.records.get(owner, id)
-    return { provider: r.provider, base_url: r.base_url, key: r.key_encrypted ? this.cipher.decrypt(r.key_encrypted) : null }
+    return {
+      provider: r.provider,
+      base_url: r.base_url,
+      key: r.key_encrypted ? this.cipher.decrypt(r.key_encrypted) : null,
+    }
   }
 }

@@ -8,9 +8,15 @@ import { NamedScopedService, pickDefined, type NamedScopedRecord } from '../reco
 import { toView } from '../records/view.js'
 import { maskServer, sealServer } from './mcp-secrets.js'
 
-export interface ToolRecord extends NamedScopedRecord, Omit<Tool, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
-export interface SkillRecord extends NamedScopedRecord, Omit<Skill, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
-export interface AgentRecord extends NamedScopedRecord, Omit<Agent, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
+export interface ToolRecord
+  extends NamedScopedRecord,
+    Omit<Tool, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
+export interface SkillRecord
+  extends NamedScopedRecord,
+    Omit<Skill, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
+export interface AgentRecord
+  extends NamedScopedRecord,
+    Omit<Agent, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
 export interface SecretRecord extends NamedScopedRecord {
   value_encrypted: string
 }
@@ -32,7 +38,10 @@ export function createToolsService(store: Store, clock: Clock, cipher: Cipher) {
     idKind: 'tool',
     // The server's env and headers values are credentials: sealed, masked, kept on a mask.
     create: (i) => ({ description: i.description ?? '', server: sealServer(i.server, cipher, undefined, 'server') }),
-    update: (i, current) => ({ ...pickDefined(i, ['description'] as const), ...(i.server && { server: sealServer(i.server, cipher, current.server, 'server') }) }),
+    update: (i, current) => ({
+      ...pickDefined(i, ['description'] as const),
+      ...(i.server && { server: sealServer(i.server, cipher, current.server, 'server') }),
+    }),
     view: (r) => toView(S.Tool, r, { server: maskServer(r.server) }),
   })
 }
@@ -69,7 +78,12 @@ export function createAgentsService(store: Store, clock: Clock) {
     kind: 'agents',
     label: 'agent',
     idKind: 'agent',
-    create: (i) => ({ description: i.description ?? '', prompt: i.prompt, tools: i.tools ?? null, model: i.model ?? null }),
+    create: (i) => ({
+      description: i.description ?? '',
+      prompt: i.prompt,
+      tools: i.tools ?? null,
+      model: i.model ?? null,
+    }),
     update: (i) => pickDefined(i, ['description', 'prompt', 'tools', 'model'] as const),
     view: (r) => toView(S.Agent, r),
   })

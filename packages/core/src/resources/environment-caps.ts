@@ -1,9 +1,18 @@
 /** The operator's caps on environments, and an environment's input normalized and checked against them. */
-import { validationError, type ValidationIssue, type CreateEnvironment, type Environment, type NetworkPolicy } from '@berth/contract'
+import {
+  validationError,
+  type ValidationIssue,
+  type CreateEnvironment,
+  type Environment,
+  type NetworkPolicy,
+} from '@berth/contract'
 import { touchesPrivateRange } from '../net/private-ranges.js'
 
 /** The fields of an environment its input sets (the rest are the record's own). */
-export type EnvironmentFields = Pick<Environment, 'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root'>
+export type EnvironmentFields = Pick<
+  Environment,
+  'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root'
+>
 
 /** The operator's caps and defaults (standalone: `BERTH_ENV_*`). */
 export interface EnvironmentCaps {
@@ -42,20 +51,34 @@ export const DEFAULT_ENVIRONMENT_CAPS: EnvironmentCaps = {
  * // throws VALIDATION_FAILED at limits.cpus
  * ```
  */
-export function checkCaps(caps: EnvironmentCaps, r: Pick<EnvironmentFields, 'network' | 'limits' | 'run_as_root'>): void {
+export function checkCaps(
+  caps: EnvironmentCaps,
+  r: Pick<EnvironmentFields, 'network' | 'limits' | 'run_as_root'>,
+): void {
   const issues: ValidationIssue[] = []
-  if (r.run_as_root && !caps.allowRoot) issues.push({ location: 'body', path: 'run_as_root', message: 'this server does not let agents run as root' })
+  if (r.run_as_root && !caps.allowRoot)
+    issues.push({ location: 'body', path: 'run_as_root', message: 'this server does not let agents run as root' })
   if (!caps.allowedPolicies.includes(r.network.policy)) {
-    issues.push({ location: 'body', path: 'network.policy', message: `policy "${r.network.policy}" is not offered here (allowed: ${caps.allowedPolicies.join(', ')})` })
+    issues.push({
+      location: 'body',
+      path: 'network.policy',
+      message: `policy "${r.network.policy}" is not offered here (allowed: ${caps.allowedPolicies.join(', ')})`,
+    })
   }
   for (const k of ['cpus', 'memory_mb', 'pids', 'disk_mb'] as const) {
     const asked = r.limits[k]
     const max = caps.max[k]
-    if (asked !== null && max !== null && asked > max) issues.push({ location: 'body', path: `limits.${k}`, message: `${asked} is above the operator's cap of ${max}` })
+    if (asked !== null && max !== null && asked > max)
+      issues.push({ location: 'body', path: `limits.${k}`, message: `${asked} is above the operator's cap of ${max}` })
   }
   if (!caps.allowPrivateDestinations) {
     r.network.allow.forEach((a, i) => {
-      if (touchesPrivateRange(a.host)) issues.push({ location: 'body', path: `network.allow.${i}.host`, message: `${a.host} reaches private, loopback, link-local or metadata addresses, which this server does not allow` })
+      if (touchesPrivateRange(a.host))
+        issues.push({
+          location: 'body',
+          path: `network.allow.${i}.host`,
+          message: `${a.host} reaches private, loopback, link-local or metadata addresses, which this server does not allow`,
+        })
     })
   }
   if (issues.length) throw validationError(issues)
@@ -71,9 +94,19 @@ export function checkCaps(caps: EnvironmentCaps, r: Pick<EnvironmentFields, 'net
  * normalizeEnvironment({ name: 'py', packages: ['b', 'a', 'a'] }, DEFAULT_ENVIRONMENT_CAPS).packages // ['a', 'b']
  * ```
  */
-export function normalizeEnvironment(input: CreateEnvironment, caps: EnvironmentCaps, base?: EnvironmentFields): EnvironmentFields {
+export function normalizeEnvironment(
+  input: CreateEnvironment,
+  caps: EnvironmentCaps,
+  base?: EnvironmentFields,
+): EnvironmentFields {
   const network = input.network
-    ? { policy: input.network.policy, allow: (input.network.allow ?? []).map((a) => ({ host: a.host.toLowerCase(), ports: [...new Set(a.ports ?? [])] })) }
+    ? {
+        policy: input.network.policy,
+        allow: (input.network.allow ?? []).map((a) => ({
+          host: a.host.toLowerCase(),
+          ports: [...new Set(a.ports ?? [])],
+        })),
+      }
     : (base?.network ?? { policy: caps.defaultPolicy, allow: [] })
   if (network.policy !== 'allowlist') network.allow = []
   const limits = { cpus: null, memory_mb: null, pids: null, disk_mb: null, ...base?.limits, ...input.limits }

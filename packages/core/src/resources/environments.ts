@@ -1,5 +1,13 @@
 /** Environments: what an agent's container is made of, where it may connect, its limits; images provisioned once per content hash. */
-import { ApiError, validationError, newId, Environment, type CreateEnvironment, type ImageStatus, type UpdateEnvironment } from '@berth/contract'
+import {
+  ApiError,
+  validationError,
+  newId,
+  Environment,
+  type CreateEnvironment,
+  type ImageStatus,
+  type UpdateEnvironment,
+} from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { ContainerSpec, EgressPolicy } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
@@ -18,7 +26,11 @@ export interface EnvironmentImages {
    * The image for an `image`/`packages` pair: its ref and hash, and how to provision it.
    * Throws a VALIDATION_FAILED ApiError for packages it cannot provide.
    */
-  plan(input: { image: string | null; packages: readonly string[] }): { ref: string; hash: string | null; provision(): Promise<void> }
+  plan(input: { image: string | null; packages: readonly string[] }): {
+    ref: string
+    hash: string | null
+    provision(): Promise<void>
+  }
 }
 
 /** What a task's container is created with, resolved from the profile's environment. */
@@ -58,7 +70,13 @@ export class EnvironmentsService {
   private readonly builds = new Map<string, Promise<void>>()
 
   constructor(
-    private readonly o: { store: Store; clock: Clock; logger: Logger; caps: EnvironmentCaps; images?: EnvironmentImages | undefined },
+    private readonly o: {
+      store: Store
+      clock: Clock
+      logger: Logger
+      caps: EnvironmentCaps
+      images?: EnvironmentImages | undefined
+    },
   ) {
     this.records = new OwnedCollection<EnvironmentRecord>(o.store, 'environments', 'environment')
     this.profiles = new OwnedCollection(o.store, 'profiles', 'profile')
@@ -101,7 +119,11 @@ export class EnvironmentsService {
     return build.then(
       () => settle({ ref: plan.ref, hash: plan.hash, state: 'ready', log_tail: null }),
       async (err: unknown) => {
-        this.o.logger.warn('could not provision an environment image', { environment: r.id, image: plan.ref, error: tail(err).slice(0, 300) })
+        this.o.logger.warn('could not provision an environment image', {
+          environment: r.id,
+          image: plan.ref,
+          error: tail(err).slice(0, 300),
+        })
         await settle({ ref: plan.ref, hash: plan.hash, state: 'failed', log_tail: tail(err) })
         throw err
       },
@@ -160,16 +182,21 @@ export class EnvironmentsService {
     await this.records.get(owner, id)
     const users = (await this.profiles.all(owner)).filter((p) => p.environment_id === id)
     if (users.length) {
-      throw validationError(
-        [{ location: 'params', path: 'id', message: `environment ${id} is used by profile ${users.map((p) => p.id).join(', ')}; point them elsewhere first` }],
-      )
+      throw validationError([
+        {
+          location: 'params',
+          path: 'id',
+          message: `environment ${id} is used by profile ${users.map((p) => p.id).join(', ')}; point them elsewhere first`,
+        },
+      ])
     }
     await this.records.remove(owner, id)
   }
 
   /** 400 for an environment id that is not the caller's (profiles reference environments). */
   async assertOwn(owner: string, id: string, path = 'environment_id'): Promise<void> {
-    if (!(await this.records.find(owner, id))) throw validationError([{ location: 'body', path, message: `environment ${id} does not exist` }])
+    if (!(await this.records.find(owner, id)))
+      throw validationError([{ location: 'body', path, message: `environment ${id} does not exist` }])
   }
 
   /** At submit: 400 when the environment's image failed to build (the log tail in `details`). */
@@ -177,11 +204,17 @@ export class EnvironmentsService {
     if (!id) return
     const r = await this.records.find(owner, id)
     if (r?.image_status.state === 'failed') {
-      throw new ApiError('VALIDATION_FAILED', `The image of environment ${id} failed to build; fix the environment (PATCH it to try again)`, {
-        issues: [{ location: 'body', path: 'profile_id', message: `environment ${id}: image ${r.image_status.ref} failed` }],
-        environment_id: id,
-        log_tail: r.image_status.log_tail,
-      })
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `The image of environment ${id} failed to build; fix the environment (PATCH it to try again)`,
+        {
+          issues: [
+            { location: 'body', path: 'profile_id', message: `environment ${id}: image ${r.image_status.ref} failed` },
+          ],
+          environment_id: id,
+          log_tail: r.image_status.log_tail,
+        },
+      )
     }
   }
 
@@ -190,7 +223,11 @@ export class EnvironmentsService {
    * first), or the operator's default when the profile names none.
    * `extraHosts` (the model endpoint, remote MCP servers) join an allowlist.
    */
-  async resolve(owner: string, id: string | null | undefined, extraHosts: readonly string[] = []): Promise<ResolvedEnvironment> {
+  async resolve(
+    owner: string,
+    id: string | null | undefined,
+    extraHosts: readonly string[] = [],
+  ): Promise<ResolvedEnvironment> {
     const r = id ? await this.records.find(owner, id) : null
     // Never a silent fallback to the (possibly wider) default.
     if (id && !r) throw new ApiError('CONTAINER_FAILED', `The profile's environment ${id} no longer exists`)
@@ -199,19 +236,29 @@ export class EnvironmentsService {
       // Warm containers serve the default environment, unless its allowlist must name this
       // task's model endpoint: then the container is made for the task.
       if (caps.defaultPolicy !== 'allowlist') return { id: null, network: { policy: caps.defaultPolicy }, spec: {} }
-      const network: EgressPolicy = { policy: 'allowlist', allow: extraHosts.map((host) => ({ host })), allowPrivate: caps.allowPrivateDestinations }
+      const network: EgressPolicy = {
+        policy: 'allowlist',
+        allow: extraHosts.map((host) => ({ host })),
+        allowPrivate: caps.allowPrivateDestinations,
+      }
       return { id: null, network, spec: { egress: network } }
     }
     if (r.image_status.state !== 'ready') {
       await this.startBuild(r).catch((err: unknown) => {
-        throw new ApiError('CONTAINER_FAILED', `The image of environment ${r.id} could not be provisioned: ${tail(err).slice(0, 500)}`)
+        throw new ApiError(
+          'CONTAINER_FAILED',
+          `The image of environment ${r.id} could not be provisioned: ${tail(err).slice(0, 500)}`,
+        )
       })
     }
     const network: EgressPolicy =
       r.network.policy === 'allowlist'
         ? {
             policy: 'allowlist',
-            allow: [...r.network.allow.map((a) => ({ host: a.host, ports: a.ports })), ...extraHosts.map((host) => ({ host }))],
+            allow: [
+              ...r.network.allow.map((a) => ({ host: a.host, ports: a.ports })),
+              ...extraHosts.map((host) => ({ host })),
+            ],
             allowPrivate: caps.allowPrivateDestinations,
           }
         : { policy: r.network.policy }

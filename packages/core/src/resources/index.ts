@@ -18,5 +18,10 @@ export {
   type ToolsService,
 } from './catalog.js'
 export { sealServer, sealServers, maskServer, maskServers, openServer, serverSecrets } from './mcp-secrets.js'
-export { EnvironmentsService, type EnvironmentRecord, type EnvironmentImages, type ResolvedEnvironment } from './environments.js'
+export {
+  EnvironmentsService,
+  type EnvironmentRecord,
+  type EnvironmentImages,
+  type ResolvedEnvironment,
+} from './environments.js'
 export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps } from './environment-caps.js'

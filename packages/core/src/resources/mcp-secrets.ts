@@ -40,7 +40,12 @@ export function sealServer(server: McpServer, cipher: Cipher, stored: McpServer 
   const sealed = mapValues(server, (value, key) => {
     if (value !== SECRET_MASK) return cipher.encrypt(value)
     const kept = old && stored?.type === server.type && Object.hasOwn(old, key) ? old[key] : undefined
-    if (kept === undefined) issues.push({ location: 'body', path: `${field}.${server.type === 'stdio' ? 'env' : 'headers'}.${key}`, message: `${SECRET_MASK} keeps a stored value, but none is stored here: send the value` })
+    if (kept === undefined)
+      issues.push({
+        location: 'body',
+        path: `${field}.${server.type === 'stdio' ? 'env' : 'headers'}.${key}`,
+        message: `${SECRET_MASK} keeps a stored value, but none is stored here: send the value`,
+      })
     return kept ?? ''
   })
   if (issues.length) throw validationError(issues)
@@ -56,7 +61,9 @@ export function sealServer(server: McpServer, cipher: Cipher, stored: McpServer 
  * ```
  */
 export function sealServers(servers: Servers, cipher: Cipher, stored: Servers | undefined, field: string): Servers {
-  return Object.fromEntries(Object.entries(servers).map(([name, s]) => [name, sealServer(s, cipher, stored?.[name], `${field}.${name}`)]))
+  return Object.fromEntries(
+    Object.entries(servers).map(([name, s]) => [name, sealServer(s, cipher, stored?.[name], `${field}.${name}`)]),
+  )
 }
 
 /**

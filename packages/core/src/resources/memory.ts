@@ -54,8 +54,16 @@ export class MemoryService {
     return this.view(await this.records.get(owner, id))
   }
 
-  async list(owner: string, page: Page, filter: { profile_id?: string | undefined; type?: string | undefined }): Promise<Paged<Memory>> {
-    const { items, total } = await this.records.list(owner, page, term({ profile_id: filter.profile_id, type: filter.type }))
+  async list(
+    owner: string,
+    page: Page,
+    filter: { profile_id?: string | undefined; type?: string | undefined },
+  ): Promise<Paged<Memory>> {
+    const { items, total } = await this.records.list(
+      owner,
+      page,
+      term({ profile_id: filter.profile_id, type: filter.type }),
+    )
     return { items: items.map((r) => this.view(r)), total }
   }
 

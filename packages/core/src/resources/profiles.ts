@@ -1,4 +1,12 @@
-import { validationError, newId, type ModelInfo, Profile, ProfileSummary, type CreateProfile, type UpdateProfile } from '@berth/contract'
+import {
+  validationError,
+  newId,
+  type ModelInfo,
+  Profile,
+  ProfileSummary,
+  type CreateProfile,
+  type UpdateProfile,
+} from '@berth/contract'
 import { KeyedMutex } from '../internal/mutex.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -59,15 +67,21 @@ export class ProfilesService {
   /** 400 unless the credential is the caller's and allows the model. */
   private async checkCredential(owner: string, apiKeyId: string, model: string | null): Promise<void> {
     const key = await this.apiKeys.records.find(owner, apiKeyId)
-    if (!key) throw validationError([{ location: 'body', path: 'api_key_id', message: `api key ${apiKeyId} does not exist` }])
+    if (!key)
+      throw validationError([{ location: 'body', path: 'api_key_id', message: `api key ${apiKeyId} does not exist` }])
     if (model !== null && !this.apiKeys.modelsOf(key).some((m) => m.id === model)) {
-      throw validationError([{ location: 'body', path: 'model', message: `model "${model}" is not available with api key ${apiKeyId}` }])
+      throw validationError([
+        { location: 'body', path: 'model', message: `model "${model}" is not available with api key ${apiKeyId}` },
+      ])
     }
   }
 
   private async checkSlug(owner: string, slug: string, selfId?: string): Promise<void> {
     const taken = (await this.records.all(owner)).some((p) => p.slug === slug && p.id !== selfId)
-    if (taken) throw validationError([{ location: 'body', path: 'slug', message: `slug "${slug}" is already used by another profile` }])
+    if (taken)
+      throw validationError([
+        { location: 'body', path: 'slug', message: `slug "${slug}" is already used by another profile` },
+      ])
   }
 
   async create(owner: string, input: CreateProfile): Promise<Profile> {
@@ -113,10 +127,13 @@ export class ProfilesService {
     return this.slugLock.run(owner, async () => {
       const r = await this.records.get(owner, id)
       const next: ProfileRecord = { ...r, updated_at: isoNow(this.clock) }
-      for (const [k, val] of Object.entries(input)) if (val !== undefined) (next as unknown as Record<string, unknown>)[k] = val
-      if (input.api_key_id !== undefined || input.model !== undefined) await this.checkCredential(owner, next.api_key_id, next.model)
+      for (const [k, val] of Object.entries(input))
+        if (val !== undefined) (next as unknown as Record<string, unknown>)[k] = val
+      if (input.api_key_id !== undefined || input.model !== undefined)
+        await this.checkCredential(owner, next.api_key_id, next.model)
       if (input.slug !== undefined && input.slug !== r.slug) await this.checkSlug(owner, input.slug, id)
-      if (input.mcp_servers !== undefined) next.mcp_servers = sealServers(input.mcp_servers, this.cipher, r.mcp_servers, 'mcp_servers')
+      if (input.mcp_servers !== undefined)
+        next.mcp_servers = sealServers(input.mcp_servers, this.cipher, r.mcp_servers, 'mcp_servers')
       if (input.environment_id) await this.environments.assertOwn(owner, input.environment_id)
       if (input.git_account_ids !== undefined) {
         await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
@@ -137,10 +154,19 @@ export class ProfilesService {
    */
   async assertModel(owner: string, profileId: string | null, model: string, path: string): Promise<void> {
     const profile = profileId ? await this.records.find(owner, profileId) : null
-    if (!profile) throw validationError([{ location: 'body', path, message: "the workspace's profile no longer exists, so no model can be checked" }])
+    if (!profile)
+      throw validationError([
+        { location: 'body', path, message: "the workspace's profile no longer exists, so no model can be checked" },
+      ])
     const key = await this.apiKeys.records.find(owner, profile.api_key_id)
     if (!key || !this.apiKeys.modelsOf(key).some((m) => m.id === model)) {
-      throw validationError([{ location: 'body', path, message: `model "${model}" is not available with api key ${profile.api_key_id} of profile ${profile.id}` }])
+      throw validationError([
+        {
+          location: 'body',
+          path,
+          message: `model "${model}" is not available with api key ${profile.api_key_id} of profile ${profile.id}`,
+        },
+      ])
     }
   }
 

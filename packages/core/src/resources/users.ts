@@ -29,7 +29,6 @@ export function hashKey(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex')
 }
 
-
 export interface UsersOptions {
   store: Store
   clock: Clock
@@ -67,8 +66,16 @@ export class UsersService {
   }
 
   /** Create a user and its first caller key (the token is in the result, once). */
-  async create(input: { name: string; role?: 'user' | 'admin' | undefined }): Promise<{ user: User; key: IssuedCallerKey }> {
-    const user: User = { id: newId('user'), name: input.name, role: input.role ?? 'user', created_at: isoNow(this.clock) }
+  async create(input: {
+    name: string
+    role?: 'user' | 'admin' | undefined
+  }): Promise<{ user: User; key: IssuedCallerKey }> {
+    const user: User = {
+      id: newId('user'),
+      name: input.name,
+      role: input.role ?? 'user',
+      created_at: isoNow(this.clock),
+    }
     await this.store.put(`users:${user.id}`, user, indexEntryFor(`users:${user.id}`, user)!)
     const key = await this.issueKey(user.id, {})
     return { user, key }
@@ -120,7 +127,9 @@ export class UsersService {
   /** A user's caller keys (metadata only, never a token or hash), newest first. */
   async listKeys(userId: string, page: Page): Promise<Paged<CallerKey>> {
     await this.get(userId)
-    const refs = await this.store.getMany<{ hash: string }>((await this.keysOf(userId)).map((k) => `callerkey-ids:${k.id}`))
+    const refs = await this.store.getMany<{ hash: string }>(
+      (await this.keysOf(userId)).map((k) => `callerkey-ids:${k.id}`),
+    )
     const stored = await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
     const keys = stored
       .filter((k): k is StoredKey => k !== null)

@@ -7,9 +7,17 @@ export const adminViewHandlers = defineHandlers({
   },
   'admin.limits': async ({ services }) => {
     const rate = (await services.rateLimiter?.state?.()) ?? null
-    const owners = new Map(services.pool.list().flatMap((c) => (c.workspace_id && c.owner_id ? [[c.workspace_id, c.owner_id] as const] : [])))
+    const owners = new Map(
+      services.pool
+        .list()
+        .flatMap((c) => (c.workspace_id && c.owner_id ? [[c.workspace_id, c.owner_id] as const] : [])),
+    )
     return {
-      rate: rate && { rpm: rate.rpm, burst: rate.burst, callers: rate.keys.map((k) => ({ caller_id: k.key, remaining: k.remaining, reset_seconds: k.reset_seconds })) },
+      rate: rate && {
+        rpm: rate.rpm,
+        burst: rate.burst,
+        callers: rate.keys.map((k) => ({ caller_id: k.key, remaining: k.remaining, reset_seconds: k.reset_seconds })),
+      },
       concurrency: {
         limit: services.slots.limit,
         profiles: (await services.slots.sharedSnapshot()).map((p) => ({

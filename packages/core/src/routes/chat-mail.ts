@@ -2,7 +2,8 @@ import type { ConnectType } from '@berth/contract'
 import { defineHandlers, type HandlerOf } from '../route.js'
 
 function authorize<T extends ConnectType>(type: T): HandlerOf<`integrations.${T}.authorize`> {
-  return ({ caller, query, services, request }) => services.chatMail.authorize(caller.id, type, query.returnPath, new URL(request.url).origin)
+  return ({ caller, query, services, request }) =>
+    services.chatMail.authorize(caller.id, type, query.returnPath, new URL(request.url).origin)
 }
 
 function callback<T extends ConnectType>(type: T): HandlerOf<`integrations.${T}.callback`> {

@@ -22,7 +22,9 @@ type WithAll<A> = A extends string ? ([`${A}.${Operation}`] extends [Name] ? A :
 /** Areas with all five operations, as `crudRoutes` declares them. */
 type CrudArea = WithAll<Deletable<Name>>
 type ListOut<A extends string> = Out<Route<`${A}.list`>['response']>
-type ListItem<A extends string> = ListOut<A>[Exclude<keyof ListOut<A>, 'total'>] extends readonly (infer I)[] ? I : never
+type ListItem<A extends string> = ListOut<A>[Exclude<keyof ListOut<A>, 'total'>] extends readonly (infer I)[]
+  ? I
+  : never
 
 /** The service of a CRUD area, typed by the area's declared schemas. */
 export type CrudServiceOf<A extends string> = CrudService<
@@ -39,7 +41,10 @@ type Ctx = RouteContext<{ id: string }, Page & Record<string, unknown>, never, '
  * The handlers of the five routes `crudRoutes` declares for `area`
  * (`<area>.list|create|get|update|delete`), each one call into the area's service.
  */
-export function crudHandlers<const A extends CrudArea>(area: A, service: (s: Services) => CrudServiceOf<A>): Pick<HandlerMap, `${A}.${Operation}`> {
+export function crudHandlers<const A extends CrudArea>(
+  area: A,
+  service: (s: Services) => CrudServiceOf<A>,
+): Pick<HandlerMap, `${A}.${Operation}`> {
   const handlers = {
     [`${area}.list`]: async ({ caller, query, services }: Ctx) => {
       const { page, limit, ...filter } = query
@@ -48,7 +53,8 @@ export function crudHandlers<const A extends CrudArea>(area: A, service: (s: Ser
     },
     [`${area}.create`]: ({ caller, body, services }: Ctx) => service(services).create(caller.id, body),
     [`${area}.get`]: ({ caller, params, services }: Ctx) => service(services).get(caller.id, params.id),
-    [`${area}.update`]: ({ caller, params, body, services }: Ctx) => service(services).update(caller.id, params.id, body),
+    [`${area}.update`]: ({ caller, params, body, services }: Ctx) =>
+      service(services).update(caller.id, params.id, body),
     [`${area}.delete`]: async ({ caller, params, services }: Ctx) => {
       await service(services).remove(caller.id, params.id)
     },

@@ -2,7 +2,7 @@ import { defineHandlers } from '../route.js'
 
 export const gitAccountHandlers = defineHandlers({
   'git.authorize': ({ caller, params, query, services, request }) =>
-  services.gitAccounts.authorize(caller.id, params.provider, query.returnPath, new URL(request.url).origin),
+    services.gitAccounts.authorize(caller.id, params.provider, query.returnPath, new URL(request.url).origin),
   'git.callback': async ({ params, query, services, request }) => {
     const token = request.headers.get('authorization')?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
     const presenting = token ? await services.users.authenticate(token) : null
@@ -10,7 +10,11 @@ export const gitAccountHandlers = defineHandlers({
     return new Response(null, { status: 302, headers: { location, 'cache-control': 'no-store' } })
   },
   'git.accounts.list': async ({ caller, query, services }) => {
-    const { items, total } = await services.gitAccounts.list(caller.id, { page: query.page, limit: query.limit }, { provider: query.provider })
+    const { items, total } = await services.gitAccounts.list(
+      caller.id,
+      { page: query.page, limit: query.limit },
+      { provider: query.provider },
+    )
     return { accounts: items, total }
   },
   'git.accounts.get': ({ caller, params, services }) => services.gitAccounts.get(caller.id, params.id),

@@ -11,11 +11,13 @@ export const playbookHandlers = defineHandlers({
   'playbooks.delete': async ({ caller, params: p, services }) => {
     await services.playbooks.remove(caller.id, p.id)
   },
-  'playbooks.run': async ({ caller, params: p, services }) => services.playbookRuns.start(await services.playbooks.records.get(caller.id, p.id), 'manual'),
+  'playbooks.run': async ({ caller, params: p, services }) =>
+    services.playbookRuns.start(await services.playbooks.records.get(caller.id, p.id), 'manual'),
   'playbooks.runs': async ({ caller, params: p, query, services }) => {
     await services.playbooks.records.get(caller.id, p.id)
     const { items, total } = await services.playbookRuns.list(caller.id, p.id, query, { status: query.status })
     return { runs: items, total }
   },
-  'playbooks.rotateWebhookSecret': ({ caller, params: p, services }) => services.playbooks.rotateSecret(caller.id, p.id),
+  'playbooks.rotateWebhookSecret': ({ caller, params: p, services }) =>
+    services.playbooks.rotateSecret(caller.id, p.id),
 })

@@ -22,7 +22,10 @@ export function submitTask(services: Services, caller: Caller, input: SubmitTask
 export function readSubmittedTask(raw: unknown): SubmitTask {
   const parsed = v.safeParse(SubmitTask, raw)
   if (parsed.success) return parsed.output
-  const issues: ValidationIssue[] = toIssues('body', parsed.issues).map((i) => ({ ...i, path: i.path ? `task.${i.path}` : 'task' }))
+  const issues: ValidationIssue[] = toIssues('body', parsed.issues).map((i) => ({
+    ...i,
+    path: i.path ? `task.${i.path}` : 'task',
+  }))
   throw validationError(issues, `Invalid task: ${issues[0]?.message}`)
 }
 
@@ -33,6 +36,7 @@ export const taskHandlers = defineHandlers({
     return { tasks: items, total }
   },
   'tasks.get': ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
-  'tasks.events': ({ caller, params, query, services }) => services.tasks.events(caller.id, params.id, query.after, query.limit),
+  'tasks.events': ({ caller, params, query, services }) =>
+    services.tasks.events(caller.id, params.id, query.after, query.limit),
   'tasks.cancel': ({ caller, params, services }) => services.tasks.cancel(caller.id, params.id),
 })

@@ -1,5 +1,6 @@
 import { defineHandlers } from '../route.js'
 
 export const webhookTriggerHandlers = defineHandlers({
-  'playbooks.trigger': ({ params, request, services }) => services.webhookTrigger.fire(params.id, params.secret, request),
+  'playbooks.trigger': ({ params, request, services }) =>
+    services.webhookTrigger.fire(params.id, params.secret, request),
 })

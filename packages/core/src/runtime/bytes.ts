@@ -89,9 +89,7 @@ export async function* toByteChunks(source: StdinSource): AsyncGenerator<Uint8Ar
  * const { exitCode, stdout } = await collectExec(await rt.exec(id, { cmd: ['cat', '/etc/os-release'] }))
  * ```
  */
-export async function collectExec(
-  proc: ExecProcess,
-): Promise<ExecResult & { stdout: string; stderr: string }> {
+export async function collectExec(proc: ExecProcess): Promise<ExecResult & { stdout: string; stderr: string }> {
   const read = async (it: AsyncIterable<Uint8Array>) => {
     const chunks: Uint8Array[] = []
     for await (const c of it) chunks.push(c)

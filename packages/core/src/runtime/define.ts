@@ -17,14 +17,31 @@ import { ContainerError } from './errors.js'
  * const rt = fakeRuntime()
  * ```
  */
-export function defineRuntime<A extends unknown[], R extends ContainerRuntime>(factory: (...args: A) => R): (...args: A) => R {
+export function defineRuntime<A extends unknown[], R extends ContainerRuntime>(
+  factory: (...args: A) => R,
+): (...args: A) => R {
   // The guarded runtime inherits from the factory's (`Object.create`), so what `R` adds stays reachable.
   return (...args) => guardRuntime(factory(...args)) as R
 }
 
 const GUARDED = [
-  'ping', 'create', 'start', 'stop', 'remove', 'createVolume', 'listVolumes', 'removeVolume', 'putArchive', 'getArchive', 'list', 'inspect', 'stats',
-  'listFiles', 'readFile', 'archiveFiles', 'writeFiles',
+  'ping',
+  'create',
+  'start',
+  'stop',
+  'remove',
+  'createVolume',
+  'listVolumes',
+  'removeVolume',
+  'putArchive',
+  'getArchive',
+  'list',
+  'inspect',
+  'stats',
+  'listFiles',
+  'readFile',
+  'archiveFiles',
+  'writeFiles',
 ] as const
 
 function guardRuntime(rt: ContainerRuntime): ContainerRuntime {
@@ -57,4 +74,3 @@ function guardRuntime(rt: ContainerRuntime): ContainerRuntime {
   }
   return guarded
 }
-

@@ -45,7 +45,6 @@ export function isContainerError(err: unknown, reason?: ContainerFailure): err i
   return reason === undefined || err.details?.reason === reason
 }
 
-
 /** Why a file operation refused a path (see {@link FilePathError}). */
 export type FilePathProblem =
   /** Nothing there (a dangling link included). */

@@ -6,10 +6,23 @@
  */
 import { randomBytes } from 'node:crypto'
 import { repackTar, type TarSource } from '../internal/tar-repack.js'
-import type { ContainerRuntime, ExecProcess, FileEntry, DirectoryListing, FileWrite } from '../ports/container-runtime.js'
+import type {
+  ContainerRuntime,
+  ExecProcess,
+  FileEntry,
+  DirectoryListing,
+  FileWrite,
+} from '../ports/container-runtime.js'
 import { toWebStream } from './bytes.js'
 import { ContainerError, FilePathError, type FilePathProblem } from './errors.js'
-import { COMMIT_ONE_SCRIPT, COMMIT_SCRIPT, LIST_SCRIPT, READ_SCRIPT, RESOLVE_SCRIPT, STAGE_SCRIPT } from './file-scripts.js'
+import {
+  COMMIT_ONE_SCRIPT,
+  COMMIT_SCRIPT,
+  LIST_SCRIPT,
+  READ_SCRIPT,
+  RESOLVE_SCRIPT,
+  STAGE_SCRIPT,
+} from './file-scripts.js'
 
 /** What the file operations need from a runtime. */
 export type FileOperationsBase = Pick<ContainerRuntime, 'exec' | 'getArchive'>
@@ -69,7 +82,13 @@ export function relativePath(root: string, path: string): string {
  * ```
  */
 export function execFileOperations(rt: FileOperationsBase): FileOperations {
-  const sh = async (id: string, root: string, script: string, args: string[], extra: { stdin?: AsyncIterable<Uint8Array>; max?: number } = {}) => {
+  const sh = async (
+    id: string,
+    root: string,
+    script: string,
+    args: string[],
+    extra: { stdin?: AsyncIterable<Uint8Array>; max?: number } = {},
+  ) => {
     const proc = await rt.exec(id, {
       cmd: ['/bin/sh', '-c', script, 'berth-files', ...args],
       cwd: root,
@@ -138,7 +157,9 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
       return {
         async add(body) {
           if (stage === null) {
-            const [realRoot, real] = Buffer.from((await run(STAGE_SCRIPT, [stageRel], stageRel)).stdout).toString('utf8').split('\0')
+            const [realRoot, real] = Buffer.from((await run(STAGE_SCRIPT, [stageRel], stageRel)).stdout)
+              .toString('utf8')
+              .split('\0')
             stage = inContainer(root, realRoot!, real!)
           }
           return writeStaged(`${stage}/${count++}`, body)
@@ -191,9 +212,13 @@ export function execFileOperations(rt: FileOperationsBase): FileOperations {
         const res = await sh(id, root, 'exec cat > "$1"', [path], { stdin: counted })
         if (failure) throw failure
         if (res.exitCode !== 0 || !complete) {
-          throw new ContainerError('engine_error', `Writing an uploaded file in the container failed (exit code ${res.exitCode ?? 'unknown'})`, {
-            stderr_tail: res.stderr.slice(-500),
-          })
+          throw new ContainerError(
+            'engine_error',
+            `Writing an uploaded file in the container failed (exit code ${res.exitCode ?? 'unknown'})`,
+            {
+              stderr_tail: res.stderr.slice(-500),
+            },
+          )
         }
         return size
       }
@@ -213,9 +238,13 @@ function inContainer(root: string, realRoot: string, real: string): string {
 function fail(res: { exitCode: number | null; stderr: string }, rel: string): never {
   const problem = res.exitCode === null ? undefined : PROBLEMS[res.exitCode]
   if (problem) throw new FilePathError(problem, rel)
-  throw new ContainerError('engine_error', `Working with the files in the container failed (exit code ${res.exitCode ?? 'unknown'})`, {
-    stderr_tail: res.stderr.slice(-500),
-  })
+  throw new ContainerError(
+    'engine_error',
+    `Working with the files in the container failed (exit code ${res.exitCode ?? 'unknown'})`,
+    {
+      stderr_tail: res.stderr.slice(-500),
+    },
+  )
 }
 
 /** A command's output up to `max` bytes (killed beyond), its stderr's tail and exit code. */
@@ -243,7 +272,13 @@ async function collect(proc: ExecProcess, max: number): Promise<Run> {
 /** The listing script's output → entries sorted by name, at most `max`. */
 function parseListing(out: string, max: number): DirectoryListing {
   const end = out.indexOf('\0\0')
-  const names = end < 0 ? [] : out.slice(0, end).split('\0').map((n) => n.slice(2))
+  const names =
+    end < 0
+      ? []
+      : out
+          .slice(0, end)
+          .split('\0')
+          .map((n) => n.slice(2))
   let at = end < 0 ? out.length : end + 2
   // Fewer stat lines than names when entries vanished meanwhile: match each line to its name.
   const entries: FileEntry[] = []

@@ -18,7 +18,11 @@ import { poolKey, type ClaimRequest, type PooledContainer } from './pool-options
  * // { cmd: IDLE_COMMAND, workingDir: '/workspace', image: 'berth-runner', labels: { 'berth.pool': 'berth-1c0e5f2a', … } }
  * ```
  */
-export function containerSpec(pool: { name: string; image: string; spec?: Partial<ContainerSpec> | undefined }, id: string, req?: ClaimRequest): ContainerSpec {
+export function containerSpec(
+  pool: { name: string; image: string; spec?: Partial<ContainerSpec> | undefined },
+  id: string,
+  req?: ClaimRequest,
+): ContainerSpec {
   const base = pool.spec ?? {}
   return {
     cmd: [...IDLE_COMMAND],

@@ -29,7 +29,11 @@ export interface RecoverOptions {
 export async function recoverPool(o: RecoverOptions): Promise<{ adopted: number; removed: number }> {
   const found = await o.runtime.list({ labels: { [MANAGED_LABEL]: 'true', 'berth.pool': o.name }, all: true })
   const keys = await o.store.keys(`pool:${o.name}:`)
-  const records = new Map((await o.store.getMany<PooledContainer>(keys)).filter((r): r is PooledContainer => r !== null).map((r) => [r.id, r]))
+  const records = new Map(
+    (await o.store.getMany<PooledContainer>(keys))
+      .filter((r): r is PooledContainer => r !== null)
+      .map((r) => [r.id, r]),
+  )
   let adopted = 0
   let removed = 0
   for (const summary of found) {
@@ -46,7 +50,9 @@ export async function recoverPool(o: RecoverOptions): Promise<{ adopted: number;
       adopted++
       continue
     }
-    await o.runtime.remove(summary.id).catch((err) => o.logger.warn('could not remove orphan container', { id: summary.id, error: String(err) }))
+    await o.runtime
+      .remove(summary.id)
+      .catch((err) => o.logger.warn('could not remove orphan container', { id: summary.id, error: String(err) }))
     if (record) await o.store.remove(poolKey(o.name, record.id))
     removed++
   }

@@ -44,10 +44,16 @@ export class ContainerPool {
   private readonly creation: CreateContext
 
   constructor(opts: PoolOptions) {
-    if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max)) throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
+    if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max))
+      throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
     this.o = { name: 'default', ...opts }
     this.engine = new EngineLink({ ...opts, reconnect: () => this.reconnect() })
-    this.warm = new WarmUp({ wanted: () => this.wantsWarm(), create: () => this.create(), done: () => this.serveWaiters(), logger: opts.logger })
+    this.warm = new WarmUp({
+      wanted: () => this.wantsWarm(),
+      create: () => this.create(),
+      done: () => this.serveWaiters(),
+      logger: opts.logger,
+    })
     this.image = new PoolImage({
       runtime: opts.runtime,
       ref: opts.image,
@@ -56,7 +62,15 @@ export class ContainerPool {
       onUnreachable: (err) => this.engine.lost(err),
     })
     const { runtime, store, clock } = opts
-    this.creation = { runtime, store, clock, pool: this.o, image: this.image, lost: (err) => this.engine.lost(err), closed: () => this.closed }
+    this.creation = {
+      runtime,
+      store,
+      clock,
+      pool: this.o,
+      image: this.image,
+      lost: (err) => this.engine.lost(err),
+      closed: () => this.closed,
+    }
   }
 
   /** The pool's name, its `berth.pool` label (the workspace volumes it mounts carry it too). */
@@ -77,7 +91,9 @@ export class ContainerPool {
 
   /** Every container the pool holds, oldest first. */
   list(): PooledContainer[] {
-    return [...this.containers.values()].sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
+    return [...this.containers.values()].sort((a, b) =>
+      a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0,
+    )
   }
 
   /** The engine's state for `/health`: its name, whether it answers, the last error, the image's state. */
@@ -154,7 +170,11 @@ export class ContainerPool {
     if (this.engine.down) {
       const name = this.o.runtime.name
       return Promise.reject(
-        new ContainerError('unreachable', `The ${name} engine is not answering (${this.engine.error}); Berth keeps retrying in the background`, { runtime: name }),
+        new ContainerError(
+          'unreachable',
+          `The ${name} engine is not answering (${this.engine.error}); Berth keeps retrying in the background`,
+          { runtime: name },
+        ),
       )
     }
     if (this.queue.length === 0) {
@@ -228,7 +248,9 @@ export class ContainerPool {
     const c = this.containers.get(id)
     if (!c) return
     this.containers.delete(id)
-    const removal = this.o.runtime.remove(c.engine_id).catch((err) => this.o.logger.warn('could not remove container', { id, error: String(err) }))
+    const removal = this.o.runtime
+      .remove(c.engine_id)
+      .catch((err) => this.o.logger.warn('could not remove container', { id, error: String(err) }))
     this.track(removal)
     await removal
     await this.o.store.remove(poolKey(this.o.name, id))
@@ -279,7 +301,13 @@ export class ContainerPool {
 
   /** Whether warming should create another container now (claims waiting come first). */
   private wantsWarm(): boolean {
-    return !this.closed && !this.engine.down && this.queue.length === 0 && this.idle.length + this.creating < this.o.min && this.containers.size + this.creating < this.o.max
+    return (
+      !this.closed &&
+      !this.engine.down &&
+      this.queue.length === 0 &&
+      this.idle.length + this.creating < this.o.min &&
+      this.containers.size + this.creating < this.o.max
+    )
   }
 
   /**

@@ -20,7 +20,8 @@ interface ControlMessage {
   owner: string
 }
 
-export const instanceQueue = (instanceId: string) => `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 100)
+export const instanceQueue = (instanceId: string) =>
+  `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 100)
 
 export interface DispatchOptions {
   coordination: Coordination
@@ -91,7 +92,8 @@ export class Dispatcher {
   async placement(ws: WorkspaceRecord): Promise<'here' | string> {
     const me = this.instanceId
     const alive = await this.o.coordination.instances.alive()
-    if (ws.container_id && ws.instance_id && ws.instance_id !== me && alive.includes(ws.instance_id)) return instanceQueue(ws.instance_id)
+    if (ws.container_id && ws.instance_id && ws.instance_id !== me && alive.includes(ws.instance_id))
+      return instanceQueue(ws.instance_id)
     if (ws.container_id && ws.instance_id === me) return 'here'
     if (alive.filter((id) => id !== me).length === 0 || this.hasRoom()) return 'here'
     return SHARED_QUEUE
@@ -107,7 +109,12 @@ export class Dispatcher {
       })
       this.handedOff.set(task.id, off)
     }
-    await this.queueNamed(queue).add({ id: task.id, owner: task.owner_id, priority: task.priority, payload: { owner: task.owner_id } })
+    await this.queueNamed(queue).add({
+      id: task.id,
+      owner: task.owner_id,
+      priority: task.priority,
+      payload: { owner: task.owner_id },
+    })
     this.take()
   }
 
@@ -128,7 +135,9 @@ export class Dispatcher {
   async start(): Promise<void> {
     this.offControl = await this.o.coordination.pubsub.subscribe<ControlMessage>(CONTROL_CHANNEL, (m) => {
       if (!this.o.scheduler.has(m.cancel)) return
-      void this.cancelHere(m).catch((err) => this.o.logger.warn('could not cancel a task', { task: m.cancel, error: String(err) }))
+      void this.cancelHere(m).catch((err) =>
+        this.o.logger.warn('could not cancel a task', { task: m.cancel, error: String(err) }),
+      )
     })
     this.timer = setInterval(() => this.take(), this.o.pollMs ?? 500)
     this.timer.unref?.()

@@ -30,7 +30,8 @@ export interface TaskEngine {
  * ```
  */
 export function requireEngine(engine: TaskEngine | undefined): TaskEngine {
-  if (!engine) throw new ApiError('CONTAINER_FAILED', 'This server has no container runtime configured, so it cannot run tasks')
+  if (!engine)
+    throw new ApiError('CONTAINER_FAILED', 'This server has no container runtime configured, so it cannot run tasks')
   return engine
 }
 
@@ -117,8 +118,12 @@ async function endpointHosts(catalog: MaterializeDeps, profile: ProfileRecord): 
   const owner = profile.owner_id
   const hosts = new Set<string>()
   const credential = await catalog.apiKeys.resolve(owner, profile.api_key_id).catch(() => null)
-  if (credential && credential.provider !== 'stub') hosts.add(new URL(credential.base_url ?? 'https://api.anthropic.com').hostname)
-  const servers = [...Object.values(profile.mcp_servers), ...(await catalog.tools.forProfile(owner, profile.id)).map((t) => t.server)]
+  if (credential && credential.provider !== 'stub')
+    hosts.add(new URL(credential.base_url ?? 'https://api.anthropic.com').hostname)
+  const servers = [
+    ...Object.values(profile.mcp_servers),
+    ...(await catalog.tools.forProfile(owner, profile.id)).map((t) => t.server),
+  ]
   for (const server of servers) if (server.type !== 'stdio') hosts.add(new URL(server.url).hostname)
   return [...hosts].map((h) => h.replace(/^\[(.*)\]$/, '$1'))
 }

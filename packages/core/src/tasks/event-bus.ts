@@ -119,7 +119,9 @@ export class RemoteEvents {
     const { coordination, bus } = this.o
     this.off = await coordination.pubsub.subscribe<Envelope>(TASK_CHANNEL, (env) => {
       if (env.origin === coordination.instanceId) return
-      this.chain = this.chain.then(() => this.deliver(env.message)).catch((err) => this.o.logger.warn('could not deliver a remote task message', { error: String(err) }))
+      this.chain = this.chain
+        .then(() => this.deliver(env.message))
+        .catch((err) => this.o.logger.warn('could not deliver a remote task message', { error: String(err) }))
     })
     bus.relayTo((message) => {
       if (this.off === null) return
@@ -140,7 +142,9 @@ export class RemoteEvents {
     if (last !== undefined && m.event.seq <= last) return
     if (last !== undefined && m.event.seq > last + 1 && m.owner_id && m.workspace_id) {
       // Missed on the channel: the log has them (in the shared store).
-      const missing = await this.o.eventLog.read(m.owner_id, m.workspace_id, { after: last, limit: m.event.seq - last - 1, taskId: m.task_id }).catch(() => [])
+      const missing = await this.o.eventLog
+        .read(m.owner_id, m.workspace_id, { after: last, limit: m.event.seq - last - 1, taskId: m.task_id })
+        .catch(() => [])
       for (const event of missing) if (event.seq < m.event.seq) bus.deliverRemote({ ...m, event })
     }
     this.track(m.task_id, m.event.seq)

@@ -110,7 +110,9 @@ export class LostInstances {
     if (t.status === 'queued') {
       await records.put({ ...t, instance_id: null })
       // False: its job is still in the queue and comes back when its lease lapses.
-      await coordination.queue(SHARED_QUEUE).add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
+      await coordination
+        .queue(SHARED_QUEUE)
+        .add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
       return
     }
     this.o.logger.warn('task ended: its instance was lost', { task: t.id, instance: t.instance_id })

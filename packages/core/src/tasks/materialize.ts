@@ -68,7 +68,10 @@ export async function materialize(
   // Rules checked when a profile is saved may have changed since: check them again now.
   if (model !== null && !allowed.includes(model)) {
     const where = workspace.model_override ? "the workspace's model_override" : "the profile's model"
-    throw new ApiError('MODEL_ERROR', `Model "${model}" (${where}) is not allowed by model credential ${profile.api_key_id}`)
+    throw new ApiError(
+      'MODEL_ERROR',
+      `Model "${model}" (${where}) is not allowed by model credential ${profile.api_key_id}`,
+    )
   }
   const [env, memory, tools, skills, agents, git] = await Promise.all([
     deps.secrets.environment(owner, profile.id),
@@ -76,14 +79,21 @@ export async function materialize(
     deps.tools.forProfile(owner, profile.id),
     deps.skills.forProfile(owner, profile.id),
     deps.agents.forProfile(owner, profile.id),
-    deps.gitAccounts && profile.git_account_ids?.length ? deps.gitAccounts.credentials(owner, profile.git_account_ids) : Promise.resolve([]),
+    deps.gitAccounts && profile.git_account_ids?.length
+      ? deps.gitAccounts.credentials(owner, profile.git_account_ids)
+      : Promise.resolve([]),
   ])
   for (const a of agents) {
     if (a.model !== null && !agentModelAllowed(a.model, allowed)) {
-      throw new ApiError('MODEL_ERROR', `Agent "${a.name}" uses model "${a.model}", which model credential ${profile.api_key_id} does not allow`)
+      throw new ApiError(
+        'MODEL_ERROR',
+        `Agent "${a.name}" uses model "${a.model}", which model credential ${profile.api_key_id} does not allow`,
+      )
     }
   }
-  const mcp = Object.fromEntries(Object.entries(profile.mcp_servers).map(([name, s]) => [name, openServer(s, deps.cipher)]))
+  const mcp = Object.fromEntries(
+    Object.entries(profile.mcp_servers).map(([name, s]) => [name, openServer(s, deps.cipher)]),
+  )
   for (const t of tools) mcp[t.name] = openServer(t.server, deps.cipher)
   const redact = [
     ...Object.values(env),
@@ -106,7 +116,13 @@ export async function materialize(
     claude_md: profile.claude_md,
     memory: memory.map((m) => ({ type: m.type, name: m.name, body: m.body })),
     skills: skills.map((s) => ({ name: s.name, description: s.description, body: s.body })),
-    agents: agents.map((a) => ({ name: a.name, description: a.description, prompt: a.prompt, tools: a.tools, model: a.model })),
+    agents: agents.map((a) => ({
+      name: a.name,
+      description: a.description,
+      prompt: a.prompt,
+      tools: a.tools,
+      model: a.model,
+    })),
     max_turns: task.max_turns,
     max_budget_usd: task.max_budget_usd,
     resume: workspace.sdk_session_id,

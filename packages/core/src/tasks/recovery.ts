@@ -65,7 +65,9 @@ export async function recover(o: RecoveryOptions): Promise<void> {
       if (t.instance_id && others.has(t.instance_id)) continue
       // Waiting in the shared queue: stays there (put back if the queue lost it).
       if (t.instance_id === null && t.status === 'queued' && o.coordination) {
-        await o.coordination.queue(SHARED_QUEUE).add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
+        await o.coordination
+          .queue(SHARED_QUEUE)
+          .add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
         continue
       }
       // Left by an instance that is gone (this process under an earlier id): ours unless a
@@ -136,7 +138,10 @@ async function recoverRun(o: RecoveryOptions, t: TaskRecord): Promise<void> {
   } else {
     await o.states.finish(t, {
       status: 'failed',
-      error: { code: 'CONTAINER_FAILED', error: 'The server restarted while the task was running and its runner left no result' },
+      error: {
+        code: 'CONTAINER_FAILED',
+        error: 'The server restarted while the task was running and its runner left no result',
+      },
     })
   }
   // Batch containers are reaped; a session keeps a container that survived.
@@ -150,8 +155,11 @@ async function readEventFile(runtime: ContainerRuntime, engineId: string, taskId
     throw err
   })
   if (!bytes) return []
-  return new TextDecoder().decode(bytes).split('\n').flatMap((line) => {
-    const event = parseRunnerLine(line)
-    return typeof event === 'string' ? [] : [event]
-  })
+  return new TextDecoder()
+    .decode(bytes)
+    .split('\n')
+    .flatMap((line) => {
+      const event = parseRunnerLine(line)
+      return typeof event === 'string' ? [] : [event]
+    })
 }

@@ -64,16 +64,25 @@ export class TaskRuns implements TaskRunner {
     let exited: Promise<unknown> = Promise.resolve()
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
-      if (!profile) throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
+      if (!profile)
+        throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
       const plan: RunPlan = { task, workspace: ws, profile }
       const leased = await containers.lease(plan, signal)
       task = await states.move(task, 'starting')
       const { volume, sdk_session_id } = leased.workspace
-      ws = await workspaces.setStatus(owner, ws.id, 'running', { volume, sdk_session_id, container_id: leased.lease.container.id, instance_id: this.o.instanceId ?? null })
+      ws = await workspaces.setStatus(owner, ws.id, 'running', {
+        volume,
+        sdk_session_id,
+        container_id: leased.lease.container.id,
+        instance_id: this.o.instanceId ?? null,
+      })
       const input = leased.input ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()
       task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
-      const session = runnerEvents({ runtime, command, logger: this.o.logger }, { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal, agent: leased.agent })
+      const session = runnerEvents(
+        { runtime, command, logger: this.o.logger },
+        { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal, agent: leased.agent },
+      )
       for await (const event of session) {
         await this.o.events.record(task, [event])
         if (event.type === 'result') result = event
@@ -86,7 +95,8 @@ export class TaskRuns implements TaskRunner {
         end = { status: 'cancelled' }
       } else {
         const error = errorOf(err)
-        if (error.code === 'INTERNAL_ERROR' && !isApiError(err)) this.o.logger.error('task failed', { task: task.id, error: String(err) })
+        if (error.code === 'INTERNAL_ERROR' && !isApiError(err))
+          this.o.logger.error('task failed', { task: task.id, error: String(err) })
         end = { status: 'failed', error }
         // A container that failed is not trusted with the next prompt.
         keepWarm = false

@@ -132,7 +132,10 @@ export interface RunnerSession extends AsyncIterable<RunnerEvent> {
  * await session.exited
  * ```
  */
-export function runnerEvents(deps: { runtime: ContainerRuntime; command: string[]; logger: Logger }, run: RunnerRun): RunnerSession {
+export function runnerEvents(
+  deps: { runtime: ContainerRuntime; command: string[]; logger: Logger },
+  run: RunnerRun,
+): RunnerSession {
   const { input, signal } = run
   let exited: Promise<unknown> = Promise.resolve()
   async function* events(): AsyncGenerator<RunnerEvent> {
@@ -147,13 +150,23 @@ export function runnerEvents(deps: { runtime: ContainerRuntime; command: string[
         if (!line.trim()) return
         const event = parseRunnerLine(line)
         if (typeof event === 'string') {
-          deps.logger.warn(event === 'not json' ? 'runner wrote a line that is not JSON' : 'runner wrote an unknown event', { task: run.taskId })
+          deps.logger.warn(
+            event === 'not json' ? 'runner wrote a line that is not JSON' : 'runner wrote an unknown event',
+            { task: run.taskId },
+          )
           return
         }
         ready.push(event)
         notify()
       },
-      { onOversize: (chars) => deps.logger.warn('runner wrote a line longer than the limit; dropped', { task: run.taskId, chars, limit: MAX_LINE_CHARS }) },
+      {
+        onOversize: (chars) =>
+          deps.logger.warn('runner wrote a line longer than the limit; dropped', {
+            task: run.taskId,
+            chars,
+            limit: MAX_LINE_CHARS,
+          }),
+      },
     )
     let stderr = ''
     const out = {
@@ -164,7 +177,13 @@ export function runnerEvents(deps: { runtime: ContainerRuntime; command: string[
     }
     const proc = run.agent
       ? run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
-      : await deps.runtime.exec(run.engineId, { cmd: deps.command, cwd: WORKSPACE_DIR, stdin: `${JSON.stringify(input)}\n`, signal, ...out })
+      : await deps.runtime.exec(run.engineId, {
+          cmd: deps.command,
+          cwd: WORKSPACE_DIR,
+          stdin: `${JSON.stringify(input)}\n`,
+          signal,
+          ...out,
+        })
     let ended: { exitCode: number | null } | { error: unknown } | null = null
     void proc.exit.then(
       (e) => {
@@ -190,10 +209,12 @@ export function runnerEvents(deps: { runtime: ContainerRuntime; command: string[
           exited = new Promise<void>((resolve) => {
             const timer = setTimeout(() => void proc.kill().catch(() => {}), RUNNER_EXIT_GRACE_MS)
             timer.unref?.()
-            proc.exit.then(
-              () => resolve(),
-              () => resolve(),
-            ).finally(() => clearTimeout(timer))
+            proc.exit
+              .then(
+                () => resolve(),
+                () => resolve(),
+              )
+              .finally(() => clearTimeout(timer))
           })
           return
         }
@@ -208,10 +229,14 @@ export function runnerEvents(deps: { runtime: ContainerRuntime; command: string[
     const end = ended as { exitCode: number | null } | { error: unknown }
     if ('error' in end) throw end.error
     const exitCode = end.exitCode
-    throw new ApiError('CONTAINER_FAILED', `The agent runner ended without a result (exit code ${exitCode ?? 'unknown'})`, {
-      exit_code: exitCode,
-      stderr_tail: redactAll(stderr.slice(-1000), input.redact),
-    })
+    throw new ApiError(
+      'CONTAINER_FAILED',
+      `The agent runner ended without a result (exit code ${exitCode ?? 'unknown'})`,
+      {
+        exit_code: exitCode,
+        stderr_tail: redactAll(stderr.slice(-1000), input.redact),
+      },
+    )
   }
   return {
     get exited() {

@@ -21,7 +21,11 @@ const RANK = { high: 0, normal: 1, low: 2 } as const
  * nextQueued(queue, ['usr_a', 'usr_a'], () => true) // usr_b's task before usr_a's third
  * ```
  */
-export function nextQueued<T extends QueuedTask>(queue: readonly T[], runningOwners: Iterable<string>, ready: (t: T) => boolean): number {
+export function nextQueued<T extends QueuedTask>(
+  queue: readonly T[],
+  runningOwners: Iterable<string>,
+  ready: (t: T) => boolean,
+): number {
   const runningBy = new Map<string, number>()
   for (const owner of runningOwners) runningBy.set(owner, (runningBy.get(owner) ?? 0) + 1)
   const key = (x: T) => [RANK[x.priority], runningBy.get(x.owner_id) ?? 0, x.created_at, x.id] as const
@@ -232,8 +236,7 @@ export class Scheduler {
   private start(task: TaskRecord): void {
     this.busy.set(task.workspace_id, task.owner_id)
     const abort = new AbortController()
-    const done = this.runner!
-      .run(task, abort.signal)
+    const done = this.runner!.run(task, abort.signal)
       .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task.id, error: String(err) }))
       .finally(() => {
         this.running.delete(task.id)
@@ -246,7 +249,11 @@ export class Scheduler {
   /** The next task to start: its workspace free and, for a task waiting for a slot, a slot free. */
   private nextIndex(): number {
     const { queue, busy } = this
-    const index = nextQueued(queue, busy.values(), (t) => !busy.has(t.workspace_id) && (!t.slot_pending || this.slotFree(t)))
+    const index = nextQueued(
+      queue,
+      busy.values(),
+      (t) => !busy.has(t.workspace_id) && (!t.slot_pending || this.slotFree(t)),
+    )
     if (index < 0) this.makeRoom()
     return index
   }

@@ -1,7 +1,16 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
 import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
-import { isApiError, newId, validationError, type SubmitTask, type SubmittedTask, type Task, type TaskStatus, type TranscriptEvent } from '@berth/contract'
+import {
+  isApiError,
+  newId,
+  validationError,
+  type SubmitTask,
+  type SubmittedTask,
+  type Task,
+  type TaskStatus,
+  type TranscriptEvent,
+} from '@berth/contract'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -99,10 +108,33 @@ export class TasksService {
       sessionIdleMs: o.sessionIdleMs,
       snapshots: o.snapshots,
     })
-    scheduler.serve(new TaskRuns({ instanceId: coordination.instanceId, engine, clock, logger, workspaces, profiles: o.profiles, catalog: o.catalog, containers, states, events, scheduler }))
+    scheduler.serve(
+      new TaskRuns({
+        instanceId: coordination.instanceId,
+        engine,
+        clock,
+        logger,
+        workspaces,
+        profiles: o.profiles,
+        catalog: o.catalog,
+        containers,
+        states,
+        events,
+        scheduler,
+      }),
+    )
     const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
     // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
-    const lost = new LostInstances({ coordination, store, records, states, slots, workspaces, logger, graceMs: o.recoveryGraceMs })
+    const lost = new LostInstances({
+      coordination,
+      store,
+      records,
+      states,
+      slots,
+      workspaces,
+      logger,
+      graceMs: o.recoveryGraceMs,
+    })
     this.dispatch = new Dispatcher({ coordination, records, slots, scheduler, bus, logger, engine, lost, cancels })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
     this.coordination = coordination
@@ -129,17 +161,33 @@ export class TasksService {
    * `opts.workspace` names the new workspace's session id and name (playbook runs start
    * `pb-…` sessions); it needs a `session` task without `session_id`.
    */
-  async submit(owner: string, input: SubmitTask, opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {}): Promise<SubmittedTask> {
+  async submit(
+    owner: string,
+    input: SubmitTask,
+    opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {},
+  ): Promise<SubmittedTask> {
     requireEngine(this.o.engine)
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
-    if (!profile) throw validationError([{ location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` }])
+    if (!profile)
+      throw validationError([
+        { location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` },
+      ])
     await this.o.environments.assertRunnable(owner, profile.environment_id)
     let ws: WorkspaceRecord | null = null
     if (input.session_id) {
       ws = await this.o.workspaces.bySession(owner, input.session_id)
-      if (!ws) throw validationError([{ location: 'body', path: 'session_id', message: `session ${input.session_id} does not exist` }])
+      if (!ws)
+        throw validationError([
+          { location: 'body', path: 'session_id', message: `session ${input.session_id} does not exist` },
+        ])
       if (ws.profile_id !== profile.id) {
-        throw validationError([{ location: 'body', path: 'profile_id', message: `session ${input.session_id} belongs to profile ${ws.profile_id}` }])
+        throw validationError([
+          {
+            location: 'body',
+            path: 'profile_id',
+            message: `session ${input.session_id} belongs to profile ${ws.profile_id}`,
+          },
+        ])
       }
     }
     const wsId = ws?.id ?? newId('workspace')
@@ -155,7 +203,12 @@ export class TasksService {
       slotPending = true
     }
     try {
-      ws ??= await this.o.workspaces.create(owner, { id: wsId, profile_id: profile.id, persistent: profile.persistent_sessions, ...opts.workspace })
+      ws ??= await this.o.workspaces.create(owner, {
+        id: wsId,
+        profile_id: profile.id,
+        persistent: profile.persistent_sessions,
+        ...opts.workspace,
+      })
       // Here, or on a queue another instance takes it from (a session's follow-up: its container's).
       const where = await this.dispatch.placement(ws)
       const now = isoNow(this.o.clock)
@@ -196,7 +249,11 @@ export class TasksService {
     return taskView(await this.records.get(owner, id))
   }
 
-  async list(owner: string, page: Page, filter: { status?: TaskStatus | undefined; mode?: 'batch' | 'session' | undefined }): Promise<Paged<Task>> {
+  async list(
+    owner: string,
+    page: Page,
+    filter: { status?: TaskStatus | undefined; mode?: 'batch' | 'session' | undefined },
+  ): Promise<Paged<Task>> {
     const { items, total } = await this.records.list(owner, page, term({ status: filter.status, mode: filter.mode }))
     return { items: items.map(taskView), total }
   }
@@ -205,7 +262,12 @@ export class TasksService {
    * A page of a task's own events from its workspace's log (`seq` is the workspace's) and
    * how many it has: counted as they are recorded, so the total never reads the log.
    */
-  async events(owner: string, id: string, after: number, limit: number): Promise<{ events: TranscriptEvent[]; total: number }> {
+  async events(
+    owner: string,
+    id: string,
+    after: number,
+    limit: number,
+  ): Promise<{ events: TranscriptEvent[]; total: number }> {
     return this.transcript.page(await this.records.get(owner, id), after, limit)
   }
 
@@ -214,7 +276,8 @@ export class TasksService {
     const t = await this.records.get(owner, id)
     if (!ACTIVE.includes(t.status)) return taskView(t)
     const here = t.instance_id === this.coordination.instanceId
-    if (this.scheduler.dequeue(id) || (!here && (await this.dispatch.cancel(t)))) return taskView(await this.cancels.ended(t))
+    if (this.scheduler.dequeue(id) || (!here && (await this.dispatch.cancel(t))))
+      return taskView(await this.cancels.ended(t))
     if (!(await this.scheduler.abort(id, new TaskCancelled(id))) && t.instance_id && !here) {
       // Under way on another instance: it stops the run; the answer waits a while for the
       // task's end to arrive on the bus (other instances' messages are delivered to it).
@@ -255,7 +318,13 @@ export class TasksService {
   /** After a restart: bring what a previous process left under way to a definite state (see {@link recover}). */
   async recover(): Promise<void> {
     const { store, engine, logger, slots, workspaces, recoveryGraceMs } = this.o
-    const parts = { containers: this.containers, states: this.states, events: this.transcript, scheduler: this.scheduler, coordination: this.coordination }
+    const parts = {
+      containers: this.containers,
+      states: this.states,
+      events: this.transcript,
+      scheduler: this.scheduler,
+      coordination: this.coordination,
+    }
     await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
   }
 

@@ -95,7 +95,8 @@ export class SessionContainers {
     this.warm.set(ws.id, { lease: claimed.lease, timer: null, profile_id: plan.profile.id })
     if (!claimed.agent && !ws.persistent && ws.sdk_session_id) {
       // Nothing kept to resume from: the follow-up starts a new conversation.
-      if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws))) claimed.workspace = { ...claimed.workspace, sdk_session_id: null }
+      if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws)))
+        claimed.workspace = { ...claimed.workspace, sdk_session_id: null }
     }
     // One more like this one for the next task (after this one's claim, so it takes no container this one needed).
     if (claimed.input) engine.warmAgents?.prepare(task.owner_id, claimed.input)
@@ -106,11 +107,14 @@ export class SessionContainers {
   keepWarm(owner: string, wsId: string, sessionId: string): void {
     const warm = this.warm.get(wsId)
     if (!warm) return
-    warm.timer = setTimeout(() => {
-      // Not while a follow-up is running or waiting to.
-      if (this.o.scheduler.isWanted(wsId)) return
-      void this.releaseIdle(owner, wsId)
-    }, sessionId.startsWith('pb-') ? 0 : (this.o.sessionIdleMs ?? 15 * 60_000))
+    warm.timer = setTimeout(
+      () => {
+        // Not while a follow-up is running or waiting to.
+        if (this.o.scheduler.isWanted(wsId)) return
+        void this.releaseIdle(owner, wsId)
+      },
+      sessionId.startsWith('pb-') ? 0 : (this.o.sessionIdleMs ?? 15 * 60_000),
+    )
     warm.timer.unref?.()
   }
 
@@ -126,7 +130,9 @@ export class SessionContainers {
       clearTimeout(w.timer)
       w.timer = null
       this.evicting.add(profileId)
-      void this.releaseIdle(w.lease.container.owner_id ?? fallbackOwner, wsId).finally(() => this.evicting.delete(profileId))
+      void this.releaseIdle(w.lease.container.owner_id ?? fallbackOwner, wsId).finally(() =>
+        this.evicting.delete(profileId),
+      )
       return true
     }
     return false
@@ -149,9 +155,11 @@ export class SessionContainers {
    */
   detach(owner: string, wsId: string, opts: DetachOptions = {}): Promise<Lease | undefined> {
     const done = this.detachNow(owner, wsId, opts)
-    const tracked = done.catch(() => undefined).finally(() => {
-      if (this.releasing.get(wsId) === tracked) this.releasing.delete(wsId)
-    })
+    const tracked = done
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.releasing.get(wsId) === tracked) this.releasing.delete(wsId)
+      })
     this.releasing.set(wsId, tracked)
     return done
   }
@@ -160,7 +168,8 @@ export class SessionContainers {
   adopt(): void {
     const pool = this.o.engine?.pool
     for (const c of pool?.list() ?? []) {
-      if (c.state === 'in_use' && c.workspace_id) this.warm.set(c.workspace_id, { lease: pool!.leaseOf(c.id), timer: null })
+      if (c.state === 'in_use' && c.workspace_id)
+        this.warm.set(c.workspace_id, { lease: pool!.leaseOf(c.id), timer: null })
     }
   }
 
@@ -215,7 +224,13 @@ export class SessionContainers {
         .save(engine.runtime, warm.lease.container.engine_id, owner, wsId)
         .catch((err) => logger.warn('could not keep a workspace’s files', { workspace: wsId, error: String(err) }))
     }
-    if (ws) await this.o.workspaces.setStatus(owner, wsId, 'idle', opts.sdkSessionId ? { sdk_session_id: opts.sdkSessionId, container_id: null } : { container_id: null })
+    if (ws)
+      await this.o.workspaces.setStatus(
+        owner,
+        wsId,
+        'idle',
+        opts.sdkSessionId ? { sdk_session_id: opts.sdkSessionId, container_id: null } : { container_id: null },
+      )
     // A follow-up already queued or starting keeps the workspace's slot: it runs next.
     // (A run releasing its own workspace is the busy one itself.)
     const followUp = (!opts.fromRun && this.o.scheduler.isBusy(wsId)) || this.o.scheduler.isQueued(wsId)

@@ -1,5 +1,13 @@
 /** A task: the stored record and how it reads, its states and the moves between them (one write, one publish each), and how it ends. */
-import { ACTIVE_TASK_STATUSES, isApiError, Task, TaskError, type TaskResult, type TaskStatus, type RunnerEvent } from '@berth/contract'
+import {
+  ACTIVE_TASK_STATUSES,
+  isApiError,
+  Task,
+  TaskError,
+  type TaskResult,
+  type TaskStatus,
+  type RunnerEvent,
+} from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { OwnedRecord, OwnedCollection } from '../records/collection.js'
@@ -96,7 +104,11 @@ export function endOf(result: ResultEvent): TaskEnd & { status: 'completed' | 'f
     turns: result.turns,
   }
   if (result.outcome === 'success') return { status: 'completed', result: taskResult }
-  return { status: 'failed', result: taskResult, error: { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome } }
+  return {
+    status: 'failed',
+    result: taskResult,
+    error: { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome },
+  }
 }
 
 /** The codes a failed task may carry: the schema's own list. */
@@ -112,7 +124,8 @@ const TASK_ERROR_CODES: readonly string[] = TaskError.entries.code.options
  * ```
  */
 export function errorOf(err: unknown): TaskError {
-  const code = isApiError(err) && TASK_ERROR_CODES.includes(err.code) ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
+  const code =
+    isApiError(err) && TASK_ERROR_CODES.includes(err.code) ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
   return { code, error: isApiError(err) ? err.message : 'Internal error while running the task' }
 }
 
@@ -185,7 +198,13 @@ export class TaskStates {
   async open(t: TaskRecord): Promise<void> {
     await this.o.records.put(t)
     await this.o.store.set(activeKey(t.id), { owner: t.owner_id })
-    this.o.bus.publish({ type: 'task.status', task_id: t.id, status: t.status, task: taskView(t), owner_id: t.owner_id })
+    this.o.bus.publish({
+      type: 'task.status',
+      task_id: t.id,
+      status: t.status,
+      task: taskView(t),
+      owner_id: t.owner_id,
+    })
   }
 
   /**

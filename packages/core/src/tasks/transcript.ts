@@ -33,9 +33,20 @@ export class Transcript {
     if (placed.length) {
       const c = this.counts.get(task.id)
       if (c) c.count += placed.length
-      else this.counts.set(task.id, { count: (task.event_count ?? 0) + placed.length, first: task.first_seq ?? placed[0]!.seq })
+      else
+        this.counts.set(task.id, {
+          count: (task.event_count ?? 0) + placed.length,
+          first: task.first_seq ?? placed[0]!.seq,
+        })
     }
-    for (const event of placed) this.bus.publish({ type: 'task.event', task_id: task.id, event, owner_id: task.owner_id, workspace_id: task.workspace_id })
+    for (const event of placed)
+      this.bus.publish({
+        type: 'task.event',
+        task_id: task.id,
+        event,
+        owner_id: task.owner_id,
+        workspace_id: task.workspace_id,
+      })
   }
 
   /**

@@ -47,7 +47,9 @@ export interface WarmAgentsOptions {
  */
 export function warmKey(owner: string, input: RunnerInput): string {
   const { task_id: _t, prompt: _p, events_file: _e, ...fixed } = input
-  return createHash('sha256').update(JSON.stringify([owner, fixed])).digest('hex')
+  return createHash('sha256')
+    .update(JSON.stringify([owner, fixed]))
+    .digest('hex')
 }
 
 interface Parked extends WarmAgent {
@@ -127,7 +129,9 @@ export class WarmAgents {
     const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
     if (this.closed) return lease.release()
     // Stdin stays open: the init line now, the prompt line when a task takes the agent.
-    const lines: (string | null)[] = [JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '' } })]
+    const lines: (string | null)[] = [
+      JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '' } }),
+    ]
     let wake: (() => void) | null = null
     const push = (line: string | null) => {
       lines.push(line)

@@ -58,9 +58,12 @@ export function createAuthenticate(opts: AuthenticateOptions, allowQuery = false
     if (caller && !isValidCaller(caller)) {
       // Caller ids become part of storage keys: one with a ':' could reach into another
       // owner's key range. Refuse it as unauthenticated and tell the embedder why.
-      opts.logger.warn('authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin', {
-        role: String(caller.role).slice(0, 20),
-      })
+      opts.logger.warn(
+        'authenticate() returned an invalid caller; ids must match ^[A-Za-z0-9_-]{1,128}$ and role be user or admin',
+        {
+          role: String(caller.role).slice(0, 20),
+        },
+      )
       return null
     }
     return caller

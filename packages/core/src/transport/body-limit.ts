@@ -18,7 +18,8 @@ import { ApiError } from '@berth/contract'
  * ```
  */
 export function limitBody(request: Request, limit: number): Request {
-  const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit }, { connection: 'close' })
+  const tooLarge = () =>
+    new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds ${limit} bytes`, { limit }, { connection: 'close' })
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge()
   if (!request.body) return request
@@ -35,5 +36,11 @@ export function limitBody(request: Request, limit: number): Request {
     // error for data arriving afterwards); a 413 closes the connection instead.
     { preventCancel: true },
   )
-  return new Request(request.url, { method: request.method, headers: request.headers, body: counted, signal: request.signal, duplex: 'half' } as RequestInit)
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: counted,
+    signal: request.signal,
+    duplex: 'half',
+  } as RequestInit)
 }

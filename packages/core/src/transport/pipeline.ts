@@ -36,7 +36,11 @@ function loggedPath(route: AnyRoute, pathname: string): string {
   const template = route.path.split('/')
   return pathname
     .split('/')
-    .map((segment, i) => (route.secretParams!.includes(template[i]?.slice(1) ?? '') && template[i]!.startsWith(':') ? '[redacted]' : segment))
+    .map((segment, i) =>
+      route.secretParams!.includes(template[i]?.slice(1) ?? '') && template[i]!.startsWith(':')
+        ? '[redacted]'
+        : segment,
+    )
     .join('/')
 }
 
@@ -97,7 +101,11 @@ export function createPipeline(opts: PipelineOptions) {
   }
 
   /** The caller of a request for a route (its token taken), or a thrown 401/403/429. */
-  async function callerFor(route: AnyRoute, request: Request, out: { headers?: Record<string, string> }): Promise<Caller | null> {
+  async function callerFor(
+    route: AnyRoute,
+    request: Request,
+    out: { headers?: Record<string, string> },
+  ): Promise<Caller | null> {
     if (route.auth === 'public') return null
     const caller = await authenticate(request)
     if (!caller) {
@@ -136,14 +144,25 @@ export function createPipeline(opts: PipelineOptions) {
         headers = limits.headers
       }
       const params = route.params ? parseInput('params', route.params, rawParams) : undefined
-      const query = route.query ? parseInput('query', route.query, coerceQuery(route.query, url.searchParams)) : undefined
+      const query = route.query
+        ? parseInput('query', route.query, coerceQuery(route.query, url.searchParams))
+        : undefined
       let body: unknown
       if (route.body) {
         const raw = await readJsonBody(request, bodyLimit)
         // valibot's object schemas accept arrays; a body is always a JSON object here.
         if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
           throw new ApiError('VALIDATION_FAILED', 'The body must be a JSON object', {
-            issues: [{ location: 'body', path: '', message: raw === undefined ? 'missing body' : `expected an object, got ${Array.isArray(raw) ? 'an array' : raw === null ? 'null' : typeof raw}` }],
+            issues: [
+              {
+                location: 'body',
+                path: '',
+                message:
+                  raw === undefined
+                    ? 'missing body'
+                    : `expected an object, got ${Array.isArray(raw) ? 'an array' : raw === null ? 'null' : typeof raw}`,
+              },
+            ],
           })
         }
         body = parseInput('body', route.body, raw)
@@ -152,7 +171,12 @@ export function createPipeline(opts: PipelineOptions) {
       const result = await route.handle({ caller: caller as Caller, params, query, body, services, request: input })
       response = toResponse(route, result, headers)
     } catch (err) {
-      if (isClientAbort(err)) logger.info('client aborted', { method: request.method, path: loggedPath(route, url.pathname), route: route.name })
+      if (isClientAbort(err))
+        logger.info('client aborted', {
+          method: request.method,
+          path: loggedPath(route, url.pathname),
+          route: route.name,
+        })
       response = errorResponse(err, logger, headers, R)
     }
     logger.info('request', {
@@ -179,7 +203,10 @@ export function createPipeline(opts: PipelineOptions) {
     if (opts.validateResponses && route.response) {
       const check = v.safeParse(route.response, result)
       if (!check.success) {
-        logger.error('response does not match its schema', { route: route.name, issues: check.issues.map((i) => i.message) })
+        logger.error('response does not match its schema', {
+          route: route.name,
+          issues: check.issues.map((i) => i.message),
+        })
         throw new Error(`response of ${route.name} does not match its schema`)
       }
     }

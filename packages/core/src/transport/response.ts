@@ -12,7 +12,12 @@ const JSON_TYPE = 'application/json; charset=utf-8'
  * return json({ ok: true }, 200)
  * ```
  */
-export function json(body: unknown, status = 200, headers?: Record<string, string>, R: typeof Response = Response): Response {
+export function json(
+  body: unknown,
+  status = 200,
+  headers?: Record<string, string>,
+  R: typeof Response = Response,
+): Response {
   return new R(JSON.stringify(body), { status, headers: { 'content-type': JSON_TYPE, ...headers } })
 }
 
@@ -25,7 +30,12 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
  * errorResponse(new ApiError('NOT_FOUND', 'no such route'))
  * ```
  */
-export function errorResponse(err: unknown, logger?: Logger, headers?: Record<string, string>, R: typeof Response = Response): Response {
+export function errorResponse(
+  err: unknown,
+  logger?: Logger,
+  headers?: Record<string, string>,
+  R: typeof Response = Response,
+): Response {
   if (isApiError(err)) return json(err.toJSON(), err.status, { ...headers, ...err.headers }, R)
   logger?.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
   const body: ErrorBody = { error: 'Internal server error', code: 'INTERNAL_ERROR' }

@@ -1,4 +1,11 @@
-import { ClientEnvelope, SLOW_CONSUMER_CLOSE, isApiError, type ServerMessage, type TaskEvent, type TranscriptEvent } from '@berth/contract'
+import {
+  ClientEnvelope,
+  SLOW_CONSUMER_CLOSE,
+  isApiError,
+  type ServerMessage,
+  type TaskEvent,
+  type TranscriptEvent,
+} from '@berth/contract'
 import * as v from 'valibot'
 import { toIssues } from '../internal/input.js'
 import type { Caller } from '../caller.js'
@@ -79,7 +86,11 @@ export function createTaskSocket(o: TaskSocketOptions) {
     subscriptions.set(taskId, off)
     send({ type: 'task.status', task_id: taskId, status: task.status, task: services.tasks.view(task) })
     for (;;) {
-      const page: TranscriptEvent[] = await services.eventLog.read(caller.id, task.workspace_id, { after: lastSeq, limit: 500, taskId })
+      const page: TranscriptEvent[] = await services.eventLog.read(caller.id, task.workspace_id, {
+        after: lastSeq,
+        limit: 500,
+        taskId,
+      })
       for (const event of page) deliver({ type: 'task.event', task_id: taskId, event })
       if (page.length < 500) break
     }
@@ -90,7 +101,12 @@ export function createTaskSocket(o: TaskSocketOptions) {
   async function submit(requestId: string, raw: unknown): Promise<void> {
     const input = readSubmittedTask(raw)
     // The same request_id from this caller (a resend, a reconnect, another instance) is the same task.
-    const taskId = await submitOnce(services, caller.id, requestId, async () => (await submitTask(services, caller, input)).task_id)
+    const taskId = await submitOnce(
+      services,
+      caller.id,
+      requestId,
+      async () => (await submitTask(services, caller, input)).task_id,
+    )
     const task = await services.tasks.records.get(caller.id, taskId)
     send({ type: 'submitted', request_id: requestId, task_id: taskId, status: task.status })
     await subscribe(taskId)
@@ -108,15 +124,31 @@ export function createTaskSocket(o: TaskSocketOptions) {
       }
       const msg = v.safeParse(ClientEnvelope, data)
       if (!msg.success) {
-        send({ type: 'error', code: 'VALIDATION_FAILED', error: 'Unknown or malformed message', details: { issues: toIssues('body', msg.issues) } })
+        send({
+          type: 'error',
+          code: 'VALIDATION_FAILED',
+          error: 'Unknown or malformed message',
+          details: { issues: toIssues('body', msg.issues) },
+        })
         return
       }
       const m = msg.output
-      const ids = m.type === 'submit' ? { request_id: m.request_id } : m.type === 'subscribe' || m.type === 'unsubscribe' ? { task_id: m.task_id } : {}
+      const ids =
+        m.type === 'submit'
+          ? { request_id: m.request_id }
+          : m.type === 'subscribe' || m.type === 'unsubscribe'
+            ? { task_id: m.task_id }
+            : {}
       if (o.take) {
         const d = await o.take()
         if (!d.allowed) {
-          send({ type: 'error', ...ids, code: 'RATE_LIMITED', error: 'Rate limit exceeded: WebSocket messages count like requests', details: { limit: d.limit, retry_after: d.retryAfterSeconds } })
+          send({
+            type: 'error',
+            ...ids,
+            code: 'RATE_LIMITED',
+            error: 'Rate limit exceeded: WebSocket messages count like requests',
+            details: { limit: d.limit, retry_after: d.retryAfterSeconds },
+          })
           return
         }
       }

@@ -21,7 +21,12 @@ const inProgress = new WeakMap<object, Map<string, Promise<string>>>()
  * const taskId = await submitOnce(services, caller.id, 'req-1', async () => (await services.tasks.submit(caller.id, input)).task_id)
  * ```
  */
-export async function submitOnce(services: Services, owner: string, requestId: string, submit: () => Promise<string>): Promise<string> {
+export async function submitOnce(
+  services: Services,
+  owner: string,
+  requestId: string,
+  submit: () => Promise<string>,
+): Promise<string> {
   const key = `ws-requests:${owner}:${createHash('sha256').update(requestId).digest('hex')}`
   let local = inProgress.get(services)
   if (!local) {

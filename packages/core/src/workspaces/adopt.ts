@@ -12,7 +12,9 @@ import type { WorkspaceRecord } from './workspaces.js'
  * new ContainerPool({ runtime, store, image, adopt: adoptRunningWorkspaces(store) })
  * ```
  */
-export function adoptRunningWorkspaces(store: Store): (c: Pick<PooledContainer, 'owner_id' | 'workspace_id'>) => Promise<boolean> {
+export function adoptRunningWorkspaces(
+  store: Store,
+): (c: Pick<PooledContainer, 'owner_id' | 'workspace_id'>) => Promise<boolean> {
   const records = new OwnedCollection<WorkspaceRecord>(store, 'workspaces', 'workspace')
   return async (c) => {
     if (!c.owner_id || !c.workspace_id) return false

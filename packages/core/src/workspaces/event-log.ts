@@ -108,7 +108,15 @@ export class EventLog {
   /** The log as stored: its intact segments, continuing after the last intact event. */
   private async recover(owner: string, ws: string): Promise<Log> {
     const segments = await recoverSegments(this.segments, owner, ws)
-    const log: Log = { owner, ws, segments, count: segments.at(-1)?.last ?? 0, pending: [], flushTimer: null, idleTimer: null }
+    const log: Log = {
+      owner,
+      ws,
+      segments,
+      count: segments.at(-1)?.last ?? 0,
+      pending: [],
+      flushTimer: null,
+      idleTimer: null,
+    }
     // Finishes a compaction of the previous run, then lets an unused log go from memory.
     this.scheduleIdle(log)
     return log
@@ -159,7 +167,8 @@ export class EventLog {
         log.segments.push(seg)
         log.pending.splice(0, batch.length)
       }
-      if (mergeable(log.segments, this.segmentEvents) >= this.compactAfter) await compact(log, this.segments, this.segmentEvents)
+      if (mergeable(log.segments, this.segmentEvents) >= this.compactAfter)
+        await compact(log, this.segments, this.segmentEvents)
       this.scheduleIdle(log)
     })
   }
@@ -182,7 +191,11 @@ export class EventLog {
   }
 
   /** Events with `seq > after`, at most `limit`, optionally only one task's. */
-  async read(owner: string, ws: string, opts: { after: number; limit: number; taskId?: string }): Promise<TranscriptEvent[]> {
+  async read(
+    owner: string,
+    ws: string,
+    opts: { after: number; limit: number; taskId?: string },
+  ): Promise<TranscriptEvent[]> {
     let log = await this.open(owner, ws)
     const out: TranscriptEvent[] = []
     const want = (e: TranscriptEvent) => !opts.taskId || e.task_id === opts.taskId

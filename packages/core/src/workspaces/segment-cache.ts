@@ -15,5 +15,8 @@ import type { TranscriptEvent } from '@berth/contract'
  */
 export function segmentCache(maxEvents: number): LRUCache<string, TranscriptEvent[]> {
   // lru-cache counts sizes as positive integers: an empty segment counts as one event.
-  return new LRUCache<string, TranscriptEvent[]>({ maxSize: maxEvents, sizeCalculation: (events) => events.length || 1 })
+  return new LRUCache<string, TranscriptEvent[]>({
+    maxSize: maxEvents,
+    sizeCalculation: (events) => events.length || 1,
+  })
 }

@@ -33,7 +33,12 @@ export interface FileTargetOptions {
  * try { await runtime.listFiles(target.engineId, '/workspace', '') } finally { await target.release() }
  * ```
  */
-export async function fileTarget(o: FileTargetOptions, owner: string, wsId: string, signal?: AbortSignal): Promise<FileTarget> {
+export async function fileTarget(
+  o: FileTargetOptions,
+  owner: string,
+  wsId: string,
+  signal?: AbortSignal,
+): Promise<FileTarget> {
   const ws = await o.workspaces.records.get(owner, wsId)
   const engine = o.engine
   if (engine && ws.container_id) {
@@ -62,7 +67,12 @@ export async function fileTarget(o: FileTargetOptions, owner: string, wsId: stri
 }
 
 /** A short-lived container from the pool image with the workspace's volume mounted. */
-async function helper(o: FileTargetOptions, engine: TaskEngine, ws: WorkspaceRecord, signal?: AbortSignal): Promise<FileTarget> {
+async function helper(
+  o: FileTargetOptions,
+  engine: TaskEngine,
+  ws: WorkspaceRecord,
+  signal?: AbortSignal,
+): Promise<FileTarget> {
   const timeout = AbortSignal.timeout(o.helperTimeoutMs ?? 30_000)
   const abort = signal ? AbortSignal.any([signal, timeout]) : timeout
   try {
@@ -76,6 +86,8 @@ async function helper(o: FileTargetOptions, engine: TaskEngine, ws: WorkspaceRec
     return { engineId: lease.container.engine_id, release: () => lease.release() }
   } catch (err) {
     if (!abort.aborted) throw err
-    throw new ApiError('CONTAINER_FAILED', `No container was free to open workspace ${ws.id}'s volume in time`, { reason: 'unreachable' })
+    throw new ApiError('CONTAINER_FAILED', `No container was free to open workspace ${ws.id}'s volume in time`, {
+      reason: 'unreachable',
+    })
   }
 }

@@ -33,9 +33,11 @@ export interface WorkspaceFilesOptions extends FileTargetOptions {
 const MAX_PATHS = 100
 
 /** The runtime's path refusals as 400s naming `field`; anything else passes. */
-const naming = (location: ValidationIssue['location'], field: string) => (err: unknown): never => {
-  throw isFilePathError(err) ? refused(err, location, field) : err
-}
+const naming =
+  (location: ValidationIssue['location'], field: string) =>
+  (err: unknown): never => {
+    throw isFilePathError(err) ? refused(err, location, field) : err
+  }
 
 /**
  * The files of a workspace, through the `ContainerRuntime` port's file operations on the
@@ -63,7 +65,9 @@ export class WorkspaceFilesService {
     const rel = workspacePath(path, 'query', 'path')
     const target = await fileTarget(this.o, owner, wsId, signal)
     try {
-      const { entries, truncated } = await this.runtime().listFiles(target.engineId, WORKSPACE_DIR, rel).catch(naming('query', 'path'))
+      const { entries, truncated } = await this.runtime()
+        .listFiles(target.engineId, WORKSPACE_DIR, rel)
+        .catch(naming('query', 'path'))
       return { path: shown(rel), entries, truncated }
     } finally {
       await target.release()
@@ -80,9 +84,15 @@ export class WorkspaceFilesService {
     await this.o.workspaces.assert(owner, wsId)
     const parts = request.body && readMultipart(readBody(request.body), request.headers.get('content-type'))
     if (!parts) {
-      throw new ApiError('VALIDATION_FAILED', 'The body must be multipart/form-data with a `path` field and one or more files', {
-        issues: [{ location: 'headers', path: 'content-type', message: 'expected multipart/form-data with a boundary' }],
-      })
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        'The body must be multipart/form-data with a `path` field and one or more files',
+        {
+          issues: [
+            { location: 'headers', path: 'content-type', message: 'expected multipart/form-data with a boundary' },
+          ],
+        },
+      )
     }
     const target = await fileTarget(this.o, owner, wsId, request.signal)
     let write: FileWrite | null = null
@@ -113,22 +123,35 @@ export class WorkspaceFilesService {
           }),
         )
         await target.written?.()
-        return { path: stored.slice(0, stored.lastIndexOf('/')) || '/', files: [{ name: stored.slice(stored.lastIndexOf('/') + 1), path: stored, size: files[0]!.size }] }
+        return {
+          path: stored.slice(0, stored.lastIndexOf('/')) || '/',
+          files: [{ name: stored.slice(stored.lastIndexOf('/') + 1), path: stored, size: files[0]!.size }],
+        }
       }
-      await write.commit(rel, files.map((f) => f.name)).catch((err: unknown) => {
-        if (!isFilePathError(err, 'is_directory')) return naming('body', 'path')(err)
-        throw pathError('body', 'files', `${shown(err.path)} is a directory`)
-      })
+      await write
+        .commit(
+          rel,
+          files.map((f) => f.name),
+        )
+        .catch((err: unknown) => {
+          if (!isFilePathError(err, 'is_directory')) return naming('body', 'path')(err)
+          throw pathError('body', 'files', `${shown(err.path)} is a directory`)
+        })
       await target.written?.()
       const dir = shown(rel)
       return { path: dir, files: files.map((f) => ({ ...f, path: `${dir}/${f.name}` })) }
     } catch (err) {
-      if (err instanceof MultipartError) throw new ApiError('VALIDATION_FAILED', `Malformed multipart body: ${err.message}`, { issues: [{ location: 'body', path: '', message: err.message }] })
+      if (err instanceof MultipartError)
+        throw new ApiError('VALIDATION_FAILED', `Malformed multipart body: ${err.message}`, {
+          issues: [{ location: 'body', path: '', message: err.message }],
+        })
       throw err
     } finally {
-      await write?.discard().catch((err: unknown) =>
-        this.o.logger.warn('could not remove an upload staging directory', { workspace: wsId, error: String(err) }),
-      )
+      await write
+        ?.discard()
+        .catch((err: unknown) =>
+          this.o.logger.warn('could not remove an upload staging directory', { workspace: wsId, error: String(err) }),
+        )
       await target.release()
     }
   }
@@ -137,7 +160,12 @@ export class WorkspaceFilesService {
    * A tar of the given paths (each relative to `/workspace` in the archive, e.g. `src/app`
    * and its contents), streamed from the engine's archives as they are read.
    */
-  async download(owner: string, wsId: string, paths: string[], signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+  async download(
+    owner: string,
+    wsId: string,
+    paths: string[],
+    signal?: AbortSignal,
+  ): Promise<ReadableStream<Uint8Array>> {
     await this.o.workspaces.assert(owner, wsId)
     if (paths.length === 0 || paths.length > MAX_PATHS) throw pathError('query', 'path', `give 1 to ${MAX_PATHS} paths`)
     const rels = paths.map((p) => workspacePath(p, 'query', 'path'))

@@ -47,12 +47,14 @@ export function workspacePath(input: string, location: ValidationIssue['location
   if (input.length > MAX_PATH) throw pathError(location, field, `must be at most ${MAX_PATH} characters`)
   let rest = input
   if (rest.startsWith('/')) {
-    if (rest !== WORKSPACE_DIR && !rest.startsWith(`${WORKSPACE_DIR}/`)) throw pathError(location, field, `must be under ${WORKSPACE_DIR}`)
+    if (rest !== WORKSPACE_DIR && !rest.startsWith(`${WORKSPACE_DIR}/`))
+      throw pathError(location, field, `must be under ${WORKSPACE_DIR}`)
     rest = rest.slice(WORKSPACE_DIR.length)
   }
   const parts = rest.split('/').filter((p) => p !== '' && p !== '.')
   if (parts.includes('..')) throw pathError(location, field, 'must not contain .. segments')
-  if (parts.some((p) => Buffer.byteLength(p) > 255)) throw pathError(location, field, 'has a segment longer than 255 bytes')
+  if (parts.some((p) => Buffer.byteLength(p) > 255))
+    throw pathError(location, field, 'has a segment longer than 255 bytes')
   return parts.join('/')
 }
 
@@ -65,8 +67,18 @@ export function workspacePath(input: string, location: ValidationIssue['location
  * ```
  */
 export function fileName(name: string, field: string): string {
-  const ok = name !== '' && name !== '.' && name !== '..' && !/[/\u0000-\u001f\u007f]/.test(name) && Buffer.byteLength(name) <= 255
-  if (!ok) throw pathError('body', field, `file name ${JSON.stringify(name.slice(0, 100))} must be a plain name: no "/", no control characters, not "." or "..", at most 255 bytes`)
+  const ok =
+    name !== '' &&
+    name !== '.' &&
+    name !== '..' &&
+    !/[/\u0000-\u001f\u007f]/.test(name) &&
+    Buffer.byteLength(name) <= 255
+  if (!ok)
+    throw pathError(
+      'body',
+      field,
+      `file name ${JSON.stringify(name.slice(0, 100))} must be a plain name: no "/", no control characters, not "." or "..", at most 255 bytes`,
+    )
   return name
 }
 
@@ -109,6 +121,8 @@ export function refused(err: FilePathError, location: ValidationIssue['location'
     case 'is_directory':
       return pathError(location, field, `${at} is a directory`)
     case 'too_large':
-      return new ApiError('VALIDATION_FAILED', 'The directory is too large to list', { issues: [{ location, path: field, message: 'too many entries to list' }] })
+      return new ApiError('VALIDATION_FAILED', 'The directory is too large to list', {
+        issues: [{ location, path: field, message: 'too many entries to list' }],
+      })
   }
 }

@@ -64,7 +64,10 @@ export class WorkspaceSnapshots {
       }
       chunks.push(chunk)
     }
-    await this.o.store.set<Snapshot>(key(owner, wsId), { tar: Buffer.concat(chunks).toString('base64'), saved_at: this.o.clock.now() })
+    await this.o.store.set<Snapshot>(key(owner, wsId), {
+      tar: Buffer.concat(chunks).toString('base64'),
+      saved_at: this.o.clock.now(),
+    })
     return true
   }
 

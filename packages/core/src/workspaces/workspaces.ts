@@ -1,4 +1,11 @@
-import { newId, Workspace, WorkspaceSummary, type UpdateWorkspace, type WorkspaceStatus, notFound } from '@berth/contract'
+import {
+  newId,
+  Workspace,
+  WorkspaceSummary,
+  type UpdateWorkspace,
+  type WorkspaceStatus,
+  notFound,
+} from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
@@ -90,7 +97,12 @@ export class WorkspacesService {
     return this.records.put(next)
   }
 
-  async setStatus(owner: string, id: string, status: WorkspaceStatus, extra: Partial<WorkspaceRecord> = {}): Promise<WorkspaceRecord> {
+  async setStatus(
+    owner: string,
+    id: string,
+    status: WorkspaceStatus,
+    extra: Partial<WorkspaceRecord> = {},
+  ): Promise<WorkspaceRecord> {
     return this.patch(owner, id, { status, last_active_at: isoNow(this.clock), ...extra })
   }
 
@@ -99,9 +111,17 @@ export class WorkspacesService {
   }
 
   /** The list: playbook-only workspaces (`pb-` sessions) are left out unless claimed as a thread. */
-  async list(owner: string, page: Page, filter: { status?: WorkspaceStatus | undefined }): Promise<Paged<WorkspaceSummary>> {
+  async list(
+    owner: string,
+    page: Page,
+    filter: { status?: WorkspaceStatus | undefined },
+  ): Promise<Paged<WorkspaceSummary>> {
     // The `listed` index leaves playbook-only workspaces out (see INDEXES).
-    const { items, total } = await this.records.list(owner, page, filter.status === undefined ? 'listed' : `listed,status=${filter.status}`)
+    const { items, total } = await this.records.list(
+      owner,
+      page,
+      filter.status === undefined ? 'listed' : `listed,status=${filter.status}`,
+    )
     return { items: items.map((r) => this.summary(r)), total }
   }
 
@@ -120,7 +140,9 @@ export class WorkspacesService {
   /** Every workspace of every owner in a status (for recovery). */
   async allWithStatus(statuses: WorkspaceStatus[]): Promise<WorkspaceRecord[]> {
     const keys = await this.store.keys('workspaces:')
-    return (await this.store.getMany<WorkspaceRecord>(keys)).filter((r): r is WorkspaceRecord => r !== null && statuses.includes(r.status))
+    return (await this.store.getMany<WorkspaceRecord>(keys)).filter(
+      (r): r is WorkspaceRecord => r !== null && statuses.includes(r.status),
+    )
   }
 
   /** 404 unless it exists (for ownership checks of sub-resources). */

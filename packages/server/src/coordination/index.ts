@@ -3,7 +3,9 @@ import { memoryCoordination, type Coordination, type MemoryCoordinationOptions }
 import { redisCoordination, type RedisCoordinationOptions } from './redis.js'
 
 /** Which coordination driver to open, and its options. */
-export type CoordinationOptions = ({ driver: 'memory' } & MemoryCoordinationOptions) | ({ driver: 'redis' } & RedisCoordinationOptions)
+export type CoordinationOptions =
+  | ({ driver: 'memory' } & MemoryCoordinationOptions)
+  | ({ driver: 'redis' } & RedisCoordinationOptions)
 
 /**
  * Open a coordination driver: `memory` for one process (the embedded default), `redis` for
@@ -22,7 +24,9 @@ export async function createCoordination(opts: CoordinationOptions): Promise<Coo
     case 'redis':
       return redisCoordination(opts)
     default:
-      throw new Error(`coordination: unknown driver ${JSON.stringify((opts as { driver?: unknown }).driver)} (memory or redis)`)
+      throw new Error(
+        `coordination: unknown driver ${JSON.stringify((opts as { driver?: unknown }).driver)} (memory or redis)`,
+      )
   }
 }
 

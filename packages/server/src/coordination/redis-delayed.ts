@@ -41,7 +41,11 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
   return {
     async schedule(queue, id, runAt, payload) {
       // BullMQ ignores an add whose job id exists: a pending id is scheduled once.
-      await queueOf(queue).add('due', { id, runAt, payload }, { jobId: bullId(id), delay: Math.max(0, runAt - Date.now()), removeOnComplete: true, removeOnFail: true })
+      await queueOf(queue).add(
+        'due',
+        { id, runAt, payload },
+        { jobId: bullId(id), delay: Math.max(0, runAt - Date.now()), removeOnComplete: true, removeOnFail: true },
+      )
     },
     async cancel(queue, id) {
       // BullMQ's remove answers 1 for a missing job too, and 0 for a running (locked) one.
@@ -56,7 +60,13 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
           const { id, runAt, payload } = job.data as { id: string; runAt: number; payload: unknown }
           await handler({ id, queue, runAt, payload } as DueJob<never>)
         },
-        { ...base, concurrency: opts.concurrency ?? 8, lockDuration: opts.leaseMs, stalledInterval: Math.max(50, Math.floor(opts.leaseMs / 2)), maxStalledCount: 1_000_000 },
+        {
+          ...base,
+          concurrency: opts.concurrency ?? 8,
+          lockDuration: opts.leaseMs,
+          stalledInterval: Math.max(50, Math.floor(opts.leaseMs / 2)),
+          maxStalledCount: 1_000_000,
+        },
       )
       worker.on('error', opts.onError ?? (() => {}))
       worker.on('failed', (_job, err) => opts.onError?.(err))

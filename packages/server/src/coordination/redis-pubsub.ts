@@ -15,7 +15,11 @@ import type { Redis } from 'ioredis'
  * await pubsub.publish('task:1', { type: 'task.event' })
  * ```
  */
-export function redisPubSub(client: Redis, prefix: string, onError: (err: unknown) => void = () => {}): PubSub & { close(): Promise<void> } {
+export function redisPubSub(
+  client: Redis,
+  prefix: string,
+  onError: (err: unknown) => void = () => {},
+): PubSub & { close(): Promise<void> } {
   const channelKey = (channel: string) => `${prefix}ps:${channel}`
   const handlers = new Map<string, Set<(m: unknown) => void>>()
   let sub: Redis | null = null

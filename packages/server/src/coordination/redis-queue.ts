@@ -95,7 +95,12 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
       const priority = job.priority ?? 'normal'
       const data: JobData = { id: job.id, owner: job.owner, priority, payload: job.payload }
       try {
-        await queue.add('job', data, { jobId: bullId(job.id), priority: queueRank(priority, backlog), removeOnComplete: true, removeOnFail: true })
+        await queue.add('job', data, {
+          jobId: bullId(job.id),
+          priority: queueRank(priority, backlog),
+          removeOnComplete: true,
+          removeOnFail: true,
+        })
       } catch (err) {
         await forget(job.id)
         throw err
@@ -108,13 +113,25 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
       if (!job) return null
       const data = job.data as JobData
       held.set(data.id, { job, token })
-      return { id: data.id, owner: data.owner, priority: data.priority, payload: data.payload as P, deliveries: job.attemptsStarted, token }
+      return {
+        id: data.id,
+        owner: data.owner,
+        priority: data.priority,
+        payload: data.payload as P,
+        deliveries: job.attemptsStarted,
+        token,
+      }
     },
     ack: (job) => release(job, (j, token) => j.moveToCompleted(null, token, false), true),
     fail(job, o = {}) {
-      if (o.retryInMs === undefined) return release(job, (j, token) => j.moveToFailed(new Error('failed'), token, false), true)
+      if (o.retryInMs === undefined)
+        return release(job, (j, token) => j.moveToFailed(new Error('failed'), token, false), true)
       const delay = Math.max(0, o.retryInMs)
-      return release(job, (j, token) => (delay > 0 ? j.moveToDelayed(Date.now() + delay, token) : j.moveToWait(token)), false)
+      return release(
+        job,
+        (j, token) => (delay > 0 ? j.moveToDelayed(Date.now() + delay, token) : j.moveToWait(token)),
+        false,
+      )
     },
     async cancel(id) {
       // `remove` refuses a locked (active) job (and answers 1 for a missing one: the
@@ -129,7 +146,11 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
     async renewLeases() {
       if (!worker || held.size === 0) return
       const entries = [...held]
-      const failed = (await worker.extendJobLocks(entries.map(([, h]) => h.job.id!), entries.map(([, h]) => h.token), ctx.leaseMs)) as string[]
+      const failed = (await worker.extendJobLocks(
+        entries.map(([, h]) => h.job.id!),
+        entries.map(([, h]) => h.token),
+        ctx.leaseMs,
+      )) as string[]
       for (const [id, h] of entries) if (failed.includes(h.job.id!)) held.delete(id)
     },
     async close() {

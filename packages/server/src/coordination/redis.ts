@@ -54,7 +54,15 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
   const pubsub = redisPubSub(client, p, onError)
   const delayed = redisDelayed({ connection, bullPrefix: `${p}d`, leaseMs, onError })
   const queues = new Map<string, RedisQueue<unknown>>()
-  const queueCtx = { connection, bullPrefix: `${p}q`, key: (kind: string, q: string) => `${p}${kind}:${q}`, scripts, instanceId, leaseMs, onError }
+  const queueCtx = {
+    connection,
+    bullPrefix: `${p}q`,
+    key: (kind: string, q: string) => `${p}${kind}:${q}`,
+    scripts,
+    instanceId,
+    leaseMs,
+    onError,
+  }
   const instancesKey = `${p}instances`
   const slotKey = (key: string) => `${p}slot:${key}`
   const onceKey = (key: string) => `${p}once:${key}`
@@ -107,7 +115,11 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
     rates: {
       async take(key, settings) {
         checkRateSettings(settings)
-        const [allowed, tokens] = (await scripts.berthRateTake([`${p}rate:${key}`], settings.burst, settings.rpm / 60_000)) as [number, string]
+        const [allowed, tokens] = (await scripts.berthRateTake(
+          [`${p}rate:${key}`],
+          settings.burst,
+          settings.rpm / 60_000,
+        )) as [number, string]
         return rateDecision(Number(tokens), allowed === 1, settings)
       },
     },

@@ -39,7 +39,11 @@ interface Preset {
   authorizeUrl: string
   tokenUrl: string
   apiBaseUrl: string
-  revocation: (c: { apiBaseUrl: string; clientId: string; revokeUrl: string | null | undefined }) => OAuthRevocation | null
+  revocation: (c: {
+    apiBaseUrl: string
+    clientId: string
+    revokeUrl: string | null | undefined
+  }) => OAuthRevocation | null
   scopes: string[]
   pkce: boolean
   clientAuth: 'basic' | 'body'
@@ -57,7 +61,12 @@ export const GIT_PROVIDER_PRESETS: Record<GitProviderName, Preset> = {
     tokenUrl: 'https://github.com/login/oauth/access_token',
     apiBaseUrl: 'https://api.github.com',
     revocation: ({ apiBaseUrl, clientId, revokeUrl }) =>
-      revokeUrl === null ? null : { style: 'github-grant', url: revokeUrl ?? `${apiBaseUrl}/applications/${encodeURIComponent(clientId)}/grant` },
+      revokeUrl === null
+        ? null
+        : {
+            style: 'github-grant',
+            url: revokeUrl ?? `${apiBaseUrl}/applications/${encodeURIComponent(clientId)}/grant`,
+          },
     scopes: ['repo', 'read:user'],
     pkce: true,
     clientAuth: 'body',
@@ -70,7 +79,8 @@ export const GIT_PROVIDER_PRESETS: Record<GitProviderName, Preset> = {
     authorizeUrl: 'https://gitlab.com/oauth/authorize',
     tokenUrl: 'https://gitlab.com/oauth/token',
     apiBaseUrl: 'https://gitlab.com/api/v4',
-    revocation: ({ revokeUrl }) => (revokeUrl === null ? null : { style: 'rfc7009', url: revokeUrl ?? 'https://gitlab.com/oauth/revoke' }),
+    revocation: ({ revokeUrl }) =>
+      revokeUrl === null ? null : { style: 'rfc7009', url: revokeUrl ?? 'https://gitlab.com/oauth/revoke' },
     scopes: ['read_user', 'read_repository', 'write_repository'],
     pkce: true,
     clientAuth: 'body',
@@ -105,7 +115,10 @@ export const GIT_PROVIDER_PRESETS: Record<GitProviderName, Preset> = {
  * createServices({ store, cipher, gitProviders: providers })
  * ```
  */
-export function createGitProviders(config: GitProvidersConfig, opts: { clock?: Clock; fetch?: typeof fetch } = {}): Partial<Record<GitProviderName, GitProvider>> {
+export function createGitProviders(
+  config: GitProvidersConfig,
+  opts: { clock?: Clock; fetch?: typeof fetch } = {},
+): Partial<Record<GitProviderName, GitProvider>> {
   const out: Partial<Record<GitProviderName, GitProvider>> = {}
   const doFetch = opts.fetch ?? fetch
   for (const [name, c] of Object.entries(config) as [GitProviderName, GitProviderConfig | undefined][]) {
@@ -148,11 +161,19 @@ async function fetchIdentity(doFetch: typeof fetch, url: string, token: string, 
       signal: AbortSignal.timeout(10_000),
     })
   } catch (err) {
-    throw new ProviderError('oauth', 'unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
+    throw new ProviderError(
+      'oauth',
+      'unavailable',
+      `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`,
+    )
   }
   const body = (await res.json().catch(() => null)) as Record<string, unknown> | null
-  if (res.status === 401 || res.status === 403) throw new ProviderError('oauth', 'unauthorized', `the provider refused the token (${res.status})`, { status: res.status })
-  if (!res.ok || !body || typeof body !== 'object') throw new ProviderError('oauth', 'unavailable', `the user API answered ${res.status}`, { status: res.status })
+  if (res.status === 401 || res.status === 403)
+    throw new ProviderError('oauth', 'unauthorized', `the provider refused the token (${res.status})`, {
+      status: res.status,
+    })
+  if (!res.ok || !body || typeof body !== 'object')
+    throw new ProviderError('oauth', 'unavailable', `the user API answered ${res.status}`, { status: res.status })
   const { id, login } = preset.identity(body)
   if ((typeof id !== 'string' && typeof id !== 'number') || typeof login !== 'string' || !login) {
     throw new ProviderError('oauth', 'unavailable', 'the user API answered without an id and login')

@@ -39,8 +39,11 @@ function embeddedIpv4(address: string): string | null {
   const b = ipv6Bytes(address)
   const prefix = b.slice(0, 12)
   const zero = (xs: number[]) => xs.every((x) => x === 0)
-  const mapped = zero(prefix.slice(0, 10)) && ((prefix[10] === 0xff && prefix[11] === 0xff) || (prefix[10] === 0 && prefix[11] === 0))
-  const nat64 = prefix[0] === 0 && prefix[1] === 0x64 && prefix[2] === 0xff && prefix[3] === 0x9b && zero(prefix.slice(4))
+  const mapped =
+    zero(prefix.slice(0, 10)) &&
+    ((prefix[10] === 0xff && prefix[11] === 0xff) || (prefix[10] === 0 && prefix[11] === 0))
+  const nat64 =
+    prefix[0] === 0 && prefix[1] === 0x64 && prefix[2] === 0xff && prefix[3] === 0x9b && zero(prefix.slice(4))
   return mapped || nat64 ? b.slice(12).join('.') : null
 }
 
@@ -68,7 +71,9 @@ export function isPrivateAddress(address: string): boolean {
 export class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS'
   constructor(host: string, address: string) {
-    super(`${host} resolves to ${address}, a private, loopback or link-local address, which this server does not send webhooks to`)
+    super(
+      `${host} resolves to ${address}, a private, loopback or link-local address, which this server does not send webhooks to`,
+    )
     this.name = 'BlockedAddressError'
   }
 }
@@ -97,7 +102,9 @@ export type Resolve = (host: string) => Promise<LookupAddress[]>
  * ```
  */
 export function resolveAll(host: string): Promise<LookupAddress[]> {
-  return new Promise((resolve, reject) => dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))))
+  return new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))),
+  )
 }
 
 /**
@@ -143,7 +150,8 @@ export function checkedLookupWith(resolve: Resolve): LookupFunction {
 function checked(resolve: Resolve, ...[host, options, callback]: Parameters<LookupFunction>): void {
   publicAddresses(host, resolve).then(
     (addresses) => {
-      const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses
+      const wanted =
+        options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses
       if (wanted.length === 0) {
         callback(Object.assign(new Error(`${host} has no IPv${options.family} address`), { code: 'ENOTFOUND' }), '', 4)
       } else if (options.all) {

@@ -17,7 +17,10 @@ function providerError(body: unknown): { code: string | null; message: string | 
   const e = body && typeof body === 'object' ? (body as { error?: unknown }).error : undefined
   if (!e || typeof e !== 'object') return { code: null, message: null }
   const { code, message } = e as { code?: unknown; message?: unknown }
-  return { code: typeof code === 'string' ? code.slice(0, 100) : null, message: typeof message === 'string' ? message.slice(0, 300) : null }
+  return {
+    code: typeof code === 'string' ? code.slice(0, 100) : null,
+    message: typeof message === 'string' ? message.slice(0, 300) : null,
+  }
 }
 
 const str = (x: unknown): string => (typeof x === 'string' ? x : '')
@@ -65,13 +68,19 @@ export function createBankApi(opts: BankApiOptions = {}): BankApi {
       let res: Response
       try {
         res = await doFetch(url, {
-          headers: { authorization: `Basic ${Buffer.from(`${accessToken}:`).toString('base64')}`, accept: 'application/json' },
+          headers: {
+            authorization: `Basic ${Buffer.from(`${accessToken}:`).toString('base64')}`,
+            accept: 'application/json',
+          },
           redirect: 'manual',
           signal: AbortSignal.timeout(timeoutMs),
         })
       } catch (err) {
         const e = err as Error & { cause?: { code?: string } }
-        const why = e.name === 'TimeoutError' ? `did not answer within ${timeoutMs} ms` : `could not be reached (${e.cause?.code ?? e.message})`
+        const why =
+          e.name === 'TimeoutError'
+            ? `did not answer within ${timeoutMs} ms`
+            : `could not be reached (${e.cause?.code ?? e.message})`
         throw new ProviderError('bank', 'unavailable', `${new URL(url).host} ${why}`)
       }
       const text = await res.text().catch(() => '')
@@ -83,11 +92,23 @@ export function createBankApi(opts: BankApiOptions = {}): BankApi {
       }
       const { code, message } = providerError(body)
       const detail = `${res.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`
-      if (res.status === 401 || res.status === 403) throw new ProviderError('bank', 'unauthorized', `the provider refused the access token (${detail})`, { status: res.status, code })
-      if (res.status >= 500) throw new ProviderError('bank', 'unavailable', `the provider answered ${detail}`, { status: res.status, code })
-      if (res.status >= 300) throw new ProviderError('bank', 'rejected', `the provider answered ${detail}`, { status: res.status, code })
+      if (res.status === 401 || res.status === 403)
+        throw new ProviderError('bank', 'unauthorized', `the provider refused the access token (${detail})`, {
+          status: res.status,
+          code,
+        })
+      if (res.status >= 500)
+        throw new ProviderError('bank', 'unavailable', `the provider answered ${detail}`, { status: res.status, code })
+      if (res.status >= 300)
+        throw new ProviderError('bank', 'rejected', `the provider answered ${detail}`, { status: res.status, code })
       const accounts = Array.isArray(body) ? body.map(toAccount) : null
-      if (!accounts || accounts.some((a) => a === null)) throw new ProviderError('bank', 'unavailable', 'the provider answered something that is not a list of accounts', { status: res.status })
+      if (!accounts || accounts.some((a) => a === null))
+        throw new ProviderError(
+          'bank',
+          'unavailable',
+          'the provider answered something that is not a list of accounts',
+          { status: res.status },
+        )
       return accounts as BankAccount[]
     },
   }

@@ -1,4 +1,14 @@
-import { ProviderError, defineChannel, isProviderError, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient, type OutgoingNotification } from '@berth/core'
+import {
+  ProviderError,
+  defineChannel,
+  isProviderError,
+  type Channel,
+  type Clock,
+  type ConnectProvider,
+  type DeliveryOutcome,
+  type OAuthClient,
+  type OutgoingNotification,
+} from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
 import { redact } from './redact.js'
@@ -31,9 +41,22 @@ export interface ChatProviderConfig {
 /** Provider errors that mean "the grant's token is no good". */
 const AUTH_ERRORS = new Set(['invalid_auth', 'not_authed', 'token_revoked', 'token_expired', 'account_inactive'])
 /** Provider errors worth another attempt. */
-const TRANSIENT_ERRORS = new Set(['ratelimited', 'internal_error', 'fatal_error', 'service_unavailable', 'request_timeout'])
+const TRANSIENT_ERRORS = new Set([
+  'ratelimited',
+  'internal_error',
+  'fatal_error',
+  'service_unavailable',
+  'request_timeout',
+])
 /** Token-endpoint errors that mean "authorize again" (the generic client does not know this provider's names). */
-const GRANT_ERRORS = new Set(['invalid_code', 'code_already_used', 'invalid_refresh_token', 'token_revoked', 'token_expired', 'invalid_code_verifier'])
+const GRANT_ERRORS = new Set([
+  'invalid_code',
+  'code_already_used',
+  'invalid_refresh_token',
+  'token_revoked',
+  'token_expired',
+  'invalid_code_verifier',
+])
 
 interface ApiAnswer {
   status: number
@@ -41,16 +64,30 @@ interface ApiAnswer {
 }
 
 /** One Web API call: `POST <base>/<method>` with a JSON body and the bearer token. Throws on network errors. */
-async function callApi(doFetch: typeof fetch, base: string, method: string, token: string, args: Record<string, unknown>, timeoutMs: number): Promise<ApiAnswer> {
+async function callApi(
+  doFetch: typeof fetch,
+  base: string,
+  method: string,
+  token: string,
+  args: Record<string, unknown>,
+  timeoutMs: number,
+): Promise<ApiAnswer> {
   const res = await doFetch(`${base}/${method}`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json; charset=utf-8', 'user-agent': `Berth/${VERSION}` },
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json; charset=utf-8',
+      'user-agent': `Berth/${VERSION}`,
+    },
     body: JSON.stringify(args),
     redirect: 'manual',
     signal: AbortSignal.timeout(timeoutMs),
   })
   const body = (await res.json().catch(() => null)) as unknown
-  return { status: res.status, body: body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null }
+  return {
+    status: res.status,
+    body: body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null,
+  }
 }
 
 const escapeMrkdwn = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
@@ -65,7 +102,10 @@ const escapeMrkdwn = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;
  * ```
  */
 export function chatText(n: OutgoingNotification): string {
-  const p = n.payload as { task?: { result?: { text?: string } | null; error?: { error: string } | null }; run?: { error?: { error: string } | null } }
+  const p = n.payload as {
+    task?: { result?: { text?: string } | null; error?: { error: string } | null }
+    run?: { error?: { error: string } | null }
+  }
   const lines = [`*${escapeMrkdwn(subjectOf(n))}*`]
   const error = (p.task ?? p.run)?.error?.error
   if (error) lines.push(`Error: ${escapeMrkdwn(error.slice(0, 1000))}`)
@@ -88,44 +128,71 @@ export function chatText(n: OutgoingNotification): string {
  * await chat.deliver({ channel: '#alerts', access_token: 'xoxb-…' }, notification)
  * ```
  */
-export const chatChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: number; fetch?: typeof fetch }): Channel => {
-  const doFetch = o.fetch ?? fetch
-  const timeoutMs = o.timeoutMs ?? 10_000
-  return {
-    async deliver(config, n): Promise<DeliveryOutcome> {
-      const token = typeof config.access_token === 'string' ? config.access_token : ''
-      const channel = typeof config.channel === 'string' ? config.channel : ''
-      if (!channel) return { ok: false, status: null, error: 'no channel is set: PATCH the integration with config.channel (a channel id or #name)', retryable: false }
-      let answer: ApiAnswer
-      try {
-        answer = await callApi(doFetch, o.apiBaseUrl, 'chat.postMessage', token, { channel, text: chatText(n), unfurl_links: false, unfurl_media: false }, timeoutMs)
-      } catch (err) {
-        const e = err as Error & { cause?: { code?: string } }
-        const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? 'timed out' : (e.cause?.code ?? e.message)
-        return { ok: false, status: null, error: `could not reach the chat provider: ${why}`.slice(0, 300), retryable: true }
-      }
-      const { status, body } = answer
-      if (body?.ok === true) return { ok: true, status }
-      const code = typeof body?.error === 'string' ? redact(body.error, [token]).slice(0, 100) : null
-      if (code === null) return { ok: false, status, error: `the chat provider answered ${status}`, retryable: status >= 500 || status === 429 }
-      const needed = typeof body?.needed === 'string' ? ` (needs ${body.needed.slice(0, 100)})` : ''
-      return {
-        ok: false,
-        status,
-        error: `the chat provider refused the message: ${code}${needed}`,
-        retryable: status === 429 || status >= 500 || TRANSIENT_ERRORS.has(code),
-        ...(AUTH_ERRORS.has(code) && { unauthorized: true }),
-      }
-    },
-  }
-})
+export const chatChannel = defineChannel(
+  (o: { apiBaseUrl: string; timeoutMs?: number; fetch?: typeof fetch }): Channel => {
+    const doFetch = o.fetch ?? fetch
+    const timeoutMs = o.timeoutMs ?? 10_000
+    return {
+      async deliver(config, n): Promise<DeliveryOutcome> {
+        const token = typeof config.access_token === 'string' ? config.access_token : ''
+        const channel = typeof config.channel === 'string' ? config.channel : ''
+        if (!channel)
+          return {
+            ok: false,
+            status: null,
+            error: 'no channel is set: PATCH the integration with config.channel (a channel id or #name)',
+            retryable: false,
+          }
+        let answer: ApiAnswer
+        try {
+          answer = await callApi(
+            doFetch,
+            o.apiBaseUrl,
+            'chat.postMessage',
+            token,
+            { channel, text: chatText(n), unfurl_links: false, unfurl_media: false },
+            timeoutMs,
+          )
+        } catch (err) {
+          const e = err as Error & { cause?: { code?: string } }
+          const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? 'timed out' : (e.cause?.code ?? e.message)
+          return {
+            ok: false,
+            status: null,
+            error: `could not reach the chat provider: ${why}`.slice(0, 300),
+            retryable: true,
+          }
+        }
+        const { status, body } = answer
+        if (body?.ok === true) return { ok: true, status }
+        const code = typeof body?.error === 'string' ? redact(body.error, [token]).slice(0, 100) : null
+        if (code === null)
+          return {
+            ok: false,
+            status,
+            error: `the chat provider answered ${status}`,
+            retryable: status >= 500 || status === 429,
+          }
+        const needed = typeof body?.needed === 'string' ? ` (needs ${body.needed.slice(0, 100)})` : ''
+        return {
+          ok: false,
+          status,
+          error: `the chat provider refused the message: ${code}${needed}`,
+          retryable: status === 429 || status >= 500 || TRANSIENT_ERRORS.has(code),
+          ...(AUTH_ERRORS.has(code) && { unauthorized: true }),
+        }
+      },
+    }
+  },
+)
 
 /** The generic client's errors, with this provider's grant error names classified as `invalid_grant`. */
 async function classified<T>(p: Promise<T>): Promise<T> {
   try {
     return await p
   } catch (err) {
-    if (isProviderError(err, 'oauth') && err.kind === 'client' && err.code && GRANT_ERRORS.has(err.code)) throw new ProviderError('oauth', 'invalid_grant', err.message, { code: err.code, status: err.status })
+    if (isProviderError(err, 'oauth') && err.kind === 'client' && err.code && GRANT_ERRORS.has(err.code))
+      throw new ProviderError('oauth', 'invalid_grant', err.message, { code: err.code, status: err.status })
     throw err
   }
 }
@@ -140,7 +207,10 @@ async function classified<T>(p: Promise<T>): Promise<T> {
  * createServices({ store, cipher, connectProviders: { chatprovider: chat.connect }, chatSigningSecret: chat.signingSecret })
  * ```
  */
-export function createChatProvider(c: ChatProviderConfig, opts: { clock?: Clock; fetch?: typeof fetch; timeoutMs?: number } = {}) {
+export function createChatProvider(
+  c: ChatProviderConfig,
+  opts: { clock?: Clock; fetch?: typeof fetch; timeoutMs?: number } = {},
+) {
   if (!c.clientId || !c.clientSecret) throw new Error('chatProvider: clientId and clientSecret are required')
   const doFetch = opts.fetch ?? fetch
   const timeoutMs = opts.timeoutMs ?? 10_000
@@ -166,13 +236,23 @@ export function createChatProvider(c: ChatProviderConfig, opts: { clock?: Clock;
     try {
       answer = await callApi(doFetch, apiBaseUrl, method, token, {}, timeoutMs)
     } catch (err) {
-      throw new ProviderError('oauth', 'unavailable', `could not reach the chat provider: ${err instanceof Error ? err.message : String(err)}`)
+      throw new ProviderError(
+        'oauth',
+        'unavailable',
+        `could not reach the chat provider: ${err instanceof Error ? err.message : String(err)}`,
+      )
     }
     const { status, body } = answer
     if (body?.ok === true) return body
     const code = typeof body?.error === 'string' ? body.error.slice(0, 100) : undefined
-    if (code && AUTH_ERRORS.has(code)) throw new ProviderError('oauth', 'unauthorized', `${method} refused the token (${code})`, { code, status })
-    throw new ProviderError('oauth', status >= 500 || !code ? 'unavailable' : 'client', `${method} answered ${code ?? status}`, { code, status })
+    if (code && AUTH_ERRORS.has(code))
+      throw new ProviderError('oauth', 'unauthorized', `${method} refused the token (${code})`, { code, status })
+    throw new ProviderError(
+      'oauth',
+      status >= 500 || !code ? 'unavailable' : 'client',
+      `${method} answered ${code ?? status}`,
+      { code, status },
+    )
   }
 
   const oauth: OAuthClient = {

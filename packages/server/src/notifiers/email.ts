@@ -37,7 +37,10 @@ const TRANSIENT = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONN
  * ```
  */
 export function subjectOf(n: OutgoingNotification): string {
-  const p = n.payload as { task?: { task_id: string; status: string; error?: { code: string } | null }; run?: { id: string; status: string; error?: { code: string } | null } }
+  const p = n.payload as {
+    task?: { task_id: string; status: string; error?: { code: string } | null }
+    run?: { id: string; status: string; error?: { code: string } | null }
+  }
   const code = (p.task ?? p.run)?.error?.code
   const why = code ? ` (${code})` : ''
   if (p.task) return `Berth: task ${p.task.task_id} ${p.task.status}${why}`
@@ -54,7 +57,10 @@ export function subjectOf(n: OutgoingNotification): string {
  * ```
  */
 export function textOf(n: OutgoingNotification): string {
-  const p = n.payload as { task?: { result?: { text?: string } | null; error?: { error: string } | null }; run?: { error?: { error: string } | null } }
+  const p = n.payload as {
+    task?: { result?: { text?: string } | null; error?: { error: string } | null }
+    run?: { error?: { error: string } | null }
+  }
   const lines = [subjectOf(n).replace(/^Berth: /, ''), '']
   const error = (p.task ?? p.run)?.error?.error
   if (error) lines.push(`Error: ${error}`, '')
@@ -97,9 +103,18 @@ export const emailChannel = defineChannel((opts: EmailChannelOptions) => {
   const credentials = smtp?.auth ? [smtp.auth.pass, `\0${smtp.auth.user}\0${smtp.auth.pass}`] : []
   return {
     async deliver(config, n): Promise<DeliveryOutcome> {
-      if (!transport || !smtp) return { ok: false, status: null, error: 'this server has no SMTP server configured, so it cannot send email', retryable: false }
-      const recipients = Array.isArray(config.recipients) ? config.recipients.filter((r): r is string => typeof r === 'string') : []
-      if (recipients.length === 0) return { ok: false, status: null, error: 'the integration has no recipients', retryable: false }
+      if (!transport || !smtp)
+        return {
+          ok: false,
+          status: null,
+          error: 'this server has no SMTP server configured, so it cannot send email',
+          retryable: false,
+        }
+      const recipients = Array.isArray(config.recipients)
+        ? config.recipients.filter((r): r is string => typeof r === 'string')
+        : []
+      if (recipients.length === 0)
+        return { ok: false, status: null, error: 'the integration has no recipients', retryable: false }
       try {
         const info = await transport.sendMail({
           from: smtp.from,
@@ -109,14 +124,30 @@ export const emailChannel = defineChannel((opts: EmailChannelOptions) => {
           headers: { 'X-Berth-Event': n.event, 'X-Berth-Delivery': n.notification_id },
         })
         const status = Number(/^\d{3}/.exec(info.response ?? '')?.[0] ?? 250)
-        if (info.rejected.length > 0) return { ok: false, status, error: `the SMTP server refused ${info.rejected.length} recipient(s)`, retryable: false }
+        if (info.rejected.length > 0)
+          return {
+            ok: false,
+            status,
+            error: `the SMTP server refused ${info.rejected.length} recipient(s)`,
+            retryable: false,
+          }
         return { ok: true, status }
       } catch (err) {
         const e = err as NodeJS.ErrnoException & { responseCode?: number; permanent?: boolean; response?: string }
         if (e.responseCode) {
-          return { ok: false, status: e.responseCode, error: `SMTP ${e.responseCode}: ${redact(e.response ?? e.message, credentials).slice(0, 300)}`, retryable: e.permanent === false }
+          return {
+            ok: false,
+            status: e.responseCode,
+            error: `SMTP ${e.responseCode}: ${redact(e.response ?? e.message, credentials).slice(0, 300)}`,
+            retryable: e.permanent === false,
+          }
         }
-        return { ok: false, status: null, error: redact(`${e.code ?? 'SMTP error'}: ${e.message}`, credentials).slice(0, 300), retryable: e.code !== undefined && TRANSIENT.has(e.code) }
+        return {
+          ok: false,
+          status: null,
+          error: redact(`${e.code ?? 'SMTP error'}: ${e.message}`, credentials).slice(0, 300),
+          retryable: e.code !== undefined && TRANSIENT.has(e.code),
+        }
       }
     },
     close() {

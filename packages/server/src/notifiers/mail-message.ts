@@ -29,7 +29,9 @@ const clean = (value: string, max = 900) => value.replace(/[\r\n\u0000]+/g, ' ')
  * ```
  */
 export async function mailMessage(m: MailMessageInput): Promise<Buffer> {
-  const headers = Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, val]) => [k.replace(/[^A-Za-z0-9-]/g, ''), clean(val)]))
+  const headers = Object.fromEntries(
+    Object.entries(m.headers ?? {}).map(([k, val]) => [k.replace(/[^A-Za-z0-9-]/g, ''), clean(val)]),
+  )
   const composer = new MailComposer({
     from: clean(m.from, 254),
     to: m.to.map((a) => clean(a, 254)),

@@ -1,4 +1,12 @@
-import { ProviderError, defineChannel, type Channel, type Clock, type ConnectProvider, type DeliveryOutcome, type OAuthClient } from '@berth/core'
+import {
+  ProviderError,
+  defineChannel,
+  type Channel,
+  type Clock,
+  type ConnectProvider,
+  type DeliveryOutcome,
+  type OAuthClient,
+} from '@berth/core'
 import { createFetchOAuthClient } from '../oauth/fetch-client.js'
 import { VERSION } from '../version.js'
 import { redact } from './redact.js'
@@ -39,7 +47,10 @@ interface Answer {
 async function call(doFetch: typeof fetch, url: string, init: RequestInit, timeoutMs: number): Promise<Answer> {
   const res = await doFetch(url, { ...init, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
   const body = (await res.json().catch(() => null)) as unknown
-  return { status: res.status, body: body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null }
+  return {
+    status: res.status,
+    body: body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null,
+  }
 }
 
 /** Google's `{ error: { code, message, status } }`, as one line. */
@@ -63,53 +74,68 @@ function apiError(a: Answer): string {
  * await mail.deliver({ email: 'ada@example.com', recipients: ['ops@example.com'], access_token: 'ya29…' }, notification)
  * ```
  */
-export const mailChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: number; fetch?: typeof fetch }): Channel => {
-  const doFetch = o.fetch ?? fetch
-  const timeoutMs = o.timeoutMs ?? 10_000
-  return {
-    async deliver(config, n): Promise<DeliveryOutcome> {
-      const from = typeof config.email === 'string' ? config.email : ''
-      const to = Array.isArray(config.recipients) ? config.recipients.filter((r): r is string => typeof r === 'string') : []
-      if (!from) return { ok: false, status: null, error: 'the integration has no connected mailbox', retryable: false }
-      if (to.length === 0) return { ok: false, status: null, error: 'the integration has no recipients', retryable: false }
-      const message = await mailMessage({
-        from,
-        to,
-        subject: subjectOf(n),
-        text: textOf(n),
-        date: new Date(n.timestamp * 1000),
-        messageId: `${n.notification_id}@berth`,
-        headers: { 'X-Berth-Event': n.event, 'X-Berth-Delivery': n.notification_id },
-      })
-      let answer: Answer
-      try {
-        answer = await call(
-          doFetch,
-          `${o.apiBaseUrl}/gmail/v1/users/me/messages/send`,
-          {
-            method: 'POST',
-            headers: { authorization: `Bearer ${String(config.access_token ?? '')}`, 'content-type': 'application/json; charset=utf-8', 'user-agent': `Berth/${VERSION}` },
-            body: JSON.stringify({ raw: message.toString('base64url') }),
-          },
-          timeoutMs,
-        )
-      } catch (err) {
-        const e = err as Error & { cause?: { code?: string } }
-        const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? 'timed out' : (e.cause?.code ?? e.message)
-        return { ok: false, status: null, error: `could not reach the mail provider: ${why}`.slice(0, 300), retryable: true }
-      }
-      const { status } = answer
-      if (status >= 200 && status < 300) return { ok: true, status }
-      return {
-        ok: false,
-        status,
-        error: `the mail provider refused the message (${status} ${redact(apiError(answer), [String(config.access_token ?? '')])})`,
-        retryable: status === 429 || status >= 500,
-        ...(status === 401 && { unauthorized: true }),
-      }
-    },
-  }
-})
+export const mailChannel = defineChannel(
+  (o: { apiBaseUrl: string; timeoutMs?: number; fetch?: typeof fetch }): Channel => {
+    const doFetch = o.fetch ?? fetch
+    const timeoutMs = o.timeoutMs ?? 10_000
+    return {
+      async deliver(config, n): Promise<DeliveryOutcome> {
+        const from = typeof config.email === 'string' ? config.email : ''
+        const to = Array.isArray(config.recipients)
+          ? config.recipients.filter((r): r is string => typeof r === 'string')
+          : []
+        if (!from)
+          return { ok: false, status: null, error: 'the integration has no connected mailbox', retryable: false }
+        if (to.length === 0)
+          return { ok: false, status: null, error: 'the integration has no recipients', retryable: false }
+        const message = await mailMessage({
+          from,
+          to,
+          subject: subjectOf(n),
+          text: textOf(n),
+          date: new Date(n.timestamp * 1000),
+          messageId: `${n.notification_id}@berth`,
+          headers: { 'X-Berth-Event': n.event, 'X-Berth-Delivery': n.notification_id },
+        })
+        let answer: Answer
+        try {
+          answer = await call(
+            doFetch,
+            `${o.apiBaseUrl}/gmail/v1/users/me/messages/send`,
+            {
+              method: 'POST',
+              headers: {
+                authorization: `Bearer ${String(config.access_token ?? '')}`,
+                'content-type': 'application/json; charset=utf-8',
+                'user-agent': `Berth/${VERSION}`,
+              },
+              body: JSON.stringify({ raw: message.toString('base64url') }),
+            },
+            timeoutMs,
+          )
+        } catch (err) {
+          const e = err as Error & { cause?: { code?: string } }
+          const why = e.name === 'TimeoutError' || e.name === 'AbortError' ? 'timed out' : (e.cause?.code ?? e.message)
+          return {
+            ok: false,
+            status: null,
+            error: `could not reach the mail provider: ${why}`.slice(0, 300),
+            retryable: true,
+          }
+        }
+        const { status } = answer
+        if (status >= 200 && status < 300) return { ok: true, status }
+        return {
+          ok: false,
+          status,
+          error: `the mail provider refused the message (${status} ${redact(apiError(answer), [String(config.access_token ?? '')])})`,
+          retryable: status === 429 || status >= 500,
+          ...(status === 401 && { unauthorized: true }),
+        }
+      },
+    }
+  },
+)
 
 /**
  * The mail provider as core's `ConnectProvider` (Google OAuth with offline access over the
@@ -121,7 +147,10 @@ export const mailChannel = defineChannel((o: { apiBaseUrl: string; timeoutMs?: n
  * createServices({ store, cipher, connectProviders: { mailprovider: mail.connect } })
  * ```
  */
-export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock; fetch?: typeof fetch; timeoutMs?: number } = {}) {
+export function createMailProvider(
+  c: MailProviderConfig,
+  opts: { clock?: Clock; fetch?: typeof fetch; timeoutMs?: number } = {},
+) {
   if (!c.clientId || !c.clientSecret) throw new Error('mailProvider: clientId and clientSecret are required')
   const doFetch = opts.fetch ?? fetch
   const timeoutMs = opts.timeoutMs ?? 10_000
@@ -142,7 +171,12 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
     clock: opts.clock,
   })
 
-  const unreachable = (what: string, err: unknown) => new ProviderError('oauth', 'unavailable', `could not reach the mail provider's ${what}: ${err instanceof Error ? err.message : String(err)}`)
+  const unreachable = (what: string, err: unknown) =>
+    new ProviderError(
+      'oauth',
+      'unavailable',
+      `could not reach the mail provider's ${what}: ${err instanceof Error ? err.message : String(err)}`,
+    )
 
   const oauth: OAuthClient = {
     pkce: base.pkce,
@@ -162,13 +196,23 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
       const form = new URLSearchParams({ token: tokens.refresh_token ?? tokens.access_token })
       let answer: Answer
       try {
-        answer = await call(doFetch, revokeUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() }, timeoutMs)
+        answer = await call(
+          doFetch,
+          revokeUrl,
+          { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() },
+          timeoutMs,
+        )
       } catch (err) {
         throw unreachable('revocation endpoint', err)
       }
       // 400 invalid_token: already revoked or expired.
       if (answer.status === 200 || (answer.status === 400 && answer.body?.error === 'invalid_token')) return
-      throw new ProviderError('oauth', answer.status >= 500 ? 'unavailable' : 'client', `token revocation answered ${answer.status}`, { status: answer.status })
+      throw new ProviderError(
+        'oauth',
+        answer.status >= 500 ? 'unavailable' : 'client',
+        `token revocation answered ${answer.status}`,
+        { status: answer.status },
+      )
     },
   }
 
@@ -177,15 +221,27 @@ export function createMailProvider(c: MailProviderConfig, opts: { clock?: Clock;
     async account(token) {
       let a: Answer
       try {
-        a = await call(doFetch, userinfoUrl, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } }, timeoutMs)
+        a = await call(
+          doFetch,
+          userinfoUrl,
+          { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } },
+          timeoutMs,
+        )
       } catch (err) {
         throw unreachable('userinfo endpoint', err)
       }
-      if (a.status === 401 || a.status === 403) throw new ProviderError('oauth', 'unauthorized', `userinfo refused the token (${apiError(a)})`, { status: a.status })
-      if (a.status !== 200 || !a.body) throw new ProviderError('oauth', 'unavailable', `userinfo answered ${a.status}`, { status: a.status })
+      if (a.status === 401 || a.status === 403)
+        throw new ProviderError('oauth', 'unauthorized', `userinfo refused the token (${apiError(a)})`, {
+          status: a.status,
+        })
+      if (a.status !== 200 || !a.body)
+        throw new ProviderError('oauth', 'unavailable', `userinfo answered ${a.status}`, { status: a.status })
       const sub = a.body.sub
       const email = a.body.email
-      return { account_id: typeof sub === 'string' ? sub : typeof sub === 'number' ? String(sub) : '', email: typeof email === 'string' ? email : '' }
+      return {
+        account_id: typeof sub === 'string' ? sub : typeof sub === 'number' ? String(sub) : '',
+        email: typeof email === 'string' ? email : '',
+      }
     },
     redirectUri: c.redirectUri,
   }

@@ -38,7 +38,8 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
 
   async function call(token: string, method: string, params: Record<string, unknown> = {}): Promise<unknown> {
     // A token is `<digits>:<secret>`; anything that could leave the path is refused before a request is made.
-    if (!/^[\w:-]{1,200}$/.test(token)) throw new ProviderError('messenger', 'unauthorized', 'Not Found: malformed bot token', { status: 404 })
+    if (!/^[\w:-]{1,200}$/.test(token))
+      throw new ProviderError('messenger', 'unauthorized', 'Not Found: malformed bot token', { status: 404 })
     const scrub = (s: string) => s.split(token).join('<token>')
     let res: Response
     try {
@@ -51,7 +52,10 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
       })
     } catch (err) {
       const e = err as Error & { cause?: { code?: string } }
-      const why = e.name === 'TimeoutError' ? `did not answer within ${timeoutMs} ms` : `could not be reached (${scrub(e.cause?.code ?? e.message)})`
+      const why =
+        e.name === 'TimeoutError'
+          ? `did not answer within ${timeoutMs} ms`
+          : `could not be reached (${scrub(e.cause?.code ?? e.message)})`
       throw new ProviderError('messenger', 'unavailable', `${host} ${why} (${method})`)
     }
     const text = await res.text().catch(() => '')
@@ -64,23 +68,37 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
     }
     if (body?.ok === true) return body.result
     const code = typeof body?.error_code === 'number' ? body.error_code : res.status
-    const description = scrub(typeof body?.description === 'string' ? body.description.slice(0, 300) : `${method} answered ${res.status}`)
-    if (!body || typeof body.ok !== 'boolean') throw new ProviderError('messenger', 'unavailable', `${method}: ${description}`, { status: res.status })
-    if (code === 401 || code === 404) throw new ProviderError('messenger', 'unauthorized', description, { status: code })
+    const description = scrub(
+      typeof body?.description === 'string' ? body.description.slice(0, 300) : `${method} answered ${res.status}`,
+    )
+    if (!body || typeof body.ok !== 'boolean')
+      throw new ProviderError('messenger', 'unavailable', `${method}: ${description}`, { status: res.status })
+    if (code === 401 || code === 404)
+      throw new ProviderError('messenger', 'unauthorized', description, { status: code })
     if (code === 429 || code >= 500) throw new ProviderError('messenger', 'unavailable', description, { status: code })
     throw new ProviderError('messenger', 'rejected', description, { status: code })
   }
 
-  const unusable = (method: string) => new ProviderError('messenger', 'unavailable', `${method} answered something unusable`)
+  const unusable = (method: string) =>
+    new ProviderError('messenger', 'unavailable', `${method} answered something unusable`)
 
   return {
     async getMe(token) {
       const r = (await call(token, 'getMe')) as Partial<MessengerBotUser> | null
       if (!r || typeof r.id !== 'number' || typeof r.username !== 'string') throw unusable('getMe')
-      return { id: r.id, username: r.username, first_name: typeof r.first_name === 'string' ? r.first_name : r.username }
+      return {
+        id: r.id,
+        username: r.username,
+        first_name: typeof r.first_name === 'string' ? r.first_name : r.username,
+      }
     },
     async setWebhook(token, webhook) {
-      await call(token, 'setWebhook', { url: webhook.url, secret_token: webhook.secret_token, allowed_updates: webhook.allowed_updates, max_connections: 10 })
+      await call(token, 'setWebhook', {
+        url: webhook.url,
+        secret_token: webhook.secret_token,
+        allowed_updates: webhook.allowed_updates,
+        max_connections: 10,
+      })
     },
     async deleteWebhook(token) {
       await call(token, 'deleteWebhook', { drop_pending_updates: false })
@@ -89,7 +107,10 @@ export function createMessengerApi(opts: MessengerApiOptions = {}): MessengerApi
       const r = (await call(token, 'sendMessage', {
         chat_id: message.chat_id,
         text: message.text,
-        reply_parameters: message.reply_to_message_id === undefined ? undefined : { message_id: message.reply_to_message_id, allow_sending_without_reply: true },
+        reply_parameters:
+          message.reply_to_message_id === undefined
+            ? undefined
+            : { message_id: message.reply_to_message_id, allow_sending_without_reply: true },
       })) as { message_id?: unknown } | null
       if (!r || typeof r.message_id !== 'number') throw unusable('sendMessage')
       return { message_id: r.message_id }

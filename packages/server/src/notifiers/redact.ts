@@ -15,7 +15,8 @@ export function redact(text: string, secrets: readonly (string | null | undefine
   let out = text
   for (const s of secrets) {
     if (!s || s.length < 6) continue
-    for (const form of [s, Buffer.from(s).toString('base64'), Buffer.from(s).toString('base64url')]) out = out.split(form).join(MASK)
+    for (const form of [s, Buffer.from(s).toString('base64'), Buffer.from(s).toString('base64url')])
+      out = out.split(form).join(MASK)
   }
   return out
 }

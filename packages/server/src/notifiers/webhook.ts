@@ -5,7 +5,15 @@ import { isIP } from 'node:net'
 import { defineChannel, type DeliveryOutcome, type OutgoingNotification } from '@berth/core'
 import { VERSION } from '../version.js'
 import type { LookupFunction } from 'node:net'
-import { BlockedAddressError, checkedLookupWith, hostOf, isPrivateAddress, publicAddresses, resolveAll, type Resolve } from './address-policy.js'
+import {
+  BlockedAddressError,
+  checkedLookupWith,
+  hostOf,
+  isPrivateAddress,
+  publicAddresses,
+  resolveAll,
+  type Resolve,
+} from './address-policy.js'
 
 export interface WebhookChannelOptions {
   /** Let webhooks reach private, loopback and link-local addresses (local development, tests). */
@@ -17,7 +25,17 @@ export interface WebhookChannelOptions {
 }
 
 /** Network errors worth another attempt (the receiver may be back soon). */
-const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET'])
+const TRANSIENT = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'UND_ERR_SOCKET',
+])
 
 /**
  * The signature header value: `sha256=<hex HMAC-SHA256 of "<timestamp>.<body>">`.
@@ -43,7 +61,9 @@ export function signature(secret: string, timestamp: number, body: string): stri
  * ```
  */
 export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
-  const key = secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8')
+  const key = secret.startsWith('whsec_')
+    ? Buffer.from(secret.slice('whsec_'.length), 'base64')
+    : Buffer.from(secret, 'utf8')
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`, 'utf8').digest('base64')}`
 }
 
@@ -52,8 +72,10 @@ function plainLookup(resolve: Resolve): LookupFunction {
   return (host, options, callback) => {
     resolve(host).then(
       (all) => {
-        const wanted = options.family === 4 || options.family === 6 ? all.filter((a) => a.family === options.family) : all
-        if (wanted.length === 0) callback(Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' }), '', 4)
+        const wanted =
+          options.family === 4 || options.family === 6 ? all.filter((a) => a.family === options.family) : all
+        if (wanted.length === 0)
+          callback(Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' }), '', 4)
         else if (options.all) (callback as unknown as (err: null, a: typeof wanted) => void)(null, wanted)
         else callback(null, wanted[0]!.address, wanted[0]!.family)
       },
@@ -63,7 +85,12 @@ function plainLookup(resolve: Resolve): LookupFunction {
 }
 
 /** POST once; resolves the answer's status, or rejects with the network error. */
-function post(url: URL, headers: Record<string, string>, body: string, opts: { lookup: LookupFunction | undefined; timeoutMs: number }): Promise<number> {
+function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+  opts: { lookup: LookupFunction | undefined; timeoutMs: number },
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest
     const req = send(url, {
@@ -97,9 +124,15 @@ function failure(err: unknown): DeliveryOutcome {
   if (err instanceof BlockedAddressError || e.cause instanceof BlockedAddressError) {
     return { ok: false, status: null, error: (e.cause ?? e).message, retryable: false }
   }
-  if (e.name === 'AbortError' || e.name === 'TimeoutError') return { ok: false, status: null, error: 'timed out waiting for the receiver', retryable: true }
+  if (e.name === 'AbortError' || e.name === 'TimeoutError')
+    return { ok: false, status: null, error: 'timed out waiting for the receiver', retryable: true }
   const code = e.code ?? e.cause?.code
-  return { ok: false, status: null, error: `${code ?? 'network error'}: ${e.message}`.slice(0, 300), retryable: code !== undefined && TRANSIENT.has(code) }
+  return {
+    ok: false,
+    status: null,
+    error: `${code ?? 'network error'}: ${e.message}`.slice(0, 300),
+    retryable: code !== undefined && TRANSIENT.has(code),
+  }
 }
 
 /**
@@ -130,7 +163,8 @@ export const webhookChannel = defineChannel((opts: WebhookChannelOptions) => {
         await publicAddresses(hostOf(new URL(config.url)), resolve)
         return []
       } catch (err) {
-        if (err instanceof BlockedAddressError) return [{ location: 'body' as const, path: 'config.url', message: err.message }]
+        if (err instanceof BlockedAddressError)
+          return [{ location: 'body' as const, path: 'config.url', message: err.message }]
         return []
       }
     },
@@ -162,8 +196,19 @@ export const webhookChannel = defineChannel((opts: WebhookChannelOptions) => {
       try {
         const status = await post(url, headers, n.body, { lookup, timeoutMs })
         if (status >= 200 && status < 300) return { ok: true, status }
-        if (status >= 300 && status < 400) return { ok: false, status, error: `the receiver answered ${status}; redirects are not followed`, retryable: false }
-        return { ok: false, status, error: `the receiver answered ${status}`, retryable: status >= 500 || status === 408 || status === 429 }
+        if (status >= 300 && status < 400)
+          return {
+            ok: false,
+            status,
+            error: `the receiver answered ${status}; redirects are not followed`,
+            retryable: false,
+          }
+        return {
+          ok: false,
+          status,
+          error: `the receiver answered ${status}`,
+          retryable: status >= 500 || status === 408 || status === 429,
+        }
       } catch (err) {
         return failure(err)
       }

@@ -1,4 +1,11 @@
-import { ProviderError, systemClock, type Clock, type OAuthClient, type OAuthErrorKind, type OAuthTokens } from '@berth/core'
+import {
+  ProviderError,
+  systemClock,
+  type Clock,
+  type OAuthClient,
+  type OAuthErrorKind,
+  type OAuthTokens,
+} from '@berth/core'
 import * as oauth from 'oauth4webapi'
 
 /** How a provider revokes grants. */
@@ -29,7 +36,14 @@ export interface FetchOAuthClientOptions {
 }
 
 /** Provider error codes that mean "the code or refresh token is no good: authorize again". */
-const GRANT_ERRORS = new Set(['invalid_grant', 'bad_verification_code', 'bad_refresh_token', 'expired_token', 'invalid_token', 'access_denied'])
+const GRANT_ERRORS = new Set([
+  'invalid_grant',
+  'bad_verification_code',
+  'bad_refresh_token',
+  'expired_token',
+  'invalid_token',
+  'access_denied',
+])
 
 function classify(code: string): OAuthErrorKind {
   return GRANT_ERRORS.has(code) ? 'invalid_grant' : 'client'
@@ -79,7 +93,8 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
     revocation_endpoint: o.revocation?.style === 'rfc7009' ? o.revocation.url : undefined,
   }
   const client: oauth.Client = { client_id: o.clientId }
-  const auth = o.clientAuth === 'basic' ? oauth.ClientSecretBasic(o.clientSecret) : oauth.ClientSecretPost(o.clientSecret)
+  const auth =
+    o.clientAuth === 'basic' ? oauth.ClientSecretBasic(o.clientSecret) : oauth.ClientSecretPost(o.clientSecret)
   /** Request options for `url`: plain http only where the configured endpoint is http. */
   const options = (url: string) => ({
     [oauth.customFetch]: doFetch,
@@ -92,26 +107,48 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
     try {
       return await request()
     } catch (err) {
-      throw new ProviderError('oauth', 'unavailable', `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`)
+      throw new ProviderError(
+        'oauth',
+        'unavailable',
+        `could not reach ${new URL(url).host}: ${err instanceof Error ? err.message : String(err)}`,
+      )
     }
   }
 
-  async function token(request: () => Promise<Response>, process: (res: Response) => Promise<oauth.TokenEndpointResponse>): Promise<OAuthTokens> {
+  async function token(
+    request: () => Promise<Response>,
+    process: (res: Response) => Promise<oauth.TokenEndpointResponse>,
+  ): Promise<OAuthTokens> {
     const res = await send(o.tokenUrl, request)
     const { status } = res
     // The provider's own error first: GitHub answers errors with a 200 and an `error` field.
     const body = await readBody(res.clone())
     if (body && typeof body.error === 'string') {
       const desc = typeof body.error_description === 'string' ? `: ${body.error_description.slice(0, 300)}` : ''
-      throw new ProviderError('oauth', classify(body.error), `token endpoint refused (${body.error}${desc})`, { code: body.error.slice(0, 100), status })
+      throw new ProviderError('oauth', classify(body.error), `token endpoint refused (${body.error}${desc})`, {
+        code: body.error.slice(0, 100),
+        status,
+      })
     }
-    if (status >= 500 || !body) throw new ProviderError('oauth', 'unavailable', `token endpoint answered ${status}`, { status })
-    if (status >= 400) throw new ProviderError('oauth', status === 401 ? 'client' : 'invalid_grant', `token endpoint answered ${status}`, { status })
+    if (status >= 500 || !body)
+      throw new ProviderError('oauth', 'unavailable', `token endpoint answered ${status}`, { status })
+    if (status >= 400)
+      throw new ProviderError(
+        'oauth',
+        status === 401 ? 'client' : 'invalid_grant',
+        `token endpoint answered ${status}`,
+        { status },
+      )
     let tokens: oauth.TokenEndpointResponse
     try {
       tokens = await process(res)
     } catch (err) {
-      throw new ProviderError('oauth', 'unavailable', `token endpoint answered an unusable response: ${err instanceof Error ? err.message : String(err)}`, { status })
+      throw new ProviderError(
+        'oauth',
+        'unavailable',
+        `token endpoint answered an unusable response: ${err instanceof Error ? err.message : String(err)}`,
+        { status },
+      )
     }
     const expiresIn = tokens.expires_in ?? 0
     const scope = typeof tokens.scope === 'string' ? tokens.scope : typeof body.scopes === 'string' ? body.scopes : ''
@@ -166,7 +203,12 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
         const res = await send(r.url, () =>
           doFetch(r.url, {
             method: 'DELETE',
-            headers: { authorization: basic(o.clientId, o.clientSecret), accept: 'application/vnd.github+json', 'content-type': 'application/json', 'user-agent': 'berth' },
+            headers: {
+              authorization: basic(o.clientId, o.clientSecret),
+              accept: 'application/vnd.github+json',
+              'content-type': 'application/json',
+              'user-agent': 'berth',
+            },
             body: JSON.stringify({ access_token: tokens.access_token }),
             redirect: 'manual',
             signal: AbortSignal.timeout(timeoutMs),
@@ -174,18 +216,35 @@ export function createFetchOAuthClient(o: FetchOAuthClientOptions): OAuthClient 
         )
         await res.body?.cancel()
         // 404: the grant is already gone.
-        if (res.status !== 204 && res.status !== 404) throw new ProviderError('oauth', res.status >= 500 ? 'unavailable' : 'client', `grant revocation answered ${res.status}`, { status: res.status })
+        if (res.status !== 204 && res.status !== 404)
+          throw new ProviderError(
+            'oauth',
+            res.status >= 500 ? 'unavailable' : 'client',
+            `grant revocation answered ${res.status}`,
+            { status: res.status },
+          )
         return
       }
       // RFC 7009: revoking the refresh token ends the grant; the access token too, for providers that keep them apart.
-      const all: [string, string][] = [['access_token', tokens.access_token], ...(tokens.refresh_token ? [['refresh_token', tokens.refresh_token] as [string, string]] : [])]
+      const all: [string, string][] = [
+        ['access_token', tokens.access_token],
+        ...(tokens.refresh_token ? [['refresh_token', tokens.refresh_token] as [string, string]] : []),
+      ]
       for (const [hint, value] of all) {
         const res = await send(r.url, () =>
-          oauth.revocationRequest(as, client, auth, value, { ...options(r.url), additionalParameters: { token_type_hint: hint } }),
+          oauth.revocationRequest(as, client, auth, value, {
+            ...options(r.url),
+            additionalParameters: { token_type_hint: hint },
+          }),
         )
         if (res.status !== 200) {
           await res.body?.cancel()
-          throw new ProviderError('oauth', res.status >= 500 ? 'unavailable' : 'client', `token revocation answered ${res.status}`, { status: res.status })
+          throw new ProviderError(
+            'oauth',
+            res.status >= 500 ? 'unavailable' : 'client',
+            `token revocation answered ${res.status}`,
+            { status: res.status },
+          )
         }
         await oauth.processRevocationResponse(res)
       }

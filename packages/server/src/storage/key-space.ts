@@ -52,7 +52,8 @@ export class KeySpace {
       const set = this.buckets.get(prefix.slice(0, a))?.get(prefix.slice(a + 1, b))
       if (set) sets.push(set)
     } else if (a >= 0) {
-      for (const [two, set] of this.buckets.get(prefix.slice(0, a)) ?? []) if (two.startsWith(prefix.slice(a + 1))) sets.push(set)
+      for (const [two, set] of this.buckets.get(prefix.slice(0, a)) ?? [])
+        if (two.startsWith(prefix.slice(a + 1))) sets.push(set)
     } else {
       for (const [one, inner] of this.buckets) if (one.startsWith(prefix)) sets.push(...inner.values())
     }

@@ -34,7 +34,11 @@ function parse(text: string): unknown {
  * migrateFsLayout(join(dataDir, 'store'), sqliteStore(join(dataDir, 'berth.db')), logger)
  * ```
  */
-export function migrateFsLayout(dir: string, store: SqliteStore, logger: Logger): { keys: number; movedTo: string } | null {
+export function migrateFsLayout(
+  dir: string,
+  store: SqliteStore,
+  logger: Logger,
+): { keys: number; movedTo: string } | null {
   if (!existsSync(dir)) return null
   const files = [...walk(dir)]
   logger.info(`storage: migrating ${files.length} keys from the fs layout at ${dir} into ${store.path}`)

@@ -105,7 +105,9 @@ export function redisStore(opts: RedisStoreOptions): ClosableStore {
       await write(key, '', null)
     },
     async keys(prefix: string) {
-      const end = prefix ? `(${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}` : '+'
+      const end = prefix
+        ? `(${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}`
+        : '+'
       return redis.zrangebylex(`${p}k`, prefix ? `[${prefix}` : '-', end)
     },
     async put<T>(key: string, value: T, entry: IndexEntry) {
@@ -113,7 +115,15 @@ export function redisStore(opts: RedisStoreOptions): ClosableStore {
     },
     async list<T>(scope: string, query: IndexQuery) {
       const limit = Math.min(query.limit, 1_000_000_000)
-      const [total, values] = (await redis.eval(LIST, 0, p, indexName(scope, query.term), scope, query.offset, limit)) as [number, string[]]
+      const [total, values] = (await redis.eval(
+        LIST,
+        0,
+        p,
+        indexName(scope, query.term),
+        scope,
+        query.offset,
+        limit,
+      )) as [number, string[]]
       return { items: values.filter((v) => v !== '').map((v) => JSON.parse(v) as T), total }
     },
     async close() {

@@ -41,7 +41,6 @@ function after(prefix: string): string {
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)
 }
 
-
 /**
  * The embedded default: one SQLite file (through `libsql`, prebuilt from npm) in WAL mode.
  * Table `kv` holds every value (and, for listed records, their index entry); `ix` holds
@@ -68,17 +67,23 @@ export function sqliteStore(path: string): SqliteStore {
 
   const q = {
     get: db.prepare('SELECT value FROM kv WHERE key = ?').raw(),
-    upsert: db.prepare('INSERT INTO kv (key, value, entry) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, entry = excluded.entry'),
+    upsert: db.prepare(
+      'INSERT INTO kv (key, value, entry) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, entry = excluded.entry',
+    ),
     del: db.prepare('DELETE FROM kv WHERE key = ?'),
     range: db.prepare('SELECT key FROM kv WHERE key >= ? AND key < ? ORDER BY key').raw(),
     name: db.prepare('SELECT nid, n FROM ix_name WHERE name = ?').raw(),
     addName: db.prepare('INSERT INTO ix_name (name, n) VALUES (?, 0) ON CONFLICT (name) DO NOTHING'),
     // The page's ids from the index alone (OFFSET skips index rows only), then their values.
     desc: db
-      .prepare('SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord DESC, id DESC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord DESC, p.id DESC')
+      .prepare(
+        'SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord DESC, id DESC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord DESC, p.id DESC',
+      )
       .raw(),
     asc: db
-      .prepare('SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord ASC, id ASC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord ASC, p.id ASC')
+      .prepare(
+        'SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord ASC, id ASC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord ASC, p.id ASC',
+      )
       .raw(),
   }
   // Rows come back raw (arrays): the first column of one row, or of every row.

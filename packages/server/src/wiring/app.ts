@@ -43,9 +43,14 @@ export function createApp(o: { table: readonly AnyRoute[]; run: Pipeline; logger
   })
 
   for (const route of table) {
-    app.on(route.method, route.path, (event: H3Event) => run(route, event.req, getRouterParams(event, { decode: true })))
+    app.on(route.method, route.path, (event: H3Event) =>
+      run(route, event.req, getRouterParams(event, { decode: true })),
+    )
     // HEAD wherever GET: the GET's status and headers, its body dropped unread.
-    if (route.method === 'GET') app.on('HEAD', route.path, (event: H3Event) => headOf(run(route, event.req, getRouterParams(event, { decode: true }))))
+    if (route.method === 'GET')
+      app.on('HEAD', route.path, (event: H3Event) =>
+        headOf(run(route, event.req, getRouterParams(event, { decode: true }))),
+      )
   }
   if (o.console) mountConsole(app)
   const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
@@ -61,12 +66,24 @@ export function createApp(o: { table: readonly AnyRoute[]; run: Pipeline; logger
       }
     }
     const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))]
-    if (allowed.length === 0) return errorResponse(new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`), undefined, limits)
-    if (event.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: { ...limits, allow: allowed.join(', ') } })
-    return errorResponse(new ApiError('METHOD_NOT_ALLOWED', `${event.req.method} is not allowed on ${path.slice(0, 200)}`, { allow: allowed }), undefined, {
-      ...limits,
-      allow: allowed.join(', '),
-    })
+    if (allowed.length === 0)
+      return errorResponse(
+        new ApiError('NOT_FOUND', `No route for ${event.req.method} ${path.slice(0, 200)}`),
+        undefined,
+        limits,
+      )
+    if (event.req.method === 'OPTIONS')
+      return new Response(null, { status: 204, headers: { ...limits, allow: allowed.join(', ') } })
+    return errorResponse(
+      new ApiError('METHOD_NOT_ALLOWED', `${event.req.method} is not allowed on ${path.slice(0, 200)}`, {
+        allow: allowed,
+      }),
+      undefined,
+      {
+        ...limits,
+        allow: allowed.join(', '),
+      },
+    )
   })
   return app
 }

@@ -11,7 +11,14 @@ import { createMessengerApi } from '../notifiers/messenger-api.js'
 /** The services' options for integrations and notifications. */
 export type IntegrationWiring = Pick<
   ServicesOptions,
-  'channels' | 'notificationRetry' | 'gitProviders' | 'connectProviders' | 'chatSigningSecret' | 'bankApi' | 'messenger' | 'oauthStateKey'
+  | 'channels'
+  | 'notificationRetry'
+  | 'gitProviders'
+  | 'connectProviders'
+  | 'chatSigningSecret'
+  | 'bankApi'
+  | 'messenger'
+  | 'oauthStateKey'
 >
 
 /**
@@ -37,11 +44,17 @@ export function wireIntegrations(options: BerthOptions, ctx: { clock: Clock; key
       smtp: options.smtp,
       ...timeout,
       resolve: options.notifications?.resolve,
-      channels: { ...(chatProvider && { chatprovider: chatProvider.channel }), ...(mailProvider && { mailprovider: mailProvider.channel }) },
+      channels: {
+        ...(chatProvider && { chatprovider: chatProvider.channel }),
+        ...(mailProvider && { mailprovider: mailProvider.channel }),
+      },
     }),
     notificationRetry: { attempts: options.notifications?.attempts, backoffMs: options.notifications?.backoffMs },
     gitProviders: createGitProviders(options.gitProviders ?? {}, { clock: ctx.clock }),
-    connectProviders: { ...(chatProvider && { chatprovider: chatProvider.connect }), ...(mailProvider && { mailprovider: mailProvider.connect }) },
+    connectProviders: {
+      ...(chatProvider && { chatprovider: chatProvider.connect }),
+      ...(mailProvider && { mailprovider: mailProvider.connect }),
+    },
     chatSigningSecret: chatProvider?.signingSecret,
     bankApi: createBankApi(options.bankProvider),
     messenger: { api: createMessengerApi(options.messenger), publicUrl: options.messenger?.publicUrl },

@@ -42,12 +42,16 @@ function defaultEnvSpec(options: BerthOptions, logger: Logger): Partial<Containe
   const agentUser = options.agentUser ?? '1000:1000'
   const enforced = runtime?.capabilities.egress ?? []
   if (runtime && options.pool && caps.defaultPolicy !== 'allowlist' && !enforced.includes(caps.defaultPolicy)) {
-    logger.warn(`the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: tasks of the default environment keep the host's network (see docs/ENVIRONMENTS.md)`)
+    logger.warn(
+      `the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: tasks of the default environment keep the host's network (see docs/ENVIRONMENTS.md)`,
+    )
   }
   if (!runtime?.capabilities.isolation) return {}
   return {
     // A pool spec naming a network of its own (an embedding's choice) keeps it.
-    ...(options.pool?.spec?.network === undefined && caps.defaultPolicy !== 'allowlist' && enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
+    ...(options.pool?.spec?.network === undefined &&
+      caps.defaultPolicy !== 'allowlist' &&
+      enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
     limits: { cpus: caps.defaults.cpus, memoryBytes: caps.defaults.memory_mb * 1024 * 1024, pids: caps.defaults.pids },
     ...(agentUser !== 'root' && { user: agentUser }),
   }
@@ -70,9 +74,17 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
   if (options.pool && !runtime) throw new Error('createBerth: `pool` needs a `runtime`')
   if (!runtime || !options.pool) return { pool: undefined, warmAgents: undefined, services: { environmentCaps: caps } }
   const runnerMount = options.runner?.bundleDir
-    ? [{ type: 'bind' as const, source: resolve(options.runner.bundleDir), target: '/opt/berth-runner', readOnly: true }]
+    ? [
+        {
+          type: 'bind' as const,
+          source: resolve(options.runner.bundleDir),
+          target: '/opt/berth-runner',
+          readOnly: true,
+        },
+      ]
     : []
-  const command = options.runner?.command ?? (options.runner?.bundleDir ? ['node', '/opt/berth-runner/main.js'] : ['berth-runner'])
+  const command =
+    options.runner?.command ?? (options.runner?.bundleDir ? ['node', '/opt/berth-runner/main.js'] : ['berth-runner'])
   const pool = new ContainerPool({
     runtime,
     store: ctx.store,
@@ -84,10 +96,16 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
     name: options.pool.name ?? defaultPoolName(ctx.dataDir),
     imageRecipe: options.pool.imageRecipe,
     retry: options.pool.retry,
-    spec: { ...defaultEnvSpec(options, ctx.logger), ...options.pool.spec, mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount] },
+    spec: {
+      ...defaultEnvSpec(options, ctx.logger),
+      ...options.pool.spec,
+      mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount],
+    },
     adopt: adoptRunningWorkspaces(ctx.store),
   })
-  const warmAgents = options.pool.warmAgents ? new WarmAgents({ runtime, pool, command, logger: ctx.logger, max: options.pool.warmAgents, cwd: '/workspace' }) : undefined
+  const warmAgents = options.pool.warmAgents
+    ? new WarmAgents({ runtime, pool, command, logger: ctx.logger, max: options.pool.warmAgents, cwd: '/workspace' })
+    : undefined
   const recipe = options.environments?.recipe
   return {
     pool,
@@ -96,7 +114,9 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
       pool,
       engine: { runtime, pool, command, warmAgents },
       environmentCaps: caps,
-      environmentImages: runtime.ensureImage ? environmentImages({ runtime, defaultRef: options.pool.image, recipe }) : undefined,
+      environmentImages: runtime.ensureImage
+        ? environmentImages({ runtime, defaultRef: options.pool.image, recipe })
+        : undefined,
     },
   }
 }

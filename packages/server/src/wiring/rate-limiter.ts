@@ -16,5 +16,7 @@ export function rateLimiterFor(options: BerthOptions, clock: Clock): RateLimiter
   const given = options.rateLimit
   if (given && 'take' in given) return given
   const settings = { rpm: given?.rpm ?? 60, burst: given?.burst ?? 10 }
-  return options.coordination ? coordinatedLimiter(options.coordination, settings, 'caller') : tokenBucket({ ...settings, clock })
+  return options.coordination
+    ? coordinatedLimiter(options.coordination, settings, 'caller')
+    : tokenBucket({ ...settings, clock })
 }

@@ -137,7 +137,10 @@ export function execCases(s: Suite): void {
     ]
     for (const [i, schedule] of aborts.entries()) {
       const ac = new AbortController()
-      const starting = s.rt.exec(s.shared, { cmd: ['sh', '-c', `echo started; sleep 2; touch aborted-at-start-${i}`], signal: ac.signal })
+      const starting = s.rt.exec(s.shared, {
+        cmd: ['sh', '-c', `echo started; sleep 2; touch aborted-at-start-${i}`],
+        signal: ac.signal,
+      })
       schedule(() => ac.abort())
       const r = await collectExec(await starting)
       expect(r.killed, `abort ${i}`).toBe(true)

@@ -18,7 +18,8 @@ export function fileCases(s: Suite): void {
     const root = '/workspace/box'
     let id: string
     let rt: ContainerRuntime
-    const ls = async (dir: string) => (await s.sh(id, `ls -A ${dir} 2>/dev/null`)).stdout.split('\n').filter(Boolean).sort()
+    const ls = async (dir: string) =>
+      (await s.sh(id, `ls -A ${dir} 2>/dev/null`)).stdout.split('\n').filter(Boolean).sort()
 
     beforeAll(async () => {
       rt = s.rt
@@ -42,7 +43,15 @@ export function fileCases(s: Suite): void {
     it('lists a directory: names sorted, dotfiles included, types, sizes and mtimes', async () => {
       const listing = await rt.listFiles(id, root, '')
       const byName = new Map(listing.entries.map((e) => [e.name, e]))
-      expect(listing.entries.map((e) => e.name)).toEqual(['.hidden', 'dangling', 'empty', 'link-in', 'link-out', 'link-root', 'src'])
+      expect(listing.entries.map((e) => e.name)).toEqual([
+        '.hidden',
+        'dangling',
+        'empty',
+        'link-in',
+        'link-out',
+        'link-root',
+        'src',
+      ])
       expect(listing.truncated).toBe(false)
       expect(byName.get('src')?.type).toBe('directory')
       expect(byName.get('.hidden')).toMatchObject({ type: 'file', size: 3 })

@@ -35,7 +35,14 @@ export function isolationCases(s: Suite): void {
     const field = (k: string) => new RegExp(`${k}:\\s+(\\S+)`).exec(r.stdout)?.[1]
     expect(field('NoNewPrivs')).toBe('1')
     const bounding = BigInt(`0x${field('CapBnd')}`)
-    for (const [cap, bit] of Object.entries({ SYS_ADMIN: 21, NET_ADMIN: 12, NET_RAW: 13, MKNOD: 27, SYS_PTRACE: 19, SYS_MODULE: 16 })) {
+    for (const [cap, bit] of Object.entries({
+      SYS_ADMIN: 21,
+      NET_ADMIN: 12,
+      NET_RAW: 13,
+      MKNOD: 27,
+      SYS_PTRACE: 19,
+      SYS_MODULE: 16,
+    })) {
       expect({ cap, kept: (bounding >> BigInt(bit)) & 1n }).toEqual({ cap, kept: 0n })
     }
     expect(r.stdout.trim().split('\n').at(-1)).not.toBe('sleep')
@@ -49,7 +56,9 @@ export function isolationCases(s: Suite): void {
     expect(r.stdout).toMatch(/CapEff:\s+0+\n/)
     expect(r.stdout).toContain('writable')
     await s.rt.putArchive(id, '/workspace', await packTar([{ name: 'put.txt', content: 'x\n' }]))
-    expect((await sh(id, 'stat -c %u /workspace/put.txt && echo more >> /workspace/put.txt && echo appended')).stdout).toMatch(/^1000\nappended/)
+    expect(
+      (await sh(id, 'stat -c %u /workspace/put.txt && echo more >> /workspace/put.txt && echo appended')).stdout,
+    ).toMatch(/^1000\nappended/)
   })
 
   it('enforces the egress policies it names, and refuses the others', async () => {

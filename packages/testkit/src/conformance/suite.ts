@@ -1,6 +1,14 @@
 /** The conformance suite's shared pieces: its options, the state its cases share, and small helpers. */
 import { createServer } from 'node:net'
-import { isContainerError, isFilePathError, type ContainerRuntime, type ContainerSpec, type ExecResult, type FilePathProblem, type RuntimeCapabilities } from '@berth/core'
+import {
+  isContainerError,
+  isFilePathError,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ExecResult,
+  type FilePathProblem,
+  type RuntimeCapabilities,
+} from '@berth/core'
 import { expect } from 'vitest'
 
 /** What the suite needs to know about one adapter beyond the runtime itself. */
@@ -76,11 +84,18 @@ export interface Suite {
   /** Create (and start, unless `start` is false) a container of this run, working directory `/workspace`. */
   make(spec?: Partial<ContainerSpec>, start?: boolean): Promise<string>
   /** Run `sh -c script` and collect its output. */
-  sh(id: string, script: string, extra?: Partial<Parameters<ContainerRuntime['exec']>[1]>): Promise<ExecResult & { stdout: string; stderr: string }>
+  sh(
+    id: string,
+    script: string,
+    extra?: Partial<Parameters<ContainerRuntime['exec']>[1]>,
+  ): Promise<ExecResult & { stdout: string; stderr: string }>
 }
 
 /** Expect a file operation to refuse a path with `problem`; resolves the error's details. */
-export async function expectPathProblem(p: Promise<unknown>, problem: FilePathProblem): Promise<Record<string, unknown>> {
+export async function expectPathProblem(
+  p: Promise<unknown>,
+  problem: FilePathProblem,
+): Promise<Record<string, unknown>> {
   const err = await p.then(
     () => {
       throw new Error(`expected a ${problem} path error, but the operation succeeded`)

@@ -15,7 +15,11 @@ export function volumeCases(s: Suite): void {
     try {
       const listed = await s.rt.listVolumes({ labels: runLabels })
       expect(listed.map((v) => v.name)).toEqual([volume])
-      expect(listed[0]!.labels).toMatchObject({ 'berth.managed': 'true', 'berth.workspace': 'ws_conformance', ...runLabels })
+      expect(listed[0]!.labels).toMatchObject({
+        'berth.managed': 'true',
+        'berth.workspace': 'ws_conformance',
+        ...runLabels,
+      })
       expect(await s.rt.listVolumes({ labels: { 'berth.test.run': `${run}-none` } })).toEqual([])
       const a = await make({ mounts: [{ type: 'volume', source: volume, target: '/workspace/vol' }] })
       expect((await sh(a, 'echo kept > vol/file && echo ok')).stdout.trim()).toBe('ok')
@@ -41,7 +45,10 @@ export function volumeCases(s: Suite): void {
           { type: 'bind', source: rw, target: '/workspace/rw' },
         ],
       })
-      const r = await sh(id, 'cat ro/ro.txt; echo written > rw/out.txt && echo rw-ok; touch ro/new 2>/dev/null && echo ro-writable')
+      const r = await sh(
+        id,
+        'cat ro/ro.txt; echo written > rw/out.txt && echo rw-ok; touch ro/new 2>/dev/null && echo ro-writable',
+      )
       expect(r.stdout).toContain('from host')
       expect(r.stdout).toContain('rw-ok')
       expect(readFileSync(join(rw, 'out.txt'), 'utf8')).toBe('written\n')

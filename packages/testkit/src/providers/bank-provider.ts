@@ -90,16 +90,31 @@ export async function startFakeBankProvider(opts: FakeBankProviderOptions = {}):
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://fake').pathname
     const header = req.headers.authorization
-    const entry: FakeBankRequest = { method: req.method ?? 'GET', path, authenticated: Boolean(header?.startsWith('Basic ')), status: null }
+    const entry: FakeBankRequest = {
+      method: req.method ?? 'GET',
+      path,
+      authenticated: Boolean(header?.startsWith('Basic ')),
+      status: null,
+    }
     requests.push(entry)
     req.resume()
     if (failure === 'hang') return
     if (failure) {
-      entry.status = sendError(res, failure.status, 'internal_server_error', 'The institution is unavailable, try again later.')
+      entry.status = sendError(
+        res,
+        failure.status,
+        'internal_server_error',
+        'The institution is unavailable, try again later.',
+      )
       return
     }
     if (!header?.startsWith('Basic ')) {
-      entry.status = sendError(res, 401, 'missing_credentials', 'Access token required: send it as the Basic auth username.')
+      entry.status = sendError(
+        res,
+        401,
+        'missing_credentials',
+        'Access token required: send it as the Basic auth username.',
+      )
       return
     }
     const token = Buffer.from(header.slice(6), 'base64').toString('utf8').split(':')[0] ?? ''
@@ -109,7 +124,8 @@ export async function startFakeBankProvider(opts: FakeBankProviderOptions = {}):
       return
     }
     const one = path.match(/^\/accounts\/([^/]+)$/)
-    const body = path === '/accounts' ? enrollment.accounts : one ? enrollment.accounts.find((a) => a.id === one[1]) : undefined
+    const body =
+      path === '/accounts' ? enrollment.accounts : one ? enrollment.accounts.find((a) => a.id === one[1]) : undefined
     if (req.method !== 'GET' || body === undefined) {
       entry.status = sendError(res, 404, 'not_found', 'The requested resource was not found.')
       return
@@ -139,7 +155,11 @@ export async function startFakeBankProvider(opts: FakeBankProviderOptions = {}):
           currency: 'USD',
           last_four: String(1000 + i * 1111).slice(-4),
           status: 'open',
-          links: { self: `${url}/accounts/${accId}`, balances: `${url}/accounts/${accId}/balances`, transactions: `${url}/accounts/${accId}/transactions` },
+          links: {
+            self: `${url}/accounts/${accId}`,
+            balances: `${url}/accounts/${accId}/balances`,
+            transactions: `${url}/accounts/${accId}/transactions`,
+          },
         }
       })
       const accessToken = `token_${hex(16)}`

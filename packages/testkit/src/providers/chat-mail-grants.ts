@@ -26,7 +26,9 @@ export type TokenResult<U> =
   | { ok: false; failure: GrantFailure }
 
 /** Whether an access token works now. */
-export type AccessCheck<U> = { ok: true; grant: FakeGrant<U> } | { ok: false; reason: 'unknown' | 'expired' | 'revoked' }
+export type AccessCheck<U> =
+  | { ok: true; grant: FakeGrant<U> }
+  | { ok: false; reason: 'unknown' | 'expired' | 'revoked' }
 
 export interface GrantBookOptions {
   clientId: string
@@ -92,7 +94,12 @@ export function readBody(req: IncomingMessage): Promise<string> {
  * return sendJson(res, 200, { ok: true })
  * ```
  */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): number {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): number {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers })
   res.end(JSON.stringify(body))
   return status
@@ -110,7 +117,9 @@ export function formOf(req: IncomingMessage, raw: string): URLSearchParams {
   if (!(req.headers['content-type'] ?? '').includes('json')) return new URLSearchParams(raw)
   try {
     const parsed = JSON.parse(raw || '{}') as Record<string, unknown>
-    return new URLSearchParams(Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]))
+    return new URLSearchParams(
+      Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+    )
   } catch {
     return new URLSearchParams()
   }
@@ -180,7 +189,15 @@ export function grantBook<U>(o: GrantBookOptions) {
       if (decline) return fail('access_denied')
       const code = randomHex()
       const scopes = (query.get('scope') ?? '').split(/[\s,]+/).filter(Boolean)
-      codes.set(code, { redirectUri: redirect, challenge, user, scopes: scopes.length ? scopes : defaultScopes, offline: o.offline(query), expiresAt: o.now() + CODE_TTL_MS, used: false })
+      codes.set(code, {
+        redirectUri: redirect,
+        challenge,
+        user,
+        scopes: scopes.length ? scopes : defaultScopes,
+        offline: o.offline(query),
+        expiresAt: o.now() + CODE_TTL_MS,
+        used: false,
+      })
       back.searchParams.set('code', code)
       return back
     },
@@ -195,10 +212,16 @@ export function grantBook<U>(o: GrantBookOptions) {
         if (form.get('redirect_uri') !== c.redirectUri) return { ok: false, failure: 'bad_redirect' }
         if (c.challenge !== null) {
           const verifier = form.get('code_verifier')
-          if (!verifier || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) return { ok: false, failure: 'bad_pkce' }
+          if (!verifier || createHash('sha256').update(verifier).digest('base64url') !== c.challenge)
+            return { ok: false, failure: 'bad_pkce' }
         }
         c.used = true
-        const grant: FakeGrant<U> = { user: c.user, scopes: c.scopes, refreshToken: c.offline ? o.refreshToken(randomHex()) : null, revoked: false }
+        const grant: FakeGrant<U> = {
+          user: c.user,
+          scopes: c.scopes,
+          refreshToken: c.offline ? o.refreshToken(randomHex()) : null,
+          revoked: false,
+        }
         grants.push(grant)
         return issue(grant, grant.refreshToken)
       }

@@ -101,11 +101,18 @@ export interface FakeChatProvider {
   /** The next `chat.postMessage` answers `{ ok: false, error }`. */
   failNext(error: string): void
   /** An `event_callback` envelope with an `app_mention` of the bot (or a plain `message` with `mention: false`). */
-  messageEvent(text: string, opts?: { channel?: string; user?: string; mention?: boolean; eventId?: string }): Record<string, unknown>
+  messageEvent(
+    text: string,
+    opts?: { channel?: string; user?: string; mention?: boolean; eventId?: string },
+  ): Record<string, unknown>
   /** A `url_verification` request. */
   urlVerification(challenge?: string): Record<string, unknown>
   /** The provider's signature headers for a body. */
-  signatureHeaders(body: string, timestamp?: number, secret?: string): { 'x-request-timestamp': string; 'x-signature': string }
+  signatureHeaders(
+    body: string,
+    timestamp?: number,
+    secret?: string,
+  ): { 'x-request-timestamp': string; 'x-signature': string }
   /** POST a payload to an events URL the way the provider does (signed). */
   sendEvent(url: string, payload: unknown, opts?: SendChatEventOptions): Promise<Response>
   close(): Promise<void>

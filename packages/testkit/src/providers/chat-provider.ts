@@ -3,7 +3,13 @@ import { createHmac } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { bearerOf, formOf, grantBook, randomHex, readBody, sendJson, type GrantFailure } from './chat-mail-grants.js'
-import type { FakeChatTeam, FakeChatProviderOptions, FakeChatRequest, FakeChatMessage, FakeChatProvider } from './chat-provider-types.js'
+import type {
+  FakeChatTeam,
+  FakeChatProviderOptions,
+  FakeChatRequest,
+  FakeChatMessage,
+  FakeChatProvider,
+} from './chat-provider-types.js'
 
 /**
  * The provider's request signature: `v0=<hex HMAC-SHA256(signing_secret, "v0:<timestamp>:<body>")>`.
@@ -80,7 +86,11 @@ export async function startFakeChatProvider(opts: FakeChatProviderOptions = {}):
   let failures: string[] = []
   let seq = 0
 
-  const tokenBody = (r: { accessToken: string; ttlSeconds: number; grant: { scopes: string[]; refreshToken: string | null } }) => ({
+  const tokenBody = (r: {
+    accessToken: string
+    ttlSeconds: number
+    grant: { scopes: string[]; refreshToken: string | null }
+  }) => ({
     ok: true,
     app_id: 'A0BERTHAPP',
     authed_user: { id: 'U0INSTALLER' },
@@ -108,16 +118,36 @@ export async function startFakeChatProvider(opts: FakeChatProviderOptions = {}):
     const token = bearerOf(req) ?? form.get('token') ?? undefined
     if (!token) return reply({ ok: false, error: 'not_authed' })
     const check = book.check(token)
-    if (!check.ok) return reply({ ok: false, error: check.reason === 'revoked' ? 'token_revoked' : check.reason === 'expired' ? 'token_expired' : 'invalid_auth' })
+    if (!check.ok)
+      return reply({
+        ok: false,
+        error:
+          check.reason === 'revoked' ? 'token_revoked' : check.reason === 'expired' ? 'token_expired' : 'invalid_auth',
+      })
     const installer = check.grant.user
     switch (method) {
       case 'auth.test':
-        return reply({ ok: true, url: `https://${installer.team.name.toLowerCase()}.chat.example/`, team: installer.team.name, user: 'berth', team_id: installer.team.id, user_id: installer.botUserId, bot_id: 'B0BERTHBOT', is_enterprise_install: false })
+        return reply({
+          ok: true,
+          url: `https://${installer.team.name.toLowerCase()}.chat.example/`,
+          team: installer.team.name,
+          user: 'berth',
+          team_id: installer.team.id,
+          user_id: installer.botUserId,
+          bot_id: 'B0BERTHBOT',
+          is_enterprise_install: false,
+        })
       case 'auth.revoke':
         book.revoke(token)
         return reply({ ok: true, revoked: true })
       case 'chat.postMessage': {
-        if (!check.grant.scopes.includes('chat:write')) return reply({ ok: false, error: 'missing_scope', needed: 'chat:write', provided: check.grant.scopes.join(',') })
+        if (!check.grant.scopes.includes('chat:write'))
+          return reply({
+            ok: false,
+            error: 'missing_scope',
+            needed: 'chat:write',
+            provided: check.grant.scopes.join(','),
+          })
         const failure = failures.shift()
         if (failure) return reply({ ok: false, error: failure })
         const wanted = (form.get('channel') ?? '').replace(/^#/, '')
@@ -128,8 +158,20 @@ export async function startFakeChatProvider(opts: FakeChatProviderOptions = {}):
         if (!text && !blocks) return reply({ ok: false, error: 'no_text' })
         if (text.length > 40_000) return reply({ ok: false, error: 'msg_too_long' })
         const ts = `${Math.floor(now() / 1000)}.${String(++seq).padStart(6, '0')}`
-        messages.push({ channel: channel.id, text, blocks, thread_ts: form.get('thread_ts'), ts, team_id: installer.team.id })
-        return reply({ ok: true, channel: channel.id, ts, message: { type: 'message', text, user: installer.botUserId, bot_id: 'B0BERTHBOT', ts } })
+        messages.push({
+          channel: channel.id,
+          text,
+          blocks,
+          thread_ts: form.get('thread_ts'),
+          ts,
+          team_id: installer.team.id,
+        })
+        return reply({
+          ok: true,
+          channel: channel.id,
+          ts,
+          message: { type: 'message', text, user: installer.botUserId, bot_id: 'B0BERTHBOT', ts },
+        })
       }
       default:
         return reply({ ok: false, error: 'unknown_method' })
@@ -145,7 +187,9 @@ export async function startFakeChatProvider(opts: FakeChatProviderOptions = {}):
         const back = book.authorize(url.searchParams, { team, botUserId }, decline, ['chat:write'])
         decline = false
         if (!back) {
-          res.writeHead(400, { 'content-type': 'text/html; charset=utf-8' }).end('<h1>Invalid client_id or redirect_uri</h1>')
+          res
+            .writeHead(400, { 'content-type': 'text/html; charset=utf-8' })
+            .end('<h1>Invalid client_id or redirect_uri</h1>')
           return 400
         }
         res.writeHead(302, { location: back.href }).end()
@@ -180,7 +224,14 @@ export async function startFakeChatProvider(opts: FakeChatProviderOptions = {}):
     botUserId,
     requests,
     messages,
-    config: () => ({ clientId, clientSecret, signingSecret, authorizeUrl: `${url}/oauth/v2/authorize`, tokenUrl: `${url}/api/oauth.v2.access`, apiBaseUrl: `${url}/api` }),
+    config: () => ({
+      clientId,
+      clientSecret,
+      signingSecret,
+      authorizeUrl: `${url}/oauth/v2/authorize`,
+      tokenUrl: `${url}/api/oauth.v2.access`,
+      apiBaseUrl: `${url}/api`,
+    }),
     issuedTokens: book.issuedTokens,
     activeGrants: book.activeGrants,
     revokeAll: () => book.revokeAll(),
@@ -212,11 +263,18 @@ export async function startFakeChatProvider(opts: FakeChatProviderOptions = {}):
         authorizations: [{ team_id: team.id, user_id: botUserId, is_bot: true }],
       }
     },
-    urlVerification: (challenge = randomHex(16)) => ({ token: 'deprecated-verification-token', challenge, type: 'url_verification' }),
+    urlVerification: (challenge = randomHex(16)) => ({
+      token: 'deprecated-verification-token',
+      challenge,
+      type: 'url_verification',
+    }),
     signatureHeaders,
     sendEvent: (target, payload, o = {}) => {
       const body = JSON.stringify(payload)
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...signatureHeaders(body, o.timestamp, o.secret) }
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        ...signatureHeaders(body, o.timestamp, o.secret),
+      }
       if (o.signature !== undefined) headers['x-signature'] = o.signature
       for (const h of o.omit ?? []) delete headers[h]
       return fetch(target, { method: 'POST', headers, body })

@@ -19,7 +19,13 @@ export interface WireAnswer {
 }
 
 /** Why the token endpoint refuses. */
-export type TokenErrorKind = 'bad_code' | 'bad_refresh' | 'bad_client' | 'bad_pkce' | 'bad_request' | 'unsupported_grant'
+export type TokenErrorKind =
+  | 'bad_code'
+  | 'bad_refresh'
+  | 'bad_client'
+  | 'bad_pkce'
+  | 'bad_request'
+  | 'unsupported_grant'
 
 export interface ProviderShape {
   authorizePath: string
@@ -79,13 +85,35 @@ export const PROVIDER_SHAPES: Record<FakeGitProviderKind, ProviderShape> = {
         bad_pkce: ['bad_verification_code', 'The code_verifier does not match the code_challenge.'],
         bad_refresh: ['bad_refresh_token', 'The refresh token passed is incorrect or expired.'],
         bad_client: ['incorrect_client_credentials', 'The client_id and/or client_secret passed are incorrect.'],
-        bad_request: ['redirect_uri_mismatch', 'The redirect_uri MUST match the registered callback URL for this application.'],
+        bad_request: [
+          'redirect_uri_mismatch',
+          'The redirect_uri MUST match the registered callback URL for this application.',
+        ],
         unsupported_grant: ['unsupported_grant_type', 'The grant type is not supported.'],
       }[kind]
-      return { status: 200, body: { error, error_description: description, error_uri: 'https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors' } }
+      return {
+        status: 200,
+        body: {
+          error,
+          error_description: description,
+          error_uri:
+            'https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors',
+        },
+      }
     },
-    userBody: (u) => ({ login: u.login, id: u.id, node_id: `U_${u.id}`, type: 'User', name: u.login, site_admin: false }),
-    unauthorizedBody: () => ({ message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' }),
+    userBody: (u) => ({
+      login: u.login,
+      id: u.id,
+      node_id: `U_${u.id}`,
+      type: 'User',
+      name: u.login,
+      site_admin: false,
+    }),
+    unauthorizedBody: () => ({
+      message: 'Bad credentials',
+      documentation_url: 'https://docs.github.com/rest',
+      status: '401',
+    }),
   },
   gitlab: {
     authorizePath: '/oauth/authorize',
@@ -109,15 +137,42 @@ export const PROVIDER_SHAPES: Record<FakeGitProviderKind, ProviderShape> = {
     }),
     tokenError: (kind) =>
       kind === 'bad_client'
-        ? { status: 401, body: { error: 'invalid_client', error_description: 'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.' } }
+        ? {
+            status: 401,
+            body: {
+              error: 'invalid_client',
+              error_description:
+                'Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.',
+            },
+          }
         : kind === 'unsupported_grant'
-          ? { status: 400, body: { error: 'unsupported_grant_type', error_description: 'The authorization grant type is not supported by the authorization server.' } }
+          ? {
+              status: 400,
+              body: {
+                error: 'unsupported_grant_type',
+                error_description: 'The authorization grant type is not supported by the authorization server.',
+              },
+            }
           : kind === 'bad_request'
-            ? { status: 400, body: { error: 'invalid_request', error_description: 'The request is missing a required parameter.' } }
+            ? {
+                status: 400,
+                body: { error: 'invalid_request', error_description: 'The request is missing a required parameter.' },
+              }
             : { status: 400, body: { error: 'invalid_grant', error_description: GITLAB_INVALID_GRANT } },
-    userBody: (u) => ({ id: u.id, username: u.login, name: u.login, state: 'active', web_url: `https://gitlab.example/${u.login}` }),
+    userBody: (u) => ({
+      id: u.id,
+      username: u.login,
+      name: u.login,
+      state: 'active',
+      web_url: `https://gitlab.example/${u.login}`,
+    }),
     unauthorizedBody: (expired) =>
-      expired ? { error: 'invalid_token', error_description: 'Token is expired. You can either do re-authorization or token refresh.' } : { message: '401 Unauthorized' },
+      expired
+        ? {
+            error: 'invalid_token',
+            error_description: 'Token is expired. You can either do re-authorization or token refresh.',
+          }
+        : { message: '401 Unauthorized' },
   },
   bitbucket: {
     authorizePath: '/site/oauth2/authorize',
@@ -146,7 +201,14 @@ export const PROVIDER_SHAPES: Record<FakeGitProviderKind, ProviderShape> = {
           ? { status: 400, body: { error: 'unsupported_grant_type', error_description: 'Unsupported grant type' } }
           : kind === 'bad_request'
             ? { status: 400, body: { error: 'invalid_request', error_description: 'redirect_uri does not match' } }
-            : { status: 400, body: { error: 'invalid_grant', error_description: kind === 'bad_refresh' ? 'Invalid refresh_token' : 'The specified code is not valid.' } },
+            : {
+                status: 400,
+                body: {
+                  error: 'invalid_grant',
+                  error_description:
+                    kind === 'bad_refresh' ? 'Invalid refresh_token' : 'The specified code is not valid.',
+                },
+              },
     userBody: (u) => ({
       type: 'user',
       username: u.login,
@@ -155,6 +217,9 @@ export const PROVIDER_SHAPES: Record<FakeGitProviderKind, ProviderShape> = {
       account_id: `557058:${u.id}`,
       uuid: `{${u.id.toString(16).padStart(8, '0')}-0000-4000-8000-000000000000}`,
     }),
-    unauthorizedBody: (expired) => ({ type: 'error', error: { message: expired ? 'Access token expired.' : 'Token is invalid or not supported for this endpoint.' } }),
+    unauthorizedBody: (expired) => ({
+      type: 'error',
+      error: { message: expired ? 'Access token expired.' : 'Token is invalid or not supported for this endpoint.' },
+    }),
   },
 }

@@ -43,7 +43,11 @@ export interface FakeGitServer {
 }
 
 function git(args: string[], cwd: string): void {
-  const run = spawnSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: cwd } })
+  const run = spawnSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: cwd },
+  })
   if (run.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${run.error?.message ?? run.stderr}`)
 }
 
@@ -162,7 +166,10 @@ export async function startFakeGitServer(opts: FakeGitServerOptions): Promise<Fa
           writeFileSync(join(work, path), content)
         }
         git(['add', '-A'], work)
-        git(['-c', 'user.name=Fake Git', '-c', 'user.email=fake@git.invalid', 'commit', '-q', '-m', 'Initial commit'], work)
+        git(
+          ['-c', 'user.name=Fake Git', '-c', 'user.email=fake@git.invalid', 'commit', '-q', '-m', 'Initial commit'],
+          work,
+        )
         git(['push', '-q', bare, 'HEAD:refs/heads/main'], work)
       } finally {
         rmSync(work, { recursive: true, force: true })

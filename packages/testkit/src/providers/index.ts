@@ -11,14 +11,50 @@
  * - {@link startFakeMailProvider}: a Gmail-like mail provider (Google OAuth, userinfo, `messages.send`).
  */
 export { startFakeGitProvider } from './oauth-provider.js'
-export type { FakeGitProvider, FakeGitProviderOptions, FakeGitProviderConfig, FakeProviderRequest } from './oauth-provider-types.js'
-export { PROVIDER_SHAPES, type FakeGitProviderKind, type FakeGitUser, type ProviderShape, type TokenErrorKind, type WireAnswer } from './git-provider-shapes.js'
+export type {
+  FakeGitProvider,
+  FakeGitProviderOptions,
+  FakeGitProviderConfig,
+  FakeProviderRequest,
+} from './oauth-provider-types.js'
+export {
+  PROVIDER_SHAPES,
+  type FakeGitProviderKind,
+  type FakeGitUser,
+  type ProviderShape,
+  type TokenErrorKind,
+  type WireAnswer,
+} from './git-provider-shapes.js'
 export { startFakeGitServer, type FakeGitServer, type FakeGitServerOptions, type FakeGitRequest } from './git-server.js'
 export { selfSignedCert, type SelfSignedCert } from './tls.js'
 export { startFakeChatProvider, chatSignature } from './chat-provider.js'
-export type { FakeChatProvider, FakeChatProviderOptions, FakeChatProviderConfig, FakeChatRequest, FakeChatMessage, FakeChatTeam, FakeChatChannel, SendChatEventOptions } from './chat-provider-types.js'
-export { startFakeMailProvider, type FakeMailProvider, type FakeMailProviderOptions, type FakeMailProviderConfig, type FakeMailRequest, type FakeSentMail, type FakeMailUser } from './mail-provider.js'
-export { startFakeBankProvider, type FakeBankProvider, type FakeBankProviderOptions, type FakeEnrollment, type FakeBankRequest, type FakeBankFailure } from './bank-provider.js'
+export type {
+  FakeChatProvider,
+  FakeChatProviderOptions,
+  FakeChatProviderConfig,
+  FakeChatRequest,
+  FakeChatMessage,
+  FakeChatTeam,
+  FakeChatChannel,
+  SendChatEventOptions,
+} from './chat-provider-types.js'
+export {
+  startFakeMailProvider,
+  type FakeMailProvider,
+  type FakeMailProviderOptions,
+  type FakeMailProviderConfig,
+  type FakeMailRequest,
+  type FakeSentMail,
+  type FakeMailUser,
+} from './mail-provider.js'
+export {
+  startFakeBankProvider,
+  type FakeBankProvider,
+  type FakeBankProviderOptions,
+  type FakeEnrollment,
+  type FakeBankRequest,
+  type FakeBankFailure,
+} from './bank-provider.js'
 export { startFakeMessenger } from './messenger-provider.js'
 export type {
   FakeMessenger,

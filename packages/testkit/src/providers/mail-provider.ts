@@ -86,21 +86,39 @@ const TOKEN_ERRORS: Record<GrantFailure, { status: number; body: Record<string, 
   bad_code: { status: 400, body: { error: 'invalid_grant', error_description: 'Bad Request' } },
   bad_redirect: { status: 400, body: { error: 'redirect_uri_mismatch', error_description: 'Bad Request' } },
   bad_pkce: { status: 400, body: { error: 'invalid_grant', error_description: 'Invalid code verifier.' } },
-  bad_refresh: { status: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } },
-  unsupported_grant: { status: 400, body: { error: 'unsupported_grant_type', error_description: 'Invalid grant_type: ' } },
+  bad_refresh: {
+    status: 400,
+    body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' },
+  },
+  unsupported_grant: {
+    status: 400,
+    body: { error: 'unsupported_grant_type', error_description: 'Invalid grant_type: ' },
+  },
 }
 
 /** An API error in Google's shape `{ error: { code, message, errors, status } }`. */
 function apiError(res: ServerResponse, code: number, status: string, message: string, reason: string): number {
-  return sendJson(res, code, { error: { code, message, errors: [{ message, domain: 'global', reason }], status } }, code === 401 ? { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' } : {})
+  return sendJson(
+    res,
+    code,
+    { error: { code, message, errors: [{ message, domain: 'global', reason }], status } },
+    code === 401 ? { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' } : {},
+  )
 }
 
 /** RFC 2047 encoded words (`=?UTF-8?B?…?=`, `=?UTF-8?Q?…?=`) decoded. */
 function decodeWords(value: string): string {
-  return value.replace(/=\?([^?]+)\?([BbQq])\?([^?]*)\?=(\s+(?==\?))?/g, (_, _charset: string, enc: string, text: string) =>
-    enc.toUpperCase() === 'B'
-      ? Buffer.from(text, 'base64').toString('utf8')
-      : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'),
+  return value.replace(
+    /=\?([^?]+)\?([BbQq])\?([^?]*)\?=(\s+(?==\?))?/g,
+    (_, _charset: string, enc: string, text: string) =>
+      enc.toUpperCase() === 'B'
+        ? Buffer.from(text, 'base64').toString('utf8')
+        : Buffer.from(
+            text
+              .replace(/_/g, ' ')
+              .replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+            'latin1',
+          ).toString('utf8'),
   )
 }
 
@@ -124,7 +142,12 @@ function parseMessage(message: string): { headers: Record<string, string>; text:
     cte === 'base64'
       ? Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8')
       : cte === 'quoted-printable'
-        ? Buffer.from(body.replace(/=\r?\n/g, '').replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8')
+        ? Buffer.from(
+            body
+              .replace(/=\r?\n/g, '')
+              .replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+            'latin1',
+          ).toString('utf8')
         : body
   return { headers, text }
 }
@@ -200,13 +223,28 @@ export async function startFakeMailProvider(opts: FakeMailProviderOptions = {}):
     } catch {
       return apiError(res, 400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.', 'badRequest')
     }
-    if (typeof raw !== 'string' || raw.length === 0) return apiError(res, 400, 'INVALID_ARGUMENT', "'raw' RFC822 payload message string or uploading message via /upload/* URL required", 'invalidArgument')
+    if (typeof raw !== 'string' || raw.length === 0)
+      return apiError(
+        res,
+        400,
+        'INVALID_ARGUMENT',
+        "'raw' RFC822 payload message string or uploading message via /upload/* URL required",
+        'invalidArgument',
+      )
     const message = parseMessage(Buffer.from(raw, 'base64url').toString('utf8'))
     if (!message) return apiError(res, 400, 'INVALID_ARGUMENT', 'Invalid RFC822 message', 'invalidArgument')
     const to = [...addresses(message.headers.to), ...addresses(message.headers.cc)]
     if (to.length === 0) return apiError(res, 400, 'INVALID_ARGUMENT', 'Recipient address required', 'invalidArgument')
     const id = randomHex(8)
-    sent.push({ id, from: grantUser.email, to, subject: message.headers.subject ?? '', headers: message.headers, text: message.text, raw })
+    sent.push({
+      id,
+      from: grantUser.email,
+      to,
+      subject: message.headers.subject ?? '',
+      headers: message.headers,
+      text: message.text,
+      raw,
+    })
     return sendJson(res, 200, { id, threadId: id, labelIds: ['SENT'] })
   }
 
@@ -221,7 +259,9 @@ export async function startFakeMailProvider(opts: FakeMailProviderOptions = {}):
         const back = book.authorize(url.searchParams, user, decline, ['openid', 'email', SEND_SCOPE])
         decline = false
         if (!back) {
-          res.writeHead(400, { 'content-type': 'text/html; charset=utf-8' }).end('<h1>Error 400: redirect_uri_mismatch</h1>')
+          res
+            .writeHead(400, { 'content-type': 'text/html; charset=utf-8' })
+            .end('<h1>Error 400: redirect_uri_mismatch</h1>')
           return 400
         }
         res.writeHead(302, { location: back.href }).end()
@@ -230,17 +270,40 @@ export async function startFakeMailProvider(opts: FakeMailProviderOptions = {}):
       if (req.method === 'POST' && url.pathname === '/token') return token(req, res, rec)
       if (req.method === 'POST' && url.pathname === '/revoke') {
         const value = url.searchParams.get('token') ?? formOf(req, await readBody(req)).get('token') ?? ''
-        return book.revoke(value) ? sendJson(res, 200, {}) : sendJson(res, 400, { error: 'invalid_token', error_description: 'Token expired or revoked' })
+        return book.revoke(value)
+          ? sendJson(res, 200, {})
+          : sendJson(res, 400, { error: 'invalid_token', error_description: 'Token expired or revoked' })
       }
       const check = book.check(bearerOf(req))
       if (url.pathname === '/v1/userinfo' || url.pathname.startsWith('/gmail/')) {
-        if (!check.ok) return apiError(res, 401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', 'authError')
+        if (!check.ok)
+          return apiError(
+            res,
+            401,
+            'UNAUTHENTICATED',
+            'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+            'authError',
+          )
         if (req.method === 'GET' && url.pathname === '/v1/userinfo') {
-          if (!check.grant.scopes.includes('email')) return apiError(res, 403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.', 'insufficientPermissions')
+          if (!check.grant.scopes.includes('email'))
+            return apiError(
+              res,
+              403,
+              'PERMISSION_DENIED',
+              'Request had insufficient authentication scopes.',
+              'insufficientPermissions',
+            )
           return sendJson(res, 200, { sub: check.grant.user.sub, email: check.grant.user.email, email_verified: true })
         }
         if (req.method === 'POST' && url.pathname === '/gmail/v1/users/me/messages/send') {
-          if (!check.grant.scopes.includes(SEND_SCOPE)) return apiError(res, 403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.', 'insufficientPermissions')
+          if (!check.grant.scopes.includes(SEND_SCOPE))
+            return apiError(
+              res,
+              403,
+              'PERMISSION_DENIED',
+              'Request had insufficient authentication scopes.',
+              'insufficientPermissions',
+            )
           return send(req, res, check.grant.user)
         }
       }

@@ -90,9 +90,17 @@ export interface FakeMessenger {
    * registered secret in `X-Telegram-Bot-Api-Secret-Token` (`secretToken` overrides it;
    * `null` leaves the header out).
    */
-  sendUpdate(token: string, message: { chat: FakeChat; text: string; replyTo?: number }, opts?: { secretToken?: string | null }): Promise<FakeDelivery>
+  sendUpdate(
+    token: string,
+    message: { chat: FakeChat; text: string; replyTo?: number },
+    opts?: { secretToken?: string | null },
+  ): Promise<FakeDelivery>
   /** Deliver an update again (as the provider does when the webhook did not answer 2xx). */
-  redeliver(token: string, update: FakeDelivery['update'], opts?: { secretToken?: string | null }): Promise<FakeDelivery>
+  redeliver(
+    token: string,
+    update: FakeDelivery['update'],
+    opts?: { secretToken?: string | null },
+  ): Promise<FakeDelivery>
   /** Make every Bot API request fail with a 5xx, or hang (`'hang'`), until set back to `null`. */
   fail(mode: FakeMessengerFailure): void
   close(): Promise<void>

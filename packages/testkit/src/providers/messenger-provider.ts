@@ -2,7 +2,17 @@
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { FakeMessengerOptions, FakeBot, FakeMessage, FakeSentMessage, FakeWebhook, FakeMessengerRequest, FakeMessengerFailure, FakeDelivery, FakeMessenger } from './messenger-provider-types.js'
+import type {
+  FakeMessengerOptions,
+  FakeBot,
+  FakeMessage,
+  FakeSentMessage,
+  FakeWebhook,
+  FakeMessengerRequest,
+  FakeMessengerFailure,
+  FakeDelivery,
+  FakeMessenger,
+} from './messenger-provider-types.js'
 
 interface BotState {
   bot: FakeBot
@@ -30,7 +40,8 @@ function answer(res: ServerResponse, status: number, body: Record<string, unknow
 }
 
 /** `{ ok: false, error_code, description }` with the same HTTP status, as the Bot API answers errors. */
-const fail = (res: ServerResponse, code: number, description: string) => answer(res, code, { ok: false, error_code: code, description })
+const fail = (res: ServerResponse, code: number, description: string) =>
+  answer(res, code, { ok: false, error_code: code, description })
 
 /** The request's parameters: query string, then a JSON or form body. */
 async function paramsOf(req: IncomingMessage, url: URL): Promise<Record<string, unknown>> {
@@ -94,13 +105,26 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
     chat.set(message.message_id, message)
   }
 
-  async function method(state: BotState, name: string, p: Record<string, unknown>, res: ServerResponse): Promise<number> {
+  async function method(
+    state: BotState,
+    name: string,
+    p: Record<string, unknown>,
+    res: ServerResponse,
+  ): Promise<number> {
     const bot = state.bot
     switch (name) {
       case 'getMe':
         return answer(res, 200, {
           ok: true,
-          result: { id: bot.id, is_bot: true, first_name: bot.first_name, username: bot.username, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false },
+          result: {
+            id: bot.id,
+            is_bot: true,
+            first_name: bot.first_name,
+            username: bot.username,
+            can_join_groups: true,
+            can_read_all_group_messages: false,
+            supports_inline_queries: false,
+          },
         })
       case 'setWebhook': {
         const url = typeof p.url === 'string' ? p.url : ''
@@ -108,10 +132,14 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
           state.webhook = null
           return answer(res, 200, { ok: true, result: true, description: 'Webhook was deleted' })
         }
-        if (!/^https?:\/\//.test(url)) return fail(res, 400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook')
+        if (!/^https?:\/\//.test(url))
+          return fail(res, 400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook')
         const secret = p.secret_token
-        if (secret !== undefined && (typeof secret !== 'string' || !SECRET_TOKEN.test(secret))) return fail(res, 400, 'Bad Request: secret token contains unallowed characters')
-        const allowed = Array.isArray(p.allowed_updates) ? p.allowed_updates.filter((x): x is string => typeof x === 'string') : []
+        if (secret !== undefined && (typeof secret !== 'string' || !SECRET_TOKEN.test(secret)))
+          return fail(res, 400, 'Bad Request: secret token contains unallowed characters')
+        const allowed = Array.isArray(p.allowed_updates)
+          ? p.allowed_updates.filter((x): x is string => typeof x === 'string')
+          : []
         state.webhook = { url, secret_token: typeof secret === 'string' ? secret : null, allowed_updates: allowed }
         return answer(res, 200, { ok: true, result: true, description: 'Webhook was set' })
       }
@@ -119,7 +147,15 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
         state.webhook = null
         return answer(res, 200, { ok: true, result: true, description: 'Webhook was deleted' })
       case 'getWebhookInfo':
-        return answer(res, 200, { ok: true, result: { url: state.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: 0, allowed_updates: state.webhook?.allowed_updates ?? [] } })
+        return answer(res, 200, {
+          ok: true,
+          result: {
+            url: state.webhook?.url ?? '',
+            has_custom_certificate: false,
+            pending_update_count: 0,
+            allowed_updates: state.webhook?.allowed_updates ?? [],
+          },
+        })
       case 'sendMessage': {
         const chatId = Number(p.chat_id)
         const text = typeof p.text === 'string' ? p.text : ''
@@ -127,10 +163,18 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
         if (!Number.isSafeInteger(chatId) || !chat) return fail(res, 400, 'Bad Request: chat not found')
         if (text.trim() === '') return fail(res, 400, 'Bad Request: message text is empty')
         if (text.length > MAX_TEXT) return fail(res, 400, 'Bad Request: message is too long')
-        const rp = (p.reply_parameters && typeof p.reply_parameters === 'object' ? p.reply_parameters : {}) as { message_id?: unknown; allow_sending_without_reply?: unknown }
+        const rp = (p.reply_parameters && typeof p.reply_parameters === 'object' ? p.reply_parameters : {}) as {
+          message_id?: unknown
+          allow_sending_without_reply?: unknown
+        }
         const replyId = rp.message_id ?? p.reply_to_message_id
         const replyTo = replyId !== undefined ? chat.get(Number(replyId)) : undefined
-        if (replyId !== undefined && !replyTo && rp.allow_sending_without_reply !== true && p.allow_sending_without_reply !== true) {
+        if (
+          replyId !== undefined &&
+          !replyTo &&
+          rp.allow_sending_without_reply !== true &&
+          p.allow_sending_without_reply !== true
+        ) {
           return fail(res, 400, 'Bad Request: message to be replied not found')
         }
         const first = [...chat.values()][0]!
@@ -143,7 +187,13 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
           ...(replyTo && { reply_to_message: replyTo }),
         }
         store(state, message)
-        sent.push({ bot_id: bot.id, chat_id: chatId, message_id: message.message_id, text, reply_to_message_id: replyTo?.message_id ?? null })
+        sent.push({
+          bot_id: bot.id,
+          chat_id: chatId,
+          message_id: message.message_id,
+          text,
+          reply_to_message_id: replyTo?.message_id ?? null,
+        })
         return answer(res, 200, { ok: true, result: message })
       }
       default:
@@ -184,14 +234,21 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
   await new Promise<void>((r) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', r))
   const base = `http://${opts.host ?? '127.0.0.1'}:${(server.address() as AddressInfo).port}`
 
-  async function deliver(token: string, update: FakeDelivery['update'], secretToken?: string | null): Promise<FakeDelivery> {
+  async function deliver(
+    token: string,
+    update: FakeDelivery['update'],
+    secretToken?: string | null,
+  ): Promise<FakeDelivery> {
     const state = bots.get(token)
     if (!state) throw new Error('unknown bot token')
     if (!state.webhook) throw new Error(`bot @${state.bot.username} has no webhook registered`)
     const secret = secretToken === undefined ? state.webhook.secret_token : secretToken
     const res = await fetch(state.webhook.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(secret !== null && { 'x-telegram-bot-api-secret-token': secret }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(secret !== null && { 'x-telegram-bot-api-secret-token': secret }),
+      },
       body: JSON.stringify(update),
     })
     return { status: res.status, body: await res.text(), update }
@@ -203,14 +260,21 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
     requests,
     createBot({ username, first_name } = {}) {
       const id = nextBotId++
-      const bot: FakeBot = { id, username: username ?? `berth_${id}_bot`, first_name: first_name ?? 'Berth', token: `${id}:AA${randomBytes(24).toString('base64url').slice(0, 33)}` }
+      const bot: FakeBot = {
+        id,
+        username: username ?? `berth_${id}_bot`,
+        first_name: first_name ?? 'Berth',
+        token: `${id}:AA${randomBytes(24).toString('base64url').slice(0, 33)}`,
+      }
       bots.set(bot.token, { bot, webhook: null, chats: new Map() })
       return bot
     },
     chat(c = {}) {
       const id = c.id ?? nextChatId++
       const type = c.type ?? 'private'
-      return type === 'private' ? { id, type, first_name: 'Ada', username: 'ada', ...c } : { id, type, title: 'Ops', ...c }
+      return type === 'private'
+        ? { id, type, first_name: 'Ada', username: 'ada', ...c }
+        : { id, type, title: 'Ops', ...c }
     },
     webhookOf: (token) => bots.get(token)?.webhook ?? null,
     async sendUpdate(token, { chat, text, replyTo }, o = {}) {
@@ -220,7 +284,12 @@ export async function startFakeMessenger(opts: FakeMessengerOptions = {}): Promi
       if (replyTo !== undefined && !parent) throw new Error(`no message ${replyTo} in chat ${chat.id} to reply to`)
       const message: FakeMessage = {
         message_id: messageId(chat.id),
-        from: { id: chat.type === 'private' ? chat.id : 42, is_bot: false, first_name: chat.first_name ?? 'Ada', ...(chat.username && { username: chat.username }) },
+        from: {
+          id: chat.type === 'private' ? chat.id : 42,
+          is_bot: false,
+          first_name: chat.first_name ?? 'Ada',
+          ...(chat.username && { username: chat.username }),
+        },
         chat,
         date: now(),
         text,

@@ -90,7 +90,8 @@ export async function startFakeGitProvider(opts: FakeGitProviderOptions): Promis
       const [id, secret] = Buffer.from(header.slice(6), 'base64').toString('utf8').split(':').map(decodeURIComponent)
       return id === clientId && secret === clientSecret
     }
-    if (shape.clientAuth.includes('body')) return form.get('client_id') === clientId && form.get('client_secret') === clientSecret
+    if (shape.clientAuth.includes('body'))
+      return form.get('client_id') === clientId && form.get('client_secret') === clientSecret
     return false
   }
 
@@ -122,14 +123,23 @@ export async function startFakeGitProvider(opts: FakeGitProviderOptions): Promis
       return 302
     }
     if (q.get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code')
-    if (challenge !== null && q.get('code_challenge_method') !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256')
+    if (challenge !== null && q.get('code_challenge_method') !== 'S256')
+      return fail('invalid_request', 'code_challenge_method must be S256')
     if (decline) {
       decline = false
       return fail('access_denied', 'The user has denied your application access.')
     }
     const code = random()
     const scopes = (q.get('scope') ?? '').split(/[\s,]+/).filter(Boolean)
-    codes.set(code, { clientId, redirectUri: redirect, challenge, user, scopes: scopes.length ? scopes : shape.defaultScopes, expiresAt: now() + CODE_TTL_MS, used: false })
+    codes.set(code, {
+      clientId,
+      redirectUri: redirect,
+      challenge,
+      user,
+      scopes: scopes.length ? scopes : shape.defaultScopes,
+      expiresAt: now() + CODE_TTL_MS,
+      used: false,
+    })
     back.searchParams.set('code', code)
     res.writeHead(302, { location: back.href })
     res.end()
@@ -138,7 +148,9 @@ export async function startFakeGitProvider(opts: FakeGitProviderOptions): Promis
 
   async function token(req: IncomingMessage, res: ServerResponse, rec: FakeProviderRequest): Promise<number> {
     const raw = await readBody(req)
-    const form = (req.headers['content-type'] ?? '').includes('json') ? new URLSearchParams(JSON.parse(raw || '{}') as Record<string, string>) : new URLSearchParams(raw)
+    const form = (req.headers['content-type'] ?? '').includes('json')
+      ? new URLSearchParams(JSON.parse(raw || '{}') as Record<string, string>)
+      : new URLSearchParams(raw)
     rec.grant_type = form.get('grant_type') ?? ''
     rec.pkce = form.has('code_verifier')
     if (!clientOf(req, form)) return tokenError(res, 'bad_client')
@@ -148,10 +160,16 @@ export async function startFakeGitProvider(opts: FakeGitProviderOptions): Promis
       if (form.get('redirect_uri') !== c.redirectUri) return tokenError(res, 'bad_request')
       if (c.challenge !== null) {
         const verifier = form.get('code_verifier')
-        if (!verifier || createHash('sha256').update(verifier).digest('base64url') !== c.challenge) return tokenError(res, 'bad_pkce')
+        if (!verifier || createHash('sha256').update(verifier).digest('base64url') !== c.challenge)
+          return tokenError(res, 'bad_pkce')
       }
       c.used = true
-      const grant: Grant = { user: c.user, scopes: c.scopes, refreshToken: shape.newRefreshToken(random()), revoked: false }
+      const grant: Grant = {
+        user: c.user,
+        scopes: c.scopes,
+        refreshToken: shape.newRefreshToken(random()),
+        revoked: false,
+      }
       grants.push(grant)
       return sendJson(res, 200, issue(grant))
     }
@@ -169,10 +187,13 @@ export async function startFakeGitProvider(opts: FakeGitProviderOptions): Promis
     if (shape.revoke?.method === 'DELETE') {
       // GitHub: Basic client auth, JSON `{ access_token }`.
       const header = req.headers.authorization ?? ''
-      const [id, secret] = Buffer.from(header.replace(/^Basic /, ''), 'base64').toString('utf8').split(':')
+      const [id, secret] = Buffer.from(header.replace(/^Basic /, ''), 'base64')
+        .toString('utf8')
+        .split(':')
       if (id !== clientId || secret !== clientSecret) return sendJson(res, 401, shape.unauthorizedBody(false))
       const a = access.get((JSON.parse(raw || '{}') as { access_token?: string }).access_token ?? '')
-      if (!a || a.grant.revoked) return sendJson(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' })
+      if (!a || a.grant.revoked)
+        return sendJson(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' })
       a.grant.revoked = true
       res.writeHead(204).end()
       return 204
@@ -191,8 +212,15 @@ export async function startFakeGitProvider(opts: FakeGitProviderOptions): Promis
     const token = /^(?:Bearer|token)\s+(\S+)$/i.exec(auth)?.[1]
     const v = validAccess(token)
     if (!v.ok) return sendJson(res, 401, shape.unauthorizedBody(v.expired))
-    if (req.method === 'GET' && path === `${shape.apiPrefix}/user`) return sendJson(res, 200, shape.userBody(v.grant.user))
-    return sendJson(res, 404, opts.provider === 'bitbucket' ? { type: 'error', error: { message: 'Resource not found' } } : { message: '404 Not Found' })
+    if (req.method === 'GET' && path === `${shape.apiPrefix}/user`)
+      return sendJson(res, 200, shape.userBody(v.grant.user))
+    return sendJson(
+      res,
+      404,
+      opts.provider === 'bitbucket'
+        ? { type: 'error', error: { message: 'Resource not found' } }
+        : { message: '404 Not Found' },
+    )
   }
 
   const server = createServer((req, res) => {

@@ -27,8 +27,25 @@ export function selfSignedCert(names: { ips?: string[]; dns?: string[] }): SelfS
   try {
     const run = spawnSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=berth-fake-git',
-        '-addext', `subjectAltName=${san}`, '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=berth-fake-git',
+        '-addext',
+        `subjectAltName=${san}`,
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
       { encoding: 'utf8' },
     )
     if (run.status !== 0) throw new Error(`openssl failed: ${run.error?.message ?? run.stderr}`)

@@ -28,6 +28,14 @@ export function adminView(): View {
     void pool.load()
     void limits.load()
   }, REFRESH_MS)
-  const el = h('div', { class: 'page' }, h('div', { class: 'page-head' }, h('h1', null, 'Operator')), pool.health, pool.pool, limits.el, users.el)
+  const el = h(
+    'div',
+    { class: 'page' },
+    h('div', { class: 'page-head' }, h('h1', null, 'Operator')),
+    pool.health,
+    pool.pool,
+    limits.el,
+    users.el,
+  )
   return { el, title: 'Operator', dispose: () => clearInterval(timer) }
 }

@@ -56,7 +56,12 @@ export function filesPanel(workspaceId: string): HTMLElement {
     const path = dir === '.' || dir === '' ? e.name : `${dir}/${e.name}`
     if (e.type === 'directory') {
       const children = h('ul', { role: 'group', hidden: true })
-      const toggle = h('button', { type: 'button', class: 'tree-toggle', 'aria-expanded': 'false' }, h('span', { 'aria-hidden': 'true', class: 'chev' }, '▸'), ` ${e.name}/`)
+      const toggle = h(
+        'button',
+        { type: 'button', class: 'tree-toggle', 'aria-expanded': 'false' },
+        h('span', { 'aria-hidden': 'true', class: 'chev' }, '▸'),
+        ` ${e.name}/`,
+      )
       let loaded = false
       toggle.addEventListener('click', () => {
         const open = toggle.getAttribute('aria-expanded') !== 'true'
@@ -71,7 +76,21 @@ export function filesPanel(workspaceId: string): HTMLElement {
       return h(
         'li',
         { role: 'treeitem', 'data-path': path },
-        h('div', { class: 'tree-row' }, toggle, h('button', { type: 'button', class: 'link small', 'aria-label': `Download ${path} as tar`, onclick: () => download(path, true) }, 'tar')),
+        h(
+          'div',
+          { class: 'tree-row' },
+          toggle,
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'link small',
+              'aria-label': `Download ${path} as tar`,
+              onclick: () => download(path, true),
+            },
+            'tar',
+          ),
+        ),
         children,
       )
     }
@@ -83,7 +102,18 @@ export function filesPanel(workspaceId: string): HTMLElement {
         { class: 'tree-row' },
         h('span', { class: 'file-name' }, e.name, e.type === 'symlink' ? ' →' : ''),
         h('span', { class: 'muted small num' }, bytes(e.size)),
-        e.type === 'file' ? h('button', { type: 'button', class: 'link small', 'aria-label': `Download ${path}`, onclick: () => download(path, false) }, 'Download') : null,
+        e.type === 'file'
+          ? h(
+              'button',
+              {
+                type: 'button',
+                class: 'link small',
+                'aria-label': `Download ${path}`,
+                onclick: () => download(path, false),
+              },
+              'Download',
+            )
+          : null,
       ),
     )
   }
@@ -124,7 +154,12 @@ export function filesPanel(workspaceId: string): HTMLElement {
   const panel = h(
     'section',
     { class: 'card files', 'aria-labelledby': 'files-title' },
-    h('div', { class: 'panel-head' }, h('h2', { id: 'files-title' }, 'Workspace files'), h('button', { type: 'button', class: 'small', onclick: () => void list('.', tree) }, 'Refresh')),
+    h(
+      'div',
+      { class: 'panel-head' },
+      h('h2', { id: 'files-title' }, 'Workspace files'),
+      h('button', { type: 'button', class: 'small', onclick: () => void list('.', tree) }, 'Refresh'),
+    ),
     tree,
     upload,
     status,

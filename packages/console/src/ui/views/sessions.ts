@@ -46,13 +46,44 @@ export function sessionsView(): View {
           h(
             'tr',
             null,
-            h('td', null, h('button', { type: 'button', class: 'link', 'aria-label': `${w.name} (${w.session_id})`, onclick: () => openSession(w.id, status) }, w.name), h('div', { class: 'mono small muted' }, w.session_id)),
-            h('td', null, h('span', { class: statusClass(w.status === 'running' ? 'running' : w.status === 'failed' ? 'failed' : 'queued') }, w.status)),
+            h(
+              'td',
+              null,
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'link',
+                  'aria-label': `${w.name} (${w.session_id})`,
+                  onclick: () => openSession(w.id, status),
+                },
+                w.name,
+              ),
+              h('div', { class: 'mono small muted' }, w.session_id),
+            ),
+            h(
+              'td',
+              null,
+              h(
+                'span',
+                {
+                  class: statusClass(w.status === 'running' ? 'running' : w.status === 'failed' ? 'failed' : 'queued'),
+                },
+                w.status,
+              ),
+            ),
             h('td', { class: 'num' }, age(w.last_active_at)),
           ),
         ),
       )
-      if (!workspaces.length) body.append(h('tr', null, h('td', { colspan: 3, class: 'empty' }, 'No sessions. Submit a task in session mode to start one.')))
+      if (!workspaces.length)
+        body.append(
+          h(
+            'tr',
+            null,
+            h('td', { colspan: 3, class: 'empty' }, 'No sessions. Submit a task in session mode to start one.'),
+          ),
+        )
     } catch (err) {
       status.textContent = describeError(err)
     }
@@ -65,7 +96,17 @@ export function sessionsView(): View {
     h(
       'div',
       { class: 'table-wrap' },
-      h('table', null, h('caption', { class: 'sr-only' }, 'Sessions'), h('thead', null, h('tr', null, ...['Session', 'Status', 'Last active'].map((c) => h('th', { scope: 'col' }, c)))), body),
+      h(
+        'table',
+        null,
+        h('caption', { class: 'sr-only' }, 'Sessions'),
+        h(
+          'thead',
+          null,
+          h('tr', null, ...['Session', 'Status', 'Last active'].map((c) => h('th', { scope: 'col' }, c))),
+        ),
+        body,
+      ),
     ),
   )
   return { el, title: 'Sessions' }

@@ -13,18 +13,40 @@ import { go, type View } from './view.js'
  * ```
  */
 export function signInView(): View {
-  const key = h('input', { id: 'key', name: 'key', type: 'password', autocomplete: 'off', spellcheck: 'false', placeholder: 'berth_sk_…' })
-  const operator = h('input', { id: 'operator', name: 'operator', type: 'password', autocomplete: 'off', spellcheck: 'false' })
+  const key = h('input', {
+    id: 'key',
+    name: 'key',
+    type: 'password',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    placeholder: 'berth_sk_…',
+  })
+  const operator = h('input', {
+    id: 'operator',
+    name: 'operator',
+    type: 'password',
+    autocomplete: 'off',
+    spellcheck: 'false',
+  })
   const error = h('p', { class: 'form-error', role: 'alert' })
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Sign in')
   const form = h(
     'form',
     { class: 'card signin', 'aria-labelledby': 'signin-title' },
     h('h1', { id: 'signin-title' }, 'Sign in to Berth'),
-    h('p', { class: 'muted' }, 'Your key stays in this browser tab only (session storage) and is sent as a bearer header.'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Your key stays in this browser tab only (session storage) and is sent as a bearer header.',
+    ),
     h('label', { for: 'key' }, 'Caller key'),
     key,
-    h('label', { for: 'operator' }, 'Operator token ', h('span', { class: 'muted' }, '(optional: unlocks the admin views)')),
+    h(
+      'label',
+      { for: 'operator' },
+      'Operator token ',
+      h('span', { class: 'muted' }, '(optional: unlocks the admin views)'),
+    ),
     operator,
     error,
     submit,

@@ -40,7 +40,15 @@ export function taskView(taskId: string): View {
     try {
       task = await api<Task>(`/v1/tasks/${encodeURIComponent(taskId)}`)
     } catch (err) {
-      replace(root, h('h1', null, 'Task'), h('p', { class: 'error-text', role: 'alert' }, err instanceof ApiError && err.status === 404 ? `No task ${taskId}.` : describeError(err)))
+      replace(
+        root,
+        h('h1', null, 'Task'),
+        h(
+          'p',
+          { class: 'error-text', role: 'alert' },
+          err instanceof ApiError && err.status === 404 ? `No task ${taskId}.` : describeError(err),
+        ),
+      )
       return
     }
     if (disposed) return
@@ -59,7 +67,11 @@ export function taskView(taskId: string): View {
 
     // Header: fixed slots, so nothing below moves as numbers change.
     const title = h('h1', { class: 'task-title' }, promptTitle(first.prompt) || first.task_id)
-    const badge = h('span', { class: statusClass(first.status), 'data-testid': 'task-status', 'aria-live': 'polite' }, first.status)
+    const badge = h(
+      'span',
+      { class: statusClass(first.status), 'data-testid': 'task-status', 'aria-live': 'polite' },
+      first.status,
+    )
     const stat = (label: string) => {
       const dd = h('dd', { class: 'num' }, '—')
       return { dd, el: h('div', { class: 'stat' }, h('dt', null, label), dd) }
@@ -106,7 +118,13 @@ export function taskView(taskId: string): View {
     const transcriptEl = h('div', { class: 'transcript', 'aria-live': 'off', 'aria-label': 'Transcript' })
     const view = new TranscriptView(transcriptEl)
     const waiting = h('p', { class: 'muted small waiting' })
-    const main = h('section', { class: 'card transcript-card', 'aria-labelledby': 'transcript-title' }, h('h2', { id: 'transcript-title' }, session ? 'Conversation' : 'Transcript'), transcriptEl, waiting)
+    const main = h(
+      'section',
+      { class: 'card transcript-card', 'aria-labelledby': 'transcript-title' },
+      h('h2', { id: 'transcript-title' }, session ? 'Conversation' : 'Transcript'),
+      transcriptEl,
+      waiting,
+    )
 
     const update = (t: Task) => {
       tasks.set(t.task_id, t)
@@ -151,7 +169,8 @@ export function taskView(taskId: string): View {
       liveStats()
       transcriptEl.dataset.lastSeq = String(stream.last)
       // Follow the tail of a live task (when the reader is at the bottom); a finished one opens at its top.
-      if (pinned && batch.length && !TERMINAL.has(current.status)) window.scrollTo({ top: document.documentElement.scrollHeight })
+      if (pinned && batch.length && !TERMINAL.has(current.status))
+        window.scrollTo({ top: document.documentElement.scrollHeight })
     }
     const stream = new SeqStream({
       deliver: (events) => {
@@ -212,9 +231,16 @@ export function taskView(taskId: string): View {
       elapsed.dd.textContent = t.finished_at ? age(from, Date.parse(t.finished_at)) : age(from)
     }
     const tick = setInterval(time, 1000)
-    disposers.push(() => clearInterval(tick), () => cancelAnimationFrame(frame))
+    disposers.push(
+      () => clearInterval(tick),
+      () => cancelAnimationFrame(frame),
+    )
     time()
-    replace(root, h('div', { class: 'task-main' }, header, main, followUp), side.length ? h('aside', { class: 'task-side' }, ...side) : null)
+    replace(
+      root,
+      h('div', { class: 'task-main' }, header, main, followUp),
+      side.length ? h('aside', { class: 'task-side' }, ...side) : null,
+    )
     root.classList.toggle('with-side', side.length > 0)
     update(first)
   }

@@ -6,7 +6,6 @@ import { profiles } from '../profiles.js'
 import { socket } from '../socket.js'
 import type { View } from './view.js'
 
-
 const PAGE = 25
 const REFRESH_MS = 15_000
 
@@ -41,20 +40,50 @@ export function tasksView(query: URLSearchParams): View {
       'div',
       { class: 'field' },
       h('label', { for: id }, label),
-      h('select', { id, onchange: (e: Event) => navigate({ [key]: (e.target as HTMLSelectElement).value, page: '1' }) }, ...options.map(([v, t]) => h('option', { value: v, selected: v === value }, t))),
+      h(
+        'select',
+        { id, onchange: (e: Event) => navigate({ [key]: (e.target as HTMLSelectElement).value, page: '1' }) },
+        ...options.map(([v, t]) => h('option', { value: v, selected: v === value }, t)),
+      ),
     )
   const profileSelect = select('f-profile', 'Profile', profile, [['', 'Any']], 'profile')
   const filters = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter tasks', onsubmit: (e: Event) => e.preventDefault() },
-    select('f-status', 'Status', status, [['', 'Any'], ...TASK_STATUSES.map((s): [string, string] => [s, s])], 'status'),
-    select('f-mode', 'Mode', mode, [['', 'Any'], ['batch', 'batch'], ['session', 'session']], 'mode'),
+    select(
+      'f-status',
+      'Status',
+      status,
+      [['', 'Any'], ...TASK_STATUSES.map((s): [string, string] => [s, s])],
+      'status',
+    ),
+    select(
+      'f-mode',
+      'Mode',
+      mode,
+      [
+        ['', 'Any'],
+        ['batch', 'batch'],
+        ['session', 'session'],
+      ],
+      'mode',
+    ),
     profileSelect,
   )
 
   const cells = (t: Task) => [
-    h('td', { class: 'col-task' }, h('a', { href: `#/tasks/${t.task_id}` }, promptTitle(t.prompt) || t.task_id), h('div', { class: 'muted mono small' }, t.task_id)),
-    h('td', null, h('span', { class: statusClass(t.status) }, t.status), t.error ? h('div', { class: 'small error-text' }, t.error.code) : null),
+    h(
+      'td',
+      { class: 'col-task' },
+      h('a', { href: `#/tasks/${t.task_id}` }, promptTitle(t.prompt) || t.task_id),
+      h('div', { class: 'muted mono small' }, t.task_id),
+    ),
+    h(
+      'td',
+      null,
+      h('span', { class: statusClass(t.status) }, t.status),
+      t.error ? h('div', { class: 'small error-text' }, t.error.code) : null,
+    ),
     h('td', { 'data-label': 'Mode' }, t.mode),
     h('td', { 'data-label': 'Profile' }, names.get(t.profile_id) ?? t.profile_id),
     h('td', { class: 'num', 'data-label': 'Cost' }, usd(t.result?.cost_usd)),
@@ -81,10 +110,14 @@ export function tasksView(query: URLSearchParams): View {
       const q = new URLSearchParams({ page: String(page), limit: String(PAGE) })
       if (status) q.set('status', status)
       if (mode) q.set('mode', mode)
-      const [list, ps] = await Promise.all([api<{ tasks: Task[]; total: number }>(`/v1/tasks?${q}`), profiles().catch(() => [])])
+      const [list, ps] = await Promise.all([
+        api<{ tasks: Task[]; total: number }>(`/v1/tasks?${q}`),
+        profiles().catch(() => []),
+      ])
       names = new Map(ps.map((p) => [p.id, p.name]))
       const sel = profileSelect.querySelector('select')!
-      if (sel.options.length === 1) for (const p of ps) sel.append(h('option', { value: p.id, selected: p.id === profile }, p.name))
+      if (sel.options.length === 1)
+        for (const p of ps) sel.append(h('option', { value: p.id, selected: p.id === profile }, p.name))
       const shown = list.tasks.filter((t) => !profile || t.profile_id === profile)
       const keep = new Set(shown.map((t) => t.task_id))
       for (const [id, r] of rows) {
@@ -94,14 +127,29 @@ export function tasksView(query: URLSearchParams): View {
       }
       for (const t of shown) upsert(t)
       replace(body, ...shown.map((t) => rows.get(t.task_id)!.row))
-      if (shown.length === 0) body.append(h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No tasks yet. ', h('a', { href: '#/new' }, 'Submit one'), '.')))
+      if (shown.length === 0)
+        body.append(
+          h(
+            'tr',
+            null,
+            h('td', { colspan: 7, class: 'empty' }, 'No tasks yet. ', h('a', { href: '#/new' }, 'Submit one'), '.'),
+          ),
+        )
       const pages = Math.max(1, Math.ceil(list.total / PAGE))
       summary.textContent = `${list.total} task${list.total === 1 ? '' : 's'}${profile ? ' (profile filter applies to this page)' : ''}`
       replace(
         pager,
-        h('button', { type: 'button', disabled: page <= 1, onclick: () => navigate({ page: String(page - 1) }) }, '← Newer'),
+        h(
+          'button',
+          { type: 'button', disabled: page <= 1, onclick: () => navigate({ page: String(page - 1) }) },
+          '← Newer',
+        ),
         h('span', null, `Page ${page} of ${pages}`),
-        h('button', { type: 'button', disabled: page >= pages, onclick: () => navigate({ page: String(page + 1) }) }, 'Older →'),
+        h(
+          'button',
+          { type: 'button', disabled: page >= pages, onclick: () => navigate({ page: String(page + 1) }) },
+          'Older →',
+        ),
       )
     } catch (err) {
       summary.textContent = `Could not load tasks: ${describeError(err)}`
@@ -127,7 +175,12 @@ export function tasksView(query: URLSearchParams): View {
   const el = h(
     'div',
     { class: 'page' },
-    h('div', { class: 'page-head' }, h('h1', null, 'Tasks'), h('a', { class: 'button primary', href: '#/new' }, 'New task')),
+    h(
+      'div',
+      { class: 'page-head' },
+      h('h1', null, 'Tasks'),
+      h('a', { class: 'button primary', href: '#/new' }, 'New task'),
+    ),
     filters,
     summary,
     h(
@@ -137,7 +190,15 @@ export function tasksView(query: URLSearchParams): View {
         'table',
         { class: 'tasks' },
         h('caption', { class: 'sr-only' }, 'Your tasks, newest first'),
-        h('thead', null, h('tr', null, ...['Task', 'Status', 'Mode', 'Profile', 'Cost', 'Turns', 'Age'].map((c) => h('th', { scope: 'col' }, c)))),
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            ...['Task', 'Status', 'Mode', 'Profile', 'Cost', 'Turns', 'Age'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
         body,
       ),
     ),

@@ -18,7 +18,11 @@ export function table(caption: string, head: string[], rows: HTMLTableRowElement
       null,
       h('caption', { class: 'sr-only' }, caption),
       h('thead', null, h('tr', null, ...head.map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', null, ...(rows.length ? rows : [h('tr', null, h('td', { colspan: head.length, class: 'empty' }, empty))])),
+      h(
+        'tbody',
+        null,
+        ...(rows.length ? rows : [h('tr', null, h('td', { colspan: head.length, class: 'empty' }, empty))]),
+      ),
     ),
   )
 }
@@ -38,7 +42,15 @@ export function issued(label: string, token: string): HTMLElement {
     { class: 'issued', role: 'status' },
     h('strong', null, label),
     h('p', { class: 'small muted' }, 'Shown once: Berth keeps only its hash.'),
-    h('div', { class: 'row' }, input, h('button', { type: 'button', onclick: () => void navigator.clipboard?.writeText(token).catch(() => input.select()) }, 'Copy')),
+    h(
+      'div',
+      { class: 'row' },
+      input,
+      h(
+        'button',
+        { type: 'button', onclick: () => void navigator.clipboard?.writeText(token).catch(() => input.select()) },
+        'Copy',
+      ),
+    ),
   )
 }
-

@@ -30,7 +30,9 @@ interface EngineState {
 /** One line for the engine's state, with the last error when it does not answer. */
 function engineLine(engine: EngineState | undefined): string {
   if (!engine) return 'none (no container runtime)'
-  return engine.reachable ? `${engine.name}: answering` : `${engine.name}: not answering${engine.last_error ? ` (${engine.last_error})` : ''}`
+  return engine.reachable
+    ? `${engine.name}: answering`
+    : `${engine.name}: not answering${engine.last_error ? ` (${engine.last_error})` : ''}`
 }
 
 /**
@@ -108,7 +110,12 @@ export function poolSections(): { health: HTMLElement; pool: HTMLElement; load()
   }
 
   return {
-    health: h('section', { class: 'card', 'aria-labelledby': 'h-health' }, h('h2', { id: 'h-health' }, 'Engine and server'), healthEl),
+    health: h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'h-health' },
+      h('h2', { id: 'h-health' }, 'Engine and server'),
+      healthEl,
+    ),
     pool: h('section', { class: 'card', 'aria-labelledby': 'h-pool' }, h('h2', { id: 'h-pool' }, 'Warm pool'), poolEl),
     load: loadHealth,
   }

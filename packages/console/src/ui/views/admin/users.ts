@@ -69,9 +69,22 @@ export function usersSection(changed: () => Promise<void>): { el: HTMLElement; l
                       null,
                       h('span', { class: 'mono small' }, k.id),
                       k.name ? ` ${k.name}` : '',
-                      h('span', { class: 'muted small' }, ` · used ${k.last_used_at ? `${age(k.last_used_at)} ago` : 'never'}`),
+                      h(
+                        'span',
+                        { class: 'muted small' },
+                        ` · used ${k.last_used_at ? `${age(k.last_used_at)} ago` : 'never'}`,
+                      ),
                       ' ',
-                      h('button', { type: 'button', class: 'link small danger-text', 'aria-label': `Revoke key ${k.id}`, onclick: () => revoke(k.id) }, 'Revoke'),
+                      h(
+                        'button',
+                        {
+                          type: 'button',
+                          class: 'link small danger-text',
+                          'aria-label': `Revoke key ${k.id}`,
+                          onclick: () => revoke(k.id),
+                        },
+                        'Revoke',
+                      ),
                     ),
                   ),
                 ),
@@ -103,7 +116,11 @@ export function usersSection(changed: () => Promise<void>): { el: HTMLElement; l
   }
   const issue = (u: User) =>
     act(async () => {
-      const k = await api<Key & { token: string }>(`/admin/users/${u.id}/keys`, { method: 'POST', json: {}, admin: true })
+      const k = await api<Key & { token: string }>(`/admin/users/${u.id}/keys`, {
+        method: 'POST',
+        json: {},
+        admin: true,
+      })
       return issued(`New key for ${u.name}`, k.token)
     })
   const revoke = (id: string) =>
@@ -120,7 +137,12 @@ export function usersSection(changed: () => Promise<void>): { el: HTMLElement; l
     })
 
   const name = h('input', { id: 'new-user', name: 'name', required: true, autocomplete: 'off' })
-  const role = h('select', { id: 'new-role', name: 'role' }, h('option', { value: 'user' }, 'user'), h('option', { value: 'admin' }, 'admin'))
+  const role = h(
+    'select',
+    { id: 'new-role', name: 'role' },
+    h('option', { value: 'user' }, 'user'),
+    h('option', { value: 'admin' }, 'admin'),
+  )
   const create = h(
     'form',
     { class: 'inline-form', 'aria-label': 'Create a user' },
@@ -131,14 +153,25 @@ export function usersSection(changed: () => Promise<void>): { el: HTMLElement; l
   create.addEventListener('submit', (e) => {
     e.preventDefault()
     void act(async () => {
-      const r = await api<{ user: User; key: Key & { token: string } }>('/admin/users', { method: 'POST', json: { name: name.value.trim(), role: role.value }, admin: true })
+      const r = await api<{ user: User; key: Key & { token: string } }>('/admin/users', {
+        method: 'POST',
+        json: { name: name.value.trim(), role: role.value },
+        admin: true,
+      })
       name.value = ''
       return issued(`Caller key for ${r.user.name}`, r.key.token)
     })
   })
 
   return {
-    el: h('section', { class: 'card', 'aria-labelledby': 'h-users' }, h('h2', { id: 'h-users' }, 'Users and keys'), create, notice, usersEl),
+    el: h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'h-users' },
+      h('h2', { id: 'h-users' }, 'Users and keys'),
+      create,
+      notice,
+      usersEl,
+    ),
     load: loadUsers,
   }
 }
