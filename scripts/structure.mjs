@@ -7,8 +7,13 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-/** Lines a source file may have (tests, fixtures and generated files aside). */
-export const MAX_LINES = 300
+/**
+ * Lines a source file may have (tests, fixtures and generated files aside), counted on the
+ * formatted tree: Biome's 120 columns decide how much a line holds, so a file can no longer
+ * stay under the limit by widening its lines. Formatting grew the sources by 11 %, and ten
+ * files that were under the old limit of 300 unformatted lines now have 311–383.
+ */
+export const MAX_LINES = 400
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -33,7 +38,8 @@ export function sourceFiles(root = ROOT) {
   return out
 }
 
-const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g
 
 /** The relative imports of one file, resolved to files (`./x.js` → `x.ts`, `./dir/index.js`). */
 function importsOf(file) {
@@ -42,7 +48,12 @@ function importsOf(file) {
   for (const m of text.matchAll(IMPORT)) {
     const spec = m[1] ?? m[2]
     const base = resolve(dirname(file), spec)
-    for (const candidate of [base.replace(/\.js$/, '.ts'), base.replace(/\.js$/, '.tsx'), `${base}.ts`, join(base, 'index.ts')]) {
+    for (const candidate of [
+      base.replace(/\.js$/, '.ts'),
+      base.replace(/\.js$/, '.tsx'),
+      `${base}.ts`,
+      join(base, 'index.ts'),
+    ]) {
       try {
         if (statSync(candidate).isFile()) {
           found.add(candidate)
