@@ -6,10 +6,18 @@
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { main as bundleBench } from './bundle.js'
 import { main as httpBench } from './http.js'
 
 const started = Date.now()
 let failed = false
+
+try {
+  await bundleBench()
+} catch (err) {
+  failed = true
+  console.error(`\nBundle sizes failed: ${(err as Error).stack ?? String(err)}`)
+}
 
 try {
   await httpBench()
