@@ -1,7 +1,9 @@
+import { parseTar } from 'nanotar'
+
 /**
- * The first regular file of a tar archive (ustar, with pax or GNU long-name headers
- * skipped), or `null`. Enough to hand a single downloaded file to the user as itself rather
- * than as an archive.
+ * The first regular file of a tar archive, or `null`: enough to hand a single downloaded
+ * file to the user as itself rather than as an archive. Parsed by nanotar (PAX and GNU
+ * long names included).
  *
  * @example
  * ```ts
@@ -9,25 +11,10 @@
  * ```
  */
 export function firstFile(tar: Uint8Array): { name: string; data: Uint8Array } | null {
-  const text = (from: number, len: number) => {
-    const slice = tar.subarray(from, from + len)
-    const end = slice.indexOf(0)
-    return new TextDecoder().decode(end >= 0 ? slice.subarray(0, end) : slice)
-  }
-  for (let at = 0; at + 512 <= tar.length; ) {
-    const name = text(at, 100)
-    if (!name) return null
-    const size = parseInt(text(at + 124, 12).trim() || '0', 8)
-    const type = String.fromCharCode(tar[at + 156] ?? 0)
-    const prefix = text(at + 345, 155)
-    const data = at + 512
-    if (type === '0' || type === '\0') {
-      const full = prefix ? `${prefix}/${name}` : name
-      return { name: full.split('/').pop() || full, data: tar.slice(data, data + size) }
-    }
-    at = data + Math.ceil(size / 512) * 512
-  }
-  return null
+  // nanotar reads `.buffer` from its start: hand it a copy that holds exactly these bytes.
+  const [file] = parseTar(tar.slice(), { filter: (entry) => entry.type === 'file' })
+  if (!file) return null
+  return { name: file.name.split('/').pop() || file.name, data: file.data ?? new Uint8Array() }
 }
 
 /**
