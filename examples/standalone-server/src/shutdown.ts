@@ -10,6 +10,8 @@ export interface ShutdownOptions {
   log?: (line: string) => void
   /** How the process ends (default `process.exit`); tests pass their own. */
   exit?: (code: number) => void
+  /** A signal within this long of the first is the same one, passed on by a process manager (default 1 s). */
+  sameSignalMs?: number
 }
 
 /**
@@ -20,28 +22,37 @@ export interface ShutdownOptions {
  *    still open (upgraded sockets included, which `server.close()` would wait for forever);
  * 3. run `cleanup` (Berth's close: tasks still running are left to the next start's
  *    recovery, warm containers stay for it to adopt) and exit 0; exit 1 when cleanup fails
- *    or does not finish within the grace. A second signal exits at once.
+ *    or does not finish within the grace. A second signal (`sameSignalMs` after the first
+ *    or later) exits at once. Returns a function that stops listening for the signals.
  *
  * @example
  * ```ts
  * onShutdown(server, () => berth.close(), { closeWebSockets: (o) => berth.closeWebSockets(o) })
  * ```
  */
-export function onShutdown(server: Server, cleanup: () => Promise<void>, options: ShutdownOptions = {}): void {
-  const { graceMs = 5_000, log = console.log, exit = (code: number) => process.exit(code) } = options
+export function onShutdown(server: Server, cleanup: () => Promise<void>, options: ShutdownOptions = {}): () => void {
+  const {
+    graceMs = 5_000,
+    log = console.log,
+    exit = (code: number) => process.exit(code),
+    sameSignalMs = 1_000,
+  } = options
   // Every socket, upgraded ones included: the HTTP server forgets those once upgraded.
   const sockets = new Set<Socket>()
   server.on('connection', (socket: Socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   })
-  let stopping = false
+  let stopping: number | null = null
   const stop = async (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (stopping !== null) {
+      // `pnpm start` passes the signal its process group already got on to this process: a
+      // repeat that close to the first is the same request, not a second Ctrl-C.
+      if (performance.now() - stopping < sameSignalMs) return
       log(`${signal} again: exiting now`)
       return exit(1)
     }
-    stopping = true
+    stopping = performance.now()
     log(`${signal}: shutting down (grace ${graceMs} ms)`)
     const deadline = setTimeout(() => {
       log('shutdown did not finish within the grace period: exiting; running tasks are recovered at the next start')
@@ -76,4 +87,8 @@ export function onShutdown(server: Server, cleanup: () => Promise<void>, options
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
+  return () => {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+  }
 }
