@@ -153,6 +153,30 @@ describe('readMultipart', () => {
     await expect(cut()).rejects.toBeInstanceOf(MultipartError)
   })
 
+  it('refuses a part without a Content-Disposition: form-data header naming its field', async () => {
+    const read = async (parts: string[]) => {
+      const text = `${parts.map((p) => `--b\r\n${p}\r\n`).join('')}--b--\r\n`
+      const names: string[] = []
+      for await (const part of readMultipart(
+        chunks(new TextEncoder().encode(text), 7),
+        'multipart/form-data; boundary=b',
+      )!) {
+        await collect(part.body)
+        names.push(part.name)
+      }
+      return names
+    }
+    const good = 'Content-Disposition: form-data; name="path"\r\n\r\nx'
+    expect(await read([good])).toEqual(['path'])
+    for (const bad of [
+      'Content-Type: text/plain\r\n\r\nno disposition',
+      'Content-Disposition: attachment; name="path"\r\n\r\nnot form-data',
+      'Content-Disposition: form-data\r\n\r\nno name',
+    ]) {
+      await expect(read([good, bad, good])).rejects.toThrow(MultipartError)
+    }
+  })
+
   it('reads only multipart/form-data with a boundary', () => {
     const none = chunks(new Uint8Array(0), 1)
     expect(readMultipart(none, 'multipart/form-data; boundary="a b"')).not.toBeNull()

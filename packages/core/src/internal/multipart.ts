@@ -3,6 +3,7 @@
  * one at a time: each file's body streams through without being collected, so an upload
  * is never held in memory whole.
  */
+import type { EventEmitter } from 'node:events'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Busboy } from '@fastify/busboy'
@@ -82,7 +83,22 @@ async function* parts(
   const failure = (err: unknown) =>
     state.sourceError ?? (err instanceof MultipartError ? err : new MultipartError(lowerFirst(err)))
 
+  // Busboy skips a part whose headers name no form-data field, where RFC 7578 requires
+  // every part to have one: such a body is malformed (400), as it always was here. The part
+  // parser under busboy is watched for it (its header listener runs after busboy's).
+  const partParser = (parser as unknown as { _parser?: { parser?: EventEmitter } })._parser?.parser
+  partParser?.on('part', (part: EventEmitter) => {
+    part.once('header', (header: Record<string, string[] | undefined>) => {
+      const disposition = header['content-disposition']?.[0] ?? ''
+      if (!/^form-data\s*;/i.test(disposition) || !/;\s*name\s*=/i.test(disposition)) {
+        state.failure ??= new MultipartError('a part has no Content-Disposition: form-data header with a name')
+        wake()
+      }
+    })
+  })
   parser.on('file', (name, stream, filename, _encoding, type) => {
+    // A part without a field name is refused by the header check above.
+    if (name === undefined) return void stream.resume()
     state.file = stream
     // Its failure reaches the reader through fileBody or the next part; a file never read
     // (the reader stopped before it) must not turn it into an uncaught error.
@@ -102,6 +118,7 @@ async function* parts(
     wake()
   })
   parser.on('field', (name, value, _nameTruncated, _valueTruncated, _encoding, type) => {
+    if (name === undefined) return
     queue.push({
       part: {
         name: unescapeFieldName(name),
