@@ -24,7 +24,7 @@ export interface Standalone {
   child: ChildProcess
   /** Everything it printed so far (stdout and stderr). */
   output(): string
-  /** SIGTERM to its process group; resolves with the exit code. */
+  /** SIGTERM to its process group; resolves with the exit code once every process that holds its output is gone. */
   stop(): Promise<number | null>
 }
 
@@ -50,7 +50,9 @@ export async function startStandalone(opts: {
   let out = ''
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  // 'close', not 'exit': `pnpm start` exits on SIGTERM at once while the server it started
+  // (which shares its stdout) is still shutting down; the pipes close when the last one is gone.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)))
   let done = false
   void exited.then(() => (done = true))
   const url = `http://127.0.0.1:${opts.port}`
