@@ -57,6 +57,24 @@ export const RunnerInput = v.object({
   /** Where the runner appends every event line (JSONL), e.g. `/workspace/.berth/events/<task_id>.jsonl`. */
   events_file: v.string(),
   /**
+   * How the run reaches Berth's credential broker, through unix sockets in a host directory
+   * mounted into the container (they work under every network policy, `none` included).
+   * With it, `model.api_key` is null and the model is reached through the gateway: the
+   * runner forwards a loopback port to `gateway_socket` and gives Claude Code that URL and
+   * `token`, the run's capability token, as its key. The real key never enters the container.
+   */
+  broker: v.optional(
+    v.object({
+      gateway_socket: v.string(),
+      /** The egress proxy (HTTP CONNECT) that adds brokered secrets and Git tokens to requests; the runner sets `HTTPS_PROXY` and friends to a loopback port forwarded to it. */
+      proxy_socket: v.nullable(v.string()),
+      /** The deployment CA the proxy signs intercepted hosts with (PEM); the runner adds it to the trust stores. */
+      ca_file: v.nullable(v.string()),
+      /** The run's capability token: the gateway's key and the proxy's password. Useless once the task ended. */
+      token: v.string(),
+    }),
+  ),
+  /**
    * Git credentials per host (`host[:port]` → username and token, optionally a CA to trust
    * there). The runner serves them to git through a credential helper reading a 0600 file
    * outside the workspace, removed when the run ends; they never enter the environment and

@@ -132,6 +132,11 @@ export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages 
 export type { TaskRecord } from './tasks/task.js'
 export { EventBus, type TaskBusMessage } from './tasks/event-bus.js'
 export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
+export { RunTokens } from './tasks/run-tokens.js'
+export { RunGrants, type GatewayGrant, type ProxyGrant } from './tasks/run-grants.js'
+export type { BrokerPlan } from './tasks/materialize.js'
+export { brokeredPlaceholder } from './resources/catalog.js'
+export { modelAllowed } from './models.js'
 
 // Workspaces
 export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'

@@ -57,6 +57,8 @@ import { unconfiguredBankApi, type BankApi } from './ports/bank-api.js'
 import { BankProviderService } from './integrations/bank-provider.js'
 import { unconfiguredMessengerApi, type MessengerApi } from './ports/messenger-api.js'
 import { MessengerService } from './integrations/messenger-bot.js'
+import type { BrokerPlan } from './tasks/materialize.js'
+import { RunGrants } from './tasks/run-grants.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -104,6 +106,12 @@ export interface ServicesOptions {
   notificationRetry?: { attempts?: number; backoffMs?: number }
   /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
   playbookWebhookRate?: { rpm: number; burst: number }
+  /**
+   * The credential broker (model gateway, egress proxy): with it, tasks hold a capability
+   * token instead of the model key, brokered secrets and Git tokens; `services.runGrants`
+   * answers what a token is worth. Paths are where containers find the sockets.
+   */
+  broker?: BrokerPlan
   /** Git providers accounts can be connected from (their OAuth clients and user APIs). */
   gitProviders?: Partial<Record<GitProviderName, GitProvider>>
   /**
@@ -124,6 +132,8 @@ export interface ServicesOptions {
 
 /** Every service a route handler can reach through `ctx.services`. */
 export interface Services {
+  /** What a run's capability token is worth; present with a credential broker. */
+  runGrants: RunGrants | undefined
   version: string
   clock: Clock
   logger: Logger
@@ -237,6 +247,10 @@ export function createServices(opts: ServicesOptions): Services {
     providers: opts.gitProviders ?? {},
   })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
+  const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
+  const runGrants = opts.broker
+    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments })
+    : undefined
   const tasks = new TasksService({
     store,
     clock,
@@ -247,7 +261,7 @@ export function createServices(opts: ServicesOptions): Services {
     profiles,
     environments,
     workspaces,
-    catalog: { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher },
+    catalog,
     engine: opts.engine,
     snapshots,
     coordination,
@@ -330,6 +344,7 @@ export function createServices(opts: ServicesOptions): Services {
     : tokenBucket({ ...webhookRate, clock })
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
   return {
+    runGrants,
     version: opts.version ?? '0.0.0',
     clock,
     logger,

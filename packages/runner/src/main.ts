@@ -41,6 +41,7 @@ async function main(): Promise<number> {
   const redactor = createRedactor([
     ...input.redact,
     ...(input.model.api_key ? [input.model.api_key] : []),
+    ...(input.broker ? [input.broker.token] : []),
     ...gitTokens,
   ])
   mark('input')

@@ -1,5 +1,6 @@
 import type { Options } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerInput } from '@berth/contract'
+import { brokerEnv, type BrokerAccess } from './broker.js'
 import { claudeExecutable } from './platform.js'
 import { configDir, systemAppend } from './workspace.js'
 
@@ -17,13 +18,15 @@ export interface SdkOptionsContext {
   baseEnv?: NodeJS.ProcessEnv
   /** Added after the task's `env` (the git credential helper's configuration). */
   extraEnv?: Record<string, string> | undefined
+  /** The credential broker opened for the run: its gateway, proxy and CA (see `broker.ts`). */
+  broker?: BrokerAccess | undefined
   stderr?: (data: string) => void
 }
 
 /**
  * The environment of the Claude Code process (and so of the agent's tools): the runner's
  * own, the task's `env`, the git credential helper's settings, then what the model
- * endpoint needs, which wins.
+ * endpoint needs, which wins (with a broker: its gateway, proxy and CA).
  *
  * @example
  * ```ts
@@ -32,7 +35,7 @@ export interface SdkOptionsContext {
  */
 export function sdkEnv(
   input: RunnerInput,
-  ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv' | 'extraEnv'>,
+  ctx: Pick<SdkOptionsContext, 'stubUrl' | 'baseEnv' | 'extraEnv' | 'broker'>,
 ): Record<string, string | undefined> {
   const stub = input.model.provider === 'stub'
   const env: Record<string, string | undefined> = { ...(ctx.baseEnv ?? process.env), ...input.env, ...ctx.extraEnv }
@@ -43,6 +46,8 @@ export function sdkEnv(
   // The stub accepts any key; the SDK refuses to start without one.
   const key = stub ? 'sk-berth-stub' : input.model.api_key
   if (key) env.ANTHROPIC_API_KEY = key
+  // Through the broker the key is the run's capability token, the endpoint a loopback port.
+  if (ctx.broker && input.broker) Object.assign(env, brokerEnv(ctx.broker, input.broker.token, !stub))
   env.CLAUDE_CONFIG_DIR = configDir(input.cwd)
   env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1'
   env.DISABLE_AUTOUPDATER = '1'

@@ -1,6 +1,7 @@
 import { query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
+import { openBroker, type BrokerAccess } from './broker.js'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
@@ -67,17 +68,20 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   opts.signal?.addEventListener('abort', onAbort, { once: true })
   let model: OfflineModelServer | undefined
   let git: GitCredentialSetup | undefined
+  let broker: BrokerAccess | undefined
   let failure: string | undefined
   try {
     if (input.model.provider === 'stub')
       model = await startOfflineModel({ host: '127.0.0.1', port: 0, onRequest: () => mark('request') })
     mark('model')
+    if (input.broker) broker = await openBroker(input.broker)
     const skills = writeSkills(input.cwd, input.skills)
     if (input.git_credentials?.length)
       git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env })
     const options = sdkOptions(input, {
       stubUrl: model?.url,
       extraEnv: git?.env,
+      broker,
       skills,
       abortController,
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
@@ -132,6 +136,7 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     // The credentials live as long as the run: a warm session container keeps none between prompts.
     git?.cleanup()
     await model?.close()
+    await broker?.close()
   }
   mark('result')
   emit(transcript.result(cancelled() ? 'cancelled' : failure))

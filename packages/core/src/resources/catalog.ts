@@ -1,7 +1,16 @@
 import type { Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Store } from '../ports/store.js'
-import { type Agent, type Skill, type Tool, Secret, type CreateSecret, type UpdateSecret } from '@berth/contract'
+import {
+  type Agent,
+  type Skill,
+  type Tool,
+  Secret,
+  type CreateSecret,
+  type SecretDelivery,
+  type UpdateSecret,
+} from '@berth/contract'
+import { validationError } from '@berth/contract'
 import * as S from '@berth/contract'
 import type * as v from 'valibot'
 import { NamedScopedService, pickDefined, type NamedScopedRecord } from '../records/named.js'
@@ -19,6 +28,43 @@ export interface AgentRecord
     Omit<Agent, 'id' | 'name' | 'scope' | 'profile_ids' | 'created_at' | 'updated_at'> {}
 export interface SecretRecord extends NamedScopedRecord {
   value_encrypted: string
+  /** Absent on records from before delivery modes: `env`. */
+  delivery?: SecretDelivery
+  hosts?: string[]
+}
+
+/** A secret's delivery and hosts must agree: `brokered` needs hosts, `env` takes none. */
+function checkDelivery(delivery: SecretDelivery, hosts: readonly string[]): void {
+  if (delivery === 'brokered' && hosts.length === 0)
+    throw validationError([
+      { location: 'body', path: 'hosts', message: 'a brokered secret needs the hosts it may be sent to' },
+    ])
+  if (delivery === 'env' && hosts.length > 0)
+    throw validationError([
+      {
+        location: 'body',
+        path: 'hosts',
+        message: 'hosts apply to brokered secrets only (set delivery to "brokered", or leave hosts out)',
+      },
+    ])
+}
+
+/** A secret's value as a task gets it: the value itself, or where the proxy puts it. */
+export type SecretForTask =
+  | { name: string; delivery: 'env'; value: string }
+  | { name: string; delivery: 'brokered'; value: string; hosts: string[]; placeholder: string }
+
+/**
+ * The placeholder a brokered secret's variable holds inside the container. Not secret: it
+ * names the secret, and only the egress proxy turns it into the value, for its hosts only.
+ *
+ * @example
+ * ```ts
+ * brokeredPlaceholder('secret_0abc') // 'berth_brokered_secret_0abc'
+ * ```
+ */
+export function brokeredPlaceholder(secretId: string): string {
+  return `berth_brokered_${secretId}`
 }
 
 type In<S extends v.GenericSchema> = v.InferOutput<S>
@@ -102,11 +148,35 @@ export function createSecretsService(store: Store, clock: Clock, cipher: Cipher)
     kind: 'secrets',
     label: 'secret',
     idKind: 'secret',
-    create: (i) => ({ value_encrypted: cipher.encrypt(i.value) }),
-    update: (i) => (i.value !== undefined ? { value_encrypted: cipher.encrypt(i.value) } : {}),
-    view: (r) => toView(Secret, r),
+    create: (i) => {
+      const delivery = i.delivery ?? 'env'
+      const hosts = i.hosts ?? []
+      checkDelivery(delivery, hosts)
+      return { value_encrypted: cipher.encrypt(i.value), delivery, hosts }
+    },
+    update: (i, current) => {
+      const delivery = i.delivery ?? current.delivery ?? 'env'
+      // Switching a brokered secret to env drops its hosts unless the update names some.
+      const hosts = i.hosts ?? (i.delivery === 'env' ? [] : (current.hosts ?? []))
+      checkDelivery(delivery, hosts)
+      return {
+        ...(i.value !== undefined && { value_encrypted: cipher.encrypt(i.value) }),
+        delivery,
+        hosts,
+      }
+    },
+    view: (r) => toView(Secret, { ...r, delivery: r.delivery ?? 'env', hosts: r.hosts ?? [] }),
   })
   return Object.assign(service, {
+    /** The secrets that apply to a profile, decrypted, with how each reaches the task. */
+    async forTask(owner: string, profileId: string): Promise<SecretForTask[]> {
+      return (await service.forProfile(owner, profileId)).map((r) => {
+        const value = cipher.decrypt(r.value_encrypted)
+        return r.delivery === 'brokered'
+          ? { name: r.name, delivery: 'brokered', value, hosts: r.hosts ?? [], placeholder: brokeredPlaceholder(r.id) }
+          : { name: r.name, delivery: 'env', value }
+      })
+    },
     /** Plaintext `NAME → value` of the secrets that apply to a profile (task environment only). */
     async environment(owner: string, profileId: string): Promise<Record<string, string>> {
       const env: Record<string, string> = {}

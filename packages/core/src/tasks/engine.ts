@@ -113,12 +113,13 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
   return { lease, workspace: ws, input, agent }
 }
 
-/** Hosts the agent must reach under an allowlist: the model endpoint and remote MCP servers. */
+/** Hosts the agent must reach under an allowlist: the model endpoint (without a broker) and remote MCP servers. */
 async function endpointHosts(catalog: MaterializeDeps, profile: ProfileRecord): Promise<string[]> {
   const owner = profile.owner_id
   const hosts = new Set<string>()
   const credential = await catalog.apiKeys.resolve(owner, profile.api_key_id).catch(() => null)
-  if (credential && credential.provider !== 'stub')
+  // Through the broker the model is reached over a socket, not the container's network.
+  if (credential && credential.provider !== 'stub' && !catalog.broker)
     hosts.add(new URL(credential.base_url ?? 'https://api.anthropic.com').hostname)
   const servers = [
     ...Object.values(profile.mcp_servers),

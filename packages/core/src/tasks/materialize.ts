@@ -8,6 +8,7 @@ import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { TaskRecord } from './task.js'
 import { openServer, serverSecrets } from '../resources/mcp-secrets.js'
+import type { RunTokens } from './run-tokens.js'
 
 export interface MaterializeDeps {
   apiKeys: ApiKeysService
@@ -20,6 +21,19 @@ export interface MaterializeDeps {
   cipher?: Cipher
   /** Git credentials for profiles linked to connected accounts (none without it). */
   gitAccounts?: GitAccountsService
+  /**
+   * The credential broker: with it, the model key, brokered secrets and (with a proxy) Git
+   * tokens stay outside the container, and the run gets a capability token instead.
+   */
+  broker?: BrokerPlan
+}
+
+/** Where a container finds the broker (paths inside it), and the tokens that open it. */
+export interface BrokerPlan {
+  tokens: RunTokens
+  gateway_socket: string
+  proxy_socket: string | null
+  ca_file: string | null
 }
 
 /** The SDK's model aliases for subagents: `inherit` (the main agent's) or a family name. */
@@ -73,8 +87,9 @@ export async function materialize(
       `Model "${model}" (${where}) is not allowed by model credential ${profile.api_key_id}`,
     )
   }
-  const [env, memory, tools, skills, agents, git] = await Promise.all([
-    deps.secrets.environment(owner, profile.id),
+  const { broker } = deps
+  const [secrets, memory, tools, skills, agents, git] = await Promise.all([
+    deps.secrets.forTask(owner, profile.id),
     profile.memory_enabled ? deps.memory.forProfile(owner, profile.id) : Promise.resolve([]),
     deps.tools.forProfile(owner, profile.id),
     deps.skills.forProfile(owner, profile.id),
@@ -95,10 +110,16 @@ export async function materialize(
     Object.entries(profile.mcp_servers).map(([name, s]) => [name, openServer(s, deps.cipher)]),
   )
   for (const t of tools) mcp[t.name] = openServer(t.server, deps.cipher)
+  // A brokered secret's variable holds its placeholder, never its value (with or without a proxy to fill it in).
+  const env = Object.fromEntries(secrets.map((s) => [s.name, s.delivery === 'env' ? s.value : s.placeholder]))
+  const gateway = broker !== undefined && credential.provider !== 'stub'
+  // Git tokens go to the proxy when there is one; otherwise to the runner's credential helper.
+  const gitInContainer = broker?.proxy_socket ? [] : git
+  // The redaction list is part of the input: only values the container holds anyway go in it.
   const redact = [
-    ...Object.values(env),
-    ...(credential.key ? [credential.key] : []),
-    ...git.map((g) => g.token),
+    ...secrets.flatMap((s) => (s.delivery === 'env' ? [s.value] : [])),
+    ...(credential.key && !gateway ? [credential.key] : []),
+    ...gitInContainer.map((g) => g.token),
     ...Object.values(mcp).flatMap(serverSecrets),
   ].filter((s) => s.length >= 4)
   return {
@@ -108,8 +129,8 @@ export async function materialize(
     model: {
       provider: credential.provider,
       model,
-      base_url: credential.base_url,
-      api_key: credential.key,
+      base_url: gateway ? null : credential.base_url,
+      api_key: gateway ? null : credential.key,
     },
     allowed_tools: task.allowed_tools ?? profile.default_tools,
     mcp_servers: mcp,
@@ -130,7 +151,15 @@ export async function materialize(
     redact,
     cwd: WORKSPACE_DIR,
     events_file: eventsFile(task.id),
+    ...(broker && {
+      broker: {
+        gateway_socket: broker.gateway_socket,
+        proxy_socket: broker.proxy_socket,
+        ca_file: broker.ca_file,
+        token: broker.tokens.issue(task.id),
+      },
+    }),
     // Written by the runner as a git credential helper outside the workspace, never into the environment.
-    ...(git.length > 0 && { git_credentials: git }),
+    ...(gitInContainer.length > 0 && { git_credentials: gitInContainer }),
   }
 }

@@ -3,6 +3,8 @@ import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.j
 import type { Logger } from '../ports/logger.js'
 import type { RunnerInput } from '@berth/contract'
 import type { ContainerPool, Lease } from '../runtime/index.js'
+import type { Store } from '../ports/store.js'
+import { bindSubject, RunTokens } from './run-tokens.js'
 
 /** Where a warm agent's output goes once a task took it. */
 export interface AgentOutput {
@@ -31,6 +33,8 @@ export interface WarmAgentsOptions {
   max: number
   /** Working directory of the runner (the workspace). */
   cwd: string
+  /** With a credential broker: an agent's token is its own, bound to its task in `store` when a task takes it. */
+  tokens?: { issuer: RunTokens; store: Store }
 }
 
 /**
@@ -46,9 +50,11 @@ export interface WarmAgentsOptions {
  * ```
  */
 export function warmKey(owner: string, input: RunnerInput): string {
-  const { task_id: _t, prompt: _p, events_file: _e, ...fixed } = input
+  // The capability token is the run's own (an agent gets one of its own): not a setting.
+  const { task_id: _t, prompt: _p, events_file: _e, broker, ...fixed } = input
+  const brokerSetting = broker && { ...broker, token: null }
   return createHash('sha256')
-    .update(JSON.stringify([owner, fixed]))
+    .update(JSON.stringify([owner, fixed, brokerSetting ?? null]))
     .digest('hex')
 }
 
@@ -128,9 +134,13 @@ export class WarmAgents {
     const key = warmKey(owner, input)
     const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
     if (this.closed) return lease.release()
+    // The token of the task this input was made for would die with that task: the agent gets its own.
+    const subject = RunTokens.warmSubject()
+    const tokens = this.o.tokens
+    const broker = input.broker && tokens && { ...input.broker, token: tokens.issuer.issue(subject) }
     // Stdin stays open: the init line now, the prompt line when a task takes the agent.
     const lines: (string | null)[] = [
-      JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '' } }),
+      JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '', ...(broker && { broker }) } }),
     ]
     let wake: (() => void) | null = null
     const push = (line: string | null) => {
@@ -177,8 +187,19 @@ export class WarmAgents {
       handOff: (task, to, signal) => {
         for (const e of early.splice(0)) (e.stream === 'out' ? to.onStdout : to.onStderr)(e.chunk)
         out = to
-        push(JSON.stringify({ type: 'prompt', task_id: task.id, prompt: task.prompt, events_file: task.events_file }))
-        push(null)
+        const prompt = () => {
+          push(JSON.stringify({ type: 'prompt', task_id: task.id, prompt: task.prompt, events_file: task.events_file }))
+          push(null)
+        }
+        // The agent's token speaks for the task before the agent learns it has one; a failed
+        // binding shows as the model refusing the token, so the task fails rather than hangs.
+        if (broker && tokens) {
+          void bindSubject(tokens.store, subject, task.id)
+            .catch((err: unknown) =>
+              this.o.logger.warn('could not bind a warm agent to its task', { error: String(err) }),
+            )
+            .finally(prompt)
+        } else prompt()
         const kill = () => void proc.kill().catch(() => {})
         if (signal.aborted) kill()
         else signal.addEventListener('abort', kill, { once: true })

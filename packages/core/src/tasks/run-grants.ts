@@ -1,0 +1,117 @@
+/**
+ * What a run may do outside its container, and the capability token that proves which run
+ * asks. The model gateway and the egress proxy (both in `@berth/server`'s `broker/`) call
+ * {@link RunGrants} with the token a request carries and get back what they may do for it:
+ * the real model credential, the brokered secrets and Git tokens, the task's network
+ * policy. Nothing is granted once the task ended. See docs/CREDENTIALS.md.
+ */
+import { isEndedStatus } from '@berth/contract'
+import type { EgressPolicy } from '../ports/container-runtime.js'
+import type { Store } from '../ports/store.js'
+import type { EnvironmentsService } from '../resources/environments.js'
+import type { ProfilesService } from '../resources/profiles.js'
+import type { MaterializeDeps } from './materialize.js'
+import type { TaskRecord } from './task.js'
+import { subjectKey, type RunTokens } from './run-tokens.js'
+
+/** What the model gateway may do for a run. */
+export interface GatewayGrant {
+  task_id: string
+  owner_id: string
+  upstream: { base_url: string; api_key: string }
+  /** Model patterns (`*` wildcards) the credential allows, or null for any. */
+  allowed_models: string[] | null
+  max_budget_usd: number | null
+}
+
+/** What the egress proxy may do for a run. */
+export interface ProxyGrant {
+  task_id: string
+  egress: EgressPolicy
+  brokered: { placeholder: string; value: string; hosts: string[] }[]
+  git: { host: string; username: string; token: string; ca_pem?: string | undefined }[]
+}
+
+export interface RunGrantsOptions {
+  store: Store
+  tokens: RunTokens
+  catalog: MaterializeDeps
+  profiles: ProfilesService
+  environments: EnvironmentsService
+}
+
+const DEFAULT_BASE_URL = 'https://api.anthropic.com'
+
+/**
+ * Grants by capability token, for a task that has not ended. Each call reads the task (so
+ * the moment it ends, its token is worth nothing, on every instance) and what the grant
+ * needs (credential, secrets, accounts), so a change to them applies to the next request.
+ *
+ * @example
+ * ```ts
+ * const grant = await grants.gateway(token) // null: refuse
+ * ```
+ */
+export class RunGrants {
+  constructor(private readonly o: RunGrantsOptions) {}
+
+  async gateway(token: string): Promise<GatewayGrant | null> {
+    const task = await this.task(token)
+    if (!task) return null
+    const owner = task.owner_id
+    const profile = await this.o.profiles.records.find(owner, task.profile_id)
+    if (!profile) return null
+    const apiKeys = this.o.catalog.apiKeys
+    const record = await apiKeys.records.find(owner, profile.api_key_id)
+    const credential = record && (await apiKeys.resolve(owner, profile.api_key_id))
+    if (!record || !credential?.key || credential.provider === 'stub') return null
+    return {
+      task_id: task.id,
+      owner_id: owner,
+      upstream: { base_url: credential.base_url ?? DEFAULT_BASE_URL, api_key: credential.key },
+      allowed_models: record.allowed_models,
+      max_budget_usd: task.max_budget_usd,
+    }
+  }
+
+  async proxy(token: string): Promise<ProxyGrant | null> {
+    const task = await this.task(token)
+    if (!task) return null
+    const owner = task.owner_id
+    const profile = await this.o.profiles.records.find(owner, task.profile_id)
+    if (!profile) return null
+    const { catalog } = this.o
+    const [secrets, git, env] = await Promise.all([
+      catalog.secrets.forTask(owner, profile.id),
+      catalog.gitAccounts && profile.git_account_ids?.length
+        ? catalog.gitAccounts.credentials(owner, profile.git_account_ids)
+        : Promise.resolve([]),
+      this.o.environments.resolve(owner, profile.environment_id).catch(() => null),
+    ])
+    return {
+      task_id: task.id,
+      // An environment that is gone grants no network at all.
+      egress: env?.network ?? { policy: 'none' },
+      brokered: secrets.flatMap((s) =>
+        s.delivery === 'brokered' ? [{ placeholder: s.placeholder, value: s.value, hosts: s.hosts }] : [],
+      ),
+      git,
+    }
+  }
+
+  /** The task a token speaks for, while it has not ended. */
+  private async task(token: string): Promise<TaskRecord | null> {
+    const subject = this.o.tokens.subject(token)
+    if (!subject) return null
+    let taskId = subject
+    if (!subject.startsWith('task_')) {
+      const bound = await this.o.store.get<{ task_id: string }>(subjectKey(subject))
+      if (!bound) return null
+      taskId = bound.task_id
+    }
+    const owner = await this.o.store.get<{ owner: string }>(`active-tasks:${taskId}`)
+    if (!owner) return null
+    const task = await this.o.store.get<TaskRecord>(`tasks:${owner.owner}:${taskId}`)
+    return task && !isEndedStatus(task.status) ? task : null
+  }
+}
