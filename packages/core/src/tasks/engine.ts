@@ -114,7 +114,7 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
 }
 
 /** Hosts the agent must reach under an allowlist: the model endpoint (without a broker) and remote MCP servers. */
-async function endpointHosts(catalog: MaterializeDeps, profile: ProfileRecord): Promise<string[]> {
+export async function endpointHosts(catalog: MaterializeDeps, profile: ProfileRecord): Promise<string[]> {
   const owner = profile.owner_id
   const hosts = new Set<string>()
   const credential = await catalog.apiKeys.resolve(owner, profile.api_key_id).catch(() => null)

@@ -10,6 +10,7 @@ import type { EgressPolicy } from '../ports/container-runtime.js'
 import type { Store } from '../ports/store.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfilesService } from '../resources/profiles.js'
+import { endpointHosts } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './task.js'
 import { subjectKey, type RunTokens } from './run-tokens.js'
@@ -81,13 +82,18 @@ export class RunGrants {
     const profile = await this.o.profiles.records.find(owner, task.profile_id)
     if (!profile) return null
     const { catalog } = this.o
-    const [secrets, git, env] = await Promise.all([
+    const [secrets, git, hosts] = await Promise.all([
       catalog.secrets.forTask(owner, profile.id),
       catalog.gitAccounts && profile.git_account_ids?.length
         ? catalog.gitAccounts.credentials(owner, profile.git_account_ids)
         : Promise.resolve([]),
-      this.o.environments.resolve(owner, profile.environment_id).catch(() => null),
+      endpointHosts(catalog, profile),
     ])
+    // The profile's Git hosts join an allowlist as its MCP servers do: linking an account says the agent uses it.
+    const gitHosts = git.map((g) => g.host.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1'))
+    const env = await this.o.environments
+      .resolve(owner, profile.environment_id, [...hosts, ...gitHosts])
+      .catch(() => null)
     return {
       task_id: task.id,
       // An environment that is gone grants no network at all.
