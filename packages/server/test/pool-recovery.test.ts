@@ -142,6 +142,47 @@ describe.each(ENGINES)('pool restart recovery on %s', { timeout: 90_000 }, (engi
   })
 })
 
+describe.each(ENGINES)('pool restart with a changed spec on %s', { timeout: 90_000 }, (engine) => {
+  const name = uniquePoolName(`respec-${engine}`)
+  const dataDir = tempDataDir()
+  const { info, runtime } = engineRuntime(engine)
+  const fsStorage = () => createStorage({ driver: fsDriver({ base: join(dataDir, 'store') }) })
+  const start = (mark: string) =>
+    startServer({
+      dataDir,
+      storage: fsStorage(),
+      runtime,
+      pool: { image: info.image, min: 1, max: 2, name, spec: { env: { BERTH_TEST_SPEC: mark } } },
+    })
+  let second: TestServer | undefined
+  afterAll(async () => {
+    await closeRemoving(second, dataDir)
+    expect(await sweep(runtime, name)).toBe(0)
+  }, 60_000)
+
+  it('removes idle containers made from another spec (an upgrade that mounts something new) instead of adopting them', async () => {
+    const first = await start('one')
+    await first.berth.ready
+    await vi.waitFor(
+      () => expect(first.berth.pool!.stats()).toEqual(expectedStats({ min: 1, max: 2, idle: 1 })),
+      15_000,
+    )
+    const [old] = first.berth.pool!.list()
+    await stopKeeping(first)
+    second = await start('two')
+    await second.berth.ready
+    expect(second.logs.map((l) => JSON.parse(l))).toContainEqual(
+      expect.objectContaining({ msg: 'pool recovered', adopted: 0, removed: 1 }),
+    )
+    expect(await gone(runtime, old!.engine_id)).toBe(true)
+    // Warming makes one from the new spec.
+    await vi.waitFor(
+      () => expect(second!.berth.pool!.stats()).toEqual(expectedStats({ min: 1, max: 2, idle: 1 })),
+      15_000,
+    )
+  })
+})
+
 describe('a server whose pool cannot start', () => {
   const dataDir = tempDataDir()
   const name = uniquePoolName('down')

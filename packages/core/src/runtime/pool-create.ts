@@ -1,4 +1,5 @@
 /** Creating a pooled container: its spec and `berth.*` labels, the engine calls, and the record a restart accounts for it by. */
+import { createHash } from 'node:crypto'
 import { ApiError } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import { IDLE_COMMAND, MANAGED_LABEL, type ContainerRuntime, type ContainerSpec } from '../ports/container-runtime.js'
@@ -18,6 +19,27 @@ import { poolKey, type ClaimRequest, type PooledContainer } from './pool-options
  * // { cmd: IDLE_COMMAND, workingDir: '/workspace', image: 'berth-runner', labels: { 'berth.pool': 'berth-1c0e5f2a', … } }
  * ```
  */
+/** The label of a warm container: the hash of the pool spec it was made from (see {@link specHash}). */
+export const SPEC_LABEL = 'berth.spec'
+
+/**
+ * A short hash of what a warm container is made of (image, mounts, user, limits, network,
+ * env): an idle container from a different spec (an upgrade that mounts something new, a
+ * changed agent user) is not adopted after a restart.
+ *
+ * @example
+ * ```ts
+ * specHash({ name: 'p', image: 'berth-runner' }) === specHash({ name: 'p', image: 'berth-runner' }) // true
+ * ```
+ */
+export function specHash(pool: { image: string; spec?: Partial<ContainerSpec> | undefined }): string {
+  const { labels: _labels, ...spec } = pool.spec ?? {}
+  return createHash('sha256')
+    .update(JSON.stringify([pool.image, spec]))
+    .digest('hex')
+    .slice(0, 16)
+}
+
 export function containerSpec(
   pool: { name: string; image: string; spec?: Partial<ContainerSpec> | undefined },
   id: string,
@@ -38,6 +60,7 @@ export function containerSpec(
       ...req?.labels,
       [MANAGED_LABEL]: 'true',
       'berth.pool': pool.name,
+      ...(!req?.spec && { [SPEC_LABEL]: specHash(pool) }),
       'berth.container': id,
       ...(req && { 'berth.owner': req.owner_id }),
       ...(req?.workspace_id && { 'berth.workspace': req.workspace_id }),

@@ -2,6 +2,7 @@
 import { MANAGED_LABEL, type ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
+import { SPEC_LABEL } from './pool-create.js'
 import { poolKey, type PooledContainer } from './pool-options.js'
 
 export interface RecoverOptions {
@@ -14,6 +15,8 @@ export interface RecoverOptions {
   adopt?: ((container: PooledContainer) => Promise<boolean>) | undefined
   /** Take an adopted container into the pool (called as each is adopted). */
   keep: (container: PooledContainer) => void
+  /** The current pool spec's hash: an idle container made from another is removed, not adopted. */
+  specHash?: string | undefined
 }
 
 /**
@@ -44,7 +47,11 @@ export async function recoverPool(o: RecoverOptions): Promise<{ adopted: number;
       record !== undefined &&
       record.engine_id === summary.id &&
       alive &&
-      (record.state === 'idle' || (o.adopt ? await o.adopt(record).catch(() => false) : false))
+      (record.state === 'idle'
+        ? o.specHash === undefined || summary.labels[SPEC_LABEL] === o.specHash
+        : o.adopt
+          ? await o.adopt(record).catch(() => false)
+          : false)
     if (keep) {
       o.keep(record)
       adopted++

@@ -7,7 +7,7 @@ import { PoolImage } from './pool-image.js'
 import { poolKey, type ClaimRequest, type Lease, type PooledContainer, type PoolOptions } from './pool-options.js'
 import { ClaimQueue } from './pool-queue.js'
 import { recoverPool } from './pool-recovery.js'
-import { createContainer, type CreateContext } from './pool-create.js'
+import { createContainer, specHash, type CreateContext } from './pool-create.js'
 import { WarmUp } from './pool-warmup.js'
 
 /**
@@ -157,7 +157,7 @@ export class ContainerPool {
 
   /** Adopt what a previous run left that is still accounted for; remove the rest (see {@link recoverPool}). */
   recover(): Promise<{ adopted: number; removed: number }> {
-    return recoverPool({ ...this.o, keep: (c) => this.containers.set(c.id, c) })
+    return recoverPool({ ...this.o, specHash: specHash(this.o), keep: (c) => this.containers.set(c.id, c) })
   }
 
   /**
