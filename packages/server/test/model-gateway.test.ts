@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net'
 import { createServer as createNetServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { costOf, priceOf, UNKNOWN_MODEL_PRICE } from '../src/broker/gateway-prices.js'
@@ -274,6 +275,42 @@ describe('what is forwarded', () => {
     expect(r.status).toBe(529)
     expect(r.text).toBe(await direct.text())
     expect(gateway.usage('task_1')).toBeUndefined()
+  })
+
+  it('hands the client a compressed answer decoded, and meters it', async () => {
+    grants.set(TOKEN, grant('task_1', { upstream: { base_url: scriptedUrl, api_key: REAL_KEY } }))
+    const answer = { type: 'message', model: 'claude-haiku-4-5', usage: { input_tokens: 11, output_tokens: 22 } }
+    let seen: IncomingMessage['headers'] = {}
+    onScripted = (req, res) => {
+      seen = req.headers
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' })
+      res.end(gzipSync(JSON.stringify(answer)))
+    }
+    const r = await call(gateway.socketPath, '/v1/messages', {
+      headers: { ...withToken(TOKEN), 'accept-encoding': 'identity', connection: 'keep-alive, x-hop', 'x-hop': '1' },
+      body: ask('hi'),
+    })
+    expect(r.status).toBe(200)
+    expect(r.headers['content-encoding']).toBeUndefined()
+    expect(JSON.parse(r.text)).toEqual(answer)
+    // The gateway negotiates compression with the provider itself, and drops the headers the client's connection named.
+    expect(seen['accept-encoding']).toContain('gzip')
+    expect(seen['x-hop']).toBeUndefined()
+    expect(gateway.usage('task_1')).toMatchObject({ requests: 1, input_tokens: 11, output_tokens: 22 })
+  })
+
+  it('answers 500 in the error shape when authorize fails', async () => {
+    await gateway.close()
+    gateway = await startModelGateway({
+      socketPath: join(dir, 'model.sock'),
+      authorize: async () => {
+        throw new Error('store down')
+      },
+    })
+    const r = await call(gateway.socketPath, '/v1/messages', { headers: withToken(TOKEN), body: ask('hi') })
+    expect(r.status).toBe(500)
+    expect(JSON.parse(r.text)).toMatchObject({ type: 'error', error: { type: 'api_error' } })
+    expect(stub.requests).toHaveLength(0)
   })
 
   it('does not follow a redirect (the key would go with it): the client gets the 307', async () => {
