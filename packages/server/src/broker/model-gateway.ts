@@ -22,7 +22,11 @@ export interface GatewayGrant {
   upstream: { base_url: string; api_key: string }
   /** Patterns as in `modelAllowed` from `@berth/core` (`*` wildcards), or null for any model. */
   allowed_models: string[] | null
-  /** The task's budget in USD (null: none). */
+  /**
+   * The task's budget in USD (null: none). Checked before each model call against what the
+   * task's answers cost so far (this gateway's totals); a call under way is not cut, so
+   * calls running at the same time can pass the budget by what they cost.
+   */
   max_budget_usd: number | null
 }
 
