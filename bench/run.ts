@@ -2,7 +2,8 @@
  * `pnpm bench`: every benchmark, one after the other, each printing its own table.
  * bench/runtime.ts (container engines), bench/workspaces.ts (transcripts, WebSocket
  * fan-out), bench/tasks.ts (agent tasks: overhead over the bare runner, throughput) and
- * bench/storage.ts (lists and reads as records grow, per store driver) run when present.
+ * bench/storage.ts (lists and reads as records grow, per store driver) run when present;
+ * bench/gateway.ts (the model gateway's added latency) runs after the HTTP benchmark.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -24,6 +25,15 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nHTTP benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// The model gateway's added latency to the first streamed event (issue 25: under 5 ms p50).
+try {
+  const gateway = (await import(new URL('./gateway.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await gateway.main()
+} catch (err) {
+  failed = true
+  console.error(`\nModel gateway benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 const runtimeUrl = new URL('./runtime.ts', import.meta.url)

@@ -60,6 +60,7 @@ const PINNED = [
   'manualClock',
   'memoryCoordination',
   'memoryHub',
+  'modelAllowed',
   'privateCidrs',
   'queueRank',
   'rateDecision',
