@@ -136,7 +136,6 @@ export { RunTokens } from './tasks/run-tokens.js'
 export { RunGrants, type GatewayGrant, type ProxyGrant } from './tasks/run-grants.js'
 export type { BrokerPlan } from './tasks/materialize.js'
 export { brokeredPlaceholder } from './resources/catalog.js'
-export { modelAllowed } from './models.js'
 
 // Workspaces
 export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'

@@ -9,26 +9,18 @@
 import { chmod, lstat, unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect } from 'node:net'
-import { modelAllowed } from '@berth/core'
+import { modelAllowed, type GatewayGrant } from '@berth/core'
 import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf, upstreamHeaders } from './gateway-http.js'
 import { costOf, priceOf } from './gateway-prices.js'
 import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } from './gateway-usage.js'
 
-/** What a capability token grants: one task's access to one credential. */
-export interface GatewayGrant {
-  task_id: string
-  owner_id: string
-  /** The real endpoint: base URL (e.g. `https://api.anthropic.com`) and the caller's key. */
-  upstream: { base_url: string; api_key: string }
-  /** Patterns as in `modelAllowed` from `@berth/core` (`*` wildcards), or null for any model. */
-  allowed_models: string[] | null
-  /**
-   * The task's budget in USD (null: none). Checked before each model call against what the
-   * task's answers cost so far (this gateway's totals); a call under way is not cut, so
-   * calls running at the same time can pass the budget by what they cost.
-   */
-  max_budget_usd: number | null
-}
+/**
+ * What a capability token grants: one task's access to one credential (core's
+ * `RunGrants.gateway` answers it). `max_budget_usd` is checked before each model call
+ * against what the task's answers cost so far (this gateway's totals); a call under way is
+ * not cut, so calls running at the same time can pass the budget by what they cost.
+ */
+export type { GatewayGrant }
 
 /** The usage and cost of one answer, as the provider reported it. */
 export interface ModelUsage {
