@@ -1,0 +1,314 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { request as httpRequest, createServer as httpServer, type IncomingHttpHeaders } from 'node:http'
+import { request as httpsRequest, createServer as httpsServer } from 'node:https'
+import { type AddressInfo, connect as netConnect, createServer as netServer, type Server, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { connect as tlsConnect } from 'node:tls'
+import { promisify } from 'node:util'
+import { selfSignedCert } from '@berth/testkit/providers'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type BrokerCa, loadOrCreateBrokerCa } from '../src/broker/broker-ca.js'
+import { type EgressProxy, type ProxyGrant, startEgressProxy } from '../src/broker/egress-proxy.js'
+
+const SECRET = 'sk-live-brokered-0123456789'
+const PLACEHOLDER = 'berth_brokered_sec_abc123'
+const GIT_TOKEN = 'gho_gittoken_987654321'
+const NAMES = ['allowed.test', 'other.test', 'git.test', 'untrusted.test', 'outside.test']
+
+interface Seen {
+  host: string | undefined
+  headers: IncomingHttpHeaders
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'berth-egress-'))
+const testCert = selfSignedCert({ dns: NAMES, ips: ['127.0.0.1'] })
+// A second upstream whose certificate the proxy does not trust.
+const strangerCert = selfSignedCert({ dns: ['untrusted.test'] })
+const seen: Seen[] = []
+const connections = { https: 0 }
+const warnings: unknown[] = []
+let ca: BrokerCa
+let proxy: EgressProxy
+let httpsPort: number
+let strangerPort: number
+let plainPort: number
+let forwarder: Server
+let forwarderPort: number
+const closers: (() => void)[] = []
+
+function record(req: { headers: IncomingHttpHeaders }, res: { end(body: string): void }) {
+  seen.push({ host: req.headers.host, headers: req.headers })
+  res.end('ok')
+}
+
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  closers.push(() => server.close())
+  return (server.address() as AddressInfo).port
+}
+
+function grants(): Record<string, ProxyGrant> {
+  const allowAll: ProxyGrant['egress'] = {
+    policy: 'allowlist',
+    allow: [
+      { host: 'allowed.test', ports: [httpsPort, plainPort] },
+      ...['other.test', 'git.test', 'untrusted.test'].map((host) => ({ host })),
+    ],
+    allowPrivate: true,
+  }
+  const brokered = [{ placeholder: PLACEHOLDER, value: SECRET, hosts: ['allowed.test', 'untrusted.test'] }]
+  const git = [{ host: `git.test:${httpsPort}`, username: 'x-access-token', token: GIT_TOKEN }]
+  return {
+    'tok-allow': { task_id: 'task_allow', egress: allowAll, brokered, git },
+    'tok-none': { task_id: 'task_none', egress: { policy: 'none' }, brokered, git },
+    'tok-public': { task_id: 'task_public', egress: { policy: 'public' }, brokered, git },
+  }
+}
+
+const basic = (token: string) => `Basic ${Buffer.from(`berth:${token}`).toString('base64')}`
+
+beforeAll(async () => {
+  const upstream = httpsServer({ key: testCert.key, cert: testCert.cert }, record)
+  upstream.on('secureConnection', () => connections.https++)
+  httpsPort = await listen(upstream)
+  const stranger = httpsServer({ key: strangerCert.key, cert: strangerCert.cert }, record)
+  strangerPort = await listen(stranger)
+  plainPort = await listen(httpServer(record))
+  ca = await loadOrCreateBrokerCa(join(dir, 'ca'))
+  const table = grants()
+  proxy = await startEgressProxy({
+    socketPath: join(dir, 'proxy.sock'),
+    ca,
+    authorize: async (token) => table[token] ?? null,
+    upstreamCa: [testCert.cert],
+    lookup: async (host) => (host.endsWith('.test') ? ['127.0.0.1'] : []),
+    logger: { warn: (msg, fields) => warnings.push([msg, fields]) },
+  })
+  // What the runner does in a container: a loopback port forwarded to the proxy's socket.
+  forwarder = netServer((client: Socket) => {
+    const upstreamSocket = netConnect(proxy.socketPath)
+    client.pipe(upstreamSocket).pipe(client)
+    client.on('error', () => upstreamSocket.destroy())
+    upstreamSocket.on('error', () => client.destroy())
+  })
+  forwarderPort = await listen(forwarder)
+})
+
+afterAll(async () => {
+  await proxy?.close()
+  for (const close of closers) close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+interface Answer {
+  /** The proxy's answer to CONNECT. */
+  connect: number
+  status?: number
+  body?: string
+  /** Common name of the issuer of the certificate the client was shown. */
+  issuer?: string
+}
+
+/** An HTTPS request through the proxy's socket, as a client in the container makes it. */
+function viaProxy(token: string | null, host: string, port: number, headers: Record<string, string> = {}) {
+  return new Promise<Answer>((resolve, reject) => {
+    const proxyHeaders: Record<string, string> = token ? { 'proxy-authorization': basic(token) } : {}
+    const connect = httpRequest({
+      socketPath: proxy.socketPath,
+      method: 'CONNECT',
+      path: `${host}:${port}`,
+      headers: proxyHeaders,
+    })
+    connect.on('error', reject)
+    connect.on('connect', (res, socket) => {
+      if (res.statusCode !== 200) {
+        socket.destroy()
+        return resolve({ connect: res.statusCode ?? 0 })
+      }
+      const tls = tlsConnect({ socket, servername: host, ca: [ca.certPem, testCert.cert] })
+      tls.on('error', reject)
+      tls.on('secureConnect', () => {
+        const issuer = String(tls.getPeerCertificate().issuer.CN)
+        const req = httpsRequest({ host, port, path: '/', headers, createConnection: () => tls })
+        req.on('error', reject)
+        req.on('response', (r) => {
+          let body = ''
+          r.on('data', (c) => (body += c))
+          r.on('end', () => resolve({ connect: 200, status: r.statusCode, body, issuer }))
+        })
+        req.end()
+      })
+    })
+    connect.end()
+  })
+}
+
+/** A plain `http://` request in absolute form through the proxy. */
+function plainViaProxy(token: string, host: string, headers: Record<string, string> = {}) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpRequest({
+      socketPath: proxy.socketPath,
+      path: `http://${host}:${plainPort}/plain`,
+      headers: { host: `${host}:${plainPort}`, 'proxy-authorization': basic(token), ...headers },
+    })
+    req.on('error', reject)
+    req.on('response', (r) => {
+      let body = ''
+      r.on('data', (c) => (body += c))
+      r.on('end', () => resolve({ status: r.statusCode ?? 0, body }))
+    })
+    req.end()
+  })
+}
+
+const lastSeen = () => seen[seen.length - 1]!
+
+describe('brokered secrets', () => {
+  it('an allowed host receives the real value in place of the placeholder, in any header', async () => {
+    const answer = await viaProxy('tok-allow', 'allowed.test', httpsPort, {
+      authorization: `Bearer ${PLACEHOLDER}`,
+      'x-api-key': `key=${PLACEHOLDER};`,
+    })
+    expect(answer).toMatchObject({ connect: 200, status: 200, body: 'ok' })
+    // The client was shown a certificate of the broker CA: the proxy read the request.
+    expect(answer.issuer).toMatch(/^Berth egress broker CA/)
+    expect(lastSeen().host).toBe(`allowed.test:${httpsPort}`)
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`)
+    expect(lastSeen().headers['x-api-key']).toBe(`key=${SECRET};`)
+    expect(lastSeen().headers['proxy-authorization']).toBeUndefined()
+  })
+
+  it('a host the secret does not list receives only the placeholder, and its tunnel is not intercepted', async () => {
+    const answer = await viaProxy('tok-allow', 'other.test', httpsPort, { authorization: `Bearer ${PLACEHOLDER}` })
+    expect(answer).toMatchObject({ connect: 200, status: 200 })
+    // The upstream's own certificate: the bytes passed through untouched.
+    expect(answer.issuer).toBe('berth-fake-git')
+    expect(lastSeen().host).toBe(`other.test:${httpsPort}`)
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${PLACEHOLDER}`)
+  })
+
+  it('an intercepted host not listed by the secret keeps the placeholder too (git.test has only a Git account)', async () => {
+    await viaProxy('tok-allow', 'git.test', httpsPort, { 'x-api-key': PLACEHOLDER })
+    expect(lastSeen().host).toBe(`git.test:${httpsPort}`)
+    expect(lastSeen().headers['x-api-key']).toBe(PLACEHOLDER)
+  })
+
+  it('a plain http:// request gets the same rewriting, for the allowed host only', async () => {
+    expect(await plainViaProxy('tok-allow', 'allowed.test', { authorization: `Bearer ${PLACEHOLDER}` })).toEqual({
+      status: 200,
+      body: 'ok',
+    })
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`)
+    expect(lastSeen().headers['proxy-authorization']).toBeUndefined()
+    await plainViaProxy('tok-allow', 'other.test', { authorization: `Bearer ${PLACEHOLDER}` })
+    expect(lastSeen().host).toBe(`other.test:${plainPort}`)
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${PLACEHOLDER}`)
+  })
+
+  it('an upstream whose certificate is not trusted gets nothing, and no secret reaches a log line', async () => {
+    const before = seen.length
+    const answer = await viaProxy('tok-allow', 'untrusted.test', strangerPort, {
+      authorization: `Bearer ${PLACEHOLDER}`,
+    })
+    expect(answer.status).toBe(502)
+    expect(answer.body).not.toContain(SECRET)
+    expect(seen.length).toBe(before)
+    expect(warnings.length).toBeGreaterThan(0)
+    const logged = JSON.stringify(warnings)
+    expect(logged).not.toContain(SECRET)
+    expect(logged).not.toContain(GIT_TOKEN)
+  })
+
+  it('a request for another name inside an intercepted tunnel is refused', async () => {
+    const before = seen.length
+    const answer = await viaProxy('tok-allow', 'allowed.test', httpsPort, {
+      host: `other.test:${httpsPort}`,
+      authorization: `Bearer ${PLACEHOLDER}`,
+    })
+    expect(answer.status).toBe(421)
+    expect(seen.length).toBe(before)
+  })
+})
+
+describe('git credentials', () => {
+  it('a request to the account host gets Basic auth from the proxy', async () => {
+    const answer = await viaProxy('tok-allow', 'git.test', httpsPort)
+    expect(answer).toMatchObject({ connect: 200, status: 200 })
+    const expected = `Basic ${Buffer.from(`x-access-token:${GIT_TOKEN}`).toString('base64')}`
+    expect(lastSeen().headers.authorization).toBe(expected)
+  })
+
+  it('an Authorization the client sent itself is left alone, and other hosts get none', async () => {
+    await viaProxy('tok-allow', 'git.test', httpsPort, { authorization: 'Bearer mine' })
+    expect(lastSeen().headers.authorization).toBe('Bearer mine')
+    await viaProxy('tok-allow', 'other.test', httpsPort)
+    expect(lastSeen().host).toBe(`other.test:${httpsPort}`)
+    expect(lastSeen().headers.authorization).toBeUndefined()
+  })
+})
+
+describe('network policy and tokens', () => {
+  it('a host outside the allowlist gets 403 and nothing reaches any upstream', async () => {
+    const before = { seen: seen.length, connections: connections.https }
+    expect(await viaProxy('tok-allow', 'outside.test', httpsPort)).toEqual({ connect: 403 })
+    // allowed.test is listed for two ports only.
+    expect(await viaProxy('tok-allow', 'allowed.test', 1)).toEqual({ connect: 403 })
+    expect({ seen: seen.length, connections: connections.https }).toEqual(before)
+  })
+
+  it('policy none refuses everything, CONNECT and plain http alike', async () => {
+    const before = { seen: seen.length, connections: connections.https }
+    expect(await viaProxy('tok-none', 'allowed.test', httpsPort)).toEqual({ connect: 403 })
+    expect((await plainViaProxy('tok-none', 'allowed.test')).status).toBe(403)
+    expect({ seen: seen.length, connections: connections.https }).toEqual(before)
+  })
+
+  it('policy public refuses a name that resolves to a private address', async () => {
+    expect(await viaProxy('tok-public', 'allowed.test', httpsPort)).toEqual({ connect: 403 })
+    expect((await plainViaProxy('tok-public', 'allowed.test')).status).toBe(403)
+  })
+
+  it('a missing or unknown token gets 407', async () => {
+    expect(await viaProxy(null, 'allowed.test', httpsPort)).toEqual({ connect: 407 })
+    expect(await viaProxy('tok-wrong', 'allowed.test', httpsPort)).toEqual({ connect: 407 })
+    expect((await plainViaProxy('tok-wrong', 'allowed.test')).status).toBe(407)
+  })
+})
+
+describe('curl through a loopback forwarder, as the agent would', () => {
+  const run = promisify(execFile)
+
+  it('sends the real value to the allowed host and the placeholder elsewhere', async () => {
+    const caFile = join(dir, 'broker-ca.pem')
+    writeFileSync(caFile, ca.certPem)
+    const curl = (host: string) =>
+      run('curl', [
+        '-sS',
+        '--fail',
+        '--proxy',
+        `http://berth:tok-allow@127.0.0.1:${forwarderPort}`,
+        '--cacert',
+        caFile,
+        '-H',
+        `Authorization: Bearer ${PLACEHOLDER}`,
+        `https://${host}:${httpsPort}/curl`,
+      ])
+    expect((await curl('allowed.test')).stdout).toBe('ok')
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`)
+    // other.test is tunnelled: curl sees the upstream's certificate, which the broker CA did not sign.
+    await expect(curl('other.test')).rejects.toThrow(/certificate/i)
+  })
+})
+
+describe('broker CA', () => {
+  it('is written once with a public certificate and a private key, and reused', async () => {
+    expect(statSync(join(dir, 'ca', 'ca.pem')).mode & 0o777).toBe(0o644)
+    expect(statSync(join(dir, 'ca', 'ca-key.pem')).mode & 0o777).toBe(0o600)
+    const again = await loadOrCreateBrokerCa(join(dir, 'ca'))
+    expect(again.certPem).toBe(ca.certPem)
+    expect(ca.leafFor('allowed.test').certPem).toBe(ca.leafFor('ALLOWED.test').certPem)
+    expect(ca.leafFor('allowed.test').certPem).not.toBe(ca.leafFor('other.test').certPem)
+  })
+})
