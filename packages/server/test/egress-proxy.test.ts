@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { request as httpRequest, createServer as httpServer, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest, createServer as httpsServer } from 'node:https'
 import { type AddressInfo, connect as netConnect, createServer as netServer, type Server, type Socket } from 'node:net'
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect as tlsConnect } from 'node:tls'
 import { promisify } from 'node:util'
-import { selfSignedCert } from '@berth/testkit/providers'
+import { type FakeGitServer, selfSignedCert, startFakeGitServer } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BrokerCa, loadOrCreateBrokerCa } from '../src/broker/broker-ca.js'
 import { type EgressProxy, type ProxyGrant, startEgressProxy } from '../src/broker/egress-proxy.js'
@@ -26,6 +26,8 @@ const dir = mkdtempSync(join(tmpdir(), 'berth-egress-'))
 const testCert = selfSignedCert({ dns: NAMES, ips: ['127.0.0.1'] })
 // A second upstream whose certificate the proxy does not trust.
 const strangerCert = selfSignedCert({ dns: ['untrusted.test'] })
+// The Git host has a private CA of its own, trusted through the account's ca_pem only.
+const gitCert = selfSignedCert({ dns: ['git.test'] })
 const seen: Seen[] = []
 const connections = { https: 0 }
 const warnings: unknown[] = []
@@ -36,6 +38,7 @@ let strangerPort: number
 let plainPort: number
 let forwarder: Server
 let forwarderPort: number
+let gitHost: FakeGitServer
 const closers: (() => void)[] = []
 
 function record(req: { headers: IncomingHttpHeaders }, res: { end(body: string): void }) {
@@ -59,7 +62,10 @@ function grants(): Record<string, ProxyGrant> {
     allowPrivate: true,
   }
   const brokered = [{ placeholder: PLACEHOLDER, value: SECRET, hosts: ['allowed.test', 'untrusted.test'] }]
-  const git = [{ host: `git.test:${httpsPort}`, username: 'x-access-token', token: GIT_TOKEN }]
+  const git = [
+    { host: `git.test:${httpsPort}`, username: 'x-access-token', token: GIT_TOKEN },
+    { host: `git.test:${gitHost.port}`, username: 'x-access-token', token: GIT_TOKEN, ca_pem: gitCert.cert },
+  ]
   return {
     'tok-allow': { task_id: 'task_allow', egress: allowAll, brokered, git },
     'tok-none': { task_id: 'task_none', egress: { policy: 'none' }, brokered, git },
@@ -76,6 +82,9 @@ beforeAll(async () => {
   const stranger = httpsServer({ key: strangerCert.key, cert: strangerCert.cert }, record)
   strangerPort = await listen(stranger)
   plainPort = await listen(httpServer(record))
+  gitHost = await startFakeGitServer({ tls: gitCert, authorize: (_user, password) => password === GIT_TOKEN })
+  closers.push(() => void gitHost.close())
+  gitHost.createRepo('demo', { 'README.md': '# Demo through the proxy\n' })
   ca = await loadOrCreateBrokerCa(join(dir, 'ca'))
   const table = grants()
   proxy = await startEgressProxy({
@@ -246,6 +255,33 @@ describe('git credentials', () => {
     await viaProxy('tok-allow', 'other.test', httpsPort)
     expect(lastSeen().host).toBe(`other.test:${httpsPort}`)
     expect(lastSeen().headers.authorization).toBeUndefined()
+  })
+})
+
+describe('git over the proxy', () => {
+  it('clones from a Git host with its private CA, the token added by the proxy only', async () => {
+    const caFile = join(dir, 'broker-ca-git.pem')
+    writeFileSync(caFile, ca.certPem)
+    const dest = join(dir, 'clone')
+    const env = { PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0' }
+    await promisify(execFile)(
+      'git',
+      [
+        '-c',
+        `http.proxy=http://berth:tok-allow@127.0.0.1:${forwarderPort}`,
+        '-c',
+        `http.sslCAInfo=${caFile}`,
+        'clone',
+        '-q',
+        `https://git.test:${gitHost.port}/demo.git`,
+        dest,
+      ],
+      { env },
+    )
+    expect(readFileSync(join(dest, 'README.md'), 'utf8')).toBe('# Demo through the proxy\n')
+    expect(gitHost.requests.length).toBeGreaterThan(0)
+    expect(gitHost.requests.every((r) => r.username === 'x-access-token' && r.status === 200)).toBe(true)
+    expect(readFileSync(join(dest, '.git', 'config'), 'utf8')).not.toContain(GIT_TOKEN)
   })
 })
 
