@@ -1,15 +1,23 @@
 import { execFile } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { request as httpRequest, createServer as httpServer, type IncomingHttpHeaders } from 'node:http'
+import {
+  request as httpRequest,
+  createServer as httpServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http'
+import type { Duplex } from 'node:stream'
 import { request as httpsRequest, createServer as httpsServer } from 'node:https'
 import { type AddressInfo, connect as netConnect, createServer as netServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { connect as tlsConnect } from 'node:tls'
+import { connect as tlsConnect, type TLSSocket } from 'node:tls'
 import { promisify } from 'node:util'
 import { type FakeGitServer, selfSignedCert, startFakeGitServer } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BrokerCa, loadOrCreateBrokerCa } from '../src/broker/broker-ca.js'
+import { hostMatches } from '../src/broker/proxy-grant.js'
+import { checkDestination } from '../src/broker/proxy-policy.js'
 import { type EgressProxy, type ProxyGrant, startEgressProxy } from '../src/broker/egress-proxy.js'
 
 const SECRET = 'sk-live-brokered-0123456789'
@@ -78,6 +86,12 @@ const basic = (token: string) => `Basic ${Buffer.from(`berth:${token}`).toString
 beforeAll(async () => {
   const upstream = httpsServer({ key: testCert.key, cert: testCert.cert }, record)
   upstream.on('secureConnection', () => connections.https++)
+  // An echo protocol behind an upgrade, as a WebSocket server would switch to.
+  upstream.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+    seen.push({ host: req.headers.host, headers: req.headers })
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n')
+    socket.pipe(socket)
+  })
   httpsPort = await listen(upstream)
   const stranger = httpsServer({ key: strangerCert.key, cert: strangerCert.cert }, record)
   strangerPort = await listen(stranger)
@@ -122,7 +136,26 @@ interface Answer {
 
 /** An HTTPS request through the proxy's socket, as a client in the container makes it. */
 function viaProxy(token: string | null, host: string, port: number, headers: Record<string, string> = {}) {
-  return new Promise<Answer>((resolve, reject) => {
+  return tlsThroughProxy(token, host, port).then(
+    ({ connect, tls }) =>
+      new Promise<Answer>((resolve, reject) => {
+        if (!tls) return resolve({ connect })
+        const issuer = String(tls.getPeerCertificate().issuer.CN)
+        const req = httpsRequest({ host, port, path: '/', headers, createConnection: () => tls })
+        req.on('error', reject)
+        req.on('response', (r) => {
+          let body = ''
+          r.on('data', (c) => (body += c))
+          r.on('end', () => resolve({ connect, status: r.statusCode, body, issuer }))
+        })
+        req.end()
+      }),
+  )
+}
+
+/** CONNECT through the proxy's socket, then TLS inside the tunnel (when the proxy said 200). */
+function tlsThroughProxy(token: string | null, host: string, port: number) {
+  return new Promise<{ connect: number; tls?: TLSSocket }>((resolve, reject) => {
     const proxyHeaders: Record<string, string> = token ? { 'proxy-authorization': basic(token) } : {}
     const connect = httpRequest({
       socketPath: proxy.socketPath,
@@ -138,17 +171,7 @@ function viaProxy(token: string | null, host: string, port: number, headers: Rec
       }
       const tls = tlsConnect({ socket, servername: host, ca: [ca.certPem, testCert.cert] })
       tls.on('error', reject)
-      tls.on('secureConnect', () => {
-        const issuer = String(tls.getPeerCertificate().issuer.CN)
-        const req = httpsRequest({ host, port, path: '/', headers, createConnection: () => tls })
-        req.on('error', reject)
-        req.on('response', (r) => {
-          let body = ''
-          r.on('data', (c) => (body += c))
-          r.on('end', () => resolve({ connect: 200, status: r.statusCode, body, issuer }))
-        })
-        req.end()
-      })
+      tls.on('secureConnect', () => resolve({ connect: 200, tls }))
     })
     connect.end()
   })
@@ -238,6 +261,33 @@ describe('brokered secrets', () => {
     })
     expect(answer.status).toBe(421)
     expect(seen.length).toBe(before)
+  })
+})
+
+describe('protocol upgrades', () => {
+  it('an upgrade to an allowed host carries the secret and then joins both sides byte for byte', async () => {
+    const { tls } = await tlsThroughProxy('tok-allow', 'allowed.test', httpsPort)
+    const echoed = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest({
+        host: 'allowed.test',
+        port: httpsPort,
+        path: '/ws',
+        headers: { connection: 'Upgrade', upgrade: 'echo', authorization: `Bearer ${PLACEHOLDER}` },
+        createConnection: () => tls!,
+      })
+      req.on('error', reject)
+      req.on('upgrade', (_res, socket) => {
+        socket.once('data', (chunk) => {
+          resolve(String(chunk))
+          socket.destroy()
+        })
+        socket.write('ping through the proxy')
+      })
+      req.end()
+    })
+    expect(echoed).toBe('ping through the proxy')
+    expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`)
+    expect(lastSeen().headers.upgrade).toBe('echo')
   })
 })
 
@@ -346,5 +396,80 @@ describe('broker CA', () => {
     expect(again.certPem).toBe(ca.certPem)
     expect(ca.leafFor('allowed.test').certPem).toBe(ca.leafFor('ALLOWED.test').certPem)
     expect(ca.leafFor('allowed.test').certPem).not.toBe(ca.leafFor('other.test').certPem)
+  })
+})
+
+describe('policy by host name', () => {
+  const answers = (table: Record<string, string[]>) => async (host: string) => {
+    const found = table[host]
+    if (!found) throw new Error(`${host}: not found`)
+    return found
+  }
+
+  it('public: a name whose addresses are all public passes, and the first checked address is the one used', async () => {
+    const lookup = answers({
+      'api.example.com': ['203.0.113.7', '198.51.100.1'],
+      'mixed.example.com': ['203.0.113.7', '10.0.0.1'],
+    })
+    expect(await checkDestination({ policy: 'public' }, 'api.example.com', 443, lookup)).toEqual({
+      ok: true,
+      host: 'api.example.com',
+      port: 443,
+      address: '203.0.113.7',
+    })
+    expect(await checkDestination({ policy: 'public' }, 'mixed.example.com', 443, lookup)).toMatchObject({
+      ok: false,
+      status: 403,
+    })
+    expect(await checkDestination({ policy: 'public' }, '169.254.169.254', 80, lookup)).toMatchObject({
+      ok: false,
+      status: 403,
+    })
+    expect(await checkDestination({ policy: 'public' }, '[::ffff:127.0.0.1]', 80, lookup)).toMatchObject({
+      ok: false,
+      status: 403,
+    })
+    expect(await checkDestination({ policy: 'public' }, 'nowhere.example.com', 443, lookup)).toMatchObject({
+      ok: false,
+      status: 502,
+    })
+  })
+
+  it('allowlist: listed names (any case, trailing dot) and CIDRs on listed ports; private addresses only with allowPrivate', async () => {
+    const lookup = answers({ 'api.example.com': ['203.0.113.7'], 'internal.example.com': ['10.1.2.3'] })
+    const egress = {
+      policy: 'allowlist' as const,
+      allow: [{ host: 'api.example.com', ports: [443] }, { host: '198.51.100.0/24' }, { host: 'internal.example.com' }],
+    }
+    expect(await checkDestination(egress, 'API.Example.com.', 443, lookup)).toMatchObject({
+      ok: true,
+      address: '203.0.113.7',
+    })
+    expect(await checkDestination(egress, 'api.example.com', 80, lookup)).toMatchObject({ ok: false, status: 403 })
+    expect(await checkDestination(egress, 'evil.example.com', 443, lookup)).toMatchObject({ ok: false, status: 403 })
+    expect(await checkDestination(egress, '198.51.100.9', 8080, lookup)).toMatchObject({
+      ok: true,
+      address: '198.51.100.9',
+    })
+    expect(await checkDestination(egress, '198.51.101.9', 8080, lookup)).toMatchObject({ ok: false, status: 403 })
+    expect(await checkDestination(egress, 'internal.example.com', 443, lookup)).toMatchObject({
+      ok: false,
+      status: 403,
+    })
+    expect(
+      await checkDestination({ ...egress, allowPrivate: true }, 'internal.example.com', 443, lookup),
+    ).toMatchObject({
+      ok: true,
+      address: '10.1.2.3',
+    })
+  })
+
+  it('secret hosts: exact names, or *.domain for the names below it only', () => {
+    expect(hostMatches('api.example.com', 'API.example.com')).toBe(true)
+    expect(hostMatches('*.example.com', 'a.example.com')).toBe(true)
+    expect(hostMatches('*.example.com', 'a.b.example.com')).toBe(true)
+    expect(hostMatches('*.example.com', 'example.com')).toBe(false)
+    expect(hostMatches('*.example.com', 'badexample.com')).toBe(false)
+    expect(hostMatches('api.example.com', 'api.example.com.evil.test')).toBe(false)
   })
 })
