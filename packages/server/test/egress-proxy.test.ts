@@ -49,8 +49,10 @@ let forwarderPort: number
 let gitHost: FakeGitServer
 const closers: (() => void)[] = []
 
-function record(req: { headers: IncomingHttpHeaders }, res: { end(body: string): void }) {
+function record(req: IncomingMessage, res: ServerResponse) {
   seen.push({ host: req.headers.host, headers: req.headers })
+  // Echoes what it received, as some APIs do in errors: the proxy must not show it to the agent.
+  res.setHeader('x-echo-authorization', req.headers.authorization ?? '')
   res.end('ok')
 }
 
@@ -132,10 +134,11 @@ interface Answer {
   body?: string
   /** Common name of the issuer of the certificate the client was shown. */
   issuer?: string
+  echoed?: string
 }
 
 /** An HTTPS request through the proxy's socket, as a client in the container makes it. */
-function viaProxy(token: string | null, host: string, port: number, headers: Record<string, string> = {}) {
+function viaProxy(token: string | null, host: string, port: number, headers: Record<string, string> | string[] = {}) {
   return tlsThroughProxy(token, host, port).then(
     ({ connect, tls }) =>
       new Promise<Answer>((resolve, reject) => {
@@ -146,7 +149,8 @@ function viaProxy(token: string | null, host: string, port: number, headers: Rec
         req.on('response', (r) => {
           let body = ''
           r.on('data', (c) => (body += c))
-          r.on('end', () => resolve({ connect, status: r.statusCode, body, issuer }))
+          const echoed = r.headers['x-echo-authorization'] as string | undefined
+          r.on('end', () => resolve({ connect, status: r.statusCode, body, issuer, echoed }))
         })
         req.end()
       }),
@@ -210,6 +214,8 @@ describe('brokered secrets', () => {
     expect(lastSeen().headers.authorization).toBe(`Bearer ${SECRET}`)
     expect(lastSeen().headers['x-api-key']).toBe(`key=${SECRET};`)
     expect(lastSeen().headers['proxy-authorization']).toBeUndefined()
+    // The upstream echoed the value in a response header: the client sees the placeholder.
+    expect(answer.echoed).toBe(`Bearer ${PLACEHOLDER}`)
   })
 
   it('a host the secret does not list receives only the placeholder, and its tunnel is not intercepted', async () => {
@@ -262,6 +268,27 @@ describe('brokered secrets', () => {
     expect(answer.status).toBe(421)
     expect(seen.length).toBe(before)
   })
+
+  it('an absolute URL or a second Host header inside an intercepted tunnel is refused', async () => {
+    const before = seen.length
+    const twoHosts = [
+      'Host',
+      `allowed.test:${httpsPort}`,
+      'Host',
+      `other.test:${httpsPort}`,
+      'Authorization',
+      PLACEHOLDER,
+    ]
+    expect((await viaProxy('tok-allow', 'allowed.test', httpsPort, twoHosts)).status).toBe(400)
+    const { tls } = await tlsThroughProxy('tok-allow', 'allowed.test', httpsPort)
+    tls!.write(
+      `GET https://other.test:${httpsPort}/ HTTP/1.1\r\nHost: allowed.test:${httpsPort}\r\nAuthorization: ${PLACEHOLDER}\r\n\r\n`,
+    )
+    const head = await new Promise<string>((resolve) => tls!.once('data', (chunk) => resolve(String(chunk))))
+    tls!.destroy()
+    expect(head).toMatch(/^HTTP\/1\.1 400 /)
+    expect(seen.length).toBe(before)
+  })
 })
 
 describe('protocol upgrades', () => {
@@ -297,6 +324,7 @@ describe('git credentials', () => {
     expect(answer).toMatchObject({ connect: 200, status: 200 })
     const expected = `Basic ${Buffer.from(`x-access-token:${GIT_TOKEN}`).toString('base64')}`
     expect(lastSeen().headers.authorization).toBe(expected)
+    expect(answer.echoed).toBe('Basic berth_redacted_git_token')
   })
 
   it('an Authorization the client sent itself is left alone, and other hosts get none', async () => {

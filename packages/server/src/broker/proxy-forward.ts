@@ -70,7 +70,7 @@ export function forwardRequest(
     return
   }
   upstream.on('response', (up) => {
-    res.writeHead(up.statusCode ?? 502, up.statusMessage, responseHeaders(up.rawHeaders))
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, responseHeaders(up.rawHeaders, target.injection))
     up.pipe(res)
   })
   upstream.on('error', (err) => {
@@ -101,7 +101,9 @@ export function forwardUpgrade(
     return
   }
   upstream.on('upgrade', (up, socket, upHead) => {
-    client.write(rawHead(up.statusCode ?? 101, up.statusMessage ?? '', up.rawHeaders))
+    client.write(
+      rawHead(up.statusCode ?? 101, up.statusMessage ?? '', responseHeaders(up.rawHeaders, target.injection, true)),
+    )
     if (upHead.length > 0) client.write(upHead)
     if (head.length > 0) socket.write(head)
     socket.pipe(client).pipe(socket)
@@ -110,7 +112,11 @@ export function forwardUpgrade(
   })
   upstream.on('response', (up) => {
     client.write(
-      rawHead(up.statusCode ?? 502, up.statusMessage ?? '', [...responseHeaders(up.rawHeaders), 'Connection', 'close']),
+      rawHead(up.statusCode ?? 502, up.statusMessage ?? '', [
+        ...responseHeaders(up.rawHeaders, target.injection),
+        'Connection',
+        'close',
+      ]),
     )
     up.pipe(client)
   })

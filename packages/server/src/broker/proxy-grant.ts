@@ -23,6 +23,8 @@ export interface Injection {
   authorization?: string
   /** Extra roots for the destination's certificate (the Git account's private CA). */
   caPem?: string
+  /** What answers must not show the agent, and what stands in for it (an upstream may echo a request's headers). */
+  redactions: [secret: string, shown: string][]
 }
 
 /**
@@ -53,11 +55,16 @@ export function injectionFor(grant: ProxyGrant, host: string, port: number, tls:
   const secrets = grant.brokered
     .filter((s) => s.placeholder !== '' && s.hosts.some((pattern) => hostMatches(pattern, host)))
     .map(({ placeholder, value }) => ({ placeholder, value }))
+  const redactions = secrets.map((s): [string, string] => [s.value, s.placeholder])
   const account = tls ? grant.git.find((g) => gitHostMatches(g.host, host, port)) : undefined
-  if (!account) return { secrets }
+  if (!account) return { secrets, redactions }
   const basic = Buffer.from(`${account.username}:${account.token}`).toString('base64')
-  return { secrets, authorization: `Basic ${basic}`, caPem: account.ca_pem }
+  redactions.push([basic, GIT_REDACTED], [account.token, GIT_REDACTED])
+  return { secrets, authorization: `Basic ${basic}`, caPem: account.ca_pem, redactions }
 }
+
+/** What an answer shows in place of a Git token. */
+export const GIT_REDACTED = 'berth_redacted_git_token'
 
 /** True when the proxy has something to add for this destination (so it must read the requests). */
 export function needsInjection(injection: Injection): boolean {
@@ -98,26 +105,43 @@ export function rewriteRequestHeaders(raw: string[], injection: Injection, upgra
   let hasAuthorization = false
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!
-    const lower = name.toLowerCase()
-    if (HOP_BY_HOP.has(lower) && !(upgrade && (lower === 'connection' || lower === 'upgrade'))) continue
-    if (lower === 'authorization') hasAuthorization = true
+    if (dropped(name, upgrade)) continue
+    if (name.toLowerCase() === 'authorization') hasAuthorization = true
     out.push(name, replacePlaceholders(raw[i + 1]!, injection.secrets))
   }
   if (!hasAuthorization && injection.authorization) out.push('Authorization', injection.authorization)
   return out
 }
 
-/** Response headers to pass back: hop-by-hop ones dropped (Node frames the body again). */
-export function responseHeaders(raw: string[]): string[] {
+/**
+ * Response headers to pass back: hop-by-hop ones dropped (Node frames the body again), and
+ * any injected value an upstream echoes in a header shown as its placeholder again. Bodies
+ * are passed as they come: an allowed host that echoes its request's headers in a body
+ * can show the value to the agent, which is why a secret lists the hosts it may reach.
+ */
+export function responseHeaders(raw: string[], injection?: Injection, upgrade = false): string[] {
   const out: string[] = []
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) out.push(raw[i]!, raw[i + 1]!)
+    if (dropped(raw[i]!, upgrade)) continue
+    out.push(raw[i]!, injection ? replaceAll(raw[i + 1]!, injection.redactions) : raw[i + 1]!)
   }
   return out
 }
 
+function dropped(name: string, upgrade: boolean): boolean {
+  const lower = name.toLowerCase()
+  return HOP_BY_HOP.has(lower) && !(upgrade && (lower === 'connection' || lower === 'upgrade'))
+}
+
 function replacePlaceholders(value: string, secrets: Injection['secrets']): string {
+  return replaceAll(
+    value,
+    secrets.map((s): [string, string] => [s.placeholder, s.value]),
+  )
+}
+
+function replaceAll(value: string, pairs: [string, string][]): string {
   let out = value
-  for (const { placeholder, value: secret } of secrets) out = out.split(placeholder).join(secret)
+  for (const [from, to] of pairs) if (from !== '') out = out.split(from).join(to)
   return out
 }

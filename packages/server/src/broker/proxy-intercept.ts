@@ -27,6 +27,12 @@ export function createInterceptor(ca: BrokerCa, ctx: ForwardContext): Intercepto
       res.destroy()
       return
     }
+    if (!originForm(req)) {
+      res
+        .writeHead(400, { 'content-type': 'text/plain' })
+        .end('one Host header and a path-only request target, please\n')
+      return
+    }
     if (!sameAuthority(req.headers.host, target)) {
       // A request inside the tunnel for another name would reach that name's virtual host
       // on the checked address with this host's secrets: refused (RFC 9110 421).
@@ -37,7 +43,7 @@ export function createInterceptor(ca: BrokerCa, ctx: ForwardContext): Intercepto
   })
   inner.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const target = targets.get(socket)
-    if (!target || !sameAuthority(req.headers.host, target)) {
+    if (!target || !originForm(req) || !sameAuthority(req.headers.host, target)) {
       socket.destroy()
       return
     }
@@ -70,6 +76,13 @@ export function createInterceptor(ca: BrokerCa, ctx: ForwardContext): Intercepto
       inner.closeAllConnections()
     },
   }
+}
+
+// An absolute URL in the request line, or a second Host header, would let an upstream
+// route the request by a name other than the one checked and whose secrets were added.
+function originForm(req: IncomingMessage): boolean {
+  const hosts = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'host').length
+  return hosts === 1 && (req.url === '*' || (req.url ?? '').startsWith('/'))
 }
 
 function sameAuthority(hostHeader: string | undefined, target: ForwardTarget): boolean {
