@@ -5,6 +5,7 @@ import {
   createServer as httpServer,
   type IncomingHttpHeaders,
   type IncomingMessage,
+  type ServerResponse,
 } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { request as httpsRequest, createServer as httpsServer } from 'node:https'
