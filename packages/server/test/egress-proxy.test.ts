@@ -426,6 +426,14 @@ describe('broker CA', () => {
     expect(ca.leafFor('allowed.test').certPem).toBe(ca.leafFor('ALLOWED.test').certPem)
     expect(ca.leafFor('allowed.test').certPem).not.toBe(ca.leafFor('other.test').certPem)
   })
+
+  it('two servers starting on one directory end up with the same CA', async () => {
+    const shared = join(dir, 'shared-ca')
+    const [a, b] = await Promise.all([loadOrCreateBrokerCa(shared), loadOrCreateBrokerCa(shared)])
+    expect(a.certPem).toBe(b.certPem)
+    expect(a.keyPem).toBe(b.keyPem)
+    expect(readFileSync(join(shared, 'ca.pem'), 'utf8')).toBe(a.certPem)
+  })
 })
 
 describe('policy by host name', () => {

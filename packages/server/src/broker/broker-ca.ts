@@ -1,7 +1,8 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { chmod, link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { isIP } from 'node:net'
 import { join } from 'node:path'
+import { LRUCache } from 'lru-cache'
 import forge from 'node-forge'
 
 /**
@@ -46,11 +47,29 @@ export async function loadOrCreateBrokerCa(dir: string): Promise<BrokerCa> {
   if (existing) return brokerCa(existing.certPem, existing.keyPem)
   await mkdir(dir, { recursive: true, mode: 0o700 })
   const made = createCaPair()
-  // The key is written before the certificate, and each through a rename, so a crash
-  // leaves either no CA (made again next start) or a whole one.
-  await writeAtomically(keyPath, made.keyPem, 0o600)
-  await writeAtomically(certPath, made.certPem, 0o644)
+  // The key is claimed with a hard link (which fails when the file exists), so of two
+  // servers starting on one directory exactly one makes the CA and the other reads it.
+  const keyTmp = await writeTemp(keyPath, made.keyPem, 0o600)
+  try {
+    await link(keyTmp, keyPath)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    const theirs = await waitForPair(certPath, keyPath)
+    return brokerCa(theirs.certPem, theirs.keyPem)
+  } finally {
+    await rm(keyTmp, { force: true })
+  }
+  await rename(await writeTemp(certPath, made.certPem, 0o644), certPath)
   return brokerCa(made.certPem, made.keyPem)
+}
+
+async function waitForPair(certPath: string, keyPath: string): Promise<{ certPem: string; keyPem: string }> {
+  for (let i = 0; i < 100; i++) {
+    const pair = await readPair(certPath, keyPath)
+    if (pair) return pair
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`${keyPath} exists without ${certPath}: remove the key to make a new broker CA`)
 }
 
 async function readPair(certPath: string, keyPath: string): Promise<{ certPem: string; keyPem: string } | null> {
@@ -63,12 +82,12 @@ async function readPair(certPath: string, keyPath: string): Promise<{ certPem: s
   }
 }
 
-async function writeAtomically(path: string, text: string, mode: number): Promise<void> {
+async function writeTemp(path: string, text: string, mode: number): Promise<string> {
   const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`
   await writeFile(tmp, text, { mode })
   // writeFile's mode is filtered by the umask; the files' modes are part of the contract.
   await chmod(tmp, mode)
-  await rename(tmp, path)
+  return tmp
 }
 
 function serialNumber(): string {
@@ -117,7 +136,8 @@ function brokerCa(certPem: string, keyPem: string): BrokerCa {
   // signing a certificate is cheap, generating an RSA key is not.
   const leafKeys = rsaKeys()
   const leafKeyPem = forge.pki.privateKeyToPem(leafKeys.privateKey)
-  const cache = new Map<string, { certPem: string; keyPem: string; renewAt: number }>()
+  // Bounded: a task could otherwise grow it with one name per request.
+  const cache = new LRUCache<string, { certPem: string; keyPem: string; renewAt: number }>({ max: 1000 })
 
   function mint(host: string): { certPem: string; keyPem: string; renewAt: number } {
     const cert = forge.pki.createCertificate()
