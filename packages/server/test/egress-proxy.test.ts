@@ -26,6 +26,8 @@ const PLACEHOLDER = 'berth_brokered_sec_abc123'
 const GIT_TOKEN = 'gho_gittoken_987654321'
 const NAMES = ['allowed.test', 'other.test', 'git.test', 'untrusted.test', 'outside.test']
 
+const BIG_CHUNK = 'x'.repeat(32 * 1024)
+
 interface Seen {
   host: string | undefined
   headers: IncomingHttpHeaders
@@ -54,7 +56,11 @@ function record(req: IncomingMessage, res: ServerResponse) {
   seen.push({ host: req.headers.host, headers: req.headers })
   // Echoes what it received, as some APIs do in errors: the proxy must not show it to the agent.
   res.setHeader('x-echo-authorization', req.headers.authorization ?? '')
-  res.end('ok')
+  // A long answer in many writes, as a download streams.
+  if (req.url === '/big') {
+    for (let i = 0; i < 64; i++) res.write(BIG_CHUNK)
+    res.end()
+  } else res.end('ok')
 }
 
 async function listen(server: Server): Promise<number> {
@@ -139,13 +145,19 @@ interface Answer {
 }
 
 /** An HTTPS request through the proxy's socket, as a client in the container makes it. */
-function viaProxy(token: string | null, host: string, port: number, headers: Record<string, string> | string[] = {}) {
+function viaProxy(
+  token: string | null,
+  host: string,
+  port: number,
+  headers: Record<string, string> | string[] = {},
+  path = '/',
+) {
   return tlsThroughProxy(token, host, port).then(
     ({ connect, tls }) =>
       new Promise<Answer>((resolve, reject) => {
         if (!tls) return resolve({ connect })
         const issuer = String(tls.getPeerCertificate().issuer.CN)
-        const req = httpsRequest({ host, port, path: '/', headers, createConnection: () => tls })
+        const req = httpsRequest({ host, port, path, headers, createConnection: () => tls })
         req.on('error', reject)
         req.on('response', (r) => {
           let body = ''
@@ -319,6 +331,16 @@ describe('protocol upgrades', () => {
   })
 })
 
+describe('streaming', () => {
+  it('a long answer arrives whole, through an intercepted tunnel and a plain one', async () => {
+    for (const host of ['allowed.test', 'other.test']) {
+      const answer = await viaProxy('tok-allow', host, httpsPort, {}, '/big')
+      expect(answer.status).toBe(200)
+      expect(answer.body).toBe(BIG_CHUNK.repeat(64))
+    }
+  })
+})
+
 describe('git credentials', () => {
   it('a request to the account host gets Basic auth from the proxy', async () => {
     const answer = await viaProxy('tok-allow', 'git.test', httpsPort)
@@ -370,6 +392,8 @@ describe('network policy and tokens', () => {
     expect(await viaProxy('tok-allow', 'outside.test', httpsPort)).toEqual({ connect: 403 })
     // allowed.test is listed for two ports only.
     expect(await viaProxy('tok-allow', 'allowed.test', 1)).toEqual({ connect: 403 })
+    // Allowed, but nothing listens there: the proxy says so instead of opening the tunnel.
+    expect(await viaProxy('tok-allow', 'other.test', 1)).toEqual({ connect: 502 })
     expect({ seen: seen.length, connections: connections.https }).toEqual(before)
   })
 

@@ -125,9 +125,9 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
       if (connected) socket.destroy()
       else socket.end(rejection(502, `the proxy could not reach ${host}:${port} (${err.code ?? 'error'})`))
     })
+    // An upstream that ends is ended towards the client by the pipe, after its last bytes;
+    // a client that goes away takes the upstream connection with it.
     socket.on('close', () => upstream.destroy())
-    // Before the connection, the error handler answers 502 and ends the socket itself.
-    upstream.on('close', () => connected && socket.destroy())
   }
 
   async function onPlain(req: IncomingMessage, res: ServerResponse): Promise<void> {
