@@ -7,6 +7,7 @@
  *   PORT=8080 BERTH_STORAGE=memory pnpm start
  *   BERTH_RUNTIME=podman BERTH_IMAGE=localhost/berth-test:latest BERTH_POOL_MIN=1 pnpm start
  */
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
@@ -111,6 +112,9 @@ const berth = createBerth({
     ...(imageRecipe && { recipe: (packages: readonly string[]) => hostImageRecipe({ packages }) }),
   },
   agentUser: config.agentUser,
+  broker: config.broker && {
+    ...(config.brokerUpstreamCa && { upstreamCa: [readFileSync(config.brokerUpstreamCa, 'utf8')] }),
+  },
 })
 
 console.log(`Settings: ${sources.join(', ')} · integrations: ${integrations(config)}`)

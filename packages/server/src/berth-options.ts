@@ -80,6 +80,14 @@ export interface BerthOptions {
    * from there, so any image with Node 20 works.
    */
   runner?: { command?: string[]; bundleDir?: string }
+  /**
+   * The credential broker (on by default with a container runtime): a model gateway and an
+   * egress proxy on unix sockets under `dir` (default `<dataDir>/broker`), mounted into
+   * every container, so the model key, brokered secrets and Git tokens never enter it.
+   * `false` turns it off (the key then reaches the container; for trusted prompts only).
+   * `upstreamCa`: extra roots the proxy trusts towards upstream hosts (PEM). See docs/CREDENTIALS.md.
+   */
+  broker?: false | { dir?: string; upstreamCa?: string[] }
   /** Running workspaces per profile (`BERTH_CONCURRENCY`, default 5). */
   concurrency?: number
   /** A session's container is released after this long without a prompt (default 15 min). */

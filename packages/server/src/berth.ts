@@ -3,6 +3,7 @@ import {
   createAesGcmCipher,
   createPipeline,
   createServices,
+  RunTokens,
   jsonLogger,
   routes as coreRoutes,
   systemClock,
@@ -23,6 +24,7 @@ import { createApp } from './wiring/app.js'
 import { rateLimiterFor } from './wiring/rate-limiter.js'
 import { wireIntegrations } from './wiring/channels.js'
 import { wirePool } from './wiring/pool.js'
+import { brokerLayout, startBroker } from './broker/index.js'
 
 /**
  * Create a Berth server: the core route table mounted on h3 with uniform auth, rate
@@ -44,7 +46,28 @@ export function createBerth(options: BerthOptions = {}): Berth {
     : (options.store ?? embeddedStore(dataDir, logger))
   const storage = options.storage ?? storageView(store)
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
-  const { pool, warmAgents, services: containerSide } = wirePool(options, { store, clock, logger, dataDir })
+  // The credential broker serves containers: on wherever tasks run in them, unless turned off.
+  const brokerLayoutFor =
+    options.broker !== false && options.runtime && options.pool
+      ? brokerLayout({
+          dataDir,
+          dir: options.broker?.dir,
+          isolated: options.runtime.capabilities.isolation,
+        })
+      : undefined
+  const tokens = brokerLayoutFor && new RunTokens(key)
+  const broker = brokerLayoutFor && tokens && { layout: brokerLayoutFor, tokens }
+  const {
+    pool,
+    warmAgents,
+    services: containerSide,
+  } = wirePool(options, {
+    store,
+    clock,
+    logger,
+    dataDir,
+    broker: broker && { mounts: broker.layout.mounts, tokens: broker.tokens },
+  })
   const rateLimiter = rateLimiterFor(options, clock)
   const services = createServices({
     store,
@@ -63,7 +86,17 @@ export function createBerth(options: BerthOptions = {}): Berth {
     adminToken: options.adminToken,
     version: VERSION,
     catalog: options.catalog,
+    broker: broker?.layout.plan(broker.tokens),
   })
+  // Up before the pool and the tasks: a recovered task's runner may be asking it already.
+  const brokerStarted =
+    broker && services.runGrants
+      ? startBroker(broker.layout, services.runGrants, {
+          logger,
+          bus: services.bus,
+          upstreamCa: options.broker ? options.broker.upstreamCa : undefined,
+        })
+      : Promise.resolve(undefined)
   // Pool first (adopt or remove what a previous run left), then the tasks it served.
   // Task recovery runs even when the engine is down, so no task stays in limbo.
   // Then the playbook runs whose task ended while nothing listened.
@@ -73,13 +106,15 @@ export function createBerth(options: BerthOptions = {}): Berth {
     await services.messenger.recover()
     await services.notifications.recover()
   }
-  const ready = (pool ? pool.start().then(() => undefined) : Promise.resolve()).then(
-    () => startServices(),
-    async (err: unknown) => {
-      await startServices()
-      throw err
-    },
-  )
+  const ready = brokerStarted
+    .then(() => (pool ? pool.start().then(() => undefined) : undefined))
+    .then(
+      () => startServices(),
+      async (err: unknown) => {
+        await startServices()
+        throw err
+      },
+    )
   // Observed by whoever awaits `ready`; never an unhandled rejection.
   ready.catch((err) => logger.error('start-up failed', { error: String(err) }))
   const run = createPipeline({
@@ -127,6 +162,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       await services.messenger.close()
       services.channels.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
+      await (await brokerStarted.catch(() => undefined))?.close()
       await storage.dispose()
       await store.close?.()
     },

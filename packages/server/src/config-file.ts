@@ -57,6 +57,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_ENV_ALLOW_PRIVATE: 'environments.allowPrivate',
   BERTH_ENV_ALLOW_ROOT: 'environments.allowRoot',
   BERTH_AGENT_USER: 'agentUser',
+  BERTH_BROKER: 'broker',
+  BERTH_BROKER_UPSTREAM_CA: 'brokerUpstreamCa',
   ...Object.fromEntries(
     GIT_PROVIDERS.flatMap((p) =>
       // Bitbucket has no self-hosted layout to derive from one address (see config-integrations.ts).

@@ -39,6 +39,10 @@ export interface BerthConfig extends IntegrationsConfig {
   environmentCaps: EnvironmentCaps
   /** `BERTH_AGENT_USER`: the user the agent runs as in Docker/Podman containers (default `1000:1000`; `root` to opt out). */
   agentUser: string
+  /** `BERTH_BROKER`: the credential broker (`on`, default) or `off` (the model key then enters containers). */
+  broker: boolean
+  /** `BERTH_BROKER_UPSTREAM_CA`: a PEM file of extra roots the egress proxy trusts towards upstream hosts. */
+  brokerUpstreamCa: string | undefined
 }
 
 /** A positive number (CPUs may be fractional), or the default; `0` means no cap. */
@@ -180,6 +184,8 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
     environmentCaps: environmentCaps(env),
     agentUser: env.BERTH_AGENT_USER || '1000:1000',
+    broker: oneOf(env, 'BERTH_BROKER', ['on', 'off'] as const, 'on') === 'on',
+    brokerUpstreamCa: env.BERTH_BROKER_UPSTREAM_CA || undefined,
     ...integrationsFromEnv(env),
   }
   if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)

@@ -5,8 +5,9 @@
  * revocation, disconnect, the profile link, and a task in a Podman container cloning over
  * HTTPS from a local Git host with the account's token through the credential helper.
  */
-import { spawnSync } from 'node:child_process'
+import { networkInterfaces } from 'node:os'
 import type { BerthClient } from '@berth/client'
+import { DEFAULT_ENVIRONMENT_CAPS } from '@berth/core'
 import {
   startFakeGitProvider,
   startFakeGitServer,
@@ -426,20 +427,16 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
   })
 })
 
-/** The gateway of Podman's default bridge network: how a bridged container reaches the host. */
-function podmanBridgeGateway(): string {
-  const run = spawnSync(
-    'podman',
-    ['network', 'inspect', 'podman', '--format', '{{range .Subnets}}{{.Gateway}}{{end}}'],
-    { encoding: 'utf8' },
-  )
-  const ip = run.stdout.trim()
-  if (run.status !== 0 || !/^\d+\.\d+\.\d+\.\d+$/.test(ip))
-    throw new Error(`cannot find the podman bridge gateway: ${run.stderr || run.stdout}`)
-  return ip
+/** An address of this machine that is not loopback (the agent's loopback is its own: git must go through the proxy). */
+function hostAddress(): string {
+  const found = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)
+  if (!found) throw new Error('this machine has no non-loopback IPv4 address')
+  return found.address
 }
 
-describe('a task clones over HTTPS with the connected account (podman)', () => {
+describe('a task clones over HTTPS with the connected account, its token added at the egress proxy (podman)', () => {
   let s: TestServer
   let provider: FakeGitProvider
   let gitHost: FakeGitServer
@@ -447,23 +444,26 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
   const marker = `hello-from-the-fake-git-host-${Date.now().toString(36)}`
 
   beforeAll(async () => {
-    const gateway = podmanBridgeGateway()
-    const tls = selfSignedCert({ ips: [gateway, '127.0.0.1'] })
+    const address = hostAddress()
+    const tls = selfSignedCert({ ips: [address] })
     provider = await startFakeGitProvider({ provider: 'github', now: () => clock!.now() })
-    // Listens on every address: the container comes in over the bridge, from its gateway's side.
+    // On this machine's own address: the container has no network; its git goes through the broker's proxy, on the host.
     gitHost = await startFakeGitServer({
       tls,
-      host: '0.0.0.0',
+      host: address,
       authorize: (user, password) => user === 'x-access-token' && provider.tokenOwner(password) === 'octo-github',
     })
     gitHost.createRepo('demo', { 'README.md': `${marker}\n` })
     const { info, runtime } = engineRuntime('podman')
     s = await startServer({
       runtime,
-      // Podman's default bridge: egress allowed, and the host is reachable at the gateway.
-      pool: { image: info.image, min: 0, max: 2, name: uniquePoolName('git-clone'), spec: { network: 'bridge' } },
+      pool: { image: info.image, min: 0, max: 2, name: uniquePoolName('git-clone'), spec: { network: 'none' } },
       runner: { bundleDir: RUNNER_BUNDLE },
-      gitProviders: { github: { ...provider.config(), gitHost: `${gateway}:${gitHost.port}`, gitCaCert: tls.cert } },
+      gitProviders: { github: { ...provider.config(), gitHost: `${address}:${gitHost.port}`, gitCaCert: tls.cert } },
+      // The proxy applies the default environment's policy: an allowlist (the profile's Git host joins it) that may name loopback.
+      environments: {
+        caps: { ...DEFAULT_ENVIRONMENT_CAPS, defaultPolicy: 'allowlist', allowPrivateDestinations: true },
+      },
     })
     clock = s.clock
     await s.berth.ready
@@ -474,7 +474,7 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
     await provider?.close()
   })
 
-  it('clones with the token through the credential helper; the token is in no event, result, env dump or gitconfig', async () => {
+  it('clones with the token added at the proxy; the token is in no event, result, env dump or gitconfig', async () => {
     const user = await s.user()
     const call = api(s, user.token)
     const auth = await authorize(call, 'github', '/')
@@ -494,9 +494,8 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
       },
     })
 
-    const gw = podmanBridgeGateway()
     const clone = JSON.stringify({
-      command: `cd /tmp && git clone https://${gw}:${gitHost.port}/demo.git repo && cat repo/README.md`,
+      command: `cd /tmp && git clone https://${hostAddress()}:${gitHost.port}/demo.git repo && cat repo/README.md`,
     })
     const dump = JSON.stringify({
       command: 'env; echo ---; cat ~/.gitconfig; echo ---; git config --list --show-origin',
@@ -517,16 +516,16 @@ describe('a task clones over HTTPS with the connected account (podman)', () => {
 
     // The Git host was asked with the refreshed token, as the helper's username.
     expect(provider.requests.filter((r) => r.grant_type === 'refresh_token').map((r) => r.status)).toEqual([200])
-    // git sent credentials only after the host's 401 challenge, i.e. it asked the helper.
-    expect(gitHost.requests[0]).toMatchObject({ path: '/demo.git/info/refs', status: 401 })
-    expect(gitHost.requests[0]!.username).toBeUndefined()
-    expect(gitHost.requests.some((r) => r.status === 200 && r.username === 'x-access-token')).toBe(true)
+    // Every request reached the host authenticated: the proxy adds the token before git is challenged.
+    expect(gitHost.requests.length).toBeGreaterThan(0)
+    for (const r of gitHost.requests) expect(r).toMatchObject({ status: 200, username: 'x-access-token' })
 
     const envDump = String(results[1]!.output)
-    expect(envDump).toContain('GIT_CONFIG_COUNT=')
-    expect(envDump).toMatch(/credential\.helper/)
-    // Not even redacted: the token was never there to redact.
-    expect(envDump).not.toContain('[REDACTED]')
+    // No credential helper in the container: git only knows the proxy and the broker's CA.
+    expect(envDump).not.toContain('credential.helper')
+    // The proxy's password is the run's capability token, redacted from events like any credential.
+    expect(envDump).toMatch(/HTTPS_PROXY=http:\/\/berth:\[REDACTED\]@127\.0\.0\.1:\d+/)
+    expect(envDump).toContain('GIT_SSL_CAINFO=')
     const tokens = provider.issuedTokens()
     expect(tokens.length).toBe(4)
     const everything = [JSON.stringify(events), JSON.stringify(task), await storageDump(s)].join('\n')

@@ -1,19 +1,12 @@
-import type { EgressPolicy } from '@berth/core'
+import type { EgressPolicy, ProxyGrant } from '@berth/core'
 
 /**
- * What one task may do through the egress proxy, looked up from the token its container
- * presents: where it may connect, which placeholders the proxy replaces for which hosts,
- * and the Git accounts whose token the proxy adds.
+ * What one task may do through the egress proxy (core's `RunGrants.proxy` answers it from
+ * the token its container presents): where it may connect (its {@link EgressPolicy},
+ * applied by host name), which placeholders are replaced for which hosts (exact names or
+ * `*.example.com`), and the Git accounts whose token is added (`host[:port]`, 443 when left out).
  */
-export interface ProxyGrant {
-  task_id: string
-  /** The task's network policy (core's {@link EgressPolicy}), applied by host name at the proxy. */
-  egress: EgressPolicy
-  /** Brokered secrets: `placeholder` is what the agent sees, `value` what only `hosts` receive (exact names or `*.example.com`). */
-  brokered: { placeholder: string; value: string; hosts: string[] }[]
-  /** Connected Git accounts: HTTPS requests to `host` (`host[:port]`, port 443 when left out) get their Basic auth. */
-  git: { host: string; username: string; token: string; ca_pem?: string }[]
-}
+export type { ProxyGrant }
 
 /** What the proxy adds to the requests of one destination. */
 export interface Injection {

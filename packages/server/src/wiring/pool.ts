@@ -6,7 +6,9 @@ import {
   adoptRunningWorkspaces,
   defaultPoolName,
   type Clock,
+  type ContainerMount,
   type ContainerSpec,
+  type RunTokens,
   type Logger,
   type ServicesOptions,
   type Store,
@@ -22,6 +24,8 @@ export interface PoolWiringContext {
   logger: Logger
   /** The resolved data directory (the default pool name hashes it). */
   dataDir: string
+  /** The credential broker: its mount in every container, and the tokens warm agents get. */
+  broker?: { mounts: ContainerMount[]; tokens: RunTokens } | undefined
 }
 
 /** The pool, the warm agents, and the services' options that use them. */
@@ -99,12 +103,20 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
     spec: {
       ...defaultEnvSpec(options, ctx.logger),
       ...options.pool.spec,
-      mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount],
+      mounts: [...(options.pool.spec?.mounts ?? []), ...runnerMount, ...(ctx.broker?.mounts ?? [])],
     },
     adopt: adoptRunningWorkspaces(ctx.store),
   })
   const warmAgents = options.pool.warmAgents
-    ? new WarmAgents({ runtime, pool, command, logger: ctx.logger, max: options.pool.warmAgents, cwd: '/workspace' })
+    ? new WarmAgents({
+        runtime,
+        pool,
+        command,
+        logger: ctx.logger,
+        max: options.pool.warmAgents,
+        cwd: '/workspace',
+        ...(ctx.broker && { tokens: { issuer: ctx.broker.tokens, store: ctx.store } }),
+      })
     : undefined
   const recipe = options.environments?.recipe
   return {

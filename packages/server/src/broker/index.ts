@@ -1,0 +1,112 @@
+/**
+ * The credential broker beside the server: the model gateway and the egress proxy on unix
+ * sockets in a directory that every container mounts read-only at `/run/berth` (with the
+ * deployment CA's certificate; the CA's key stays outside it). What a request may do is
+ * asked of core's `RunGrants` with the run's capability token. See docs/CREDENTIALS.md.
+ */
+import { copyFileSync, mkdirSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import {
+  isEndedStatus,
+  type BrokerPlan,
+  type ContainerMount,
+  type EventBus,
+  type Logger,
+  type RunGrants,
+  type RunTokens,
+} from '@berth/core'
+import { loadOrCreateBrokerCa } from './broker-ca.js'
+import { startEgressProxy } from './egress-proxy.js'
+import { startModelGateway, type ModelGateway } from './model-gateway.js'
+
+/** Where containers find the broker. */
+export const BROKER_MOUNT = '/run/berth'
+
+/** The directory layout of a broker: `public/` is what containers mount. */
+export interface BrokerLayout {
+  dir: string
+  publicDir: string
+  /** The plan core's materialize uses (paths as the container sees them). */
+  plan(tokens: RunTokens): BrokerPlan
+  /** The mount every container gets (none for a runtime without isolation: it sees host paths). */
+  mounts: ContainerMount[]
+}
+
+/**
+ * Where the broker lives for a data dir: `<dataDir>/broker` (or `dir`), the sockets and the
+ * CA certificate in its `public/`, which isolated containers mount at {@link BROKER_MOUNT}
+ * and an unisolated runtime reads at its host path.
+ *
+ * @example
+ * ```ts
+ * const layout = brokerLayout({ dataDir: './.data', isolated: true })
+ * layout.mounts[0].target // '/run/berth'
+ * ```
+ */
+export function brokerLayout(opts: { dataDir: string; dir?: string | undefined; isolated: boolean }): BrokerLayout {
+  const dir = resolve(opts.dir ?? join(opts.dataDir, 'broker'))
+  const publicDir = join(dir, 'public')
+  const seen = opts.isolated ? BROKER_MOUNT : publicDir
+  return {
+    dir,
+    publicDir,
+    plan: (tokens) => ({
+      tokens,
+      gateway_socket: `${seen}/gateway.sock`,
+      proxy_socket: `${seen}/proxy.sock`,
+      ca_file: `${seen}/ca.pem`,
+    }),
+    mounts: opts.isolated ? [{ type: 'bind', source: publicDir, target: BROKER_MOUNT, readOnly: true }] : [],
+  }
+}
+
+/** A running broker. */
+export interface Broker {
+  gateway: ModelGateway
+  close(): Promise<void>
+}
+
+/**
+ * Start the gateway and the proxy of `layout`, answering with `grants`.
+ *
+ * @example
+ * ```ts
+ * const broker = await startBroker(layout, services.runGrants, { logger, bus: services.bus })
+ * ```
+ */
+export async function startBroker(
+  layout: BrokerLayout,
+  grants: RunGrants,
+  opts: { logger: Logger; bus: EventBus; upstreamCa?: string[] | undefined },
+): Promise<Broker> {
+  mkdirSync(layout.publicDir, { recursive: true, mode: 0o755 })
+  // The CA's key stays in the broker's own directory; only its certificate is published.
+  const ca = await loadOrCreateBrokerCa(join(layout.dir, 'ca'))
+  copyFileSync(join(layout.dir, 'ca', 'ca.pem'), join(layout.publicDir, 'ca.pem'))
+  const gateway = await startModelGateway({
+    socketPath: join(layout.publicDir, 'gateway.sock'),
+    authorize: (token) => grants.gateway(token),
+    logger: opts.logger,
+  })
+  const proxy = await startEgressProxy({
+    socketPath: join(layout.publicDir, 'proxy.sock'),
+    ca,
+    authorize: (token) => grants.proxy(token),
+    upstreamCa: opts.upstreamCa,
+    logger: opts.logger,
+  }).catch(async (err: unknown) => {
+    await gateway.close()
+    throw err
+  })
+  // A task's metered totals are kept while it runs (its budget is checked against them).
+  const unsubscribe = opts.bus.subscribeAll((m) => {
+    if (m.type === 'task.status' && isEndedStatus(m.status)) gateway.forget(m.task_id)
+  })
+  return {
+    gateway,
+    close: async () => {
+      unsubscribe()
+      await Promise.all([gateway.close(), proxy.close()])
+    },
+  }
+}

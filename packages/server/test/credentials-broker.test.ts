@@ -1,0 +1,261 @@
+/**
+ * The model key and brokered secrets never enter a task's container (issue 25), on Docker,
+ * Podman and `local` under bubblewrap: a task on a real-looking Anthropic credential whose
+ * `base_url` is a fake Anthropic API that checks the key it receives. While the agent's Bash
+ * call dumps its environment, the test searches the container as root (its whole
+ * filesystem, every `/proc/<pid>/environ` and `cmdline`) and everything the agent printed,
+ * for the key and the brokered secret, plain, reversed, base64 and hex: none found; the
+ * `env` secret is found (by design). Afterwards the capability token opens nothing.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { localRuntime } from '@berth/adapter-local'
+import { collectExec, silentLogger, type ContainerRuntime } from '@berth/core'
+import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
+import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
+import { RUNNER_BUNDLE } from './runner.global-setup.js'
+
+const MODEL_KEY = 'sk-ant-api03-BROKERKEY-7q2w9e4r1t6y3u8i5o0p'
+const BROKERED = 'brokered-value-Zx81Kq55Lm20Vb73'
+const ENV_SECRET = 'env-secret-value-Pf93Hd27Ws64'
+
+/** Every form of `value` the search looks for: plain, reversed, base64 (each alignment) and hex. */
+function forms(value: string): string[] {
+  const b64 = [0, 1, 2].map((pad) => {
+    const text = Buffer.from(`${'\0'.repeat(pad)}${value}`).toString('base64')
+    // Drop the characters that also encode the padding or the unknown byte after the value.
+    return text.slice(pad ? 4 : 0, -4)
+  })
+  return [value, [...value].reverse().join(''), ...b64, Buffer.from(value).toString('hex')]
+}
+
+/**
+ * A search run as root inside the container, in Node (every image Berth runs has it): the
+ * forms come on stdin (never on a command line or in an environment), the answer is which
+ * were found where, and the value of `ANTHROPIC_API_KEY` the agent's processes hold.
+ */
+const SEARCH = String.raw`
+const fs = require('fs'), path = require('path')
+let input = ''
+process.stdin.on('data', (d) => (input += d)).on('end', () => {
+  const { needles, skip, files: scanFiles } = JSON.parse(input)
+  const found = []
+  let token = null
+  const check = (where, text) => { for (const n of needles) if (text.includes(n.form)) found.push({ where, name: n.name }) }
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
+    for (const f of ['environ', 'cmdline']) {
+      let text = ''
+      try { text = fs.readFileSync('/proc/' + pid + '/' + f, 'latin1') } catch { continue }
+      check('/proc/' + pid + '/' + f, text)
+      const m = f === 'environ' && /(?:^|\0)ANTHROPIC_API_KEY=([^\0]*)/.exec(text)
+      if (m) token = m[1]
+    }
+  }
+  let files = 0
+  const walk = (dir) => {
+    let entries = []
+    try { entries = fs.readdirSync(dir, { withFileTypes: true }) } catch { return }
+    for (const e of entries) {
+      const p = path.join(dir, e.name)
+      if (skip.includes(p)) continue
+      if (e.isDirectory()) walk(p)
+      else if (e.isFile()) {
+        try {
+          if (fs.statSync(p).size > 64 * 1024 * 1024) continue
+          check(p, fs.readFileSync(p, 'latin1'))
+          files++
+        } catch {}
+      }
+    }
+  }
+  if (scanFiles) walk('/')
+  process.stdout.write(JSON.stringify({ found, token, files }))
+})`
+
+interface SearchAnswer {
+  found: { where: string; name: string }[]
+  token: string | null
+  files: number
+}
+
+/** POST to the gateway's socket as the agent would (model path, a token, a model). */
+function gatewayStatus(socketPath: string, token: string, model = 'claude-sonnet-4-5'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        socketPath,
+        path: '/v1/messages',
+        method: 'POST',
+        headers: { 'x-api-key': token, 'content-type': 'application/json' },
+      },
+      (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      },
+    )
+    req.on('error', reject)
+    req.end(JSON.stringify({ model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }))
+  })
+}
+
+/** The search over this machine's processes (the `local` runtime's sandboxes are host processes). */
+function hostSearch(needles: { name: string; form: string }[]): SearchAnswer {
+  const run = spawnSync(process.execPath, ['-e', SEARCH], {
+    input: JSON.stringify({ needles, skip: [], files: false }),
+    encoding: 'utf8',
+  })
+  if (run.status !== 0) throw new Error(run.stderr)
+  return JSON.parse(run.stdout) as SearchAnswer
+}
+
+type Kind = 'docker' | 'podman' | 'local'
+
+function runtimeFor(kind: Kind, baseDir: string): { runtime: ContainerRuntime; image: string } {
+  if (kind === 'local')
+    return { runtime: localRuntime({ baseDir, logger: silentLogger, sandbox: 'bwrap' }), image: 'local' }
+  const { info, runtime } = engineRuntime(kind)
+  return { runtime, image: info.image }
+}
+
+describe.each(['docker', 'podman', 'local'] as const)('credentials stay outside the container on %s', (kind) => {
+  const dir = mkdtempSync(join(tmpdir(), `berth-broker-${kind}-`))
+  const pool = uniquePoolName(`broker-${kind}`)
+  const { runtime, image } = runtimeFor(kind, join(dir, 'local'))
+  let upstream: OfflineModelServer
+  let s: TestServer
+  beforeAll(async () => {
+    upstream = await startOfflineModel({ apiKey: MODEL_KEY })
+    s = await startServer({
+      dataDir: join(dir, 'data'),
+      runtime,
+      pool: { image, min: 0, max: 4, name: pool, ...(kind !== 'local' && { spec: { network: 'none' } }) },
+      runner: { bundleDir: RUNNER_BUNDLE },
+      // The fake provider listens on loopback.
+      allowPrivateWebhooks: true,
+    })
+    await s.berth.ready
+  }, 120_000)
+  afterAll(async () => {
+    await s?.close()
+    await upstream?.close()
+    await sweep(runtime, pool)
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('the agent reads neither the model key nor a brokered secret; the gateway adds the key and the token dies with the task', async () => {
+    const { token } = await s.user()
+    const api = clientFor(s, token)
+    const key = await api.apiKeys.create({
+      body: {
+        name: 'prod',
+        provider: 'anthropic',
+        key: MODEL_KEY,
+        base_url: upstream.url,
+        allowed_models: ['claude-sonnet-*'],
+      },
+    })
+    const profile = await api.profiles.create({
+      body: { name: 'Agent', slug: 'agent', api_key_id: key.id, default_tools: ['Bash'], model: 'claude-sonnet-4-5' },
+    })
+    await api.secrets.create({ body: { name: 'ENV_SECRET', value: ENV_SECRET, profile_ids: [profile.id] } })
+    await api.secrets.create({
+      body: {
+        name: 'API_TOKEN',
+        value: BROKERED,
+        delivery: 'brokered',
+        hosts: ['api.example.test'],
+        profile_ids: [profile.id],
+      },
+    })
+    // What an injected prompt would try: print every variable of this process and its parents.
+    const command =
+      'env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done; env > /workspace/env-dump.txt; sleep 8'
+    const submitted = await api.tasks.submit({
+      body: {
+        mode: 'batch',
+        profile_id: profile.id,
+        prompt: `Dump it. [[berth:tool Bash {"command":${JSON.stringify(command)}}]] [[berth:text Dumped.]]`,
+      },
+    })
+    // While the Bash call sleeps: search the task's container as root.
+    let answer: SearchAnswer | null = null
+    const needles = [
+      ...forms(MODEL_KEY).map((form) => ({ name: 'model key', form })),
+      ...forms(BROKERED).map((form) => ({ name: 'brokered secret', form })),
+      { name: 'env secret', form: ENV_SECRET },
+    ]
+    // The host's system directories are bound read-only into a bwrap sandbox: no task writes there.
+    const skip =
+      kind === 'local'
+        ? ['/proc', '/sys', '/dev', '/usr', '/lib', '/lib64', '/bin', '/sbin']
+        : ['/proc', '/sys', '/dev']
+    for (let i = 0; i < 300 && !answer; i++) {
+      const events = (await api.tasks.events({ params: { id: submitted.task_id }, query: { limit: 100 } })).events
+      if (events.some((e) => e.type === 'tool_call')) {
+        const [container] = await runtime.list({
+          labels: { 'berth.pool': pool, 'berth.workspace': submitted.workspace_id },
+        })
+        expect(container, 'the task has a container').toBeDefined()
+        // Root reads every file; the agent's user reads its own processes' environments (root
+        // without CAP_SYS_PTRACE may not), which are the ones an injected prompt could dump.
+        const search = async (user: string | undefined, files: boolean) => {
+          const out = await collectExec(
+            await runtime.exec(container!.id, {
+              cmd: ['node', '-e', SEARCH],
+              ...(user && { user }),
+              stdin: JSON.stringify({ needles, skip, files }),
+            }),
+          )
+          expect(out.exitCode, out.stderr).toBe(0)
+          return JSON.parse(out.stdout) as SearchAnswer
+        }
+        const asRoot = await search(kind === 'local' ? undefined : 'root', true)
+        // A bwrap sandbox per exec has its own process namespace: on `local` the agent's
+        // processes are host processes, searched from the host.
+        const asAgent = kind === 'local' ? hostSearch(needles) : await search('1000:1000', false)
+        answer = {
+          found: [...asRoot.found, ...asAgent.found],
+          token: asAgent.token ?? asRoot.token,
+          files: asRoot.files,
+        }
+      } else await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(answer, 'the search ran while the agent worked').not.toBeNull()
+    expect(answer!.files).toBeGreaterThan(10)
+    const leaks = answer!.found.filter((f) => f.name !== 'env secret')
+    expect(leaks, JSON.stringify(leaks)).toEqual([])
+    // The env secret is readable by design, in the agent's processes too: the search sees what is there.
+    expect(answer!.found.some((f) => f.name === 'env secret')).toBe(true)
+    expect(answer!.found.some((f) => f.name === 'env secret' && f.where.endsWith('/environ'))).toBe(true)
+    expect(answer!.token).toMatch(/^bct_/)
+    // The agent asking the gateway itself for a model its credential does not allow: refused, the provider never asked.
+    const socket = join(dir, 'data', 'broker', 'public', 'gateway.sock')
+    const asked = upstream.requests.length
+    expect(await gatewayStatus(socket, answer!.token!, 'claude-opus-4-5')).toBe(403)
+    expect(upstream.requests.length).toBe(asked)
+
+    const done = await waitForTask(api, submitted.task_id, { timeout: 120_000 })
+    expect(done.error).toBeNull()
+    expect(done.status).toBe('completed')
+    expect(done.result?.text).toContain('Dumped.')
+    // Everything the agent printed: the env secret and the placeholder, never the key or the brokered value.
+    const events = (await api.tasks.events({ params: { id: submitted.task_id }, query: { limit: 100 } })).events
+    const printed = JSON.stringify(events)
+    for (const form of [...forms(MODEL_KEY), ...forms(BROKERED)]) expect(printed).not.toContain(form)
+    expect(printed).toContain('berth_brokered_')
+    // The fake provider got the real key on every request, and the agent's model calls reached it.
+    expect(upstream.requests.length).toBeGreaterThan(0)
+    for (const r of upstream.requests) expect(r.headers['x-api-key']).toBe(MODEL_KEY)
+
+    // The token opens nothing once its task ended, and a token forged for another task neither.
+    expect(await gatewayStatus(socket, answer!.token!)).toBe(401)
+    const forged = answer!.token!.replace(submitted.task_id, 'task_0000000000000000000000')
+    expect(forged).not.toBe(answer!.token)
+    expect(await gatewayStatus(socket, forged)).toBe(401)
+  }, 300_000)
+})
