@@ -179,6 +179,9 @@ describe('record views', () => {
       name: 'GITHUB_TOKEN',
       scope: 'all',
       profile_ids: [],
+      // A record from before delivery modes reads as an env secret.
+      delivery: 'env',
+      hosts: [],
       created_at: now,
       updated_at: now,
     })
