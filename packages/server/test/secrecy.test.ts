@@ -83,6 +83,8 @@ it('secret and key responses say what is set without saying what it is', () => {
   const secrets = responses.map((r) => JSON.parse(r)).find((b) => Array.isArray(b.secrets))
   expect(Object.keys(secrets.secrets[0]).sort()).toEqual([
     'created_at',
+    'delivery',
+    'hosts',
     'id',
     'name',
     'profile_ids',
@@ -106,7 +108,9 @@ it('nothing is stored in plaintext on disk, yet everything is recoverable', asyn
   // Encrypted, not dropped: the service decrypts what tasks will get.
   const owner = (await s.berth.services.users.authenticate(callerToken))!.id
   const [profile] = (await s.berth.services.profiles.list(owner, { page: 1, limit: 1 })).items
-  expect(await s.berth.services.secrets.environment(owner, profile!.id)).toEqual({ DEPLOY_TOKEN: NEW_SECRET_VALUE })
+  expect(await s.berth.services.secrets.forTask(owner, profile!.id)).toEqual([
+    { name: 'DEPLOY_TOKEN', delivery: 'env', value: NEW_SECRET_VALUE },
+  ])
   expect((await s.berth.services.apiKeys.resolve(owner, profile!.api_key_id)).key).toBe(NEW_MODEL_KEY)
 })
 
