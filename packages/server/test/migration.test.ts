@@ -152,7 +152,9 @@ it('a data dir in the fs layout is migrated once, in place, with progress, and n
     expect(existsSync(join(dataDir, 'berth.db'))).toBe(true)
     // Every list, filter and page reads the same; keys and encrypted values still work.
     expect(await snapshot(migrated, token, ids)).toEqual(before)
-    expect(await migrated.berth.services.secrets.environment(owner, profile.id)).toEqual({ A_SECRET: 'kept-secret' })
+    expect(await migrated.berth.services.secrets.forTask(owner, profile.id)).toEqual([
+      { name: 'A_SECRET', delivery: 'env', value: 'kept-secret' },
+    ])
     expect((await migrated.berth.services.apiKeys.resolve(owner, key.id)).key).toBe('sk-migrate')
     // New records land in the migrated lists, newest first.
     migrated.clock.advance(60_000)

@@ -31,7 +31,9 @@ it('data, caller keys and encrypted values survive a restart on the fs driver', 
     })
     const owner = (await second.berth.services.users.authenticate(token))!.id
     // The generated encryption key was reused, so the old ciphertexts still open.
-    expect(await second.berth.services.secrets.environment(owner, profile.id)).toEqual({ A_SECRET: 'kept' })
+    expect(await second.berth.services.secrets.forTask(owner, profile.id)).toEqual([
+      { name: 'A_SECRET', delivery: 'env', value: 'kept' },
+    ])
     expect((await second.berth.services.apiKeys.resolve(owner, key.id)).key).toBe('sk-restart')
     // Slug uniqueness sees the persisted profile.
     const dup = await failure(again.profiles.create({ body: { name: 'Q', slug: 'p', api_key_id: key.id } }))

@@ -217,11 +217,15 @@ describe('memory, secrets, tools, skills, agents', () => {
     ])
     expect(names((await apiA.secrets.list({ query: { limit: 100 } })).secrets)).not.toContain('OTHER')
 
-    expect(await s.berth.services.secrets.environment(a.id, profileA)).toEqual({ API_TOKEN: 'v1' })
-    expect(await s.berth.services.secrets.environment(a.id, profileA2)).toEqual({})
+    expect(await s.berth.services.secrets.forTask(a.id, profileA)).toEqual([
+      { name: 'API_TOKEN', delivery: 'env', value: 'v1' },
+    ])
+    expect(await s.berth.services.secrets.forTask(a.id, profileA2)).toEqual([])
     const widened = await apiA.secrets.update({ params: { id: created.id }, body: { scope: 'all' } })
     expect(widened).toMatchObject({ scope: 'all', profile_ids: [] })
-    expect(await s.berth.services.secrets.environment(a.id, profileA2)).toEqual({ API_TOKEN: 'v1' })
+    expect(await s.berth.services.secrets.forTask(a.id, profileA2)).toEqual([
+      { name: 'API_TOKEN', delivery: 'env', value: 'v1' },
+    ])
     const badPatch = await failure(
       apiA.secrets.update({ params: { id: created.id }, body: { profile_ids: [profileB] } }),
     )
