@@ -5,12 +5,13 @@
  * proxy, which puts the real header in place of its placeholder. The agent's tool call gets
  * the server's answer, the server got the real header, and a root search of the container
  * (files, every process's environment and command line) and of everything the agent printed
- * finds the value in no form.
+ * finds the value in no form. A warm agent, started before any task holds its token,
+ * reaches the server as well once a task takes it.
  */
 import { networkInterfaces } from 'node:os'
-import { DEFAULT_ENVIRONMENT_CAPS } from '@berth/core'
+import { DEFAULT_ENVIRONMENT_CAPS, type PooledContainer } from '@berth/core'
 import { selfSignedCert, startFakeMcpServer, type FakeMcpServer, type SelfSignedCert } from '@berth/testkit/providers'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { forms, searchContainer, type SearchAnswer } from './broker-search.helpers.js'
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
@@ -134,3 +135,73 @@ describe.each(['docker', 'podman'] as const)(
     }, 300_000)
   },
 )
+
+describe('a warm agent reaches a brokered MCP server once a task takes it (docker)', () => {
+  const pool = uniquePoolName('mcp-warm')
+  const { runtime, info } = engineRuntime('docker')
+  let mcp: FakeMcpServer
+  let s: TestServer
+  beforeAll(async () => {
+    const address = hostAddress()
+    const tls = selfSignedCert({ ips: [address] })
+    mcp = await startFakeMcpServer({ tls, token: MCP_TOKEN, host: address })
+    s = await startServer({
+      runtime,
+      // Warm agents live in the default environment's own containers: `public` adds no spec of its own.
+      pool: { image: info.image, min: 2, max: 6, name: pool, spec: { network: 'none' }, warmAgents: 1 },
+      runner: { bundleDir: RUNNER_BUNDLE },
+      broker: { upstreamCa: [tls.cert] },
+      environments: { caps: { ...DEFAULT_ENVIRONMENT_CAPS, defaultPolicy: 'public', allowPrivateDestinations: true } },
+    })
+    await s.berth.ready
+  }, 120_000)
+  afterAll(async () => {
+    await s?.close()
+    await mcp?.close()
+    await sweep(runtime, pool)
+  })
+
+  it('the second task like the first takes the parked agent, and its tool call gets the header at the proxy', async () => {
+    const { token } = await s.user()
+    const api = clientFor(s, token)
+    const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+    const profile = await api.profiles.create({
+      body: {
+        name: 'Warm MCP',
+        slug: 'warm-mcp',
+        api_key_id: key.id,
+        default_tools: ['mcp__docs__echo'],
+        mcp_servers: { docs: { type: 'http', url: mcp.url, headers: { Authorization: `Bearer ${MCP_TOKEN}` } } },
+      },
+    })
+    /** Containers holding a parked agent: in use, serving no workspace. */
+    const parked = () =>
+      (s.berth.pool!.list() as PooledContainer[])
+        .filter((c) => c.state === 'in_use' && c.workspace_id === null)
+        .map((c) => c.id)
+    const run = async (text: string) => {
+      const sub = await api.tasks.submit({
+        body: {
+          mode: 'batch',
+          profile_id: profile.id,
+          prompt: `[[berth:tool mcp__docs__echo {"text":"${text}"}]] [[berth:text ok]]`,
+        },
+      })
+      const done = await waitForTask(api, sub.task_id, { timeout: 120_000 })
+      const events = (await api.tasks.events({ params: { id: sub.task_id }, query: { limit: 100 } })).events
+      expect(done.status, JSON.stringify({ done, events })).toBe('completed')
+      return events.find((e) => e.type === 'tool_result')
+    }
+    // Cold, and it leaves an agent started with these settings (no task, so no grant, yet).
+    expect(await run('cold')).toMatchObject({ is_error: false, output: 'echo: cold' })
+    const [warm] = await vi.waitFor(() => {
+      const p = parked()
+      if (p.length !== 1) throw new Error(`parked: ${p.length}`)
+      return p
+    }, 60_000)
+    expect(await run('warm')).toMatchObject({ is_error: false, output: 'echo: warm' })
+    expect(parked(), 'the parked agent served the task').not.toContain(warm)
+    expect(mcp.calls.map((c) => c.args.text)).toEqual(['cold', 'warm'])
+    for (const r of mcp.requests) expect(r.authorization).toBe(`Bearer ${MCP_TOKEN}`)
+  }, 300_000)
+})
