@@ -7,7 +7,6 @@
  * for the key and the brokered secret, plain, reversed, base64 and hex: none found; the
  * `env` secret is found (by design). Afterwards the capability token opens nothing.
  */
-import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -19,69 +18,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
+import { SEARCH, forms, hostSearch, type SearchAnswer } from './broker-search.helpers.js'
 
 const MODEL_KEY = 'sk-ant-api03-BROKERKEY-7q2w9e4r1t6y3u8i5o0p'
 const BROKERED = 'brokered-value-Zx81Kq55Lm20Vb73'
 const ENV_SECRET = 'env-secret-value-Pf93Hd27Ws64'
-
-/** Every form of `value` the search looks for: plain, reversed, base64 (each alignment) and hex. */
-function forms(value: string): string[] {
-  const b64 = [0, 1, 2].map((pad) => {
-    const text = Buffer.from(`${'\0'.repeat(pad)}${value}`).toString('base64')
-    // Drop the characters that also encode the padding or the unknown byte after the value.
-    return text.slice(pad ? 4 : 0, -4)
-  })
-  return [value, [...value].reverse().join(''), ...b64, Buffer.from(value).toString('hex')]
-}
-
-/**
- * A search run as root inside the container, in Node (every image Berth runs has it): the
- * forms come on stdin (never on a command line or in an environment), the answer is which
- * were found where, and the value of `ANTHROPIC_API_KEY` the agent's processes hold.
- */
-const SEARCH = String.raw`
-const fs = require('fs'), path = require('path')
-let input = ''
-process.stdin.on('data', (d) => (input += d)).on('end', () => {
-  const { needles, skip, files: scanFiles } = JSON.parse(input)
-  const found = []
-  let token = null
-  const check = (where, text) => { for (const n of needles) if (text.includes(n.form)) found.push({ where, name: n.name }) }
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
-    for (const f of ['environ', 'cmdline']) {
-      let text = ''
-      try { text = fs.readFileSync('/proc/' + pid + '/' + f, 'latin1') } catch { continue }
-      check('/proc/' + pid + '/' + f, text)
-      const m = f === 'environ' && /(?:^|\0)ANTHROPIC_API_KEY=([^\0]*)/.exec(text)
-      if (m) token = m[1]
-    }
-  }
-  let files = 0
-  const walk = (dir) => {
-    let entries = []
-    try { entries = fs.readdirSync(dir, { withFileTypes: true }) } catch { return }
-    for (const e of entries) {
-      const p = path.join(dir, e.name)
-      if (skip.includes(p)) continue
-      if (e.isDirectory()) walk(p)
-      else if (e.isFile()) {
-        try {
-          if (fs.statSync(p).size > 64 * 1024 * 1024) continue
-          check(p, fs.readFileSync(p, 'latin1'))
-          files++
-        } catch {}
-      }
-    }
-  }
-  if (scanFiles) walk('/')
-  process.stdout.write(JSON.stringify({ found, token, files }))
-})`
-
-interface SearchAnswer {
-  found: { where: string; name: string }[]
-  token: string | null
-  files: number
-}
 
 /** POST to the gateway's socket as the agent would (model path, a token, a model). */
 function gatewayStatus(socketPath: string, token: string, model = 'claude-sonnet-4-5'): Promise<number> {
@@ -101,16 +42,6 @@ function gatewayStatus(socketPath: string, token: string, model = 'claude-sonnet
     req.on('error', reject)
     req.end(JSON.stringify({ model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }))
   })
-}
-
-/** The search over this machine's processes (the `local` runtime's sandboxes are host processes). */
-function hostSearch(needles: { name: string; form: string }[]): SearchAnswer {
-  const run = spawnSync(process.execPath, ['-e', SEARCH], {
-    input: JSON.stringify({ needles, skip: [], files: false }),
-    encoding: 'utf8',
-  })
-  if (run.status !== 0) throw new Error(run.stderr)
-  return JSON.parse(run.stdout) as SearchAnswer
 }
 
 type Kind = 'docker' | 'podman' | 'local'

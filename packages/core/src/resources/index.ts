@@ -17,7 +17,18 @@ export {
   type ToolRecord,
   type ToolsService,
 } from './catalog.js'
-export { sealServer, sealServers, maskServer, maskServers, openServer, serverSecrets } from './mcp-secrets.js'
+export {
+  sealServer,
+  sealServers,
+  maskServer,
+  maskServers,
+  openServer,
+  openServers,
+  serverSecrets,
+  mcpHeaderPlaceholder,
+  brokerMcpHeaders,
+  type BrokeredMcpHeader,
+} from './mcp-secrets.js'
 export {
   EnvironmentsService,
   type EnvironmentRecord,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { validationError, type ValidationIssue, type McpServer, SECRET_MASK } from '@berth/contract'
 import type { Cipher } from '../ports/cipher.js'
 
@@ -117,4 +118,76 @@ export function openServer(server: McpServer, cipher: Cipher | undefined): McpSe
  */
 export function serverSecrets(server: McpServer): string[] {
   return Object.values(secretsOf(server) ?? {})
+}
+
+/**
+ * The servers a run gets: the profile's `mcp_servers`, then the caller's tools in scope (a
+ * tool wins over a profile server of the same name), each opened with `cipher`.
+ *
+ * @example
+ * ```ts
+ * openServers(profile.mcp_servers, await tools.forProfile(owner, profile.id), cipher)
+ * ```
+ */
+export function openServers(
+  profileServers: Servers,
+  tools: { name: string; server: McpServer }[],
+  cipher: Cipher | undefined,
+): Servers {
+  const servers = Object.fromEntries(Object.entries(profileServers).map(([name, s]) => [name, openServer(s, cipher)]))
+  for (const t of tools) servers[t.name] = openServer(t.server, cipher)
+  return servers
+}
+
+/**
+ * The placeholder that stands for header `header` of MCP server `server` inside a
+ * container. Derived from the two names only, so the runner's input and the egress
+ * proxy's grant agree on it without sharing any state, and it reveals nothing of the value.
+ *
+ * @example
+ * ```ts
+ * mcpHeaderPlaceholder('docs', 'Authorization') // 'berth_brokered_mcp_<16 hex digits>'
+ * ```
+ */
+export function mcpHeaderPlaceholder(server: string, header: string): string {
+  const digest = createHash('sha256').update(`${server}\0${header}`).digest('hex')
+  return `berth_brokered_mcp_${digest.slice(0, 16)}`
+}
+
+/** A remote MCP server's header value as the egress proxy adds it, for the server's host only. */
+export interface BrokeredMcpHeader {
+  placeholder: string
+  value: string
+  hosts: string[]
+}
+
+/**
+ * Remote (`http`/`sse`) servers with every header value replaced by its placeholder (see
+ * {@link mcpHeaderPlaceholder}), and what the egress proxy puts back: each value, for the
+ * host of its server's URL. Stdio servers pass unchanged: they run inside the container
+ * and need their `env` there.
+ *
+ * @example
+ * ```ts
+ * const { servers, brokered } = brokerMcpHeaders({ docs: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer t' } } })
+ * servers.docs.headers // { Authorization: 'berth_brokered_mcp_…' }
+ * brokered // [{ placeholder: 'berth_brokered_mcp_…', value: 'Bearer t', hosts: ['mcp.example.com'] }]
+ * ```
+ */
+export function brokerMcpHeaders(servers: Servers): { servers: Servers; brokered: BrokeredMcpHeader[] } {
+  const brokered: BrokeredMcpHeader[] = []
+  const out: Servers = {}
+  for (const [name, server] of Object.entries(servers)) {
+    if (server.type === 'stdio' || !server.headers) {
+      out[name] = server
+      continue
+    }
+    const host = new URL(server.url).hostname.replace(/^\[(.*)\]$/, '$1')
+    out[name] = mapValues(server, (value, header) => {
+      const placeholder = mcpHeaderPlaceholder(name, header)
+      brokered.push({ placeholder, value, hosts: [host] })
+      return placeholder
+    })
+  }
+  return { servers: out, brokered }
 }

@@ -7,7 +7,7 @@ import type { ProfileRecord } from '../resources/profiles.js'
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { TaskRecord } from './task.js'
-import { openServer, serverSecrets } from '../resources/mcp-secrets.js'
+import { brokerMcpHeaders, openServers, serverSecrets } from '../resources/mcp-secrets.js'
 import type { RunTokens } from './run-tokens.js'
 
 export interface MaterializeDeps {
@@ -23,7 +23,8 @@ export interface MaterializeDeps {
   gitAccounts?: GitAccountsService
   /**
    * The credential broker: with it, the model key, brokered secrets and (with a proxy) Git
-   * tokens stay outside the container, and the run gets a capability token instead.
+   * tokens and remote MCP servers' headers stay outside the container, and the run gets a
+   * capability token instead.
    */
   broker?: BrokerPlan
 }
@@ -60,6 +61,7 @@ export function eventsFile(taskId: string): string {
  * profile's and the caller's tools in scope), CLAUDE.md, memory when enabled, skills,
  * agents, the secrets in scope as environment, whose values the runner redacts, and the
  * credentials of the profile's Git accounts (tokens refreshed when due, redacted too).
+ * With a broker, the credentials it holds are placeholders or absent (docs/CREDENTIALS.md).
  *
  * @example
  * ```ts
@@ -106,10 +108,9 @@ export async function materialize(
       )
     }
   }
-  const mcp = Object.fromEntries(
-    Object.entries(profile.mcp_servers).map(([name, s]) => [name, openServer(s, deps.cipher)]),
-  )
-  for (const t of tools) mcp[t.name] = openServer(t.server, deps.cipher)
+  const opened = openServers(profile.mcp_servers, tools, deps.cipher)
+  // With a proxy, remote MCP servers' headers hold placeholders the proxy fills in for the server's host.
+  const mcp = broker?.proxy_socket ? brokerMcpHeaders(opened).servers : opened
   // A brokered secret's variable holds its placeholder, never its value (with or without a proxy to fill it in).
   const env = Object.fromEntries(secrets.map((s) => [s.name, s.delivery === 'env' ? s.value : s.placeholder]))
   const gateway = broker !== undefined && credential.provider !== 'stub'
@@ -120,7 +121,9 @@ export async function materialize(
     ...secrets.flatMap((s) => (s.delivery === 'env' ? [s.value] : [])),
     ...(credential.key && !gateway ? [credential.key] : []),
     ...gitInContainer.map((g) => g.token),
-    ...Object.values(mcp).flatMap(serverSecrets),
+    ...Object.values(mcp).flatMap((server) =>
+      broker?.proxy_socket && server.type !== 'stdio' ? [] : serverSecrets(server),
+    ),
   ].filter((s) => s.length >= 4)
   return {
     protocol: 1,

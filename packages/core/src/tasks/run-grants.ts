@@ -2,13 +2,14 @@
  * What a run may do outside its container, and the capability token that proves which run
  * asks. The model gateway and the egress proxy (both in `@berth/server`'s `broker/`) call
  * {@link RunGrants} with the token a request carries and get back what they may do for it:
- * the real model credential, the brokered secrets and Git tokens, the task's network
- * policy. Nothing is granted once the task ended. See docs/CREDENTIALS.md.
+ * the real model credential, the brokered secrets, remote MCP servers' headers and Git
+ * tokens, the task's network policy. Nothing is granted once the task ended. See docs/CREDENTIALS.md.
  */
 import { isEndedStatus } from '@berth/contract'
 import type { EgressPolicy } from '../ports/container-runtime.js'
 import type { Store } from '../ports/store.js'
 import type { EnvironmentsService } from '../resources/environments.js'
+import { brokerMcpHeaders, openServers } from '../resources/mcp-secrets.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import { endpointHosts } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
@@ -82,13 +83,16 @@ export class RunGrants {
     const profile = await this.o.profiles.records.find(owner, task.profile_id)
     if (!profile) return null
     const { catalog } = this.o
-    const [secrets, git, hosts] = await Promise.all([
+    const [secrets, git, hosts, tools] = await Promise.all([
       catalog.secrets.forTask(owner, profile.id),
       catalog.gitAccounts && profile.git_account_ids?.length
         ? catalog.gitAccounts.credentials(owner, profile.git_account_ids)
         : Promise.resolve([]),
       endpointHosts(catalog, profile),
+      catalog.tools.forProfile(owner, profile.id),
     ])
+    // The same mapping materialize put in the runner's input: placeholders from names, values for the server's host.
+    const mcp = brokerMcpHeaders(openServers(profile.mcp_servers, tools, catalog.cipher)).brokered
     // The profile's Git hosts join an allowlist as its MCP servers do: linking an account says the agent uses it.
     const gitHosts = git.map((g) => g.host.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1'))
     const env = await this.o.environments
@@ -98,9 +102,12 @@ export class RunGrants {
       task_id: task.id,
       // An environment that is gone grants no network at all.
       egress: env?.network ?? { policy: 'none' },
-      brokered: secrets.flatMap((s) =>
-        s.delivery === 'brokered' ? [{ placeholder: s.placeholder, value: s.value, hosts: s.hosts }] : [],
-      ),
+      brokered: [
+        ...secrets.flatMap((s) =>
+          s.delivery === 'brokered' ? [{ placeholder: s.placeholder, value: s.value, hosts: s.hosts }] : [],
+        ),
+        ...mcp,
+      ],
       git,
     }
   }

@@ -5,6 +5,7 @@
  * - {@link startFakeGitProvider}: a GitHub-, GitLab- or Bitbucket-shaped OAuth 2 server and user API.
  * - {@link startFakeGitServer}: a Git host over HTTPS (`git http-backend`) taking Basic credentials.
  * - {@link selfSignedCert}: a throwaway TLS certificate for it.
+ * - {@link startFakeMcpServer}: a remote MCP server (streamable HTTP over HTTPS) that requires a bearer token.
  * - {@link startFakeBankProvider}: a Teller-shaped banking-data API and its connect widget's payloads.
  * - {@link startFakeMessenger}: a Telegram-shaped Bot API that delivers updates to the registered webhook.
  * - {@link startFakeChatProvider}: a Slack-like chat workspace (OAuth with token rotation, `chat.postMessage`, signed events).
@@ -27,6 +28,13 @@ export {
 } from './git-provider-shapes.js'
 export { startFakeGitServer, type FakeGitServer, type FakeGitServerOptions, type FakeGitRequest } from './git-server.js'
 export { selfSignedCert, type SelfSignedCert } from './tls.js'
+export {
+  startFakeMcpServer,
+  type FakeMcpServer,
+  type FakeMcpServerOptions,
+  type FakeMcpRequest,
+  type FakeMcpTool,
+} from './mcp-server.js'
 export { startFakeChatProvider, chatSignature } from './chat-provider.js'
 export type {
   FakeChatProvider,
