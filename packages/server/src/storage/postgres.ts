@@ -8,11 +8,11 @@ import type { ClosableStore } from './sqlite.js'
 /** Options of {@link postgresStore}. */
 export interface PostgresStoreOptions {
   /** Connections in this instance's pool (default 10). */
-  max?: number
+  max?: number | undefined
   /** A schema to keep Berth's tables in (created when missing); default: the connection's search_path. */
-  schema?: string
+  schema?: string | undefined
   /** A PEM file of the CA that signed the server's certificate (with `sslmode=require|verify-ca|verify-full`). */
-  caFile?: string
+  caFile?: string | undefined
 }
 
 /** The Postgres store: also its schema, for tools that open it again. */
