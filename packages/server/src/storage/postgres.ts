@@ -126,7 +126,7 @@ export async function postgresStore(url: string, opts: PostgresStoreOptions = {}
       // Keyset pages in key order: constant memory, and no long-running transaction.
       for (let last: string | null = null; ; ) {
         type Row = { key: string; value: string; entry: string | null }
-        const rows =
+        const rows: Row[] =
           last === null
             ? await sql<Row[]>`SELECT key, value, entry::text AS entry FROM berth_kv ORDER BY key LIMIT 1000`
             : await sql<
