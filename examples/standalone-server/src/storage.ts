@@ -10,7 +10,7 @@ export interface ChosenStorage {
 }
 
 /** `redis://user:secret@host:6379/0` → `redis://user:***@host:6379/0`. */
-function redactUrl(url: string): string {
+export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url)
     if (parsed.password) parsed.password = '***'
