@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { chownSync, mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,13 +36,20 @@ function postgresUser(): { uid: number; gid: number } | null {
   return { uid: uid!, gid: gid! }
 }
 
+/** Options of {@link startPostgres}. */
+export interface StartPostgresOptions {
+  /** Serve TLS too (`ssl=on`) with this PEM key and certificate (e.g. testkit's `selfSignedCert`). */
+  tls?: { key: string; cert: string }
+}
+
 /**
  * Start a throwaway PostgreSQL cluster from Debian's `postgresql` (installed by
  * `scripts/postgres/ensure.sh` when missing): `initdb` into a fresh temporary directory,
  * then `postgres` listening on 127.0.0.1 at a free port and on a unix socket in that
  * directory, with `fsync=off` (a test's data need not survive a power cut). Run as root,
  * both run as the `postgres` user (through `setpriv`), which owns the directory. The
- * superuser is `berth`, trusted without a password on loopback only. `stop()` ends it.
+ * superuser is `berth`, trusted without a password on loopback only. With `tls`, clients
+ * may also connect over TLS (`?sslmode=verify-full`). `stop()` ends it.
  *
  * @example
  * ```ts
@@ -52,7 +59,7 @@ function postgresUser(): { uid: number; gid: number } | null {
  * await pg.stop()
  * ```
  */
-export async function startPostgres(): Promise<LocalPostgres> {
+export async function startPostgres(opts: StartPostgresOptions = {}): Promise<LocalPostgres> {
   const binDir = execFileSync('bash', [join(findRepoRoot(), 'scripts/postgres/ensure.sh')], {
     encoding: 'utf8',
   }).trim()
@@ -82,6 +89,25 @@ export async function startPostgres(): Promise<LocalPostgres> {
     rmSync(dir, { recursive: true, force: true })
     throw new Error(`initdb failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`)
   }
+  const tls: string[] = []
+  if (opts.tls) {
+    // The server refuses a key file others can read; it must belong to the user it runs as.
+    for (const [name, pem] of [
+      ['server.key', opts.tls.key],
+      ['server.crt', opts.tls.cert],
+    ] as const) {
+      writeFileSync(join(dir, name), pem, { mode: 0o600 })
+      if (user) chownSync(join(dir, name), user.uid, user.gid)
+    }
+    tls.push(
+      '-c',
+      'ssl=on',
+      '-c',
+      `ssl_key_file=${join(dir, 'server.key')}`,
+      '-c',
+      `ssl_cert_file=${join(dir, 'server.crt')}`,
+    )
+  }
   // A port picked free may be taken by the time the server binds it: try a few.
   for (let attempt = 0; ; attempt++) {
     const port = await freePort()
@@ -103,6 +129,7 @@ export async function startPostgres(): Promise<LocalPostgres> {
         'full_page_writes=off',
         '-c',
         'max_connections=200',
+        ...tls,
       ]),
       { stdio: ['ignore', 'ignore', 'pipe'], cwd: dir },
     )
