@@ -15,7 +15,7 @@ export interface PostgresStoreOptions {
   caFile?: string | undefined
 }
 
-/** The Postgres store: also its schema, for tools that open it again. */
+/** The Postgres store: closable, and it hands out its entries (for copying it elsewhere). */
 export type PostgresStore = ClosableStore & { entries(): AsyncIterable<StoredEntry> }
 
 /** The upper bound of a prefix range: the prefix with its last character incremented. */
