@@ -136,7 +136,7 @@ async function lists(store: Store) {
   }
 }
 
-async function main() {
+export async function main(): Promise<void> {
   const results: Record<string, unknown>[] = []
   for (const driver of DRIVERS) {
     const { store, done } = await open(driver)
