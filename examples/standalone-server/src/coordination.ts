@@ -21,8 +21,8 @@ export function instanceIdFor(config: BerthConfig, poolName: string): string {
 }
 
 /**
- * The coordination several instances share: with `BERTH_STORAGE=redis`, the redis driver
- * on `BERTH_REDIS_URL` under `BERTH_REDIS_PREFIX`; otherwise none (one process: Berth's own
+ * The coordination several instances share: with `BERTH_STORAGE=redis` (or `postgres` and
+ * `BERTH_REDIS_URL` set), the redis driver on `BERTH_REDIS_URL` under `BERTH_REDIS_PREFIX`; otherwise none (one process: Berth's own
  * memory driver). When the id is still alive on Redis (this instance crashed and restarts
  * before its heartbeat lapsed), waits for it to lapse, then fails if it does not.
  *
@@ -37,7 +37,8 @@ export async function coordinationFor(
   instanceId: string,
   warn: (line: string) => void,
 ): Promise<Coordination | undefined> {
-  if (config.storage !== 'redis') return undefined
+  // Postgres keeps the records; with a Redis beside it, several instances coordinate there.
+  if (config.storage !== 'redis' && !(config.storage === 'postgres' && config.redisUrl)) return undefined
   const open = () =>
     createCoordination({
       driver: 'redis',

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { jsonLogger, type Logger, type Store } from '@berth/core'
-import { embeddedStore, memoryStore, redisStore, type BerthConfig } from '@berth/server'
+import { embeddedStore, memoryStore, postgresStore, redisStore, type BerthConfig } from '@berth/server'
 
 /** The store Berth keeps its records in, and a description safe to log. */
 export interface ChosenStorage {
@@ -10,7 +10,7 @@ export interface ChosenStorage {
 }
 
 /** `redis://user:secret@host:6379/0` → `redis://user:***@host:6379/0`. */
-function redactUrl(url: string): string {
+export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url)
     if (parsed.password) parsed.password = '***'
@@ -29,8 +29,9 @@ function isMissingModule(err: unknown, name: string): boolean {
  * The store `BERTH_STORAGE` asks for: `fs` (the default) or `sqlite`, both the embedded
  * SQLite file `BERTH_DATA_DIR/berth.db` (a data dir in the older fs layout,
  * `BERTH_DATA_DIR/store`, is migrated into it once, with progress on the console);
- * `memory` (gone on restart); or `redis` at `BERTH_REDIS_URL`, which needs the optional
- * `ioredis` package, loaded only when asked for.
+ * `memory` (gone on restart); `redis` at `BERTH_REDIS_URL`, which needs the optional
+ * `ioredis` package, loaded only when asked for; or `postgres` at `BERTH_DATABASE_URL`
+ * (its schema migrated on start; `BERTH_DATABASE_CA_FILE` for a private CA).
  *
  * @example
  * ```ts
@@ -58,6 +59,13 @@ export async function storageFor(config: BerthConfig, logger: Logger = jsonLogge
         }
         throw err
       }
+    }
+    case 'postgres': {
+      const url = config.databaseUrl!
+      const store = await postgresStore(url, { caFile: config.databaseCaFile }).catch((err: Error) => {
+        throw new Error(`the Postgres database at ${redactUrl(url)} could not be opened: ${err.message}`)
+      })
+      return { store, description: `postgres (${redactUrl(url)})` }
     }
     case 'fs':
     case 'sqlite': {

@@ -29,7 +29,7 @@ export { routes } from './routes/index.js'
 export { buildOpenApi, type OpenApiDocument, type OpenApiInfo, type OpenApiOptions } from './openapi/index.js'
 
 // Ports: storage, time, secrets, logging
-export type { IndexEntry, IndexQuery, Store } from './ports/store.js'
+export type { IndexEntry, IndexQuery, Store, StoredEntry } from './ports/store.js'
 export { manualClock, systemClock, type Clock } from './ports/clock.js'
 export { createAesGcmCipher, type Cipher } from './ports/cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './ports/logger.js'

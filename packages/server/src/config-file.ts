@@ -31,6 +31,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_ENCRYPTION_KEY: 'encryptionKey',
   BERTH_STORAGE: 'storage',
   BERTH_REDIS_URL: 'redisUrl',
+  BERTH_DATABASE_URL: 'databaseUrl',
+  BERTH_DATABASE_CA_FILE: 'databaseCaFile',
   BERTH_REDIS_PREFIX: 'redisPrefix',
   BERTH_INSTANCE_ID: 'instanceId',
   BERTH_RUNTIME: 'runtime',

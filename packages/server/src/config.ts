@@ -8,8 +8,12 @@ export interface BerthConfig extends IntegrationsConfig {
   host: string
   adminToken: string | undefined
   dataDir: string
-  storage: 'fs' | 'sqlite' | 'memory' | 'redis'
+  storage: 'fs' | 'sqlite' | 'memory' | 'redis' | 'postgres'
   redisUrl: string | undefined
+  /** `BERTH_DATABASE_URL`: the Postgres database of `BERTH_STORAGE=postgres` (`postgres://…`, TLS with `?sslmode=`). */
+  databaseUrl: string | undefined
+  /** `BERTH_DATABASE_CA_FILE`: a PEM file of the private CA that signed the database's certificate. */
+  databaseCaFile: string | undefined
   /** `BERTH_REDIS_PREFIX`: prefix of every Redis key and channel of this deployment (default `berth:`). */
   redisPrefix: string
   /** `BERTH_INSTANCE_ID`: this instance among those sharing one Redis; unset, the host name and pool name. */
@@ -163,8 +167,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     host: env.HOST || '127.0.0.1',
     adminToken: env.BERTH_ADMIN_TOKEN || undefined,
     dataDir: env.BERTH_DATA_DIR || './.data',
-    storage: oneOf(env, 'BERTH_STORAGE', ['fs', 'sqlite', 'memory', 'redis'] as const, 'fs'),
+    storage: oneOf(env, 'BERTH_STORAGE', ['fs', 'sqlite', 'memory', 'redis', 'postgres'] as const, 'fs'),
     redisUrl: env.BERTH_REDIS_URL || undefined,
+    databaseUrl: env.BERTH_DATABASE_URL || undefined,
+    databaseCaFile: env.BERTH_DATABASE_CA_FILE || undefined,
     redisPrefix: env.BERTH_REDIS_PREFIX || 'berth:',
     instanceId: env.BERTH_INSTANCE_ID || undefined,
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
@@ -220,5 +226,11 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     )
   if (config.storage === 'redis' && !config.redisUrl)
     throw new Error(`${settingName(env, 'BERTH_STORAGE')}=redis needs ${bothNames('BERTH_REDIS_URL')}`)
+  if (config.storage === 'postgres' && !config.databaseUrl)
+    throw new Error(
+      `${settingName(env, 'BERTH_STORAGE')}=postgres needs ${bothNames('BERTH_DATABASE_URL')} (postgres://user:password@host:5432/db)`,
+    )
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\/./.test(config.databaseUrl))
+    throw new Error(`${settingName(env, 'BERTH_DATABASE_URL')} must start with postgres:// or postgresql://`)
   return config
 }

@@ -22,6 +22,8 @@ export { memoryStore } from './storage/memory.js'
 export { embeddedStore } from './storage/embedded.js'
 export { sqliteStore, type ClosableStore, type SqliteStore } from './storage/sqlite.js'
 export { redisStore, type RedisClient, type RedisStoreOptions } from './storage/redis.js'
+export { postgresStore, type PostgresStore, type PostgresStoreOptions } from './storage/postgres.js'
+export { copyStore, type CopyOptions, type CopyReport, type KindCounts } from './storage/copy.js'
 export { unstorageStore, type UnstorageStoreOptions } from './store.js'
 export { atomicFsDriver } from './fs-storage.js'
 

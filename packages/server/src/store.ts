@@ -1,6 +1,7 @@
 import { indexEntryFor, type IndexEntry, type IndexQuery, type Store } from '@berth/core'
 import { LRUCache } from 'lru-cache'
 import type { Storage } from 'unstorage'
+import { derivedEntries } from './storage/entries.js'
 import { OrderedIndexes } from './storage/ordered-index.js'
 
 export interface UnstorageStoreOptions {
@@ -122,6 +123,8 @@ export function unstorageStore(storage: Storage, opts: UnstorageStoreOptions = {
       const items = (await self.getMany<T>(keys)).filter((v): v is Awaited<T> => v !== null) as T[]
       return { items, total }
     },
+    // The indexes are derived from the records: each entry is the one a list would give it.
+    entries: () => derivedEntries(self),
   }
   return self
 }

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Store } from '@berth/core'
-import { memoryStore, redisStore, sqliteStore, unstorageStore } from '@berth/server'
-import { startRedis, storeConformanceSuite, type LocalRedis } from '@berth/testkit'
+import { memoryStore, postgresStore, redisStore, sqliteStore, unstorageStore } from '@berth/server'
+import { startPostgres, startRedis, storeConformanceSuite, type LocalPostgres, type LocalRedis } from '@berth/testkit'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterAll, beforeAll } from 'vitest'
@@ -50,11 +50,12 @@ storeConformanceSuite('sqlite', () => {
 })
 
 let redis: LocalRedis
+let pg: LocalPostgres
 beforeAll(async () => {
-  redis = await startRedis()
-})
+  ;[redis, pg] = await Promise.all([startRedis(), startPostgres()])
+}, 60_000)
 afterAll(async () => {
-  await redis?.stop()
+  await Promise.all([redis?.stop(), pg?.stop()])
 })
 let db = 0
 storeConformanceSuite('redis', async () => {
@@ -69,6 +70,24 @@ storeConformanceSuite('redis', async () => {
     cleanup: r.close,
     spawnWriter: () =>
       spawn(process.execPath, ['--import', 'tsx', writer, 'redis', redis.path, prefix], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      }),
+  }
+})
+
+let schema = 0
+storeConformanceSuite('postgres', async () => {
+  // One schema per test: each starts empty on the shared test cluster.
+  const name = `t${++schema}`
+  const open = () => postgresStore(pg.url, { schema: name, max: 4 })
+  const store = await open()
+  const r = reopener(open, store)
+  return {
+    store,
+    reopen: r.reopen,
+    cleanup: r.close,
+    spawnWriter: () =>
+      spawn(process.execPath, ['--import', 'tsx', writer, 'postgres', pg.url, name], {
         stdio: ['ignore', 'pipe', 'inherit'],
       }),
   }

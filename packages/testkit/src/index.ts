@@ -26,6 +26,8 @@ export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
 
 // A local redis-server
 export { startRedis, connectRedis, type LocalRedis } from './redis.js'
+// A local PostgreSQL cluster
+export { startPostgres, type LocalPostgres, type StartPostgresOptions } from './postgres.js'
 export { coordinationConformanceSuite, type CoordinationUnderTest } from './coordination-conformance.js'
 
 // Waiting for a condition outside vitest's `vi.waitFor` (the soak, the benchmarks, the suites above)

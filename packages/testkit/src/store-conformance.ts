@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
-import type { Store } from '@berth/core'
+import { indexEntryFor, type IndexEntry, type Store, type StoredEntry } from '@berth/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { STATUSES, keyOf, put, record, type Rec } from './store-writer.js'
 
@@ -183,6 +183,32 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       const queued = await store.list<Rec>('tasks:usr_big', { term: 'status=queued', offset: 60, limit: 5 })
       expect(queued.total).toBe(63)
       expect(queued.items.map((r) => r.n)).toEqual([8, 4, 0])
+    })
+
+    it('hands out every key with its value and index entry, in key order, when it can (entries)', async () => {
+      const { store } = await fresh()
+      if (!store.entries) return expect(store.entries).toBeUndefined()
+      for (let n = 0; n < 6; n++) await put(store, record('usr_a', n))
+      // Moved to another filtered list, set outside any index, removed, a plain value.
+      await put(store, { ...record('usr_a', 2), status: 'completed' })
+      await store.set(keyOf(record('usr_a', 4)), { note: 'not a task' })
+      await store.remove(keyOf(record('usr_a', 5)))
+      await store.set('misc:b', ['x'])
+      const got: StoredEntry[] = []
+      for await (const e of store.entries()) got.push(e)
+      const sorted = (e: IndexEntry | null) =>
+        e && { scope: e.scope, order: e.order, terms: [...(e.terms ?? [])].sort() }
+      const want = [0, 1, 2, 3, 4]
+        .map((n) => keyOf(record('usr_a', n)))
+        .concat('misc:b')
+        .sort()
+      expect(got.map((e) => e.key)).toEqual(want)
+      for (const e of got) {
+        const value = await store.get(e.key)
+        expect(e.value).toEqual(value)
+        expect(sorted(e.index)).toEqual(sorted(indexEntryFor(e.key, value)))
+      }
+      expect(got.find((e) => e.key === keyOf(record('usr_a', 2)))!.index!.terms).toContain('status=completed')
     })
 
     it('keeps values, lists and counts across a restart', async () => {

@@ -1,5 +1,5 @@
 /** ports/: every interface core needs from outside — storage, time, encryption, logging, the container runtime, delivery channels, OAuth, Git hosts, banking and messenger APIs, and the one error their providers throw. */
-export type { IndexEntry, IndexQuery, Store } from './store.js'
+export type { IndexEntry, IndexQuery, Store, StoredEntry } from './store.js'
 export { manualClock, systemClock, type Clock } from './clock.js'
 export { createAesGcmCipher, type Cipher } from './cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './logger.js'

@@ -19,6 +19,13 @@ export interface IndexQuery {
   limit: number
 }
 
+/** One stored key as its driver holds it: the value and the index entry it was put with (null: set outside any index). */
+export interface StoredEntry {
+  key: string
+  value: unknown
+  index: IndexEntry | null
+}
+
 /**
  * Key/value persistence with ordered indexes. Keys are `:`-separated
  * (`profiles:<owner>:<id>`); values are JSON-serialisable records.
@@ -47,6 +54,11 @@ export interface Store {
    * (a count the driver keeps, not a scan). Reads only the page's own records.
    */
   list<T>(scope: string, query: IndexQuery): Promise<{ items: T[]; total: number }>
+  /**
+   * Every key with its value and index entry, in key order: read-only, for copying a store
+   * into another (`migrate`). A store without it is copied with `indexEntryFor`.
+   */
+  entries?(): AsyncIterable<StoredEntry>
   /** Release files or connections the driver holds. */
   close?(): Promise<void>
 }

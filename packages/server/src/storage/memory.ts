@@ -1,4 +1,4 @@
-import type { IndexEntry, IndexQuery, Store } from '@berth/core'
+import type { IndexEntry, IndexQuery, Store, StoredEntry } from '@berth/core'
 import { KeySpace } from './key-space.js'
 import { OrderedIndexes } from './ordered-index.js'
 
@@ -13,7 +13,7 @@ import { OrderedIndexes } from './ordered-index.js'
  * await store.list('tasks:usr_1', { offset: 0, limit: 20 })
  * ```
  */
-export function memoryStore(): Store & { bytes(): number } {
+export function memoryStore(): Store & { bytes(): number; entries(): AsyncIterable<StoredEntry> } {
   const values = new Map<string, string>()
   const space = new KeySpace()
   const indexes = new OrderedIndexes()
@@ -48,6 +48,12 @@ export function memoryStore(): Store & { bytes(): number } {
     async list<T>(scope: string, query: IndexQuery) {
       const { keys, total } = indexes.page(scope, query)
       return { items: keys.map((k) => parse<T>(values.get(k))!), total }
+    },
+    async *entries() {
+      for (const key of space.match('')) {
+        const entry = indexes.entry(key)
+        yield { key, value: parse(values.get(key)), index: entry ? structuredClone(entry) : null }
+      }
     },
     /** Bytes of the stored JSON (for the bench). */
     bytes() {

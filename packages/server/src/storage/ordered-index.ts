@@ -59,6 +59,11 @@ export class OrderedIndexes {
     this.entries.set(key, { scope: entry.scope, order: entry.order, terms: [...(entry.terms ?? [])] })
   }
 
+  /** The entry `key` is listed with, if any. */
+  entry(key: string): IndexEntry | undefined {
+    return this.entries.get(key)
+  }
+
   drop(key: string): void {
     const old = this.entries.get(key)
     if (!old) return

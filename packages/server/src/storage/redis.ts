@@ -1,4 +1,5 @@
-import type { IndexEntry, IndexQuery } from '@berth/core'
+import type { IndexEntry, IndexQuery, StoredEntry } from '@berth/core'
+import { entryFromNames } from './entries.js'
 import { indexNames, indexName, SEP, idOf } from './ordered-index.js'
 import type { ClosableStore } from './sqlite.js'
 
@@ -78,7 +79,7 @@ export interface RedisStoreOptions {
  * await store.close()
  * ```
  */
-export function redisStore(opts: RedisStoreOptions): ClosableStore {
+export function redisStore(opts: RedisStoreOptions): ClosableStore & { entries(): AsyncIterable<StoredEntry> } {
   const redis = opts.client
   const p = opts.prefix ?? 'berth:'
   const write = async (key: string, value: string, entry: IndexEntry | null) => {
@@ -93,7 +94,7 @@ export function redisStore(opts: RedisStoreOptions): ClosableStore {
   const mget = async <T>(keys: string[]): Promise<(T | null)[]> =>
     keys.length === 0 ? [] : (await redis.mget(keys.map((k) => `${p}v:${k}`))).map((v) => parse<T>(v))
 
-  return {
+  const self = {
     async get<T>(key: string) {
       return parse<T>(await redis.get(`${p}v:${key}`))
     },
@@ -126,8 +127,26 @@ export function redisStore(opts: RedisStoreOptions): ClosableStore {
       )) as [number, string[]]
       return { items: values.filter((v) => v !== '').map((v) => JSON.parse(v) as T), total }
     },
+    async *entries() {
+      const keys = await self.keys('')
+      for (let i = 0; i < keys.length; i += 500) {
+        const batch = keys.slice(i, i + 500)
+        const got = await redis.mget(batch.flatMap((k) => [`${p}v:${k}`, `${p}e:${k}`]))
+        for (const [j, key] of batch.entries()) {
+          const [value, entry] = [got[2 * j], got[2 * j + 1]]
+          if (value === null || value === undefined) continue
+          const e = entry ? (JSON.parse(entry) as { names: string[]; member: string }) : null
+          yield {
+            key,
+            value: JSON.parse(value) as unknown,
+            index: e && entryFromNames(e.names, e.member.slice(0, e.member.lastIndexOf(SEP))),
+          }
+        }
+      }
+    },
     async close() {
       if (opts.closeClient !== false) await redis.quit().catch(() => {})
     },
   }
+  return self
 }

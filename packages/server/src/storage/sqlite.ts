@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import type { IndexEntry, IndexQuery, Store } from '@berth/core'
+import type { IndexEntry, IndexQuery, Store, StoredEntry } from '@berth/core'
 import Database from 'libsql'
+import { entryFromNames } from './entries.js'
 import { idOf, indexName, indexNames } from './ordered-index.js'
 
 /** A store that can be closed (it holds a file or a connection). */
@@ -10,6 +11,7 @@ export type ClosableStore = Store & { close(): Promise<void> }
 /** The SQLite store: also a synchronous bulk import (the migration) and its file. */
 export type SqliteStore = ClosableStore & {
   path: string
+  entries(): AsyncIterable<StoredEntry>
   /** Write many keys in one transaction (`entry` null: outside any index). */
   importSync(rows: { key: string; value: unknown; entry: IndexEntry | null }[]): void
 }
@@ -153,6 +155,34 @@ export function sqliteStore(path: string): SqliteStore {
           ? (col(q.desc, row[0], limit, query.offset, `${scope}:`) as string[])
           : (col(q.asc, row[0], limit, total - query.offset - limit, `${scope}:`) as string[]).reverse()
       return { items: values.map((v) => JSON.parse(v) as T), total }
+    },
+    async *entries() {
+      const names = new Map(
+        (db.prepare('SELECT nid, name FROM ix_name').raw().all() as [number, string][]).map(([nid, name]) => [
+          nid,
+          name,
+        ]),
+      )
+      const page = db.prepare('SELECT key, value, entry FROM kv WHERE key > ? ORDER BY key LIMIT 1000').raw()
+      // Keyset pages in key order; '' sorts before every key.
+      for (let last = ''; ; ) {
+        const rows = page.all(last) as [string, string, string | null][]
+        for (const [key, value, entry] of rows) {
+          const e = entry === null ? null : (JSON.parse(entry) as { o: string; n: number[] })
+          yield {
+            key,
+            value: JSON.parse(value) as unknown,
+            index:
+              e &&
+              entryFromNames(
+                e.n.map((nid) => names.get(nid)!),
+                e.o,
+              ),
+          }
+        }
+        if (rows.length < 1000) return
+        last = rows[rows.length - 1]![0]
+      }
     },
     async close() {
       // Fold the write-ahead log into the file, so a closed store is one file of its real size.
