@@ -3,7 +3,8 @@
  * bench/runtime.ts (container engines), bench/workspaces.ts (transcripts, WebSocket
  * fan-out), bench/tasks.ts (agent tasks: overhead over the bare runner, throughput) and
  * bench/storage.ts (lists and reads as records grow, per store driver) run when present;
- * bench/gateway.ts (the model gateway's added latency) runs after the HTTP benchmark.
+ * bench/gateway.ts (the model gateway's added latency) runs after the HTTP benchmark,
+ * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -90,6 +91,15 @@ if (existsSync(fileURLToPath(storageUrl))) {
   }
 } else {
   console.log('\nStorage benchmarks skipped: bench/storage.ts is not present.')
+}
+
+// Stores side by side (sqlite, redis, postgres): record writes and lists, transcript appends and reads.
+try {
+  const store = (await import(new URL('./store.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await store.main()
+} catch (err) {
+  failed = true
+  console.error(`\nStore benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 // Several instances on one Redis: throughput with 1, 2, 3; redis coordination cost vs memory.
