@@ -29,6 +29,7 @@ process.stdin.on('data', (d) => (input += d)).on('end', () => {
   const { needles, skip, files: scanFiles, memory } = JSON.parse(input)
   const found = []
   let token = null
+  const tokens = []
   const check = (where, text) => { for (const n of needles) if (text.includes(n.form)) found.push({ where, name: n.name }) }
   for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
     for (const f of ['environ', 'cmdline']) {
@@ -36,7 +37,7 @@ process.stdin.on('data', (d) => (input += d)).on('end', () => {
       try { text = fs.readFileSync('/proc/' + pid + '/' + f, 'latin1') } catch { continue }
       check('/proc/' + pid + '/' + f, text)
       const m = f === 'environ' && /(?:^|\0)ANTHROPIC_API_KEY=([^\0]*)/.exec(text)
-      if (m) token = m[1]
+      if (m) { token = m[1]; tokens.push(m[1]) }
     }
   }
   let files = 0
@@ -88,12 +89,14 @@ process.stdin.on('data', (d) => (input += d)).on('end', () => {
     }
     fs.closeSync(fd)
   }
-  process.stdout.write(JSON.stringify({ found, token, files, regions }))
+  process.stdout.write(JSON.stringify({ found, token, tokens, files, regions }))
 })`
 
 export interface SearchAnswer {
   found: { where: string; name: string }[]
+  /** The last `ANTHROPIC_API_KEY` seen in an environment, and all of them (a host search sees other sandboxes too). */
   token: string | null
+  tokens?: string[]
   files: number
   /** How many writable memory regions were read (a `memory` search). */
   regions?: number
@@ -134,4 +137,25 @@ export async function searchContainer(
   )
   if (out.exitCode !== 0) throw new Error(`the search failed: ${out.stderr}`)
   return JSON.parse(out.stdout) as SearchAnswer
+}
+
+/** Kills every `sleep <seconds>` process it may see (the agent's long Bash call, once the search is done). */
+const END_SLEEP = String.raw`
+const fs = require('fs')
+const want = 'sleep\0' + process.argv[1] + '\0'
+for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  try { if (fs.readFileSync('/proc/' + pid + '/cmdline', 'latin1') === want) process.kill(Number(pid), 'SIGKILL') } catch {}
+}`
+
+/**
+ * End the agent's `sleep <seconds>` (an unusual number, so nothing else matches): in the
+ * container as root, or on this machine for the `local` runtime (`containerId` null),
+ * whose sandboxes are host processes. The Bash call then returns and the task ends.
+ */
+export async function endSleep(runtime: ContainerRuntime, containerId: string | null, seconds: number): Promise<void> {
+  if (containerId === null) {
+    spawnSync(process.execPath, ['-e', END_SLEEP, String(seconds)])
+    return
+  }
+  await collectExec(await runtime.exec(containerId, { cmd: ['node', '-e', END_SLEEP, String(seconds)], user: 'root' }))
 }

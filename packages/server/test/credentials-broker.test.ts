@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
-import { SEARCH, forms, hostSearch, type SearchAnswer } from './broker-search.helpers.js'
+import { SEARCH, endSleep, forms, hostSearch, type SearchAnswer } from './broker-search.helpers.js'
 
 const MODEL_KEY = 'sk-ant-api03-BROKERKEY-7q2w9e4r1t6y3u8i5o0p'
 const BROKERED = 'brokered-value-Zx81Kq55Lm20Vb73'
@@ -105,7 +105,7 @@ describe.each(['docker', 'podman', 'local'] as const)('credentials stay outside 
     })
     // What an injected prompt would try: print every variable of this process and its parents.
     const command =
-      'env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done; env > /workspace/env-dump.txt; sleep 8'
+      'env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done; env > /workspace/env-dump.txt; sleep 297'
     const submitted = await api.tasks.submit({
       body: {
         mode: 'batch',
@@ -115,6 +115,7 @@ describe.each(['docker', 'podman', 'local'] as const)('credentials stay outside 
     })
     // While the Bash call sleeps: search the task's container as root.
     let answer: SearchAnswer | null = null
+    const socket = join(dir, 'data', 'broker', 'public', 'gateway.sock')
     const needles = [
       ...forms(MODEL_KEY).map((form) => ({ name: 'model key', form })),
       ...forms(BROKERED).map((form) => ({ name: 'brokered secret', form })),
@@ -132,28 +133,36 @@ describe.each(['docker', 'podman', 'local'] as const)('credentials stay outside 
           labels: { 'berth.pool': pool, 'berth.workspace': submitted.workspace_id },
         })
         expect(container, 'the task has a container').toBeDefined()
-        // Root reads every file; the agent's user reads its own processes' environments (root
-        // without CAP_SYS_PTRACE may not), which are the ones an injected prompt could dump.
-        const search = async (user: string | undefined, files: boolean) => {
+        // Root reads every file; the agent's user reads its own processes' environments and
+        // memory (root without CAP_SYS_PTRACE may not), which an injected prompt could dump.
+        const search = async (user: string | undefined, files: boolean, memory = false) => {
           const out = await collectExec(
             await runtime.exec(container!.id, {
               cmd: ['node', '-e', SEARCH],
               ...(user && { user }),
-              stdin: JSON.stringify({ needles, skip, files }),
+              stdin: JSON.stringify({ needles, skip, files, memory }),
             }),
           )
           expect(out.exitCode, out.stderr).toBe(0)
           return JSON.parse(out.stdout) as SearchAnswer
         }
+        // The agent's environments first (quick): its token, for the gateway checks below while the task runs.
+        const envs = kind === 'local' ? hostSearch(needles) : await search('1000:1000', false)
+        // This task's token names it (other sandboxes on this host hold theirs).
+        envs.token = envs.tokens?.find((t) => t.startsWith(`bct_${submitted.task_id}.`)) ?? null
+        expect(envs.token).toMatch(/^bct_/)
+        // The agent asking the gateway itself for a model its credential does not allow: refused, the provider never asked.
+        const asked = upstream.requests.length
+        expect(await gatewayStatus(socket, envs.token!, 'claude-opus-4-5')).toBe(403)
+        expect(upstream.requests.length).toBe(asked)
         const asRoot = await search(kind === 'local' ? undefined : 'root', true)
         // A bwrap sandbox per exec has its own process namespace: on `local` the agent's
-        // processes are host processes, searched from the host.
-        const asAgent = kind === 'local' ? hostSearch(needles) : await search('1000:1000', false)
-        answer = {
-          found: [...asRoot.found, ...asAgent.found],
-          token: asAgent.token ?? asRoot.token,
-          files: asRoot.files,
-        }
+        // processes are host processes, searched from the host (environments only: this
+        // test's own memory holds the key).
+        const memory = kind === 'local' ? envs : await search('1000:1000', false, true)
+        answer = { found: [...asRoot.found, ...envs.found, ...memory.found], token: envs.token, files: asRoot.files }
+        // Done: the agent's long Bash call may end, and with it the task.
+        await endSleep(runtime, kind === 'local' ? null : container!.id, 297)
       } else await new Promise((r) => setTimeout(r, 100))
     }
     expect(answer, 'the search ran while the agent worked').not.toBeNull()
@@ -163,12 +172,6 @@ describe.each(['docker', 'podman', 'local'] as const)('credentials stay outside 
     // The env secret is readable by design, in the agent's processes too: the search sees what is there.
     expect(answer!.found.some((f) => f.name === 'env secret')).toBe(true)
     expect(answer!.found.some((f) => f.name === 'env secret' && f.where.endsWith('/environ'))).toBe(true)
-    expect(answer!.token).toMatch(/^bct_/)
-    // The agent asking the gateway itself for a model its credential does not allow: refused, the provider never asked.
-    const socket = join(dir, 'data', 'broker', 'public', 'gateway.sock')
-    const asked = upstream.requests.length
-    expect(await gatewayStatus(socket, answer!.token!, 'claude-opus-4-5')).toBe(403)
-    expect(upstream.requests.length).toBe(asked)
 
     const done = await waitForTask(api, submitted.task_id, { timeout: 120_000 })
     expect(done.error).toBeNull()

@@ -12,7 +12,7 @@ import { networkInterfaces } from 'node:os'
 import { DEFAULT_ENVIRONMENT_CAPS, type PooledContainer } from '@berth/core'
 import { selfSignedCert, startFakeMcpServer, type FakeMcpServer, type SelfSignedCert } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { forms, searchContainer, type SearchAnswer } from './broker-search.helpers.js'
+import { endSleep, forms, searchContainer, type SearchAnswer } from './broker-search.helpers.js'
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
@@ -74,7 +74,7 @@ describe.each(['docker', 'podman'] as const)(
       })
       // What an injected prompt would try after using the server: dump every variable and the agent's configuration.
       const dump =
-        'env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done; cat ~/.claude.json /workspace/.claude* 2>/dev/null; sleep 8'
+        'env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done; cat ~/.claude.json /workspace/.claude* 2>/dev/null; sleep 297'
       const submitted = await api.tasks.submit({
         body: {
           mode: 'batch',
@@ -107,6 +107,8 @@ describe.each(['docker', 'podman'] as const)(
             files: asRoot.files,
             regions: asAgent.regions ?? 0,
           }
+          // Done: the agent's long Bash call may end, and with it the task.
+          await endSleep(runtime, container!.id, 297)
         } else await new Promise((r) => setTimeout(r, 100))
       }
       expect(answer, 'the search ran while the agent worked').not.toBeNull()
