@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { createServer, type Server, type Socket } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRange } from '@berth/core'
+import { startOfflineModel } from '@berth/stub-model'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressNetwork } from '../../adapter-docker/src/egress.js'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
@@ -72,6 +73,8 @@ describe.each(ENGINES)('environments on %s', (engine) => {
         pool: { image: info.image, min: 0, max: 4, name: uniquePoolName(`env-${engine}`) },
         // Allowlisting this host's own address needs the operator's leave when it is a private one.
         environments: { caps: { ...DEFAULT_ENVIRONMENT_CAPS, allowPrivateDestinations: touchesPrivateRange(host) } },
+        // A model credential may name the fake provider on loopback.
+        allowPrivateWebhooks: true,
       },
     })
   }, 120_000)
@@ -215,6 +218,39 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     expect(output).toContain(`closed ${peerIp}:${port}`)
     expect(output.trim()).toMatch(/ifaces=lo$/)
   }, 120_000)
+
+  it('a real-provider credential works under every policy: the model is reached through the broker, not the network', async () => {
+    const KEY = 'sk-ant-api03-POLICIES-5t6y7u8i9o'
+    const upstream = await startOfflineModel({ apiKey: KEY })
+    try {
+      const key = await t.api.apiKeys.create({
+        body: { name: 'provider', provider: 'anthropic', key: KEY, base_url: upstream.url },
+      })
+      const allow = await t.api.environments.create({
+        body: { name: 'gw-allow', network: { policy: 'allowlist', allow: [{ host, ports: [port] }] } },
+      })
+      const none = await t.api.environments.create({ body: { name: 'gw-none', network: { policy: 'none' } } })
+      for (const [slug, environment_id] of [
+        ['gw-public', null],
+        ['gw-allowlist', allow.id],
+        ['gw-none', none.id],
+      ] as const) {
+        const profile = await t.api.profiles.create({
+          body: { name: slug, slug: `${slug}-${engine}`, api_key_id: key.id, default_tools: ['Bash'], environment_id },
+        })
+        const before = upstream.requests.length
+        const task = await t.run({
+          profile_id: profile.id,
+          prompt: `Hello. [[berth:tool Bash {"command":"true"}]] [[berth:text answered under ${slug}]]`,
+        })
+        expect(task.status, JSON.stringify(task)).toBe('completed')
+        expect(task.result?.text).toContain(`answered under ${slug}`)
+        expect(upstream.requests.length).toBeGreaterThan(before)
+      }
+    } finally {
+      await upstream.close()
+    }
+  }, 240_000)
 
   it('the conformance check: a command in a container made for the agent user runs as that user, with no capabilities', async () => {
     const { id } = await runtime.create({
