@@ -17,7 +17,7 @@ import { promisify } from 'node:util'
 import { type FakeGitServer, selfSignedCert, startFakeGitServer } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BrokerCa, loadOrCreateBrokerCa } from '../src/broker/broker-ca.js'
-import { hostMatches } from '../src/broker/proxy-grant.js'
+import { hostMatches, secretHostMatches } from '../src/broker/proxy-grant.js'
 import { checkDestination } from '../src/broker/proxy-policy.js'
 import { type EgressProxy, type ProxyGrant, startEgressProxy } from '../src/broker/egress-proxy.js'
 
@@ -532,5 +532,14 @@ describe('policy by host name', () => {
     expect(hostMatches('*.example.com', 'example.com')).toBe(false)
     expect(hostMatches('*.example.com', 'badexample.com')).toBe(false)
     expect(hostMatches('api.example.com', 'api.example.com.evil.test')).toBe(false)
+  })
+
+  it('secret hosts with a port match that port only; without one, any port', () => {
+    expect(secretHostMatches('api.example.com:8443', 'api.example.com', 8443)).toBe(true)
+    expect(secretHostMatches('api.example.com:8443', 'api.example.com', 443)).toBe(false)
+    expect(secretHostMatches('192.0.2.9:4000', '192.0.2.9', 4000)).toBe(true)
+    expect(secretHostMatches('192.0.2.9:4000', '192.0.2.9', 4001)).toBe(false)
+    expect(secretHostMatches('*.example.com:443', 'a.example.com', 443)).toBe(true)
+    expect(secretHostMatches('api.example.com', 'api.example.com', 8443)).toBe(true)
   })
 })

@@ -31,6 +31,14 @@ export function hostMatches(pattern: string, host: string): boolean {
   return p === h
 }
 
+/** A secret's host: `name`, `*.domain` or an address, on any port, or `…:port` on that port only. */
+export function secretHostMatches(pattern: string, host: string, port: number): boolean {
+  const withPort = /^(.*[^:]):(\d{1,5})$/.exec(pattern)
+  // A bare IPv6 address has colons of its own: only `[addr]:port` names a port for it.
+  if (withPort && !withPort[1]!.includes(':')) return Number(withPort[2]) === port && hostMatches(withPort[1]!, host)
+  return hostMatches(pattern, host)
+}
+
 /** A host name as compared: lower case, no trailing dot, no IPv6 brackets. */
 export function normalHost(host: string): string {
   return host
@@ -46,7 +54,7 @@ export function normalHost(host: string): string {
  */
 export function injectionFor(grant: ProxyGrant, host: string, port: number, tls: boolean): Injection {
   const secrets = grant.brokered
-    .filter((s) => s.placeholder !== '' && s.hosts.some((pattern) => hostMatches(pattern, host)))
+    .filter((s) => s.placeholder !== '' && s.hosts.some((pattern) => secretHostMatches(pattern, host, port)))
     .map(({ placeholder, value }) => ({ placeholder, value }))
   const redactions = secrets.map((s): [string, string] => [s.value, s.placeholder])
   const account = tls ? grant.git.find((g) => gitHostMatches(g.host, host, port)) : undefined
