@@ -17,7 +17,7 @@ const SecretValue = v.pipe(v.string(), minLength(1, 'must not be empty'), maxLen
  */
 export const SecretDelivery = v.picklist(['env', 'brokered'])
 
-/** A host a brokered secret may be sent to: a name (`api.example.com`), `*.example.com` (any subdomain), or an IP address; optionally `:port`. */
+/** A host a brokered secret may be sent to: a name (`api.example.com`), `*.example.com` (any subdomain), or an IPv4 address; `:port` limits it to that port. */
 export const SecretHost = v.pipe(
   v.string(),
   v.regex(
