@@ -80,4 +80,136 @@ describe('berth-runner steering (stub provider)', () => {
     expect(results[1]).toMatchObject({ is_error: false })
     expect(run.result).toMatchObject({ outcome: 'success' })
   })
+
+  it('denies a request no one decides at approval_timeout_s, and the agent reads why', async () => {
+    const input = makeInput(
+      'Try [[berth:tool Bash {"command":"touch marker"}]] [[berth:echo_last_result]] [[berth:text Gave up.]]',
+      { require_approval: ['Bash(touch:*)'], approval_timeout_s: 1 },
+    )
+    const run = await runRunner(input, { keepOpen: true })
+    expect(run.exitCode, run.stderr).toBe(0)
+    const [request] = ofType(run.events, 'permission_request')
+    expect(ofType(run.events, 'permission_decision')).toEqual([
+      {
+        type: 'permission_decision',
+        request_id: request!.request_id,
+        decision: 'deny',
+        message: expect.stringContaining('within 1 s'),
+        by: 'timeout',
+      },
+    ])
+    expect(existsSync(join(input.cwd, 'marker'))).toBe(false)
+    expect(run.result).toMatchObject({ outcome: 'success', text: expect.stringContaining('No one decided') })
+  })
+
+  it('runs calls no rule matches without asking, and an allowed call with the input the decision gave', async () => {
+    const input = makeInput(
+      'Go [[berth:tool Bash {"command":"echo unasked"}]] [[berth:tool Bash {"command":"touch asked.txt"}]] [[berth:text Ok.]]',
+      { require_approval: ['Bash(touch:*)', 'mcp__pay__*'] },
+    )
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type === 'permission_request')
+          control(child, {
+            type: 'decision',
+            request_id: e.request_id,
+            decision: 'allow',
+            input: { command: 'touch replaced.txt' },
+          })
+      },
+    })
+    expect(run.exitCode, run.stderr).toBe(0)
+    const requests = ofType(run.events, 'permission_request')
+    expect(requests).toHaveLength(1)
+    expect(requests[0]).toMatchObject({ tool: 'Bash', input: { command: 'touch asked.txt' } })
+    expect(ofType(run.events, 'tool_result')[0]).toMatchObject({ output: 'unasked', is_error: false })
+    expect(existsSync(join(input.cwd, 'replaced.txt'))).toBe(true)
+    expect(existsSync(join(input.cwd, 'asked.txt'))).toBe(false)
+  })
+
+  it('hands a message sent mid-task to the agent at its next turn boundary', async () => {
+    const input = makeInput(
+      'Work [[berth:tool Bash {"command":"sleep 2"}]] [[berth:reply_last_user]] [[berth:text Working.]]',
+    )
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type !== 'tool_call') return
+        control(child, 'this is not json')
+        control(child, { type: 'message', text: 'Use the blue harbour' })
+      },
+    })
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(ofType(run.events, 'error')).toEqual([
+      { type: 'error', message: expect.stringContaining('control line is not JSON') },
+    ])
+    expect(ofType(run.events, 'user_message').map((e) => e.text)).toEqual([input.prompt, 'Use the blue harbour'])
+    expect(run.result).toMatchObject({
+      outcome: 'success',
+      text: expect.stringContaining('Last message: Use the blue harbour'),
+    })
+  })
+
+  it('interrupts a turn mid-tool: the tool process dies and the result keeps the partial run', async () => {
+    const sleep = 'sleep 29.871'
+    // Not a bare `sleep N`: Claude Code refuses those and asks for a background task.
+    const command = `echo start; ${sleep}; echo slept`
+    const input = makeInput(`Wait [[berth:tool Bash {"command":"${command}"}]] [[berth:text Never.]]`)
+    let interruptedAt = 0
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type !== 'tool_call') return
+        const poll = setInterval(() => {
+          if (processesWith(sleep).length === 0) return
+          clearInterval(poll)
+          interruptedAt = Date.now()
+          control(child, { type: 'interrupt' })
+        }, 50)
+      },
+    })
+    const tookMs = Date.now() - interruptedAt
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(interruptedAt).toBeGreaterThan(0)
+    console.error(`[interrupt] result ${tookMs} ms after the interrupt line`)
+    // Far from the 30 s the tool would take: the interrupt ended it.
+    expect(tookMs).toBeLessThan(10_000)
+    expect(processesWith(sleep)).toEqual([])
+    expect(run.result).toMatchObject({
+      outcome: 'interrupted',
+      session_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      tool_calls: [{ name: 'Bash', input: { command } }],
+      turns: 1,
+    })
+    expect(run.result!.text).toContain('Calling Bash')
+  })
+
+  it('answers with structured output valid for output_schema', async () => {
+    const schema = {
+      type: 'object',
+      properties: { berth: { type: 'integer' }, free: { type: 'boolean' } },
+      required: ['berth', 'free'],
+    }
+    const run = await runRunner(
+      makeInput('Which berth? [[berth:json {"berth":7,"free":true}]]', { output_schema: schema }),
+    )
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(run.result).toMatchObject({ outcome: 'success', structured_output: { berth: 7, free: true }, error: null })
+  })
+
+  it('fails clearly when no answer can satisfy output_schema', async () => {
+    const schema = {
+      type: 'object',
+      properties: { berth: { type: 'integer', minimum: 100, maximum: 1 } },
+      required: ['berth'],
+    }
+    const run = await runRunner(makeInput('Which berth? [[berth:json {"berth":7}]]', { output_schema: schema }))
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(run.result).toMatchObject({
+      outcome: 'error_output_invalid',
+      error: expect.stringContaining('output_schema'),
+    })
+    expect(run.result!.structured_output).toBeUndefined()
+  })
 })
