@@ -99,6 +99,29 @@ describe('berth-runner steering (stub provider)', () => {
     expect(run.result).toMatchObject({ outcome: 'success', text: expect.stringContaining('No one decided') })
   })
 
+  it.each([
+    ['an interrupt', 'interrupted', null],
+    ['a cancel (SIGTERM)', 'error_during_execution', 'cancelled'],
+  ])('ends a run waiting for a decision at %s, the tool not run', async (how, outcome, error) => {
+    const input = makeInput('Try [[berth:tool Bash {"command":"touch waited"}]] [[berth:text Never.]]', {
+      require_approval: ['Bash'],
+    })
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type !== 'permission_request') return
+        if (how === 'an interrupt') control(child, { type: 'interrupt' })
+        else child.kill('SIGTERM')
+      },
+    })
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(ofType(run.events, 'permission_request')).toHaveLength(1)
+    // No one decided: the request ends with the run, not with a made-up decision.
+    expect(ofType(run.events, 'permission_decision')).toEqual([])
+    expect(existsSync(join(input.cwd, 'waited'))).toBe(false)
+    expect(run.result).toMatchObject({ outcome, ...(error ? { error } : {}) })
+  })
+
   it('runs calls no rule matches without asking, and an allowed call with the input the decision gave', async () => {
     const input = makeInput(
       'Go [[berth:tool Bash {"command":"echo unasked"}]] [[berth:tool Bash {"command":"touch asked.txt"}]] [[berth:text Ok.]]',
