@@ -1,4 +1,4 @@
-import type { CanUseTool, PermissionResult } from '@anthropic-ai/claude-agent-sdk'
+import type { CanUseTool, HookCallbackMatcher, PermissionResult } from '@anthropic-ai/claude-agent-sdk'
 import { newId, type RunnerEvent, type RunnerInput } from '@berth/contract'
 import { firstMatch } from './rules.js'
 import type { Steering } from './steer.js'
@@ -61,5 +61,29 @@ export function approvalGate(
         ? `A person denied this ${tool} call: ${decided.message}`
         : `A person denied this ${tool} call.`,
     }
+  }
+}
+
+/**
+ * A `PreToolUse` hook that answers `ask` for every call a `require_approval` rule matches.
+ * In `default` mode Claude Code runs read-only tools (Read, Glob, Grep in the workspace)
+ * without consulting `canUseTool`; the hook's `ask` sends those calls to the gate too, so
+ * a rule on any tool holds.
+ *
+ * @example
+ * ```ts
+ * options.hooks = { PreToolUse: [askForRules(input.require_approval)] }
+ * ```
+ */
+export function askForRules(rules: readonly string[]): HookCallbackMatcher {
+  return {
+    hooks: [
+      async (hook) => {
+        if (hook.hook_event_name !== 'PreToolUse') return {}
+        const toolInput = (hook.tool_input ?? {}) as Record<string, unknown>
+        if (!firstMatch(rules, hook.tool_name, toolInput)) return {}
+        return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'ask' } }
+      },
+    ],
   }
 }

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RunnerEvent } from '@berth/contract'
 import { describe, expect, it } from 'vitest'
@@ -120,6 +120,28 @@ describe('berth-runner steering (stub provider)', () => {
     expect(ofType(run.events, 'permission_decision')).toEqual([])
     expect(existsSync(join(input.cwd, 'waited'))).toBe(false)
     expect(run.result).toMatchObject({ outcome, ...(error ? { error } : {}) })
+  })
+
+  it('asks for read-only tools and file-path rules too (Claude Code would run Read without asking)', async () => {
+    const cwd = makeInput('').cwd
+    writeFileSync(join(cwd, 'notes.txt'), 'harbour notes')
+    const input = makeInput(
+      `Files [[berth:tool Read {"file_path":"${cwd}/notes.txt"}]] [[berth:tool Write {"file_path":"${cwd}/secret/key.txt","content":"k"}]] [[berth:tool Write {"file_path":"${cwd}/open.txt","content":"o"}]] [[berth:text Filed.]]`,
+      { cwd, require_approval: ['Read', `Write(${cwd}/secret/**)`] },
+    )
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type === 'permission_request')
+          control(child, { type: 'decision', request_id: e.request_id, decision: e.tool === 'Read' ? 'allow' : 'deny' })
+      },
+    })
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(ofType(run.events, 'permission_request').map((e) => e.tool)).toEqual(['Read', 'Write'])
+    expect(ofType(run.events, 'tool_result').map((e) => e.is_error)).toEqual([false, true, false])
+    expect(ofType(run.events, 'tool_result')[0]!.output).toContain('harbour notes')
+    expect(existsSync(join(cwd, 'secret/key.txt'))).toBe(false)
+    expect(existsSync(join(cwd, 'open.txt'))).toBe(true)
   })
 
   it('runs calls no rule matches without asking, and an allowed call with the input the decision gave', async () => {
