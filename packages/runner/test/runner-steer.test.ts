@@ -301,4 +301,11 @@ describe('berth-runner steering (stub provider)', () => {
     expect(existsSync(join(input.cwd, 'warm.txt'))).toBe(true)
     expect(events.at(-1)).toMatchObject({ type: 'result', outcome: 'success', text: 'Warm done.' })
   })
+
+  it('still runs an input sent as one pretty-printed JSON document ended by EOF (an older server)', async () => {
+    const input = makeInput('Hello [[berth:text Old style.]]')
+    const run = await runRunner(JSON.stringify(input, null, 2))
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(run.result).toMatchObject({ outcome: 'success', text: 'Old style.' })
+  })
 })
