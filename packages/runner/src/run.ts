@@ -124,7 +124,8 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     mark('spawn')
     const messages = query({ prompt: streamed(), options })
     steer.onInterrupt(() => {
-      if (interrupted) return
+      // Too late once the SDK's result is in: the run finished as it was.
+      if (interrupted || transcript.hasResult()) return
       interrupted = true
       gateStop.abort()
       void messages.interrupt().catch(() => {})
