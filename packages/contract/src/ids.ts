@@ -20,6 +20,7 @@ export const ID_PREFIX = {
   delivery: 'dlv',
   notification: 'ntf',
   environment: 'env',
+  approval: 'apr',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

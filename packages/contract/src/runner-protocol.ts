@@ -3,9 +3,10 @@ import { McpServer } from './schemas/profile.js'
 
 /**
  * The protocol between the server and `@berth/runner`, the program inside a task's
- * container. The server execs the runner with one {@link RunnerInput} as JSON on stdin;
- * the runner writes one {@link RunnerEvent} per line on stdout and appends the same lines
- * to `events_file`, so a result is never lost when the server is down.
+ * container. The server execs the runner with one {@link RunnerInput} as a JSON line on
+ * stdin, followed by {@link RunnerControl} lines while the run goes on; the runner writes
+ * one {@link RunnerEvent} per line on stdout and appends the same lines to `events_file`,
+ * so a result is never lost when the server is down.
  */
 
 /** The model endpoint a run talks to. `stub`: the runner serves the offline model itself. */
@@ -49,6 +50,15 @@ export const RunnerInput = v.object({
   max_budget_usd: v.nullable(v.pipe(v.number(), v.minValue(0))),
   /** The SDK session to resume (session follow-ups), or null for a new conversation. */
   resume: v.nullable(v.string()),
+  /**
+   * Tool rules whose calls wait for a decision (the SDK's permission syntax: `Bash`,
+   * `Bash(git push:*)`, `mcp__pay__*`): the runner writes a `permission_request` and waits
+   * for a `decision` control line, denying at `approval_timeout_s`. Absent: none.
+   */
+  require_approval: v.optional(v.array(v.string())),
+  approval_timeout_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** A JSON Schema for the answer (the SDK's structured output); the result then carries `structured_output`. */
+  output_schema: v.optional(v.record(v.string(), v.unknown())),
   /** Environment for the agent's tools (the secrets that apply). */
   env: v.record(v.string(), v.string()),
   /** Values to replace with `[REDACTED]` in every event the runner writes. */
@@ -96,13 +106,15 @@ const Usage = { input_tokens: v.number(), output_tokens: v.number() }
 
 export const ToolCall = v.object({ id: v.string(), name: v.string(), input: v.unknown() })
 
-/** How a run ended. */
+/** How a run ended. `interrupted`: an `interrupt` control line stopped it; `error_output_invalid`: no answer valid for `output_schema`. */
 export const RunnerOutcome = v.picklist([
   'success',
   'error_max_turns',
   'error_max_budget_usd',
   'model_error',
   'error_during_execution',
+  'interrupted',
+  'error_output_invalid',
 ])
 
 /** One line the runner writes. `seq` and `at` are added when the server stores it. */
@@ -112,6 +124,16 @@ export const RunnerEvent = v.variant('type', [
   /** A text delta as the model streams it. */
   v.object({ type: v.literal('token'), text: v.string() }),
   v.object({ type: v.literal('tool_call'), id: v.string(), name: v.string(), input: v.unknown() }),
+  /** A tool call that waits for a decision (a `require_approval` rule matched). */
+  v.object({ type: v.literal('permission_request'), request_id: v.string(), tool: v.string(), input: v.unknown() }),
+  /** How a permission request was decided: by a person (`caller`), or denied at its timeout. */
+  v.object({
+    type: v.literal('permission_decision'),
+    request_id: v.string(),
+    decision: v.picklist(['allow', 'deny']),
+    message: v.nullable(v.string()),
+    by: v.picklist(['caller', 'timeout']),
+  }),
   v.object({ type: v.literal('tool_result'), id: v.string(), output: v.string(), is_error: v.boolean() }),
   v.object({ type: v.literal('turn_end'), turn: v.number(), ...Usage }),
   v.object({
@@ -126,10 +148,33 @@ export const RunnerEvent = v.variant('type', [
     session_id: v.nullable(v.string()),
     /** What went wrong, for outcomes other than success. */
     error: v.nullable(v.string()),
+    /** The answer as `output_schema` asked for it (absent without one). */
+    structured_output: v.optional(v.unknown()),
   }),
   v.object({ type: v.literal('error'), message: v.string() }),
 ])
 
+/**
+ * What the server writes on a runner's stdin after its input, one JSON object per line,
+ * while the run goes on (stdin stays open until the result): a decision on a permission
+ * request, an interrupt of the current turn, a message for the agent's next turn boundary.
+ * The runner ignores lines it cannot read (after an `error` event) and any line once its
+ * result is written.
+ */
+export const RunnerControl = v.variant('type', [
+  v.object({
+    type: v.literal('decision'),
+    request_id: v.string(),
+    decision: v.picklist(['allow', 'deny']),
+    message: v.optional(v.string()),
+    /** Replaces the tool's input when allowing. */
+    input: v.optional(v.record(v.string(), v.unknown())),
+  }),
+  v.object({ type: v.literal('interrupt') }),
+  v.object({ type: v.literal('message'), text: v.string() }),
+])
+
+export type RunnerControl = v.InferOutput<typeof RunnerControl>
 export type RunnerInput = v.InferOutput<typeof RunnerInput>
 export type RunnerEvent = v.InferOutput<typeof RunnerEvent>
 export type RunnerOutcome = v.InferOutput<typeof RunnerOutcome>

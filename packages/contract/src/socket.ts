@@ -6,7 +6,7 @@
 import * as v from 'valibot'
 import { ErrorBodySchema, Id, Timestamp } from './schemas/common.js'
 import { maxLength, minLength } from './schemas/length.js'
-import { SubmitTask, Task, TaskStatus } from './schemas/task.js'
+import { DecideApproval, SubmitTask, Task, TaskMessage, TaskStatus } from './schemas/task.js'
 import { RunnerEvent } from './runner-protocol.js'
 
 /** Close code for a client that lets too much queue up unread (more than 1 MiB by default). */
@@ -19,15 +19,32 @@ const submitFields = { type: v.literal('submit'), request_id: RequestId }
 const Subscribe = v.object({ type: v.literal('subscribe'), task_id: v.string() })
 const Unsubscribe = v.object({ type: v.literal('unsubscribe'), task_id: v.string() })
 const Ping = v.object({ type: v.literal('ping') })
+/** Decide a permission request, as `POST /v1/tasks/:id/approvals/:request_id` does. */
+const Decide = v.object({
+  type: v.literal('decide'),
+  task_id: Id('task'),
+  request_id: Id('approval'),
+  ...DecideApproval.entries,
+})
+/** Hand the running agent a message, as `POST /v1/tasks/:id/messages` does. */
+const Send = v.object({ type: v.literal('send'), task_id: Id('task'), ...TaskMessage.entries })
+/** Stop the task's current turn, as `POST /v1/tasks/:id/interrupt` does. */
+const Interrupt = v.object({ type: v.literal('interrupt'), task_id: Id('task') })
 
 /**
  * What a client may send: `submit` (a task, once per `request_id`), `subscribe` and
- * `unsubscribe` (a task's status and events), `ping`.
+ * `unsubscribe` (a task's status and events), `decide` (a permission request), `send` (a
+ * message to the running agent), `interrupt`, `ping`. A `decide`, `send` or `interrupt`
+ * that fails is answered with an `error` carrying its `task_id`; one that works is seen in
+ * the task's events (`permission_decision`, `user_message`) and status.
  */
 export const ClientMessage = v.variant('type', [
   v.object({ ...submitFields, task: SubmitTask }),
   Subscribe,
   Unsubscribe,
+  Decide,
+  Send,
+  Interrupt,
   Ping,
 ])
 
@@ -39,6 +56,9 @@ export const ClientEnvelope = v.variant('type', [
   v.object({ ...submitFields, task: v.unknown() }),
   Subscribe,
   Unsubscribe,
+  Decide,
+  Send,
+  Interrupt,
   Ping,
 ])
 

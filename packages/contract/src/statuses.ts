@@ -18,6 +18,8 @@ export const TRANSCRIPT_EVENT_TYPES = [
   'turn_start',
   'token',
   'tool_call',
+  'permission_request',
+  'permission_decision',
   'tool_result',
   'turn_end',
   'result',

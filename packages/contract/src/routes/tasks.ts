@@ -1,6 +1,18 @@
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf } from '../schemas/common.js'
-import { EventsQuery, SubmitTask, SubmittedTask, Task, TaskListQuery, TranscriptEvent } from '../schemas/task.js'
+import {
+  Approval,
+  ApprovalParams,
+  DecideApproval,
+  EventsQuery,
+  SubmitTask,
+  SubmittedTask,
+  Task,
+  TaskListQuery,
+  TaskMessage,
+  TaskMessageAccepted,
+  TranscriptEvent,
+} from '../schemas/task.js'
 
 export const taskRoutes = [
   defineRoute({
@@ -57,5 +69,56 @@ export const taskRoutes = [
     summary: 'Cancel a task (a task already done is returned unchanged)',
     params: IdParams('task'),
     response: Task,
+  }),
+  defineRoute({
+    name: 'tasks.interrupt',
+    method: 'POST',
+    path: '/v1/tasks/:id/interrupt',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'Stop the current turn now, mid-tool included',
+    description:
+      "The tool's process is killed and the task ends `cancelled` with its partial `result` and `error.code` `INTERRUPTED`. A session's container stays warm and its next follow-up continues the conversation with everything before the interrupt. A task already done is returned unchanged.",
+    params: IdParams('task'),
+    response: Task,
+  }),
+  defineRoute({
+    name: 'tasks.messages.send',
+    method: 'POST',
+    path: '/v1/tasks/:id/messages',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'Hand the running agent a message at its next turn boundary',
+    description:
+      'The message appears in the transcript as a `user_message` when the agent takes it. A task that has ended answers 409 CONFLICT.',
+    params: IdParams('task'),
+    body: TaskMessage,
+    response: TaskMessageAccepted,
+    status: 202,
+    errors: ['CONFLICT'],
+  }),
+  defineRoute({
+    name: 'tasks.approvals.list',
+    method: 'GET',
+    path: '/v1/tasks/:id/approvals',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: "A task's permission requests still waiting for a decision",
+    params: IdParams('task'),
+    response: ListOf('approvals', Approval),
+  }),
+  defineRoute({
+    name: 'tasks.approvals.decide',
+    method: 'POST',
+    path: '/v1/tasks/:id/approvals/:request_id',
+    auth: 'caller',
+    tag: 'tasks',
+    summary: 'Allow or deny a permission request',
+    description:
+      "`allow` runs the tool (with `input` instead of the agent's, when given); `deny` tells the agent `message` and the tool does not run. A `permission_decision` event follows. A request already decided (or expired) answers 409 CONFLICT; an unknown one, or another caller's, 404.",
+    params: ApprovalParams,
+    body: DecideApproval,
+    response: Approval,
+    errors: ['CONFLICT'],
   }),
 ] as const

@@ -17,6 +17,19 @@ export const ToolName = v.pipe(
   v.regex(/^[^\s]/, 'must not start with whitespace'),
 )
 
+/**
+ * Tool rules that need a person's approval before the tool runs, in the SDK's permission
+ * syntax: a tool name (`Bash`, `Write`), a tool with an argument pattern (`Bash(git push:*)`:
+ * a Bash command starting with `git push`), or a name pattern (`mcp__pay__*`).
+ */
+export const ApprovalRules = v.pipe(v.array(ToolName), maxLength(100))
+
+/** How long a permission request waits for a decision before it is denied (seconds). */
+export const ApprovalTimeout = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(86_400))
+
+/** Default of {@link ApprovalTimeout}: 15 minutes. */
+export const DEFAULT_APPROVAL_TIMEOUT_S = 900
+
 /** A model identifier, e.g. `claude-sonnet-4-5`. */
 export const ModelId = v.pipe(v.string(), v.regex(/^[a-zA-Z0-9][a-zA-Z0-9._:@-]{0,127}$/, 'must be a model id'))
 
@@ -63,6 +76,10 @@ const profileFields = {
   git_account_ids: GitAccountIds,
   /** The environment its tasks run in; `null`: the operator's default environment. */
   environment_id: v.nullable(Id('environment')),
+  /** Tools that wait for a person's approval (see {@link ApprovalRules}); `[]`: none. */
+  require_approval: ApprovalRules,
+  /** Seconds a permission request waits before it is denied (default 900). */
+  approval_timeout_s: ApprovalTimeout,
 }
 
 /** The full profile, `claude_md` included. */
@@ -92,6 +109,8 @@ export const CreateProfile = v.strictObject({
   persistent_sessions: v.optional(profileFields.persistent_sessions),
   git_account_ids: v.optional(profileFields.git_account_ids),
   environment_id: v.optional(profileFields.environment_id),
+  require_approval: v.optional(profileFields.require_approval),
+  approval_timeout_s: v.optional(profileFields.approval_timeout_s),
 })
 
 /** Body of `PATCH /v1/profiles/:id`: any subset of the create fields; `model: null` clears it. */

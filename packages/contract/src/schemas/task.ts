@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 import { maxLength, minLength } from './length.js'
 import { Id, PageQuery, Timestamp } from './common.js'
-import { ToolName } from './profile.js'
+import { ApprovalRules, ApprovalTimeout, ToolName } from './profile.js'
 import { TASK_STATUSES, TRANSCRIPT_EVENT_TYPES } from '../statuses.js'
 
 /** `queued` → `starting` → `running` → `completed` | `failed` | `cancelled`. */
@@ -12,6 +12,19 @@ export const Priority = v.picklist(['low', 'normal', 'high'])
 export const SessionId = v.pipe(
   v.string(),
   v.regex(/^(sess_[a-z0-9]{1,64}|pb-[a-z0-9_-]{1,64})$/, 'must be a session id (sess_…)'),
+)
+
+/** Largest `output_schema` accepted, as JSON text. */
+export const OUTPUT_SCHEMA_MAX_BYTES = 64 * 1024
+
+/**
+ * A JSON Schema (an object, at most 64 KiB as JSON) the task's answer must satisfy: the
+ * agent runs with the SDK's structured output and `result.structured_output` holds the
+ * value, validated against it.
+ */
+export const OutputSchema = v.pipe(
+  v.record(v.string(), v.unknown()),
+  v.check((s) => JSON.stringify(s).length <= OUTPUT_SCHEMA_MAX_BYTES, 'must be at most 64 KiB as JSON'),
 )
 
 /** Body of `POST /v1/tasks`. */
@@ -25,6 +38,11 @@ export const SubmitTask = v.pipe(
     max_turns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
     max_budget_usd: v.optional(v.pipe(v.number(), v.minValue(0.0001), v.maxValue(10_000))),
     priority: v.optional(Priority),
+    /** Tools that wait for approval in this task; replaces the profile's list (`[]`: none). */
+    require_approval: v.optional(ApprovalRules),
+    /** Seconds a permission request waits before it is denied; default the profile's. */
+    approval_timeout_s: v.optional(ApprovalTimeout),
+    output_schema: v.optional(OutputSchema),
   }),
   v.forward(
     v.check((t) => t.session_id === undefined || t.mode === 'session', 'session_id needs mode "session"'),
@@ -39,10 +57,24 @@ export const TaskResult = v.object({
   output_tokens: v.number(),
   cost_usd: v.number(),
   turns: v.number(),
+  /** The answer as the submission's `output_schema` asked for it (absent without one). */
+  structured_output: v.optional(v.unknown()),
 })
 
+/**
+ * Why a task failed or stopped: `INTERRUPTED` (a caller's interrupt; the task is
+ * `cancelled` with its partial result), `OUTPUT_INVALID` (no answer valid for `output_schema`).
+ */
 export const TaskError = v.object({
-  code: v.picklist(['TURN_LIMIT_EXCEEDED', 'BUDGET_EXCEEDED', 'CONTAINER_FAILED', 'MODEL_ERROR', 'INTERNAL_ERROR']),
+  code: v.picklist([
+    'TURN_LIMIT_EXCEEDED',
+    'BUDGET_EXCEEDED',
+    'CONTAINER_FAILED',
+    'MODEL_ERROR',
+    'INTERNAL_ERROR',
+    'INTERRUPTED',
+    'OUTPUT_INVALID',
+  ]),
   error: v.string(),
 })
 
@@ -62,6 +94,8 @@ export const Task = v.object({
   finished_at: v.nullable(Timestamp),
   result: v.nullable(TaskResult),
   error: v.nullable(TaskError),
+  /** Permission requests of this task waiting for a decision. */
+  pending_approvals: v.number(),
 })
 
 /** `202` answer of a submit. */
@@ -93,6 +127,43 @@ export const EventsQuery = v.object({
   limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 100),
 })
 
+/** A permission request: a tool call waiting for, or past, a person's decision. */
+export const Approval = v.object({
+  request_id: Id('approval'),
+  task_id: Id('task'),
+  tool: v.string(),
+  input: v.unknown(),
+  /** `pending` until decided; `expired`: denied at its timeout; `cancelled`: the task ended first. */
+  status: v.picklist(['pending', 'allowed', 'denied', 'expired', 'cancelled']),
+  created_at: Timestamp,
+  /** When it stops waiting: denied then. */
+  expires_at: Timestamp,
+  decided_at: v.nullable(Timestamp),
+  /** The reason given with the decision (told to the agent on a denial). */
+  message: v.nullable(v.string()),
+})
+
+/** Body of `POST /v1/tasks/:id/approvals/:request_id`. `input` replaces the tool's input when allowing. */
+export const DecideApproval = v.strictObject({
+  decision: v.picklist(['allow', 'deny']),
+  message: v.optional(v.pipe(v.string(), maxLength(4000))),
+  input: v.optional(v.record(v.string(), v.unknown())),
+})
+
+/** Path parameters of one approval. */
+export const ApprovalParams = v.object({ id: Id('task'), request_id: Id('approval') })
+
+/** Body of `POST /v1/tasks/:id/messages`: handed to the agent at its next turn boundary. */
+export const TaskMessage = v.strictObject({
+  text: v.pipe(v.string(), minLength(1, 'must not be empty'), maxLength(64 * 1024)),
+})
+
+/** Answer of `POST /v1/tasks/:id/messages`. */
+export const TaskMessageAccepted = v.object({ task_id: Id('task'), accepted: v.literal(true) })
+
+export type Approval = v.InferOutput<typeof Approval>
+export type DecideApproval = v.InferOutput<typeof DecideApproval>
+export type TaskMessage = v.InferOutput<typeof TaskMessage>
 export type Task = v.InferOutput<typeof Task>
 export type SubmitTask = v.InferOutput<typeof SubmitTask>
 export type SubmittedTask = v.InferOutput<typeof SubmittedTask>
