@@ -175,11 +175,11 @@ export async function socketMarkerFlow(s: Pick<TestServer, 'url'>, a: Agent): Pr
   }
 }
 
-/** Interrupt a session's `sleep 30`: the task ends `cancelled` with INTERRUPTED; the follow-up remembers the first prompt. */
+/** Interrupt a session's `sleep 30` (not a bare `sleep`, which Claude Code refuses): the task ends `cancelled` with INTERRUPTED; the follow-up remembers the first prompt. */
 export async function interruptFlow(a: Agent): Promise<void> {
   const first = await a.submit({
     mode: 'session',
-    prompt: `The codeword is HERON-9. ${bash('sleep 30')} [[berth:text Slept.]]`,
+    prompt: `The codeword is HERON-9. ${bash('echo start; sleep 30; echo slept')} [[berth:text Slept.]]`,
   })
   await vi.waitFor(async () => expect((await a.events(first.task_id)).some((e) => e.type === 'tool_call')).toBe(true), {
     timeout: 60_000,
@@ -189,6 +189,9 @@ export async function interruptFlow(a: Agent): Promise<void> {
   const ended = await a.waitDone(first.task_id)
   expect(ended.status).toBe('cancelled')
   expect(ended.error?.code).toBe('INTERRUPTED')
+  // The tool never finished: it was stopped before it could print.
+  const results = (await a.events(first.task_id)).flatMap((e) => (e.type === 'tool_result' ? [e.output] : []))
+  expect(results.join('\n')).not.toContain('slept')
   // Interrupting a task that ended changes nothing.
   expect(await a.api.tasks.interrupt({ params: { id: first.task_id } })).toMatchObject({ status: 'cancelled' })
   const next = await a.run({ mode: 'session', session_id: first.session_id!, prompt: 'What was it? [[berth:recall]]' })
@@ -198,7 +201,9 @@ export async function interruptFlow(a: Agent): Promise<void> {
 
 /** A message sent while the agent works is a `user_message` its next turn sees; an ended task's is a 409. */
 export async function messageFlow(a: Agent): Promise<void> {
-  const { task_id } = await a.submit({ prompt: `Wait for advice. ${bash('sleep 4')} [[berth:reply_last_user]]` })
+  const { task_id } = await a.submit({
+    prompt: `Wait for advice. ${bash('echo start; sleep 4; echo done')} [[berth:reply_last_user]]`,
+  })
   await vi.waitFor(async () => expect((await a.events(task_id)).some((e) => e.type === 'tool_call')).toBe(true), {
     timeout: 60_000,
     interval: 50,
