@@ -238,3 +238,27 @@ export async function structuredFlow(a: Agent): Promise<void> {
   expect(bad.status).toBe('failed')
   expect(bad.error).toMatchObject({ code: 'OUTPUT_INVALID', error: expect.any(String) })
 }
+
+/**
+ * A session task waits for a decision and its follow-up is queued behind it: a message to
+ * the queued one is a 409 and an interrupt ends it `cancelled` with INTERRUPTED; a cancel of
+ * the waiting one ends it `cancelled`, its request with it.
+ */
+export async function cancelWhileWaitingFlow(a: Agent): Promise<void> {
+  const first = await a.submit({
+    mode: 'session',
+    prompt: `Ask first. ${bash('touch /workspace/never')}`,
+    require_approval: ['Bash'],
+  })
+  await pendingOnce(a, first.task_id)
+  const queued = await a.submit({ mode: 'session', session_id: first.session_id!, prompt: 'And then?' })
+  expect((await a.api.tasks.get({ params: { id: queued.task_id } })).status).toBe('queued')
+  const early = a.api.tasks.messages.send({ params: { id: queued.task_id }, body: { text: 'hello' } })
+  expect((await failure(early)).status).toBe(409)
+  const stopped = await a.api.tasks.interrupt({ params: { id: queued.task_id } })
+  expect(stopped).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
+  await a.api.tasks.cancel({ params: { id: first.task_id } })
+  const ended = await a.waitDone(first.task_id)
+  expect(ended).toMatchObject({ status: 'cancelled', pending_approvals: 0 })
+  expect((await a.api.tasks.approvals.list({ params: { id: first.task_id } })).approvals).toEqual([])
+}

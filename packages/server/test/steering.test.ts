@@ -14,6 +14,7 @@ import { startServer, type TestServer } from './helpers.js'
 import { ENGINES, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 import {
+  cancelWhileWaitingFlow,
   httpDecide,
   interruptFlow,
   markerFlow,
@@ -48,6 +49,10 @@ function steeringCases(setup: () => { s: TestServer; a: Agent; other: Agent }) {
 
   it('a message sent mid-task is a user_message the next turn sees; an ended task answers 409', async () => {
     await messageFlow(setup().a)
+  })
+
+  it('a task cancelled while it waits for a decision ends cancelled; a queued follow-up refuses messages and is interrupted', async () => {
+    await cancelWhileWaitingFlow(setup().a)
   })
 
   it('output_schema: a valid structured_output, and an impossible schema fails with OUTPUT_INVALID', async () => {
