@@ -107,7 +107,8 @@ export class TaskRuns implements TaskRunner {
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
           // A request is stored before anyone sees it, so a decision never meets a 404.
-          if (event.type === 'permission_request') await this.o.approvals.open(task, event, timeoutS)
+          if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
+            this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })
           await this.o.events.record(task, [event])
           task = await this.counted(task, event, open)
           if (event.type === 'result') result = event
