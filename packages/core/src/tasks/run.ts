@@ -154,11 +154,10 @@ export class TaskRuns implements TaskRunner {
   /** The task with its count of open permission requests after `event` (written when it changed). */
   private async counted(task: TaskRecord, event: RunnerEvent, open: Set<string>): Promise<TaskRecord> {
     if (event.type === 'permission_request') open.add(event.request_id)
-    else if (event.type !== 'permission_decision') return task
-    else {
+    else if (event.type === 'permission_decision') {
       await this.o.approvals.closed(task.owner_id, event)
       if (!open.delete(event.request_id)) return task
-    }
+    } else return task
     return this.o.states.update(task, { pending_approvals: open.size })
   }
 }
