@@ -8,12 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { localRuntime } from '@berth/adapter-local'
-import { silentLogger } from '@berth/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { silentLogger, type PooledContainer } from '@berth/core'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startServer, type TestServer } from './helpers.js'
 import { ENGINES, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 import {
+  cancelWhileWaitingFlow,
   httpDecide,
   interruptFlow,
   markerFlow,
@@ -48,6 +49,10 @@ function steeringCases(setup: () => { s: TestServer; a: Agent; other: Agent }) {
 
   it('a message sent mid-task is a user_message the next turn sees; an ended task answers 409', async () => {
     await messageFlow(setup().a)
+  })
+
+  it('a task cancelled while it waits for a decision ends cancelled; a queued follow-up refuses messages and is interrupted', async () => {
+    await cancelWhileWaitingFlow(setup().a)
   })
 
   it('output_schema: a valid structured_output, and an impossible schema fails with OUTPUT_INVALID', async () => {
@@ -97,4 +102,35 @@ describe('steering on local (bwrap sandbox)', () => {
     await close?.()
   })
   steeringCases(() => ({ s, a, other }))
+})
+
+describe('steering a warm agent on podman', () => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  let other: Agent
+  beforeAll(async () => {
+    t = await taskServer('podman', { min: 2, max: 8, warmAgents: 1 })
+    other = await agentUser(t.s)
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  /** Containers holding a parked agent: in use, serving no workspace. */
+  const parked = () =>
+    (t.s.berth.pool!.list() as PooledContainer[])
+      .filter((c) => c.state === 'in_use' && c.workspace_id === null)
+      .map((c) => c.id)
+
+  it('an agent started for the same rules takes its decisions after the prompt line', async () => {
+    // Cold, and it leaves an agent started with the same approval rules.
+    await markerFlow(t, other, httpDecide(t))
+    const [agent] = await vi.waitFor(() => {
+      const p = parked()
+      if (p.length !== 1) throw new Error(`parked: ${p.length}`)
+      return p
+    }, 60_000)
+    await markerFlow(t, other, httpDecide(t))
+    expect(parked()).not.toContain(agent)
+  })
 })
