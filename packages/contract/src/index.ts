@@ -69,6 +69,7 @@ export * from './schemas/oauth-return-path.js'
 // Runner protocol (the runner's stdin and stdout)
 export {
   RunnerAgent,
+  RunnerControl,
   RunnerEvent,
   RunnerInput,
   RunnerModel,

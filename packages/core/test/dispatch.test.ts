@@ -34,6 +34,7 @@ function instance(hub: MemoryHub, id: string, records: OwnedCollection<TaskRecor
   const scheduler = new Scheduler({ slots, logger: quietLogger })
   const lost = { takeOver: vi.fn(async (_t: TaskRecord) => {}) }
   const cancels = { here: vi.fn(async (_t: TaskRecord) => true) }
+  const steer = { here: vi.fn(async (_t: TaskRecord) => true) }
   const dispatch = new Dispatcher({
     coordination,
     records,
@@ -44,6 +45,7 @@ function instance(hub: MemoryHub, id: string, records: OwnedCollection<TaskRecor
     engine: engineOf(max),
     lost,
     cancels,
+    steer,
     pollMs: 500,
   })
   opened.push({ dispatch, coordination, slots })

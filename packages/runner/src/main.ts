@@ -1,6 +1,7 @@
 /**
- * `berth-runner`: one RunnerInput JSON on stdin, RunnerEvent JSON lines on stdout (and
- * appended to `events_file`). Exit 0 once a result was written, whatever its outcome;
+ * `berth-runner`: one RunnerInput JSON line on stdin (or one JSON document ending at EOF,
+ * as older servers send it), then RunnerControl lines (decisions, interrupt, messages)
+ * until the result; RunnerEvent JSON lines on stdout (and appended to `events_file`). Exit 0 once a result was written, whatever its outcome;
  * 2 for invalid input (after one `error` event); 1 on a crash. SIGTERM/SIGINT cancel the
  * run: the result then has outcome `error_during_execution` and error `cancelled`.
  * `BERTH_CONTAINER_ROOT` (set by the unsandboxed `local` runtime) puts the input's
@@ -9,18 +10,19 @@
  * `berth-runner --warm` (a warm agent): stdin is line by line. The first line,
  * `{"type":"init","input":RunnerInput}`, starts Claude Code at once (SDK streaming input);
  * the second, `{"type":"prompt","task_id","prompt","events_file"}`, hands it the task, and
- * from there it runs as above. Stdin ending before a prompt exits 0 without output. Once
+ * from there it runs as above, control lines included. Stdin ending before a prompt exits 0 without output. Once
  * Claude Code is up, it writes `{"warm":"ready"}` on stderr.
  */
 mark('imports')
 import { mark } from './probe.js'
 import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { InputError, parseInput, readAll, underRoot } from './input.js'
+import { InputError, parseInput, underRoot } from './input.js'
 import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
-import { readWarmLines, WARM_READY, type WarmLines } from './warm.js'
+import { Steering } from './steer.js'
+import { lineReader, pumpControls, readFirstDocument, readWarmLines, WARM_READY, type WarmLines } from './warm.js'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
 
 async function main(): Promise<number> {
@@ -28,10 +30,11 @@ async function main(): Promise<number> {
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => cancel.abort())
 
   const root = process.env.BERTH_CONTAINER_ROOT
-  const warm: WarmLines | null = process.argv.includes('--warm') ? readWarmLines(process.stdin) : null
+  const lines = lineReader(process.stdin)
+  const warm: WarmLines | null = process.argv.includes('--warm') ? readWarmLines(lines) : null
   let input: RunnerInput
   try {
-    input = underRoot(parseInput(warm ? await warm.init : await readAll(process.stdin)), root)
+    input = underRoot(parseInput(warm ? await warm.init : await readFirstDocument(lines)), root)
   } catch (err) {
     if (!(err instanceof InputError)) throw err
     process.stdout.write(`${JSON.stringify({ type: 'error', message: err.message })}\n`)
@@ -69,9 +72,20 @@ async function main(): Promise<number> {
       },
     )
   } else sink = openEventSink(input.events_file, redactor)
+  const emit = (e: RunnerEvent) => (sink ? sink.emit(e) : early.push(e))
+  let done = false
+  // Control lines come after the input (warm: after the prompt); none count once the result is out.
+  const steer = new Steering((message) => {
+    if (!done) emit({ type: 'error', message })
+  })
+  void (prompt ?? Promise.resolve()).then(() => pumpControls(lines, steer))
   try {
     await runTask(input, {
-      emit: (e) => (sink ? sink.emit(e) : early.push(e)),
+      emit: (e) => {
+        if (e.type === 'result') done = true
+        emit(e)
+      },
+      steer,
       ...(prompt && { prompt, onReady: () => process.stderr.write(`${WARM_READY}\n`) }),
       redactor,
       signal: cancel.signal,

@@ -1,6 +1,7 @@
-import type { Options } from '@anthropic-ai/claude-agent-sdk'
+import type { CanUseTool, Options } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerInput } from '@berth/contract'
 import { brokerEnv, type BrokerAccess } from './broker.js'
+import { autoAllowed } from './rules.js'
 import { claudeExecutable } from './platform.js'
 import { configDir, systemAppend } from './workspace.js'
 
@@ -21,6 +22,8 @@ export interface SdkOptionsContext {
   /** The credential broker opened for the run: its gateway, proxy and CA (see `broker.ts`). */
   broker?: BrokerAccess | undefined
   stderr?: (data: string) => void
+  /** With `require_approval`: the gate deciding each call that is not auto-allowed (`approvals.ts`). */
+  canUseTool?: CanUseTool
 }
 
 /**
@@ -63,7 +66,10 @@ export function sdkEnv(
  * Permissions: `dontAsk` runs the tools in `allowedTools` without asking and denies every
  * other tool (the model gets a denial it can react to). Nothing ever waits for a human,
  * it works as root (unlike `bypassPermissions`, which needs `IS_SANDBOX=1` there), and
- * the profile's tool list stays the real limit.
+ * the profile's tool list stays the real limit. With `require_approval` (and a
+ * `canUseTool` gate) the mode is `default`: the tools a rule covers leave `allowedTools`,
+ * so the SDK asks the gate for them, and the gate asks a person (it works as root too).
+ * With `output_schema`, the SDK's structured output (`outputFormat`).
  *
  * @example
  * ```ts
@@ -79,6 +85,15 @@ export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options 
     allowedTools: input.allowed_tools,
     permissionMode: 'dontAsk',
     permissionPrompts: 'none',
+    ...(input.require_approval?.length && ctx.canUseTool
+      ? {
+          allowedTools: autoAllowed(input.allowed_tools, input.require_approval),
+          permissionMode: 'default' as const,
+          permissionPrompts: 'host' as const,
+          canUseTool: ctx.canUseTool,
+        }
+      : {}),
+    ...(input.output_schema ? { outputFormat: { type: 'json_schema' as const, schema: input.output_schema } } : {}),
     mcpServers: input.mcp_servers,
     // Over stdin, so MCP env and headers (secrets) stay off the command line.
     mcpServersDelivery: 'initialize',

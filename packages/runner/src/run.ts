@@ -1,11 +1,13 @@
 import { query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
+import { approvalGate } from './approvals.js'
 import { openBroker, type BrokerAccess } from './broker.js'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
 import { mark } from './probe.js'
+import { Steering } from './steer.js'
 import { Transcript } from './transcript.js'
 import { writeSkills } from './workspace.js'
 
@@ -27,6 +29,10 @@ export interface RunTaskOptions {
   prompt?: Promise<TaskPrompt>
   /** Warm mode: Claude Code is up and waits for the prompt. */
   onReady?: () => void
+  /** The control lines (decisions, interrupt, messages); none without it. */
+  steer?: Steering
+  /** How long an interrupted turn may take to wind down before Claude Code is stopped. */
+  interruptGraceMs?: number
 }
 
 /** What a warm runner learns only when its task arrives. */
@@ -62,10 +68,18 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   }
   if (!opts.prompt) await sendUser()
   const transcript = new Transcript(emit, redactor.stream())
+  const steer = opts.steer ?? new Steering(() => {})
   const abortController = new AbortController()
+  // Stops waiting for the SDK (after a grace): a cancel, or an interrupt it did not honour.
+  const stop = new AbortController()
   const cancelled = () => opts.signal?.aborted === true
-  const onAbort = () => abortController.abort()
+  const onAbort = () => {
+    abortController.abort()
+    stop.abort()
+  }
   opts.signal?.addEventListener('abort', onAbort, { once: true })
+  let interrupted = false
+  let interruptTimer: NodeJS.Timeout | undefined
   let model: OfflineModelServer | undefined
   let git: GitCredentialSetup | undefined
   let broker: BrokerAccess | undefined
@@ -85,20 +99,36 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       skills,
       abortController,
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
+      canUseTool: input.require_approval?.length ? approvalGate(input, steer, emit) : undefined,
     })
     if (cancelled()) throw new Error('cancelled')
     let sawResult!: () => void
     const resultSeen = new Promise<void>((r) => (sawResult = r))
     abortController.signal.addEventListener('abort', () => sawResult(), { once: true })
-    // Warm: streaming input. The first user message waits for the prompt; the input ends
-    // after the result, so Claude Code exits as after a one-shot prompt.
+    // Streaming input, cold and warm alike: the first user message is the prompt (warm: it
+    // waits for it), then the messages of `message` control lines, which the SDK takes at
+    // the next turn boundary. The input ends after the result, so Claude Code exits as
+    // after a one-shot prompt.
     const streamed = async function* () {
       const p = await prompt
-      yield { type: 'user' as const, message: { role: 'user' as const, content: p.prompt }, parent_tool_use_id: null }
-      await resultSeen
+      yield userMessage(p.prompt)
+      for (let text = await steer.takeMessage(resultSeen); text !== null; text = await steer.takeMessage(resultSeen)) {
+        emit({ type: 'user_message', text })
+        yield userMessage(text)
+      }
     }
     mark('spawn')
-    const messages = query({ prompt: opts.prompt ? streamed() : input.prompt, options })
+    const messages = query({ prompt: streamed(), options })
+    steer.onInterrupt(() => {
+      if (interrupted) return
+      interrupted = true
+      void messages.interrupt().catch(() => {})
+      // A turn that does not wind down in time (a tool ignoring it) ends with Claude Code.
+      interruptTimer = setTimeout(() => {
+        abortController.abort()
+        stop.abort()
+      }, opts.interruptGraceMs ?? 1000)
+    })
     if (opts.prompt) {
       // Claude Code answered the SDK's initialize request: the agent is up (not awaited: a
       // prompt may come sooner, and a start that fails shows in the run).
@@ -126,12 +156,13 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
         sawResult()
       }
     })()
-    await (opts.signal ? untilAbortedPlusGrace(drain, opts.signal, opts.cancelGraceMs ?? 5000) : drain)
+    await untilAbortedPlusGrace(drain, stop.signal, () => (interrupted ? 300 : (opts.cancelGraceMs ?? 5000)))
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err)
     // A warm start that failed still answers its task (once the prompt came) with this failure.
     await sendUser().catch(() => {})
   } finally {
+    clearTimeout(interruptTimer)
     opts.signal?.removeEventListener('abort', onAbort)
     // The credentials live as long as the run: a warm session container keeps none between prompts.
     git?.cleanup()
@@ -139,15 +170,24 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     await broker?.close()
   }
   mark('result')
-  emit(transcript.result(cancelled() ? 'cancelled' : failure))
+  emit(
+    transcript.result(cancelled() ? 'cancelled' : failure, {
+      interrupted: interrupted && !cancelled(),
+      ...(input.output_schema ? { schema: input.output_schema } : {}),
+    }),
+  )
 }
 
-/** `work`, but settles at most `graceMs` after `signal` aborts (a stuck SDK must not keep us). */
-function untilAbortedPlusGrace(work: Promise<void>, signal: AbortSignal, graceMs: number): Promise<void> {
+function userMessage(text: string) {
+  return { type: 'user' as const, message: { role: 'user' as const, content: text }, parent_tool_use_id: null }
+}
+
+/** `work`, but settles at most `graceMs()` after `signal` aborts (a stuck SDK must not keep us). */
+function untilAbortedPlusGrace(work: Promise<void>, signal: AbortSignal, graceMs: () => number): Promise<void> {
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined
     const onAbort = () => {
-      timer = setTimeout(() => resolve(), graceMs)
+      timer = setTimeout(() => resolve(), graceMs())
     }
     if (signal.aborted) onAbort()
     else signal.addEventListener('abort', onAbort, { once: true })

@@ -1,11 +1,20 @@
 import type { SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerOutcome, ToolCall } from '@berth/contract'
 import type { StreamRedactor } from './redact.js'
+import { schemaErrors } from './schema-check.js'
 
 /** Tool output longer than this is cut (with a note) in `tool_result` events. */
 export const MAX_TOOL_OUTPUT = 16_000
 
 type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
+
+/** How a run ended beyond the SDK's messages: interrupted, or answering to a schema. */
+export interface ResultContext {
+  /** An `interrupt` control line stopped the run. */
+  interrupted?: boolean
+  /** The input's `output_schema`: the result must carry a valid `structured_output`. */
+  schema?: Record<string, unknown>
+}
 
 interface Usage {
   input_tokens?: number | null
@@ -148,12 +157,24 @@ export class Transcript {
   /**
    * The final `result`. Without an SDK result message (crash, cancellation) the outcome
    * is `error_during_execution` with `failure` as the error, usage summed from the turns
-   * seen and cost 0 (the SDK's cost estimate never arrived).
+   * seen and cost 0 (the SDK's cost estimate never arrived). An interrupted run is
+   * `interrupted` with what it did so far; with a schema, a success needs a valid answer.
    */
-  result(failure?: string): ResultEvent {
+  result(failure?: string, ctx: ResultContext = {}): ResultEvent {
     this.closeTurn()
     const r = this.final
     const base = { tool_calls: this.calls, turns: this.turn, session_id: this.sessionId }
+    if (ctx.interrupted) {
+      return {
+        type: 'result',
+        outcome: 'interrupted',
+        text: this.lastText,
+        ...base,
+        ...this.usage(r),
+        cost_usd: r?.total_cost_usd ?? 0,
+        error: 'interrupted',
+      }
+    }
     if (!r || failure) {
       return {
         type: 'result',
@@ -165,7 +186,16 @@ export class Transcript {
         error: failure ?? 'the agent ended without a result',
       }
     }
-    const { outcome, error } = this.outcome(r)
+    let { outcome, error } = this.outcome(r)
+    let structured: { structured_output?: unknown } = {}
+    if (ctx.schema && outcome === 'success' && r.subtype === 'success') {
+      const value = r.structured_output
+      const problems = value === undefined ? ['the agent gave no structured output'] : schemaErrors(ctx.schema, value)
+      if (problems.length) {
+        outcome = 'error_output_invalid'
+        error = `no answer valid for output_schema: ${problems.slice(0, 5).join('; ')}`
+      } else structured = { structured_output: value }
+    }
     return {
       type: 'result',
       outcome,
@@ -174,6 +204,7 @@ export class Transcript {
       ...this.usage(r),
       cost_usd: r.total_cost_usd ?? 0,
       error,
+      ...structured,
     }
   }
 
@@ -199,6 +230,8 @@ export class Transcript {
     }
     const error = r.errors?.join('; ') || r.subtype
     if (r.subtype === 'error_max_turns' || r.subtype === 'error_max_budget_usd') return { outcome: r.subtype, error }
+    if (r.subtype === 'error_max_structured_output_retries')
+      return { outcome: 'error_output_invalid', error: `no answer valid for output_schema: ${error}` }
     return { outcome: this.apiError ? 'model_error' : 'error_during_execution', error: this.apiError ?? error }
   }
 }

@@ -2,11 +2,14 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
-import { findRepoRoot } from '@berth/testkit'
 
-/** Where the tests' runner bundle lives (built by global-setup). */
-export const BUNDLE_DIR = join(findRepoRoot(), '.tmp', 'runner-bundle')
+/**
+ * Where the tests' runner bundle lives (built by global-setup), under the repository root
+ * (three levels up; not testkit's `findRepoRoot`, which would load all of core here).
+ */
+export const BUNDLE_DIR = join(fileURLToPath(new URL('../../..', import.meta.url)), '.tmp', 'runner-bundle')
 
 export type Result = Extract<RunnerEvent, { type: 'result' }>
 
@@ -58,6 +61,8 @@ export function runRunner(
     onEvent?: (e: RunnerEvent, child: ReturnType<typeof spawn>) => void
     env?: NodeJS.ProcessEnv
     main?: string
+    /** Keep stdin open after the input line, for control lines (`control`); closed at exit. */
+    keepOpen?: boolean
   } = {},
 ): Promise<RunOutcome> {
   const started = Date.now()
@@ -85,7 +90,10 @@ export function runRunner(
   })
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (c: string) => (stderr += c))
-  child.stdin.end(typeof input === 'string' ? input : JSON.stringify(input))
+  child.stdin.on('error', () => {})
+  const text = typeof input === 'string' ? input : JSON.stringify(input)
+  if (opts.keepOpen) child.stdin.write(`${text}\n`)
+  else child.stdin.end(text)
   return new Promise((resolve, reject) => {
     child.on('error', reject)
     child.on('close', (code) => {
@@ -93,6 +101,11 @@ export function runRunner(
       resolve({ exitCode: code, lines, events, result, stderr, firstTokenMs, totalMs: Date.now() - started })
     })
   })
+}
+
+/** Write one control line on a runner's stdin (a RunnerControl, or raw text). */
+export function control(child: ReturnType<typeof spawn>, line: unknown): void {
+  child.stdin!.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`)
 }
 
 /** Parse JSON lines. */

@@ -27,6 +27,10 @@ export interface ConversationState {
   firstPrompt: string
   /** Total characters of the request's messages, for plausible `input_tokens`. */
   size: number
+  /** The latest text a person typed anywhere in the conversation (a prompt, or a message sent beside tool results). */
+  lastUserText: string
+  /** The text of the latest tool result (e.g. a denial's reason), or '' when none. */
+  lastToolResult: string
 }
 
 const REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g
@@ -70,7 +74,37 @@ export function readConversation(messages: MessageParam[]): ConversationState {
     last = i
   }
   const size = messages.reduce((n, m) => n + JSON.stringify(m.content).length, 0)
-  if (last < 0) return { prompt: '', turn: 0, firstPrompt: '', size }
+  const latest = { lastUserText: lastTyped(messages), lastToolResult: lastToolResult(messages) }
+  if (last < 0) return { prompt: '', turn: 0, firstPrompt: '', size, ...latest }
   const turn = messages.slice(last + 1).filter((m) => m.role === 'assistant').length
-  return { prompt: typedText(messages[last]!), turn, firstPrompt: typedText(messages[first]!), size }
+  return { prompt: typedText(messages[last]!), turn, firstPrompt: typedText(messages[first]!), size, ...latest }
+}
+
+function lastTyped(messages: MessageParam[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.role !== 'user') continue
+    const text = typedText(m)
+    if (text) return text
+  }
+  return ''
+}
+
+function resultText(content: unknown): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content
+    .filter((b: ContentBlock) => b?.type === 'text' && typeof b.text === 'string')
+    .map((b: ContentBlock) => b.text as string)
+    .join('\n')
+}
+
+function lastToolResult(messages: MessageParam[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.role !== 'user') continue
+    const found = blocks(m.content).filter((b) => b.type === 'tool_result')
+    if (found.length) return resultText(found.at(-1)!.content)
+  }
+  return ''
 }

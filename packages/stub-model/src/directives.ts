@@ -28,6 +28,12 @@ export interface Script {
   error?: { kind: ErrorKind; at: number }
   /** Milliseconds before each streamed delta. */
   slowMs?: number
+  /** `[[berth:json VALUE]]`: answer with this value as structured output (the `StructuredOutput` tool when offered). */
+  json?: unknown
+  /** `[[berth:reply_last_user]]`: the final text quotes the latest message a person typed. */
+  replyLastUser?: boolean
+  /** `[[berth:echo_last_result]]`: the final text quotes the latest tool result (a denial's reason, say). */
+  echoLastResult?: boolean
 }
 
 const DIRECTIVE = /\[\[berth:([a-z_]+)(?:\s+([\s\S]*?))?\]\](?!\])/g
@@ -107,6 +113,19 @@ export function parseScript(prompt: string): Script {
         script.error = { kind: kind as ErrorKind, at: at === undefined ? 0 : toCount(at, 'error at') }
         break
       }
+      case 'json':
+        try {
+          script.json = JSON.parse(args)
+        } catch {
+          throw new DirectiveError(`[[berth:json VALUE]]: VALUE is not JSON: ${args}`)
+        }
+        break
+      case 'reply_last_user':
+        script.replyLastUser = true
+        break
+      case 'echo_last_result':
+        script.echoLastResult = true
+        break
       case 'slow':
         script.slowMs = toCount(args, '[[berth:slow MS]]')
         break

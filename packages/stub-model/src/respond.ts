@@ -32,6 +32,9 @@ export interface MessagesRequest {
 /** The harmless call `[[berth:turns N]]` pads with. */
 export const FILLER_TOOL = 'Bash'
 
+/** The tool Claude Code offers for structured output (`outputFormat: json_schema`). */
+export const STRUCTURED_OUTPUT_TOOL = 'StructuredOutput'
+
 const tokensOf = (chars: number) => Math.max(1, Math.ceil(chars / 4))
 
 function id(prefix: string, ...parts: (string | number)[]): string {
@@ -75,9 +78,18 @@ export function answer(req: MessagesRequest): Answer {
   }
   // Side requests of the harness (no tools offered) only ever get text.
   const canCall = (req.tools?.length ?? 0) > 0
-  const call = canCall ? calls[convo.turn] : undefined
+  // Structured output is a tool call after the scripted ones, repeated while Claude Code
+  // rejects it (its retries), so an invalid value fails the way a real model's would.
+  const structured = script.json !== undefined && canCall && req.tools!.some((t) => t.name === STRUCTURED_OUTPUT_TOOL)
+  const call =
+    canCall && convo.turn < calls.length
+      ? calls[convo.turn]
+      : structured
+        ? { name: STRUCTURED_OUTPUT_TOOL, input: script.json as Record<string, unknown> }
+        : undefined
   if (call) {
-    content.push({ type: 'text', text: `Calling ${call.name} (step ${convo.turn + 1} of ${calls.length}).` })
+    const of = Math.max(calls.length, convo.turn + 1)
+    content.push({ type: 'text', text: `Calling ${call.name} (step ${convo.turn + 1} of ${of}).` })
     content.push({
       type: 'tool_use',
       id: id('toolu_', messages.length, convo.prompt, convo.turn),
@@ -87,7 +99,10 @@ export function answer(req: MessagesRequest): Answer {
   } else if (script.recall) {
     content.push({ type: 'text', text: `The first prompt was: ${convo.firstPrompt}` })
   } else {
-    content.push({ type: 'text', text: script.text ?? summary(convo.prompt) })
+    const parts = [script.text ?? (script.json !== undefined ? JSON.stringify(script.json) : summary(convo.prompt))]
+    if (script.echoLastResult) parts.push(`Last tool result: ${convo.lastToolResult}`)
+    if (script.replyLastUser) parts.push(`Last message: ${convo.lastUserText}`)
+    content.push({ type: 'text', text: parts.join('\n') })
   }
 
   const outChars = content.reduce((n, b) => n + (b.type === 'text' ? b.text.length : JSON.stringify(b.input).length), 0)

@@ -4,6 +4,7 @@ import { ERROR_STATUS } from '../errors.js'
 import { Description, Id, Name, PageQuery, RecordMeta, Timestamp } from './common.js'
 import { ToolName } from './profile.js'
 import { TASK_STATUSES } from '../statuses.js'
+import { TaskError } from './task.js'
 
 /** How a playbook is started: `manual` (the run endpoint only) or `webhook` (also by its webhook URL). */
 export const PlaybookTrigger = v.picklist(['manual', 'webhook'])
@@ -72,7 +73,11 @@ export const PlaybookRun = v.object({
   finished_at: v.nullable(Timestamp),
   error: v.nullable(
     v.object({
-      code: v.picklist(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]]),
+      /** An API error's code, or the code its task ended with (`INTERRUPTED`, `OUTPUT_INVALID`). */
+      code: v.union([
+        v.picklist(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]]),
+        TaskError.entries.code,
+      ]),
       error: v.string(),
     }),
   ),

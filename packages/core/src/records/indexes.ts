@@ -68,6 +68,8 @@ export const INDEXES: Record<string, IndexSpec> = {
   apikeys: {},
   environments: {},
   playbooks: { terms: (r) => combos({ profile_id: str(r.profile_id) }) },
+  // A task's permission requests, the pending ones on their own (`GET /v1/tasks/:id/approvals`).
+  approvals: { terms: (r) => combos({ task_id: str(r.task_id), status: str(r.status) }) },
   users: {},
 }
 

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_APPROVAL_TIMEOUT_S,
   validationError,
   newId,
   type ModelInfo,
@@ -29,6 +30,9 @@ function computed(r: ProfileRecord) {
     git_account_ids: r.git_account_ids ?? [],
     // Records written before environments existed have none: the default.
     environment_id: r.environment_id ?? null,
+    // Records written before approvals existed: nothing waits for one.
+    require_approval: r.require_approval ?? [],
+    approval_timeout_s: r.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S,
   }
 }
 
@@ -107,6 +111,8 @@ export class ProfilesService {
         persistent_sessions: input.persistent_sessions ?? false,
         git_account_ids: [...new Set(input.git_account_ids ?? [])],
         environment_id: input.environment_id ?? null,
+        require_approval: [...new Set(input.require_approval ?? [])],
+        approval_timeout_s: input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S,
         created_at: now,
         updated_at: now,
       }

@@ -39,4 +39,13 @@ export const taskHandlers = defineHandlers({
   'tasks.events': ({ caller, params, query, services }) =>
     services.tasks.events(caller.id, params.id, query.after, query.limit),
   'tasks.cancel': ({ caller, params, services }) => services.tasks.cancel(caller.id, params.id),
+  'tasks.interrupt': ({ caller, params, services }) => services.tasks.steer.interrupt(caller.id, params.id),
+  'tasks.messages.send': ({ caller, params, body, services }) =>
+    services.tasks.steer.message(caller.id, params.id, body.text),
+  'tasks.approvals.list': async ({ caller, params, services }) => {
+    const approvals = await services.tasks.steer.approvals(caller.id, params.id)
+    return { approvals, total: approvals.length }
+  },
+  'tasks.approvals.decide': ({ caller, params, body, services }) =>
+    services.tasks.steer.decide(caller.id, params.id, params.request_id, body),
 })

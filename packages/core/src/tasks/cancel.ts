@@ -2,7 +2,7 @@
 import type { OwnedCollection } from '../records/collection.js'
 import type { Task } from '@berth/contract'
 import type { EventBus } from './event-bus.js'
-import { ACTIVE, taskView, type TaskRecord, type TaskStates } from './task.js'
+import { ACTIVE, taskView, type TaskEnd, type TaskRecord, type TaskStates } from './task.js'
 import type { Scheduler } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 
@@ -57,9 +57,9 @@ export class LocalCancel {
     return this.o.scheduler.abort(t.id, new TaskCancelled(t.id))
   }
 
-  /** A task taken out of a queue (here or a shared one) ends `cancelled`. */
-  async ended(t: TaskRecord): Promise<TaskRecord> {
-    const done = await this.o.states.finish(t, { status: 'cancelled' })
+  /** A task taken out of a queue (here or a shared one) ends `cancelled` (or as `end` says: an interrupt). */
+  async ended(t: TaskRecord, end: TaskEnd = { status: 'cancelled' }): Promise<TaskRecord> {
+    const done = await this.o.states.finish(t, end)
     await this.o.containers.releaseIfUnused(t)
     return done
   }

@@ -1,4 +1,5 @@
 /** Tasks across instances: where a submitted task runs, the shared and per-instance queues, and taking jobs when this instance has room. */
+import type { RunnerControl } from '@berth/contract'
 import type { Coordination, JobQueue, TakenJob } from '../coordination/port.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
@@ -9,16 +10,15 @@ import type { EventBus } from './event-bus.js'
 import { ACTIVE, type TaskRecord } from './task.js'
 import type { LocalCancel } from './cancel.js'
 import type { Scheduler } from './scheduler.js'
+import type { LocalSteer } from './steering.js'
 
 /** The queue any instance takes new work from, and the one of follow-ups for one instance. */
 export const SHARED_QUEUE = 'tasks'
-/** The channel of requests to instances (cancel a task they run). */
+/** The channel of requests to instances (cancel a task they run, or steer it). */
 export const CONTROL_CHANNEL = 'task-control'
 
-interface ControlMessage {
-  cancel: string
-  owner: string
-}
+/** A cancel, or a control line for a task's runner (a decision, an interrupt, a message). */
+type ControlMessage = { cancel: string; owner: string } | { steer: string; owner: string; control: RunnerControl }
 
 export const instanceQueue = (instanceId: string) =>
   `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 100)
@@ -36,6 +36,8 @@ export interface DispatchOptions {
   lost: { takeOver(task: TaskRecord): Promise<void> }
   /** Cancels a task under way here when another instance asks. */
   cancels: Pick<LocalCancel, 'here'>
+  /** Steers a task under way here when a caller on another instance asks. */
+  steer: Pick<LocalSteer, 'here'>
   /** How often to look for jobs other instances added (default 500 ms). */
   pollMs?: number
 }
@@ -131,12 +133,22 @@ export class Dispatcher {
     await this.o.coordination.pubsub.publish<ControlMessage>(CONTROL_CHANNEL, { cancel: task.id, owner: task.owner_id })
   }
 
-  /** Look for jobs now and every `pollMs`; hear cancel requests. */
+  /** Ask the instance running a task to write `control` to its runner (or to interrupt it). */
+  async requestControl(task: TaskRecord, control: RunnerControl): Promise<void> {
+    await this.o.coordination.pubsub.publish<ControlMessage>(CONTROL_CHANNEL, {
+      steer: task.id,
+      owner: task.owner_id,
+      control,
+    })
+  }
+
+  /** Look for jobs now and every `pollMs`; hear cancel and steering requests. */
   async start(): Promise<void> {
     this.offControl = await this.o.coordination.pubsub.subscribe<ControlMessage>(CONTROL_CHANNEL, (m) => {
-      if (!this.o.scheduler.has(m.cancel)) return
-      void this.cancelHere(m).catch((err) =>
-        this.o.logger.warn('could not cancel a task', { task: m.cancel, error: String(err) }),
+      const id = 'cancel' in m ? m.cancel : m.steer
+      if (!this.o.scheduler.has(id)) return
+      void this.controlHere(m).catch((err) =>
+        this.o.logger.warn('could not cancel or steer a task', { task: id, error: String(err) }),
       )
     })
     this.timer = setInterval(() => this.take(), this.o.pollMs ?? 500)
@@ -215,10 +227,12 @@ export class Dispatcher {
     await queue.ack(job)
   }
 
-  /** Another instance asks to cancel a task held here. */
-  private async cancelHere(m: ControlMessage): Promise<void> {
-    const t = await this.o.records.find(m.owner, m.cancel)
-    if (t && ACTIVE.includes(t.status)) await this.o.cancels.here(t)
+  /** Another instance asks to cancel or steer a task held here. */
+  private async controlHere(m: ControlMessage): Promise<void> {
+    const t = await this.o.records.find(m.owner, 'cancel' in m ? m.cancel : m.steer)
+    if (!t || !ACTIVE.includes(t.status)) return
+    if ('cancel' in m) await this.o.cancels.here(t)
+    else await this.o.steer.here(t, m.control)
   }
 
   private forgetHandOff(taskId: string): void {

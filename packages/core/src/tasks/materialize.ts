@@ -1,4 +1,4 @@
-import { ApiError, type RunnerInput } from '@berth/contract'
+import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, type RunnerInput } from '@berth/contract'
 import type { ApiKeysService } from '../resources/api-keys.js'
 import type { AgentsService, SecretsService, SkillsService, ToolsService } from '../resources/catalog.js'
 import type { GitAccountsService } from '../integrations/git-accounts.js'
@@ -69,7 +69,18 @@ export function eventsFile(taskId: string): string {
  */
 export async function materialize(
   deps: MaterializeDeps,
-  task: Pick<TaskRecord, 'id' | 'owner_id' | 'prompt' | 'allowed_tools' | 'max_turns' | 'max_budget_usd'>,
+  task: Pick<
+    TaskRecord,
+    | 'id'
+    | 'owner_id'
+    | 'prompt'
+    | 'allowed_tools'
+    | 'max_turns'
+    | 'max_budget_usd'
+    | 'require_approval'
+    | 'approval_timeout_s'
+    | 'output_schema'
+  >,
   profile: ProfileRecord,
   workspace: WorkspaceRecord,
 ): Promise<RunnerInput> {
@@ -147,6 +158,10 @@ export async function materialize(
     max_turns: task.max_turns,
     max_budget_usd: task.max_budget_usd,
     resume: workspace.sdk_session_id,
+    // The submission's rules replace the profile's; profiles from before approvals have none.
+    require_approval: task.require_approval ?? profile.require_approval ?? [],
+    approval_timeout_s: task.approval_timeout_s ?? profile.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S,
+    ...(task.output_schema && { output_schema: task.output_schema }),
     env,
     redact,
     cwd: WORKSPACE_DIR,

@@ -1,5 +1,5 @@
 /** One task run end to end: its plan loaded once, its container leased, its moves, the runner's events and result, the container kept warm or released. */
-import { ApiError, isApiError } from '@berth/contract'
+import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, isApiError, type RunnerEvent } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { ProfilesService } from '../resources/profiles.js'
@@ -7,10 +7,20 @@ import type { Lease } from '../runtime/index.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
 import { materialize, type MaterializeDeps } from './materialize.js'
-import { endOf, errorOf, type ResultEvent, type TaskEnd, type TaskRecord, type TaskStates } from './task.js'
+import type { Approvals } from './approvals.js'
+import {
+  endOf,
+  errorOf,
+  INTERRUPTED_END,
+  type ResultEvent,
+  type TaskEnd,
+  type TaskRecord,
+  type TaskStates,
+} from './task.js'
 import { runnerEvents } from './runner-session.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
+import { TaskInterrupted, type RunControls } from './steering.js'
 import type { Transcript } from './transcript.js'
 
 export interface TaskRunsOptions {
@@ -26,13 +36,19 @@ export interface TaskRunsOptions {
   states: TaskStates
   events: Transcript
   scheduler: Scheduler
+  /** Where a run's control lines are written from (decisions, interrupts, messages). */
+  controls: RunControls
+  /** The permission requests runners write. */
+  approvals: Approvals
 }
 
 /**
  * Runs a task: loads its plan (task, workspace, profile) once, leases its workspace's
  * container, moves it to `starting` then `running`, resolves the runner's input once,
  * records the runner's events in order and ends the task with its result, a limit error,
- * CONTAINER_FAILED, or `cancelled` when its signal aborts. A session keeps its container
+ * CONTAINER_FAILED, or `cancelled` when its signal aborts. While the runner runs, its
+ * stdin takes control lines ({@link RunControls}) and its permission requests are stored
+ * (and counted on the task) before anyone sees them. A session keeps its container
  * warm for the follow-up; a batch task's, or one that failed, is released.
  *
  * @example
@@ -62,6 +78,8 @@ export class TaskRuns implements TaskRunner {
     // The task ends on the runner's result line; the runner's exit is awaited before the
     // container is released, and the workspace stays busy until then.
     let exited: Promise<unknown> = Promise.resolve()
+    // Permission requests not yet closed by the runner's decision event.
+    const open = new Set<string>()
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
@@ -78,21 +96,31 @@ export class TaskRuns implements TaskRunner {
       })
       const input = leased.input ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()
-      task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
       const session = runnerEvents(
         { runtime, command, logger: this.o.logger },
         { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal, agent: leased.agent },
       )
-      for await (const event of session) {
-        await this.o.events.record(task, [event])
-        if (event.type === 'result') result = event
+      // Controls sent once the task shows `running` wait in the session until the runner starts.
+      const detach = this.o.controls.attach(task.id, (control) => session.send(control))
+      try {
+        task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
+        const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
+        for await (const event of session) {
+          // A request is stored before anyone sees it, so a decision never meets a 404.
+          if (event.type === 'permission_request') await this.o.approvals.open(task, event, timeoutS)
+          await this.o.events.record(task, [event])
+          task = await this.counted(task, event, open)
+          if (event.type === 'result') result = event
+        }
+      } finally {
+        detach()
       }
       exited = session.exited
       end = endOf(result!)
       if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
     } catch (err) {
       if (signal.aborted) {
-        end = { status: 'cancelled' }
+        end = signal.reason instanceof TaskInterrupted ? INTERRUPTED_END : { status: 'cancelled' }
       } else {
         const error = errorOf(err)
         if (error.code === 'INTERNAL_ERROR' && !isApiError(err))
@@ -111,10 +139,25 @@ export class TaskRuns implements TaskRunner {
     const keep = keepWarm && containers.has(ws.id) && !this.o.scheduler.closed
     if (keep && sdkSessionId) ws = await workspaces.patch(owner, ws.id, { sdk_session_id: sdkSessionId })
     if (!keep) lease = await containers.detach(owner, ws.id, { fromRun: true, workspace: ws, sdkSessionId })
+    if (open.size > 0)
+      await this.o.approvals
+        .cancelPending(task)
+        .catch((err) => this.o.logger.warn('could not cancel pending approvals', { task: task.id, error: String(err) }))
     await states.finish(task, end)
     await exited.catch(() => {})
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) containers.keepWarm(owner, ws.id, ws.session_id)
     await lease?.release()
+  }
+
+  /** The task with its count of open permission requests after `event` (written when it changed). */
+  private async counted(task: TaskRecord, event: RunnerEvent, open: Set<string>): Promise<TaskRecord> {
+    if (event.type === 'permission_request') open.add(event.request_id)
+    else if (event.type !== 'permission_decision') return task
+    else {
+      await this.o.approvals.closed(task.owner_id, event)
+      if (!open.delete(event.request_id)) return task
+    }
+    return this.o.states.update(task, { pending_approvals: open.size })
   }
 }

@@ -1,9 +1,10 @@
 /** One run of the runner in a container: started (or handed to a warm agent), its stdout framed into events, its result. */
 import * as v from 'valibot'
-import { ApiError, RunnerEvent, type RunnerInput, secretForms } from '@berth/contract'
-import type { ContainerRuntime } from '../ports/container-runtime.js'
+import { ApiError, RunnerEvent, type RunnerControl, type RunnerInput, secretForms } from '@berth/contract'
+import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
+import { RunnerStdin } from './runner-stdin.js'
 import type { WarmAgent } from './warm-agents.js'
 
 /** How long a runner may take to exit after writing its result before it is killed. */
@@ -117,11 +118,17 @@ export interface RunnerRun {
 export interface RunnerSession extends AsyncIterable<RunnerEvent> {
   /** The runner's exit once the result came (a runner that hangs after it is killed after a grace period). */
   readonly exited: Promise<unknown>
+  /**
+   * Write a control line on the runner's stdin (kept until the runner is started, in
+   * order); false once the run has ended.
+   */
+  send(control: RunnerControl): boolean
 }
 
 /**
  * Exec the runner (input as one JSON line on stdin, or the prompt handed to a warm agent)
- * and iterate its stdout's events in order. The iteration ends on the result event; a
+ * and iterate its stdout's events in order. Stdin stays open for control lines
+ * ({@link RunnerSession.send}) until the run ends. The iteration ends on the result event; a
  * runner that ends without one throws CONTAINER_FAILED with the (redacted) tail of its
  * stderr; an abort of `run.signal` kills the runner and throws its reason.
  *
@@ -138,6 +145,14 @@ export function runnerEvents(
 ): RunnerSession {
   const { input, signal } = run
   let exited: Promise<unknown> = Promise.resolve()
+  // Control lines sent before the runner has its input wait here, then follow it.
+  let stdin: RunnerStdin | null = null
+  const early: RunnerControl[] = []
+  let done = false
+  const start = (to: RunnerStdin) => {
+    stdin = to
+    for (const control of early.splice(0)) to.send(control)
+  }
   async function* events(): AsyncGenerator<RunnerEvent> {
     const ready: RunnerEvent[] = []
     let wake: (() => void) | null = null
@@ -175,15 +190,22 @@ export function runnerEvents(
         stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
       },
     }
-    const proc = run.agent
-      ? run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
-      : await deps.runtime.exec(run.engineId, {
-          cmd: deps.command,
-          cwd: WORKSPACE_DIR,
-          stdin: `${JSON.stringify(input)}\n`,
-          signal,
-          ...out,
-        })
+    let proc: ExecProcess
+    if (run.agent) {
+      proc = run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
+      start(run.agent.stdin)
+    } else {
+      const cold = new RunnerStdin()
+      cold.line(JSON.stringify(input))
+      start(cold)
+      proc = await deps.runtime.exec(run.engineId, {
+        cmd: deps.command,
+        cwd: WORKSPACE_DIR,
+        stdin: cold.lines(),
+        signal,
+        ...out,
+      })
+    }
     let ended: { exitCode: number | null } | { error: unknown } | null = null
     void proc.exit.then(
       (e) => {
@@ -222,6 +244,9 @@ export function runnerEvents(
         await new Promise<void>((r) => (wake = r))
       }
     } finally {
+      // The run is over for the server: nothing more goes to the runner.
+      done = true
+      stdin?.close()
       // The consumer stopped early (its recording failed): the runner goes too.
       if (!sawResult && !ended) void proc.kill().catch(() => {})
     }
@@ -241,6 +266,12 @@ export function runnerEvents(
   return {
     get exited() {
       return exited
+    },
+    send(control) {
+      if (done) return false
+      if (!stdin) early.push(control)
+      else if (!stdin.send(control)) return false
+      return true
     },
     [Symbol.asyncIterator]: events,
   }

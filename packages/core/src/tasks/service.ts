@@ -32,6 +32,9 @@ import { ACTIVE, TaskStates, taskView, type TaskRecord } from './task.js'
 import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
 import { TaskRuns } from './run.js'
+import { Approvals } from './approvals.js'
+import { TaskSteering } from './steer.js'
+import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
@@ -88,6 +91,8 @@ export class TasksService {
   private readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
+  /** Decisions on permission requests, interrupts and messages of tasks under way. */
+  readonly steer: TaskSteering
 
   constructor(private readonly o: TasksOptions) {
     const { store, clock, logger, eventLog, bus, engine, workspaces, slots } = o
@@ -96,6 +101,8 @@ export class TasksService {
     const events = new Transcript(eventLog, bus)
     const states = new TaskStates({ records, store, clock, bus, eventLog, events })
     const scheduler = new Scheduler({ slots, logger })
+    const controls = new RunControls()
+    const approvals = new Approvals({ store, clock, once: coordination.once })
     const containers = new SessionContainers({
       engine,
       workspaces,
@@ -121,9 +128,12 @@ export class TasksService {
         states,
         events,
         scheduler,
+        controls,
+        approvals,
       }),
     )
     const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
+    const local = new LocalSteer({ controls, scheduler, cancels })
     // Several instances: the shared queue, lost instances' tasks, live messages (see docs/COORDINATION.md).
     const lost = new LostInstances({
       coordination,
@@ -135,7 +145,27 @@ export class TasksService {
       logger,
       graceMs: o.recoveryGraceMs,
     })
-    this.dispatch = new Dispatcher({ coordination, records, slots, scheduler, bus, logger, engine, lost, cancels })
+    this.dispatch = new Dispatcher({
+      coordination,
+      records,
+      slots,
+      scheduler,
+      bus,
+      logger,
+      engine,
+      lost,
+      cancels,
+      steer: local,
+    })
+    this.steer = new TaskSteering({
+      instanceId: coordination.instanceId,
+      records,
+      approvals,
+      local,
+      cancels,
+      scheduler,
+      dispatch: this.dispatch,
+    })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
     this.coordination = coordination
     this.records = records
@@ -224,6 +254,9 @@ export class TasksService {
         allowed_tools: input.allowed_tools ?? null,
         max_turns: input.max_turns ?? null,
         max_budget_usd: input.max_budget_usd ?? null,
+        require_approval: input.require_approval ?? null,
+        approval_timeout_s: input.approval_timeout_s ?? null,
+        ...(input.output_schema && { output_schema: input.output_schema }),
         status: 'queued',
         started_at: null,
         finished_at: null,

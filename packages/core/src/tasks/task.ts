@@ -39,6 +39,13 @@ export interface TaskRecord extends OwnedRecord {
   first_seq?: number
   /** The Berth instance that took the task (null: waiting in the shared queue). */
   instance_id?: string | null
+  /** The submission's approval rules and timeout; absent or null: the profile's. */
+  require_approval?: string[] | null
+  approval_timeout_s?: number | null
+  /** The JSON Schema the answer must satisfy (absent: free text only). */
+  output_schema?: Record<string, unknown>
+  /** Permission requests waiting for a decision (absent on records from before approvals: 0). */
+  pending_approvals?: number
 }
 
 /** The statuses of a task not yet ended (the contract's list, typed for `includes(status)`). */
@@ -75,26 +82,40 @@ export function activeKey(taskId: string): string {
  * ```
  */
 export function taskView(r: TaskRecord): Task {
-  return toView(Task, r, { task_id: r.id, session_id: r.mode === 'session' ? r.session_id : null })
+  return toView(Task, r, {
+    task_id: r.id,
+    session_id: r.mode === 'session' ? r.session_id : null,
+    pending_approvals: r.pending_approvals ?? 0,
+  })
 }
 
-/** Runner outcomes that fail a task, and the error code each becomes. */
+/** Runner outcomes that end a task other than completed, and the error code each becomes. */
 const OUTCOME_ERROR: Record<Exclude<ResultEvent['outcome'], 'success'>, TaskError['code']> = {
   error_max_turns: 'TURN_LIMIT_EXCEEDED',
   error_max_budget_usd: 'BUDGET_EXCEEDED',
   model_error: 'MODEL_ERROR',
   error_during_execution: 'CONTAINER_FAILED',
+  interrupted: 'INTERRUPTED',
+  error_output_invalid: 'OUTPUT_INVALID',
+}
+
+/** The end of a task a caller interrupted before its runner could answer (queued, starting). */
+export const INTERRUPTED_END: TaskEnd = {
+  status: 'cancelled',
+  error: { code: 'INTERRUPTED', error: 'Interrupted by the caller before the agent ran' },
 }
 
 /**
- * How a runner result ends its task: completed, or failed with the outcome's code and the partial result.
+ * How a runner result ends its task: completed; `cancelled` with INTERRUPTED when a caller
+ * interrupted it; or failed with the outcome's code. The partial result is kept in each case.
  *
  * @example
  * ```ts
  * endOf({ ...result, outcome: 'error_max_turns' }).error?.code // 'TURN_LIMIT_EXCEEDED'
+ * endOf({ ...result, outcome: 'interrupted' }).status          // 'cancelled'
  * ```
  */
-export function endOf(result: ResultEvent): TaskEnd & { status: 'completed' | 'failed'; result: TaskResult } {
+export function endOf(result: ResultEvent): TaskEnd & { result: TaskResult } {
   const taskResult: TaskResult = {
     text: result.text,
     tool_calls: result.tool_calls,
@@ -103,12 +124,10 @@ export function endOf(result: ResultEvent): TaskEnd & { status: 'completed' | 'f
     cost_usd: result.cost_usd,
     turns: result.turns,
   }
+  if (result.structured_output !== undefined) taskResult.structured_output = result.structured_output
   if (result.outcome === 'success') return { status: 'completed', result: taskResult }
-  return {
-    status: 'failed',
-    result: taskResult,
-    error: { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome },
-  }
+  const error = { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome }
+  return { status: result.outcome === 'interrupted' ? 'cancelled' : 'failed', result: taskResult, error }
 }
 
 /** The codes a failed task may carry: the schema's own list. */
@@ -223,6 +242,26 @@ export class TaskStates {
     return next
   }
 
+  /**
+   * Change fields of a task under way without a move (its count of pending approvals),
+   * written and published as a `task.status` with the same status. A task that ended
+   * meanwhile (read once) is left as it is.
+   */
+  async update(t: TaskRecord, fields: Partial<TaskRecord>): Promise<TaskRecord> {
+    const current = (await this.o.records.find(t.owner_id, t.id)) ?? t
+    if (isEnded(current.status)) return current
+    const next = { ...t, ...fields, updated_at: isoNow(this.o.clock) }
+    await this.o.records.put(next)
+    this.o.bus.publish({
+      type: 'task.status',
+      task_id: t.id,
+      status: next.status,
+      task: taskView(next),
+      owner_id: t.owner_id,
+    })
+    return next
+  }
+
   /** End a task: its events flushed, its end and event count stored, no longer recovered. */
   async finish(t: TaskRecord, end: TaskEnd): Promise<TaskRecord> {
     // Events first: a task stored as ended is never recovered again, so a crash between its
@@ -233,6 +272,8 @@ export class TaskStates {
       finished_at: isoNow(this.o.clock),
       result: end.result ?? null,
       error: end.error ?? null,
+      // Requests still open when a task ends are cancelled with it.
+      pending_approvals: 0,
       event_count: counted?.count ?? t.event_count ?? 0,
     }
     if (counted) fields.first_seq = counted.first

@@ -5,6 +5,7 @@ import type { RunnerInput } from '@berth/contract'
 import type { ContainerPool, Lease } from '../runtime/index.js'
 import type { Store } from '../ports/store.js'
 import { bindSubject, RunTokens } from './run-tokens.js'
+import { RunnerStdin } from './runner-stdin.js'
 
 /** Where a warm agent's output goes once a task took it. */
 export interface AgentOutput {
@@ -16,6 +17,8 @@ export interface AgentOutput {
 export interface WarmAgent {
   key: string
   lease: Lease
+  /** The runner's stdin, open after the prompt: the task's control lines go here; its run closes it. */
+  stdin: RunnerStdin
   /**
    * Hand the task's prompt to the agent: its output goes to `out` from now on (anything it
    * wrote while parked first), and `signal` kills it. Returns the runner's process.
@@ -138,26 +141,12 @@ export class WarmAgents {
     const subject = RunTokens.warmSubject()
     const tokens = this.o.tokens
     const broker = input.broker && tokens && { ...input.broker, token: tokens.issuer.issue(subject) }
-    // Stdin stays open: the init line now, the prompt line when a task takes the agent.
-    const lines: (string | null)[] = [
+    // Stdin stays open: the init line now, the prompt line when a task takes the agent,
+    // then the task's control lines until its run closes it.
+    const stdin = new RunnerStdin()
+    stdin.line(
       JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '', ...(broker && { broker }) } }),
-    ]
-    let wake: (() => void) | null = null
-    const push = (line: string | null) => {
-      lines.push(line)
-      wake?.()
-    }
-    const stdin = (async function* () {
-      for (;;) {
-        while (lines.length) {
-          const line = lines.shift()!
-          if (line === null) return
-          yield `${line}\n`
-        }
-        await new Promise<void>((r) => (wake = r))
-        wake = null
-      }
-    })()
+    )
     // Until a task takes it, output is kept (a crash message, probe lines) for that task.
     let out: AgentOutput | null = null
     const early: { stream: 'out' | 'err'; chunk: Uint8Array }[] = []
@@ -172,7 +161,7 @@ export class WarmAgents {
     const proc = await this.o.runtime.exec(lease.container.engine_id, {
       cmd: [...this.o.command, '--warm'],
       cwd: this.o.cwd,
-      stdin,
+      stdin: stdin.lines(),
       onStdout: (chunk) => (out ? out.onStdout(chunk) : early.push({ stream: 'out', chunk })),
       onStderr: (chunk) => (out ? out.onStderr(chunk) : parkedErr(chunk)),
     })
@@ -180,6 +169,7 @@ export class WarmAgents {
       key,
       lease,
       proc,
+      stdin,
       dead: false,
       get ready() {
         return ready
@@ -187,19 +177,24 @@ export class WarmAgents {
       handOff: (task, to, signal) => {
         for (const e of early.splice(0)) (e.stream === 'out' ? to.onStdout : to.onStderr)(e.chunk)
         out = to
-        const prompt = () => {
-          push(JSON.stringify({ type: 'prompt', task_id: task.id, prompt: task.prompt, events_file: task.events_file }))
-          push(null)
-        }
+        const prompt = JSON.stringify({
+          type: 'prompt',
+          task_id: task.id,
+          prompt: task.prompt,
+          events_file: task.events_file,
+        })
         // The agent's token speaks for the task before the agent learns it has one; a failed
         // binding shows as the model refusing the token, so the task fails rather than hangs.
+        // The prompt keeps its place before any control line the run sends meanwhile.
         if (broker && tokens) {
-          void bindSubject(tokens.store, subject, task.id)
-            .catch((err: unknown) =>
-              this.o.logger.warn('could not bind a warm agent to its task', { error: String(err) }),
-            )
-            .finally(prompt)
-        } else prompt()
+          stdin.line(
+            bindSubject(tokens.store, subject, task.id)
+              .catch((err: unknown) =>
+                this.o.logger.warn('could not bind a warm agent to its task', { error: String(err) }),
+              )
+              .then(() => prompt),
+          )
+        } else stdin.line(prompt)
         const kill = () => void proc.kill().catch(() => {})
         if (signal.aborted) kill()
         else signal.addEventListener('abort', kill, { once: true })
@@ -212,6 +207,7 @@ export class WarmAgents {
       .catch(() => null)
       .then(() => {
         agent.dead = true
+        stdin.close()
         const i = this.parked.indexOf(agent)
         if (i >= 0) {
           this.parked.splice(i, 1)

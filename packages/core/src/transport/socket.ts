@@ -15,6 +15,8 @@ import type { RateDecision } from '../limits/rate-limit.js'
 import { readSubmittedTask, submitTask } from '../routes/tasks.js'
 import { submitOnce } from './submit-once.js'
 
+type Envelope = v.InferOutput<typeof ClientEnvelope>
+
 export interface TaskSocketOptions {
   caller: Caller
   services: Services
@@ -112,6 +114,20 @@ export function createTaskSocket(o: TaskSocketOptions) {
     await subscribe(taskId)
   }
 
+  /**
+   * `decide`, `send` and `interrupt` call what their routes call; what they change shows in
+   * the task's events and status. They are not waited for (an interrupt waits for the
+   * task's end), so the socket's later messages are not held up; a failure is answered.
+   */
+  async function steer(m: Extract<Envelope, { type: 'decide' | 'send' | 'interrupt' }>): Promise<void> {
+    const tasks = services.tasks.steer
+    if (m.type === 'decide') {
+      const { type: _type, task_id, request_id, ...body } = m
+      await tasks.decide(caller.id, task_id, request_id, body)
+    } else if (m.type === 'send') await tasks.message(caller.id, m.task_id, m.text)
+    else await tasks.interrupt(caller.id, m.task_id)
+  }
+
   /** Handle one message; messages of a socket are handled one after another, in order. */
   async function handle(text: string): Promise<void> {
     {
@@ -133,12 +149,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
         return
       }
       const m = msg.output
-      const ids =
-        m.type === 'submit'
-          ? { request_id: m.request_id }
-          : m.type === 'subscribe' || m.type === 'unsubscribe'
-            ? { task_id: m.task_id }
-            : {}
+      const ids = m.type === 'submit' ? { request_id: m.request_id } : m.type === 'ping' ? {} : { task_id: m.task_id }
       if (o.take) {
         const d = await o.take()
         if (!d.allowed) {
@@ -158,7 +169,8 @@ export function createTaskSocket(o: TaskSocketOptions) {
         else if (m.type === 'unsubscribe') {
           subscriptions.get(m.task_id)?.()
           subscriptions.delete(m.task_id)
-        } else await submit(m.request_id, m.task)
+        } else if (m.type === 'submit') await submit(m.request_id, m.task)
+        else steer(m).catch((err: unknown) => fail(err, ids))
       } catch (err) {
         fail(err, ids)
       }
