@@ -1,0 +1,139 @@
+/**
+ * Steering from the caller's SDK against a real server running real tasks in containers on
+ * Docker and Podman (the runner and the offline model inside): permission requests decided
+ * from `run()`'s callback over the WebSocket and from a stream over HTTP, a message to the
+ * running agent, and an interrupt mid-tool.
+ */
+import { ensureEngines } from '@berth/testkit'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BerthError, createBerthClient, type NodeBerthClient, type TaskEvent } from '@berth/client/node'
+import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
+import setupRunner from '../../server/test/runner.global-setup.js'
+import { agentUser, taskServer } from '../../server/test/tasks.helpers.js'
+
+const TOUCH = '[[berth:tool Bash {"command":"touch /workspace/marker"}]]'
+const ofType = <T extends TaskEvent['type']>(events: TaskEvent[], type: T) =>
+  events.filter((e): e is Extract<TaskEvent, { type: T }> => e.type === type)
+
+/** The rejection of a call, asserted to be a BerthError. */
+async function failure(promise: Promise<unknown>): Promise<BerthError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(BerthError)
+  return err as BerthError
+}
+
+beforeAll(async () => {
+  ensureEngines(['podman', 'docker'])
+  await setupRunner()
+})
+
+describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  let berth: NodeBerthClient
+  beforeAll(async () => {
+    t = await taskServer(engine)
+    berth = createBerthClient({ baseURL: t.s.url, token: t.token })
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it("run(): onPermissionRequest denies the first call and allows the second, over the WebSocket; a second decision is 409, another caller's 404", async () => {
+    const seen: string[] = []
+    const events: TaskEvent[] = []
+    const task = await berth.tasks.run(
+      {
+        profile_id: t.profileId,
+        prompt: `Mark it. ${TOUCH} ${TOUCH} [[berth:text Marked.]]`,
+        require_approval: ['Bash'],
+      },
+      {
+        onEvent: (e) => events.push(e),
+        onPermissionRequest: (request) => {
+          seen.push(request.request_id)
+          return seen.length === 1 ? { decision: 'deny', message: 'not the first time' } : 'allow'
+        },
+      },
+    )
+    expect(task.status).toBe('completed')
+    expect(seen).toHaveLength(2)
+    const requests = ofType(events, 'permission_request')
+    expect(requests.map((r) => r.request_id)).toEqual(seen)
+    expect(requests[0]).toMatchObject({ tool: 'Bash', input: { command: 'touch /workspace/marker' } })
+    expect(ofType(events, 'permission_decision')).toEqual([
+      expect.objectContaining({ request_id: seen[0], decision: 'deny', message: 'not the first time', by: 'caller' }),
+      expect.objectContaining({ request_id: seen[1], decision: 'allow', by: 'caller' }),
+    ])
+    // The denied call did not run and the agent was told why; the allowed one ran.
+    const results = ofType(events, 'tool_result')
+    expect(results[0]).toMatchObject({ is_error: true, output: expect.stringContaining('not the first time') })
+    expect(results[1]).toMatchObject({ is_error: false })
+    expect(task.pending_approvals).toBe(0)
+
+    const again = await failure(berth.tasks.approve(task.task_id, seen[0]!))
+    expect(again).toMatchObject({ status: 409, code: 'CONFLICT' })
+    const other = createBerthClient({ baseURL: t.s.url, token: (await agentUser(t.s)).token })
+    const foreign = await failure(other.tasks.deny(task.task_id, seen[1]!, { message: 'mine?' }))
+    expect(foreign).toMatchObject({ status: 404, code: 'NOT_FOUND' })
+  })
+
+  it('stream over HTTP: a message sent while a tool runs is taken into the transcript; the open request is listed and approve lets the tool run', async () => {
+    const http = createBerthClient({ baseURL: t.s.url, token: t.token, websocket: false })
+    const { task_id } = await http.tasks.submit({
+      body: {
+        mode: 'batch',
+        profile_id: t.profileId,
+        prompt: `Check. ${TOUCH} [[berth:tool Bash {"command":"sleep 2"}]] [[berth:text Checked.]]`,
+        require_approval: ['Bash(touch:*)'],
+      },
+    })
+    const stream = http.tasks.stream(task_id)
+    const events: TaskEvent[] = []
+    for await (const e of stream) {
+      events.push(e)
+      // The sleep needs no approval; the message is taken at the turn boundary after it.
+      if (e.type === 'tool_call' && e.input && (e.input as { command?: string }).command === 'sleep 2')
+        await stream.send('Use the staging bucket')
+      if (e.type !== 'permission_request') continue
+      expect(e).toMatchObject({ tool: 'Bash', input: { command: 'touch /workspace/marker' } })
+      const open = await http.tasks.approvals(task_id)
+      expect(open).toEqual([
+        expect.objectContaining({ request_id: e.request_id, tool: 'Bash', status: 'pending', task_id }),
+      ])
+      expect((await http.tasks.get({ params: { id: task_id } })).pending_approvals).toBe(1)
+      await stream.approve(e.request_id, { message: 'fine' })
+    }
+    const task = await stream.finalTask()
+    expect(task.status).toBe('completed')
+    expect(ofType(events, 'permission_decision')).toEqual([
+      expect.objectContaining({ decision: 'allow', message: 'fine', by: 'caller' }),
+    ])
+    expect(ofType(events, 'tool_result').map((r) => r.is_error)).toEqual([false, false])
+    expect(ofType(events, 'user_message').map((m) => m.text)).toContain('Use the staging bucket')
+    expect(await http.tasks.approvals(task_id)).toEqual([])
+    // A finished task takes no message.
+    expect(await failure(http.tasks.send(task_id, 'too late'))).toMatchObject({ status: 409, code: 'CONFLICT' })
+  })
+
+  it('interrupt from run()’s controls stops a sleep mid-tool: cancelled with INTERRUPTED', async () => {
+    let interrupted = false
+    const task = await berth.tasks.run(
+      { profile_id: t.profileId, prompt: 'Wait. [[berth:tool Bash {"command":"sleep 30"}]] [[berth:text Slept.]]' },
+      {
+        onEvent: (e, controls) => {
+          if (e.type !== 'tool_call' || interrupted) return
+          interrupted = true
+          void controls.interrupt()
+        },
+      },
+    )
+    expect(interrupted).toBe(true)
+    expect(task).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
+    // Interrupting a finished task changes nothing.
+    expect(await berth.tasks.interrupt(task.task_id)).toMatchObject({ status: 'cancelled' })
+  })
+})
