@@ -12,6 +12,8 @@ import setupRunner from '../../server/test/runner.global-setup.js'
 import { agentUser, taskServer } from '../../server/test/tasks.helpers.js'
 
 const TOUCH = '[[berth:tool Bash {"command":"touch /workspace/marker"}]]'
+// Not a bare `sleep N`: Claude Code refuses those and asks for a background task.
+const SLEEP = '[[berth:tool Bash {"command":"echo start; sleep 29.9; echo slept"}]]'
 const ofType = <T extends TaskEvent['type']>(events: TaskEvent[], type: T) =>
   events.filter((e): e is Extract<TaskEvent, { type: T }> => e.type === type)
 
@@ -122,7 +124,7 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
   it('interrupt from run()’s controls stops a sleep mid-tool: cancelled with INTERRUPTED', async () => {
     let interrupted = false
     const task = await berth.tasks.run(
-      { profile_id: t.profileId, prompt: 'Wait. [[berth:tool Bash {"command":"sleep 30"}]] [[berth:text Slept.]]' },
+      { profile_id: t.profileId, prompt: `Wait. ${SLEEP} [[berth:text Slept.]]` },
       {
         onEvent: (e, controls) => {
           if (e.type !== 'tool_call' || interrupted) return
@@ -133,6 +135,8 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     )
     expect(interrupted).toBe(true)
     expect(task).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
+    // The partial result of the turn it stopped, and not the answer after the sleep.
+    expect(task.result?.text).not.toContain('Slept.')
     // Interrupting a finished task changes nothing.
     expect(await berth.tasks.interrupt(task.task_id)).toMatchObject({ status: 'cancelled' })
   })
