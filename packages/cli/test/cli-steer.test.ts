@@ -144,7 +144,7 @@ describe.each(ENGINES)('berth CLI steering on %s', (engine) => {
     for (let after = 0; !request; ) {
       const { events } = await t.api.tasks.events({ params: { id: task_id }, query: { after, limit: 100 } })
       const found = events.find((e) => e.type === 'permission_request')
-      if (found?.type === 'permission_request') request = found.request_id
+      if (found) request = String(found.request_id)
       after = events.at(-1)?.seq ?? after
       if (!request) await pause()
     }
