@@ -140,4 +140,29 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     // Interrupting a finished task changes nothing.
     expect(await berth.tasks.interrupt(task.task_id)).toMatchObject({ status: 'cancelled' })
   })
+  it('a session prompt interrupted mid-tool leaves the conversation going: the follow-up, with its own approval callback, recalls it', async () => {
+    const session = berth.sessions.start({ profile_id: t.profileId })
+    try {
+      const stopped = await session.send(`The password is OSPREY. ${SLEEP}`, {
+        onEvent: (e, controls) => {
+          if (e.type === 'tool_call') void controls.interrupt()
+        },
+      })
+      expect(stopped).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
+      const asked: string[] = []
+      const next = await session.send(`What did I say first? ${TOUCH} [[berth:recall]]`, {
+        require_approval: ['Bash'],
+        onPermissionRequest: (request) => {
+          asked.push(request.tool)
+          return { decision: 'deny', message: 'no need' }
+        },
+      })
+      expect(asked).toEqual(['Bash'])
+      expect(next.status).toBe('completed')
+      expect(next.session_id).toBe(stopped.session_id)
+      expect(next.result?.text).toContain('The password is OSPREY.')
+    } finally {
+      await session.close()
+    }
+  })
 })

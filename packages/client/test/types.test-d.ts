@@ -134,6 +134,10 @@ describe('client types from the route table', () => {
         onEvent: (_event, controls) => expectTypeOf(controls.interrupt).returns.resolves.toEqualTypeOf<void>(),
       },
     )
+    // A session's prompt takes the same callback (not sent as a submit field) and its own rules.
+    void client.sessions
+      .start({ profile_id: 'prof_1' })
+      .send('Push', { require_approval: ['Bash'], onPermissionRequest: () => 'deny' })
     // Deciding later (nothing returned) is fine, also from an async callback.
     void client.tasks.run({ profile_id: 'prof_1', prompt: 'Push' }, { onPermissionRequest: async () => {} })
     void client.tasks.run(
