@@ -31,6 +31,19 @@ export interface PromptHooks {
   after(): void
   /** Ctrl-C at the question. */
   interrupt(): void
+  /** Ask on a readline the command already has (`berth sessions`); default: a fresh one on stdin. */
+  question?: (prompt: string) => Promise<string>
+}
+
+// One question on a readline of its own, closed after (so stdin lets the process exit).
+const ask = (input: NodeJS.ReadStream, hooks: PromptHooks) => async (prompt: string) => {
+  const rl = createInterface({ input, output: process.stderr, terminal: true })
+  rl.on('SIGINT', () => hooks.interrupt())
+  try {
+    return await rl.question(prompt)
+  } finally {
+    rl.close()
+  }
 }
 
 /**
@@ -67,16 +80,10 @@ export function createApprover(
         log.warn('  denied: stdin is not a terminal, so no one can answer (use --approve-all or --deny-all)')
         return { decision: 'deny', message: 'Denied: no one was at a terminal to approve it.' }
       }
-      const rl = createInterface({ input, output: process.stderr, terminal: true })
-      rl.on('SIGINT', () => hooks.interrupt())
-      try {
-        const reply = (await rl.question('Allow? [y/N] ')).trim().toLowerCase()
-        const allow = reply === 'y' || reply === 'yes'
-        log.log(allow ? '  allowed' : '  denied')
-        return allow ? 'allow' : { decision: 'deny', message: 'The user denied this at the terminal.' }
-      } finally {
-        rl.close()
-      }
+      const reply = (await (hooks.question ?? ask(input, hooks))('Allow? [y/N] ')).trim().toLowerCase()
+      const allow = reply === 'y' || reply === 'yes'
+      log.log(allow ? '  allowed' : '  denied')
+      return allow ? 'allow' : { decision: 'deny', message: 'The user denied this at the terminal.' }
     } finally {
       hooks.after()
     }

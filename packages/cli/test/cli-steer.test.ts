@@ -46,10 +46,15 @@ const pause = () => new Promise((r) => setTimeout(r, 100))
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
 
 /**
- * Run `berth …` on a pseudo-terminal (`script`), typing the next answer each time it asks
- * `Allow? [y/N]`. Everything it printed (stdout and stderr share the terminal) comes back.
+ * Run `berth …` on a pseudo-terminal (`script`), typing each step's text once the output
+ * since the step before shows its `when`. Everything it printed (stdout and stderr share
+ * the terminal) comes back.
  */
-function berthOnTerminal(args: string[], env: Record<string, string>, answers: string[]): Promise<Run> {
+function berthOnTerminal(
+  args: string[],
+  env: Record<string, string>,
+  steps: { when: string; type: string }[],
+): Promise<Run> {
   return new Promise((resolve, reject) => {
     const command = [process.execPath, BIN, ...args].map(quote).join(' ')
     const child = spawn('script', ['-qfec', command, '/dev/null'], {
@@ -57,11 +62,16 @@ function berthOnTerminal(args: string[], env: Record<string, string>, answers: s
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     let out = ''
-    let asked = 0
+    let from = 0
+    let step = 0
     child.stdout.on('data', (c: Buffer) => {
       out += c.toString()
-      const questions = out.split('Allow? [y/N]').length - 1
-      for (; asked < questions; asked++) child.stdin.write(`${answers[asked] ?? ''}\r`)
+      for (; step < steps.length; step++) {
+        const at = out.indexOf(steps[step]!.when, from)
+        if (at < 0) break
+        from = at + steps[step]!.when.length
+        child.stdin.write(steps[step]!.type)
+      }
     })
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout: out, stderr: '' }))
@@ -96,7 +106,10 @@ describe.each(ENGINES)('berth CLI steering on %s', (engine) => {
         `Mark. ${TOUCH} ${TOUCH} [[berth:text Marked.]]`,
       ],
       env,
-      ['n', 'y'],
+      [
+        { when: 'Allow? [y/N]', type: 'n\r' },
+        { when: 'Allow? [y/N]', type: 'y\r' },
+      ],
     )
     expect(run.stdout.match(/\? Bash wants to run: \{"command":"touch \/workspace\/marker"/g)).toHaveLength(2)
     expect(run.stdout.match(/Allow\? \[y\/N\]/g)).toHaveLength(2)
@@ -109,6 +122,21 @@ describe.each(ENGINES)('berth CLI steering on %s', (engine) => {
     expect(decisions.map((d) => d.type === 'permission_decision' && d.decision)).toEqual(['deny', 'allow'])
     const results = events.filter((e) => e.type === 'tool_result')
     expect(results.map((r) => r.type === 'tool_result' && r.is_error)).toEqual([true, false])
+  })
+
+  it('berth sessions asks on its own prompt line: the answer typed there decides, the next line is a follow-up', async () => {
+    const run = await berthOnTerminal(['sessions', '--profile', 'agent', '--require-approval', 'Bash(touch:*)'], env, [
+      { when: '› ', type: `Mark it. ${TOUCH} [[berth:echo_last_result]]\r` },
+      { when: 'Allow? [y/N]', type: 'n\r' },
+      { when: 'completed', type: 'What did I say first? [[berth:recall]]\r' },
+      { when: 'completed', type: '\x04' },
+    ])
+    expect(run.stdout).toMatch(/\? Bash wants to run: \{"command":"touch \/workspace\/marker"\}/)
+    expect(run.stdout).toMatch(/Allow\? \[y\/N\][\s\S]*denied/)
+    // The agent read the denial, and the session went on.
+    expect(run.stdout).toContain('The user denied this at the terminal.')
+    expect(run.stdout).toContain('The first prompt was: Mark it.')
+    expect(run.code).toBe(0)
   })
 
   it('--approve-all and --deny-all decide without asking; a piped stdin without them denies and says why', async () => {
