@@ -86,6 +86,8 @@ async function main(): Promise<number> {
         emit(e)
       },
       steer,
+      // Tests shorten it to exercise an interrupt Claude Code does not honour in time.
+      interruptGraceMs: Number(process.env.BERTH_RUNNER_INTERRUPT_GRACE_MS) || undefined,
       ...(prompt && { prompt, onReady: () => process.stderr.write(`${WARM_READY}\n`) }),
       redactor,
       signal: cancel.signal,

@@ -6,6 +6,7 @@ import { openBroker, type BrokerAccess } from './broker.js'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
+import { killToolProcesses } from './processes.js'
 import { mark } from './probe.js'
 import { Steering } from './steer.js'
 import { Transcript } from './transcript.js'
@@ -125,6 +126,8 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       void messages.interrupt().catch(() => {})
       // A turn that does not wind down in time (a tool ignoring it) ends with Claude Code.
       interruptTimer = setTimeout(() => {
+        // Children first: Claude Code stopped by the abort would orphan its tools' processes.
+        killToolProcesses()
         abortController.abort()
         stop.abort()
       }, opts.interruptGraceMs ?? 1000)

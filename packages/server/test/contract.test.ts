@@ -43,21 +43,33 @@ const routes = () => s.berth.routes
 const isVersioned = (r: AnyRoute) => r.path.startsWith('/v1/')
 const hasId = (r: AnyRoute) => r.path.includes('/:id')
 
-/** Fill `:id` (and any other `:param`) with a value. */
-const fill = (r: AnyRoute, id: string) => r.path.replace(/:[a-zA-Z]+/g, encodeURIComponent(id))
+/**
+ * Fill `:id` with a value; any other `:param` with an id of its own kind that exists
+ * nowhere (a task's approval request), or with the same value when it has no id kind.
+ */
+const fill = (r: AnyRoute, id: string) =>
+  r.path.replace(/:([a-zA-Z_]+)/g, (_, name: string) =>
+    encodeURIComponent(name === 'id' ? id : (unknownIdOf(r, name) ?? id)),
+  )
 
 /** A well-formed id of the right kind that exists nowhere. */
 function unknownId(r: AnyRoute): string {
+  const id = unknownIdOf(r, 'id')
+  if (!id) throw new Error(`cannot tell the id kind of ${r.name}`)
+  return id
+}
+
+/** A well-formed id of the kind path parameter `name` takes, or undefined when it takes no id. */
+function unknownIdOf(r: AnyRoute, name: string): string | undefined {
   const prefix = Object.values(ID_PREFIX).find((p) => {
     const parsed =
-      r.params && (r.params as { entries: Record<string, { pipe?: { requirement?: RegExp }[] }> }).entries.id
+      r.params && (r.params as { entries: Record<string, { pipe?: { requirement?: RegExp }[] }> }).entries[name]
     return parsed?.pipe?.some(
       (a: { requirement?: RegExp }) =>
         a.requirement instanceof RegExp && a.requirement.test(`${p}_zzzzzzzzzzzzzzzzzzzz`),
     )
   })
-  if (!prefix) throw new Error(`cannot tell the id kind of ${r.name}`)
-  return `${prefix}_zzzzzzzzzzzzzzzzzzzz`
+  return prefix && `${prefix}_zzzzzzzzzzzzzzzzzzzz`
 }
 
 async function expectError(res: Response, status: number, code: string) {
@@ -83,7 +95,15 @@ async function validBody(r: AnyRoute, owner: Actor): Promise<Record<string, unkn
     if (r.path === '/admin/users') return { name: 'Someone' }
     throw new Error(`no valid body fixture for ${r.name}: add one to test/fixtures.ts`)
   }
-  return {}
+  // Actions on a resource whose body has required fields (a decision, a message).
+  return fx.actionBodies[r.name as keyof typeof fx.actionBodies]?.() ?? {}
+}
+
+/** Whether a body field takes any JSON object (a JSON Schema, a tool's replacement input): an object is no wrong type for it. */
+function takesAnyObject(field: unknown): boolean {
+  let s = field as { type: string; wrapped?: unknown; value?: { type: string } }
+  while (s.wrapped) s = s.wrapped as typeof s
+  return s.type === 'record' && s.value?.type === 'unknown'
 }
 
 describe('authentication', () => {
@@ -218,10 +238,10 @@ describe('validation', () => {
   it('every field of every body answers 400 VALIDATION_FAILED naming the field when it has the wrong type', async () => {
     let probed = 0
     for (const { r, path, valid, token } of await bodyTargets()) {
-      const fields = Object.keys((r.body as unknown as { entries: Record<string, unknown> }).entries)
-      for (const field of fields) {
-        for (const bad of [{ $bad: true }, 12345]) {
-          if (typeof bad === 'number' && /importance|page|limit/.test(field)) continue
+      const entries = (r.body as unknown as { entries: Record<string, unknown> }).entries
+      for (const field of Object.keys(entries)) {
+        for (const bad of takesAnyObject(entries[field]) ? ['text', 12345] : [{ $bad: true }, 12345]) {
+          if (typeof bad === 'number' && /importance|page|limit|timeout_s/.test(field)) continue
           const res = await s.request(path, { method: r.method, token, json: { ...valid, [field]: bad } })
           const err = await expectError(res, 400, 'VALIDATION_FAILED')
           const paths = err.details?.issues?.map((i) => i.path) ?? []

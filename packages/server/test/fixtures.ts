@@ -94,7 +94,13 @@ export function fixtures(s: TestServer) {
     return (await created(await post(a, collection, await body(a)), collection)).id
   }
 
-  return { bodies, make }
+  /** Valid bodies of actions on an existing resource whose body has required fields, by route name. */
+  const actionBodies = {
+    'tasks.messages.send': () => ({ text: 'Use pnpm, not npm' }),
+    'tasks.approvals.decide': () => ({ decision: 'deny' }),
+  } satisfies Record<string, () => Record<string, unknown>>
+
+  return { bodies, make, actionBodies }
 }
 
 /**

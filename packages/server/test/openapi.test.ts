@@ -154,6 +154,11 @@ const BEYOND_API_MD = [
   'GET /v1/environments/:id',
   'PATCH /v1/environments/:id',
   'DELETE /v1/environments/:id',
+  // Steering a working agent (issue 26): interrupt, messages mid-task, permission requests.
+  'POST /v1/tasks/:id/interrupt',
+  'POST /v1/tasks/:id/messages',
+  'GET /v1/tasks/:id/approvals',
+  'POST /v1/tasks/:id/approvals/:request_id',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */

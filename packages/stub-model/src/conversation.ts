@@ -80,22 +80,31 @@ export function readConversation(messages: MessageParam[]): ConversationState {
   return { prompt: typedText(messages[last]!), turn, firstPrompt: typedText(messages[first]!), size, ...latest }
 }
 
+/** How Claude Code hands over a message sent mid-turn: a reminder beside the next tool result. */
+const MID_TURN = /<system-reminder>\s*The user sent a new message while you were working:\n([\s\S]*?)\n\n/g
+
 function lastTyped(messages: MessageParam[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!
     if (m.role !== 'user') continue
+    const midTurn = blocks(m.content)
+      .filter((b) => b.type === 'tool_result')
+      .flatMap((b) => [...resultText(b.content, true).matchAll(MID_TURN)].map((x) => x[1]!.trim()))
+    if (midTurn.length) return midTurn.at(-1)!
     const text = typedText(m)
     if (text) return text
   }
   return ''
 }
 
-function resultText(content: unknown): string {
-  if (typeof content === 'string') return content
+/** A tool result's text; without `reminders`, the harness's `<system-reminder>`s removed. */
+function resultText(content: unknown, reminders = false): string {
+  const clean = (t: string) => (reminders ? t : t.replace(REMINDER, '').trim())
+  if (typeof content === 'string') return clean(content)
   if (!Array.isArray(content)) return ''
   return content
     .filter((b: ContentBlock) => b?.type === 'text' && typeof b.text === 'string')
-    .map((b: ContentBlock) => b.text as string)
+    .map((b: ContentBlock) => clean(b.text as string))
     .join('\n')
 }
 

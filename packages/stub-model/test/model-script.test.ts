@@ -104,4 +104,60 @@ describe('offline model: directives and the tool loop', () => {
     const req = { tools, messages: [user('same [[berth:tool Bash {"command":"ls"}]]')] }
     expect(answer(req)).toEqual(answer(req))
   })
+
+  it('[[berth:json VALUE]] answers through the StructuredOutput tool, again while it is rejected', () => {
+    const offered = [{ name: 'Bash' }, { name: 'StructuredOutput' }]
+    const prompt = user('Which berth? [[berth:json {"berth":7}]]')
+    const first = answer({ tools: offered, messages: [prompt] })
+    expect(first).toMatchObject({
+      stop_reason: 'tool_use',
+      content: [{ type: 'text' }, { type: 'tool_use', name: 'StructuredOutput', input: { berth: 7 } }],
+    })
+    const rejected: MessageParam[] = [
+      prompt,
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'StructuredOutput', input: { berth: 7 } }] },
+      user([{ type: 'tool_result', tool_use_id: 't1', content: 'does not match the schema', is_error: true }]),
+    ]
+    expect(answer({ tools: offered, messages: rejected })).toMatchObject({
+      content: [{ type: 'text' }, { type: 'tool_use', name: 'StructuredOutput', input: { berth: 7 } }],
+    })
+    // Without the tool (no output_schema) the value is the answer's text.
+    expect(answer({ tools, messages: [prompt] })).toMatchObject({ content: [{ type: 'text', text: '{"berth":7}' }] })
+    expect(() => parseScript('[[berth:json {oops}]]')).toThrow(DirectiveError)
+  })
+
+  it('[[berth:reply_last_user]] quotes the latest message, also one handed over beside a tool result', () => {
+    const prompt = user('Work [[berth:tool Bash {"command":"sleep 1"}]] [[berth:reply_last_user]] [[berth:text Done.]]')
+    const midTurn =
+      'ok\n\n<system-reminder>\nThe user sent a new message while you were working:\nUse the blue harbour\n\nAddress it.\n</system-reminder>'
+    const messages: MessageParam[] = [
+      prompt,
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }] },
+      user([{ type: 'tool_result', tool_use_id: 't1', content: midTurn }]),
+    ]
+    expect(answer({ tools, messages })).toMatchObject({
+      content: [{ type: 'text', text: 'Done.\nLast message: Use the blue harbour' }],
+    })
+    expect(readConversation(messages).lastUserText).toBe('Use the blue harbour')
+    // With no message since, the latest is the prompt itself.
+    expect(readConversation([prompt, ...toolTurn('t2')]).lastUserText).toContain('Work')
+  })
+
+  it('[[berth:echo_last_result]] quotes the latest tool result, reminders left out', () => {
+    const messages: MessageParam[] = [
+      user('Try [[berth:tool Bash {"command":"x"}]] [[berth:echo_last_result]] [[berth:text Tried.]]'),
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }] },
+      user([
+        {
+          type: 'tool_result',
+          tool_use_id: 't1',
+          content: [{ type: 'text', text: 'Denied: not on a Friday<system-reminder>noise</system-reminder>' }],
+          is_error: true,
+        },
+      ]),
+    ]
+    expect(answer({ tools, messages })).toMatchObject({
+      content: [{ type: 'text', text: 'Tried.\nLast tool result: Denied: not on a Friday' }],
+    })
+  })
 })

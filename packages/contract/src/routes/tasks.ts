@@ -90,7 +90,7 @@ export const taskRoutes = [
     tag: 'tasks',
     summary: 'Hand the running agent a message at its next turn boundary',
     description:
-      'The message appears in the transcript as a `user_message` when the agent takes it. A task that has ended answers 409 CONFLICT.',
+      'The message appears in the transcript as a `user_message` when the agent takes it. Only a `running` task takes messages: one that has ended, or has not started running yet (`queued`, `starting`: send it with the prompt instead, or once it runs), answers 409 CONFLICT.',
     params: IdParams('task'),
     body: TaskMessage,
     response: TaskMessageAccepted,
