@@ -1,4 +1,4 @@
-import type { CanUseTool, PermissionResult } from '@anthropic-ai/claude-agent-sdk'
+import type { CanUseTool, HookCallbackMatcher, PermissionResult } from '@anthropic-ai/claude-agent-sdk'
 import { newId, type RunnerEvent, type RunnerInput } from '@berth/contract'
 import { firstMatch } from './rules.js'
 import type { Steering } from './steer.js'
@@ -12,16 +12,23 @@ export const NOT_ALLOWED = 'This tool is not allowed for this task (not in its a
 /**
  * The SDK's `canUseTool` for a run with `require_approval`. A call matching a rule writes
  * `permission_request`, waits for the `decision` control line with its id (or denies at
- * `approval_timeout_s`) and writes `permission_decision`; the denial's message reaches the
+ * `approval_timeout_s`) and writes `permission_decision` (none when the run is cancelled or
+ * interrupted while it waits: the request ends with the run); the denial's message reaches the
  * model as the tool's result, so the agent can go another way. A call matching no rule
  * is allowed when `allowed_tools` covers it and denied otherwise, as `dontAsk` does.
  *
  * @example
  * ```ts
- * options.canUseTool = approvalGate(input, steer, emit)
+ * options.canUseTool = approvalGate(input, steer, emit, stop.signal)
  * ```
  */
-export function approvalGate(input: RunnerInput, steer: Steering, emit: (e: RunnerEvent) => void): CanUseTool {
+export function approvalGate(
+  input: RunnerInput,
+  steer: Steering,
+  emit: (e: RunnerEvent) => void,
+  /** Aborts when the run is cancelled or interrupted: no request waits past that. */
+  stop: AbortSignal,
+): CanUseTool {
   const rules = input.require_approval ?? []
   const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
   return async (tool, toolInput, { signal }): Promise<PermissionResult> => {
@@ -32,11 +39,11 @@ export function approvalGate(input: RunnerInput, steer: Steering, emit: (e: Runn
     const requestId = newId('approval')
     emit({ type: 'permission_request', request_id: requestId, tool, input: toolInput })
     const timeout = AbortSignal.timeout(timeoutS * 1000)
-    const decided = await steer.decision(requestId, AbortSignal.any([signal, timeout]))
+    const decided = await steer.decision(requestId, AbortSignal.any([signal, stop, timeout]))
     if (!decided) {
-      const message = timeout.aborted
-        ? `No one decided on this ${tool} call within ${timeoutS} s, so it was denied. Do not retry it; continue another way or stop.`
-        : 'The run was cancelled before anyone decided on this tool call.'
+      // Cancelled or interrupted while waiting: the run ends; the request closes with it.
+      if (!timeout.aborted) return { behavior: 'deny', message: 'The run was stopped before anyone decided.' }
+      const message = `No one decided on this ${tool} call within ${timeoutS} s, so it was denied. Do not retry it; continue another way or stop.`
       emit({ type: 'permission_decision', request_id: requestId, decision: 'deny', message, by: 'timeout' })
       return { behavior: 'deny', message }
     }
@@ -54,5 +61,29 @@ export function approvalGate(input: RunnerInput, steer: Steering, emit: (e: Runn
         ? `A person denied this ${tool} call: ${decided.message}`
         : `A person denied this ${tool} call.`,
     }
+  }
+}
+
+/**
+ * A `PreToolUse` hook that answers `ask` for every call a `require_approval` rule matches.
+ * In `default` mode Claude Code runs read-only tools (Read, Glob, Grep in the workspace)
+ * without consulting `canUseTool`; the hook's `ask` sends those calls to the gate too, so
+ * a rule on any tool holds.
+ *
+ * @example
+ * ```ts
+ * options.hooks = { PreToolUse: [askForRules(input.require_approval)] }
+ * ```
+ */
+export function askForRules(rules: readonly string[]): HookCallbackMatcher {
+  return {
+    hooks: [
+      async (hook) => {
+        if (hook.hook_event_name !== 'PreToolUse') return {}
+        const toolInput = (hook.tool_input ?? {}) as Record<string, unknown>
+        if (!firstMatch(rules, hook.tool_name, toolInput)) return {}
+        return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'ask' } }
+      },
+    ],
   }
 }

@@ -1,5 +1,6 @@
 import type { CanUseTool, Options } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerInput } from '@berth/contract'
+import { askForRules } from './approvals.js'
 import { brokerEnv, type BrokerAccess } from './broker.js'
 import { autoAllowed } from './rules.js'
 import { claudeExecutable } from './platform.js'
@@ -91,6 +92,7 @@ export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options 
           permissionMode: 'default' as const,
           permissionPrompts: 'host' as const,
           canUseTool: ctx.canUseTool,
+          hooks: { PreToolUse: [askForRules(input.require_approval)] },
         }
       : {}),
     ...(input.output_schema ? { outputFormat: { type: 'json_schema' as const, schema: input.output_schema } } : {}),

@@ -74,7 +74,10 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   // Stops waiting for the SDK (after a grace): a cancel, or an interrupt it did not honour.
   const stop = new AbortController()
   const cancelled = () => opts.signal?.aborted === true
+  // Ends every wait for a decision: a cancel, or an interrupt.
+  const gateStop = new AbortController()
   const onAbort = () => {
+    gateStop.abort()
     abortController.abort()
     stop.abort()
   }
@@ -100,7 +103,7 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       skills,
       abortController,
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
-      canUseTool: input.require_approval?.length ? approvalGate(input, steer, emit) : undefined,
+      canUseTool: input.require_approval?.length ? approvalGate(input, steer, emit, gateStop.signal) : undefined,
     })
     if (cancelled()) throw new Error('cancelled')
     let sawResult!: () => void
@@ -121,8 +124,10 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     mark('spawn')
     const messages = query({ prompt: streamed(), options })
     steer.onInterrupt(() => {
-      if (interrupted) return
+      // Too late once the SDK's result is in: the run finished as it was.
+      if (interrupted || transcript.hasResult()) return
       interrupted = true
+      gateStop.abort()
       void messages.interrupt().catch(() => {})
       // A turn that does not wind down in time (a tool ignoring it) ends with Claude Code.
       interruptTimer = setTimeout(() => {

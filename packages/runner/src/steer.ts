@@ -55,6 +55,10 @@ export class Steering {
       this.waiting.delete(c.request_id)
       resolve(c)
     } else if (c.type === 'message') {
+      if (!c.text.trim()) {
+        this.onError('an empty message was not handed to the agent')
+        return
+      }
       this.messages.push(c.text)
       this.messageWaiter?.()
     } else {

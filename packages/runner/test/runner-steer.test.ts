@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { RunnerEvent } from '@berth/contract'
 import { describe, expect, it } from 'vitest'
@@ -97,6 +97,51 @@ describe('berth-runner steering (stub provider)', () => {
     ])
     expect(existsSync(join(input.cwd, 'marker'))).toBe(false)
     expect(run.result).toMatchObject({ outcome: 'success', text: expect.stringContaining('No one decided') })
+  })
+
+  it.each([
+    ['an interrupt', 'interrupted', null],
+    ['a cancel (SIGTERM)', 'error_during_execution', 'cancelled'],
+  ])('ends a run waiting for a decision at %s, the tool not run', async (how, outcome, error) => {
+    const input = makeInput('Try [[berth:tool Bash {"command":"touch waited"}]] [[berth:text Never.]]', {
+      require_approval: ['Bash'],
+    })
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type !== 'permission_request') return
+        if (how === 'an interrupt') control(child, { type: 'interrupt' })
+        else child.kill('SIGTERM')
+      },
+    })
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(ofType(run.events, 'permission_request')).toHaveLength(1)
+    // No one decided: the request ends with the run, not with a made-up decision.
+    expect(ofType(run.events, 'permission_decision')).toEqual([])
+    expect(existsSync(join(input.cwd, 'waited'))).toBe(false)
+    expect(run.result).toMatchObject({ outcome, ...(error ? { error } : {}) })
+  })
+
+  it('asks for read-only tools and file-path rules too (Claude Code would run Read without asking)', async () => {
+    const cwd = makeInput('').cwd
+    writeFileSync(join(cwd, 'notes.txt'), 'harbour notes')
+    const input = makeInput(
+      `Files [[berth:tool Read {"file_path":"${cwd}/notes.txt"}]] [[berth:tool Write {"file_path":"${cwd}/secret/key.txt","content":"k"}]] [[berth:tool Write {"file_path":"${cwd}/open.txt","content":"o"}]] [[berth:text Filed.]]`,
+      { cwd, require_approval: ['Read', `Write(${cwd}/secret/**)`] },
+    )
+    const run = await runRunner(input, {
+      keepOpen: true,
+      onEvent: (e, child) => {
+        if (e.type === 'permission_request')
+          control(child, { type: 'decision', request_id: e.request_id, decision: e.tool === 'Read' ? 'allow' : 'deny' })
+      },
+    })
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(ofType(run.events, 'permission_request').map((e) => e.tool)).toEqual(['Read', 'Write'])
+    expect(ofType(run.events, 'tool_result').map((e) => e.is_error)).toEqual([false, true, false])
+    expect(ofType(run.events, 'tool_result')[0]!.output).toContain('harbour notes')
+    expect(existsSync(join(cwd, 'secret/key.txt'))).toBe(false)
+    expect(existsSync(join(cwd, 'open.txt'))).toBe(true)
   })
 
   it('runs calls no rule matches without asking, and an allowed call with the input the decision gave', async () => {
@@ -255,5 +300,12 @@ describe('berth-runner steering (stub provider)', () => {
     expect(events.map((e) => e.type)).toContain('permission_decision')
     expect(existsSync(join(input.cwd, 'warm.txt'))).toBe(true)
     expect(events.at(-1)).toMatchObject({ type: 'result', outcome: 'success', text: 'Warm done.' })
+  })
+
+  it('still runs an input sent as one pretty-printed JSON document ended by EOF (an older server)', async () => {
+    const input = makeInput('Hello [[berth:text Old style.]]')
+    const run = await runRunner(JSON.stringify(input, null, 2))
+    expect(run.exitCode, run.stderr).toBe(0)
+    expect(run.result).toMatchObject({ outcome: 'success', text: 'Old style.' })
   })
 })

@@ -37,10 +37,12 @@ describe('Steering', () => {
     steer.line('{"type":"dance"}')
     steer.line('{"type":"decision","request_id":"apr_x","decision":"allow"}')
     steer.line('   ')
+    steer.line('{"type":"message","text":"  "}')
     expect(errors).toEqual([
       expect.stringContaining('not JSON'),
       expect.stringContaining('invalid control line'),
       'no open permission request apr_x',
+      'an empty message was not handed to the agent',
     ])
     steer.line('{"type":"message","text":"still here"}')
     expect(await steer.takeMessage(new Promise(() => {}))).toBe('still here')
