@@ -14,6 +14,7 @@ import { agentUser, taskServer } from '../../server/test/tasks.helpers.js'
 const TOUCH = '[[berth:tool Bash {"command":"touch /workspace/marker"}]]'
 // Not a bare `sleep N`: Claude Code refuses those and asks for a background task.
 const SLEEP = '[[berth:tool Bash {"command":"echo start; sleep 29.9; echo slept"}]]'
+const WORK = '[[berth:tool Bash {"command":"echo start; sleep 4; echo done"}]]'
 const ofType = <T extends TaskEvent['type']>(events: TaskEvent[], type: T) =>
   events.filter((e): e is Extract<TaskEvent, { type: T }> => e.type === type)
 
@@ -44,7 +45,7 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     expect(await sweep(t.runtime, t.pool)).toBe(0)
   })
 
-  it("run(): onPermissionRequest denies the first call and allows the second, over the WebSocket; a second decision is 409, another caller's 404", async () => {
+  it("run(): onPermissionRequest sends a message and denies the first call, allows the second, over the WebSocket; a second decision is 409, another caller's 404", async () => {
     const seen: string[] = []
     const events: TaskEvent[] = []
     const task = await berth.tasks.run(
@@ -55,9 +56,12 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
       },
       {
         onEvent: (e) => events.push(e),
-        onPermissionRequest: (request) => {
+        onPermissionRequest: async (request, controls) => {
           seen.push(request.request_id)
-          return seen.length === 1 ? { decision: 'deny', message: 'not the first time' } : 'allow'
+          if (seen.length > 1) return 'allow'
+          // A message over the same socket, handed to the agent at its next turn boundary.
+          await controls.send('The second try is fine')
+          return { decision: 'deny', message: 'not the first time' }
         },
       },
     )
@@ -75,6 +79,7 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     expect(results[0]).toMatchObject({ is_error: true, output: expect.stringContaining('not the first time') })
     expect(results[1]).toMatchObject({ is_error: false })
     expect(task.pending_approvals).toBe(0)
+    expect(ofType(events, 'user_message').map((m) => m.text)).toContain('The second try is fine')
 
     const again = await failure(berth.tasks.approve(task.task_id, seen[0]!))
     expect(again).toMatchObject({ status: 409, code: 'CONFLICT' })
@@ -83,13 +88,13 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     expect(foreign).toMatchObject({ status: 404, code: 'NOT_FOUND' })
   })
 
-  it('stream over HTTP: a message sent while a tool runs is taken into the transcript; the open request is listed and approve lets the tool run', async () => {
+  it('stream over HTTP: a message sent while a tool runs reaches the agent; the open request is listed and approve lets the tool run', async () => {
     const http = createBerthClient({ baseURL: t.s.url, token: t.token, websocket: false })
     const { task_id } = await http.tasks.submit({
       body: {
         mode: 'batch',
         profile_id: t.profileId,
-        prompt: `Check. ${TOUCH} [[berth:tool Bash {"command":"sleep 2"}]] [[berth:text Checked.]]`,
+        prompt: `Check. ${TOUCH} ${WORK} [[berth:reply_last_user]]`,
         require_approval: ['Bash(touch:*)'],
       },
     })
@@ -97,8 +102,9 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     const events: TaskEvent[] = []
     for await (const e of stream) {
       events.push(e)
-      // The sleep needs no approval; the message is taken at the turn boundary after it.
-      if (e.type === 'tool_call' && e.input && (e.input as { command?: string }).command === 'sleep 2')
+      // The sleep needs no approval; the message is taken at the turn boundary after it, the
+      // last one, where the model quotes the latest message a person typed.
+      if (e.type === 'tool_call' && (e.input as { command?: string }).command?.includes('sleep 4'))
         await stream.send('Use the staging bucket')
       if (e.type !== 'permission_request') continue
       expect(e).toMatchObject({ tool: 'Bash', input: { command: 'touch /workspace/marker' } })
@@ -116,6 +122,7 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     ])
     expect(ofType(events, 'tool_result').map((r) => r.is_error)).toEqual([false, false])
     expect(ofType(events, 'user_message').map((m) => m.text)).toContain('Use the staging bucket')
+    expect(task.result?.text).toContain('Last message: Use the staging bucket')
     expect(await http.tasks.approvals(task_id)).toEqual([])
     // A finished task takes no message.
     expect(await failure(http.tasks.send(task_id, 'too late'))).toMatchObject({ status: 409, code: 'CONFLICT' })
