@@ -38,7 +38,11 @@ export interface PromptHooks {
 // One question on a readline of its own, closed after (so stdin lets the process exit).
 const ask = (input: NodeJS.ReadStream, hooks: PromptHooks) => async (prompt: string) => {
   const rl = createInterface({ input, output: process.stderr, terminal: true })
-  rl.on('SIGINT', () => hooks.interrupt())
+  // Ctrl-C at the question stops the run; closing the readline lets the process exit.
+  rl.on('SIGINT', () => {
+    hooks.interrupt()
+    rl.close()
+  })
   try {
     return await rl.question(prompt)
   } finally {

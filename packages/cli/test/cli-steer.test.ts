@@ -124,6 +124,18 @@ describe.each(ENGINES)('berth CLI steering on %s', (engine) => {
     expect(results.map((r) => r.type === 'tool_result' && r.is_error)).toEqual([true, false])
   })
 
+  it('Ctrl-C at the question ends berth run with 130 and cancels the task', async () => {
+    const run = await berthOnTerminal(
+      ['run', '--profile', 'agent', '--require-approval', 'Bash', `Mark. ${TOUCH} [[berth:text Never.]]`],
+      env,
+      [{ when: 'Allow? [y/N]', type: '\x03' }],
+    )
+    expect(run.code).toBe(130)
+    expect(run.stdout).not.toContain('Never.')
+    const { tasks } = await t.api.tasks.list({ query: { limit: 1 } })
+    expect(tasks[0]).toMatchObject({ status: 'cancelled', prompt: expect.stringContaining('Never.') })
+  })
+
   it('berth sessions asks on its own prompt line: the answer typed there decides, the next line is a follow-up', async () => {
     const run = await berthOnTerminal(['sessions', '--profile', 'agent', '--require-approval', 'Bash(touch:*)'], env, [
       { when: '› ', type: `Mark it. ${TOUCH} [[berth:echo_last_result]]\r` },

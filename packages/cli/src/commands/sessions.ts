@@ -52,7 +52,8 @@ const start = defineCommand({
             before: () => view?.pause(),
             after: () => view?.resume(),
             interrupt: () => controller.abort(),
-            question: (q) => new Promise((resolve) => rl.question(q, resolve)),
+            // Withdrawn when the prompt is cancelled, so the next line is a prompt again.
+            question: (q) => new Promise((resolve) => rl.question(q, { signal: controller.signal }, resolve)),
           })
           try {
             const task = await session.send(prompt, {
