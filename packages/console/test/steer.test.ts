@@ -60,6 +60,13 @@ describe('console steering', () => {
 
     const first = cards.nth(0)
     await first.waitFor({ timeout: 90_000 })
+    // The task list shows which task waits for a person.
+    const list = await browser.page()
+    await signIn(list, t.s.url, t.token)
+    await expect
+      .poll(() => list.locator(`tr[data-task="${task_id}"] .needs-decision`).textContent())
+      .toBe('needs a decision (1)')
+    await list.close()
     expect(await first.locator('.tool-input').textContent()).toContain('"command": "touch /workspace/marker"')
     await expect.poll(() => page.locator('.waiting').textContent()).toContain('Waiting for your decision (1 request)')
 
