@@ -5,6 +5,9 @@
  * when no one can answer; `berth approvals`, `send`, `deny`, `approve` and `interrupt`.
  */
 import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureEngines } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -173,6 +176,40 @@ describe.each(ENGINES)('berth CLI steering on %s', (engine) => {
     const both = await berth(['run', ...body, '--approve-all', '--deny-all'], env)
     expect(both.code).toBe(2)
     expect(both.stderr).toContain('cannot be used together')
+  })
+
+  it('--output-schema (inline or a file) prints the validated answer as JSON; an answer the schema refuses fails the run', async () => {
+    const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
+    const ok = await berth(
+      ['run', '--profile', 'agent', '--output-schema', JSON.stringify(schema), 'Where? [[berth:json {"city":"Oslo"}]]'],
+      env,
+    )
+    expect(ok.code).toBe(0)
+    expect(JSON.parse(ok.stdout.slice(ok.stdout.indexOf('{')))).toEqual({ city: 'Oslo' })
+
+    const dir = mkdtempSync(join(tmpdir(), 'berth-cli-schema-'))
+    try {
+      writeFileSync(join(dir, 'schema.json'), JSON.stringify(schema))
+      const bad = await berth(
+        [
+          'run',
+          '--profile',
+          'agent',
+          '--output-schema',
+          join(dir, 'schema.json'),
+          '--json',
+          'Where? [[berth:json {"town":"Oslo"}]]',
+        ],
+        env,
+      )
+      expect(bad.code).toBe(1)
+      expect(JSON.parse(bad.stdout)).toMatchObject({ status: 'failed', error: { code: 'OUTPUT_INVALID' } })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    const notJson = await berth(['run', '--profile', 'agent', '--output-schema', '{nope', 'x'], env)
+    expect(notJson.code).toBe(2)
+    expect(notJson.stderr).toContain('--output-schema is not JSON')
   })
 
   it('berth approvals lists a waiting request; send, deny and approve decide it; interrupt stops a task mid-tool', async () => {

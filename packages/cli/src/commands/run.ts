@@ -48,6 +48,8 @@ export const runCommand = defineCommand({
         })
         if (args.json) printJson(task)
         const ok = view ? view.finish(task) : task.status === 'completed'
+        // The answer a program reads: the value `--output-schema` asked for, as JSON on stdout.
+        if (!args.json && task.result?.structured_output !== undefined) printJson(task.result.structured_output)
         return ok ? EXIT.ok : EXIT.taskFailed
       } catch (err) {
         view?.stop()

@@ -63,6 +63,7 @@ const start = defineCommand({
             })
             if (args.json) printJson(task)
             const ok = view ? view.finish(task) : task.status === 'completed'
+            if (!args.json && task.result?.structured_output !== undefined) printJson(task.result.structured_output)
             if (!ok) status = EXIT.taskFailed
             if (session.tasks.length === 1 && !args.json)
               log.info(`session ${session.id} (continue it with --session ${session.id})`)
