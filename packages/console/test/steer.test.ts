@@ -127,4 +127,16 @@ describe('console steering', () => {
     expect(task).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
     await page.close()
   })
+  it('shows the structured output a task was asked for', async () => {
+    const task = await t.run({
+      prompt: 'Where? [[berth:json {"city":"Oslo","population":709000}]]',
+      output_schema: { type: 'object', required: ['city'] },
+    })
+    expect(task.status).toBe('completed')
+    const page = await openTask(task.task_id)
+    const block = page.getByLabel('Structured output')
+    await block.waitFor()
+    expect(JSON.parse((await block.locator('pre').textContent()) ?? '')).toEqual({ city: 'Oslo', population: 709000 })
+    await page.close()
+  })
 })

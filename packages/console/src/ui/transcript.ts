@@ -202,6 +202,14 @@ export class TranscriptView {
             { class: `ev result ${ok ? 'ok' : 'bad'}`, 'data-seq': e.seq, 'aria-label': 'Result' },
             h('h3', null, ok ? 'Result' : `Ended: ${String(e.outcome).replace(/_/g, ' ')}`),
             e.text ? h('pre', { class: 'result-text' }, String(e.text)) : null,
+            e.structured_output !== undefined
+              ? h(
+                  'div',
+                  { class: 'structured', 'aria-label': 'Structured output' },
+                  h('div', { class: 'tool-label' }, 'Structured output'),
+                  h('pre', { class: 'tool-input' }, JSON.stringify(e.structured_output, null, 2)),
+                )
+              : null,
             e.error ? h('p', { class: 'error-text' }, String(e.error)) : null,
             h(
               'p',
