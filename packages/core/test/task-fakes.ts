@@ -6,7 +6,7 @@ import type { TaskRecord } from '../src/tasks/task.js'
 /** A store in a Map, counting reads and writes per key prefix (the part before the first `:`). */
 export function countingStore(): Store & { reads: Map<string, number>; writes: Map<string, number> } {
   const values = new Map<string, string>()
-  const scopes = new Map<string, string>()
+  const scopes = new Map<string, IndexEntry>()
   const reads = new Map<string, number>()
   const writes = new Map<string, number>()
   const bump = (m: Map<string, number>, key: string) => m.set(key.split(':')[0]!, (m.get(key.split(':')[0]!) ?? 0) + 1)
@@ -36,10 +36,14 @@ export function countingStore(): Store & { reads: Map<string, number>; writes: M
     async put<T>(key: string, value: T, entry: IndexEntry) {
       bump(writes, key)
       values.set(key, JSON.stringify(value))
-      scopes.set(key, entry.scope)
+      scopes.set(key, entry)
     },
     async list<T>(scope: string, query: IndexQuery) {
-      const keys = [...scopes].filter(([, s]) => s === scope).map(([k]) => k)
+      // Highest order first, within the scope and (when asked) the filter term.
+      const keys = [...scopes]
+        .filter(([, e]) => e.scope === scope && (query.term === undefined || e.terms?.includes(query.term)))
+        .sort(([, a], [, b]) => (a.order < b.order ? 1 : a.order > b.order ? -1 : 0))
+        .map(([k]) => k)
       return {
         items: keys.slice(query.offset, query.offset + query.limit).map((k) => parse<T>(values.get(k))!),
         total: keys.length,

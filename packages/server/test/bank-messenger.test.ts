@@ -741,3 +741,73 @@ describe('messenger threads on podman', () => {
     expect(again.text).toContain('Still here.')
   })
 })
+
+describe('permission requests in the messenger on podman', () => {
+  let tg: FakeMessenger
+  let t: Awaited<ReturnType<typeof taskServer>>
+  let bot: FakeBot
+  let chat: FakeChat
+
+  beforeAll(async () => {
+    tg = await startFakeMessenger()
+    t = await taskServer('podman', { berth: { messenger: { apiBaseUrl: tg.url } } })
+    bot = tg.createBot({ username: 'approvals_bot' })
+    chat = tg.chat()
+    await t.api.integrations.messenger.setup({ body: { bot_token: bot.token } })
+    const { code } = await t.api.integrations.messenger.claim()
+    expect((await tg.sendUpdate(bot.token, { chat, text: code })).status).toBe(200)
+  })
+  afterAll(async () => {
+    await t.s.close()
+    await tg.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  /** The bot's post about the next request of `taskId` (after `mark` messages). */
+  const asked = (taskId: string, mark: number) =>
+    vi.waitFor(() => {
+      const m = tg.sent.slice(mark).find((x) => x.chat_id === chat.id && x.text.startsWith(`Task ${taskId} asks`))
+      if (!m) throw new Error('no request posted yet')
+      return m
+    }, 60_000)
+
+  it('a request is posted with its tool and input; a reply denies it with a reason, another allows the next', async () => {
+    const mark = tg.sent.length
+    const { task_id } = await t.submit({
+      prompt:
+        'Touch it. [[berth:tool Bash {"command":"touch /workspace/chat-marker"}]] [[berth:tool Bash {"command":"touch /workspace/chat-marker"}]] [[berth:text Done.]]',
+      require_approval: ['Bash'],
+    })
+    const first = await asked(task_id, mark)
+    expect(first.text).toContain('Bash')
+    expect(first.text).toContain('touch /workspace/chat-marker')
+    // Neither allow nor deny: nothing is decided, and the chat is told how to answer.
+    const unclear = await tg.sendUpdate(bot.token, { chat, text: 'hmm', replyTo: first.message_id })
+    await vi.waitFor(() => {
+      const m = tg.sent.find((x) => x.reply_to_message_id === unclear.update.message.message_id)
+      expect(m?.text).toMatch(/^Not decided/)
+    })
+    expect((await t.api.tasks.approvals.list({ params: { id: task_id } })).approvals).toHaveLength(1)
+    const mark2 = tg.sent.length
+    await tg.sendUpdate(bot.token, { chat, text: 'deny: not from the chat', replyTo: first.message_id })
+    const second = await asked(task_id, mark2)
+    // A second answer to the first request is refused: it was decided.
+    const late = await tg.sendUpdate(bot.token, { chat, text: 'allow', replyTo: first.message_id })
+    await vi.waitFor(() => {
+      const m = tg.sent.find((x) => x.reply_to_message_id === late.update.message.message_id)
+      expect(m?.text).toMatch(/^Could not decide/)
+    })
+    await tg.sendUpdate(bot.token, { chat, text: 'yes', replyTo: second.message_id })
+    const task = await t.waitDone(task_id)
+    expect(task.status).toBe('completed')
+    const events = await t.events(task_id)
+    expect(events.filter((e) => e.type === 'permission_decision')).toEqual([
+      expect.objectContaining({ decision: 'deny', message: 'not from the chat', by: 'caller' }),
+      expect.objectContaining({ decision: 'allow', by: 'caller' }),
+    ])
+    expect(events.find((e) => e.type === 'tool_result')).toMatchObject({
+      is_error: true,
+      output: expect.stringContaining('not from the chat'),
+    })
+  })
+})

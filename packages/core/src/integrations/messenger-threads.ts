@@ -7,6 +7,7 @@ import type { DeliveryOutcome, OutgoingNotification } from '../ports/notifier.js
 import type { Store } from '../ports/store.js'
 import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
+import type { ApprovalNotice } from './notifications.js'
 import type { MessengerApi, MessengerMessage } from '../ports/messenger-api.js'
 import { isProviderError } from '../ports/provider-error.js'
 import type { PlaybooksService } from '../playbooks/playbooks.js'
@@ -54,6 +55,37 @@ const HINT = 'Reply to this message to continue in its workspace.'
 const threadKey = (integrationId: string, chatId: number, messageId: number) =>
   `messenger-threads:${integrationId}:${chatId}:${messageId}`
 
+/** `messenger-approvals:<integration>:<chat>:<message>`: a permission request the bot posted; a reply decides it. */
+interface ApprovalThread {
+  owner: string
+  task_id: string
+  request_id: string
+}
+
+const approvalKey = (integrationId: string, chatId: number, messageId: number) =>
+  `messenger-approvals:${integrationId}:${chatId}:${messageId}`
+
+const APPROVAL_HINT = 'Reply “allow”, or “deny” and a reason for the agent.'
+
+/**
+ * A reply to a permission request: allow, deny (the rest of the text is the reason for the
+ * agent), or neither (null).
+ *
+ * @example
+ * ```ts
+ * readDecision('deny: not on main') // { decision: 'deny', message: 'not on main' }
+ * readDecision('yes')               // { decision: 'allow' }
+ * readDecision('maybe later')       // null
+ * ```
+ */
+export function readDecision(text: string): { decision: 'allow' | 'deny'; message?: string } | null {
+  const m = /^\s*(allow|approve|yes|y|deny|reject|no|n)\b[\s:,.-]*(.*)$/is.exec(text)
+  if (!m) return null
+  const decision = /^(allow|approve|yes|y)$/i.test(m[1]!) ? 'allow' : 'deny'
+  const reason = m[2]!.trim()
+  return decision === 'deny' && reason ? { decision, message: reason } : { decision }
+}
+
 /** `text` cut to `max` characters, with an ellipsis when cut. */
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`
@@ -72,7 +104,8 @@ function outcomeText(task: Pick<Task, 'status' | 'result' | 'error'>): string | 
 }
 
 /**
- * The messenger's notification channel and its threads. Playbook results (and task
+ * The messenger's notification channel and its threads. A permission request is posted
+ * with its tool and input; a reply to it (“allow”, “deny <reason>”) decides it. Playbook results (and task
  * notifications) are posted to the bot's claimed chat with `sendMessage`; the id of each
  * message about a run is remembered with the run's `pb-…` session. A reply to such a
  * message continues that session: the workspace is claimed as a thread (it then shows in
@@ -122,13 +155,21 @@ export class MessengerThreads {
         retryable: false,
       }
     }
-    const run = (n.payload as { run?: PlaybookRun }).run
+    const { run, approval } = n.payload as { run?: PlaybookRun; approval?: ApprovalNotice }
     let sent: { message_id: number }
     try {
       sent = await this.o.api.sendMessage(token, { chat_id: chatId, text: await this.textOf(target.owner_id, n) })
     } catch (err) {
       if (!isProviderError(err, 'messenger')) throw err
       return { ok: false, status: err.status, error: err.message, retryable: err.kind === 'unavailable' }
+    }
+    if (approval) {
+      const { task_id, request_id } = approval
+      await this.o.store.set<ApprovalThread>(approvalKey(target.id, chatId, sent.message_id), {
+        owner: target.owner_id,
+        task_id,
+        request_id,
+      })
     }
     if (run?.session_id && run.workspace_id) {
       await this.o.store.set<ThreadRecord>(threadKey(target.id, chatId, sent.message_id), {
@@ -143,7 +184,13 @@ export class MessengerThreads {
   }
 
   private async textOf(owner: string, n: OutgoingNotification): Promise<string> {
-    const p = n.payload as { run?: PlaybookRun; task?: Task }
+    const p = n.payload as { run?: PlaybookRun; task?: Task; approval?: ApprovalNotice }
+    if (p.approval)
+      return compose(
+        `Task ${p.approval.task_id} asks to run ${p.approval.tool}`,
+        JSON.stringify(p.approval.input, null, 2),
+        APPROVAL_HINT,
+      )
     if (p.run) {
       const pb = await this.o.playbooks.records.find(owner, p.run.playbook_id)
       const task = p.run.task_id ? await this.o.tasks.records.find(owner, p.run.task_id) : null
@@ -170,6 +217,11 @@ export class MessengerThreads {
     const text = message.text?.trim()
     if (!parent || !text) return false
     const chatId = message.chat.id
+    const asked = await this.o.store.get<ApprovalThread>(approvalKey(integrationId, chatId, parent.message_id))
+    if (asked && asked.owner === owner) {
+      await this.decide(asked, text, (body) => this.say(botToken, chatId, body, message.message_id))
+      return true
+    }
     const thread = await this.o.store.get<ThreadRecord>(threadKey(integrationId, chatId, parent.message_id))
     if (!thread || thread.owner !== owner) return false
     const reply = (body: string) => this.say(botToken, chatId, body, message.message_id)
@@ -202,6 +254,23 @@ export class MessengerThreads {
     // The task may already have ended (a fast failure) before the record existed.
     await this.finishFollowUp(owner, taskId)
     return true
+  }
+
+  /** A reply to a permission request decides it, as the caller would over the API; the chat is told the outcome. */
+  private async decide(asked: ApprovalThread, text: string, reply: (body: string) => Promise<unknown>): Promise<void> {
+    const body = readDecision(text)
+    if (!body) {
+      await reply(`Not decided. ${APPROVAL_HINT}`)
+      return
+    }
+    try {
+      await this.o.tasks.steer.decide(asked.owner, asked.task_id, asked.request_id, body)
+    } catch (err) {
+      if (!isApiError(err)) throw err
+      await reply(`Could not decide: ${err.message}`)
+      return
+    }
+    await reply(body.decision === 'allow' ? 'Allowed: the agent goes on.' : 'Denied: the agent was told why.')
   }
 
   private onTaskMessage(m: TaskBusMessage): void {
@@ -265,9 +334,10 @@ export class MessengerThreads {
     }
   }
 
-  /** Forget an integration's threads (it was disconnected). */
+  /** Forget an integration's threads and the requests it posted (it was disconnected). */
   async forget(integrationId: string): Promise<void> {
-    for (const key of await this.o.store.keys(`messenger-threads:${integrationId}:`)) await this.o.store.remove(key)
+    for (const kind of ['messenger-threads', 'messenger-approvals'])
+      for (const key of await this.o.store.keys(`${kind}:${integrationId}:`)) await this.o.store.remove(key)
   }
 
   /** Wait for the result posts under way. */

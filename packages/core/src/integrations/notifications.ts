@@ -28,8 +28,20 @@ export interface NotificationsOptions {
   sharedBy?: Coordination | undefined
 }
 
-/** What a notification is about: a task, a playbook run, or nothing (a test). */
-export type NotificationSubject = { task: Task } | { run: PlaybookRun } | Record<string, never>
+/** A permission request a notification asks a person to decide (event `task.permission_request`). */
+export interface ApprovalNotice {
+  task_id: string
+  request_id: string
+  tool: string
+  input: unknown
+}
+
+/** What a notification is about: a task, a playbook run, a permission request, or nothing (a test). */
+export type NotificationSubject =
+  | { task: Task }
+  | { run: PlaybookRun }
+  | { approval: ApprovalNotice }
+  | Record<string, never>
 
 interface Pending {
   notification_id: string
@@ -53,7 +65,8 @@ const RETRIES = 'notification-retries:'
 const RETRY_QUEUE = 'notification-retries'
 
 /**
- * Notifications: when a task completes or fails, and when a playbook run ends, every
+ * Notifications: when a task completes or fails, when its agent asks for a permission
+ * (`task.permission_request`), and when a playbook run ends, every
  * enabled integration of the owner whose scope covers the task's profile gets
  * `{ event, task | run, at }`. Deliveries run in the background: a failing integration
  * never fails the task. Each attempt is recorded; 5xx answers, timeouts and connection
@@ -86,6 +99,14 @@ export class NotificationsService {
   }
 
   private onTaskMessage(m: TaskBusMessage): void {
+    // A tool call waiting for a person: where a channel can carry it (the messenger), a reply decides it.
+    if (m.type === 'task.event' && m.event.type === 'permission_request' && m.owner_id && m.profile_id) {
+      // A stored event keeps the runner's fields: a permission_request carries these.
+      const { request_id, tool, input } = m.event as unknown as Omit<ApprovalNotice, 'task_id'>
+      const approval: ApprovalNotice = { task_id: m.task_id, request_id, tool, input }
+      this.track(this.notify(m.owner_id, m.profile_id, 'task.permission_request', { approval }))
+      return
+    }
     if (m.type !== 'task.status' || (m.status !== 'completed' && m.status !== 'failed')) return
     if (m.task.session_id?.startsWith('pb-')) return
     this.track(this.notify(m.owner_id, m.task.profile_id, `task.${m.status}`, { task: m.task }))

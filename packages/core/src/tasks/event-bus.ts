@@ -7,7 +7,15 @@ import type { EventLog } from '../workspaces/event-log.js'
 /** What subscribers of a task receive, live (in this process, and relayed between instances). */
 export type TaskBusMessage =
   | { type: 'task.status'; task_id: string; status: Task['status']; task: Task; owner_id: string }
-  | { type: 'task.event'; task_id: string; event: TranscriptEvent; owner_id?: string; workspace_id?: string }
+  | {
+      type: 'task.event'
+      task_id: string
+      event: TranscriptEvent
+      owner_id?: string
+      workspace_id?: string
+      /** The task's profile (services that notify its integrations read it). */
+      profile_id?: string
+    }
 
 type Listener = (message: TaskBusMessage) => void
 

@@ -46,6 +46,7 @@ export class Transcript {
         event,
         owner_id: task.owner_id,
         workspace_id: task.workspace_id,
+        profile_id: task.profile_id,
       })
   }
 
