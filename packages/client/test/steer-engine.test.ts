@@ -144,8 +144,10 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     expect(task).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
     // The partial result of the turn it stopped, and not the answer after the sleep.
     expect(task.result?.text).not.toContain('Slept.')
-    // Interrupting a finished task changes nothing.
+    // Interrupting a finished task changes nothing; the route's own form works too.
     expect(await berth.tasks.interrupt(task.task_id)).toMatchObject({ status: 'cancelled' })
+    expect(await berth.tasks.interrupt({ params: { id: task.task_id } })).toMatchObject({ status: 'cancelled' })
+    expect(await berth.tasks.approvals.list({ params: { id: task.task_id } })).toEqual({ approvals: [], total: 0 })
   })
   it('a session prompt interrupted mid-tool leaves the conversation going: the follow-up, with its own approval callback, recalls it', async () => {
     const session = berth.sessions.start({ profile_id: t.profileId })
