@@ -88,6 +88,35 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     expect(foreign).toMatchObject({ status: 404, code: 'NOT_FOUND' })
   })
 
+  it('a request left alone is denied at its timeout; a decision sent after that reaches onDecisionError as CONFLICT', async () => {
+    let expired: (() => void) | undefined
+    const timedOut = new Promise<void>((resolve) => (expired = resolve))
+    const errors: unknown[] = []
+    const task = await berth.tasks.run(
+      {
+        profile_id: t.profileId,
+        prompt: `Mark. ${TOUCH} [[berth:echo_last_result]]`,
+        require_approval: ['Bash'],
+        approval_timeout_s: 1,
+      },
+      {
+        onEvent: (e) => {
+          if (e.type === 'permission_decision' && e.by === 'timeout') expired?.()
+        },
+        // Too late on purpose: the answer comes once the timeout has denied the request.
+        onPermissionRequest: async () => {
+          await timedOut
+          return 'allow'
+        },
+        onDecisionError: (err) => errors.push(err),
+      },
+    )
+    expect(task.status).toBe('completed')
+    expect(task.result?.tool_calls).toHaveLength(1)
+    await expect.poll(() => errors.length).toBe(1)
+    expect(errors[0]).toMatchObject({ code: 'CONFLICT', status: 409 })
+  })
+
   it('stream over HTTP: a message sent while a tool runs reaches the agent; the open request is listed and approve lets the tool run', async () => {
     const http = createBerthClient({ baseURL: t.s.url, token: t.token, websocket: false })
     const { task_id } = await http.tasks.submit({

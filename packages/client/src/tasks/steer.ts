@@ -74,15 +74,18 @@ function decideOverSocket(
       if (error) reject(error)
       else resolve()
     }
+    const fail = (code: string, error: string, details?: Record<string, unknown>) => {
+      const status = (ERROR_STATUS as Record<string, number>)[code] ?? 0
+      finish(new BerthError(error, { status, code, details, route: 'ws', method: 'GET', url: '' }))
+    }
     const off = socket.on('message', (m) => {
       if (m.type === 'task.event' && m.task_id === taskId) {
-        if (m.event.type === 'permission_decision' && m.event.request_id === requestId) finish()
-      } else if (m.type === 'error' && m.task_id === taskId) {
-        const status = (ERROR_STATUS as Record<string, number>)[m.code] ?? 0
-        finish(
-          new BerthError(m.error, { status, code: m.code, details: m.details, route: 'ws', method: 'GET', url: '' }),
-        )
-      }
+        const e = m.event
+        if (e.type !== 'permission_decision' || e.request_id !== requestId) return
+        // Denied at its timeout before this decision arrived: it did not take.
+        if (e.by === 'timeout') fail('CONFLICT', `Request ${requestId} expired before the decision`)
+        else finish()
+      } else if (m.type === 'error' && m.task_id === taskId) fail(m.code, m.error, m.details)
     })
     const offEnd = socket.on('end', (error) => finish(error ?? new Error('The socket closed before the decision')))
     socket.send({ type: 'decide', task_id: taskId, request_id: requestId, ...body })
