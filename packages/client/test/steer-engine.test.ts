@@ -106,7 +106,7 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
         // Too late on purpose: the answer comes once the timeout has denied the request.
         onPermissionRequest: async () => {
           await timedOut
-          return 'allow'
+          return { decision: 'allow' }
         },
         onDecisionError: (err) => errors.push(err),
       },

@@ -142,6 +142,10 @@ describe('client types from the route table', () => {
     void client.tasks.run({ profile_id: 'prof_1', prompt: 'Push' }, { onPermissionRequest: async () => {} })
     void client.tasks.run(
       { profile_id: 'prof_1', prompt: 'Push' },
+      { onPermissionRequest: async (r) => (r.tool === 'Bash' ? { decision: 'allow' } : undefined) },
+    )
+    void client.tasks.run(
+      { profile_id: 'prof_1', prompt: 'Push' },
       // @ts-expect-error not a decision
       { onPermissionRequest: () => 'maybe' },
     )

@@ -20,6 +20,8 @@ export interface RunOptions {
   /**
    * A tool call waiting for a decision (a `require_approval` rule matched). Return (or
    * resolve) a {@link Decision} to send it, or nothing and decide later with `controls`.
+   * From an `async` callback return the object form (`{ decision: 'allow' }`): TypeScript
+   * widens a bare `'allow'` returned there to `string`.
    */
   onPermissionRequest?: (
     request: PermissionRequest,
