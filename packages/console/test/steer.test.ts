@@ -88,8 +88,14 @@ describe('console steering', () => {
     const message = page.getByRole('region', { name: 'Message', exact: true })
     await expect.poll(() => message.locator('.prompt-text').textContent()).toBe('Only touch it once, please')
 
+    // The second is approved with a changed input: the tool runs that instead.
     const second = cards.nth(1)
     await second.waitFor({ timeout: 60_000 })
+    await second.getByText('Edit the input before approving').click()
+    await second.getByLabel('Input (JSON)').fill('{ "command": "nope" ')
+    await second.getByRole('button', { name: 'Approve' }).click()
+    await expect.poll(() => second.getByRole('alert').textContent()).toContain('The input is not valid')
+    await second.getByLabel('Input (JSON)').fill('{ "command": "touch /workspace/edited" }')
     await second.getByRole('button', { name: 'Approve' }).click()
     await expect.poll(() => second.locator('.approval-outcome').textContent()).toBe('Allowed')
 
@@ -106,6 +112,11 @@ describe('console steering', () => {
     expect(events.filter((e) => e.type === 'user_message').map((e) => e.text)).toContain('Only touch it once, please')
     const results = events.filter((e) => e.type === 'tool_result')
     expect(results.map((r) => r.is_error)).toEqual([true, false])
+    // The allowed call ran with the edited input: its file is there, the agent's is not.
+    const done = await t.api.tasks.get({ params: { id: task_id } })
+    const { entries } = await t.api.workspaces.files.list({ params: { id: done.workspace_id! }, query: { path: '' } })
+    expect(entries.map((f) => f.name)).toContain('edited')
+    expect(entries.map((f) => f.name)).not.toContain('marker')
 
     // A finished task's page, loaded afresh, shows the outcomes without buttons.
     await page.reload()

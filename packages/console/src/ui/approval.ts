@@ -2,13 +2,15 @@ import { describeError } from './api.js'
 import { h } from './dom.js'
 import type { TranscriptEvent } from './seq-stream.js'
 
+/** What a person decided: allow (with the input, when they changed it) or deny, and why. */
+export interface DecisionBody {
+  decision: 'allow' | 'deny'
+  message?: string
+  input?: Record<string, unknown>
+}
+
 /** Sends a decision (`POST /v1/tasks/:id/approvals/:request_id`); rejects with the API's error. */
-export type Decide = (
-  taskId: string,
-  requestId: string,
-  decision: 'allow' | 'deny',
-  message: string | undefined,
-) => Promise<void>
+export type Decide = (taskId: string, requestId: string, body: DecisionBody) => Promise<void>
 
 /** One permission request on the page: its tool and input, then Approve/Deny, then its outcome. */
 export interface ApprovalCard {
@@ -41,6 +43,18 @@ export function approvalCard(e: TranscriptEvent, decide: Decide | undefined): Ap
     maxlength: 4000,
     placeholder: 'Optional: why (the agent is told on a denial)',
   })
+  // The input may be changed before allowing (a safer command, a smaller amount).
+  const original = JSON.stringify(e.input, null, 2) ?? ''
+  const inputId = `input-${requestId}`
+  const input = h('textarea', { id: inputId, class: 'mono', rows: Math.min(12, original.split('\n').length + 1) })
+  input.value = original
+  const editor = h(
+    'details',
+    { class: 'approval-edit' },
+    h('summary', null, 'Edit the input before approving'),
+    h('label', { for: inputId, class: 'small muted' }, 'Input (JSON)'),
+    input,
+  )
   const approve = h('button', { type: 'button', class: 'primary' }, 'Approve')
   const deny = h('button', { type: 'button', class: 'danger' }, 'Deny')
   const error = h('p', { class: 'form-error', role: 'alert' })
@@ -50,6 +64,7 @@ export function approvalCard(e: TranscriptEvent, decide: Decide | undefined): Ap
     { class: 'approval-actions' },
     h('label', { for: id, class: 'small muted' }, 'Message'),
     message,
+    editor,
     h('div', { class: 'approval-buttons' }, approve, deny),
     error,
   )
@@ -70,7 +85,7 @@ export function approvalCard(e: TranscriptEvent, decide: Decide | undefined): Ap
       ' ',
       state,
     ),
-    h('pre', { class: 'tool-input' }, JSON.stringify(e.input, null, 2) ?? ''),
+    h('pre', { class: 'tool-input' }, original),
     decide ? actions : null,
     outcome,
   )
@@ -84,10 +99,22 @@ export function approvalCard(e: TranscriptEvent, decide: Decide | undefined): Ap
   }
   const send = async (decision: 'allow' | 'deny') => {
     if (!decide || settled) return
+    const body: DecisionBody = { decision }
+    if (message.value.trim()) body.message = message.value.trim()
+    if (decision === 'allow' && input.value !== original) {
+      try {
+        const parsed: unknown = JSON.parse(input.value)
+        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('must be a JSON object')
+        body.input = parsed as Record<string, unknown>
+      } catch (err) {
+        error.textContent = `The input is not valid: ${(err as Error).message}`
+        return
+      }
+    }
     approve.disabled = deny.disabled = message.disabled = true
     error.textContent = ''
     try {
-      await decide(String(e.task_id), requestId, decision, message.value.trim() || undefined)
+      await decide(String(e.task_id), requestId, body)
     } catch (err) {
       error.textContent = `Not decided: ${describeError(err)}`
       approve.disabled = deny.disabled = message.disabled = false

@@ -129,10 +129,10 @@ export function taskView(taskId: string): View {
 
     const transcriptEl = h('div', { class: 'transcript', 'aria-live': 'off', 'aria-label': 'Transcript' })
     // Decisions go over HTTP: a refusal (409 once decided, 404) is shown on the card itself.
-    const view = new TranscriptView(transcriptEl, async (taskId, requestId, decision, message) => {
+    const view = new TranscriptView(transcriptEl, async (taskId, requestId, body) => {
       await api(`/v1/tasks/${encodeURIComponent(taskId)}/approvals/${encodeURIComponent(requestId)}`, {
         method: 'POST',
-        json: message === undefined ? { decision } : { decision, message },
+        json: body,
       })
     })
     const messages = messageBox(() => current.task_id)
