@@ -39,6 +39,12 @@ describe('approvals', () => {
     expect(await approvals.pending('usr_b', task.id)).toEqual([])
   })
 
+  it('a request whose id is not an approval id is not stored', async () => {
+    const { approvals, task, request } = setup()
+    expect(await approvals.open(task, request('../../etc'), 60)).toBeNull()
+    expect(await approvals.pending('usr_a', task.id)).toEqual([])
+  })
+
   it('decides once: a second decision is a conflict, another owner or task a 404', async () => {
     const { approvals, task, request } = setup()
     await approvals.open(task, request('apr_1'), 60)

@@ -262,7 +262,15 @@ describe('the OpenAPI document of the route table', () => {
       ((union.oneOf ?? union.anyOf ?? []) as OpenApiSchema[]).map(
         (m) => (m.properties?.type as OpenApiSchema | undefined)?.const,
       )
-    expect(types(ws!.client_messages)).toEqual(['submit', 'subscribe', 'unsubscribe', 'decide', 'send', 'interrupt', 'ping'])
+    expect(types(ws!.client_messages)).toEqual([
+      'submit',
+      'subscribe',
+      'unsubscribe',
+      'decide',
+      'send',
+      'interrupt',
+      'ping',
+    ])
     expect(types(ws!.server_messages)).toEqual(['submitted', 'task.status', 'task.event', 'error', 'pong'])
     // The same named shapes as the HTTP routes: a submitted task is a SubmitTask, a status message carries a Task.
     const submit = (ws!.client_messages.oneOf as OpenApiSchema[])[0]!

@@ -83,6 +83,8 @@ it('secret and key responses say what is set without saying what it is', () => {
   const secrets = responses.map((r) => JSON.parse(r)).find((b) => Array.isArray(b.secrets))
   expect(Object.keys(secrets.secrets[0]).sort()).toEqual([
     'created_at',
+    'delivery',
+    'hosts',
     'id',
     'name',
     'profile_ids',

@@ -1,4 +1,5 @@
 /** The steering flows of issue 26, run the same way on every runtime: approvals (HTTP and WebSocket), interrupt, messages, structured output. */
+import { spawnSync } from 'node:child_process'
 import type { Approval, Task } from '@berth/contract'
 import { expect, vi } from 'vitest'
 import WebSocket from 'ws'
@@ -187,20 +188,29 @@ export async function socketMarkerFlow(s: Pick<TestServer, 'url'>, a: Agent): Pr
   }
 }
 
-/** Interrupt a session's `sleep 30` (not a bare `sleep`, which Claude Code refuses): the task ends `cancelled` with INTERRUPTED; the follow-up remembers the first prompt. */
+/** Host processes whose command line contains `needle` (a container's processes show on the host too). */
+function processesWith(needle: string): string[] {
+  const found = spawnSync('pgrep', ['-f', needle], { encoding: 'utf8' })
+  return found.stdout.split('\n').filter(Boolean)
+}
+
+/**
+ * Interrupt a session's `sleep 30` (not a bare `sleep`, which Claude Code refuses; an odd
+ * duration names this test's process): the task ends `cancelled` with INTERRUPTED, the
+ * sleep is gone, and the follow-up remembers the first prompt.
+ */
 export async function interruptFlow(a: Agent): Promise<void> {
+  const sleep = `sleep 29.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`
   const first = await a.submit({
     mode: 'session',
-    prompt: `The codeword is HERON-9. ${bash('echo start; sleep 30; echo slept')} [[berth:text Slept.]]`,
+    prompt: `The codeword is HERON-9. ${bash(`echo start; ${sleep}; echo slept`)} [[berth:text Slept.]]`,
   })
-  await vi.waitFor(async () => expect((await a.events(first.task_id)).some((e) => e.type === 'tool_call')).toBe(true), {
-    timeout: 60_000,
-    interval: 50,
-  })
+  await vi.waitFor(() => expect(processesWith(sleep)).not.toEqual([]), { timeout: 60_000, interval: 50 })
   await a.api.tasks.interrupt({ params: { id: first.task_id } })
   const ended = await a.waitDone(first.task_id)
   expect(ended.status).toBe('cancelled')
   expect(ended.error?.code).toBe('INTERRUPTED')
+  await vi.waitFor(() => expect(processesWith(sleep)).toEqual([]), { timeout: 15_000, interval: 100 })
   // The tool never finished: it was stopped before it could print.
   const results = (await a.events(first.task_id)).flatMap((e) => (e.type === 'tool_result' ? [e.output] : []))
   expect(results.join('\n')).not.toContain('slept')

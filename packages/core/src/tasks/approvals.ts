@@ -1,5 +1,5 @@
 /** Permission requests of running tasks: stored per owner, listed by task, decided once, closed by the runner or the task's end. */
-import { Approval, ApiError, notFound, type DecideApproval, type RunnerEvent } from '@berth/contract'
+import { Approval, ApiError, idPattern, notFound, type DecideApproval, type RunnerEvent } from '@berth/contract'
 import type { OnceKeys } from '../coordination/port.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -21,6 +21,8 @@ export interface ApprovalRecord extends OwnedRecord {
 
 type PermissionRequest = Extract<RunnerEvent, { type: 'permission_request' }>
 type PermissionDecision = Extract<RunnerEvent, { type: 'permission_decision' }>
+
+const APPROVAL_ID = idPattern('approval')
 
 /** How long a decision's claim outlives the request's timeout (a late duplicate still meets it). */
 const CLAIM_MARGIN_MS = 60 * 60 * 1000
@@ -49,8 +51,13 @@ export class Approvals {
     return toView(Approval, r, { request_id: r.id })
   }
 
-  /** Store a runner's request, waiting until `timeoutS` from now. */
-  async open(task: TaskRecord, event: PermissionRequest, timeoutS: number): Promise<ApprovalRecord> {
+  /**
+   * Store a runner's request, waiting until `timeoutS` from now. A request whose id is not
+   * an approval id (`apr_…`) is not stored (null): no one can decide it, and the runner
+   * denies it at its timeout.
+   */
+  async open(task: TaskRecord, event: PermissionRequest, timeoutS: number): Promise<ApprovalRecord | null> {
+    if (!APPROVAL_ID.test(event.request_id)) return null
     const now = this.o.clock.now()
     const at = isoNow(this.o.clock)
     return this.records.put({

@@ -107,7 +107,8 @@ export class TaskRuns implements TaskRunner {
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
           // A request is stored before anyone sees it, so a decision never meets a 404.
-          if (event.type === 'permission_request') await this.o.approvals.open(task, event, timeoutS)
+          if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
+            this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })
           await this.o.events.record(task, [event])
           task = await this.counted(task, event, open)
           if (event.type === 'result') result = event
@@ -153,11 +154,10 @@ export class TaskRuns implements TaskRunner {
   /** The task with its count of open permission requests after `event` (written when it changed). */
   private async counted(task: TaskRecord, event: RunnerEvent, open: Set<string>): Promise<TaskRecord> {
     if (event.type === 'permission_request') open.add(event.request_id)
-    else if (event.type !== 'permission_decision') return task
-    else {
+    else if (event.type === 'permission_decision') {
       await this.o.approvals.closed(task.owner_id, event)
       if (!open.delete(event.request_id)) return task
-    }
+    } else return task
     return this.o.states.update(task, { pending_approvals: open.size })
   }
 }

@@ -1,5 +1,5 @@
 /** What callers do to a task under way: decide its permission requests, interrupt it, send it messages (here or on the instance running it). */
-import { ApiError, type Approval, type DecideApproval, type RunnerControl, type Task } from '@berth/contract'
+import { ApiError, notFound, type Approval, type DecideApproval, type RunnerControl, type Task } from '@berth/contract'
 import type { OwnedCollection } from '../records/collection.js'
 import type { Approvals } from './approvals.js'
 import { REMOTE_CANCEL_WAIT_MS, type LocalCancel } from './cancel.js'
@@ -35,13 +35,21 @@ export class TaskSteering {
 
   /** The task's permission requests waiting for a decision (404 for another caller's task). */
   async approvals(owner: string, taskId: string): Promise<Approval[]> {
-    await this.o.records.get(owner, taskId)
+    const t = await this.o.records.get(owner, taskId)
+    // A task that ended waits for nothing (one ended by a restart's recovery may have left some behind).
+    if (!ACTIVE.includes(t.status)) return []
     return this.o.approvals.pending(owner, taskId)
   }
 
   /** Decide a permission request once (409 the second time, 404 for an unknown or another caller's one). */
   async decide(owner: string, taskId: string, requestId: string, body: DecideApproval): Promise<Approval> {
     const t = await this.o.records.get(owner, taskId)
+    if (!ACTIVE.includes(t.status)) {
+      // Unknown requests stay a 404 whatever the task's state.
+      const r = await this.o.approvals.records.find(owner, requestId)
+      if (!r || r.task_id !== taskId) throw notFound('approval request', requestId)
+      throw new ApiError('CONFLICT', `Task ${taskId} has ended (${t.status}): its requests can no longer be decided`)
+    }
     const decided = await this.o.approvals.claim(owner, taskId, requestId, body)
     const control: RunnerControl = { type: 'decision', request_id: requestId, decision: body.decision }
     if (body.message !== undefined) control.message = body.message
