@@ -3,6 +3,7 @@ import { filesCommand } from './commands/files.js'
 import { profilesCommand } from './commands/profiles.js'
 import { runCommand } from './commands/run.js'
 import { sessionsCommand } from './commands/sessions.js'
+import { approvalsCommand, approveCommand, denyCommand, interruptCommand, sendCommand } from './commands/steer.js'
 import { tasksCommand } from './commands/tasks.js'
 
 /**
@@ -22,5 +23,10 @@ export const berth = defineCommand({
     sessions: sessionsCommand,
     files: filesCommand,
     profiles: profilesCommand,
+    interrupt: interruptCommand,
+    send: sendCommand,
+    approvals: approvalsCommand,
+    approve: approveCommand,
+    deny: denyCommand,
   },
 })

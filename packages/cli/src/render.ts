@@ -37,6 +37,13 @@ export function createTaskView(out: NodeJS.WriteStream = process.stdout) {
         case 'tool_result':
           log.log(`  ${event.is_error ? '✗' : '✓'} ${oneLine(event.output, 100)}`)
           break
+        case 'permission_decision':
+          // A person's decision is shown where it was made; one at the timeout shows here.
+          if (event.by === 'timeout') {
+            endLine()
+            log.warn(`  denied: no decision in time${event.message ? ` (${event.message})` : ''}`)
+          }
+          break
         case 'error':
           endLine()
           log.warn(event.message)
@@ -62,5 +69,11 @@ export function createTaskView(out: NodeJS.WriteStream = process.stdout) {
       return task.status === 'completed'
     },
     stop: () => spinner.stop(),
+    /** Make room for a question: no spinner, a fresh line. */
+    pause() {
+      spinner.stop()
+      endLine()
+    },
+    resume: () => spinner.start(),
   }
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import type { NodeBerthClient, RunTaskBody } from '@berth/client/node'
 import type { ArgsDef } from 'citty'
 
@@ -16,6 +17,11 @@ export const taskArgs = {
   },
   tools: { type: 'string', description: 'Allowed tools, comma-separated (e.g. Bash,Read)', valueHint: 'a,b' },
   priority: { type: 'enum', options: ['low', 'normal', 'high'], description: 'Queue priority' },
+  'output-schema': {
+    type: 'string',
+    description: 'A JSON Schema (a file, or inline JSON) the answer must satisfy; printed as JSON',
+    valueHint: 'file|json',
+  },
 } satisfies ArgsDef
 
 export interface TaskFlagValues {
@@ -24,6 +30,7 @@ export interface TaskFlagValues {
   'max-budget'?: string | undefined
   tools?: string | undefined
   priority?: string | undefined
+  'output-schema'?: string | undefined
 }
 
 function number(flag: string, value: string | undefined): number | undefined {
@@ -70,5 +77,17 @@ export async function taskFields(berth: NodeBerthClient, args: TaskFlagValues): 
       .map((t) => t.trim())
       .filter(Boolean),
     priority: args.priority as RunTaskBody['priority'],
+    output_schema: outputSchema(args['output-schema']),
+  }
+}
+
+// Inline when it looks like JSON, else a file's path.
+function outputSchema(value: string | undefined): Record<string, unknown> | undefined {
+  if (value === undefined) return undefined
+  const text = value.trim().startsWith('{') ? value : readFileSync(value, 'utf8')
+  try {
+    return JSON.parse(text) as Record<string, unknown>
+  } catch (err) {
+    throw new Error(`--output-schema is not JSON: ${(err as Error).message}`)
   }
 }

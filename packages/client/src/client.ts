@@ -1,4 +1,4 @@
-import type { Task } from '@berth/contract'
+import type { Approval, Task } from '@berth/contract'
 import {
   normalizeUpload,
   uploadForm,
@@ -20,14 +20,19 @@ import {
   type TaskStream,
 } from './tasks/follow.js'
 import { runTask, type RunOptions, type RunTaskBody } from './tasks/run.js'
+import type { SteerDeps, SteerHelpers } from './tasks/steer.js'
 import { buildTree, type RouteTree } from './tree.js'
 import type { BerthClientOptions } from './options.js'
 import type { CallOptions, RouteArgs, RouteName, RouteOutput } from './types.js'
 
 export type { BerthClientOptions }
 
-/** `tasks.run` and `tasks.stream`, beside the route methods of `tasks`. */
-export interface TaskHelpers {
+/**
+ * `tasks.run`, `tasks.stream` and the steering helpers, beside the route methods of `tasks`
+ * (`tasks.interrupt` also takes the route's `{ params: { id } }`; `tasks.approvals.list`
+ * and `tasks.approvals.decide` stay reachable under `tasks.approvals`).
+ */
+export interface TaskHelpers extends SteerHelpers {
   /**
    * Submit a task and wait until it is finished; resolves with the task whatever its
    * status (`result`, or `error: { code, error }`). `onEvent` gets every event as it happens.
@@ -143,6 +148,30 @@ function define(target: object, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: false, configurable: true, writable: false })
 }
 
+type Call = (name: string, input?: RawInput, opts?: CallOptions) => Promise<unknown>
+
+// The steering helpers take a task id where the route methods take `{ params }`; the two
+// that share a name with the route tree keep its form working too.
+function defineSteering(tasks: Record<string, unknown>, steer: SteerDeps, call: Call): void {
+  const helpers: SteerHelpers = {
+    approve: (taskId, requestId, o = {}) => steer.decide(taskId, requestId, { decision: 'allow', ...o }),
+    deny: (taskId, requestId, o = {}) => steer.decide(taskId, requestId, { decision: 'deny', ...o }),
+    interrupt: (taskId) => steer.interrupt(taskId),
+    send: (taskId, text) => steer.send(taskId, text) as Promise<{ task_id: string; accepted: true }>,
+    approvals: async (taskId) =>
+      ((await call('tasks.approvals.list', { params: { id: taskId } })) as { approvals: Approval[] }).approvals,
+  }
+  const routeInterrupt = tasks.interrupt as (input: RawInput, o?: CallOptions) => Promise<Task>
+  define(tasks, 'interrupt', (input: string | RawInput, o?: CallOptions) =>
+    typeof input === 'string' ? helpers.interrupt(input) : routeInterrupt(input, o),
+  )
+  const group = tasks.approvals as Record<string, unknown>
+  const approvals = (taskId: string) => helpers.approvals(taskId)
+  for (const key of Object.keys(group)) define(approvals, key, group[key])
+  define(tasks, 'approvals', approvals)
+  for (const key of ['approve', 'deny', 'send'] as const) define(tasks, key, helpers[key])
+}
+
 /**
  * Build a client and hand its internals to `extend` (used by `@berth/client/node`).
  *
@@ -195,6 +224,16 @@ export function buildClient(
     socket: maybeSocket,
     pollInterval: options.pollInterval ?? 1000,
   }
+  const steer: SteerDeps = {
+    decide: (taskId, requestId, body, signal) =>
+      call(
+        'tasks.approvals.decide',
+        { params: { id: taskId, request_id: requestId }, body },
+        signal && { signal },
+      ) as Promise<Approval>,
+    interrupt: (taskId) => call('tasks.interrupt', { params: { id: taskId } }) as Promise<Task>,
+    send: (taskId, text) => call('tasks.messages.send', { params: { id: taskId }, body: { text } }),
+  }
   const run = (body: RunTaskBody, runOptions?: RunOptions) =>
     runTask(
       {
@@ -203,6 +242,7 @@ export function buildClient(
           call('tasks.submit', { body: task }, signal && { signal }) as Promise<{ task_id: string }>,
         follow: (taskId, o) => followTask(followDeps, taskId, o),
         cancel: (taskId) => call('tasks.cancel', { params: { id: taskId } }),
+        steer,
       },
       body,
       runOptions,
@@ -210,8 +250,9 @@ export function buildClient(
   const tasks = (tree as Record<string, object>).tasks!
   define(tasks, 'run', run)
   define(tasks, 'stream', (taskId: string, streamOptions?: StreamOptions) =>
-    createTaskStream((o) => followTask(followDeps, taskId, o), taskId, streamOptions),
+    createTaskStream((o) => followTask(followDeps, taskId, o), taskId, streamOptions ?? {}, steer),
   )
+  defineSteering(tasks as Record<string, unknown>, steer, call)
   define(tree, 'sessions', {
     start: (sessionOptions: SessionOptions) =>
       startSession({ run, deleteWorkspace: (id) => call('workspaces.delete', { params: { id } }) }, sessionOptions),

@@ -10,6 +10,14 @@ export {
   type TaskHelpers,
 } from './client.js'
 export type { RunOptions, RunTaskBody } from './tasks/run.js'
+export type {
+  Decision,
+  DecisionOptions,
+  PermissionRequest,
+  SteerHelpers,
+  TaskControls,
+} from './tasks/steer.js'
+export type { Approval } from '@berth/contract'
 export type { SendOptions, Session, SessionOptions } from './sessions.js'
 export type { FileListing, UploadData, UploadFile, UploadOptions, UploadResult } from './files.js'
 

@@ -7,7 +7,18 @@ export type SessionOptions = Omit<SubmitTaskInput, 'mode' | 'prompt'>
 
 /** Per-prompt options of {@link Session.send}: run options, and submit fields for this prompt. */
 export type SendOptions = RunOptions &
-  Partial<Pick<SubmitTaskInput, 'allowed_tools' | 'max_turns' | 'max_budget_usd' | 'priority'>>
+  Partial<
+    Pick<
+      SubmitTaskInput,
+      | 'allowed_tools'
+      | 'max_turns'
+      | 'max_budget_usd'
+      | 'priority'
+      | 'require_approval'
+      | 'approval_timeout_s'
+      | 'output_schema'
+    >
+  >
 
 /** A conversation in one warm workspace; see `sessions.start`. */
 export interface Session {
@@ -57,7 +68,9 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
 
   async function one(prompt: string, opts: SendOptions): Promise<Task> {
     if (closed) throw new Error('This session was closed')
-    const { signal, onEvent, onSubmitted, requestId, cancelOnAbort, ...fields } = opts
+    // The run's own options; the rest are submit fields.
+    const { signal, onEvent, onSubmitted, onPermissionRequest, onDecisionError, requestId, cancelOnAbort, ...fields } =
+      opts
     const controller = new AbortController()
     const onAbort = () => controller.abort(signal?.reason)
     if (signal?.aborted) onAbort()
@@ -66,7 +79,15 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
     try {
       const task = await deps.run(
         { ...options, ...fields, mode: 'session', prompt, session_id: id },
-        { signal: controller.signal, onEvent, onSubmitted, requestId, cancelOnAbort },
+        {
+          signal: controller.signal,
+          onEvent,
+          onSubmitted,
+          onPermissionRequest,
+          onDecisionError,
+          requestId,
+          cancelOnAbort,
+        },
       )
       id ??= task.session_id ?? undefined
       workspaceId ??= task.workspace_id ?? undefined

@@ -4,6 +4,7 @@
  */
 import { describe, expectTypeOf, it } from 'vitest'
 import type {
+  Approval,
   BerthClient,
   BerthError,
   BerthErrorCode,
@@ -13,6 +14,7 @@ import type {
   Task,
   TaskEvent,
   TaskEventOf,
+  TaskControls,
   TaskStream,
 } from '@berth/client'
 
@@ -93,5 +95,59 @@ describe('client types from the route table', () => {
     expectTypeOf<TaskEvent['seq']>().toEqualTypeOf<number>()
     expectTypeOf(client.tasks.get).returns.resolves.toHaveProperty('status')
     expectTypeOf(client.sessions.start).returns.toHaveProperty('send').returns.resolves.toEqualTypeOf<Task>()
+  })
+
+  it('types steering: approve and deny resolve an Approval, interrupt a Task, approvals a list', () => {
+    expectTypeOf(client.tasks.approve).returns.resolves.toEqualTypeOf<Approval>()
+    expectTypeOf(client.tasks.approve)
+      .parameter(2)
+      .toEqualTypeOf<{ message?: string; input?: Record<string, unknown> } | undefined>()
+    expectTypeOf(client.tasks.deny).returns.resolves.toHaveProperty('status').toEqualTypeOf<Approval['status']>()
+    // @ts-expect-error a denial carries no replacement input
+    void client.tasks.deny('task_1', 'apr_1', { input: {} })
+    expectTypeOf(client.tasks.interrupt('task_1')).resolves.toEqualTypeOf<Task>()
+    // The route's own form still works.
+    expectTypeOf(client.tasks.interrupt({ params: { id: 'task_1' } })).resolves.toEqualTypeOf<Task>()
+    expectTypeOf(client.tasks.send('task_1', 'Use staging')).resolves.toEqualTypeOf<{
+      task_id: string
+      accepted: true
+    }>()
+    // @ts-expect-error the text is required
+    void client.tasks.send('task_1')
+    expectTypeOf(client.tasks.approvals('task_1')).resolves.toEqualTypeOf<Approval[]>()
+    expectTypeOf(client.tasks.approvals.decide).parameter(0).toHaveProperty('body').toHaveProperty('decision')
+    expectTypeOf<Approval['input']>().toEqualTypeOf<unknown>()
+  })
+
+  it('types permission requests in stream and run, and the controls they hand out', () => {
+    expectTypeOf<TaskEventOf<'permission_request'>['request_id']>().toEqualTypeOf<string>()
+    expectTypeOf<TaskEventOf<'permission_decision'>['decision']>().toEqualTypeOf<'allow' | 'deny'>()
+    expectTypeOf<TaskStream>().toExtend<TaskControls>()
+    expectTypeOf<TaskStream['approve']>().returns.resolves.toEqualTypeOf<void>()
+    void client.tasks.run(
+      { profile_id: 'prof_1', prompt: 'Push', require_approval: ['Bash(git push:*)'] },
+      {
+        onPermissionRequest: (request) => {
+          expectTypeOf(request.tool).toEqualTypeOf<string>()
+          return request.tool === 'Bash' ? 'allow' : { decision: 'deny', message: 'Bash only' }
+        },
+        onEvent: (_event, controls) => expectTypeOf(controls.interrupt).returns.resolves.toEqualTypeOf<void>(),
+      },
+    )
+    // A session's prompt takes the same callback (not sent as a submit field) and its own rules.
+    void client.sessions
+      .start({ profile_id: 'prof_1' })
+      .send('Push', { require_approval: ['Bash'], onPermissionRequest: () => 'deny' })
+    // Deciding later (nothing returned) is fine, also from an async callback.
+    void client.tasks.run({ profile_id: 'prof_1', prompt: 'Push' }, { onPermissionRequest: async () => {} })
+    void client.tasks.run(
+      { profile_id: 'prof_1', prompt: 'Push' },
+      { onPermissionRequest: async (r) => (r.tool === 'Bash' ? { decision: 'allow' } : undefined) },
+    )
+    void client.tasks.run(
+      { profile_id: 'prof_1', prompt: 'Push' },
+      // @ts-expect-error not a decision
+      { onPermissionRequest: () => 'maybe' },
+    )
   })
 })

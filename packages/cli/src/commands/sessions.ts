@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline'
 import { defineCommand } from 'citty'
+import { approvalArgs, approvalFields, createApprover } from '../approvals.js'
 import { action, clientFor, commonArgs, EXIT, log, printJson, printTable } from '../context.js'
 import { createTaskView } from '../render.js'
 import { taskArgs, taskFields } from '../task-flags.js'
@@ -11,6 +12,7 @@ const start = defineCommand({
   },
   args: {
     ...taskArgs,
+    ...approvalArgs,
     session: {
       type: 'string',
       description: 'Continue this session (sess_…) instead of starting one',
@@ -23,6 +25,7 @@ const start = defineCommand({
       const berth = clientFor(args)
       const session = berth.sessions.start({
         ...(await taskFields(berth, args)),
+        ...approvalFields(args),
         session_id: args.session || undefined,
       })
       const rl = createInterface({
@@ -43,10 +46,24 @@ const start = defineCommand({
         if (prompt) {
           current = new AbortController()
           const view = args.json ? undefined : createTaskView()
+          const controller = current
+          // Asked on this readline: while a prompt runs, the next line typed is the answer.
+          const approve = createApprover(args, {
+            before: () => view?.pause(),
+            after: () => view?.resume(),
+            interrupt: () => controller.abort(),
+            // Withdrawn when the prompt is cancelled, so the next line is a prompt again.
+            question: (q) => new Promise((resolve) => rl.question(q, { signal: controller.signal }, resolve)),
+          })
           try {
-            const task = await session.send(prompt, { signal: current.signal, onEvent: view?.onEvent })
+            const task = await session.send(prompt, {
+              signal: current.signal,
+              onEvent: view?.onEvent,
+              onPermissionRequest: approve,
+            })
             if (args.json) printJson(task)
             const ok = view ? view.finish(task) : task.status === 'completed'
+            if (!args.json && task.result?.structured_output !== undefined) printJson(task.result.structured_output)
             if (!ok) status = EXIT.taskFailed
             if (session.tasks.length === 1 && !args.json)
               log.info(`session ${session.id} (continue it with --session ${session.id})`)
@@ -84,7 +101,13 @@ const ls = defineCommand({
 export const sessionsCommand = defineCommand({
   meta: { name: 'sessions', description: 'Interactive sessions with follow-up prompts; list sessions' },
   // The flags of `start`, so `berth sessions --profile x` finds its subcommand.
-  args: { ...taskArgs, profile: { ...taskArgs.profile, required: false }, session: { type: 'string' }, ...commonArgs },
+  args: {
+    ...taskArgs,
+    ...approvalArgs,
+    profile: { ...taskArgs.profile, required: false },
+    session: { type: 'string' },
+    ...commonArgs,
+  },
   default: 'start',
   subCommands: { start, ls },
 })

@@ -3,10 +3,12 @@ import { isEndedStatus, type EndedTaskStatus, type Task, type TaskEvent, type Ta
 import { abortable, abortError } from '../internal/abort.js'
 import { sleep } from '../internal/sleep.js'
 import type { BerthSocket } from '../socket.js'
+import { createControls, type SteerDeps, type TaskControls } from './steer.js'
 
 /**
  * One transcript event of a task, as stored: the runner's event (`user_message`,
- * `turn_start`, `token`, `tool_call`, `tool_result`, `turn_end`, `result`, `error`) plus its
+ * `turn_start`, `token`, `tool_call`, `permission_request`, `permission_decision`,
+ * `tool_result`, `turn_end`, `result`, `error`) plus its
  * place in the log (`seq`, increasing by one), when it happened (`at`) and its `task_id`.
  * Narrow it by `type`:
  *
@@ -60,6 +62,8 @@ export interface FollowOptions {
   socket?: BerthSocket | undefined
   /** The task is known to exist and be the caller's (skips the first read). */
   known?: boolean | undefined
+  /** Told the socket the follow uses, if any (steering goes through it while it is open). */
+  onSocket?: ((socket: BerthSocket | undefined) => void) | undefined
 }
 
 /**
@@ -85,6 +89,7 @@ export async function followTask(deps: FollowDeps, taskId: string, opts: FollowO
   if (!opts.known) await deps.get(taskId, signal)
   const own = opts.socket ? undefined : deps.socket()
   const socket = opts.socket ?? own
+  opts.onSocket?.(socket)
   let finished = false
   try {
     if (socket) {
@@ -147,9 +152,11 @@ export interface StreamOptions {
 
 /**
  * A task's events as an `AsyncIterable`: every event once, in `seq` order, across
- * reconnects; it ends when the task is finished. `break` (or `close()`) stops it.
+ * reconnects; it ends when the task is finished. `break` (or `close()`) stops it. Its
+ * {@link TaskControls} (`approve`, `deny`, `interrupt`, `send`) steer the task over the
+ * stream's WebSocket while it is open, over HTTP otherwise.
  */
-export interface TaskStream extends AsyncIterable<TaskEvent> {
+export interface TaskStream extends AsyncIterable<TaskEvent>, TaskControls {
   readonly taskId: string
   /** The `seq` of the last event delivered (resume a later stream with `{ after }`). */
   readonly lastSeq: number
@@ -165,14 +172,15 @@ export interface TaskStream extends AsyncIterable<TaskEvent> {
  *
  * @example
  * ```ts
- * const stream = createTaskStream((o) => followTask(deps, taskId, o), taskId, { after: 0 })
- * for await (const event of stream) console.log(event.seq, event.type)
+ * const stream = createTaskStream((o) => followTask(deps, taskId, o), taskId, { after: 0 }, steer)
+ * for await (const event of stream) if (event.type === 'permission_request') await stream.approve(event.request_id)
  * ```
  */
 export function createTaskStream(
   follow: (options: FollowOptions) => Promise<Task>,
   taskId: string,
-  options: StreamOptions = {},
+  options: StreamOptions,
+  steer: SteerDeps,
 ): TaskStream {
   const controller = new AbortController()
   const outer = options.signal
@@ -184,6 +192,8 @@ export function createTaskStream(
   let closed = false
   let failure: unknown
   let started: Promise<Task> | undefined
+  let socket: BerthSocket | undefined
+  const controls = createControls(steer, taskId, () => socket)
 
   const start = (): Promise<Task> => {
     if (started) return started
@@ -192,6 +202,7 @@ export function createTaskStream(
     started = follow({
       after: lastSeq,
       signal: controller.signal,
+      onSocket: (s) => (socket = s),
       onEvent: (event) => {
         queue.push(event)
         wake?.()
@@ -245,7 +256,7 @@ export function createTaskStream(
   }
 
   return {
-    taskId,
+    ...controls,
     get lastSeq() {
       return lastSeq
     },

@@ -2,6 +2,7 @@ import type { Task } from '@berth/contract'
 import { abortable, abortError } from '../internal/abort.js'
 import type { BerthSocket, SubmitTaskInput } from '../socket.js'
 import type { FollowOptions, TaskEvent } from './follow.js'
+import { createControls, type Decision, type PermissionRequest, type SteerDeps, type TaskControls } from './steer.js'
 
 /** The body of `tasks.run`: the submit body, with `mode` defaulting to `batch`. */
 export type RunTaskBody = Omit<SubmitTaskInput, 'mode'> & { mode?: SubmitTaskInput['mode'] }
@@ -10,10 +11,30 @@ export type RunTaskBody = Omit<SubmitTaskInput, 'mode'> & { mode?: SubmitTaskInp
 export interface RunOptions {
   /** Stop waiting; the task is cancelled too unless `cancelOnAbort` is false. */
   signal?: AbortSignal
-  /** Every transcript event as it happens, once each, in `seq` order. */
-  onEvent?: (event: TaskEvent) => void
-  /** Called once the task id is known (before it runs). */
-  onSubmitted?: (taskId: string) => void
+  /**
+   * Every transcript event as it happens, once each, in `seq` order, with the task's
+   * controls (`approve`, `deny`, `interrupt`, `send`: over the run's WebSocket while it is
+   * open, HTTP otherwise).
+   */
+  onEvent?: (event: TaskEvent, controls: TaskControls) => void
+  /**
+   * A tool call waiting for a decision (a `require_approval` rule matched). Return (or
+   * resolve) a {@link Decision} to send it, or nothing and decide later with `controls`.
+   * From an `async` callback return the object form (`{ decision: 'allow' }`): TypeScript
+   * widens a bare `'allow'` returned there to `string`.
+   */
+  onPermissionRequest?: (
+    request: PermissionRequest,
+    controls: TaskControls,
+  ) => Decision | undefined | void | Promise<Decision | undefined> | Promise<void>
+  /**
+   * A decision returned by `onPermissionRequest` that could not be sent (e.g. `CONFLICT`:
+   * the request had expired). Without it such a failure is dropped: the request is then
+   * denied at its timeout, and the transcript says so.
+   */
+  onDecisionError?: (error: unknown, request: PermissionRequest) => void
+  /** Called once the task id is known (before it runs), with its controls. */
+  onSubmitted?: (taskId: string, controls: TaskControls) => void
   /** The WebSocket submit's `request_id` (default: random); the same id never makes a second task. */
   requestId?: string
   /** Cancel the task when `signal` aborts (default true). */
@@ -26,17 +47,21 @@ export interface RunDeps {
   submit(body: SubmitTaskInput, signal: AbortSignal | undefined): Promise<{ task_id: string }>
   follow(taskId: string, options: FollowOptions): Promise<Task>
   cancel(taskId: string): Promise<unknown>
+  steer: SteerDeps
 }
 
 /**
  * Submit a task and wait for it to finish: over the WebSocket when one opens (the submit
  * carries a `request_id`, so a resend after a reconnect never makes a second task), else
  * `POST /v1/tasks` and polling. Resolves with the finished task, whatever its status:
- * `result` when it ran, `error: { code, error }` when it failed.
+ * `result` when it ran, `error: { code, error }` when it failed. Permission requests go to
+ * `onPermissionRequest` as they come.
  *
  * @example
  * ```ts
- * const task = await runTask(deps, { profile_id, prompt: 'List the files' }, { onEvent: console.log })
+ * const task = await runTask(deps, { profile_id, prompt: 'Push it' }, {
+ *   onPermissionRequest: (req) => (req.tool === 'Bash' ? 'allow' : { decision: 'deny', message: 'Bash only' }),
+ * })
  * ```
  */
 export async function runTask(deps: RunDeps, body: RunTaskBody, options: RunOptions = {}): Promise<Task> {
@@ -63,8 +88,19 @@ export async function runTask(deps: RunDeps, body: RunTaskBody, options: RunOpti
     taskId = socket
       ? (await socket.submit(task, { requestId: options.requestId, signal })).task_id
       : (await deps.submit(task, signal)).task_id
-    options.onSubmitted?.(taskId)
-    return await deps.follow(taskId, { signal, onEvent: options.onEvent, socket, known: true })
+    const open = socket
+    const controls = createControls(deps.steer, taskId, () => open)
+    options.onSubmitted?.(taskId, controls)
+    const onEvent = (event: TaskEvent) => {
+      options.onEvent?.(event, controls)
+      if (event.type === 'permission_request' && options.onPermissionRequest) {
+        void Promise.resolve()
+          .then(() => options.onPermissionRequest?.(event, controls))
+          .then((decision) => decision && controls.decide(event.request_id, decision))
+          .catch((err: unknown) => options.onDecisionError?.(err, event))
+      }
+    }
+    return await deps.follow(taskId, { signal, onEvent, socket, known: true })
   } catch (err) {
     if (signal?.aborted) {
       if (taskId && options.cancelOnAbort !== false) await deps.cancel(taskId).catch(() => {})

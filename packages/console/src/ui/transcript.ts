@@ -1,3 +1,4 @@
+import { approvalCard, type ApprovalCard, type Decide } from './approval.js'
 import { h } from './dom.js'
 import { usd } from './format.js'
 import type { TranscriptEvent } from './seq-stream.js'
@@ -37,11 +38,13 @@ function inputPreview(input: unknown): string {
  * Renders transcript events into a container as they come: text deltas append to the text
  * block they belong to (one text node, no re-render), tool calls are collapsible blocks
  * whose result fills in when it arrives, turns are separated, the result closes the run.
+ * A permission request is a card with Approve and Deny (when `decide` is given) that shows
+ * its outcome once decided; a message sent mid-task shows as the person's, beside the prompt.
  * Events must come in seq order (see SeqStream).
  *
  * @example
  * ```ts
- * const view = new TranscriptView(h('div'))
+ * const view = new TranscriptView(h('div'), decide)
  * view.add(events)
  * ```
  */
@@ -49,10 +52,22 @@ export class TranscriptView {
   private text: Text | null = null
   private turnEl: HTMLElement | null = null
   private readonly tools = new Map<string, HTMLElement>()
+  private readonly requests = new Map<string, ApprovalCard>()
   /** Task id → what was seen of it (turns, tokens). */
-  readonly seen = new Map<string, { turns: number; input: number; output: number; result?: TranscriptEvent }>()
+  readonly seen = new Map<
+    string,
+    { turns: number; input: number; output: number; prompted?: boolean; result?: TranscriptEvent }
+  >()
 
-  constructor(readonly root: HTMLElement) {}
+  constructor(
+    readonly root: HTMLElement,
+    private readonly decide?: Decide,
+  ) {}
+
+  /** The task ended: its requests still open can no longer be decided. */
+  closeRequests(taskId: string): void {
+    for (const card of this.requests.values()) if (card.el.dataset.taskId === taskId) card.closed()
+  }
 
   private stats(taskId: string) {
     let s = this.seen.get(taskId)
@@ -76,16 +91,30 @@ export class TranscriptView {
   private one(e: TranscriptEvent): void {
     const st = this.stats(e.task_id)
     switch (e.type) {
-      case 'user_message':
+      case 'user_message': {
+        // The first is the task's prompt; any later one a message sent while it worked.
+        const who = st.prompted ? 'Message' : 'Prompt'
+        st.prompted = true
         this.turnEl = null
         this.block(
           h(
             'section',
-            { class: 'ev user', 'data-seq': e.seq, 'aria-label': 'Prompt' },
-            h('div', { class: 'who' }, 'Prompt'),
+            { class: 'ev user', 'data-seq': e.seq, 'aria-label': who },
+            h('div', { class: 'who' }, who),
             h('pre', { class: 'prompt-text' }, String(e.text ?? '')),
           ),
         )
+        break
+      }
+      case 'permission_request': {
+        const card = approvalCard(e, this.decide)
+        card.el.dataset.taskId = e.task_id
+        this.requests.set(String(e.request_id), card)
+        this.block(card.el)
+        break
+      }
+      case 'permission_decision':
+        this.requests.get(String(e.request_id))?.decided(e)
         break
       case 'turn_start': {
         st.turns = Math.max(st.turns, Number(e.turn) || 0)
@@ -173,6 +202,14 @@ export class TranscriptView {
             { class: `ev result ${ok ? 'ok' : 'bad'}`, 'data-seq': e.seq, 'aria-label': 'Result' },
             h('h3', null, ok ? 'Result' : `Ended: ${String(e.outcome).replace(/_/g, ' ')}`),
             e.text ? h('pre', { class: 'result-text' }, String(e.text)) : null,
+            e.structured_output !== undefined
+              ? h(
+                  'div',
+                  { class: 'structured', 'aria-label': 'Structured output' },
+                  h('div', { class: 'tool-label' }, 'Structured output'),
+                  h('pre', { class: 'tool-input' }, JSON.stringify(e.structured_output, null, 2)),
+                )
+              : null,
             e.error ? h('p', { class: 'error-text' }, String(e.error)) : null,
             h(
               'p',

@@ -8,6 +8,7 @@ import { socket } from '../socket.js'
 import { TranscriptView } from '../transcript.js'
 import { filesPanel } from './files.js'
 import { followUpForm } from './follow-up.js'
+import { messageBox } from './message-box.js'
 import type { View } from './view.js'
 
 /** Pages an event log forward from `after` to its end. */
@@ -24,7 +25,8 @@ async function readAll(path: string, after: number): Promise<TranscriptEvent[]> 
 /**
  * A task, live: its transcript streams in as the agent works (seq-checked: deduplicated,
  * ordered, gaps refetched from the log), with status, turns, cost and tokens as they grow,
- * cancel, and for sessions the whole conversation, follow-up prompts and the files.
+ * cancel, and for sessions the whole conversation, follow-up prompts and the files. While
+ * it runs: Approve and Deny on each permission request, Interrupt, and a message box.
  *
  * @example
  * ```ts
@@ -84,6 +86,16 @@ export function taskView(taskId: string): View {
     const errorLine = h('p', { class: 'error-line', role: 'status' })
     const cancel = h('button', { type: 'button', class: 'danger' }, 'Cancel task')
     const live = h('span', { class: 'live muted small', 'aria-live': 'polite' })
+    const interrupt = h('button', { type: 'button', class: 'danger', disabled: true }, 'Interrupt')
+    interrupt.addEventListener('click', async () => {
+      interrupt.disabled = true
+      try {
+        update(await api<Task>(`/v1/tasks/${current.task_id}/interrupt`, { method: 'POST' }))
+      } catch (err) {
+        errorLine.textContent = `Interrupt failed: ${describeError(err)}`
+        interrupt.disabled = current.status !== 'running'
+      }
+    })
     cancel.addEventListener('click', async () => {
       cancel.disabled = true
       try {
@@ -100,7 +112,7 @@ export function taskView(taskId: string): View {
     const header = h(
       'header',
       { class: 'card task-head' },
-      h('div', { class: 'task-head-top' }, title, h('div', { class: 'task-actions' }, badge, cancel)),
+      h('div', { class: 'task-head-top' }, title, h('div', { class: 'task-actions' }, badge, interrupt, cancel)),
       h(
         'p',
         { class: 'muted small meta' },
@@ -116,7 +128,15 @@ export function taskView(taskId: string): View {
     )
 
     const transcriptEl = h('div', { class: 'transcript', 'aria-live': 'off', 'aria-label': 'Transcript' })
-    const view = new TranscriptView(transcriptEl)
+    // Decisions go over HTTP: a refusal (409 once decided, 404) is shown on the card itself.
+    const view = new TranscriptView(transcriptEl, async (taskId, requestId, body) => {
+      await api(`/v1/tasks/${encodeURIComponent(taskId)}/approvals/${encodeURIComponent(requestId)}`, {
+        method: 'POST',
+        json: body,
+      })
+    })
+    const messages = messageBox(() => current.task_id)
+    messages.hidden = true
     const waiting = h('p', { class: 'muted small waiting' })
     const main = h(
       'section',
@@ -138,8 +158,19 @@ export function taskView(taskId: string): View {
       wasDone = done
       cancel.disabled = done
       cancel.textContent = done ? (t.status === 'cancelled' ? 'Cancelled' : 'Finished') : 'Cancel task'
+      // Interrupt and messages reach only an agent that is running.
+      interrupt.disabled = t.status !== 'running'
+      messages.hidden = t.status !== 'running'
+      if (done) view.closeRequests(t.task_id)
       errorLine.textContent = t.error ? `${t.error.code}: ${t.error.error}` : ''
-      waiting.textContent = done ? '' : t.status === 'running' ? 'Working…' : `Waiting: ${t.status}…`
+      const asks = t.pending_approvals
+      waiting.textContent = done
+        ? ''
+        : asks > 0
+          ? `Waiting for your decision (${asks} request${asks === 1 ? '' : 's'})…`
+          : t.status === 'running'
+            ? 'Working…'
+            : `Waiting: ${t.status}…`
       if (t.result) {
         turns.dd.textContent = String(t.result.turns)
         cost.dd.textContent = usd(t.result.cost_usd)
@@ -238,7 +269,7 @@ export function taskView(taskId: string): View {
     time()
     replace(
       root,
-      h('div', { class: 'task-main' }, header, main, followUp),
+      h('div', { class: 'task-main' }, header, main, messages, followUp),
       side.length ? h('aside', { class: 'task-side' }, ...side) : null,
     )
     root.classList.toggle('with-side', side.length > 0)

@@ -83,6 +83,10 @@ export function tasksView(query: URLSearchParams): View {
       null,
       h('span', { class: statusClass(t.status) }, t.status),
       t.error ? h('div', { class: 'small error-text' }, t.error.code) : null,
+      // A task waiting for a person says so here, where the person is looking.
+      t.pending_approvals > 0
+        ? h('div', { class: 'small needs-decision' }, `needs a decision (${t.pending_approvals})`)
+        : null,
     ),
     h('td', { 'data-label': 'Mode' }, t.mode),
     h('td', { 'data-label': 'Profile' }, names.get(t.profile_id) ?? t.profile_id),
