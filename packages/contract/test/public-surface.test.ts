@@ -22,6 +22,7 @@ const PINNED = [
   'ID_PREFIX',
   'PongMessage',
   'RunnerAgent',
+  'RunnerControl',
   'RunnerEvent',
   'RunnerInput',
   'RunnerModel',
