@@ -122,6 +122,11 @@ const poolLine = `pool ${poolName}: min ${config.poolMin}, max ${config.poolMax}
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
 if (coordination) console.log(`Coordination: redis, prefix ${config.redisPrefix}, instance ${instanceId}`)
 if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
+console.log(
+  config.broker
+    ? `Credentials: broker on (model gateway and egress proxy on sockets in ${resolve(config.dataDir, 'broker/public')})`
+    : 'Credentials: broker OFF (BERTH_BROKER=off): the model key enters task containers',
+)
 const caps = config.environmentCaps
 console.log(
   `Environments: default network ${caps.defaultPolicy}, offered ${caps.allowedPolicies.join('/')}${chosen.name === 'local' ? '' : `, agent user ${config.agentUser}`}`,

@@ -140,6 +140,10 @@ describe('standalone server, configured from the environment only', () => {
     )
     for (const secret of [...GIT.map((p) => git[p].clientSecret), chat.clientSecret, mail.clientSecret, ADMIN])
       expect(server.output()).not.toContain(secret)
+    // The credential broker is on by default, and says where its sockets are.
+    expect(server.output()).toMatch(
+      /Credentials: broker on \(model gateway and egress proxy on sockets in \/.+\/broker\/public\)/,
+    )
   })
 
   it('/health shows the released version of the server package', async () => {
