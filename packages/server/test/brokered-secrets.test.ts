@@ -6,24 +6,15 @@
  * broker's CA; the other receives the placeholder the agent holds.
  */
 import { createServer, type Server } from 'node:https'
-import { networkInterfaces } from 'node:os'
 import { DEFAULT_ENVIRONMENT_CAPS } from '@berth/core'
 import { selfSignedCert } from '@berth/testkit/providers'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
+import { hostAddress } from './net.helpers.js'
 
 const VALUE = 'brokered-e2e-value-Qm38Zn71Kd'
-
-/** An address of this machine that is not loopback (the agent's loopback is its own). */
-function hostAddress(): string {
-  const found = Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a && a.family === 'IPv4' && !a.internal)
-  if (!found) throw new Error('this machine has no non-loopback IPv4 address')
-  return found.address
-}
 
 interface Listener {
   server: Server

@@ -7,26 +7,16 @@
  */
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server, type Socket } from 'node:net'
-import { networkInterfaces } from 'node:os'
 import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRange } from '@berth/core'
 import { startOfflineModel } from '@berth/stub-model'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressNetwork } from '../../adapter-docker/src/egress.js'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
+import { hostAddress } from './net.helpers.js'
 
 /** `docker`/`podman` CLI (only to read what the engine holds: a network's gateway, a container's address). */
 const cli = (engine: string, args: string[]) => execFileSync(engine, args, { encoding: 'utf8' }).trim()
-
-/** This host's own IPv4 addresses that are not a container bridge's (eth0's, typically). */
-function hostAddress(): string {
-  for (const [name, addrs] of Object.entries(networkInterfaces())) {
-    if (/^(docker|br|brb|podman|cni|veth|lo)/.test(name)) continue
-    const a = addrs?.find((x) => x.family === 'IPv4' && !x.internal)
-    if (a) return a.address
-  }
-  throw new Error('no host address to listen on')
-}
 
 /** A bash line that prints `open T` or `closed T` for each `ip:port`, each try bounded to 3 s, then the uid. */
 function probeCommand(targets: string[]): string {

@@ -5,7 +5,6 @@
  * revocation, disconnect, the profile link, and a task in a Podman container cloning over
  * HTTPS from a local Git host with the account's token through the credential helper.
  */
-import { networkInterfaces } from 'node:os'
 import type { BerthClient } from '@berth/client'
 import { DEFAULT_ENVIRONMENT_CAPS } from '@berth/core'
 import {
@@ -19,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clientFor, failure, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
+import { hostAddress } from './net.helpers.js'
 
 /** The error body of a raw answer (a browser's callback is no client call). */
 type ErrorBody = { code: string; details: { issues: { location: string; path: string; message: string }[] } }
@@ -426,15 +426,6 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
     })
   })
 })
-
-/** An address of this machine that is not loopback (the agent's loopback is its own: git must go through the proxy). */
-function hostAddress(): string {
-  const found = Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a && a.family === 'IPv4' && !a.internal)
-  if (!found) throw new Error('this machine has no non-loopback IPv4 address')
-  return found.address
-}
 
 describe('a task clones over HTTPS with the connected account, its token added at the egress proxy (podman)', () => {
   let s: TestServer

@@ -8,7 +8,6 @@
  * finds the value in no form. A warm agent, started before any task holds its token,
  * reaches the server as well once a task takes it.
  */
-import { networkInterfaces } from 'node:os'
 import { DEFAULT_ENVIRONMENT_CAPS, type PooledContainer } from '@berth/core'
 import { selfSignedCert, startFakeMcpServer, type FakeMcpServer, type SelfSignedCert } from '@berth/testkit/providers'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -16,17 +15,9 @@ import { endSleep, forms, searchContainer, type SearchAnswer } from './broker-se
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
+import { hostAddress } from './net.helpers.js'
 
 const MCP_TOKEN = 'mcp-bearer-Qw83Zt61Lp09Xc27'
-
-/** An address of this machine that is not loopback: loopback is `NO_PROXY`, and inside a container it is the container. */
-function hostAddress(): string {
-  const found = Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a && a.family === 'IPv4' && !a.internal)
-  if (!found) throw new Error('this machine has no non-loopback IPv4 address')
-  return found.address
-}
 
 describe.each(['docker', 'podman'] as const)(
   "a remote MCP server's headers are added at the egress proxy on %s",

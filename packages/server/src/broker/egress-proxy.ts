@@ -1,4 +1,3 @@
-import { chmod, rm } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -7,6 +6,7 @@ import { type ForwardContext, forwardRequest, rawResponse } from './proxy-forwar
 import { injectionFor, needsInjection, type ProxyGrant, rewriteRequestHeaders } from './proxy-grant.js'
 import { createInterceptor } from './proxy-intercept.js'
 import { checkDestination, type Destination, type ProxyLookup, systemLookup } from './proxy-policy.js'
+import { listenOnSocket } from './socket.js'
 
 export type { BrokerCa } from './broker-ca.js'
 export { loadOrCreateBrokerCa } from './broker-ca.js'
@@ -173,16 +173,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     onPlain(req, res).catch(() => res.destroy())
   })
 
-  await rm(options.socketPath, { force: true })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(options.socketPath, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  // Containers run as any user: the token, not the file mode, is what admits a request.
-  await chmod(options.socketPath, 0o666)
+  await listenOnSocket(server, options.socketPath, 'Berth egress proxy')
 
   return {
     socketPath: options.socketPath,

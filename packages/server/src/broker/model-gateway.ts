@@ -6,12 +6,12 @@
  * provider's answer back unchanged, and meters tokens and cost from what the provider
  * returned, so a task's budget holds between one model call and the next.
  */
-import { chmod, lstat, unlink } from 'node:fs/promises'
+import { unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { connect } from 'node:net'
 import { modelAllowed, type GatewayGrant } from '@berth/core'
 import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf, upstreamHeaders } from './gateway-http.js'
 import { costOf, priceOf } from './gateway-prices.js'
+import { listenOnSocket } from './socket.js'
 import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } from './gateway-usage.js'
 
 /**
@@ -92,29 +92,6 @@ function emptyTotals(): GatewayUsageTotals {
     web_search_requests: 0,
     cost_usd: 0,
   }
-}
-
-/** True when something accepts connections on the socket: a live gateway, not a stale file. */
-function answers(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(socketPath)
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-async function claimSocketPath(socketPath: string): Promise<void> {
-  const stat = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined
-    throw err
-  })
-  if (!stat) return
-  if (!stat.isSocket()) throw new Error(`${PREFIX}: ${socketPath} exists and is not a socket`)
-  if (await answers(socketPath)) throw new Error(`${PREFIX}: another process listens on ${socketPath}`)
-  await unlink(socketPath)
 }
 
 /** Resolves once the client can take more bytes, or has gone. */
@@ -301,15 +278,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       sendError(res, 500, 'api_error', `${PREFIX}: internal error`)
     })
   })
-  await claimSocketPath(o.socketPath)
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(o.socketPath, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  await chmod(o.socketPath, 0o666)
+  await listenOnSocket(server, o.socketPath, PREFIX)
 
   return {
     socketPath: o.socketPath,
