@@ -19,6 +19,23 @@ import { hostAddress } from './net.helpers.js'
 
 const MCP_TOKEN = 'mcp-bearer-Qw83Zt61Lp09Xc27'
 
+/** A caller with the offline model and a profile whose MCP server `docs` at `url` needs the header. */
+async function mcpUser(s: TestServer, url: string, slug: string, tools: string[]) {
+  const { token } = await s.user()
+  const api = clientFor(s, token)
+  const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+  const profile = await api.profiles.create({
+    body: {
+      name: slug,
+      slug,
+      api_key_id: key.id,
+      default_tools: tools,
+      mcp_servers: { docs: { type: 'http', url, headers: { Authorization: `Bearer ${MCP_TOKEN}` } } },
+    },
+  })
+  return { api, profile }
+}
+
 describe.each(['docker', 'podman'] as const)(
   "a remote MCP server's headers are added at the egress proxy on %s",
   (kind) => {
@@ -51,18 +68,7 @@ describe.each(['docker', 'podman'] as const)(
     })
 
     it('the tool call reaches the server with the real header; the value is in no file, environment or output of the container', async () => {
-      const { token } = await s.user()
-      const api = clientFor(s, token)
-      const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-      const profile = await api.profiles.create({
-        body: {
-          name: 'MCP user',
-          slug: 'mcp-user',
-          api_key_id: key.id,
-          default_tools: ['Bash', 'mcp__docs__echo'],
-          mcp_servers: { docs: { type: 'http', url: mcp.url, headers: { Authorization: `Bearer ${MCP_TOKEN}` } } },
-        },
-      })
+      const { api, profile } = await mcpUser(s, mcp.url, 'mcp-user', ['Bash', 'mcp__docs__echo'])
       // What an injected prompt would try after using the server: dump every variable and the agent's configuration.
       const dump =
         'env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ 2>/dev/null; done; cat ~/.claude.json /workspace/.claude* 2>/dev/null; sleep 297'
@@ -155,18 +161,7 @@ describe('a warm agent reaches a brokered MCP server once a task takes it (docke
   })
 
   it('the second task like the first takes the parked agent, and its tool call gets the header at the proxy', async () => {
-    const { token } = await s.user()
-    const api = clientFor(s, token)
-    const key = await api.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
-    const profile = await api.profiles.create({
-      body: {
-        name: 'Warm MCP',
-        slug: 'warm-mcp',
-        api_key_id: key.id,
-        default_tools: ['mcp__docs__echo'],
-        mcp_servers: { docs: { type: 'http', url: mcp.url, headers: { Authorization: `Bearer ${MCP_TOKEN}` } } },
-      },
-    })
+    const { api, profile } = await mcpUser(s, mcp.url, 'warm-mcp', ['mcp__docs__echo'])
     /** Containers holding a parked agent: in use, serving no workspace. */
     const parked = () =>
       (s.berth.pool!.list() as PooledContainer[])
