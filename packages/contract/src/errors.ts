@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   MODEL_ERROR: 502,
   BAD_GATEWAY: 502,
   INTERNAL_ERROR: 500,
+  /** The instance cannot take this request now (coordination backend unreachable, draining); retry after `Retry-After`. */
+  SERVICE_UNAVAILABLE: 503,
 } as const
 
 /** A Berth error code, e.g. `'NOT_FOUND'`. */

@@ -181,7 +181,10 @@ export type {
   SlotLease,
   Slots,
   TakenJob,
+  CoordinationState,
+  CoordinationChange,
 } from './coordination/port.js'
+export { CoordinationUnavailableError } from './coordination/port.js'
 export { memoryCoordination, type MemoryCoordinationOptions } from './coordination/memory.js'
 export { memoryHub, type MemoryHub, type MemoryHubOptions } from './coordination/memory-hub.js'
 export { checkRateSettings, rateDecision } from './coordination/rate.js'

@@ -16,6 +16,7 @@ const SRC = fileURLToPath(new URL('../src/', import.meta.url))
 const PINNED = [
   'ContainerError',
   'ContainerPool',
+  'CoordinationUnavailableError',
   'DEFAULT_ENVIRONMENT_CAPS',
   'EventBus',
   'EventLog',

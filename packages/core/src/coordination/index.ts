@@ -15,7 +15,10 @@ export type {
   DelayedJobs,
   DueJob,
   Instances,
+  CoordinationState,
+  CoordinationChange,
 } from './port.js'
+export { CoordinationUnavailableError } from './port.js'
 export { memoryCoordination, type MemoryCoordinationOptions } from './memory.js'
 export { memoryHub, type MemoryHub, type MemoryHubOptions } from './memory-hub.js'
 export { rateDecision, checkRateSettings } from './rate.js'

@@ -60,9 +60,13 @@ export function memoryCoordination(opts: MemoryCoordinationOptions = {}): Coordi
     return hub.once.get(key)
   }
 
+  const since = clock.now()
   return {
     driver: 'memory',
     instanceId,
+    // One process: the backend is always there and the lease always held.
+    state: () => ({ reachable: true, leased: true, since }),
+    onStateChange: () => () => {},
     queue(name) {
       open()
       return memoryQueue(hub, instanceId, name)

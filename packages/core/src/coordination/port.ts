@@ -145,6 +145,33 @@ export interface Instances {
   alive(): Promise<string[]>
 }
 
+/** Whether this instance reaches the shared backend, and whether it still holds its heartbeat lease. */
+export interface CoordinationState {
+  /** False while calls cannot reach the backend: they fail within a bounded time with {@link CoordinationUnavailableError}. */
+  reachable: boolean
+  /**
+   * True while this instance's heartbeat lease is held as far as it can tell (its last renewal
+   * plus the lease, less a safety margin, is still ahead). False: other instances may take its
+   * tasks over, so it must stop driving them (fenced) until it is leased again.
+   */
+  leased: boolean
+  /** Epoch ms (this instance's clock) of the last change. */
+  since: number
+}
+
+/** A change of {@link CoordinationState}; `reset` when the backend came back without the shared state it had (flushed, replaced, restarted empty). */
+export interface CoordinationChange extends CoordinationState {
+  reset: boolean
+}
+
+/** Thrown (or rejected with) by coordination calls while the backend is unreachable. */
+export class CoordinationUnavailableError extends Error {
+  constructor(message = 'coordination backend unreachable', options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'CoordinationUnavailableError'
+  }
+}
+
 /**
  * What several Berth instances share to behave as one: job queues, concurrency slots, rate
  * buckets, single-use keys, pub/sub and delayed jobs, plus instance liveness. Every method
@@ -163,6 +190,10 @@ export interface Coordination {
   readonly pubsub: PubSub
   readonly delayed: DelayedJobs
   readonly instances: Instances
+  /** The backend's reachability and this instance's lease, now (no I/O). */
+  state(): CoordinationState
+  /** Told of every change of {@link state} (and of a backend reset); returns the unsubscribe function. */
+  onStateChange(handler: (change: CoordinationChange) => void): () => void
   /**
    * Stop this instance: heartbeats, lease renewals, subscriptions and processors end.
    * Jobs it holds are not handed back: they return to their queue when their lease lapses,

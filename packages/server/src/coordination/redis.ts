@@ -138,6 +138,9 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
     pubsub,
     delayed,
     instances: { alive },
+    // Placeholder until outage handling lands: reachable while ioredis reports ready.
+    state: () => ({ reachable: client.status === 'ready', leased: true, since: 0 }),
+    onStateChange: () => () => {},
     async close() {
       if (closed) return
       closed = true
