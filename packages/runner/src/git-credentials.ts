@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { RunnerInput } from '@berth/contract'
@@ -55,6 +55,8 @@ export function setupGitCredentials(
   creds: GitCredentials,
   baseEnv: Record<string, string | undefined>,
   parent: string = tmpdir(),
+  /** The agent's user when the runner is root: its git reads these files, so they are its own. */
+  owner: { uid: number; gid: number } | null = null,
 ): GitCredentialSetup {
   const dir = mkdtempSync(join(parent, 'berth-git-'))
   chmodSync(dir, 0o700)
@@ -73,6 +75,7 @@ export function setupGitCredentials(
     writeFileSync(ca, c.ca_pem, { mode: 0o600 })
     config.push([`http.https://${c.host}/.sslCAInfo`, ca])
   })
+  if (owner) for (const f of [dir, ...readdirSync(dir).map((n) => join(dir, n))]) chownSync(f, owner.uid, owner.gid)
   const start = Number.parseInt(baseEnv.GIT_CONFIG_COUNT ?? '0', 10)
   const offset = Number.isInteger(start) && start > 0 ? start : 0
   const env: Record<string, string> = { GIT_CONFIG_COUNT: String(offset + config.length), GIT_TERMINAL_PROMPT: '0' }

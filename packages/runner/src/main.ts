@@ -16,8 +16,9 @@
 mark('imports')
 import { mark } from './probe.js'
 import { mkdirSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { InputError, parseInput, underRoot } from './input.js'
+import { agentUser, giveToAgent } from './agent-user.js'
 import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
 import { runTask } from './run.js'
@@ -49,6 +50,15 @@ async function main(): Promise<number> {
   ])
   mark('input')
   mkdirSync(input.cwd, { recursive: true })
+  // Root in an engine container: the agent runs as the workspace's owner, apart from the runner.
+  const agent = agentUser(input.cwd)
+  giveToAgent(agent, input.cwd)
+  // The events directory stays the runner's; the rest of `.berth` (Claude Code's config) is the agent's.
+  const openSink = (file: string) => {
+    const opened = openEventSink(file, redactor)
+    giveToAgent(agent, dirname(dirname(file)))
+    return opened
+  }
   const debug = process.env.BERTH_RUNNER_DEBUG === '1'
   let sink: EventSink | null = null
   const early: RunnerEvent[] = []
@@ -58,7 +68,7 @@ async function main(): Promise<number> {
     prompt = warm.prompt.then(
       (p) => {
         const file = root ? join(root, p.events_file) : resolve(cwd, p.events_file)
-        sink = openEventSink(file, redactor)
+        sink = openSink(file)
         for (const e of early.splice(0)) sink.emit(e)
         return p
       },
@@ -71,7 +81,7 @@ async function main(): Promise<number> {
         process.exit(2)
       },
     )
-  } else sink = openEventSink(input.events_file, redactor)
+  } else sink = openSink(input.events_file)
   const emit = (e: RunnerEvent) => (sink ? sink.emit(e) : early.push(e))
   let done = false
   // Control lines come after the input (warm: after the prompt); none count once the result is out.
@@ -90,6 +100,7 @@ async function main(): Promise<number> {
       interruptGraceMs: Number(process.env.BERTH_RUNNER_INTERRUPT_GRACE_MS) || undefined,
       ...(prompt && { prompt, onReady: () => process.stderr.write(`${WARM_READY}\n`) }),
       redactor,
+      agentUser: agent,
       signal: cancel.signal,
       stderr: debug ? (d) => process.stderr.write(d) : undefined,
     })

@@ -1,3 +1,4 @@
+import { spawnAs, type AgentUser } from './agent-user.js'
 import type { CanUseTool, Options } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerInput } from '@berth/contract'
 import { askForRules } from './approvals.js'
@@ -23,6 +24,8 @@ export interface SdkOptionsContext {
   /** The credential broker opened for the run: its gateway, proxy and CA (see `broker.ts`). */
   broker?: BrokerAccess | undefined
   stderr?: (data: string) => void
+  /** Start Claude Code (and so every tool) as this user: the runner is root in an engine container (`agent-user.ts`). */
+  agentUser?: AgentUser | null
   /** With `require_approval`: the gate deciding each call that is not auto-allowed (`approvals.ts`). */
   canUseTool?: CanUseTool
 }
@@ -124,6 +127,7 @@ export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options 
   if (input.max_turns !== null) options.maxTurns = input.max_turns
   if (input.max_budget_usd !== null) options.maxBudgetUsd = input.max_budget_usd
   if (input.resume) options.resume = input.resume
-  if (ctx.stderr) options.stderr = ctx.stderr
+  if (ctx.agentUser) options.spawnClaudeCodeProcess = spawnAs(ctx.agentUser, ctx.stderr)
+  else if (ctx.stderr) options.stderr = ctx.stderr
   return options
 }

@@ -1,8 +1,10 @@
+import { join } from 'node:path'
 import { query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
 import { approvalGate } from './approvals.js'
 import { openBroker, type BrokerAccess } from './broker.js'
+import { giveToAgent, type AgentUser } from './agent-user.js'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
@@ -34,6 +36,8 @@ export interface RunTaskOptions {
   steer?: Steering
   /** How long an interrupted turn may take to wind down before Claude Code is stopped. */
   interruptGraceMs?: number
+  /** Start Claude Code as this user, and hand it what the run writes for it (`agent-user.ts`). */
+  agentUser?: AgentUser | null
 }
 
 /** What a warm runner learns only when its task arrives. */
@@ -54,6 +58,7 @@ export interface TaskPrompt {
  */
 export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise<void> {
   const { redactor } = opts
+  const agent = opts.agentUser ?? null
   const emit = (e: RunnerEvent) => {
     if (e.type === 'token') mark('token')
     opts.emit(e)
@@ -94,8 +99,9 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     mark('model')
     if (input.broker) broker = await openBroker(input.broker)
     const skills = writeSkills(input.cwd, input.skills)
+    for (const name of skills) giveToAgent(agent, join(input.cwd, '.claude', 'skills', name, 'SKILL.md'))
     if (input.git_credentials?.length)
-      git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env })
+      git = setupGitCredentials(input.git_credentials, { ...process.env, ...input.env }, undefined, agent)
     const options = sdkOptions(input, {
       stubUrl: model?.url,
       extraEnv: git?.env,
@@ -103,6 +109,7 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       skills,
       abortController,
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
+      agentUser: agent,
       canUseTool: input.require_approval?.length ? approvalGate(input, steer, emit, gateStop.signal) : undefined,
     })
     if (cancelled()) throw new Error('cancelled')

@@ -2,6 +2,7 @@
 import * as v from 'valibot'
 import { ApiError, RunnerEvent, type RunnerControl, type RunnerInput, secretForms } from '@berth/contract'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
+import { runnerUser } from './runner-user.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
 import { RunnerStdin } from './runner-stdin.js'
@@ -201,6 +202,7 @@ export function runnerEvents(
       proc = await deps.runtime.exec(run.engineId, {
         cmd: deps.command,
         cwd: WORKSPACE_DIR,
+        ...runnerUser(deps.runtime),
         stdin: cold.lines(),
         signal,
         ...out,

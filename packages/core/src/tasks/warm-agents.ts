@@ -6,6 +6,7 @@ import type { ContainerPool, Lease } from '../runtime/index.js'
 import type { Store } from '../ports/store.js'
 import { bindSubject, RunTokens } from './run-tokens.js'
 import { RunnerStdin } from './runner-stdin.js'
+import { runnerUser } from './runner-user.js'
 
 /** Where a warm agent's output goes once a task took it. */
 export interface AgentOutput {
@@ -161,6 +162,7 @@ export class WarmAgents {
     const proc = await this.o.runtime.exec(lease.container.engine_id, {
       cmd: [...this.o.command, '--warm'],
       cwd: this.o.cwd,
+      ...runnerUser(this.o.runtime),
       stdin: stdin.lines(),
       onStdout: (chunk) => (out ? out.onStdout(chunk) : early.push({ stream: 'out', chunk })),
       onStderr: (chunk) => (out ? out.onStderr(chunk) : parkedErr(chunk)),
