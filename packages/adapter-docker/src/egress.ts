@@ -3,7 +3,13 @@ import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { ContainerError, MANAGED_LABEL, touchesPrivateRange, type EgressPolicy } from '@berth/core'
 import type { EngineContext } from './context.js'
-import { ensureDispatchFirst, installBridgeRules, type BridgeRules, type FirewallOptions } from './firewall.js'
+import {
+  ensureDispatchFirst,
+  hostNetworks,
+  installBridgeRules,
+  type BridgeRules,
+  type FirewallOptions,
+} from './firewall.js'
 import { statusOf } from './errors.js'
 
 /** The label a Berth egress network carries: its policy. */
@@ -158,6 +164,8 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
             gateway,
             policy: policy.policy as 'public' | 'allowlist',
             allow: await resolveAllow(policy),
+            // Read at every container made: a network the host joined since is refused from then on.
+            hostNetworks: policy.policy === 'public' ? hostNetworks() : [],
           },
           firewall,
         )

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process'
+import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os'
 import { privateCidrs } from '@berth/core'
 
 /**
@@ -21,6 +22,50 @@ export interface BridgeRules {
   policy: 'public' | 'allowlist'
   /** Resolved allowlist: an address or CIDR with TCP ports (empty: all ports and protocols). */
   allow: { address: string; family: Family; ports: number[] }[]
+  /**
+   * The host's own connected networks (its LAN, other engines' bridges) that `public` also
+   * refuses, as CIDRs with the network address ({@link hostNetworks}); private ones are
+   * covered already and may be left out.
+   */
+  hostNetworks?: { cidr: string; family: Family }[]
+}
+
+const v4 = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0)
+const v4text = (n: number) => [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.')
+
+/**
+ * The networks this host is connected to outside the private ranges, IPv4, as CIDRs with
+ * their network address (`192.0.2.0/24` for an interface `192.0.2.2/24`), loopback
+ * excluded: a `public` container may reach the internet, not the machines beside its host.
+ *
+ * @example
+ * ```ts
+ * hostNetworks({ eth0: [{ address: '192.0.2.2', netmask: '255.255.255.0', family: 'IPv4', cidr: '192.0.2.2/24', internal: false, mac: '' }] })
+ * // [{ cidr: '192.0.2.0/24', family: 4 }]
+ * ```
+ */
+export function hostNetworks(
+  interfaces: NodeJS.Dict<NetworkInterfaceInfo[]> = networkInterfaces(),
+): { cidr: string; family: Family }[] {
+  const out = new Set<string>()
+  for (const list of Object.values(interfaces))
+    for (const i of list ?? []) {
+      if (i.internal || i.family !== 'IPv4' || !i.cidr) continue
+      const bits = Number(i.cidr.split('/')[1])
+      const size = 2 ** (32 - bits)
+      const cidr = `${v4text(Math.floor(v4(i.address) / size) * size)}/${bits}`
+      if (bits > 0 && !privateCidrs(4).some((p) => covers(p, cidr))) out.add(cidr)
+    }
+  return [...out].sort().map((cidr) => ({ cidr, family: 4 as const }))
+}
+
+/** Whether IPv4 CIDR `outer` contains `inner`. */
+function covers(outer: string, inner: string): boolean {
+  const [oa, ob] = outer.split('/') as [string, string]
+  const [ia, ib] = inner.split('/') as [string, string]
+  if (Number(ib) < Number(ob)) return false
+  const size = 2 ** (32 - Number(ob))
+  return Math.floor(v4(ia) / size) === Math.floor(v4(oa) / size)
 }
 
 const DISPATCH = { FORWARD: 'BERTH-FORWARD', INPUT: 'BERTH-INPUT' } as const
@@ -65,9 +110,12 @@ export function bridgeRules(r: BridgeRules, family: Family): { forward: string[]
   const forward =
     r.policy === 'allowlist'
       ? [...allowed(names.forward), `-A ${names.forward} ${reject}`]
-      : // `public`: every private range refused, the rest goes on to the engine's rules.
+      : // `public`: every private range and the host's own networks refused, the rest goes on to the engine's rules.
         [
           ...privateCidrs(family).map((cidr) => `-A ${names.forward} -d ${cidr} ${reject}`),
+          ...(r.hostNetworks ?? [])
+            .filter((n) => n.family === family)
+            .map((n) => `-A ${names.forward} -d ${n.cidr} ${reject}`),
           ...(family === 6 ? [`-A ${names.forward} ${reject}`] : [`-A ${names.forward} -j RETURN`]),
         ]
   const dns =

@@ -9,7 +9,14 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { bridgeRules, chainNames, ensureDispatchFirst, installBridgeRules, type BridgeRules } from '../src/firewall.js'
+import {
+  bridgeRules,
+  chainNames,
+  ensureDispatchFirst,
+  hostNetworks,
+  installBridgeRules,
+  type BridgeRules,
+} from '../src/firewall.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-firewall-'))
 const log = join(dir, 'calls.log')
@@ -77,5 +84,54 @@ describe('egress firewall rules', () => {
     } finally {
       ipt('iptables', ['-D', 'FORWARD', '-j', 'RETURN', '-m', 'comment', '--comment', 'berth-test'])
     }
+  })
+
+  it("refuses the host's own networks under `public`: a network the host joins is in the next rules", async () => {
+    // A veth pair this test makes (no dummy module everywhere), up, on TEST-NET-2, which no private range covers.
+    const link = `bt${process.pid.toString(16)}`.slice(0, 15)
+    execFileSync('ip', ['link', 'add', link, 'type', 'veth', 'peer', 'name', `${link}p`])
+    try {
+      execFileSync('ip', ['addr', 'add', '198.51.100.7/24', 'dev', link])
+      for (const l of [link, `${link}p`]) execFileSync('ip', ['link', 'set', l, 'up'])
+      const nets = hostNetworks()
+      expect(nets).toContainEqual({ cidr: '198.51.100.0/24', family: 4 })
+      // Private ones are covered by the ranges already: never listed twice.
+      expect(nets.some((n) => n.cidr.startsWith('10.') || n.cidr.startsWith('172.') || n.cidr.startsWith('127.'))).toBe(
+        false,
+      )
+      await installBridgeRules({ ...rules, hostNetworks: nets }, firewall)
+      expect(ipt('iptables', ['-S', names.forward])).toContain(`-A ${names.forward} -d 198.51.100.0/24 -j REJECT`)
+      // Checked again with nothing changed: one read per family, no write.
+      writeFileSync(log, '')
+      await installBridgeRules({ ...rules, hostNetworks: hostNetworks() }, firewall)
+      expect(calls()).toEqual(['iptables -w -S', 'ip6tables -w -S'])
+    } finally {
+      execFileSync('ip', ['link', 'del', link])
+    }
+    // Gone from the host: gone from the rules at the next check.
+    await installBridgeRules({ ...rules, hostNetworks: hostNetworks() }, firewall)
+    expect(ipt('iptables', ['-S', names.forward])).not.toContain('198.51.100.0/24')
+  })
+
+  it('computes network addresses from interface addresses', () => {
+    const iface = (cidr: string, internal = false) => ({
+      address: cidr.split('/')[0]!,
+      netmask: '',
+      family: 'IPv4' as const,
+      cidr,
+      internal,
+      mac: '',
+    })
+    expect(
+      hostNetworks({
+        eth0: [iface('192.0.2.2/24')],
+        eth1: [iface('203.0.113.77/28'), iface('10.1.2.3/24')],
+        lo: [iface('127.0.0.1/8', true)],
+        docker0: [iface('172.17.0.1/16')],
+      }),
+    ).toEqual([
+      { cidr: '192.0.2.0/24', family: 4 },
+      { cidr: '203.0.113.64/28', family: 4 },
+    ])
   })
 })
