@@ -98,6 +98,7 @@ const berth = createBerth({
     ...(imageRecipe && { imageRecipe }),
   },
   concurrency: config.concurrency,
+  taskTimeLimit: config.taskTimeLimit,
   console: true,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),

@@ -132,6 +132,7 @@ export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages 
 export type { TaskRecord } from './tasks/task.js'
 export { EventBus, type TaskBusMessage } from './tasks/event-bus.js'
 export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
+export { DEFAULT_TIME_LIMIT, type TimeLimitSettings } from './tasks/time-limit.js'
 export { RunTokens } from './tasks/run-tokens.js'
 export { RunGrants, type GatewayGrant, type ProxyGrant } from './tasks/run-grants.js'
 export type { BrokerPlan } from './tasks/materialize.js'

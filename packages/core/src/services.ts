@@ -23,7 +23,7 @@ import { EventBus } from './tasks/event-bus.js'
 import { EventLog } from './workspaces/event-log.js'
 import { MemoryService } from './resources/memory.js'
 import type { TaskEngine } from './tasks/engine.js'
-import { TasksService } from './tasks/service.js'
+import { TasksService, type TasksOptions } from './tasks/service.js'
 import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
@@ -87,6 +87,8 @@ export interface ServicesOptions {
   environmentImages?: EnvironmentImages
   /** A session's container is released after this long without a prompt (default 15 min). */
   sessionIdleMs?: number
+  /** A task's wall time once running, in seconds: default and cap (default 1 h and 1 day). */
+  taskTimeLimit?: TasksOptions['timeLimit']
   /** After a restart, how long to wait for a runner still at work (default 30 s). */
   recoveryGraceMs?: number
   /**
@@ -266,6 +268,7 @@ export function createServices(opts: ServicesOptions): Services {
     snapshots,
     coordination,
     sessionIdleMs: opts.sessionIdleMs,
+    timeLimit: opts.taskTimeLimit,
     recoveryGraceMs: opts.recoveryGraceMs,
   })
   const deliveries = new DeliveryLog(store)

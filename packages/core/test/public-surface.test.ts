@@ -18,6 +18,7 @@ const PINNED = [
   'ContainerPool',
   'CoordinationUnavailableError',
   'DEFAULT_ENVIRONMENT_CAPS',
+  'DEFAULT_TIME_LIMIT',
   'EventBus',
   'EventLog',
   'FilePathError',

@@ -22,7 +22,7 @@ import type { Storage } from 'unstorage'
 import type { GitProvidersConfig } from './git/providers.js'
 import type { Resolve } from './notifiers/address-policy.js'
 import type { BankApiOptions } from './notifiers/bank-api.js'
-import type { Coordination } from '@berth/core'
+import type { Coordination, TimeLimitSettings } from '@berth/core'
 import type { ChatProviderConfig } from './notifiers/chat-provider.js'
 import type { SmtpOptions } from './notifiers/email.js'
 import type { MailProviderConfig } from './notifiers/mail-provider.js'
@@ -92,6 +92,8 @@ export interface BerthOptions {
   concurrency?: number
   /** A session's container is released after this long without a prompt (default 15 min). */
   sessionIdleMs?: number
+  /** A task's wall time once running, in seconds: the default and the most a submit may ask (default 1 h and 1 day; null: none). */
+  taskTimeLimit?: TimeLimitSettings
   /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
   recoveryGraceMs?: number
   /**

@@ -78,6 +78,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     playbookWebhookRate: options.playbookWebhookRate,
     concurrency: options.concurrency,
     sessionIdleMs: options.sessionIdleMs,
+    taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,
     workspaceFiles: options.workspaceFiles,
     cipher: createAesGcmCipher(key),

@@ -45,6 +45,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_POOL_MIN: 'pool.min',
   BERTH_POOL_MAX: 'pool.max',
   BERTH_WARM_AGENTS: 'pool.warmAgents',
+  BERTH_TASK_TIME_LIMIT: 'tasks.timeLimit',
+  BERTH_TASK_TIME_LIMIT_MAX: 'tasks.timeLimitMax',
   BERTH_POOL_NAME: 'pool.name',
   BERTH_BODY_LIMIT: 'bodyLimit',
   BERTH_SMTP_URL: 'smtp.url',

@@ -32,6 +32,8 @@ export interface BerthConfig extends IntegrationsConfig {
   poolMax: number
   /** `BERTH_WARM_AGENTS`: agents started ahead of tasks, at most (0: off). */
   warmAgents: number
+  /** `BERTH_TASK_TIME_LIMIT` / `_MAX`: a task's wall time once running, default and cap, in seconds (0: none). */
+  taskTimeLimit: { defaultS: number | null; maxS: number | null }
   /** `BERTH_POOL_NAME`: the `berth.pool` label of this server's containers; unset, derived from the data dir. */
   poolName: string | undefined
   bodyLimit: number
@@ -184,6 +186,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
     poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
     warmAgents: int(env, 'BERTH_WARM_AGENTS', 0, 0),
+    taskTimeLimit: {
+      defaultS: int(env, 'BERTH_TASK_TIME_LIMIT', 3_600, 0) || null,
+      maxS: int(env, 'BERTH_TASK_TIME_LIMIT_MAX', 86_400, 0) || null,
+    },
     poolName: env.BERTH_POOL_NAME || undefined,
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     smtp: smtpFrom(env),
@@ -198,6 +204,11 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
   if (config.poolMin > config.poolMax)
     throw new Error(
       `${settingName(env, 'BERTH_POOL_MIN')} (${config.poolMin}) must not exceed ${settingName(env, 'BERTH_POOL_MAX')} (${config.poolMax})`,
+    )
+  const { defaultS, maxS } = config.taskTimeLimit
+  if (defaultS !== null && maxS !== null && defaultS > maxS)
+    throw new Error(
+      `${settingName(env, 'BERTH_TASK_TIME_LIMIT')} (${defaultS}) must not exceed ${settingName(env, 'BERTH_TASK_TIME_LIMIT_MAX')} (${maxS})`,
     )
   if (config.poolName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.poolName)) {
     throw new Error(

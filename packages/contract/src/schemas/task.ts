@@ -37,6 +37,8 @@ export const SubmitTask = v.pipe(
     allowed_tools: v.optional(v.pipe(v.array(ToolName), maxLength(200))),
     max_turns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
     max_budget_usd: v.optional(v.pipe(v.number(), v.minValue(0.0001), v.maxValue(10_000))),
+    /** Wall time the agent may work, in seconds (default and cap: the operator's); past it the task fails TIME_LIMIT_EXCEEDED with its partial result. */
+    max_duration_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(7 * 86_400))),
     priority: v.optional(Priority),
     /** Tools that wait for approval in this task; replaces the profile's list (`[]`: none). */
     require_approval: v.optional(ApprovalRules),
@@ -62,13 +64,14 @@ export const TaskResult = v.object({
 })
 
 /**
- * Why a task failed or stopped: `INTERRUPTED` (a caller's interrupt; the task is
+ * Why a task failed or stopped: `TIME_LIMIT_EXCEEDED` (ran past its `max_duration_s`; partial result kept), `INTERRUPTED` (a caller's interrupt; the task is
  * `cancelled` with its partial result), `OUTPUT_INVALID` (no answer valid for `output_schema`).
  */
 export const TaskError = v.object({
   code: v.picklist([
     'TURN_LIMIT_EXCEEDED',
     'BUDGET_EXCEEDED',
+    'TIME_LIMIT_EXCEEDED',
     'CONTAINER_FAILED',
     'MODEL_ERROR',
     'INTERNAL_ERROR',

@@ -21,6 +21,7 @@ import { runnerEvents } from './runner-session.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
+import { RunTimeLimit } from './time-limit.js'
 import type { Transcript } from './transcript.js'
 
 export interface TaskRunsOptions {
@@ -80,6 +81,7 @@ export class TaskRuns implements TaskRunner {
     let exited: Promise<unknown> = Promise.resolve()
     // Permission requests not yet closed by the runner's decision event.
     const open = new Set<string>()
+    const limit = new RunTimeLimit(task.max_duration_s)
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
@@ -96,14 +98,16 @@ export class TaskRuns implements TaskRunner {
       })
       const input = leased.input ?? (await materialize(this.o.catalog, task, profile, ws))
       signal.throwIfAborted()
+      const runSignal = AbortSignal.any([signal, limit.forced.signal])
       const session = runnerEvents(
         { runtime, command, logger: this.o.logger },
-        { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal, agent: leased.agent },
+        { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal: runSignal, agent: leased.agent },
       )
       // Controls sent once the task shows `running` wait in the session until the runner starts.
       const detach = this.o.controls.attach(task.id, (control) => session.send(control))
       try {
         task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
+        limit.start((control) => session.send(control))
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
           // A request is stored before anyone sees it, so a decision never meets a 404.
@@ -115,12 +119,17 @@ export class TaskRuns implements TaskRunner {
         }
       } finally {
         detach()
+        limit.stop()
       }
       exited = session.exited
       end = endOf(result!)
       if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
+      if (limit.fired) end = limit.end(end)
     } catch (err) {
-      if (signal.aborted) {
+      if (limit.fired && !signal.aborted) {
+        end = limit.end(null)
+        keepWarm = false
+      } else if (signal.aborted) {
         end = signal.reason instanceof TaskInterrupted ? INTERRUPTED_END : { status: 'cancelled' }
       } else {
         const error = errorOf(err)

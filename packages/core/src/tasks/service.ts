@@ -38,6 +38,7 @@ import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
+import { taskDuration, type TimeLimitSettings } from './time-limit.js'
 
 export interface TasksOptions {
   store: Store
@@ -59,6 +60,8 @@ export interface TasksOptions {
   snapshots?: WorkspaceSnapshots | undefined
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
+  /** Wall-time limits of a task once it runs: the default, and the most a submit may ask (seconds; null: none). */
+  timeLimit?: TimeLimitSettings | undefined
 }
 
 /**
@@ -254,6 +257,7 @@ export class TasksService {
         allowed_tools: input.allowed_tools ?? null,
         max_turns: input.max_turns ?? null,
         max_budget_usd: input.max_budget_usd ?? null,
+        max_duration_s: taskDuration(input.max_duration_s, this.o.timeLimit),
         require_approval: input.require_approval ?? null,
         approval_timeout_s: input.approval_timeout_s ?? null,
         ...(input.output_schema && { output_schema: input.output_schema }),

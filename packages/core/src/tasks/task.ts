@@ -26,6 +26,8 @@ export interface TaskRecord extends OwnedRecord {
   session_id: string
   allowed_tools: string[] | null
   max_turns: number | null
+  /** Wall time the run may take once running, in seconds (null: none); absent on older records. */
+  max_duration_s?: number | null
   max_budget_usd: number | null
   status: TaskStatus
   started_at: string | null
