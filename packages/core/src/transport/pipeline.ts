@@ -131,6 +131,7 @@ export function createPipeline(opts: PipelineOptions) {
         action: 'auth.forbidden',
         target: { type: 'route', id: route.name },
         outcome: 'failure',
+        actor: { type: caller.role, id: caller.id },
       })
       throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
     }
