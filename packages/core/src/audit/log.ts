@@ -64,6 +64,16 @@ function failuresId(minute: number, address: string): string {
   return `aud_${minute.toString(36).padStart(9, '0').slice(-9)}00${hash.toString(36).padStart(9, '0').slice(-9)}`
 }
 
+/** Latest instant whose ISO form still compares as text (year 9999). */
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
+/** A query timestamp as the entries' ISO form, clamped to 1970–9999 so that text order is time order. */
+function instant(timestamp: string, field: 'from' | 'to'): string {
+  const ms = Date.parse(timestamp)
+  if (Number.isNaN(ms)) throw validationError([{ location: 'query', path: field, message: 'must be a timestamp' }])
+  return new Date(Math.min(Math.max(ms, 0), MAX_TIME)).toISOString()
+}
+
 /** The first index in `[0, total)` whose entry meets `pred` (which holds from some index on), by bisection. */
 async function firstWhere(
   read: (offset: number) => Promise<AuditRecord | undefined>,
@@ -154,8 +164,8 @@ export class AuditLog {
    * Filters are index terms; `from`/`to` (inclusive) bound the page by bisection.
    */
   async list(owner: string | null, q: AuditQuery): Promise<Paged<AuditEntry>> {
-    const from = q.from && new Date(q.from).toISOString()
-    const to = q.to && new Date(q.to).toISOString()
+    const from = q.from && instant(q.from, 'from')
+    const to = q.to && instant(q.to, 'to')
     if (from && to && from > to)
       throw validationError([{ location: 'query', path: 'from', message: 'must not be after `to`' }])
     const scope = owner === null ? 'audit' : `audit-own:${owner}`
