@@ -7,6 +7,9 @@ import { memoryHub } from '../src/coordination/memory-hub.js'
 import { memoryCoordination } from '../src/coordination/memory.js'
 import { manualClock } from '../src/ports/clock.js'
 import { Approvals } from '../src/tasks/approvals.js'
+import { DeliveryLog } from '../src/integrations/deliveries.js'
+import { IntegrationsService } from '../src/integrations/integrations.js'
+import { createAesGcmCipher } from '../src/ports/cipher.js'
 import { countingStore, quietLogger, taskRecord } from './task-fakes.js'
 
 const START = Date.parse('2026-01-01T00:00:00Z')
@@ -154,5 +157,37 @@ describe('audit log', () => {
       target: { type: 'approval', id: 'apr_1' },
       details: { task_id: task.id, decision: 'deny', tool: 'Bash' },
     })
+  })
+
+  it('integrations a connect flow creates or connects again are recorded for their owner', async () => {
+    const { audit, clock, store } = setup()
+    const notifier = { deliver: async () => ({ ok: true as const }) }
+    const integrations = new IntegrationsService(
+      store,
+      clock,
+      createAesGcmCipher(new Uint8Array(32)),
+      notifier as never,
+      new DeliveryLog(store),
+      audit,
+    )
+    const at = new Date(clock.now()).toISOString()
+    const record = await integrations.insert({
+      id: 'int_flow1',
+      owner_id: 'usr_a',
+      type: 'messenger',
+      config: {},
+      enabled: true,
+      is_default: false,
+      scope: 'all',
+      profile_ids: [],
+      created_at: at,
+      updated_at: at,
+    })
+    await integrations.reconnect('usr_a', record.id, (r) => ({ ...r, status: 'connected' }))
+    const { items } = await audit.list('usr_a', q({ target: 'int_flow1' }))
+    expect(items.map((e) => [e.action, e.actor.id, e.details?.type])).toEqual([
+      ['integration.updated', 'usr_a', 'messenger'],
+      ['integration.created', 'usr_a', 'messenger'],
+    ])
   })
 })

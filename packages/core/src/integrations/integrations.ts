@@ -197,6 +197,17 @@ export class IntegrationsService {
     })
   }
 
+  /** A connect flow connected an existing integration again (new tokens or account): {@link mutate}, recorded as a change. */
+  async reconnect(
+    owner: string,
+    id: string,
+    change: (r: IntegrationRecord) => IntegrationRecord,
+  ): Promise<IntegrationRecord | null> {
+    const updated = await this.mutate(owner, id, change)
+    if (updated) await this.audited('integration.updated', updated)
+    return updated
+  }
+
   /** Store a record a connect flow built (under the owner's lock). */
   async insert(record: IntegrationRecord): Promise<IntegrationRecord> {
     await this.lock.run(record.owner_id, () => this.records.put(record))
