@@ -151,6 +151,11 @@ describe('audit log over HTTP', () => {
       expect.arrayContaining(['user.created', 'key.revoked', 'secret.deleted']),
     )
     expect(own.entries.some((e) => e.actor.id === b.id)).toBe(false)
+    // ...and not the address the operator acted from.
+    const byOperator = own.entries.filter((e) => e.actor.id === 'usr_operator')
+    expect(byOperator.length).toBeGreaterThan(0)
+    expect(byOperator.every((e) => e.source === null)).toBe(true)
+    expect(own.entries.find((e) => e.actor.id === a.id)?.source).toMatch(/127\.0\.0\.1/)
     const ofB = await clientFor(s, b.token).audit.list({ query: {} })
     expect(ofB.entries.map((e) => e.action).sort()).toEqual(['auth.forbidden', 'key.issued', 'user.created'])
 

@@ -179,7 +179,10 @@ export class AuditLog {
     const offset = first + (q.page - 1) * q.limit
     const count = Math.min(q.limit, end - offset)
     const items = count > 0 ? (await read(offset, count)).items : []
-    return { items: items.map((r) => toView(AuditEntry, r)), total: Math.max(0, end - first) }
+    // A user sees what an admin did to it, not the admin's address.
+    const view = (r: AuditRecord) =>
+      toView(AuditEntry, r, owner !== null && r.actor.id !== owner ? { source: null } : undefined)
+    return { items: items.map(view), total: Math.max(0, end - first) }
   }
 
   /** Remove the entries older than the retention, oldest first; returns how many went. */
