@@ -4,6 +4,7 @@
  * log or its answers; filters, paging and ownership; failed authentication per address and minute.
  */
 import type { AuditEntry } from '@berth/contract'
+import { indexEntryFor } from '@berth/core'
 import type { BerthClient } from '@berth/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
@@ -117,6 +118,44 @@ describe('audit log over HTTP', () => {
     })
     await apiA.git.accounts.delete({ params: { id: account.id } })
     expect(await entryFor('git_account.disconnected', account.id)).toMatchObject({ actor: { id: a.id } })
+  })
+
+  it('records an approval decided over HTTP, with its request id and address', async () => {
+    // A running task with a pending permission request, stored as the run stores them.
+    const at = new Date(s.clock.now()).toISOString()
+    const task = { id: 'task_auditapproval01', owner_id: a.id, status: 'running', mode: 'batch', created_at: at }
+    const approval = {
+      id: 'apr_auditapproval01',
+      owner_id: a.id,
+      task_id: task.id,
+      tool: 'Bash',
+      input: { command: 'ls' },
+      status: 'pending',
+      created_at: at,
+      updated_at: at,
+      expires_at: new Date(s.clock.now() + 600_000).toISOString(),
+      decided_at: null,
+      message: null,
+    }
+    for (const [key, value] of [
+      [`tasks:${a.id}:${task.id}`, task],
+      [`approvals:${a.id}:${approval.id}`, approval],
+    ] as const)
+      await s.berth.store.put(key, value, indexEntryFor(key, value)!)
+    const res = await s.request(`/v1/tasks/${task.id}/approvals/${approval.id}`, {
+      method: 'POST',
+      token: a.token,
+      json: { decision: 'deny', message: 'not today' },
+      headers: { 'x-request-id': 'audit-approval-1' },
+    })
+    expect(res.status).toBe(200)
+    const entry = await entryFor('approval.decided', approval.id)
+    expect(entry).toMatchObject({
+      actor: { type: 'user', id: a.id },
+      request_id: 'audit-approval-1',
+      details: { task_id: task.id, decision: 'deny', tool: 'Bash' },
+    })
+    expect(entry.source).toMatch(/127\.0\.0\.1/)
   })
 
   it('counts failed authentication per address and minute, and records a forbidden admin call', async () => {
