@@ -5,6 +5,7 @@
  */
 import type { AuditEntry } from '@berth/contract'
 import { indexEntryFor } from '@berth/core'
+import WebSocket from 'ws'
 import type { BerthClient } from '@berth/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_TOKEN, clientFor, failure, startServer, type TestServer } from './helpers.js'
@@ -162,13 +163,24 @@ describe('audit log over HTTP', () => {
     for (const token of ['berth_sk_wrong', a.token.slice(0, -1), '']) {
       expect((await s.request('/v1/profiles', { token })).status).toBe(401)
     }
+    // A WebSocket upgrade with a bad key counts too.
+    const socket = new WebSocket(`${s.url.replace('http', 'ws')}/v1/ws`, {
+      headers: { authorization: 'Bearer berth_sk_wrong', 'x-berth-client-address': '192.0.2.99' },
+    })
+    const refused = await new Promise<number>((resolve, reject) => {
+      socket.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+      socket.once('open', () => reject(new Error('a bad key opened a socket')))
+    })
+    socket.on('error', () => {})
+    socket.terminate()
+    expect(refused).toBe(401)
     await s.berth.services.audit.flush()
     const failed = await adminEntries({ action: 'auth.failed' })
     expect(failed).toHaveLength(1)
     expect(failed[0]).toMatchObject({
       actor: { type: 'anonymous', id: null },
       outcome: 'failure',
-      details: { count: 3 },
+      details: { count: 4 },
     })
     expect(failed[0]!.source).toMatch(/127\.0\.0\.1/)
     expect(failed[0]!.target).toEqual({ type: 'address', id: failed[0]!.source })
