@@ -1,7 +1,7 @@
 /** The request pipeline: authenticate, rate-limit, validate and answer one route for one request. */
 import * as v from 'valibot'
 import { ApiError, randomToken } from '@berth/contract'
-import { inRequest } from '../audit/context.js'
+import { inRequest, type RequestScope } from '../audit/context.js'
 import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'
@@ -150,7 +150,7 @@ export function createPipeline(opts: PipelineOptions) {
   }
 
   async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
-    const scope = { caller: null as Caller | null, request_id: requestIdOf(request), source: clientAddress(request) }
+    const scope: RequestScope = { caller: null, request_id: requestIdOf(request), source: clientAddress(request) }
     return inRequest(scope, () => answer(route, request, rawParams, scope))
   }
 
@@ -158,7 +158,7 @@ export function createPipeline(opts: PipelineOptions) {
     route: AnyRoute,
     request: Request,
     rawParams: Record<string, string>,
-    scope: { caller: Caller | null; request_id: string },
+    scope: RequestScope,
   ): Promise<Response> {
     const started = performance.now()
     const limits: { headers?: Record<string, string> } = {}
