@@ -95,7 +95,7 @@ async function firstWhere(
  * The audit log. Each entry is stored once for the deployment (`audit:<id>`, listed by
  * admins) and once per user it concerns (`audit-own:<user>:<id>`), indexed by time with
  * the actor, action and target as filter terms; a time range is found by bisection of the
- * ordered index, so a page costs O(page + log n) reads. Entries older than the retention are
+ * ordered index (O(log n) one-entry reads besides the page). Entries older than the retention are
  * swept hourly (by one instance). Failed authentications are counted per address and minute
  * and written every few seconds, into one entry per address and minute across instances.
  *
