@@ -88,6 +88,7 @@ const berth = createBerth({
   adminToken: config.adminToken,
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
+  auditRetentionDays: config.auditRetentionDays,
   runtime: chosen.runtime,
   pool: {
     image,

@@ -1,4 +1,5 @@
 import { defineCommand } from 'citty'
+import { auditCommand } from './commands/audit.js'
 import { filesCommand } from './commands/files.js'
 import { profilesCommand } from './commands/profiles.js'
 import { runCommand } from './commands/run.js'
@@ -28,5 +29,6 @@ export const berth = defineCommand({
     approvals: approvalsCommand,
     approve: approveCommand,
     deny: denyCommand,
+    audit: auditCommand,
   },
 })

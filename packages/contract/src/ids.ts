@@ -21,6 +21,7 @@ export const ID_PREFIX = {
   notification: 'ntf',
   environment: 'env',
   approval: 'apr',
+  audit: 'aud',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

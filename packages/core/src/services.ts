@@ -1,5 +1,5 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { notFound, type EngineHealth, type PoolStats, CONNECT_TYPES, type ConnectType } from '@berth/contract'
+import { CONNECT_TYPES, type ConnectType } from '@berth/contract'
 import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import type { Cipher } from './ports/cipher.js'
@@ -27,7 +27,8 @@ import { TasksService, type TasksOptions } from './tasks/service.js'
 import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
-import type { ContainerPool, PooledContainer } from './runtime/index.js'
+import type { ContainerPool } from './runtime/index.js'
+import { noPool, type PoolSurface } from './runtime/no-pool.js'
 import { ProfilesService } from './resources/profiles.js'
 import {
   DEFAULT_ENVIRONMENT_CAPS,
@@ -59,6 +60,7 @@ import { unconfiguredMessengerApi, type MessengerApi } from './ports/messenger-a
 import { MessengerService } from './integrations/messenger-bot.js'
 import type { BrokerPlan } from './tasks/materialize.js'
 import { RunGrants } from './tasks/run-grants.js'
+import { AuditLog } from './audit/log.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -130,6 +132,8 @@ export interface ServicesOptions {
   bankApi?: BankApi
   /** The messenger's Bot API, and where the provider reaches this server (default: the setup request's origin). */
   messenger?: { api: MessengerApi; publicUrl?: string | undefined }
+  /** How long audit entries are kept, in days (default 365). */
+  auditRetentionDays?: number | undefined
 }
 
 /** Every service a route handler can reach through `ctx.services`. */
@@ -150,7 +154,7 @@ export interface Services {
   skills: SkillsService
   agents: AgentsService
   /** The warm pool; `engineStatus()` is `null` without a container runtime. */
-  pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'> & { engineStatus(): EngineHealth | null }
+  pool: PoolSurface
   workspaces: WorkspacesService
   /** Browse, upload and download a workspace's files (in its container, or from its volume). */
   workspaceFiles: WorkspaceFilesService
@@ -183,16 +187,8 @@ export interface Services {
   bankProvider: BankProviderService
   /** The messenger bot: setup, claim, webhook, threads. */
   messenger: MessengerService
-}
-
-/** The pool surface when no container runtime is configured. */
-const noPool: Services['pool'] = {
-  stats: (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 }),
-  list: (): PooledContainer[] => [],
-  engineStatus: () => null,
-  forceRemove: async (id: string) => {
-    throw notFound('container', id)
-  },
+  /** The audit log: who changed users, keys, credentials, secrets and more (`GET /admin/audit`, `GET /v1/audit`). */
+  audit: AuditLog
 }
 
 /**
@@ -214,6 +210,7 @@ export function createServices(opts: ServicesOptions): Services {
   const checkUrl = (url: string) => channels.check('webhook', { url })
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
   const logger = opts.logger ?? silentLogger
+  const audit = new AuditLog({ store, clock, logger, coordination, retentionDays: opts.auditRetentionDays })
   const environments = new EnvironmentsService({
     store,
     clock,
@@ -247,6 +244,7 @@ export function createServices(opts: ServicesOptions): Services {
     logger,
     states: oauthStates,
     providers: opts.gitProviders ?? {},
+    audit,
   })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
@@ -270,9 +268,10 @@ export function createServices(opts: ServicesOptions): Services {
     sessionIdleMs: opts.sessionIdleMs,
     timeLimit: opts.taskTimeLimit,
     recoveryGraceMs: opts.recoveryGraceMs,
+    audit,
   })
   const deliveries = new DeliveryLog(store)
-  const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries)
+  const integrations = new IntegrationsService(store, clock, cipher, channels, deliveries, audit)
   const notifications = new NotificationsService({
     store,
     clock,
@@ -382,6 +381,7 @@ export function createServices(opts: ServicesOptions): Services {
     messenger,
     chatMail,
     chatEvents,
+    audit,
     async deleteWorkspace(owner, id) {
       const ws = await workspaces.records.get(owner, id)
       await tasks.stopWorkspace(owner, id)

@@ -102,6 +102,8 @@ export interface BerthOptions {
    * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB).
    */
   workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
+  /** How long audit entries are kept, in days (default 365); older ones are swept hourly. */
+  auditRetentionDays?: number
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
   smtp?: SmtpOptions
   /**

@@ -81,6 +81,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,
     workspaceFiles: options.workspaceFiles,
+    auditRetentionDays: options.auditRetentionDays,
     cipher: createAesGcmCipher(key),
     clock,
     logger,
@@ -102,6 +103,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
   // Task recovery runs even when the engine is down, so no task stays in limbo.
   // Then the playbook runs whose task ended while nothing listened.
   const startServices = async () => {
+    services.audit.start()
     await services.tasks.start()
     await services.playbookRuns.recover()
     await services.messenger.recover()
@@ -161,6 +163,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       await services.tasks.close()
       await services.notifications.close()
       await services.messenger.close()
+      await services.audit.close()
       services.channels.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
       await (await brokerStarted.catch(() => undefined))?.close()

@@ -49,6 +49,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_TASK_TIME_LIMIT_MAX: 'tasks.timeLimitMax',
   BERTH_POOL_NAME: 'pool.name',
   BERTH_BODY_LIMIT: 'bodyLimit',
+  BERTH_AUDIT_RETENTION_DAYS: 'auditRetentionDays',
   BERTH_SMTP_URL: 'smtp.url',
   BERTH_SMTP_FROM: 'smtp.from',
   BERTH_ALLOW_PRIVATE_WEBHOOKS: 'allowPrivateWebhooks',

@@ -13,6 +13,9 @@ import nodeAdapter, { type NodeAdapter } from 'crossws/adapters/node'
 
 type Session = ReturnType<typeof createTaskSocket>
 
+/** Where the upgrade hook finds the client's address (set by `handleUpgrade`, never the client's). */
+const ADDRESS_HEADER = 'x-berth-client-address'
+
 export interface WebSocketOptions {
   services: Services
   logger: Logger
@@ -52,11 +55,13 @@ export function createWebSocket(o: WebSocketOptions): {
           if (new URL(request.url).pathname !== '/v1/ws')
             throw new ApiError('NOT_FOUND', 'No WebSocket here: connect to /v1/ws')
           const caller = await authenticate(request)
-          if (!caller)
+          if (!caller) {
+            o.services.audit.authFailed(request.headers.get(ADDRESS_HEADER))
             throw new ApiError(
               'UNAUTHORIZED',
               'Missing or invalid credentials: send Authorization: Bearer <key> or ?token=<key>',
             )
+          }
           const decision = await o.rateLimiter.take(caller.id)
           if (!decision.allowed) {
             throw new ApiError(
@@ -102,7 +107,12 @@ export function createWebSocket(o: WebSocketOptions): {
     },
   })
   return {
-    handleUpgrade: (req, socket, head) => adapter.handleUpgrade(req, socket, head),
+    handleUpgrade: (req, socket, head) => {
+      // crossws hands the hook a Request without the socket: the address rides in a header
+      // Berth sets here, over any value the client sent.
+      req.headers[ADDRESS_HEADER] = req.socket.remoteAddress ?? 'unknown'
+      return adapter.handleUpgrade(req, socket, head)
+    },
     // 1001 "going away": clients reconnect elsewhere or later. `force` drops the sockets of
     // clients that never answered the close handshake (a shutdown's grace is over).
     closeAll: (opts = {}) => {

@@ -76,6 +76,12 @@ export function fixtures(s: TestServer) {
       return (await s.berth.services.gitAccounts.connect(a.id, 'github', tokens, { id: uniq(), login: 'octocat' })).id
     },
     '/v1/tasks': async (a) => (await task(a)).task_id,
+    // Audit entries are what a caller's actions leave: creating a secret leaves one.
+    '/v1/audit': async (a) => {
+      await make('/v1/secrets', a)
+      const res = await s.request('/v1/audit?limit=1', { token: a.token })
+      return ((await res.json()) as { entries: { id: string }[] }).entries[0]!.id
+    },
     // Users are the operator's: made through the admin API whoever asks.
     '/admin/users': async () => (await s.user('Fixture user')).id,
     // A workspace comes into being with its first task.

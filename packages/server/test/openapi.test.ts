@@ -159,6 +159,9 @@ const BEYOND_API_MD = [
   'POST /v1/tasks/:id/messages',
   'GET /v1/tasks/:id/approvals',
   'POST /v1/tasks/:id/approvals/:request_id',
+  // The audit log (issue 28; API.md "Added in this round"): the deployment's for admins, a caller's own.
+  'GET /admin/audit',
+  'GET /v1/audit',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */

@@ -25,6 +25,7 @@ import { chatMailRoutes } from './chat-mail.js'
 import { bankProviderRoutes } from './bank-provider.js'
 import { messengerRoutes } from './messenger-bot.js'
 import { environmentRoutes } from './environments.js'
+import { auditRoutes } from './audit.js'
 
 /**
  * The route table: every operation of the HTTP API, declared once. The server attaches a
@@ -56,6 +57,7 @@ export const routes = [
   wsRoute,
   ...adminRoutes,
   ...adminViewRoutes,
+  ...auditRoutes,
 ] as const satisfies readonly AnyRoute[]
 
 /** The route table's type: the client derives its methods from it. */

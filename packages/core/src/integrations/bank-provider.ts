@@ -103,7 +103,7 @@ export class BankProviderService {
       const sealed = sealConfig(config, this.o.cipher)
       const updated =
         existing &&
-        (await integrations.mutate(owner, existing.id, (r) => ({ ...r, config: sealed, status: 'connected' })))
+        (await integrations.reconnect(owner, existing.id, (r) => ({ ...r, config: sealed, status: 'connected' })))
       if (updated) return integrations.view(updated)
       const now = isoNow(this.o.clock)
       const record: IntegrationRecord = {

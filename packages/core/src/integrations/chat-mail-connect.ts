@@ -170,7 +170,7 @@ export class ChatMailConnectService {
         (r) => r.type === type && r.config[key] === account[key],
       )
       if (existing) {
-        const updated = await this.o.integrations.mutate(owner, existing.id, (r) => ({
+        const updated = await this.o.integrations.reconnect(owner, existing.id, (r) => ({
           ...r,
           status: 'connected',
           config: sealConfig({ ...openConfig(r.config, this.o.cipher), ...managed }, this.o.cipher),

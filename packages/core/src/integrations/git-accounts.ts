@@ -11,6 +11,7 @@ import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import type { OAuthStates } from './oauth-state.js'
+import type { AuditLog } from '../audit/log.js'
 
 /** A stored Git account. Tokens are encrypted at rest and never leave the server but into task containers. */
 export interface GitAccountRecord extends OwnedRecord {
@@ -51,6 +52,7 @@ export interface GitAccountsOptions {
   logger: Logger
   states: OAuthStates
   providers: Partial<Record<GitProviderName, GitProvider>>
+  audit?: AuditLog | undefined
 }
 
 const KIND = 'git-accounts'
@@ -204,7 +206,15 @@ export class GitAccountsService {
         created_at: existing?.created_at ?? now,
         updated_at: now,
       }
-      return this.records.put(record)
+      await this.records.put(record)
+      // The OAuth callback is a public route: the account's owner is who connected it.
+      await this.o.audit?.record({
+        action: 'git_account.connected',
+        target: { type: 'git_account', id: record.id },
+        details: { provider: name },
+        actor: { type: 'user', id: owner },
+      })
+      return record
     })
   }
 
@@ -224,6 +234,7 @@ export class GitAccountsService {
   /** Disconnect: delete the account (404 when absent), then revoke the grant at the provider, best effort. */
   async remove(owner: string, id: string): Promise<void> {
     const r = await this.records.remove(owner, id)
+    await this.o.audit?.record({ action: 'git_account.disconnected', target: { type: 'git_account', id }, owner })
     const p = this.o.providers[r.provider]
     if (!p) return
     try {

@@ -17,6 +17,7 @@ import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import type { DeliveryLog } from './deliveries.js'
+import type { AuditLog } from '../audit/log.js'
 import {
   configIssues,
   depthIssues,
@@ -62,6 +63,7 @@ export class IntegrationsService {
     private readonly cipher: Cipher,
     private readonly notifier: Notifier,
     private readonly deliveries: DeliveryLog,
+    private readonly audit?: AuditLog,
   ) {
     this.records = new OwnedCollection<IntegrationRecord>(store, 'integrations', 'integration')
   }
@@ -120,7 +122,9 @@ export class IntegrationsService {
         updated_at: now,
       }
       if (record.is_default) await this.clearDefault(owner, record.type, record.id)
-      return this.view(await this.records.put(record))
+      await this.records.put(record)
+      await this.audited('integration.created', record)
+      return this.view(record)
     })
   }
 
@@ -157,13 +161,16 @@ export class IntegrationsService {
         updated_at: isoNow(this.clock),
       }
       if (next.is_default && !latest.is_default) await this.clearDefault(owner, next.type, next.id)
-      return this.view(await this.records.put(next))
+      await this.records.put(next)
+      await this.audited('integration.updated', next)
+      return this.view(next)
     })
   }
 
   /** Disconnect: the integration and its delivery records go. */
   async remove(owner: string, id: string): Promise<void> {
     const removed = await this.records.remove(owner, id)
+    await this.audited('integration.deleted', removed)
     await this.deliveries.clear(owner, id)
     for (const hook of this.removeHooks) await hook(removed)
   }
@@ -190,9 +197,34 @@ export class IntegrationsService {
     })
   }
 
+  /** A connect flow connected an existing integration again (new tokens or account): {@link mutate}, recorded as a change. */
+  async reconnect(
+    owner: string,
+    id: string,
+    change: (r: IntegrationRecord) => IntegrationRecord,
+  ): Promise<IntegrationRecord | null> {
+    const updated = await this.mutate(owner, id, change)
+    if (updated) await this.audited('integration.updated', updated)
+    return updated
+  }
+
   /** Store a record a connect flow built (under the owner's lock). */
   async insert(record: IntegrationRecord): Promise<IntegrationRecord> {
-    return this.lock.run(record.owner_id, () => this.records.put(record))
+    await this.lock.run(record.owner_id, () => this.records.put(record))
+    await this.audited('integration.created', record)
+    return record
+  }
+
+  /** The audit entry of a change (a connect flow's callback is public: the owner is who connected). */
+  private audited(action: `integration.${'created' | 'updated' | 'deleted'}`, r: IntegrationRecord): Promise<void> {
+    return (
+      this.audit?.record({
+        action,
+        target: { type: 'integration', id: r.id },
+        details: { type: r.type },
+        actor: { type: 'user', id: r.owner_id },
+      }) ?? Promise.resolve()
+    )
   }
 
   private target(r: IntegrationRecord): NotificationTarget {

@@ -161,7 +161,7 @@ export class MessengerService {
       const sealed = sealConfig(config, this.o.cipher)
       const updated =
         existing &&
-        (await this.o.integrations.mutate(owner, id, (r) => ({ ...r, config: sealed, status: 'connected' })))
+        (await this.o.integrations.reconnect(owner, id, (r) => ({ ...r, config: sealed, status: 'connected' })))
       if (!updated) {
         await this.o.integrations.insert({
           id,

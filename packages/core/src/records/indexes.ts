@@ -40,6 +40,21 @@ function combos(parts: Record<string, string | null | undefined>): string[] {
 /** `order` numbers (microsecond sequence) of runs, deliveries and chat events, fixed width. */
 const byOrderField = (r: IndexedRecord) => `${String(r.order ?? 0).padStart(20, '0')}|${r.id}`
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+/** A value read from a nested object, usable in a term (terms are `,`-joined `k=v` pairs). */
+const termValue = (v: unknown) => (typeof v === 'string' && !/[,=]/.test(v) ? v : undefined)
+
+/** Audit entries, newest first (`created_at` is the entry's time), by actor (its id, or its type), action and target id. */
+const auditIndex: IndexSpec = {
+  terms: (r) => {
+    const actor = r.actor as { type?: unknown; id?: unknown } | undefined
+    const target = r.target as { id?: unknown } | undefined
+    return combos({
+      actor: termValue(actor?.id ?? actor?.type),
+      action: str(r.action),
+      target: termValue(target?.id),
+    })
+  },
+}
 
 /**
  * Every listed kind, by the first segment of its keys. The lists' filters are index
@@ -71,6 +86,9 @@ export const INDEXES: Record<string, IndexSpec> = {
   // A task's permission requests, the pending ones on their own (`GET /v1/tasks/:id/approvals`).
   approvals: { terms: (r) => combos({ task_id: str(r.task_id), status: str(r.status) }) },
   users: {},
+  // The deployment's audit log (`audit:<id>`) and each user's copy (`audit-own:<user>:<id>`).
+  audit: auditIndex,
+  'audit-own': auditIndex,
 }
 
 /**

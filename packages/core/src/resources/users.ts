@@ -116,12 +116,14 @@ export class UsersService {
     return toView(IssuedCallerKey, stored, { token })
   }
 
-  async revokeKey(keyId: string): Promise<void> {
-    const ref = await this.store.get<{ hash: string }>(`callerkey-ids:${keyId}`)
+  /** Revoke a key; answers whose key it was. */
+  async revokeKey(keyId: string): Promise<{ user_id: string }> {
+    const ref = await this.store.get<{ hash: string; user_id: string }>(`callerkey-ids:${keyId}`)
     if (!ref) throw notFound('key', keyId)
     await this.store.remove(`callerkeys:${ref.hash}`)
     await this.store.remove(`callerkey-ids:${keyId}`)
     this.cache.delete(ref.hash)
+    return { user_id: ref.user_id }
   }
 
   /** A user's caller keys (metadata only, never a token or hash), newest first. */

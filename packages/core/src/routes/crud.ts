@@ -37,26 +37,42 @@ export type CrudServiceOf<A extends string> = CrudService<
 
 type Ctx = RouteContext<{ id: string }, Page & Record<string, unknown>, never, 'caller'>
 
+/** Kinds whose changes go to the audit log through their CRUD routes (the only way they change). */
+type AuditedKind = 'credential' | 'secret' | 'environment'
+
 /**
  * The handlers of the five routes `crudRoutes` declares for `area`
- * (`<area>.list|create|get|update|delete`), each one call into the area's service.
+ * (`<area>.list|create|get|update|delete`), each one call into the area's service. With
+ * `audited`, creates, updates and deletes are recorded in the audit log as `<kind>.created` etc.
  */
 export function crudHandlers<const A extends CrudArea>(
   area: A,
   service: (s: Services) => CrudServiceOf<A>,
+  audited?: AuditedKind,
 ): Pick<HandlerMap, `${A}.${Operation}`> {
+  const record = async (services: Services, change: 'created' | 'updated' | 'deleted', id: string) => {
+    if (audited) await services.audit.record({ action: `${audited}.${change}`, target: { type: audited, id } })
+  }
   const handlers = {
     [`${area}.list`]: async ({ caller, query, services }: Ctx) => {
       const { page, limit, ...filter } = query
       const { items, total } = await service(services).list(caller.id, { page, limit }, filter as never)
       return { [area]: items, total }
     },
-    [`${area}.create`]: ({ caller, body, services }: Ctx) => service(services).create(caller.id, body),
+    [`${area}.create`]: async ({ caller, body, services }: Ctx) => {
+      const created = await service(services).create(caller.id, body)
+      await record(services, 'created', (created as { id: string }).id)
+      return created
+    },
     [`${area}.get`]: ({ caller, params, services }: Ctx) => service(services).get(caller.id, params.id),
-    [`${area}.update`]: ({ caller, params, body, services }: Ctx) =>
-      service(services).update(caller.id, params.id, body),
+    [`${area}.update`]: async ({ caller, params, body, services }: Ctx) => {
+      const updated = await service(services).update(caller.id, params.id, body)
+      await record(services, 'updated', params.id)
+      return updated
+    },
     [`${area}.delete`]: async ({ caller, params, services }: Ctx) => {
       await service(services).remove(caller.id, params.id)
+      await record(services, 'deleted', params.id)
     },
   }
   // The keys are built from `area`: the compiler cannot follow them, the declared types above hold.

@@ -5,6 +5,7 @@
 import { routes as declared } from '@berth/contract'
 import { attachHandlers } from '../route.js'
 import { adminViewHandlers } from './admin-views.js'
+import { auditHandlers } from './audit.js'
 import { bankProviderHandlers } from './bank-provider.js'
 import { chatMailHandlers } from './chat-mail.js'
 import { environmentHandlers } from './environments.js'
@@ -43,4 +44,5 @@ export const routes = attachHandlers(declared, {
   ...messengerHandlers,
   ...wsHandlers,
   ...adminViewHandlers,
+  ...auditHandlers,
 })

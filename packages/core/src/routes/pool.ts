@@ -9,6 +9,12 @@ export const poolHandlers = defineHandlers({
     return { containers: items, total }
   },
   'pool.containers.delete': async ({ params, services }) => {
+    const owner = services.pool.list().find((c) => c.id === params.id)?.owner_id ?? undefined
     await services.pool.forceRemove(params.id)
+    await services.audit.record({
+      action: 'container.force_removed',
+      target: { type: 'container', id: params.id },
+      owner,
+    })
   },
 })

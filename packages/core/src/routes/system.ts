@@ -6,16 +6,32 @@ export const systemHandlers = defineHandlers({
     const engine = services.pool.engineStatus() ?? undefined
     return { ok: true as const, version: services.version, pool: services.pool.stats(), engine }
   },
-  'admin.users.create': ({ body, services }) => services.users.create(body),
+  'admin.users.create': async ({ body, services }) => {
+    const created = await services.users.create(body)
+    const { user, key } = created
+    await services.audit.record({ action: 'user.created', target: { type: 'user', id: user.id }, owner: user.id })
+    await services.audit.record({ action: 'key.issued', target: { type: 'caller_key', id: key.id }, owner: user.id })
+    return created
+  },
   'admin.users.list': async ({ query, services }) => {
     const { items, total } = await services.users.list(query)
     return { users: items, total }
   },
   'admin.users.delete': async ({ params, services }) => {
     await services.users.remove(params.id)
+    await services.audit.record({ action: 'user.deleted', target: { type: 'user', id: params.id }, owner: params.id })
   },
-  'admin.keys.create': ({ params, body, services }) => services.users.issueKey(params.id, body),
+  'admin.keys.create': async ({ params, body, services }) => {
+    const key = await services.users.issueKey(params.id, body)
+    await services.audit.record({ action: 'key.issued', target: { type: 'caller_key', id: key.id }, owner: params.id })
+    return key
+  },
   'admin.keys.delete': async ({ params, services }) => {
-    await services.users.revokeKey(params.id)
+    const { user_id } = await services.users.revokeKey(params.id)
+    await services.audit.record({
+      action: 'key.revoked',
+      target: { type: 'caller_key', id: params.id },
+      owner: user_id,
+    })
   },
 })

@@ -7,6 +7,7 @@ import { OwnedCollection, type OwnedRecord } from '../records/collection.js'
 import { term } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 import type { TaskRecord } from './task.js'
+import type { AuditLog } from '../audit/log.js'
 
 /** A stored permission request (its id is the runner's `request_id`). */
 export interface ApprovalRecord extends OwnedRecord {
@@ -43,7 +44,7 @@ const CLAIM_MARGIN_MS = 60 * 60 * 1000
 export class Approvals {
   readonly records: OwnedCollection<ApprovalRecord>
 
-  constructor(private readonly o: { store: Store; clock: Clock; once: OnceKeys }) {
+  constructor(private readonly o: { store: Store; clock: Clock; once: OnceKeys; audit?: AuditLog | undefined }) {
     this.records = new OwnedCollection<ApprovalRecord>(o.store, 'approvals', 'approval request')
   }
 
@@ -100,13 +101,21 @@ export class Approvals {
     const earlier = await this.o.once.setIfAbsent(claimKey(requestId), body.decision, ttl)
     if (earlier !== null) throw new ApiError('CONFLICT', `Approval request ${requestId} is already decided`)
     const at = isoNow(this.o.clock)
-    return this.records.put({
+    const decided = await this.records.put({
       ...r,
       status: body.decision === 'allow' ? 'allowed' : 'denied',
       decided_at: at,
       updated_at: at,
       message: body.message ?? null,
     })
+    // Over the WebSocket or from the messenger no request is being served: the task's owner decided.
+    await this.o.audit?.record({
+      action: 'approval.decided',
+      target: { type: 'approval', id: requestId },
+      details: { task_id: taskId, decision: body.decision, tool: r.tool },
+      actor: { type: 'user', id: owner },
+    })
+    return decided
   }
 
   /**

@@ -33,6 +33,7 @@ import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
 import { TaskRuns } from './run.js'
 import { Approvals } from './approvals.js'
+import type { AuditLog } from '../audit/log.js'
 import { TaskSteering } from './steer.js'
 import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
@@ -62,6 +63,8 @@ export interface TasksOptions {
   coordination?: Coordination | undefined
   /** Wall-time limits of a task once it runs: the default, and the most a submit may ask (seconds; null: none). */
   timeLimit?: TimeLimitSettings | undefined
+  /** Records approvals decided. */
+  audit?: AuditLog | undefined
 }
 
 /**
@@ -105,7 +108,7 @@ export class TasksService {
     const states = new TaskStates({ records, store, clock, bus, eventLog, events })
     const scheduler = new Scheduler({ slots, logger })
     const controls = new RunControls()
-    const approvals = new Approvals({ store, clock, once: coordination.once })
+    const approvals = new Approvals({ store, clock, once: coordination.once, audit: o.audit })
     const containers = new SessionContainers({
       engine,
       workspaces,

@@ -1,6 +1,7 @@
 /** The request pipeline: authenticate, rate-limit, validate and answer one route for one request. */
 import * as v from 'valibot'
-import { ApiError } from '@berth/contract'
+import { ApiError, randomToken } from '@berth/contract'
+import { inRequest, type RequestScope } from '../audit/context.js'
 import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'
@@ -58,9 +59,20 @@ function rateHeaders(d: RateDecision): Record<string, string> {
   }
 }
 
+/** The client address the server saw, when it says (srvx's `request.ip`). */
+function clientAddress(request: Request): string | null {
+  return (request as { ip?: string }).ip ?? null
+}
+
 /** The rate-limit key of an unauthenticated request: its client address. */
 function addressKey(request: Request): string {
-  return `address:${(request as { ip?: string }).ip ?? 'unknown'}`
+  return `address:${clientAddress(request) ?? 'unknown'}`
+}
+
+/** The request's own `x-request-id` when it is a plain token, else a new one: logs and audit entries carry it. */
+function requestIdOf(request: Request): string {
+  const given = request.headers.get('x-request-id')
+  return given && /^[A-Za-z0-9_.:-]{1,128}$/.test(given) ? given : `req_${randomToken(20)}`
 }
 
 function rateLimited(d: RateDecision): ApiError {
@@ -109,11 +121,18 @@ export function createPipeline(opts: PipelineOptions) {
     if (route.auth === 'public') return null
     const caller = await authenticate(request)
     if (!caller) {
+      services.audit.authFailed(clientAddress(request))
       await take(addressKey(request), out)
       throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
     }
     if (!route.unlimited) await take(caller.id, out)
     if (route.auth === 'admin' && caller.role !== 'admin') {
+      await services.audit.record({
+        action: 'auth.forbidden',
+        target: { type: 'route', id: route.name },
+        outcome: 'failure',
+        actor: { type: caller.role, id: caller.id },
+      })
       throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
     }
     return caller
@@ -131,6 +150,16 @@ export function createPipeline(opts: PipelineOptions) {
   }
 
   async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+    const scope: RequestScope = { caller: null, request_id: requestIdOf(request), source: clientAddress(request) }
+    return inRequest(scope, () => answer(route, request, rawParams, scope))
+  }
+
+  async function answer(
+    route: AnyRoute,
+    request: Request,
+    rawParams: Record<string, string>,
+    scope: RequestScope,
+  ): Promise<Response> {
     const started = performance.now()
     const limits: { headers?: Record<string, string> } = {}
     let headers: Record<string, string> | undefined
@@ -140,8 +169,9 @@ export function createPipeline(opts: PipelineOptions) {
     try {
       try {
         caller = await callerFor(route, request, limits)
+        scope.caller = caller
       } finally {
-        headers = limits.headers
+        headers = { ...limits.headers, 'x-request-id': scope.request_id }
       }
       const params = route.params ? parseInput('params', route.params, rawParams) : undefined
       const query = route.query
@@ -187,6 +217,7 @@ export function createPipeline(opts: PipelineOptions) {
       status: response.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
       caller: caller?.id,
+      request_id: scope.request_id,
     })
     return response
   }

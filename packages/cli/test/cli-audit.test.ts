@@ -1,0 +1,57 @@
+/** `berth audit` (the package's bin, built output, a real process) against a real server. */
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ADMIN_TOKEN, startServer, type TestServer } from '../../server/test/helpers.js'
+
+const BIN = fileURLToPath(new URL('../bin/berth.mjs', import.meta.url))
+
+/** Run `berth …` to its end. */
+function berth(args: string[], token: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, BERTH_URL: s.url, BERTH_TOKEN: token, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+let s: TestServer
+let a: { token: string; id: string }
+let secretId: string
+
+beforeAll(async () => {
+  s = await startServer()
+  a = await s.user('A')
+  const res = await s.request('/v1/secrets', { method: 'POST', token: a.token, json: { name: 'TOKEN', value: 'v' } })
+  secretId = ((await res.json()) as { id: string }).id
+})
+afterAll(() => s.close())
+
+describe('berth audit', () => {
+  it('lists your entries as JSON, filtered', async () => {
+    const run = await berth(['audit', '--json', '--action', 'secret.created'], a.token)
+    expect(run.code).toBe(0)
+    const { entries, total } = JSON.parse(run.stdout) as { entries: { target: { id: string } }[]; total: number }
+    expect(total).toBe(1)
+    expect(entries[0]!.target.id).toBe(secretId)
+  })
+
+  it('--all lists the deployment as a table (admin); a bad filter is refused', async () => {
+    const run = await berth(['audit', '--all', '--target', a.id], ADMIN_TOKEN)
+    expect(run.code).toBe(0)
+    expect(run.stdout).toMatch(/ACTION/)
+    expect(run.stdout).toContain('user.created')
+    expect(run.stdout).toContain(`user:${a.id}`)
+    expect(run.stdout).not.toContain('secret.created')
+    const bad = await berth(['audit', '--action', 'secret.stolen'], a.token)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/action/)
+  })
+})
