@@ -32,6 +32,7 @@ const PINNED = [
   'RunTokens',
   'WarmAgents',
   'abortedExec',
+  'activeTraceId',
   'adoptRunningWorkspaces',
   'attachHandlers',
   'brokeredPlaceholder',
@@ -76,6 +77,9 @@ const PINNED = [
   'toWebStream',
   'tokenBucket',
   'touchesPrivateRange',
+  'traceContext',
+  'traceparentOf',
+  'tracer',
   'withoutIntegration',
 ]
 

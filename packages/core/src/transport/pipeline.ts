@@ -10,6 +10,7 @@ import type { Services } from '../services.js'
 import { createAuthenticate, type Authenticate } from './auth.js'
 import { limitBody } from './body-limit.js'
 import { errorResponse, json } from './response.js'
+import { requestSpan } from './request-span.js'
 
 export interface PipelineOptions {
   services: Services
@@ -130,7 +131,17 @@ export function createPipeline(opts: PipelineOptions) {
     return out.headers ?? {}
   }
 
-  async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+  /** One request in its server span (a child of the caller's `traceparent` header, when it sends one). */
+  function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+    return requestSpan(route, request, (traceId) => answer(route, request, rawParams, traceId))
+  }
+
+  async function answer(
+    route: AnyRoute,
+    request: Request,
+    rawParams: Record<string, string>,
+    traceId: string | undefined,
+  ): Promise<Response> {
     const started = performance.now()
     const limits: { headers?: Record<string, string> } = {}
     let headers: Record<string, string> | undefined
@@ -187,6 +198,7 @@ export function createPipeline(opts: PipelineOptions) {
       status: response.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
       caller: caller?.id,
+      trace_id: traceId,
     })
     return response
   }
