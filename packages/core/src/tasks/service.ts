@@ -199,7 +199,11 @@ export class TasksService {
     opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {},
   ): Promise<SubmittedTask> {
     // The task's trace begins here (under the request's span when there is one).
-    const attributes = { 'berth.task.mode': input.mode, 'berth.profile.id': input.profile_id }
+    const attributes = {
+      'berth.task.mode': input.mode,
+      'berth.profile.id': input.profile_id,
+      'berth.instance.id': this.coordination.instanceId,
+    }
     return traced('task.submit', attributes, (span) => this.admit(owner, input, opts, span))
   }
 
