@@ -124,6 +124,30 @@ describe('traces of a task on one instance', () => {
     for (const secret of [PROMPT_MARK, MODEL_KEY, 'TP=', 'echo']) expect(exported).not.toContain(secret)
   }, 180_000)
 
+  it('a task that fails ends its run span with the status and the error code', async () => {
+    const { token } = await s.user('Failing user')
+    const api = clientFor(s, token)
+    const key = await api.apiKeys.create({
+      body: { name: 'prod', provider: 'anthropic', key: MODEL_KEY, base_url: upstream.url },
+    })
+    const profile = await api.profiles.create({
+      body: { name: 'Agent', slug: 'agent', api_key_id: key.id, model: 'claude-sonnet-4-5' },
+    })
+    const submitted = await api.tasks.submit({
+      body: { mode: 'batch', profile_id: profile.id, prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 },
+    })
+    const done = await waitForTask(api, submitted.task_id, { timeout: 120_000 })
+    expect(done.error?.code).toBe('TURN_LIMIT_EXCEEDED')
+    const spans = await otlp.waitFor((all) =>
+      all.some((x) => x.name === 'task.run' && x.attributes['berth.task.id'] === submitted.task_id),
+    )
+    const run = spans.find((x) => x.name === 'task.run' && x.attributes['berth.task.id'] === submitted.task_id)!
+    expect(run.attributes['berth.task.status']).toBe('failed')
+    expect(run.attributes['berth.task.error_code']).toBe('TURN_LIMIT_EXCEEDED')
+    expect(run.status.code).toBe(2)
+    expect(run.traceId).toBe(taskTraceId(spans, submitted.task_id))
+  }, 180_000)
+
   it('a request with a traceparent header continues the caller’s trace', async () => {
     const callerTrace = '0af7651916cd43dd8448eb211c80319c'
     const res = await s.request('/health', { headers: { traceparent: `00-${callerTrace}-b7ad6b7169203331-01` } })
