@@ -19,7 +19,8 @@ interface MeteredUsage {
 
 /** One model call's span, filled in as the gateway learns more and ended with the response. */
 export interface ModelCallSpan {
-  model(name: string): void
+  /** The requested model; `chat`: a Messages call (named `chat <model>`), not a token count. */
+  model(name: string, chat: boolean): void
   usage(u: MeteredUsage): void
   end(status: number): void
 }
@@ -30,7 +31,7 @@ export interface ModelCallSpan {
  * @example
  * ```ts
  * const span = modelCallSpan(grant, 'POST', '/v1/messages')
- * span.model('claude-sonnet-4-5')
+ * span.model('claude-sonnet-4-5', true)
  * res.once('close', () => span.end(res.statusCode))
  * ```
  */
@@ -50,9 +51,11 @@ export function modelCallSpan(grant: GatewayGrant, method: string, path: string)
   )
   let ended = false
   return {
-    model(name) {
+    model(name, chat) {
+      span.setAttribute('gen_ai.request.model', name)
+      if (!chat) return
       span.updateName(`chat ${name}`)
-      span.setAttributes({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': name })
+      span.setAttribute('gen_ai.operation.name', 'chat')
     },
     usage(u) {
       span.setAttributes({

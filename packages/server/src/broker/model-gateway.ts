@@ -216,7 +216,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
             `${PREFIX}: model ${model} is not allowed for this credential (allowed: ${grant.allowed_models?.join(', ')})`,
           )
         requested = model
-        span.model(model)
+        span.model(model, route.metered)
       }
       // The provider gets the body the gateway checked, re-serialised: a duplicate "model"
       // key or an escaped one could otherwise read differently to another JSON parser.
