@@ -13,7 +13,9 @@
  * BENCH_DURATION_MS (5000), BENCH_ROUNDS (1; more rounds alternate the targets and report
  * medians), BENCH_TARGETS (`bare,memory,fs`), BENCH_SERVER_DIR (another built
  * @berth/server to measure), BENCH_SERVER_NODE_ARGS (extra node flags for the server
- * processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_TRACING (`1`: Berth's hosts
+ * register an OpenTelemetry SDK exporting every span to a local OTLP sink; results go to
+ * `http-tracing.json`, to compare with a run without it).
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
@@ -23,6 +25,7 @@ import { startHost, RATE_LIMIT, type Host, type HostKind } from './lib/hosts.js'
 import { runLoad, type LoadResult } from './lib/load.js'
 import { busyCores, machineCpu } from './lib/machine.js'
 import { int, ms, table } from './lib/table.js'
+import { startOtlpSink } from './lib/tracing.js'
 
 /** Berth must serve at least this fraction of bare node:http's requests per second. */
 export const TARGET_RATIO = 0.5
@@ -183,6 +186,12 @@ function targetName(h: Host): string {
  */
 export async function main(options: Partial<HttpBenchOptions> = {}): Promise<HttpBenchReport> {
   const opts = { ...optionsFromEnv(), ...options }
+  // Tracing on: hosts forked from here on export to the sink (bench/lib/server-host.ts reads BENCH_OTLP_URL).
+  const sink = process.env.BENCH_TRACING === '1' ? await startOtlpSink() : undefined
+  if (sink) {
+    process.env.BENCH_OTLP_URL = sink.tracesUrl
+    if (opts.resultsFile === RESULTS_FILE) opts.resultsFile = RESULTS_FILE.replace(/\.json$/, '-tracing.json')
+  }
 
   console.log(
     '\nHTTP: authenticated GET /v1/profiles/:id — Berth (request log on) vs bare node:http and bare h3 (same response bytes)',
@@ -248,6 +257,12 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       } catch (err) {
         console.error(`  closing ${targetName(h)} failed: ${(err as Error).message}`)
       }
+    }
+    if (sink) {
+      const got = sink.received()
+      console.log(`  tracing on: the OTLP sink received ${got.requests} exports, ${int(got.bytes)} bytes`)
+      delete process.env.BENCH_OTLP_URL
+      await sink.close()
     }
   }
 

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadPackageFile, loadWorkspace } from './workspace.js'
+import { registerTracing } from './tracing.js'
 
 export type HostKind = 'bare' | 'h3' | 'memory' | 'fs'
 
@@ -135,6 +136,8 @@ async function startH3(cfg: HostConfig): Promise<Started> {
 
 async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
   const ws = await loadWorkspace()
+  // BENCH_TRACING=1 (bench/http.ts): the SDK registers before Berth exists, as in the standalone server.
+  const stopTracing = process.env.BENCH_OTLP_URL ? await registerTracing(process.env.BENCH_OTLP_URL) : undefined
   const dataDir = mkdtempSync(join(tmpdir(), `berth-bench-${kind}-`))
   const berth = ws.server.createBerth({
     // fs: no storage given, so Berth uses its default store (SQLite at <dataDir>/berth.db).
@@ -185,6 +188,7 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
       const remaining = Number(last.headers.get('ratelimit-remaining'))
       await closeServer(server)
       await berth.close()
+      await stopTracing?.()
       rmSync(dataDir, { recursive: true, force: true })
       return { type: 'closed', limiter: { burst: RATE_LIMIT.burst, remaining } }
     },

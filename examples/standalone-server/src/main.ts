@@ -7,6 +7,8 @@
  *   PORT=8080 BERTH_STORAGE=memory pnpm start
  *   BERTH_RUNTIME=podman BERTH_IMAGE=localhost/berth-test:latest BERTH_POOL_MIN=1 pnpm start
  */
+// First: the OpenTelemetry SDK registers before any module that creates spans is loaded.
+import { telemetry, telemetryLine } from './telemetry.js'
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -124,6 +126,7 @@ const poolLine = `pool ${poolName}: min ${config.poolMin}, max ${config.poolMax}
 console.log(`Runtime: ${chosen.description} · ${poolLine}`)
 if (coordination) console.log(`Coordination: redis, prefix ${config.redisPrefix}, instance ${instanceId}`)
 if (runner?.bundleDir) console.log(`Runner bundle: ${runner.bundleDir}`)
+console.log(telemetryLine())
 console.log(
   config.broker
     ? `Credentials: broker on (model gateway and egress proxy on sockets in ${resolve(config.dataDir, 'broker/public')})`
@@ -175,6 +178,8 @@ onShutdown(
     await berth.close()
     await coordination?.close()
     await chosen.runtime.close?.()
+    // Last: the spans of the shutdown itself go out too.
+    await telemetry?.shutdown()
   },
   { closeWebSockets: (o) => berth.closeWebSockets(o) },
 )

@@ -165,6 +165,9 @@ export {
 } from './transport/index.js'
 export { createTaskSocket, type TaskSocketOptions } from './transport/index.js'
 
+// Tracing (OpenTelemetry API: spans cost nothing until an SDK is registered)
+export { activeTraceId, traceContext, traceparentOf, tracer } from './tracing.js'
+
 // Coordination of several instances (the port, its memory driver, and what drivers share)
 export type {
   Coordination,

@@ -33,6 +33,7 @@ const PINNED = [
   'RunTokens',
   'WarmAgents',
   'abortedExec',
+  'activeTraceId',
   'adoptRunningWorkspaces',
   'attachHandlers',
   'brokeredPlaceholder',
@@ -77,6 +78,9 @@ const PINNED = [
   'toWebStream',
   'tokenBucket',
   'touchesPrivateRange',
+  'traceContext',
+  'traceparentOf',
+  'tracer',
   'withoutIntegration',
 ]
 

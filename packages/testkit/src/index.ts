@@ -30,5 +30,8 @@ export { startRedis, connectRedis, type LocalRedis } from './redis.js'
 export { startPostgres, type LocalPostgres, type StartPostgresOptions } from './postgres.js'
 export { coordinationConformanceSuite, type CoordinationUnderTest } from './coordination-conformance.js'
 
+// An OTLP/HTTP (JSON) trace receiver on loopback
+export { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp.js'
+
 // Waiting for a condition outside vitest's `vi.waitFor` (the soak, the benchmarks, the suites above)
 export { waitUntil, type WaitUntilOptions } from './wait.js'

@@ -24,6 +24,8 @@ export interface GatewayGrant {
   /** Model patterns (`*` wildcards) the credential allows, or null for any. */
   allowed_models: string[] | null
   max_budget_usd: number | null
+  /** The task's trace context (W3C `traceparent`): model calls are traced as its children. */
+  trace?: string | undefined
 }
 
 /** What the egress proxy may do for a run. */
@@ -73,6 +75,7 @@ export class RunGrants {
       upstream: { base_url: credential.base_url ?? DEFAULT_BASE_URL, api_key: credential.key },
       allowed_models: record.allowed_models,
       max_budget_usd: task.max_budget_usd,
+      trace: task.trace,
     }
   }
 

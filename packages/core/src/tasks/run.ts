@@ -18,6 +18,7 @@ import {
   type TaskStates,
 } from './task.js'
 import { runnerEvents } from './runner-session.js'
+import { RunTrace } from './run-trace.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
@@ -82,13 +83,14 @@ export class TaskRuns implements TaskRunner {
     // Permission requests not yet closed by the runner's decision event.
     const open = new Set<string>()
     const limit = new RunTimeLimit(task.max_duration_s)
+    const spans = new RunTrace(task, this.o.instanceId)
     try {
       const profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
         throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
       const plan: RunPlan = { task, workspace: ws, profile }
-      const leased = await containers.lease(plan, signal)
-      task = await states.move(task, 'starting')
+      const leased = await spans.claim(() => containers.lease(plan, signal))
+      task = await states.move(task, 'starting', { trace: spans.traceparent })
       const { volume, sdk_session_id } = leased.workspace
       ws = await workspaces.setStatus(owner, ws.id, 'running', {
         volume,
@@ -96,7 +98,10 @@ export class TaskRuns implements TaskRunner {
         container_id: leased.lease.container.id,
         instance_id: this.o.instanceId ?? null,
       })
-      const input = leased.input ?? (await materialize(this.o.catalog, task, profile, ws))
+      const input = spans.runnerInput(
+        leased.input ?? (await materialize(this.o.catalog, task, profile, ws)),
+        !leased.agent,
+      )
       signal.throwIfAborted()
       const runSignal = AbortSignal.any([signal, limit.forced.signal])
       const session = runnerEvents(
@@ -114,6 +119,7 @@ export class TaskRuns implements TaskRunner {
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
             this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })
           await this.o.events.record(task, [event])
+          spans.event(event)
           task = await this.counted(task, event, open)
           if (event.type === 'result') result = event
         }
@@ -154,6 +160,7 @@ export class TaskRuns implements TaskRunner {
         .cancelPending(task)
         .catch((err) => this.o.logger.warn('could not cancel pending approvals', { task: task.id, error: String(err) }))
     await states.finish(task, end)
+    spans.end(end)
     await exited.catch(() => {})
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) containers.keepWarm(owner, ws.id, ws.session_id)

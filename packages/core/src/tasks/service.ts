@@ -40,6 +40,8 @@ import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
 import { taskDuration, type TimeLimitSettings } from './time-limit.js'
+import { traced, traceparentOf } from '../tracing.js'
+import type { Span } from '@opentelemetry/api'
 
 export interface TasksOptions {
   store: Store
@@ -202,6 +204,21 @@ export class TasksService {
     input: SubmitTask,
     opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {},
   ): Promise<SubmittedTask> {
+    // The task's trace begins here (under the request's span when there is one).
+    const attributes = {
+      'berth.task.mode': input.mode,
+      'berth.profile.id': input.profile_id,
+      'berth.instance.id': this.coordination.instanceId,
+    }
+    return traced('task.submit', attributes, (span) => this.admit(owner, input, opts, span))
+  }
+
+  private async admit(
+    owner: string,
+    input: SubmitTask,
+    opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean },
+    span: Span,
+  ): Promise<SubmittedTask> {
     requireEngine(this.o.engine)
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
     if (!profile)
@@ -271,9 +288,11 @@ export class TasksService {
         error: null,
         ...(slotPending && { slot_pending: true }),
         instance_id: where === 'here' ? this.coordination.instanceId : null,
+        trace: traceparentOf(span),
         created_at: now,
         updated_at: now,
       }
+      span.setAttribute('berth.task.id', record.id)
       await this.states.open(record)
       if (where === 'here') this.scheduler.enqueue(record)
       if (where !== 'here') await this.dispatch.send(where, record)

@@ -48,6 +48,11 @@ export interface TaskRecord extends OwnedRecord {
   output_schema?: Record<string, unknown>
   /** Permission requests waiting for a decision (absent on records from before approvals: 0). */
   pending_approvals?: number
+  /**
+   * The task's trace context, a W3C `traceparent` (internal, never in the view): the submit's
+   * span, then the run's once it starts, so every instance continues one trace per task.
+   */
+  trace?: string | undefined
 }
 
 /** The statuses of a task not yet ended (the contract's list, typed for `includes(status)`). */

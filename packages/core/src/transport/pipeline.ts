@@ -11,6 +11,7 @@ import type { Services } from '../services.js'
 import { createAuthenticate, type Authenticate } from './auth.js'
 import { limitBody } from './body-limit.js'
 import { errorResponse, json } from './response.js'
+import { requestSpan } from './request-span.js'
 
 export interface PipelineOptions {
   services: Services
@@ -149,9 +150,12 @@ export function createPipeline(opts: PipelineOptions) {
     return out.headers ?? {}
   }
 
-  async function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+  /** One request in its scope (caller, request id, address) and its server span (a child of the caller's `traceparent` header, when it sends one). */
+  function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
     const scope: RequestScope = { caller: null, request_id: requestIdOf(request), source: clientAddress(request) }
-    return inRequest(scope, () => answer(route, request, rawParams, scope))
+    return inRequest(scope, () =>
+      requestSpan(route, request, (traceId) => answer(route, request, rawParams, scope, traceId)),
+    )
   }
 
   async function answer(
@@ -159,6 +163,7 @@ export function createPipeline(opts: PipelineOptions) {
     request: Request,
     rawParams: Record<string, string>,
     scope: RequestScope,
+    traceId: string | undefined,
   ): Promise<Response> {
     const started = performance.now()
     const limits: { headers?: Record<string, string> } = {}
@@ -218,6 +223,7 @@ export function createPipeline(opts: PipelineOptions) {
       ms: Math.round((performance.now() - started) * 10) / 10,
       caller: caller?.id,
       request_id: scope.request_id,
+      trace_id: traceId,
     })
     return response
   }

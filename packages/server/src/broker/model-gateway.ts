@@ -12,6 +12,7 @@ import { modelAllowed, type GatewayGrant } from '@berth/core'
 import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf, upstreamHeaders } from './gateway-http.js'
 import { costOf, priceOf } from './gateway-prices.js'
 import { listenOnSocket } from './socket.js'
+import { modelCallSpan } from './gateway-trace.js'
 import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } from './gateway-usage.js'
 
 /**
@@ -130,7 +131,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   const totals = new Map<string, GatewayUsageTotals>()
   const unpriced = new Set<string>()
 
-  const record = (grant: GatewayGrant, requested: string | undefined, answer: AnswerUsage) => {
+  const record = (grant: GatewayGrant, requested: string | undefined, answer: AnswerUsage): ModelUsage => {
     const model = answer.model ?? requested ?? 'unknown'
     if (!priceOf(model) && !unpriced.has(model)) {
       unpriced.add(model)
@@ -160,6 +161,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     } catch (err) {
       o.logger?.warn(`${PREFIX}: onUsage failed`, { task_id: grant.task_id, error: String(err) })
     }
+    return usage
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -170,6 +172,8 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       return sendError(res, 401, 'authentication_error', `${PREFIX}: missing, unknown or expired token`)
     }
     const url = new URL(req.url ?? '/', 'http://gateway')
+    const span = modelCallSpan(grant, req.method ?? 'GET', url.pathname)
+    res.once('close', () => span.end(res.statusCode))
     const route = GATEWAY_ROUTES.find((r) => r.method === req.method && r.path.test(url.pathname))
     if (!route) {
       req.resume()
@@ -212,6 +216,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
             `${PREFIX}: model ${model} is not allowed for this credential (allowed: ${grant.allowed_models?.join(', ')})`,
           )
         requested = model
+        span.model(model, route.metered)
       }
       // The provider gets the body the gateway checked, re-serialised: a duplicate "model"
       // key or an escaped one could otherwise read differently to another JSON parser.
@@ -268,7 +273,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     } finally {
       // What was streamed before a disconnect is billed by the provider, so it is metered too.
       const answer = reader?.end()
-      if (answer) record(grant, requested, answer)
+      if (answer) span.usage(record(grant, requested, answer))
     }
   }
 
