@@ -81,7 +81,7 @@ describe('runnerEvents', () => {
     const s = session(rt)
     const c = consume(s)
     await vi.waitFor(() => expect(rt.runtime.exec).toHaveBeenCalledOnce())
-    const text = `${line({ type: 'turn_start', turn: 1 })}not json\n${line({ type: 'token', text: 'Hi' })}${line(result)}${line({ type: 'token', text: 'late' })}`
+    const text = `${line({ type: 'turn_start', turn: 1 })}\n${line({ type: 'token', text: 'Hi' })}${line(result)}${line({ type: 'token', text: 'late' })}`
     // In three uneven pieces: a line cut in the middle comes out whole.
     rt.out(text.slice(0, 7))
     rt.out(text.slice(7, 40))
@@ -106,6 +106,27 @@ describe('runnerEvents', () => {
     expect(tail).not.toContain('s3cret-value')
     expect(c.seen).toEqual(['token'])
   })
+
+  it.each([
+    ['a line that is not JSON', 'not json\n'],
+    ['an unknown event', line({ type: 'forged', text: 'x' })],
+    ['a line over', `${'x'.repeat(17 * 1024 * 1024)}\n`],
+  ])(
+    'ends the run CONTAINER_FAILED and kills the runner when it writes %s, ignoring what follows',
+    async (what, bad) => {
+      const rt = fakeRuntime()
+      const c = consume(session(rt))
+      await vi.waitFor(() => expect(rt.runtime.exec).toHaveBeenCalledOnce())
+      rt.out(line({ type: 'token', text: 'Hi' }))
+      rt.out(bad)
+      rt.out(line(result))
+      const err = await c.done.catch((e: unknown) => e)
+      expect(err).toMatchObject({ code: 'CONTAINER_FAILED' })
+      expect((err as Error).message).toContain(`broke its protocol: ${what}`)
+      expect(c.seen).toEqual(['token'])
+      expect(rt.kill).toHaveBeenCalled()
+    },
+  )
 
   it('kills a runner that hangs after its result once the grace period is over', async () => {
     vi.useFakeTimers()

@@ -161,27 +161,25 @@ export function runnerEvents(
       wake?.()
       wake = null
     }
+    // The first protocol violation: the run ends on it (the runner's output cannot be trusted after it).
+    let broken: string | null = null
+    const violation = (what: string, fields: Record<string, unknown> = {}) => {
+      deps.logger.warn(`runner broke its protocol: ${what}`, { task: run.taskId, ...fields })
+      broken ??= what
+      notify()
+    }
     const lines = lineFramer(
       (line) => {
-        if (!line.trim()) return
+        if (broken || !line.trim()) return
         const event = parseRunnerLine(line)
-        if (typeof event === 'string') {
-          deps.logger.warn(
-            event === 'not json' ? 'runner wrote a line that is not JSON' : 'runner wrote an unknown event',
-            { task: run.taskId },
-          )
-          return
-        }
+        if (typeof event === 'string')
+          return violation(event === 'not json' ? 'a line that is not JSON' : 'an unknown event')
         ready.push(event)
         notify()
       },
       {
         onOversize: (chars) =>
-          deps.logger.warn('runner wrote a line longer than the limit; dropped', {
-            task: run.taskId,
-            chars,
-            limit: MAX_LINE_CHARS,
-          }),
+          violation(`a line over ${MAX_LINE_CHARS} characters (dropped)`, { chars, limit: MAX_LINE_CHARS }),
       },
     )
     let stderr = ''
@@ -242,6 +240,8 @@ export function runnerEvents(
           })
           return
         }
+        if (broken)
+          throw new ApiError('CONTAINER_FAILED', `The agent runner broke its protocol: ${broken}; the task was stopped`)
         if (ended) break
         await new Promise<void>((r) => (wake = r))
       }

@@ -12,5 +12,5 @@ import type { ContainerRuntime } from '../ports/container-runtime.js'
  * ```
  */
 export function runnerUser(runtime: Pick<ContainerRuntime, 'capabilities'>): { user?: string } {
-  return runtime.capabilities.unprivilegedUser ? { user: '0' } : {}
+  return runtime.capabilities?.unprivilegedUser ? { user: '0' } : {}
 }
