@@ -1,9 +1,10 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { notFound, type EngineHealth, type PoolStats, CONNECT_TYPES, type ConnectType } from '@berth/contract'
+import { CONNECT_TYPES, type ConnectType } from '@berth/contract'
 import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import type { Cipher } from './ports/cipher.js'
 import { silentLogger, type Logger } from './ports/logger.js'
+import { noopMetrics, type Metrics } from './ports/metrics.js'
 import type { Store } from './ports/store.js'
 import { memoryCoordination } from './coordination/memory.js'
 import type { Coordination } from './coordination/port.js'
@@ -27,7 +28,8 @@ import { TasksService } from './tasks/service.js'
 import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
-import type { ContainerPool, PooledContainer } from './runtime/index.js'
+import type { ContainerPool } from './runtime/index.js'
+import { noPool, type PoolView } from './runtime/pool-view.js'
 import { ProfilesService } from './resources/profiles.js'
 import {
   DEFAULT_ENVIRONMENT_CAPS,
@@ -66,6 +68,8 @@ export interface ServicesOptions {
   cipher: Cipher
   clock?: Clock
   logger?: Logger
+  /** Where the task path's observations go (default {@link noopMetrics}). */
+  metrics?: Metrics
   catalog?: ModelCatalog
   /** Operator token (`BERTH_ADMIN_TOKEN`). */
   adminToken?: string | undefined
@@ -137,6 +141,7 @@ export interface Services {
   version: string
   clock: Clock
   logger: Logger
+  metrics: Metrics
   users: UsersService
   apiKeys: ApiKeysService
   profiles: ProfilesService
@@ -148,7 +153,7 @@ export interface Services {
   skills: SkillsService
   agents: AgentsService
   /** The warm pool; `engineStatus()` is `null` without a container runtime. */
-  pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'> & { engineStatus(): EngineHealth | null }
+  pool: PoolView
   workspaces: WorkspacesService
   /** Browse, upload and download a workspace's files (in its container, or from its volume). */
   workspaceFiles: WorkspaceFilesService
@@ -183,16 +188,6 @@ export interface Services {
   messenger: MessengerService
 }
 
-/** The pool surface when no container runtime is configured. */
-const noPool: Services['pool'] = {
-  stats: (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 }),
-  list: (): PooledContainer[] => [],
-  engineStatus: () => null,
-  forceRemove: async (id: string) => {
-    throw notFound('container', id)
-  },
-}
-
 /**
  * Build the services over the given ports.
  *
@@ -212,6 +207,7 @@ export function createServices(opts: ServicesOptions): Services {
   const checkUrl = (url: string) => channels.check('webhook', { url })
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
   const logger = opts.logger ?? silentLogger
+  const metrics = opts.metrics ?? noopMetrics
   const environments = new EnvironmentsService({
     store,
     clock,
@@ -255,6 +251,7 @@ export function createServices(opts: ServicesOptions): Services {
     store,
     clock,
     logger,
+    metrics,
     eventLog,
     bus,
     slots,
@@ -278,6 +275,7 @@ export function createServices(opts: ServicesOptions): Services {
     integrations,
     deliveries,
     notifier: channels,
+    metrics,
     ...opts.notificationRetry,
     sharedBy: opts.coordination,
   })
@@ -348,6 +346,7 @@ export function createServices(opts: ServicesOptions): Services {
     version: opts.version ?? '0.0.0',
     clock,
     logger,
+    metrics,
     users: new UsersService({ store, clock, adminToken: opts.adminToken }),
     apiKeys,
     profiles,

@@ -65,6 +65,7 @@ const PINNED = [
   'memoryCoordination',
   'memoryHub',
   'modelAllowed',
+  'noopMetrics',
   'privateCidrs',
   'queueRank',
   'rateDecision',

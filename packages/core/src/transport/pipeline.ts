@@ -4,6 +4,7 @@ import { ApiError } from '@berth/contract'
 import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'
+import { secondsFrom } from '../ports/metrics.js'
 import type { Caller } from '../caller.js'
 import type { AnyRoute } from '../route.js'
 import type { Services } from '../services.js'
@@ -187,6 +188,12 @@ export function createPipeline(opts: PipelineOptions) {
       status: response.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
       caller: caller?.id,
+    })
+    services.metrics.requestEnded({
+      route: route.name,
+      method: request.method,
+      status: response.status,
+      seconds: secondsFrom(started),
     })
     return response
   }
