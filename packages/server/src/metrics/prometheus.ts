@@ -38,7 +38,12 @@ const DELIVERY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
  */
 export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): PrometheusMetrics {
   const registry = new Registry()
-  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry })
+  if (opts.processMetrics ?? true) {
+    collectDefaultMetrics({ register: registry })
+    // Gauges named like counters fail `promtool check metrics`; each is the sum of its per-type `nodejs_active_*` series.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+      registry.removeSingleMetric(name)
+  }
   const registers = [registry]
   const requests = new Counter({
     name: 'berth_http_requests_total',
