@@ -116,4 +116,23 @@ describe('metrics scraped by Prometheus', () => {
     // Each expression names metrics Berth exports: it evaluates without an error.
     for (const m of rules!.matchAll(/expr: (?:\|\n((?: {10}.*\n)+)|(.*)\n)/g)) await prom.query((m[1] ?? m[2])!.trim())
   })
+
+  it('docs/OPERATIONS.md lists every berth_* metric exported, and the Grafana dashboard queries only those', async () => {
+    const text = await (await s.request('/metrics', { token: ADMIN_TOKEN })).text()
+    const exported = new Set([...text.matchAll(/^# TYPE (berth_\w+) /gm)].map((m) => m[1]!))
+    const doc = readFileSync(new URL('../../../docs/OPERATIONS.md', import.meta.url), 'utf8')
+    const documented = new Set([...doc.matchAll(/^\| `(berth_\w+)` \|/gm)].map((m) => m[1]!))
+    expect([...documented].sort()).toEqual([...exported].sort())
+    const dashboard = JSON.parse(readFileSync(new URL('../../../docs/grafana/berth.json', import.meta.url), 'utf8'))
+    const exprs: string[] = dashboard.panels.flatMap((p: { targets: { expr: string }[] }) =>
+      p.targets.map((t) => t.expr),
+    )
+    expect(exprs.length).toBeGreaterThan(20)
+    for (const expr of exprs) {
+      for (const [name] of expr.matchAll(/\bberth_\w+/g))
+        expect(exported.has(name.replace(/_(bucket|count|sum)$/, ''))).toBe(true)
+      // Valid PromQL that Prometheus evaluates, the dashboard's instance variable set to all.
+      await prom.query(expr.replaceAll('$instance', '.*'))
+    }
+  })
 })
