@@ -33,6 +33,7 @@ describe('GET /metrics on the main listener', () => {
     const text = await res.text()
     expect(text).toContain('# TYPE berth_http_requests_total counter')
     expect(text).toContain('# TYPE process_cpu_user_seconds_total counter')
+    expect(text).toMatch(/^berth_build_info\{version="\d+\.\d+\.\d+[^"]*"\} 1$/m)
     expect((await s.request('/metrics')).status).toBe(401)
     const { token } = await s.user('Caller')
     const refused = await s.request('/metrics', { token })

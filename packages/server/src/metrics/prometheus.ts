@@ -1,6 +1,7 @@
 /** The metrics port on prom-client: one Registry per server (never the global one), Node's process metrics included. */
 import type { Metrics, PoolStats } from '@berth/core'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { VERSION } from '../version.js'
 import { boundedLabel, methodLabel } from './labels.js'
 
 /** Metrics kept in a prom-client Registry, with the scrape that exports them. */
@@ -45,6 +46,13 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
       registry.removeSingleMetric(name)
   }
   const registers = [registry]
+  // The usual info metric: join on it to see which version each instance runs.
+  new Gauge({
+    name: 'berth_build_info',
+    help: 'Always 1; the version of @berth/server this instance runs',
+    labelNames: ['version'],
+    registers,
+  }).set({ version: VERSION }, 1)
   const requests = new Counter({
     name: 'berth_http_requests_total',
     help: 'HTTP requests answered, by route name, method and status',
