@@ -6,14 +6,14 @@ import { boundedLabel, methodLabel } from './labels.js'
 
 /** Metrics kept in a prom-client Registry, with the scrape that exports them. */
 export interface PrometheusMetrics extends Metrics {
-  /** This server's registry (add your own metrics to it to have them scraped with Berth's). */
+  /** This server's registry (add your own metrics to it to have them scraped with Berth's); process metrics are kept apart, once per process. */
   readonly registry: Registry
   exposition(): Promise<{ contentType: string; body: string }>
 }
 
 /** Options of {@link prometheusMetrics}. */
 export interface PrometheusMetricsOptions {
-  /** Node process metrics (`process_*`, `nodejs_*`) in the same registry (default true). */
+  /** Node process metrics (`process_*`, `nodejs_*`) in the scrape, from one registry shared by the process (default true). */
   processMetrics?: boolean
 }
 
@@ -23,6 +23,23 @@ const START_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60]
 const WAIT_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900]
 const TASK_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200]
 const DELIVERY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+let shared: Registry | undefined
+
+/**
+ * Node's process metrics, in one registry per process: they describe the process, not a
+ * server, and prom-client's collectors (an event-loop delay monitor, a GC observer) cannot be
+ * stopped, so every server of the process shares one set rather than each adding its own.
+ */
+function processRegistry(): Registry {
+  if (shared) return shared
+  shared = new Registry()
+  collectDefaultMetrics({ register: shared })
+  // Gauges named like counters fail `promtool check metrics`; each is the sum of its per-type `nodejs_active_*` series.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+    shared.removeSingleMetric(name)
+  return shared
+}
 
 /**
  * Berth's metrics in their own prom-client Registry: requests by route name, tasks, queue,
@@ -39,12 +56,7 @@ const DELIVERY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
  */
 export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): PrometheusMetrics {
   const registry = new Registry()
-  if (opts.processMetrics ?? true) {
-    collectDefaultMetrics({ register: registry })
-    // Gauges named like counters fail `promtool check metrics`; each is the sum of its per-type `nodejs_active_*` series.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
-      registry.removeSingleMetric(name)
-  }
+  const nodeMetrics = (opts.processMetrics ?? true) ? processRegistry() : undefined
   const registers = [registry]
   // The usual info metric: join on it to see which version each instance runs.
   new Gauge({
@@ -183,7 +195,8 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
   return {
     registry,
     async exposition() {
-      return { contentType: registry.contentType, body: await registry.metrics() }
+      const body = await registry.metrics()
+      return { contentType: registry.contentType, body: nodeMetrics ? `${body}\n${await nodeMetrics.metrics()}` : body }
     },
     requestEnded(r) {
       const method = methodLabel(r.method)
