@@ -142,6 +142,25 @@ describe('store and coordination errors', () => {
     expect(sample(text, 'berth_store_errors_total{operation="keys"}')).toBeUndefined()
   })
 
+  it('a driver with private fields works through it, counted methods and extras alike', async () => {
+    class Driver {
+      #closed = false
+      async get(key: string) {
+        if (this.#closed) throw new Error('closed')
+        return key
+      }
+      async close() {
+        this.#closed = true
+      }
+    }
+    const metrics = prometheusMetrics({ processMetrics: false })
+    const store = countedStore(new Driver() as unknown as Store, metrics)
+    expect(await store.get('k')).toBe('k')
+    await store.close?.()
+    await expect(store.get('k')).rejects.toThrow('closed')
+    expect(sample((await metrics.exposition()).body, 'berth_store_errors_total{operation="get"}')).toBe(1)
+  })
+
   it('the coordination backend going unreachable, losing the lease or resetting is counted', async () => {
     const metrics = prometheusMetrics({ processMetrics: false })
     let handler: ((c: CoordinationChange) => void) | undefined

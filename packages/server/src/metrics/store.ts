@@ -14,9 +14,11 @@ const COUNTED = new Set(['get', 'getMany', 'set', 'remove', 'keys', 'put', 'list
  */
 export function countedStore<S extends Store>(store: S, metrics: Metrics): S {
   return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver)
-      if (typeof property !== 'string' || !COUNTED.has(property) || typeof value !== 'function') return value
+    get(target, property) {
+      const value = Reflect.get(target, property)
+      if (typeof value !== 'function') return value
+      // Called on the store itself, never on the proxy: a driver's private fields are not on the proxy.
+      if (typeof property !== 'string' || !COUNTED.has(property)) return value.bind(target)
       return (...args: unknown[]) =>
         (value as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch((err: unknown) => {
           metrics.storeError(property)
