@@ -2,7 +2,8 @@
  * The standalone server's metrics settings, as an operator runs it: on by default at
  * `GET /metrics` behind the operator token, also unauthenticated on `BERTH_METRICS_LISTEN`'s
  * separate listener, and a 404 with `BERTH_METRICS=off`. The runtime is `local` (no
- * container is started here).
+ * container is started here); the store is the default (SQLite in the data dir), counted
+ * for errors through the metrics' store wrapper.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -30,7 +31,6 @@ async function start(settings: Record<string, string>) {
       BERTH_ADMIN_TOKEN: ADMIN,
       BERTH_DATA_DIR: dataDir,
       BERTH_RUNTIME: 'local',
-      BERTH_STORAGE: 'memory',
       ...settings,
     }),
   })
