@@ -3,13 +3,15 @@
  * bench/runtime.ts (container engines), bench/workspaces.ts (transcripts, WebSocket
  * fan-out), bench/tasks.ts (agent tasks: overhead over the bare runner, throughput) and
  * bench/storage.ts (lists and reads as records grow, per store driver) run when present;
- * bench/gateway.ts (the model gateway's added latency) runs after the HTTP benchmark,
+ * bench/metrics.ts (the HTTP path with Prometheus metrics on vs off) and bench/gateway.ts
+ * (the model gateway's added latency) run after the HTTP benchmark,
  * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { main as bundleBench } from './bundle.js'
 import { main as httpBench } from './http.js'
+import { main as metricsBench } from './metrics.js'
 
 const started = Date.now()
 let failed = false
@@ -26,6 +28,14 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nHTTP benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// Prometheus metrics on vs off on the same HTTP path (issue 28).
+try {
+  await metricsBench()
+} catch (err) {
+  failed = true
+  console.error(`\nMetrics benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 // The model gateway's added latency to the first streamed event (issue 25: under 5 ms p50).

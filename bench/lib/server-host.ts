@@ -25,6 +25,8 @@ export interface HostConfig {
   /** For `bare` and `h3`: the bytes and content type to answer with (base64). */
   bodyBase64?: string
   contentType?: string
+  /** Berth hosts: Prometheus metrics on (`createBerth({ metrics: true })`); default off. */
+  metrics?: boolean
 }
 
 export interface HostReady {
@@ -134,7 +136,7 @@ async function startH3(cfg: HostConfig): Promise<Started> {
   }
 }
 
-async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
+async function startBerth(kind: 'memory' | 'fs', metrics = false): Promise<Started> {
   const ws = await loadWorkspace()
   // BENCH_TRACING=1 (bench/http.ts): the SDK registers before Berth exists, as in the standalone server.
   const stopTracing = process.env.BENCH_OTLP_URL ? await registerTracing(process.env.BENCH_OTLP_URL) : undefined
@@ -145,6 +147,7 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
     dataDir,
     adminToken: ADMIN_TOKEN,
     rateLimit: RATE_LIMIT,
+    metrics,
     // As users run it: the request log on (BENCH_REQUEST_LOG=0 for the silent logger), to a sink.
     logger: process.env.BENCH_REQUEST_LOG === '0' ? ws.core.silentLogger : ws.core.jsonLogger(() => {}),
   })
@@ -170,12 +173,17 @@ async function startBerth(kind: 'memory' | 'fs'): Promise<Started> {
   if (first.status !== 200) throw new Error(`GET ${path} → ${first.status} ${body.toString()}`)
   if (!first.headers.get('ratelimit-remaining'))
     throw new Error('Berth answered without RateLimit headers: is the limiter running?')
+  // The metrics are what the server was asked for: a scrape answers exactly when they are on.
+  const scrape = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  await scrape.arrayBuffer()
+  if (scrape.status !== (metrics ? 200 : 404))
+    throw new Error(`GET /metrics → ${scrape.status} with metrics ${metrics}`)
 
   return {
     ready: {
       type: 'ready',
       port,
-      storage: kind === 'memory' ? 'unstorage memory' : 'embedded default: sqlite (temp dir)',
+      storage: `${kind === 'memory' ? 'unstorage memory' : 'embedded default: sqlite (temp dir)'}${metrics ? ', metrics on' : ''}`,
       path,
       headers: { authorization: `Bearer ${token}` },
       bodyBase64: body.toString('base64'),
@@ -209,7 +217,7 @@ if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
             ? await startBare(msg)
             : msg.kind === 'h3'
               ? await startH3(msg)
-              : await startBerth(msg.kind)
+              : await startBerth(msg.kind, msg.metrics)
         await send(started.ready)
       } else if (msg.type === 'measure-start') {
         cpu0 = process.cpuUsage()

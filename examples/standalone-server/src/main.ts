@@ -16,7 +16,7 @@ import { resolve } from 'node:path'
 import { hostImageRecipe } from '@berth/adapter-docker'
 import { defaultPoolName } from '@berth/core'
 import { sharedRunnerBundle } from '@berth/runner'
-import { createBerth, type BerthConfig } from '@berth/server'
+import { createBerth, serveMetrics, type BerthConfig } from '@berth/server'
 import { runtimeFor } from './runtime.js'
 import { loadSettings } from './settings.js'
 import { onShutdown } from './shutdown.js'
@@ -116,6 +116,7 @@ const berth = createBerth({
     ...(imageRecipe && { recipe: (packages: readonly string[]) => hostImageRecipe({ packages }) }),
   },
   agentUser: config.agentUser,
+  metrics: config.metrics,
   broker: config.broker && {
     ...(config.brokerUpstreamCa && { upstreamCa: [readFileSync(config.brokerUpstreamCa, 'utf8')] }),
   },
@@ -157,6 +158,18 @@ try {
   )
 }
 
+// A separate scrape listener (BERTH_METRICS_LISTEN) answers without the operator token.
+const scrape = config.metricsListen
+  ? await serveMetrics(berth.metrics, config.metricsListen).catch((err: Error) =>
+      fail(`BERTH_METRICS_LISTEN ${config.metricsListen?.host}:${config.metricsListen?.port}: ${err.message}`),
+    )
+  : undefined
+console.log(
+  config.metrics
+    ? `Metrics: GET /metrics for the operator token${scrape ? ` and unauthenticated at ${scrape.url}/metrics` : ''}`
+    : 'Metrics: off (BERTH_METRICS=off)',
+)
+
 const server = createServer(berth.handler)
 server.on('upgrade', berth.handleUpgrade)
 server.on('error', (err: NodeJS.ErrnoException) => {
@@ -175,6 +188,7 @@ server.listen(config.port, config.host, () => {
 onShutdown(
   server,
   async () => {
+    await scrape?.close()
     await berth.close()
     await coordination?.close()
     await chosen.runtime.close?.()

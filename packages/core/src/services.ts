@@ -4,6 +4,7 @@ import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import type { Cipher } from './ports/cipher.js'
 import { silentLogger, type Logger } from './ports/logger.js'
+import { noopMetrics, type Metrics } from './ports/metrics.js'
 import type { Store } from './ports/store.js'
 import { memoryCoordination } from './coordination/memory.js'
 import type { Coordination } from './coordination/port.js'
@@ -28,7 +29,7 @@ import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import type { ContainerPool } from './runtime/index.js'
-import { noPool, type PoolSurface } from './runtime/no-pool.js'
+import { noPool, type PoolView } from './runtime/pool-view.js'
 import { ProfilesService } from './resources/profiles.js'
 import {
   DEFAULT_ENVIRONMENT_CAPS,
@@ -68,6 +69,8 @@ export interface ServicesOptions {
   cipher: Cipher
   clock?: Clock
   logger?: Logger
+  /** Where the task path's observations go (default {@link noopMetrics}). */
+  metrics?: Metrics
   catalog?: ModelCatalog
   /** Operator token (`BERTH_ADMIN_TOKEN`). */
   adminToken?: string | undefined
@@ -143,6 +146,7 @@ export interface Services {
   version: string
   clock: Clock
   logger: Logger
+  metrics: Metrics
   users: UsersService
   apiKeys: ApiKeysService
   profiles: ProfilesService
@@ -154,7 +158,7 @@ export interface Services {
   skills: SkillsService
   agents: AgentsService
   /** The warm pool; `engineStatus()` is `null` without a container runtime. */
-  pool: PoolSurface
+  pool: PoolView
   workspaces: WorkspacesService
   /** Browse, upload and download a workspace's files (in its container, or from its volume). */
   workspaceFiles: WorkspaceFilesService
@@ -211,6 +215,7 @@ export function createServices(opts: ServicesOptions): Services {
   const apiKeys = new ApiKeysService(store, cipher, clock, opts.catalog ?? staticCatalog(DEFAULT_MODELS), checkUrl)
   const logger = opts.logger ?? silentLogger
   const audit = new AuditLog({ store, clock, logger, coordination, retentionDays: opts.auditRetentionDays })
+  const metrics = opts.metrics ?? noopMetrics
   const environments = new EnvironmentsService({
     store,
     clock,
@@ -255,6 +260,7 @@ export function createServices(opts: ServicesOptions): Services {
     store,
     clock,
     logger,
+    metrics,
     eventLog,
     bus,
     slots,
@@ -280,6 +286,7 @@ export function createServices(opts: ServicesOptions): Services {
     integrations,
     deliveries,
     notifier: channels,
+    metrics,
     ...opts.notificationRetry,
     sharedBy: opts.coordination,
   })
@@ -350,6 +357,7 @@ export function createServices(opts: ServicesOptions): Services {
     version: opts.version ?? '0.0.0',
     clock,
     logger,
+    metrics,
     users: new UsersService({ store, clock, adminToken: opts.adminToken }),
     apiKeys,
     profiles,

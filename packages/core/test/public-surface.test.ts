@@ -67,6 +67,7 @@ const PINNED = [
   'memoryCoordination',
   'memoryHub',
   'modelAllowed',
+  'noopMetrics',
   'privateCidrs',
   'queueRank',
   'rateDecision',

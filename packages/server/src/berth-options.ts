@@ -9,6 +9,7 @@ import type {
   EnvironmentCaps,
   ImageRecipe,
   Logger,
+  Metrics,
   ModelCatalog,
   PoolOptions,
   RateLimiter,
@@ -70,6 +71,12 @@ export interface BerthOptions {
   clock?: Clock
   /** Structured logger. Default: JSON lines on stderr. */
   logger?: Logger
+  /**
+   * Metrics: `true` for Prometheus metrics in a registry of this server's own, served at
+   * `GET /metrics` to the operator (admin) token; or a `Metrics` of yours (`prometheusMetrics()`
+   * to add metrics to its registry). Default off: `GET /metrics` answers 404.
+   */
+  metrics?: boolean | Metrics
   catalog?: ModelCatalog
   /** The container engine (see `@berth/adapter-docker`, `-podman`, `-local`). Without one, no pool. */
   runtime?: ContainerRuntime
@@ -196,6 +203,8 @@ export interface Berth {
   /** The WebSocket (`/v1/ws`): pass a Node server's `upgrade` event here (`server.on('upgrade', berth.handleUpgrade)`). */
   handleUpgrade: ReturnType<typeof createWebSocket>['handleUpgrade']
   services: Services
+  /** The metrics in use (`services.metrics`); `exposition()` is the scrape when they are on. */
+  metrics: Metrics
   /** The mounted route table (core's routes plus the server's own). */
   routes: readonly AnyRoute[]
   /** The records' store, and an unstorage view of it (the `storage` passed in, if any). */

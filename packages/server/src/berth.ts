@@ -5,6 +5,7 @@ import {
   createServices,
   RunTokens,
   jsonLogger,
+  noopMetrics,
   routes as coreRoutes,
   systemClock,
   type AnyRoute,
@@ -25,6 +26,7 @@ import { rateLimiterFor } from './wiring/rate-limiter.js'
 import { wireIntegrations } from './wiring/channels.js'
 import { wirePool } from './wiring/pool.js'
 import { brokerLayout, startBroker } from './broker/index.js'
+import { countedStore, prometheusMetrics, watchCoordination } from './metrics/index.js'
 
 /**
  * Create a Berth server: the core route table mounted on h3 with uniform auth, rate
@@ -41,10 +43,13 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const dataDir = resolve(options.dataDir ?? './.data')
   const clock = options.clock ?? systemClock
   const logger = options.logger ?? jsonLogger()
+  const metrics = options.metrics === true ? prometheusMetrics() : options.metrics || noopMetrics
   const store = options.storage
     ? unstorageStore(options.storage, { cache: options.cacheReads ?? false })
     : (options.store ?? embeddedStore(dataDir, logger))
   const storage = options.storage ?? storageView(store)
+  // Failed store calls are counted; berth.store stays the store as given.
+  const counted = metrics === noopMetrics ? store : countedStore(store, metrics)
   const key = loadEncryptionKey({ configured: options.encryptionKey, dataDir })
   // The credential broker serves containers: on wherever tasks run in them, unless turned off.
   const brokerLayoutFor =
@@ -62,15 +67,17 @@ export function createBerth(options: BerthOptions = {}): Berth {
     warmAgents,
     services: containerSide,
   } = wirePool(options, {
-    store,
+    store: counted,
     clock,
     logger,
+    metrics,
     dataDir,
     broker: broker && { mounts: broker.layout.mounts, tokens: broker.tokens },
   })
   const rateLimiter = rateLimiterFor(options, clock)
   const services = createServices({
-    store,
+    store: counted,
+    metrics,
     rateLimiter,
     coordination: options.coordination,
     ...containerSide,
@@ -96,6 +103,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       ? startBroker(broker.layout, services.runGrants, {
           logger,
           bus: services.bus,
+          metrics,
           upstreamCa: options.broker ? options.broker.upstreamCa : undefined,
         })
       : Promise.resolve(undefined)
@@ -142,7 +150,8 @@ export function createBerth(options: BerthOptions = {}): Berth {
     maxPayload: options.bodyLimit ?? 1024 * 1024,
   })
   const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
-  const app = createApp({ table, run, logger, console: options.console ?? false })
+  const app = createApp({ table, run, logger, metrics, console: options.console ?? false })
+  const unwatch = watchCoordination(services.coordination, metrics)
 
   return {
     app,
@@ -150,6 +159,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     handler: toNodeHandler(app),
     handleUpgrade: websocket.handleUpgrade,
     services,
+    metrics,
     routes: table,
     store,
     storage,
@@ -159,6 +169,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     closeWebSockets: (opts) => websocket.closeAll(opts),
     async close(opts = {}) {
       await ready.catch(() => {})
+      unwatch()
       websocket.closeAll()
       await services.tasks.close()
       await services.notifications.close()

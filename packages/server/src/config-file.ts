@@ -64,6 +64,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_AGENT_USER: 'agentUser',
   BERTH_BROKER: 'broker',
   BERTH_BROKER_UPSTREAM_CA: 'brokerUpstreamCa',
+  BERTH_METRICS: 'metrics.enabled',
+  BERTH_METRICS_LISTEN: 'metrics.listen',
   ...Object.fromEntries(
     GIT_PROVIDERS.flatMap((p) =>
       // Bitbucket has no self-hosted layout to derive from one address (see config-integrations.ts).

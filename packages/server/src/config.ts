@@ -51,6 +51,22 @@ export interface BerthConfig extends IntegrationsConfig {
   broker: boolean
   /** `BERTH_BROKER_UPSTREAM_CA`: a PEM file of extra roots the egress proxy trusts towards upstream hosts. */
   brokerUpstreamCa: string | undefined
+  /** `BERTH_METRICS`: Prometheus metrics (`on`, default in the standalone server, or `off`). */
+  metrics: boolean
+  /** `BERTH_METRICS_LISTEN`: `host:port` of a separate, unauthenticated listener for `GET /metrics` (unset: the main listener, behind the operator token). */
+  metricsListen: { host: string; port: number } | undefined
+}
+
+/** A `host:port` address (`[::1]:9464` for IPv6), or undefined when unset. */
+function listenAddress(
+  env: Record<string, string | undefined>,
+  name: string,
+): { host: string; port: number } | undefined {
+  const raw = env[name]
+  if (!raw) return undefined
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(raw)
+  if (!m || Number(m[2]) > 65535) throw new Error(`${settingName(env, name)} must be host:port, got "${raw}"`)
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) }
 }
 
 /** A positive number (CPUs may be fractional), or the default; `0` means no cap. */
@@ -201,8 +217,14 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     agentUser: env.BERTH_AGENT_USER || '1000:1000',
     broker: oneOf(env, 'BERTH_BROKER', ['on', 'off'] as const, 'on') === 'on',
     brokerUpstreamCa: env.BERTH_BROKER_UPSTREAM_CA || undefined,
+    metrics: oneOf(env, 'BERTH_METRICS', ['on', 'off'] as const, 'on') === 'on',
+    metricsListen: listenAddress(env, 'BERTH_METRICS_LISTEN'),
     ...integrationsFromEnv(env),
   }
+  if (config.metricsListen && !config.metrics)
+    throw new Error(
+      `${settingName(env, 'BERTH_METRICS_LISTEN')} is set, but ${settingName(env, 'BERTH_METRICS')} is off`,
+    )
   if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)
   if (config.poolMin > config.poolMax)
     throw new Error(

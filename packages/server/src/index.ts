@@ -29,6 +29,13 @@ export { atomicFsDriver } from './fs-storage.js'
 
 // Configuration from the environment and a config file (the standalone server)
 export { configFromEnv, type BerthConfig } from './config.js'
+export {
+  prometheusMetrics,
+  serveMetrics,
+  type MetricsListener,
+  type PrometheusMetrics,
+  type PrometheusMetricsOptions,
+} from './metrics/index.js'
 export { SETTINGS, withConfigFile, type ConfigFile } from './config-file.js'
 export { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
 

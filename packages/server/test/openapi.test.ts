@@ -158,6 +158,8 @@ const BEYOND_API_MD = [
   'POST /v1/tasks/:id/interrupt',
   'POST /v1/tasks/:id/messages',
   'GET /v1/tasks/:id/approvals',
+  // Operating (issue 28; this round's API.md section, not yet in the fixture): Prometheus metrics.
+  'GET /metrics',
   'POST /v1/tasks/:id/approvals/:request_id',
   // The audit log (issue 28; API.md "Added in this round"): the deployment's for admins, a caller's own.
   'GET /admin/audit',

@@ -28,6 +28,15 @@ export { packTar, readTar, type TarInput, type TarEntry } from './tar.js'
 export { startRedis, connectRedis, type LocalRedis } from './redis.js'
 // A local PostgreSQL cluster
 export { startPostgres, type LocalPostgres, type StartPostgresOptions } from './postgres.js'
+// A local Prometheus (Debian's package) and promtool
+export {
+  promtool,
+  prometheusBinDir,
+  startPrometheus,
+  type LocalPrometheus,
+  type PromSample,
+  type PrometheusOptions,
+} from './prometheus.js'
 export { coordinationConformanceSuite, type CoordinationUnderTest } from './coordination-conformance.js'
 
 // An OTLP/HTTP (JSON) trace receiver on loopback

@@ -15,7 +15,7 @@ import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
 import { wsRoute } from './ws.js'
-import { adminRoutes, health } from './system.js'
+import { adminRoutes, health, metrics } from './system.js'
 import { adminViewRoutes } from './admin-views.js'
 import { playbookRoutes } from './playbooks.js'
 import { playbookWebhookTrigger } from './webhook-trigger.js'
@@ -34,6 +34,7 @@ import { auditRoutes } from './audit.js'
  */
 export const routes = [
   health,
+  metrics,
   ...taskRoutes,
   ...workspaceRoutes,
   ...workspaceFileRoutes,

@@ -15,6 +15,20 @@ export const health = defineRoute({
   unlimited: true,
 })
 
+export const metrics = defineRoute({
+  name: 'metrics',
+  method: 'GET',
+  path: '/metrics',
+  auth: 'admin',
+  tag: 'system',
+  summary: 'Prometheus metrics of this instance, in the text exposition format',
+  description:
+    'Requests, tasks, queue, first token, runner start, pool, WebSocket, model usage, deliveries, store and coordination errors, and Node process metrics. Off unless the server turns metrics on (404 then); the standalone server may serve it on a separate listener instead (BERTH_METRICS_LISTEN).',
+  produces: 'text/plain; version=0.0.4; charset=utf-8',
+  errors: ['NOT_FOUND'],
+  unlimited: true,
+})
+
 export const adminRoutes = [
   defineRoute({
     name: 'admin.users.create',

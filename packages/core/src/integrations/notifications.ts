@@ -1,5 +1,6 @@
 import { ApiError, newId, type Delivery, type PlaybookRun, type Task } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
+import { secondsFrom, type Metrics } from '../ports/metrics.js'
 import type { Logger } from '../ports/logger.js'
 import type { DeliveryOutcome, NotificationTarget, Notifier } from '../ports/notifier.js'
 import type { DeliveryLog } from './deliveries.js'
@@ -17,6 +18,8 @@ export interface NotificationsOptions {
   integrations: IntegrationsService
   deliveries: DeliveryLog
   notifier: Notifier
+  /** Where each attempt is counted by channel and outcome (default none). */
+  metrics?: Metrics
   /** Tries per notification, the first included (default 5). */
   attempts?: number
   /** Wait before the first retry; doubled for each next one (default 1 s). */
@@ -167,6 +170,11 @@ export class NotificationsService {
     } catch (err) {
       outcome = { ok: false, status: null, error: err instanceof Error ? err.message : String(err), retryable: false }
     }
+    this.o.metrics?.delivery({
+      channel: target.type,
+      outcome: outcome.ok ? 'succeeded' : 'failed',
+      seconds: secondsFrom(started),
+    })
     const willRetry = retry && !outcome.ok && outcome.retryable && attempt < this.attempts && !this.closed
     const delivery = await this.o.deliveries.record(target.owner_id, {
       integration_id: target.id,

@@ -3,6 +3,7 @@ export type { IndexEntry, IndexQuery, Store, StoredEntry } from './store.js'
 export { manualClock, systemClock, type Clock } from './clock.js'
 export { createAesGcmCipher, type Cipher } from './cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './logger.js'
+export { noopMetrics, type Metrics, type ModelUsageObservation } from './metrics.js'
 export type {
   ContainerRuntime,
   ContainerSpec,

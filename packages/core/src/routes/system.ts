@@ -1,3 +1,4 @@
+import { ApiError } from '@berth/contract'
 import { defineHandlers } from '../route.js'
 
 export const systemHandlers = defineHandlers({
@@ -5,6 +6,11 @@ export const systemHandlers = defineHandlers({
     // No engine status at all (null) is left out of the answer rather than sent as null.
     const engine = services.pool.engineStatus() ?? undefined
     return { ok: true as const, version: services.version, pool: services.pool.stats(), engine }
+  },
+  metrics: async ({ services }) => {
+    const scrape = await services.metrics.exposition?.()
+    if (!scrape) throw new ApiError('NOT_FOUND', 'Metrics are off on this server')
+    return new Response(scrape.body, { headers: { 'content-type': scrape.contentType } })
   },
   'admin.users.create': async ({ body, services }) => {
     const created = await services.users.create(body)

@@ -4,6 +4,7 @@ import { resolve } from 'node:path'
 import type { Clock } from '../ports/clock.js'
 import type { ContainerRuntime, ContainerSpec, ImageRecipe } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
+import type { Metrics } from '../ports/metrics.js'
 import type { Store } from '../ports/store.js'
 
 /** Claim priority; higher priorities are served first when the pool is full. */
@@ -49,6 +50,8 @@ export interface PoolOptions {
   store: Store
   clock: Clock
   logger: Logger
+  /** Where claim latency and the container counts are observed (default none). */
+  metrics?: Metrics
   /** Image every pooled container starts from. */
   image: string
   /** Idle containers kept warm. */

@@ -1,6 +1,7 @@
 /** The warm container pool: claims, leases and reaping, over the engine link, warm-up, fair queue and recovery beside it. */
 import { ApiError, notFound, newId, type EngineHealth, type PoolStats } from '@berth/contract'
 import { isoNow } from '../ports/clock.js'
+import { secondsFrom } from '../ports/metrics.js'
 import { ContainerError } from './errors.js'
 import { EngineLink } from './pool-engine.js'
 import { PoolImage } from './pool-image.js'
@@ -47,6 +48,7 @@ export class ContainerPool {
     if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max))
       throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
     this.o = { name: 'default', ...opts }
+    opts.metrics?.watchPool(() => this.stats())
     this.engine = new EngineLink({ ...opts, reconnect: () => this.reconnect() })
     this.warm = new WarmUp({
       wanted: () => this.wantsWarm(),
@@ -165,6 +167,17 @@ export class ContainerPool {
    * otherwise created now; when the pool is full, the claim waits its turn (abortable).
    */
   claim(req: ClaimRequest): Promise<Lease> {
+    const started = performance.now()
+    const lease = this.claimTurn(req)
+    lease.then(
+      () => this.o.metrics?.containerClaimed(secondsFrom(started)),
+      () => {},
+    )
+    return lease
+  }
+
+  /** A lease now, or a turn in the queue of waiting claims. */
+  private claimTurn(req: ClaimRequest): Promise<Lease> {
     if (this.closed) return Promise.reject(new ApiError('CONTAINER_FAILED', 'The container pool is shut down'))
     if (req.signal?.aborted) return Promise.reject(req.signal.reason)
     if (this.engine.down) {

@@ -2,6 +2,7 @@
 import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, isApiError, type RunnerEvent } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
+import { noopMetrics, secondsFrom, secondsSince, type Metrics } from '../ports/metrics.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
@@ -31,6 +32,8 @@ export interface TaskRunsOptions {
   engine: TaskEngine | undefined
   clock: Clock
   logger: Logger
+  /** Where the runner's start and the first token are observed (default none). */
+  metrics?: Metrics
   profiles: ProfilesService
   workspaces: WorkspacesService
   catalog: MaterializeDeps
@@ -104,6 +107,7 @@ export class TaskRuns implements TaskRunner {
       )
       signal.throwIfAborted()
       const runSignal = AbortSignal.any([signal, limit.forced.signal])
+      const observe = this.firstLines(task)
       const session = runnerEvents(
         { runtime, command, logger: this.o.logger },
         { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal: runSignal, agent: leased.agent },
@@ -115,6 +119,7 @@ export class TaskRuns implements TaskRunner {
         limit.start((control) => session.send(control))
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
+          observe(event)
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
             this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })
@@ -165,6 +170,19 @@ export class TaskRuns implements TaskRunner {
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) containers.keepWarm(owner, ws.id, ws.session_id)
     await lease?.release()
+  }
+
+  /** Observes the runner's first line (how long it took to start) and the model's first token (since the submit). */
+  private firstLines(task: TaskRecord): (event: RunnerEvent) => void {
+    const metrics = this.o.metrics ?? noopMetrics
+    const started = performance.now()
+    let lines = 0
+    let tokens = 0
+    return (event) => {
+      if (lines++ === 0) metrics.runnerStarted(secondsFrom(started))
+      if (event.type === 'token' && tokens++ === 0)
+        metrics.firstToken({ mode: task.mode, seconds: secondsSince(task.created_at, this.o.clock.now()) })
+    }
   }
 
   /** The task with its count of open permission requests after `event` (written when it changed). */

@@ -1,6 +1,8 @@
 /** This instance's queue and its dispatch: the order queued tasks start in, their concurrency slots, their runs tracked. */
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
+import { systemClock, type Clock } from '../ports/clock.js'
+import { secondsSince, type Metrics } from '../ports/metrics.js'
 import type { TaskRecord } from './task.js'
 
 /** How long a run refused a shared slot waits before asking again. */
@@ -58,6 +60,9 @@ export interface TaskRunner {
 export interface SchedulerOptions {
   slots: ConcurrencySlots
   logger: Logger
+  /** Where starts and the queue's depth are observed, timed by `clock` (default none). */
+  metrics?: Metrics
+  clock?: Clock
 }
 
 /** A task being run, and how to stop it. */
@@ -92,7 +97,9 @@ export class Scheduler {
   private retry: ReturnType<typeof setTimeout> | null = null
   private closedFlag = false
 
-  constructor(private readonly o: SchedulerOptions) {}
+  constructor(private readonly o: SchedulerOptions) {
+    o.metrics?.watchQueue(() => this.queue.length)
+  }
 
   /**
    * Start running tasks with `runner` (once). The runs need the scheduler's answers (is a
@@ -235,6 +242,8 @@ export class Scheduler {
 
   private start(task: TaskRecord): void {
     this.busy.set(task.workspace_id, task.owner_id)
+    const now = (this.o.clock ?? systemClock).now()
+    this.o.metrics?.taskStarted({ mode: task.mode, queuedSeconds: secondsSince(task.created_at, now) })
     const abort = new AbortController()
     const done = this.runner!.run(task, abort.signal)
       .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task.id, error: String(err) }))

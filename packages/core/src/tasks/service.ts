@@ -14,6 +14,7 @@ import {
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
+import { noopMetrics, type Metrics } from '../ports/metrics.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type Page, type Paged } from '../records/collection.js'
 import { term } from '../records/indexes.js'
@@ -47,6 +48,8 @@ export interface TasksOptions {
   store: Store
   clock: Clock
   logger: Logger
+  /** Where task starts, ends, queue depth and first tokens are observed (default none). */
+  metrics?: Metrics
   eventLog: EventLog
   bus: EventBus
   slots: ConcurrencySlots
@@ -107,8 +110,9 @@ export class TasksService {
     const coordination = o.coordination ?? memoryCoordination({ clock })
     const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
     const events = new Transcript(eventLog, bus)
-    const states = new TaskStates({ records, store, clock, bus, eventLog, events })
-    const scheduler = new Scheduler({ slots, logger })
+    const metrics = o.metrics ?? noopMetrics
+    const states = new TaskStates({ records, store, clock, bus, eventLog, events, metrics })
+    const scheduler = new Scheduler({ slots, logger, clock, metrics })
     const controls = new RunControls()
     const approvals = new Approvals({ store, clock, once: coordination.once, audit: o.audit })
     const containers = new SessionContainers({
@@ -129,6 +133,7 @@ export class TasksService {
         engine,
         clock,
         logger,
+        metrics,
         workspaces,
         profiles: o.profiles,
         catalog: o.catalog,

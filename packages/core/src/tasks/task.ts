@@ -9,6 +9,7 @@ import {
   type RunnerEvent,
 } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
+import { secondsSince, type Metrics } from '../ports/metrics.js'
 import type { Store } from '../ports/store.js'
 import type { OwnedRecord, OwnedCollection } from '../records/collection.js'
 import { toView } from '../records/view.js'
@@ -202,6 +203,8 @@ export interface TaskStatesOptions {
   eventLog: EventLog
   /** The transcript's live counts (`Transcript`, which reads this file: the part of it an end needs). */
   events: { count(taskId: string): EventCount | undefined; forget(taskId: string): void }
+  /** Where each end is counted (default none). */
+  metrics?: Metrics
 }
 
 /**
@@ -285,6 +288,14 @@ export class TaskStates {
     }
     if (counted) fields.first_seq = counted.first
     const done = await this.move(t, end.status, fields)
+    // Counted by the move that ended it here: an end another instance stored first is theirs.
+    if (done.finished_at === fields.finished_at && done.status === end.status)
+      this.o.metrics?.taskEnded({
+        mode: t.mode,
+        status: end.status,
+        code: end.error?.code ?? null,
+        seconds: secondsSince(t.created_at, this.o.clock.now()),
+      })
     this.o.events.forget(t.id)
     await this.o.store.remove(activeKey(t.id))
     return done

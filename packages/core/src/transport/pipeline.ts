@@ -5,6 +5,7 @@ import { inRequest, type RequestScope } from '../audit/context.js'
 import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'
+import { secondsFrom } from '../ports/metrics.js'
 import type { Caller } from '../caller.js'
 import type { AnyRoute } from '../route.js'
 import type { Services } from '../services.js'
@@ -224,6 +225,12 @@ export function createPipeline(opts: PipelineOptions) {
       caller: caller?.id,
       request_id: scope.request_id,
       trace_id: traceId,
+    })
+    services.metrics.requestEnded({
+      route: route.name,
+      method: request.method,
+      status: response.status,
+      seconds: secondsFrom(started),
     })
     return response
   }

@@ -49,6 +49,8 @@ export function createTaskSocket(o: TaskSocketOptions) {
   const maxBuffered = o.maxBuffered ?? 1024 * 1024
   const subscriptions = new Map<string, () => void>()
   let closed = false
+  let open = true
+  services.metrics.socketConnections(1)
 
   const send = (message: ServerMessage) => {
     if (closed) return
@@ -60,6 +62,7 @@ export function createTaskSocket(o: TaskSocketOptions) {
       return
     }
     o.send(message)
+    services.metrics.socketMessage('out', message.type)
   }
 
   /** An error message, carrying the `request_id` or `task_id` of the message it answers. */
@@ -135,10 +138,12 @@ export function createTaskSocket(o: TaskSocketOptions) {
       try {
         data = JSON.parse(text)
       } catch {
+        services.metrics.socketMessage('in', 'invalid')
         send({ type: 'error', code: 'VALIDATION_FAILED', error: 'Messages must be JSON' })
         return
       }
       const msg = v.safeParse(ClientEnvelope, data)
+      services.metrics.socketMessage('in', msg.success ? msg.output.type : 'invalid')
       if (!msg.success) {
         send({
           type: 'error',
@@ -187,6 +192,8 @@ export function createTaskSocket(o: TaskSocketOptions) {
     /** The socket closed: drop every subscription. */
     close(): void {
       closed = true
+      if (open) services.metrics.socketConnections(-1)
+      open = false
       for (const off of subscriptions.values()) off()
       subscriptions.clear()
     },

@@ -12,12 +12,25 @@ import {
   type ContainerMount,
   type EventBus,
   type Logger,
+  type Metrics,
+  type ModelUsageObservation,
   type RunGrants,
   type RunTokens,
 } from '@berth/core'
 import { loadOrCreateBrokerCa } from './broker-ca.js'
 import { startEgressProxy } from './egress-proxy.js'
-import { startModelGateway, type ModelGateway } from './model-gateway.js'
+import { startModelGateway, type ModelGateway, type ModelUsage } from './model-gateway.js'
+
+/** A metered answer as the metrics see it: the gateway serves `anthropic` credentials only (the stub model never reaches it). */
+const meteredUsage = (usage: ModelUsage): ModelUsageObservation => ({
+  provider: 'anthropic',
+  model: usage.model,
+  input_tokens: usage.input_tokens,
+  output_tokens: usage.output_tokens,
+  cache_read_tokens: usage.cache_read_input_tokens,
+  cache_write_tokens: usage.cache_creation_input_tokens,
+  cost_usd: usage.cost_usd,
+})
 
 /** Where containers find the broker. */
 export const BROKER_MOUNT = '/run/berth'
@@ -77,7 +90,7 @@ export interface Broker {
 export async function startBroker(
   layout: BrokerLayout,
   grants: RunGrants,
-  opts: { logger: Logger; bus: EventBus; upstreamCa?: string[] | undefined },
+  opts: { logger: Logger; bus: EventBus; upstreamCa?: string[] | undefined; metrics?: Metrics },
 ): Promise<Broker> {
   mkdirSync(layout.publicDir, { recursive: true, mode: 0o755 })
   // The CA's key stays in the broker's own directory; only its certificate is published.
@@ -87,6 +100,7 @@ export async function startBroker(
     socketPath: join(layout.publicDir, 'gateway.sock'),
     authorize: (token) => grants.gateway(token),
     logger: opts.logger,
+    onUsage: (_grant, usage) => opts.metrics?.modelUsage(meteredUsage(usage)),
   })
   const proxy = await startEgressProxy({
     socketPath: join(layout.publicDir, 'proxy.sock'),

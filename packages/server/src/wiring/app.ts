@@ -1,5 +1,13 @@
 /** The HTTP side of `createBerth`: the route table on h3, HEAD wherever GET, and Berth's 404/405/OPTIONS answers. */
-import { ApiError, errorResponse, type AnyRoute, type Logger, type Pipeline } from '@berth/core'
+import {
+  ApiError,
+  errorResponse,
+  noopMetrics,
+  type AnyRoute,
+  type Logger,
+  type Metrics,
+  type Pipeline,
+} from '@berth/core'
 import { H3, getRouterParams, type H3Event } from 'h3'
 import { mountConsole } from '../console.js'
 
@@ -28,8 +36,16 @@ function pathMatcher(path: string): RegExp {
  * const app = createApp({ table: [...coreRoutes, ...serverRoutes], run: createPipeline({ services, rateLimiter }), logger, console: false })
  * ```
  */
-export function createApp(o: { table: readonly AnyRoute[]; run: Pipeline; logger: Logger; console: boolean }): H3 {
+export function createApp(o: {
+  table: readonly AnyRoute[]
+  run: Pipeline
+  logger: Logger
+  console: boolean
+  /** Requests no route answers are counted as the route `unmatched` (paths are never labels). */
+  metrics?: Metrics
+}): H3 {
   const { table, run, logger } = o
+  const metrics = o.metrics ?? noopMetrics
   const app = new H3({
     // h3's own rejections (e.g. a malformed percent-encoded path) get Berth's error shape.
     onError: (error) => {
@@ -55,6 +71,16 @@ export function createApp(o: { table: readonly AnyRoute[]; run: Pipeline; logger
   if (o.console) mountConsole(app)
   const matchers = table.map((r) => ({ method: r.method, re: pathMatcher(r.path) }))
   app.all('/**', async (event: H3Event) => {
+    const started = performance.now()
+    const response = await unmatched(event)
+    const seconds = (performance.now() - started) / 1000
+    metrics.requestEnded({ route: 'unmatched', method: event.req.method, status: response.status, seconds })
+    return response
+  })
+  return app
+
+  /** Berth's answer to a request no route matches: 404, 405, or the OPTIONS list. */
+  async function unmatched(event: H3Event): Promise<Response> {
     const path = event.url.pathname
     // Every /v1 answer counts against a rate limit and says so, 404 and 405 included.
     let limits: Record<string, string> = {}
@@ -84,6 +110,5 @@ export function createApp(o: { table: readonly AnyRoute[]; run: Pipeline; logger
         allow: allowed.join(', '),
       },
     )
-  })
-  return app
+  }
 }

@@ -10,6 +10,7 @@ import {
   type ContainerSpec,
   type RunTokens,
   type Logger,
+  type Metrics,
   type ServicesOptions,
   type Store,
 } from '@berth/core'
@@ -22,6 +23,7 @@ export interface PoolWiringContext {
   store: Store
   clock: Clock
   logger: Logger
+  metrics: Metrics
   /** The resolved data directory (the default pool name hashes it). */
   dataDir: string
   /** The credential broker: its mount in every container, and the tokens warm agents get. */
@@ -94,6 +96,7 @@ export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWir
     store: ctx.store,
     clock: ctx.clock,
     logger: ctx.logger,
+    metrics: ctx.metrics,
     image: options.pool.image,
     min: options.pool.min ?? 0,
     max: options.pool.max ?? 20,

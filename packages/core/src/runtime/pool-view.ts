@@ -1,0 +1,17 @@
+/** What the services see of the pool, and that view when no container runtime is configured. */
+import { notFound, type EngineHealth, type PoolStats } from '@berth/contract'
+import type { ContainerPool } from './pool.js'
+import type { PooledContainer } from './pool-options.js'
+
+/** The pool as routes reach it; `engineStatus()` is `null` without a container runtime. */
+export type PoolView = Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'> & { engineStatus(): EngineHealth | null }
+
+/** The pool surface when no container runtime is configured: zeros, no container. */
+export const noPool: PoolView = {
+  stats: (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 }),
+  list: (): PooledContainer[] => [],
+  engineStatus: () => null,
+  forceRemove: async (id: string) => {
+    throw notFound('container', id)
+  },
+}
