@@ -24,7 +24,7 @@ import { createApp } from './wiring/app.js'
 import { rateLimiterFor } from './wiring/rate-limiter.js'
 import { wireIntegrations } from './wiring/channels.js'
 import { wirePool } from './wiring/pool.js'
-import { brokerLayout, startBroker } from './broker/index.js'
+import { brokerLayout, startBroker, type ModelCallObserver } from './broker/index.js'
 
 /**
  * Create a Berth server: the core route table mounted on h3 with uniform auth, rate
@@ -88,6 +88,8 @@ export function createBerth(options: BerthOptions = {}): Berth {
     catalog: options.catalog,
     broker: broker?.layout.plan(broker.tokens),
   })
+  // Whoever counts model calls (metrics, traces, the usage ledger) adds its observer here.
+  const modelCallObservers: ModelCallObserver[] = []
   // Up before the pool and the tasks: a recovered task's runner may be asking it already.
   const brokerStarted =
     broker && services.runGrants
@@ -95,6 +97,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
           logger,
           bus: services.bus,
           upstreamCa: options.broker ? options.broker.upstreamCa : undefined,
+          onUsage: modelCallObservers,
         })
       : Promise.resolve(undefined)
   // Pool first (adopt or remove what a previous run left), then the tasks it served.

@@ -11,13 +11,14 @@ import {
   type BrokerPlan,
   type ContainerMount,
   type EventBus,
+  type GatewayGrant,
   type Logger,
   type RunGrants,
   type RunTokens,
 } from '@berth/core'
 import { loadOrCreateBrokerCa } from './broker-ca.js'
 import { startEgressProxy } from './egress-proxy.js'
-import { startModelGateway, type ModelGateway } from './model-gateway.js'
+import { startModelGateway, type ModelCallTiming, type ModelGateway, type ModelUsage } from './model-gateway.js'
 
 /** Where containers find the broker. */
 export const BROKER_MOUNT = '/run/berth'
@@ -60,6 +61,13 @@ export function brokerLayout(opts: { dataDir: string; dir?: string | undefined; 
   }
 }
 
+/**
+ * Told of every metered model call the gateway answered, with the grant it ran under
+ * (task, caller's credential) and what it cost. Metrics, traces and the usage ledger
+ * subscribe; each observer is called in turn and one that throws is logged, not fatal.
+ */
+export type ModelCallObserver = (grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming) => void
+
 /** A running broker. */
 export interface Broker {
   gateway: ModelGateway
@@ -71,14 +79,25 @@ export interface Broker {
  *
  * @example
  * ```ts
- * const broker = await startBroker(layout, services.runGrants, { logger, bus: services.bus })
+ * const broker = await startBroker(layout, services.runGrants, {
+ *   logger,
+ *   bus: services.bus,
+ *   onUsage: [(grant, usage) => console.log(grant.task_id, usage.model, usage.cost_usd)],
+ * })
  * ```
  */
 export async function startBroker(
   layout: BrokerLayout,
   grants: RunGrants,
-  opts: { logger: Logger; bus: EventBus; upstreamCa?: string[] | undefined },
+  opts: {
+    logger: Logger
+    bus: EventBus
+    upstreamCa?: string[] | undefined
+    /** Told of each metered model call, in this order. */
+    onUsage?: readonly ModelCallObserver[]
+  },
 ): Promise<Broker> {
+  const observers = opts.onUsage ?? []
   mkdirSync(layout.publicDir, { recursive: true, mode: 0o755 })
   // The CA's key stays in the broker's own directory; only its certificate is published.
   const ca = await loadOrCreateBrokerCa(join(layout.dir, 'ca'))
@@ -86,6 +105,18 @@ export async function startBroker(
   const gateway = await startModelGateway({
     socketPath: join(layout.publicDir, 'gateway.sock'),
     authorize: (token) => grants.gateway(token),
+    onUsage: (grant, usage, timing) => {
+      for (const observe of observers) {
+        try {
+          observe(grant, usage, timing)
+        } catch (err) {
+          opts.logger.warn('Berth model gateway: a model-call observer failed', {
+            task_id: grant.task_id,
+            error: String(err),
+          })
+        }
+      }
+    },
     logger: opts.logger,
   })
   const proxy = await startEgressProxy({

@@ -39,6 +39,14 @@ export interface GatewayUsageTotals extends Omit<ModelUsage, 'model'> {
   requests: number
 }
 
+/** When a metered model call ran: from the request's arrival to its answer's end. */
+export interface ModelCallTiming {
+  /** Epoch milliseconds when the gateway took the request. */
+  started_at: number
+  /** Epoch milliseconds when the answer ended (streamed to its end, or cut). */
+  ended_at: number
+}
+
 /** Options of {@link startModelGateway}. */
 export interface ModelGatewayOptions {
   /** Listen here. A stale socket file is replaced; the socket is made world-writable (mode 0666), as the agent's user is not root and the token is the authentication. */
@@ -46,7 +54,7 @@ export interface ModelGatewayOptions {
   /** The grant behind a token, or null (answered 401). Asked on every request: nothing is cached. */
   authorize(token: string): Promise<GatewayGrant | null>
   /** Called after each metered answer from the provider, streamed or not. */
-  onUsage?(grant: GatewayGrant, usage: ModelUsage): void
+  onUsage?(grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming): void
   /** The fetch used upstream (default: the global one). */
   fetch?: typeof fetch
   /** Largest request body accepted, in bytes (default {@link GATEWAY_BODY_LIMIT}). */
@@ -130,7 +138,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   const totals = new Map<string, GatewayUsageTotals>()
   const unpriced = new Set<string>()
 
-  const record = (grant: GatewayGrant, requested: string | undefined, answer: AnswerUsage) => {
+  const record = (grant: GatewayGrant, requested: string | undefined, answer: AnswerUsage, startedAt: number) => {
     const model = answer.model ?? requested ?? 'unknown'
     if (!priceOf(model) && !unpriced.has(model)) {
       unpriced.add(model)
@@ -156,13 +164,14 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     sum.cost_usd += usage.cost_usd
     totals.set(grant.task_id, sum)
     try {
-      o.onUsage?.(grant, usage)
+      o.onUsage?.(grant, usage, { started_at: startedAt, ended_at: Date.now() })
     } catch (err) {
       o.logger?.warn(`${PREFIX}: onUsage failed`, { task_id: grant.task_id, error: String(err) })
     }
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const startedAt = Date.now()
     const token = tokenOf(req.headers)
     const grant = token ? await o.authorize(token) : null
     if (!grant) {
@@ -268,7 +277,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     } finally {
       // What was streamed before a disconnect is billed by the provider, so it is metered too.
       const answer = reader?.end()
-      if (answer) record(grant, requested, answer)
+      if (answer) record(grant, requested, answer, startedAt)
     }
   }
 
