@@ -59,6 +59,7 @@ import { unconfiguredMessengerApi, type MessengerApi } from './ports/messenger-a
 import { MessengerService } from './integrations/messenger-bot.js'
 import type { BrokerPlan } from './tasks/materialize.js'
 import { RunGrants } from './tasks/run-grants.js'
+import { Budgets, UsageLedger } from './usage/index.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -158,6 +159,10 @@ export interface Services {
   slots: ConcurrencySlots
   /** The per-caller rate limiter, when the server shares it (for the operator's view). */
   rateLimiter: RateLimiter | undefined
+  /** Tokens, cost and tasks per caller, day, profile and model (the model gateway records its calls here). */
+  usage: UsageLedger
+  /** Monthly spending limits of callers and profiles. */
+  budgets: Budgets
   /** What this instance shares with the others (`memory` when it runs alone). */
   coordination: Coordination
   playbooks: PlaybooksService
@@ -248,8 +253,11 @@ export function createServices(opts: ServicesOptions): Services {
   })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
+  const users = new UsersService({ store, clock, adminToken: opts.adminToken })
+  const usage = new UsageLedger({ store, clock, logger, instanceId: coordination.instanceId })
+  const budgets = new Budgets({ store, clock, ledger: usage, users })
   const runGrants = opts.broker
-    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments })
+    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments, budgets })
     : undefined
   const tasks = new TasksService({
     store,
@@ -265,6 +273,8 @@ export function createServices(opts: ServicesOptions): Services {
     engine: opts.engine,
     snapshots,
     coordination,
+    usage,
+    budgets,
     sessionIdleMs: opts.sessionIdleMs,
     recoveryGraceMs: opts.recoveryGraceMs,
   })
@@ -348,7 +358,7 @@ export function createServices(opts: ServicesOptions): Services {
     version: opts.version ?? '0.0.0',
     clock,
     logger,
-    users: new UsersService({ store, clock, adminToken: opts.adminToken }),
+    users,
     apiKeys,
     profiles,
     environments,
@@ -365,6 +375,8 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     slots,
     rateLimiter: opts.rateLimiter,
+    usage,
+    budgets,
     coordination,
     playbooks,
     playbookRuns,

@@ -89,7 +89,12 @@ export function createBerth(options: BerthOptions = {}): Berth {
     broker: broker?.layout.plan(broker.tokens),
   })
   // Whoever counts model calls (metrics, traces, the usage ledger) adds its observer here.
-  const modelCallObservers: ModelCallObserver[] = []
+  const modelCallObservers: ModelCallObserver[] = [
+    // The ledger's write is awaited by the task's end (its result takes the metered figures).
+    (grant, usage) => {
+      services.usage.recordCall(grant, usage).catch(() => {})
+    },
+  ]
   // Up before the pool and the tasks: a recovered task's runner may be asking it already.
   const brokerStarted =
     broker && services.runGrants

@@ -25,6 +25,7 @@ import { chatMailRoutes } from './chat-mail.js'
 import { bankProviderRoutes } from './bank-provider.js'
 import { messengerRoutes } from './messenger-bot.js'
 import { environmentRoutes } from './environments.js'
+import { usageRoutes } from './usage.js'
 
 /**
  * The route table: every operation of the HTTP API, declared once. The server attaches a
@@ -56,6 +57,7 @@ export const routes = [
   wsRoute,
   ...adminRoutes,
   ...adminViewRoutes,
+  ...usageRoutes,
 ] as const satisfies readonly AnyRoute[]
 
 /** The route table's type: the client derives its methods from it. */

@@ -16,6 +16,7 @@ import { poolHandlers } from './pool.js'
 import { resourceHandlers } from './resources.js'
 import { systemHandlers } from './system.js'
 import { taskHandlers } from './tasks.js'
+import { usageHandlers } from './usage.js'
 import { webhookTriggerHandlers } from './webhook-trigger.js'
 import { workspaceFileHandlers } from './workspace-files.js'
 import { workspaceHandlers } from './workspaces.js'
@@ -43,4 +44,5 @@ export const routes = attachHandlers(declared, {
   ...messengerHandlers,
   ...wsHandlers,
   ...adminViewHandlers,
+  ...usageHandlers,
 })

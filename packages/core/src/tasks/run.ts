@@ -2,7 +2,7 @@
 import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, isApiError, type RunnerEvent } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
-import type { ProfilesService } from '../resources/profiles.js'
+import type { ProfileRecord, ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
@@ -22,6 +22,9 @@ import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
 import type { Transcript } from './transcript.js'
+import type { Budgets } from '../usage/budgets.js'
+import type { UsageLedger } from '../usage/ledger.js'
+import { settleUsage } from '../usage/task-end.js'
 
 export interface TaskRunsOptions {
   /** This instance (recorded on the workspace whose container it holds). */
@@ -40,6 +43,10 @@ export interface TaskRunsOptions {
   controls: RunControls
   /** The permission requests runners write. */
   approvals: Approvals
+  /** Where the task's usage is recorded, and its metered figures read from. */
+  usage?: UsageLedger | undefined
+  /** Monthly limits: a run the gateway stopped at one ends BUDGET_EXCEEDED. */
+  budgets?: Budgets | undefined
 }
 
 /**
@@ -80,8 +87,9 @@ export class TaskRuns implements TaskRunner {
     let exited: Promise<unknown> = Promise.resolve()
     // Permission requests not yet closed by the runner's decision event.
     const open = new Set<string>()
+    let profile: ProfileRecord | null = null
     try {
-      const profile = await this.o.profiles.records.find(owner, task.profile_id)
+      profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
         throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
       const plan: RunPlan = { task, workspace: ws, profile }
@@ -144,6 +152,15 @@ export class TaskRuns implements TaskRunner {
       await this.o.approvals
         .cancelPending(task)
         .catch((err) => this.o.logger.warn('could not cancel pending approvals', { task: task.id, error: String(err) }))
+    // A task that never started used nothing.
+    if (this.o.usage && task.started_at)
+      end = await settleUsage({ ledger: this.o.usage, budgets: this.o.budgets }, task, end, {
+        profile,
+        endedAt: this.o.clock.now(),
+      }).catch((err: unknown) => {
+        this.o.logger.warn('could not record task usage', { task: task.id, error: String(err) })
+        return end
+      })
     await states.finish(task, end)
     await exited.catch(() => {})
     // Only now is the workspace free for its idle clock (the runner has exited).

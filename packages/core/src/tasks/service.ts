@@ -38,6 +38,8 @@ import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
+import type { Budgets } from '../usage/budgets.js'
+import type { UsageLedger } from '../usage/ledger.js'
 
 export interface TasksOptions {
   store: Store
@@ -59,6 +61,10 @@ export interface TasksOptions {
   snapshots?: WorkspaceSnapshots | undefined
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
+  /** Where task ends add their usage (and metered results are read from). */
+  usage?: UsageLedger | undefined
+  /** Monthly limits a submit is checked against. */
+  budgets?: Budgets | undefined
 }
 
 /**
@@ -130,6 +136,8 @@ export class TasksService {
         scheduler,
         controls,
         approvals,
+        usage: o.usage,
+        budgets: o.budgets,
       }),
     )
     const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
@@ -203,6 +211,7 @@ export class TasksService {
         { location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` },
       ])
     await this.o.environments.assertRunnable(owner, profile.environment_id)
+    await this.o.budgets?.assertWithin(owner, profile)
     let ws: WorkspaceRecord | null = null
     if (input.session_id) {
       ws = await this.o.workspaces.bySession(owner, input.session_id)

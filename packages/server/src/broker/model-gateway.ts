@@ -17,8 +17,10 @@ import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } f
 /**
  * What a capability token grants: one task's access to one credential (core's
  * `RunGrants.gateway` answers it). `max_budget_usd` is checked before each model call
- * against what the task's answers cost so far (this gateway's totals); a call under way is
- * not cut, so calls running at the same time can pass the budget by what they cost.
+ * against what the task's answers cost so far (this gateway's totals), and
+ * `monthly_budget_exceeded` (the caller's or profile's monthly limit, from the shared
+ * ledger) likewise; a call under way is not cut, so calls running at the same time can
+ * pass a limit by what they cost.
  */
 export type { GatewayGrant }
 
@@ -193,6 +195,17 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
         400,
         'invalid_request_error',
         `${PREFIX}: this task's budget of $${grant.max_budget_usd} is spent ($${spent.toFixed(4)} used)`,
+      )
+    }
+    const monthly = grant.monthly_budget_exceeded
+    if (route.metered && monthly) {
+      req.resume()
+      const whose = monthly.scope === 'user' ? "the caller's" : "the profile's"
+      return sendError(
+        res,
+        400,
+        'invalid_request_error',
+        `${PREFIX}: ${whose} monthly spending limit of $${monthly.limit} is spent ($${monthly.spent.toFixed(4)} this month)`,
       )
     }
 
