@@ -134,7 +134,7 @@ export { EventBus, type TaskBusMessage } from './tasks/event-bus.js'
 export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
 export { RunTokens } from './tasks/run-tokens.js'
 export { RunGrants, type GatewayGrant, type ProxyGrant } from './tasks/run-grants.js'
-export type { BudgetExceeded, Budgets, ModelCallUsage, UsageLedger } from './usage/index.js'
+export type { BudgetExceeded, Budgets, ModelCallUsage, Usage, UsageLedger } from './usage/index.js'
 export type { BrokerPlan } from './tasks/materialize.js'
 export { brokeredPlaceholder } from './resources/catalog.js'
 

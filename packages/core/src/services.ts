@@ -1,5 +1,5 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { notFound, type EngineHealth, type PoolStats, CONNECT_TYPES, type ConnectType } from '@berth/contract'
+import { CONNECT_TYPES, type ConnectType } from '@berth/contract'
 import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import type { Cipher } from './ports/cipher.js'
@@ -27,7 +27,8 @@ import { TasksService } from './tasks/service.js'
 import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
-import type { ContainerPool, PooledContainer } from './runtime/index.js'
+import type { ContainerPool } from './runtime/index.js'
+import { noPool, type PoolView } from './runtime/no-pool.js'
 import { ProfilesService } from './resources/profiles.js'
 import {
   DEFAULT_ENVIRONMENT_CAPS,
@@ -59,7 +60,7 @@ import { unconfiguredMessengerApi, type MessengerApi } from './ports/messenger-a
 import { MessengerService } from './integrations/messenger-bot.js'
 import type { BrokerPlan } from './tasks/materialize.js'
 import { RunGrants } from './tasks/run-grants.js'
-import { Budgets, UsageLedger } from './usage/index.js'
+import { createUsage, type Usage } from './usage/index.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -149,7 +150,7 @@ export interface Services {
   skills: SkillsService
   agents: AgentsService
   /** The warm pool; `engineStatus()` is `null` without a container runtime. */
-  pool: Pick<ContainerPool, 'stats' | 'list' | 'forceRemove'> & { engineStatus(): EngineHealth | null }
+  pool: PoolView
   workspaces: WorkspacesService
   /** Browse, upload and download a workspace's files (in its container, or from its volume). */
   workspaceFiles: WorkspaceFilesService
@@ -159,10 +160,8 @@ export interface Services {
   slots: ConcurrencySlots
   /** The per-caller rate limiter, when the server shares it (for the operator's view). */
   rateLimiter: RateLimiter | undefined
-  /** Tokens, cost and tasks per caller, day, profile and model (the model gateway records its calls here). */
-  usage: UsageLedger
-  /** Monthly spending limits of callers and profiles. */
-  budgets: Budgets
+  /** The usage ledger (the model gateway records its calls in it) and the monthly spending limits. */
+  usage: Usage
   /** What this instance shares with the others (`memory` when it runs alone). */
   coordination: Coordination
   playbooks: PlaybooksService
@@ -186,16 +185,6 @@ export interface Services {
   bankProvider: BankProviderService
   /** The messenger bot: setup, claim, webhook, threads. */
   messenger: MessengerService
-}
-
-/** The pool surface when no container runtime is configured. */
-const noPool: Services['pool'] = {
-  stats: (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 }),
-  list: (): PooledContainer[] => [],
-  engineStatus: () => null,
-  forceRemove: async (id: string) => {
-    throw notFound('container', id)
-  },
 }
 
 /**
@@ -253,11 +242,9 @@ export function createServices(opts: ServicesOptions): Services {
   })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
-  const users = new UsersService({ store, clock, adminToken: opts.adminToken })
-  const usage = new UsageLedger({ store, clock, logger, instanceId: coordination.instanceId })
-  const budgets = new Budgets({ store, clock, ledger: usage, users })
+  const usage = createUsage({ store, clock, logger, instanceId: coordination.instanceId })
   const runGrants = opts.broker
-    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments, budgets })
+    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments, budgets: usage.budgets })
     : undefined
   const tasks = new TasksService({
     store,
@@ -274,7 +261,6 @@ export function createServices(opts: ServicesOptions): Services {
     snapshots,
     coordination,
     usage,
-    budgets,
     sessionIdleMs: opts.sessionIdleMs,
     recoveryGraceMs: opts.recoveryGraceMs,
   })
@@ -358,7 +344,7 @@ export function createServices(opts: ServicesOptions): Services {
     version: opts.version ?? '0.0.0',
     clock,
     logger,
-    users,
+    users: new UsersService({ store, clock, adminToken: opts.adminToken }),
     apiKeys,
     profiles,
     environments,
@@ -376,7 +362,6 @@ export function createServices(opts: ServicesOptions): Services {
     slots,
     rateLimiter: opts.rateLimiter,
     usage,
-    budgets,
     coordination,
     playbooks,
     playbookRuns,

@@ -8,7 +8,6 @@ import { describe, expect, it } from 'vitest'
 import { isApiError, type UsageReport } from '@berth/contract'
 import { manualClock } from '../src/ports/clock.js'
 import type { Store } from '../src/ports/store.js'
-import type { UsersService } from '../src/resources/users.js'
 import type { TaskEnd } from '../src/tasks/task.js'
 import { Budgets, UsageLedger, settleUsage, usageReport } from '../src/usage/index.js'
 import { countingStore, quietLogger, taskRecord } from './task-fakes.js'
@@ -46,8 +45,7 @@ function setup() {
   const store = slowStore()
   const clock = manualClock(NOW)
   const ledger = (instanceId: string) => new UsageLedger({ store, clock, logger: quietLogger, instanceId })
-  const users = { get: async (id: string) => ({ id }) } as unknown as UsersService
-  return { store, clock, ledger, users }
+  return { store, clock, ledger }
 }
 
 async function report(ledger: UsageLedger, q: Partial<Parameters<typeof usageReport>[2]>): Promise<UsageReport> {
@@ -131,10 +129,10 @@ describe('usage ledger', () => {
 
 describe('monthly limits', () => {
   it('answer from every instance’s spend this month, the caller’s limit before the profile’s', async () => {
-    const { store, clock, ledger, users } = setup()
+    const { store, clock, ledger } = setup()
     const a = ledger('inst-a')
     const b = ledger('inst-b')
-    const budgets = new Budgets({ store, clock, ledger: b, users })
+    const budgets = new Budgets({ store, clock, ledger: b })
     const profile = { id: 'prof_1', monthly_budget_usd: 0.04 }
     await budgets.set('usr_1', 0.05)
     expect(await budgets.exceeded('usr_1', profile)).toBeNull()
@@ -201,9 +199,9 @@ describe('a task’s end', () => {
   })
 
   it('ends BUDGET_EXCEEDED when the gateway cut it at a spent limit', async () => {
-    const { store, clock, ledger, users } = setup()
+    const { store, clock, ledger } = setup()
     const l = ledger('inst-a')
-    const budgets = new Budgets({ store, clock, ledger: l, users })
+    const budgets = new Budgets({ store, clock, ledger: l })
     const failed: TaskEnd = { ...runnerSaid, status: 'failed', error: { code: 'MODEL_ERROR', error: '400' } }
     const own = taskRecord({ started_at: new Date(NOW).toISOString(), max_budget_usd: 0.01 })
     await l.recordCall({ owner_id: own.owner_id, task_id: own.id, profile_id: own.profile_id }, call(0.011))

@@ -92,7 +92,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
   const modelCallObservers: ModelCallObserver[] = [
     // The ledger's write is awaited by the task's end (its result takes the metered figures).
     (grant, usage) => {
-      services.usage.recordCall(grant, usage).catch(() => {})
+      services.usage.ledger.recordCall(grant, usage).catch(() => {})
     },
   ]
   // Up before the pool and the tasks: a recovered task's runner may be asking it already.

@@ -65,8 +65,8 @@ export const UsageReport = v.object({
 /** A monthly spending limit in USD; `null`: none. */
 export const MonthlyBudget = v.nullable(v.pipe(v.number(), v.minValue(0), v.maxValue(1_000_000_000)))
 
-/** Body of `PUT /admin/users/:id/limits`. */
-export const SetUserLimits = v.strictObject({ monthly_budget_usd: MonthlyBudget })
+/** Body of `PUT /admin/users/:id/limits`: the caller's limits, replaced (absent or `null`: none). */
+export const SetUserLimits = v.strictObject({ monthly_budget_usd: v.optional(MonthlyBudget) })
 
 /** A caller's limits and this month's spend against them. */
 export const UserLimits = v.object({

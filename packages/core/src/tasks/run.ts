@@ -22,8 +22,7 @@ import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
 import type { Transcript } from './transcript.js'
-import type { Budgets } from '../usage/budgets.js'
-import type { UsageLedger } from '../usage/ledger.js'
+import type { Usage } from '../usage/budgets.js'
 import { settleUsage } from '../usage/task-end.js'
 
 export interface TaskRunsOptions {
@@ -43,10 +42,8 @@ export interface TaskRunsOptions {
   controls: RunControls
   /** The permission requests runners write. */
   approvals: Approvals
-  /** Where the task's usage is recorded, and its metered figures read from. */
-  usage?: UsageLedger | undefined
-  /** Monthly limits: a run the gateway stopped at one ends BUDGET_EXCEEDED. */
-  budgets?: Budgets | undefined
+  /** Where the task's usage is recorded and its metered figures read from; a run cut at a limit ends BUDGET_EXCEEDED. */
+  usage?: Usage | undefined
 }
 
 /**
@@ -154,7 +151,7 @@ export class TaskRuns implements TaskRunner {
         .catch((err) => this.o.logger.warn('could not cancel pending approvals', { task: task.id, error: String(err) }))
     // A task that never started used nothing.
     if (this.o.usage && task.started_at)
-      end = await settleUsage({ ledger: this.o.usage, budgets: this.o.budgets }, task, end, {
+      end = await settleUsage(this.o.usage, task, end, {
         profile,
         endedAt: this.o.clock.now(),
       }).catch((err: unknown) => {

@@ -38,8 +38,7 @@ import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
-import type { Budgets } from '../usage/budgets.js'
-import type { UsageLedger } from '../usage/ledger.js'
+import type { Usage } from '../usage/budgets.js'
 
 export interface TasksOptions {
   store: Store
@@ -61,10 +60,8 @@ export interface TasksOptions {
   snapshots?: WorkspaceSnapshots | undefined
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
-  /** Where task ends add their usage (and metered results are read from). */
-  usage?: UsageLedger | undefined
-  /** Monthly limits a submit is checked against. */
-  budgets?: Budgets | undefined
+  /** Where task ends add their usage and metered results are read from; the limits a submit is checked against. */
+  usage?: Usage | undefined
 }
 
 /**
@@ -137,7 +134,6 @@ export class TasksService {
         controls,
         approvals,
         usage: o.usage,
-        budgets: o.budgets,
       }),
     )
     const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
@@ -211,7 +207,7 @@ export class TasksService {
         { location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` },
       ])
     await this.o.environments.assertRunnable(owner, profile.environment_id)
-    await this.o.budgets?.assertWithin(owner, profile)
+    await this.o.usage?.budgets.assertWithin(owner, profile)
     let ws: WorkspaceRecord | null = null
     if (input.session_id) {
       ws = await this.o.workspaces.bySession(owner, input.session_id)

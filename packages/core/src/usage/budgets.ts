@@ -7,8 +7,7 @@
 import { ApiError, type UserLimits } from '@berth/contract'
 import type { Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
-import type { UsersService } from '../resources/users.js'
-import type { UsageLedger } from './ledger.js'
+import { UsageLedger, type UsageLedgerOptions } from './ledger.js'
 
 /** Which limit is spent, what it is and what was spent against it. */
 export interface BudgetExceeded {
@@ -37,11 +36,10 @@ const limitsKey = (userId: string) => `usage-limits:${userId}`
  * ```
  */
 export class Budgets {
-  constructor(private readonly o: { store: Store; clock: Clock; ledger: UsageLedger; users: UsersService }) {}
+  constructor(private readonly o: { store: Store; clock: Clock; ledger: UsageLedger }) {}
 
-  /** A caller's limit and this month's spend (404 for an unknown user). */
+  /** A caller's limit and this month's spend. */
   async get(userId: string): Promise<UserLimits> {
-    await this.o.users.get(userId)
     const now = this.o.clock.now()
     const [stored, spend] = await Promise.all([
       this.o.store.get<{ monthly_budget_usd: number | null }>(limitsKey(userId)),
@@ -57,7 +55,6 @@ export class Budgets {
 
   /** Set (or clear with null) a caller's monthly limit. */
   async set(userId: string, monthlyBudgetUsd: number | null): Promise<UserLimits> {
-    await this.o.users.get(userId)
     if (monthlyBudgetUsd === null) await this.o.store.remove(limitsKey(userId))
     else await this.o.store.set(limitsKey(userId), { monthly_budget_usd: monthlyBudgetUsd })
     return this.get(userId)
@@ -105,4 +102,24 @@ export function budgetError(over: BudgetExceeded): ApiError {
     `${whose} monthly spending limit of $${over.limit} is spent ($${over.spent.toFixed(4)} this month); it resets at ${over.resets_at}`,
     { ...over },
   )
+}
+
+/** The ledger and the limits checked against it, as the services hold them. */
+export interface Usage {
+  ledger: UsageLedger
+  budgets: Budgets
+}
+
+/**
+ * Build the usage ledger of this instance and the limits read from it.
+ *
+ * @example
+ * ```ts
+ * const usage = createUsage({ store, clock, logger, instanceId: coordination.instanceId })
+ * await usage.budgets.set('usr_1', 200)
+ * ```
+ */
+export function createUsage(o: UsageLedgerOptions): Usage {
+  const ledger = new UsageLedger(o)
+  return { ledger, budgets: new Budgets({ store: o.store, clock: o.clock, ledger }) }
 }
