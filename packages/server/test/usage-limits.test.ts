@@ -11,6 +11,7 @@ import type { Task } from '@berth/core'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
 import { startRedis, type LocalRedis } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { ADMIN_TOKEN, startCluster, type Cluster, type Instance } from './cluster.helpers.js'
 import { failure, waitForTask } from './helpers.js'
 
@@ -142,6 +143,22 @@ describe('monthly spending limits', () => {
       expect([err.status, err.code]).toEqual([402, 'BUDGET_EXCEEDED'])
       expect(err.details).toEqual({ scope: 'user', limit: 0.05, spent: expect.closeTo(0.06, 6), resets_at: NEXT_MONTH })
     }
+    // Over the WebSocket: the submit is answered with the same error.
+    const socket = new WebSocket(`${b.url.replace('http', 'ws')}/v1/ws`, {
+      headers: { authorization: `Bearer ${cyd.token}` },
+    })
+    const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
+      socket.on('message', (data) => {
+        const m = JSON.parse(String(data)) as Record<string, unknown>
+        if (m.type === 'error') resolve(m)
+      })
+      socket.on('error', reject)
+    })
+    await new Promise((r) => socket.once('open', r))
+    const body = { mode: 'batch', profile_id: cyd.one.id, prompt: 'Over the socket. [[berth:text Hi.]]' }
+    socket.send(JSON.stringify({ type: 'submit', request_id: 'over-limit', task: body }))
+    expect(await answer).toMatchObject({ request_id: 'over-limit', code: 'BUDGET_EXCEEDED', details: { limit: 0.05 } })
+    socket.close()
     expect(await admin(a).admin.limits.get({ params: { id: cyd.id } })).toMatchObject({
       monthly_budget_usd: 0.05,
       spent_usd: expect.closeTo(0.06, 6),
