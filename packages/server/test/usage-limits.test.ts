@@ -114,6 +114,19 @@ describe('usage', () => {
       byProfile.groups,
     )
 
+    // A task the gateway does not see (the built-in offline model, served by the runner): its runner's figures, once.
+    const stu = await c.user('Stu')
+    const stuApi = b.client(stu.token)
+    const stub = await stuApi.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
+    const p = await stuApi.profiles.create({ body: { name: 'Stub', slug: 'stub', api_key_id: stub.id } })
+    const body = { mode: 'batch' as const, profile_id: p.id, prompt: 'Hi. [[berth:usage input=500 output=50]]' }
+    const unmetered = await waitForTask(stuApi, (await stuApi.tasks.submit({ body })).task_id)
+    expect(unmetered.status).toBe('completed')
+    expect(unmetered.result!.cost_usd).toBeGreaterThan(0)
+    const stus = await a.client(stu.token).usage.get({ query: {} })
+    expect(stus.total).toMatchObject({ tasks: 1, model_calls: 0, input_tokens: unmetered.result!.input_tokens })
+    expect(stus.total.cost_usd).toBeCloseTo(unmetered.result!.cost_usd, 6)
+
     // Bad ranges are 400 naming the field.
     for (const query of [{ from: '2026-13-01' }, { from: '2026-02-30' }, { from: '2026-05-02', to: '2026-05-01' }]) {
       const err = await failure(ada.api(a).usage.get({ query }))
