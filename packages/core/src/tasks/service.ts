@@ -355,8 +355,9 @@ export class TasksService {
 
   /** After a restart: bring what a previous process left under way to a definite state (see {@link recover}). */
   async recover(): Promise<void> {
-    const { store, engine, logger, slots, workspaces, recoveryGraceMs } = this.o
+    const { store, engine, logger, slots, workspaces, recoveryGraceMs, usage, clock } = this.o
     const parts = {
+      usage: usage && { ...usage, clock },
       containers: this.containers,
       states: this.states,
       events: this.transcript,
