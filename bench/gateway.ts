@@ -88,9 +88,11 @@ export async function main(): Promise<Row[]> {
   const grant: GatewayGrant = {
     task_id: 'task_bench',
     owner_id: 'usr_bench',
+    profile_id: 'prof_bench',
     upstream: { base_url: stub.url, api_key: KEY },
     allowed_models: ['claude-sonnet-*'],
     max_budget_usd: null,
+    monthly_budget_exceeded: null,
   }
   const gateway = await startModelGateway({
     socketPath: join(dir, 'model.sock'),

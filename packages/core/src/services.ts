@@ -62,6 +62,7 @@ import { MessengerService } from './integrations/messenger-bot.js'
 import type { BrokerPlan } from './tasks/materialize.js'
 import { RunGrants } from './tasks/run-grants.js'
 import { AuditLog } from './audit/log.js'
+import { createUsage, type Usage } from './usage/index.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -168,6 +169,8 @@ export interface Services {
   slots: ConcurrencySlots
   /** The per-caller rate limiter, when the server shares it (for the operator's view). */
   rateLimiter: RateLimiter | undefined
+  /** The usage ledger (the model gateway records its calls in it) and the monthly spending limits. */
+  usage: Usage
   /** What this instance shares with the others (`memory` when it runs alone). */
   coordination: Coordination
   playbooks: PlaybooksService
@@ -253,8 +256,9 @@ export function createServices(opts: ServicesOptions): Services {
   })
   const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
+  const usage = createUsage({ store, clock, logger, instanceId: coordination.instanceId })
   const runGrants = opts.broker
-    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments })
+    ? new RunGrants({ store, tokens: opts.broker.tokens, catalog, profiles, environments, budgets: usage.budgets })
     : undefined
   const tasks = new TasksService({
     store,
@@ -271,6 +275,7 @@ export function createServices(opts: ServicesOptions): Services {
     engine: opts.engine,
     snapshots,
     coordination,
+    usage,
     sessionIdleMs: opts.sessionIdleMs,
     timeLimit: opts.taskTimeLimit,
     recoveryGraceMs: opts.recoveryGraceMs,
@@ -375,6 +380,7 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     slots,
     rateLimiter: opts.rateLimiter,
+    usage,
     coordination,
     playbooks,
     playbookRuns,

@@ -25,7 +25,7 @@ import { createApp } from './wiring/app.js'
 import { rateLimiterFor } from './wiring/rate-limiter.js'
 import { wireIntegrations } from './wiring/channels.js'
 import { wirePool } from './wiring/pool.js'
-import { brokerLayout, startBroker } from './broker/index.js'
+import { brokerLayout, startBroker, type ModelCallObserver } from './broker/index.js'
 import { countedStore, prometheusMetrics, watchCoordination } from './metrics/index.js'
 
 /**
@@ -97,6 +97,13 @@ export function createBerth(options: BerthOptions = {}): Berth {
     catalog: options.catalog,
     broker: broker?.layout.plan(broker.tokens),
   })
+  // Whoever counts model calls (metrics, traces, the usage ledger) adds its observer here.
+  const modelCallObservers: ModelCallObserver[] = [
+    // The ledger's write is awaited by the task's end (its result takes the metered figures).
+    (grant, usage) => {
+      services.usage.ledger.recordCall(grant, usage).catch(() => {})
+    },
+  ]
   // Up before the pool and the tasks: a recovered task's runner may be asking it already.
   const brokerStarted =
     broker && services.runGrants
@@ -105,6 +112,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
           bus: services.bus,
           metrics,
           upstreamCa: options.broker ? options.broker.upstreamCa : undefined,
+          onUsage: modelCallObservers,
         })
       : Promise.resolve(undefined)
   // Pool first (adopt or remove what a previous run left), then the tasks it served.

@@ -241,7 +241,7 @@ describe('validation', () => {
       const entries = (r.body as unknown as { entries: Record<string, unknown> }).entries
       for (const field of Object.keys(entries)) {
         for (const bad of takesAnyObject(entries[field]) ? ['text', 12345] : [{ $bad: true }, 12345]) {
-          if (typeof bad === 'number' && /importance|page|limit|timeout_s/.test(field)) continue
+          if (typeof bad === 'number' && /importance|page|limit|timeout_s|monthly_budget/.test(field)) continue
           const res = await s.request(path, { method: r.method, token, json: { ...valid, [field]: bad } })
           const err = await expectError(res, 400, 'VALIDATION_FAILED')
           const paths = err.details?.issues?.map((i) => i.path) ?? []
@@ -350,7 +350,9 @@ describe('validation', () => {
         '💥',
       ]) {
         const res = await s.request(fill(r, garbage), { method: r.method, token, ...(r.body && { json: {} }) })
-        // `..` segments are resolved by the URL parser, so they may land on another path (405).
+        // `..` segments are resolved by the URL parser, so they may land on another path (405),
+        // or on another route (`GET /admin/users/../limits` is `GET /admin/limits`): not this one.
+        if (garbage === '..' && res.ok && new URL(res.url).pathname !== fill(r, garbage)) continue
         expect([400, 404, 405], `${r.name} with ${garbage.slice(0, 20)}`).toContain(res.status)
         await expectError(
           res,

@@ -83,9 +83,11 @@ function grant(taskId: string, over: Partial<GatewayGrant> = {}): GatewayGrant {
   return {
     task_id: taskId,
     owner_id: 'usr_1',
+    profile_id: 'prof_1',
     upstream: { base_url: stub.url, api_key: REAL_KEY },
     allowed_models: null,
     max_budget_usd: null,
+    monthly_budget_exceeded: null,
     ...over,
   }
 }
@@ -452,6 +454,19 @@ describe('budgets and totals', () => {
     // Another task's budget is its own.
     const other = await call(gateway.socketPath, '/v1/messages', { headers: withToken(OTHER_TOKEN), body: ask(prompt) })
     expect(other.status).toBe(200)
+  })
+
+  it('refuses model calls while the grant says a monthly limit is spent, naming it', async () => {
+    const spent = { scope: 'profile' as const, limit: 0.05, spent: 0.06, resets_at: '2026-12-01T00:00:00.000Z' }
+    grants.set(TOKEN, grant('task_1', { monthly_budget_exceeded: spent }))
+    const refused = await call(gateway.socketPath, '/v1/messages', { headers: withToken(TOKEN), body: ask('hi') })
+    expect(refused.status).toBe(400)
+    expect(JSON.parse(refused.text).error.message).toMatch(/profile's monthly spending limit of \$0.05 is spent/)
+    expect(stub.requests).toHaveLength(0)
+    // The model list is not metered: still answered.
+    expect((await call(gateway.socketPath, '/v1/models', { method: 'GET', headers: withToken(TOKEN) })).status).toBe(
+      200,
+    )
   })
 
   it('keeps totals per task until forgotten', async () => {

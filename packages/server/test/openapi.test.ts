@@ -148,6 +148,11 @@ const BEYOND_API_MD = [
   // The console's operator views (issue 16): a user's keys, and rate and concurrency state per caller.
   'GET /admin/users/:id/keys',
   'GET /admin/limits',
+  // Usage and spending limits (issue 28; API.md "Added in this round").
+  'GET /v1/usage',
+  'GET /admin/usage',
+  'GET /admin/users/:id/limits',
+  'PUT /admin/users/:id/limits',
   // Environments (issue 18): image, network policy, limits and variables of a profile's containers.
   'GET /v1/environments',
   'POST /v1/environments',

@@ -119,6 +119,9 @@ it('a task running when the server is SIGKILLed ends definitely after a restart,
   // The task that was waiting in the queue survived the crash and ran.
   const later = await waitForTask(after, queued.task_id, { until: (t) => t.status === 'completed', timeout: 60_000 })
   expect(later.result?.text).toContain('ran after the restart')
+  // A result read back after the restart counts in the caller's usage, as the queued task's does.
+  const usage = await after.usage.get({ query: {} })
+  expect(usage.total.tasks).toBe(task.status === 'completed' ? 2 : 1)
   const ws = await after.workspaces.get({ params: { id: task.workspace_id! } })
   expect(ws.status).toBe('idle')
   console.error(`[recovery] task ended ${task.status}${task.error ? ` (${task.error.error})` : ''}`)

@@ -26,6 +26,7 @@ import { bankProviderRoutes } from './bank-provider.js'
 import { messengerRoutes } from './messenger-bot.js'
 import { environmentRoutes } from './environments.js'
 import { auditRoutes } from './audit.js'
+import { usageRoutes } from './usage.js'
 
 /**
  * The route table: every operation of the HTTP API, declared once. The server attaches a
@@ -59,6 +60,7 @@ export const routes = [
   ...adminRoutes,
   ...adminViewRoutes,
   ...auditRoutes,
+  ...usageRoutes,
 ] as const satisfies readonly AnyRoute[]
 
 /** The route table's type: the client derives its methods from it. */

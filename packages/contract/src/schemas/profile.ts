@@ -2,6 +2,7 @@ import * as v from 'valibot'
 import { maxLength, minLength } from './length.js'
 import { Description, Id, Name, RecordMeta, StringMap } from './common.js'
 import { GitAccountIds } from './git-account.js'
+import { MonthlyBudget } from './usage.js'
 
 /** Lowercase URL-safe identifier: `^[a-z0-9][a-z0-9-]{0,62}$`. */
 export const Slug = v.pipe(
@@ -80,6 +81,8 @@ const profileFields = {
   require_approval: ApprovalRules,
   /** Seconds a permission request waits before it is denied (default 900). */
   approval_timeout_s: ApprovalTimeout,
+  /** Spending limit of the profile's tasks per calendar month (UTC), in USD; `null`: none. */
+  monthly_budget_usd: MonthlyBudget,
 }
 
 /** The full profile, `claude_md` included. */
@@ -111,6 +114,7 @@ export const CreateProfile = v.strictObject({
   environment_id: v.optional(profileFields.environment_id),
   require_approval: v.optional(profileFields.require_approval),
   approval_timeout_s: v.optional(profileFields.approval_timeout_s),
+  monthly_budget_usd: v.optional(profileFields.monthly_budget_usd),
 })
 
 /** Body of `PATCH /v1/profiles/:id`: any subset of the create fields; `model: null` clears it. */

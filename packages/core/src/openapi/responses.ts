@@ -14,6 +14,8 @@ const CODE_TEXT: Partial<Record<ErrorCode, string>> = {
   PAYLOAD_TOO_LARGE: 'Request body exceeds the configured limit',
   RATE_LIMITED: 'Rate limit exceeded: retry after Retry-After seconds',
   CONCURRENCY_LIMIT: 'The profile runs as many workspaces as it may: details.limit, details.running',
+  BUDGET_EXCEEDED:
+    "The caller's or the profile's monthly spending limit is spent: details.scope, limit, spent, resets_at",
   INTERNAL_ERROR: 'Internal server error',
 }
 
@@ -22,6 +24,7 @@ const EXAMPLE_DETAILS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   PAYLOAD_TOO_LARGE: { limit: 1048576 },
   RATE_LIMITED: { limit: 10, retry_after: 6 },
   CONCURRENCY_LIMIT: { limit: 5, running: 5 },
+  BUDGET_EXCEEDED: { scope: 'user', limit: 200, spent: 200.12, resets_at: '2026-12-01T00:00:00.000Z' },
 }
 
 const RATE_HEADERS = ['RateLimit-Policy', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const

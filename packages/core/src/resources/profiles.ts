@@ -33,6 +33,8 @@ function computed(r: ProfileRecord) {
     // Records written before approvals existed: nothing waits for one.
     require_approval: r.require_approval ?? [],
     approval_timeout_s: r.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S,
+    // Records written before spending limits existed: none.
+    monthly_budget_usd: r.monthly_budget_usd ?? null,
   }
 }
 
@@ -113,6 +115,7 @@ export class ProfilesService {
         environment_id: input.environment_id ?? null,
         require_approval: [...new Set(input.require_approval ?? [])],
         approval_timeout_s: input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S,
+        monthly_budget_usd: input.monthly_budget_usd ?? null,
         created_at: now,
         updated_at: now,
       }

@@ -17,6 +17,7 @@ import { poolHandlers } from './pool.js'
 import { resourceHandlers } from './resources.js'
 import { systemHandlers } from './system.js'
 import { taskHandlers } from './tasks.js'
+import { usageHandlers } from './usage.js'
 import { webhookTriggerHandlers } from './webhook-trigger.js'
 import { workspaceFileHandlers } from './workspace-files.js'
 import { workspaceHandlers } from './workspaces.js'
@@ -45,4 +46,5 @@ export const routes = attachHandlers(declared, {
   ...wsHandlers,
   ...adminViewHandlers,
   ...auditHandlers,
+  ...usageHandlers,
 })

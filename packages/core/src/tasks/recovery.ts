@@ -18,6 +18,9 @@ import { parseRunnerLine } from './runner-session.js'
 import type { SessionContainers } from './session-containers.js'
 import type { Transcript } from './transcript.js'
 import type { Scheduler } from './scheduler.js'
+import type { Clock } from '../ports/clock.js'
+import type { Usage } from '../usage/budgets.js'
+import { settleUsage } from '../usage/task-end.js'
 
 export interface RecoveryOptions {
   store: Store
@@ -35,6 +38,8 @@ export interface RecoveryOptions {
   recoveryGraceMs?: number | undefined
   /** Other live instances' tasks are theirs, not this restart's. */
   coordination?: Coordination | undefined
+  /** Where a recovered result's usage is recorded (its metered figures read from). */
+  usage?: (Usage & { clock: Clock }) | undefined
 }
 
 /**
@@ -134,7 +139,16 @@ async function recoverRun(o: RecoveryOptions, t: TaskRecord): Promise<void> {
   if (events.length > stored.length) await o.events.record(t, events.slice(stored.length))
   if (result) {
     if (result.session_id) await o.workspaces.patch(t.owner_id, t.workspace_id, { sdk_session_id: result.session_id })
-    await o.states.finish(t, endOf(result))
+    const end = endOf(result)
+    // The task's profile is not read again: of the monthly limits, the caller's applies.
+    const settled =
+      o.usage && t.started_at
+        ? await settleUsage(o.usage, t, end, { profile: null, endedAt: o.usage.clock.now() }).catch((err: unknown) => {
+            o.logger.warn('could not record task usage', { task: t.id, error: String(err) })
+            return end
+          })
+        : end
+    await o.states.finish(t, settled)
   } else {
     await o.states.finish(t, {
       status: 'failed',

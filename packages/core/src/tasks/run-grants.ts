@@ -15,17 +15,21 @@ import { endpointHosts } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './task.js'
 import { subjectKey, type RunTokens } from './run-tokens.js'
+import type { BudgetExceeded, Budgets } from '../usage/budgets.js'
 
 /** What the model gateway may do for a run. */
 export interface GatewayGrant {
   task_id: string
   owner_id: string
+  profile_id: string
   upstream: { base_url: string; api_key: string }
   /** Model patterns (`*` wildcards) the credential allows, or null for any. */
   allowed_models: string[] | null
   max_budget_usd: number | null
   /** The task's trace context (W3C `traceparent`): model calls are traced as its children. */
   trace?: string | undefined
+  /** The caller's or the profile's monthly limit, when spent: the gateway refuses model calls. */
+  monthly_budget_exceeded: BudgetExceeded | null
 }
 
 /** What the egress proxy may do for a run. */
@@ -42,6 +46,8 @@ export interface RunGrantsOptions {
   catalog: MaterializeDeps
   profiles: ProfilesService
   environments: EnvironmentsService
+  /** Monthly limits, read on each model call (absent: none). */
+  budgets?: Budgets | undefined
 }
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com'
@@ -72,10 +78,13 @@ export class RunGrants {
     return {
       task_id: task.id,
       owner_id: owner,
+      profile_id: profile.id,
       upstream: { base_url: credential.base_url ?? DEFAULT_BASE_URL, api_key: credential.key },
       allowed_models: record.allowed_models,
       max_budget_usd: task.max_budget_usd,
       trace: task.trace,
+      // Read from the store on every call: spend on other instances counts at once.
+      monthly_budget_exceeded: (await this.o.budgets?.exceeded(owner, profile)) ?? null,
     }
   }
 

@@ -3,7 +3,7 @@ import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, isApiError, type RunnerEvent } fr
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import { noopMetrics, secondsFrom, secondsSince, type Metrics } from '../ports/metrics.js'
-import type { ProfilesService } from '../resources/profiles.js'
+import type { ProfileRecord, ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
@@ -25,6 +25,8 @@ import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
 import { RunTimeLimit } from './time-limit.js'
 import type { Transcript } from './transcript.js'
+import type { Usage } from '../usage/budgets.js'
+import { settleUsage } from '../usage/task-end.js'
 
 export interface TaskRunsOptions {
   /** This instance (recorded on the workspace whose container it holds). */
@@ -45,6 +47,8 @@ export interface TaskRunsOptions {
   controls: RunControls
   /** The permission requests runners write. */
   approvals: Approvals
+  /** Where the task's usage is recorded and its metered figures read from; a run cut at a limit ends BUDGET_EXCEEDED. */
+  usage?: Usage | undefined
 }
 
 /**
@@ -87,8 +91,9 @@ export class TaskRuns implements TaskRunner {
     const open = new Set<string>()
     const limit = new RunTimeLimit(task.max_duration_s)
     const spans = new RunTrace(task, this.o.instanceId)
+    let profile: ProfileRecord | null = null
     try {
-      const profile = await this.o.profiles.records.find(owner, task.profile_id)
+      profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
         throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
       const plan: RunPlan = { task, workspace: ws, profile }
@@ -164,6 +169,15 @@ export class TaskRuns implements TaskRunner {
       await this.o.approvals
         .cancelPending(task)
         .catch((err) => this.o.logger.warn('could not cancel pending approvals', { task: task.id, error: String(err) }))
+    // A task that never started used nothing.
+    if (this.o.usage && task.started_at)
+      end = await settleUsage(this.o.usage, task, end, {
+        profile,
+        endedAt: this.o.clock.now(),
+      }).catch((err: unknown) => {
+        this.o.logger.warn('could not record task usage', { task: task.id, error: String(err) })
+        return end
+      })
     await states.finish(task, end)
     spans.end(end)
     await exited.catch(() => {})

@@ -43,6 +43,7 @@ import { Transcript } from './transcript.js'
 import { taskDuration, type TimeLimitSettings } from './time-limit.js'
 import { traced, traceparentOf } from '../tracing.js'
 import type { Span } from '@opentelemetry/api'
+import type { Usage } from '../usage/budgets.js'
 
 export interface TasksOptions {
   store: Store
@@ -70,6 +71,8 @@ export interface TasksOptions {
   timeLimit?: TimeLimitSettings | undefined
   /** Records approvals decided. */
   audit?: AuditLog | undefined
+  /** Where task ends add their usage and metered results are read from; the limits a submit is checked against. */
+  usage?: Usage | undefined
 }
 
 /**
@@ -143,6 +146,7 @@ export class TasksService {
         scheduler,
         controls,
         approvals,
+        usage: o.usage,
       }),
     )
     const cancels = new LocalCancel({ records, states, scheduler, containers, bus })
@@ -231,6 +235,7 @@ export class TasksService {
         { location: 'body', path: 'profile_id', message: `profile ${input.profile_id} does not exist` },
       ])
     await this.o.environments.assertRunnable(owner, profile.environment_id)
+    await this.o.usage?.budgets.assertWithin(owner, profile)
     let ws: WorkspaceRecord | null = null
     if (input.session_id) {
       ws = await this.o.workspaces.bySession(owner, input.session_id)
@@ -381,8 +386,9 @@ export class TasksService {
 
   /** After a restart: bring what a previous process left under way to a definite state (see {@link recover}). */
   async recover(): Promise<void> {
-    const { store, engine, logger, slots, workspaces, recoveryGraceMs } = this.o
+    const { store, engine, logger, slots, workspaces, recoveryGraceMs, usage, clock } = this.o
     const parts = {
+      usage: usage && { ...usage, clock },
       containers: this.containers,
       states: this.states,
       events: this.transcript,

@@ -11,6 +11,7 @@ import {
   type BrokerPlan,
   type ContainerMount,
   type EventBus,
+  type GatewayGrant,
   type Logger,
   type Metrics,
   type ModelUsageObservation,
@@ -19,7 +20,7 @@ import {
 } from '@berth/core'
 import { loadOrCreateBrokerCa } from './broker-ca.js'
 import { startEgressProxy } from './egress-proxy.js'
-import { startModelGateway, type ModelGateway, type ModelUsage } from './model-gateway.js'
+import { startModelGateway, type ModelCallTiming, type ModelGateway, type ModelUsage } from './model-gateway.js'
 
 /** A metered answer as the metrics see it: the gateway serves `anthropic` credentials only (the stub model never reaches it). */
 const meteredUsage = (usage: ModelUsage): ModelUsageObservation => ({
@@ -73,6 +74,13 @@ export function brokerLayout(opts: { dataDir: string; dir?: string | undefined; 
   }
 }
 
+/**
+ * Told of every metered model call the gateway answered, with the grant it ran under
+ * (task, caller's credential) and what it cost. Metrics, traces and the usage ledger
+ * subscribe; each observer is called in turn and one that throws is logged, not fatal.
+ */
+export type ModelCallObserver = (grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming) => void
+
 /** A running broker. */
 export interface Broker {
   gateway: ModelGateway
@@ -84,14 +92,27 @@ export interface Broker {
  *
  * @example
  * ```ts
- * const broker = await startBroker(layout, services.runGrants, { logger, bus: services.bus })
+ * const broker = await startBroker(layout, services.runGrants, {
+ *   logger,
+ *   bus: services.bus,
+ *   onUsage: [(grant, usage) => console.log(grant.task_id, usage.model, usage.cost_usd)],
+ * })
  * ```
  */
 export async function startBroker(
   layout: BrokerLayout,
   grants: RunGrants,
-  opts: { logger: Logger; bus: EventBus; upstreamCa?: string[] | undefined; metrics?: Metrics },
+  opts: {
+    logger: Logger
+    bus: EventBus
+    upstreamCa?: string[] | undefined
+    /** Told of each metered model call, in this order. */
+    onUsage?: readonly ModelCallObserver[]
+    /** Model tokens and cost by provider and model. */
+    metrics?: Metrics
+  },
 ): Promise<Broker> {
+  const observers = opts.onUsage ?? []
   mkdirSync(layout.publicDir, { recursive: true, mode: 0o755 })
   // The CA's key stays in the broker's own directory; only its certificate is published.
   const ca = await loadOrCreateBrokerCa(join(layout.dir, 'ca'))
@@ -99,8 +120,20 @@ export async function startBroker(
   const gateway = await startModelGateway({
     socketPath: join(layout.publicDir, 'gateway.sock'),
     authorize: (token) => grants.gateway(token),
+    onUsage: (grant, usage, timing) => {
+      for (const observe of observers) {
+        try {
+          observe(grant, usage, timing)
+        } catch (err) {
+          opts.logger.warn('Berth model gateway: a model-call observer failed', {
+            task_id: grant.task_id,
+            error: String(err),
+          })
+        }
+      }
+      opts.metrics?.modelUsage(meteredUsage(usage))
+    },
     logger: opts.logger,
-    onUsage: (_grant, usage) => opts.metrics?.modelUsage(meteredUsage(usage)),
   })
   const proxy = await startEgressProxy({
     socketPath: join(layout.publicDir, 'proxy.sock'),

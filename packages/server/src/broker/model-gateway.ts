@@ -18,8 +18,10 @@ import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } f
 /**
  * What a capability token grants: one task's access to one credential (core's
  * `RunGrants.gateway` answers it). `max_budget_usd` is checked before each model call
- * against what the task's answers cost so far (this gateway's totals); a call under way is
- * not cut, so calls running at the same time can pass the budget by what they cost.
+ * against what the task's answers cost so far (this gateway's totals), and
+ * `monthly_budget_exceeded` (the caller's or profile's monthly limit, from the shared
+ * ledger) likewise; a call under way is not cut, so calls running at the same time can
+ * pass a limit by what they cost.
  */
 export type { GatewayGrant }
 
@@ -40,6 +42,14 @@ export interface GatewayUsageTotals extends Omit<ModelUsage, 'model'> {
   requests: number
 }
 
+/** When a metered model call ran: from the request's arrival to its answer's end. */
+export interface ModelCallTiming {
+  /** Epoch milliseconds when the gateway took the request. */
+  started_at: number
+  /** Epoch milliseconds when the answer ended (streamed to its end, or cut). */
+  ended_at: number
+}
+
 /** Options of {@link startModelGateway}. */
 export interface ModelGatewayOptions {
   /** Listen here. A stale socket file is replaced; the socket is made world-writable (mode 0666), as the agent's user is not root and the token is the authentication. */
@@ -47,7 +57,7 @@ export interface ModelGatewayOptions {
   /** The grant behind a token, or null (answered 401). Asked on every request: nothing is cached. */
   authorize(token: string): Promise<GatewayGrant | null>
   /** Called after each metered answer from the provider, streamed or not. */
-  onUsage?(grant: GatewayGrant, usage: ModelUsage): void
+  onUsage?(grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming): void
   /** The fetch used upstream (default: the global one). */
   fetch?: typeof fetch
   /** Largest request body accepted, in bytes (default {@link GATEWAY_BODY_LIMIT}). */
@@ -131,7 +141,12 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   const totals = new Map<string, GatewayUsageTotals>()
   const unpriced = new Set<string>()
 
-  const record = (grant: GatewayGrant, requested: string | undefined, answer: AnswerUsage): ModelUsage => {
+  const record = (
+    grant: GatewayGrant,
+    requested: string | undefined,
+    answer: AnswerUsage,
+    startedAt: number,
+  ): ModelUsage => {
     const model = answer.model ?? requested ?? 'unknown'
     if (!priceOf(model) && !unpriced.has(model)) {
       unpriced.add(model)
@@ -157,7 +172,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     sum.cost_usd += usage.cost_usd
     totals.set(grant.task_id, sum)
     try {
-      o.onUsage?.(grant, usage)
+      o.onUsage?.(grant, usage, { started_at: startedAt, ended_at: Date.now() })
     } catch (err) {
       o.logger?.warn(`${PREFIX}: onUsage failed`, { task_id: grant.task_id, error: String(err) })
     }
@@ -165,6 +180,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const startedAt = Date.now()
     const token = tokenOf(req.headers)
     const grant = token ? await o.authorize(token) : null
     if (!grant) {
@@ -188,6 +204,17 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
         400,
         'invalid_request_error',
         `${PREFIX}: this task's budget of $${grant.max_budget_usd} is spent ($${spent.toFixed(4)} used)`,
+      )
+    }
+    const monthly = grant.monthly_budget_exceeded
+    if (route.metered && monthly) {
+      req.resume()
+      const whose = monthly.scope === 'user' ? "the caller's" : "the profile's"
+      return sendError(
+        res,
+        400,
+        'invalid_request_error',
+        `${PREFIX}: ${whose} monthly spending limit of $${monthly.limit} is spent ($${monthly.spent.toFixed(4)} this month)`,
       )
     }
 
@@ -273,7 +300,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     } finally {
       // What was streamed before a disconnect is billed by the provider, so it is metered too.
       const answer = reader?.end()
-      if (answer) span.usage(record(grant, requested, answer))
+      if (answer) span.usage(record(grant, requested, answer, startedAt))
     }
   }
 
