@@ -1,11 +1,9 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { CONNECT_TYPES, type ConnectType } from '@berth/contract'
-import { DEFAULT_MODELS, staticCatalog, type ModelCatalog } from './models.js'
+import { CONNECT_TYPES } from '@berth/contract'
+import { DEFAULT_MODELS, staticCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
-import type { Cipher } from './ports/cipher.js'
 import { silentLogger, type Logger } from './ports/logger.js'
 import { noopMetrics, type Metrics } from './ports/metrics.js'
-import type { Store } from './ports/store.js'
 import { memoryCoordination } from './coordination/memory.js'
 import type { Coordination } from './coordination/port.js'
 import { ApiKeysService } from './resources/api-keys.js'
@@ -23,25 +21,17 @@ import { ConcurrencySlots } from './limits/concurrency.js'
 import { EventBus } from './tasks/event-bus.js'
 import { EventLog } from './workspaces/event-log.js'
 import { MemoryService } from './resources/memory.js'
-import type { TaskEngine } from './tasks/engine.js'
-import { TasksService, type TasksOptions } from './tasks/service.js'
+import { TasksService } from './tasks/service.js'
 import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
-import type { ContainerPool } from './runtime/index.js'
 import { noPool, type PoolView } from './runtime/pool-view.js'
 import { ProfilesService } from './resources/profiles.js'
-import {
-  DEFAULT_ENVIRONMENT_CAPS,
-  EnvironmentsService,
-  type EnvironmentCaps,
-  type EnvironmentImages,
-} from './resources/index.js'
+import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService } from './resources/index.js'
 import { UsersService } from './resources/users.js'
 import { tokenBucket, type RateLimiter } from './limits/rate-limit.js'
 import { coordinatedLimiter } from './limits/coordinated.js'
-import type { Notifier } from './ports/notifier.js'
-import { createChannelRegistry, type Channel, type ChannelRegistry } from './ports/channel.js'
+import { createChannelRegistry, type ChannelRegistry } from './ports/channel.js'
 import { DeliveryLog } from './integrations/deliveries.js'
 import { IntegrationsService } from './integrations/integrations.js'
 import { NotificationsService } from './integrations/notifications.js'
@@ -49,96 +39,21 @@ import { PlaybookRunsService } from './playbooks/playbook-runs.js'
 import { PlaybooksService } from './playbooks/playbooks.js'
 import { WebhookTrigger } from './playbooks/webhook-trigger.js'
 import { randomBytes } from 'node:crypto'
-import type { GitProvider, GitProviderName } from './ports/git-provider.js'
 import { GitAccountsService } from './integrations/git-accounts.js'
 import { OAuthStates } from './integrations/oauth-state.js'
 import { ChatMailConnectService } from './integrations/chat-mail-connect.js'
-import type { ConnectProvider } from './integrations/chat-mail-types.js'
 import { ChatEventsService } from './integrations/chat-events.js'
-import { unconfiguredBankApi, type BankApi } from './ports/bank-api.js'
+import { unconfiguredBankApi } from './ports/bank-api.js'
 import { BankProviderService } from './integrations/bank-provider.js'
-import { unconfiguredMessengerApi, type MessengerApi } from './ports/messenger-api.js'
+import { unconfiguredMessengerApi } from './ports/messenger-api.js'
 import { MessengerService } from './integrations/messenger-bot.js'
-import type { BrokerPlan } from './tasks/materialize.js'
 import { RunGrants } from './tasks/run-grants.js'
 import { AuditLog } from './audit/log.js'
 import { createUsage, type Usage } from './usage/index.js'
 
-/** What the services are built from: the ports and the deployment's settings. */
-export interface ServicesOptions {
-  store: Store
-  cipher: Cipher
-  clock?: Clock
-  logger?: Logger
-  /** Where the task path's observations go (default {@link noopMetrics}). */
-  metrics?: Metrics
-  catalog?: ModelCatalog
-  /** Operator token (`BERTH_ADMIN_TOKEN`). */
-  adminToken?: string | undefined
-  /** Version reported by `GET /health`. */
-  version?: string
-  /** The warm container pool; without one, stats are zeros and no container exists. */
-  pool?: ContainerPool
-  /** How tasks get containers and start the runner; without it, submitting a task is a 502. */
-  engine?: TaskEngine
-  /** Running workspaces per profile (default 5). */
-  concurrency?: number
-  /** The per-caller limiter the server applies; read by `GET /admin/limits` only. */
-  rateLimiter?: RateLimiter
-  /** What instances share (queues, slots, rate buckets, single-use keys, pub/sub); default one process's memory. */
-  coordination?: Coordination
-  /** The operator's caps and defaults for environments (default {@link DEFAULT_ENVIRONMENT_CAPS}). */
-  environmentCaps?: EnvironmentCaps
-  /** How environment images are provisioned (without it, every environment uses the pool's image). */
-  environmentImages?: EnvironmentImages
-  /** A session's container is released after this long without a prompt (default 15 min). */
-  sessionIdleMs?: number
-  /** A task's wall time once running, in seconds: default and cap (default 1 h and 1 day). */
-  taskTimeLimit?: TasksOptions['timeLimit']
-  /** After a restart, how long to wait for a runner still at work (default 30 s). */
-  recoveryGraceMs?: number
-  /**
-   * Files of released workspaces without a volume (batch tasks): kept this long (default 7
-   * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB).
-   */
-  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
-  /**
-   * How each integration type delivers: `webhook`, `email`, and the transports of
-   * `chatprovider` and `mailprovider` (core wraps them with fresh OAuth tokens). Core adds
-   * `bankprovider` and `messenger` itself. A type without a channel fails its deliveries, untried.
-   */
-  channels?: Record<string, Channel>
-  /** A whole notifier for the types without a channel (the form before `channels`). */
-  notifier?: Notifier
-  /** Notification retries: tries in all (default 5) and the first backoff (default 1 s, doubling). */
-  notificationRetry?: { attempts?: number; backoffMs?: number }
-  /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
-  playbookWebhookRate?: { rpm: number; burst: number }
-  /**
-   * The credential broker (model gateway, egress proxy): with it, tasks hold a capability
-   * token instead of the model key, brokered secrets and Git tokens; `services.runGrants`
-   * answers what a token is worth. Paths are where containers find the sockets.
-   */
-  broker?: BrokerPlan
-  /** Git providers accounts can be connected from (their OAuth clients and user APIs). */
-  gitProviders?: Partial<Record<GitProviderName, GitProvider>>
-  /**
-   * Key OAuth `state` values are signed with (32+ bytes; derive it from the encryption key
-   * with `deriveOAuthStateKey`). Default: random per process, so flows in progress do not
-   * survive a restart.
-   */
-  oauthStateKey?: Uint8Array
-  /** The chat-workspace and mail providers integrations are connected to by OAuth. */
-  connectProviders?: Partial<Record<ConnectType, ConnectProvider>>
-  /** The chat provider app's signing secret: `POST /api/chatprovider/events` verifies requests with it. */
-  chatSigningSecret?: string | undefined
-  /** The banking-data provider's API (connect-widget enrollments are verified with it). */
-  bankApi?: BankApi
-  /** The messenger's Bot API, and where the provider reaches this server (default: the setup request's origin). */
-  messenger?: { api: MessengerApi; publicUrl?: string | undefined }
-  /** How long audit entries are kept, in days (default 365). */
-  auditRetentionDays?: number | undefined
-}
+import type { ServicesOptions } from './services-options.js'
+
+export type { ServicesOptions }
 
 /** Every service a route handler can reach through `ctx.services`. */
 export interface Services {

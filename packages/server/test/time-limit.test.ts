@@ -36,11 +36,13 @@ describe('wall-time limits on docker', () => {
   it('a limit asked above the cap is refused and stores nothing; one within it lets the task finish', async () => {
     const a = await agentUser(t.s)
     const before = (await a.api.tasks.list({ query: {} })).total
+    const workspaces = (await a.api.workspaces.list({ query: {} })).total
     const refused = await failure(a.submit({ prompt: 'Too long a leash.', max_duration_s: 61 }))
     expect(refused.status).toBe(400)
     expect(refused.code).toBe('VALIDATION_FAILED')
     expect(JSON.stringify(refused.details)).toContain('max_duration_s')
     expect((await a.api.tasks.list({ query: {} })).total).toBe(before)
+    expect((await a.api.workspaces.list({ query: {} })).total).toBe(workspaces)
     // Asked for more than the default (3 s), within the cap: the 5 s sleep finishes.
     const done = await a.run({
       prompt: `Work a bit. ${bash('echo started; sleep 5')} [[berth:text Finished.]]`,

@@ -11,69 +11,33 @@ import {
   type TaskStatus,
   type TranscriptEvent,
 } from '@berth/contract'
-import type { ConcurrencySlots } from '../limits/concurrency.js'
-import { isoNow, type Clock } from '../ports/clock.js'
-import type { Logger } from '../ports/logger.js'
-import { noopMetrics, type Metrics } from '../ports/metrics.js'
+import { isoNow } from '../ports/clock.js'
+import { noopMetrics } from '../ports/metrics.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type Page, type Paged } from '../records/collection.js'
 import { term } from '../records/indexes.js'
-import type { EnvironmentsService } from '../resources/environments.js'
-import type { ProfilesService } from '../resources/profiles.js'
-import type { EventLog } from '../workspaces/event-log.js'
-import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
-import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
+import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import { LocalCancel, REMOTE_CANCEL_WAIT_MS, TaskCancelled } from './cancel.js'
 import { Conversations } from './conversation.js'
 import { Dispatcher } from './dispatch.js'
-import { requireEngine, type TaskEngine } from './engine.js'
-import { RemoteEvents, type EventBus } from './event-bus.js'
-import type { MaterializeDeps } from './materialize.js'
+import { requireEngine } from './engine.js'
+import { RemoteEvents } from './event-bus.js'
 import { ACTIVE, TaskStates, taskView, type TaskRecord } from './task.js'
 import { LostInstances } from './lost-instances.js'
 import { recover } from './recovery.js'
 import { TaskRuns } from './run.js'
 import { Approvals } from './approvals.js'
-import type { AuditLog } from '../audit/log.js'
 import { TaskSteering } from './steer.js'
 import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
-import { taskDuration, type TimeLimitSettings } from './time-limit.js'
+import type { TasksOptions } from './service-options.js'
+import { taskDuration } from './time-limit.js'
 import { traced, traceparentOf } from '../tracing.js'
 import type { Span } from '@opentelemetry/api'
-import type { Usage } from '../usage/budgets.js'
 
-export interface TasksOptions {
-  store: Store
-  clock: Clock
-  logger: Logger
-  /** Where task starts, ends, queue depth and first tokens are observed (default none). */
-  metrics?: Metrics
-  eventLog: EventLog
-  bus: EventBus
-  slots: ConcurrencySlots
-  profiles: ProfilesService
-  environments: EnvironmentsService
-  workspaces: WorkspacesService
-  catalog: MaterializeDeps
-  engine?: TaskEngine | undefined
-  /** A session's container is released after this long without a prompt (default 15 min). */
-  sessionIdleMs?: number
-  /** After a restart, how long to wait for a runner still at work to write its result (default 30 s). */
-  recoveryGraceMs?: number
-  /** Keeps the files of a workspace without a volume when its container is released. */
-  snapshots?: WorkspaceSnapshots | undefined
-  /** What instances share (default: this process alone). */
-  coordination?: Coordination | undefined
-  /** Wall-time limits of a task once it runs: the default, and the most a submit may ask (seconds; null: none). */
-  timeLimit?: TimeLimitSettings | undefined
-  /** Records approvals decided. */
-  audit?: AuditLog | undefined
-  /** Where task ends add their usage and metered results are read from; the limits a submit is checked against. */
-  usage?: Usage | undefined
-}
+export type { TasksOptions }
 
 /**
  * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
@@ -236,6 +200,8 @@ export class TasksService {
       ])
     await this.o.environments.assertRunnable(owner, profile.environment_id)
     await this.o.usage?.budgets.assertWithin(owner, profile)
+    // Refused before a slot or a workspace is taken: a bad limit changes nothing.
+    const maxDurationS = taskDuration(input.max_duration_s, this.o.timeLimit)
     let ws: WorkspaceRecord | null = null
     if (input.session_id) {
       ws = await this.o.workspaces.bySession(owner, input.session_id)
@@ -287,7 +253,7 @@ export class TasksService {
         allowed_tools: input.allowed_tools ?? null,
         max_turns: input.max_turns ?? null,
         max_budget_usd: input.max_budget_usd ?? null,
-        max_duration_s: taskDuration(input.max_duration_s, this.o.timeLimit),
+        max_duration_s: maxDurationS,
         require_approval: input.require_approval ?? null,
         approval_timeout_s: input.approval_timeout_s ?? null,
         ...(input.output_schema && { output_schema: input.output_schema }),
