@@ -99,6 +99,19 @@ export function bounded<T>(health: RedisHealth, timeoutMs: number, fn: () => Pro
   } catch (err) {
     return Promise.reject(err)
   }
+  return withTimeout(timeoutMs, fn, () => !health.state().reachable)
+}
+
+/**
+ * `fn` within `timeoutMs`, a connection failure (or any failure while `isDown()`) rejected as
+ * {@link CoordinationUnavailableError}: what the heartbeat uses to probe an unreachable Redis.
+ *
+ * @example
+ * ```ts
+ * await withTimeout(3000, () => client.ping())
+ * ```
+ */
+export function withTimeout<T>(timeoutMs: number, fn: () => Promise<T>, isDown = () => false): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new CoordinationUnavailableError(`coordination: no answer from Redis within ${timeoutMs} ms`)),
@@ -111,8 +124,7 @@ export function bounded<T>(health: RedisHealth, timeoutMs: number, fn: () => Pro
       },
       (err: unknown) => {
         clearTimeout(timer)
-        if (err instanceof CoordinationUnavailableError || !(lostConnection(err) || !health.state().reachable))
-          return reject(err)
+        if (err instanceof CoordinationUnavailableError || !(lostConnection(err) || isDown())) return reject(err)
         reject(new CoordinationUnavailableError(undefined, { cause: err }))
       },
     )

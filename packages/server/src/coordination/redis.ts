@@ -3,7 +3,7 @@ import { checkRateSettings, rateDecision, type Coordination, type SlotLease } fr
 import type { ConnectionOptions } from 'bullmq'
 import { Redis, type RedisOptions } from 'ioredis'
 import { redisDelayed } from './redis-delayed.js'
-import { bounded, boundedMethods, redisHealth } from './redis-health.js'
+import { bounded, boundedMethods, redisHealth, withTimeout } from './redis-health.js'
 import { redisPubSub } from './redis-pubsub.js'
 import { redisQueue, type RedisQueue } from './redis-queue.js'
 import { coordinationScripts } from './redis-scripts.js'
@@ -114,7 +114,7 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
   let beating: Promise<void> | null = null
   const beatOnce = async () => {
     const sentAt = Date.now()
-    const seen = (await call(() =>
+    const seen = (await withTimeout(timeoutMs, () =>
       scripts.berthBeat([instancesKey, epochKey], instanceId, leaseMs, randomUUID()),
     )) as string
     const reset = epoch !== undefined && seen !== epoch
