@@ -174,5 +174,5 @@ onShutdown(
     await coordination?.close()
     await chosen.runtime.close?.()
   },
-  { closeWebSockets: (o) => berth.closeWebSockets(o) },
+  { closeWebSockets: (o) => berth.closeWebSockets(o), drain: () => berth.drain() },
 )
