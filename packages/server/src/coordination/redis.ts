@@ -214,11 +214,16 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
       closed = true
       health.close()
       clearInterval(timer)
-      for (const q of queues.values()) await q.close()
-      await delayedDriver.close()
-      await pubsubDriver.close()
-      await client.zrem(instancesKey, instanceId).catch(() => {})
+      // Redis may be away: each part gets the call bound, then its connections are dropped.
+      const closing = async (close: () => Promise<unknown>, drop: () => Promise<unknown>) => {
+        await withTimeout(timeoutMs, close).catch(() => drop().catch(() => {}))
+      }
+      for (const q of queues.values()) await closing(q.close, q.disconnect)
+      await closing(delayedDriver.close, delayedDriver.disconnect)
+      await closing(pubsubDriver.close, pubsubDriver.disconnect)
+      await withTimeout(timeoutMs, () => client.zrem(instancesKey, instanceId)).catch(() => {})
       await client.quit().catch(() => {})
+      client.disconnect()
     },
   }
 }
