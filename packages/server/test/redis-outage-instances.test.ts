@@ -129,6 +129,8 @@ describe('two instances on Postgres while Redis is away', () => {
 
     proxy.sever()
     await vi.waitFor(() => expect(a.coordination.state().leased).toBe(false), 5_000)
+    // Fenced: its run is aborted and its container given back, before any survivor acts.
+    await vi.waitFor(() => expect(a.berth.services.pool.stats().in_use).toBe(0), 5_000)
     const ended = await waitForTask(api, sub.task_id)
     expect(ended.status).toBe('failed')
     expect(ended.error?.code).toBe('CONTAINER_FAILED')
