@@ -8,6 +8,7 @@
 import { postgresStore } from '@berth/server'
 import { startPostgres, type LocalPostgres } from '@berth/testkit'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import WebSocket from 'ws'
 import { agentUser, startCluster, type Cluster, type Instance } from './cluster.helpers.js'
 import { waitForTask } from './helpers.js'
 import { killableRedis, severableProxy, type KillableRedis, type SeverableProxy } from './redis-outage.helpers.js'
@@ -103,6 +104,23 @@ describe('two instances on Postgres while Redis is away', () => {
       statuses.push(memory.status)
       expect(memory.status).toBeLessThan(300)
     }
+    // A WebSocket submit (the upgrade's rate limit counted locally) gets the same answer as a message.
+    const socket = new WebSocket(`${a.url.replace('http', 'ws')}/v1/ws`, {
+      headers: { authorization: `Bearer ${user.token}` },
+    })
+    const answered = new Promise<Record<string, unknown>>((resolve) =>
+      socket.once('message', (data) => resolve(JSON.parse(String(data)))),
+    )
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+    socket.send(
+      JSON.stringify({
+        type: 'submit',
+        request_id: 'req-outage',
+        task: { mode: 'batch', profile_id: user.profileId, prompt: 'During.' },
+      }),
+    )
+    expect(await answered).toMatchObject({ type: 'error', request_id: 'req-outage', code: 'SERVICE_UNAVAILABLE' })
+    socket.close()
     // Nothing was stored for the refused submits.
     const list = await a.request('/v1/tasks', { token: user.token })
     expect(((await list.json()) as { total: number }).total).toBe(1)
