@@ -41,7 +41,10 @@ export interface RedisCoordinationOptions {
  * The redis coordination driver, for several Berth instances on one Redis: BullMQ for job
  * queues (priorities, stalled-job recovery, delayed retries) and delayed jobs; Lua scripts
  * on the server's clock for slot leases, rate buckets, put-if-absent and heartbeats; pub/sub
- * on a subscriber connection. Needs one Redis (or a primary), not Redis Cluster.
+ * on a subscriber connection. Needs one Redis (or a primary), not Redis Cluster. While
+ * Redis is away every call rejects within `commandTimeoutMs` with
+ * `CoordinationUnavailableError`; `state()` tells reachability and the heartbeat lease, and
+ * `onStateChange` a return with `reset` when Redis lost the deployment's `epoch` marker.
  *
  * @example
  * ```ts
