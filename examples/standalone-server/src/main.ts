@@ -195,5 +195,5 @@ onShutdown(
     // Last: the spans of the shutdown itself go out too.
     await telemetry?.shutdown()
   },
-  { closeWebSockets: (o) => berth.closeWebSockets(o) },
+  { closeWebSockets: (o) => berth.closeWebSockets(o), drain: () => berth.drain() },
 )

@@ -6,6 +6,7 @@ import {
   RunTokens,
   jsonLogger,
   noopMetrics,
+  readinessOf,
   routes as coreRoutes,
   systemClock,
   type AnyRoute,
@@ -175,7 +176,9 @@ export function createBerth(options: BerthOptions = {}): Berth {
     warmAgents,
     ready,
     closeWebSockets: (opts) => websocket.closeAll(opts),
+    drain: () => readinessOf(services).drain(),
     async close(opts = {}) {
+      readinessOf(services).drain()
       await ready.catch(() => {})
       unwatch()
       websocket.closeAll()

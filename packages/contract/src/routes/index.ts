@@ -15,7 +15,7 @@ import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
 import { wsRoute } from './ws.js'
-import { adminRoutes, health, metrics } from './system.js'
+import { adminRoutes, health, healthReady, metrics } from './system.js'
 import { adminViewRoutes } from './admin-views.js'
 import { playbookRoutes } from './playbooks.js'
 import { playbookWebhookTrigger } from './webhook-trigger.js'
@@ -36,6 +36,7 @@ import { usageRoutes } from './usage.js'
 export const routes = [
   health,
   metrics,
+  healthReady,
   ...taskRoutes,
   ...workspaceRoutes,
   ...workspaceFileRoutes,

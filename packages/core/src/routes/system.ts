@@ -1,12 +1,22 @@
 import { ApiError } from '@berth/contract'
+import { readinessOf } from '../readiness.js'
 import { defineHandlers } from '../route.js'
 
 export const systemHandlers = defineHandlers({
-  health: ({ services }) => {
+  health: async ({ services }) => {
     // No engine status at all (null) is left out of the answer rather than sent as null.
     const engine = services.pool.engineStatus() ?? undefined
-    return { ok: true as const, version: services.version, pool: services.pool.stats(), engine }
+    const readiness = readinessOf(services)
+    return {
+      ok: true as const,
+      version: services.version,
+      pool: services.pool.stats(),
+      engine,
+      store: await readiness.store(),
+      coordination: readiness.coordination(),
+    }
   },
+  'health.ready': ({ services }) => readinessOf(services).answer(),
   metrics: async ({ services }) => {
     const scrape = await services.metrics.exposition?.()
     if (!scrape) throw new ApiError('NOT_FOUND', 'Metrics are off on this server')

@@ -70,7 +70,9 @@ export class LostInstances {
 
   /** One look at every task not yet ended. */
   async scan(): Promise<void> {
-    if (this.scanning) return
+    // Cut off from the coordination, this instance can neither see who is alive nor claim.
+    const { reachable, leased } = this.o.coordination.state()
+    if (this.scanning || !reachable || !leased) return
     this.scanning = true
     try {
       const { store, records, coordination } = this.o

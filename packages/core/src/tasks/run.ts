@@ -5,7 +5,7 @@ import type { Logger } from '../ports/logger.js'
 import { noopMetrics, secondsFrom, secondsSince, type Metrics } from '../ports/metrics.js'
 import type { ProfileRecord, ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
-import type { WorkspacesService } from '../workspaces/workspaces.js'
+import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
 import { materialize, type MaterializeDeps } from './materialize.js'
 import type { Approvals } from './approvals.js'
@@ -24,6 +24,7 @@ import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
 import { RunTimeLimit } from './time-limit.js'
+import { TaskFenced } from './fencing.js'
 import type { Transcript } from './transcript.js'
 import type { Usage } from '../usage/budgets.js'
 import { settleUsage } from '../usage/task-end.js'
@@ -124,6 +125,8 @@ export class TaskRuns implements TaskRunner {
         limit.start((control) => session.send(control))
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
+          // Fenced: nothing more is recorded for the task (its takeover owns it now).
+          if (signal.reason instanceof TaskFenced) throw signal.reason
           observe(event)
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
@@ -142,6 +145,7 @@ export class TaskRuns implements TaskRunner {
       if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
       if (limit.fired) end = limit.end(end)
     } catch (err) {
+      if (signal.reason instanceof TaskFenced) return this.fenced(task, ws)
       if (limit.fired && !signal.aborted) {
         end = limit.end(null)
         keepWarm = false
@@ -196,6 +200,20 @@ export class TaskRuns implements TaskRunner {
       if (lines++ === 0) metrics.runnerStarted(secondsFrom(started))
       if (event.type === 'token' && tokens++ === 0)
         metrics.firstToken({ mode: task.mode, seconds: secondsSince(task.created_at, this.o.clock.now()) })
+    }
+  }
+
+  /**
+   * A run stopped because this instance lost its lease: its container goes (a local
+   * resource), and the task's end, approvals and notifications are left to the takeover.
+   */
+  private async fenced(task: TaskRecord, ws: WorkspaceRecord): Promise<void> {
+    this.o.logger.warn('task run stopped: this instance lost its coordination lease', { task: task.id })
+    try {
+      const lease = await this.o.containers.detach(task.owner_id, ws.id, { fromRun: true, workspace: ws })
+      await lease?.release()
+    } catch (err) {
+      this.o.logger.warn('could not release a fenced task’s container', { task: task.id, error: String(err) })
     }
   }
 

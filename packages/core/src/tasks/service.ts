@@ -1,6 +1,8 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
 import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
+import { requireCoordination } from '../coordination/unavailable.js'
+import { Fencing } from './fencing.js'
 import {
   isApiError,
   newId,
@@ -69,6 +71,7 @@ export class TasksService {
   private readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
+  private readonly fencing: Fencing
   /** Decisions on permission requests, interrupts and messages of tasks under way. */
   readonly steer: TaskSteering
 
@@ -147,6 +150,8 @@ export class TasksService {
       scheduler,
       dispatch: this.dispatch,
     })
+    // Lease lost: stop driving tasks before a survivor takes them over (docs/COORDINATION.md).
+    this.fencing = new Fencing({ coordination, scheduler, records, lost, logger, resumed: () => this.dispatch.take() })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
     this.coordination = coordination
     this.records = records
@@ -193,6 +198,7 @@ export class TasksService {
     span: Span,
   ): Promise<SubmittedTask> {
     requireEngine(this.o.engine)
+    this.assertAccepting()
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
     if (!profile)
       throw validationError([
@@ -278,6 +284,15 @@ export class TasksService {
       if (!held && !slotPending) this.o.slots.release(profile.id, wsId)
       throw err
     }
+  }
+
+  /**
+   * Throws 503 SERVICE_UNAVAILABLE (with `Retry-After`) while this instance cannot take new
+   * tasks: the coordination backend is out of reach or its lease lapsed. Checked before a
+   * submit changes anything, so a refused submit leaves nothing behind.
+   */
+  assertAccepting(): void {
+    requireCoordination(this.coordination, 'Tasks cannot be submitted')
   }
 
   async get(owner: string, id: string): Promise<Task> {
@@ -368,6 +383,7 @@ export class TasksService {
   async close(): Promise<void> {
     this.scheduler.close()
     this.dispatch.close()
+    this.fencing.close()
     this.lost.close()
     this.o.slots.close()
     await this.remote.close()

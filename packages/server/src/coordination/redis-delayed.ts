@@ -10,8 +10,10 @@ export interface RedisDelayedOptions {
   leaseMs: number
   /** Jobs one instance runs at once per queue (default 8). */
   concurrency?: number
-  /** Told of connection errors and of handlers that throw. */
+  /** Told of handlers that throw. */
   onError?: (err: unknown) => void
+  /** Told of connection errors (default: `onError`). */
+  onConnectionError?: (err: unknown) => void
 }
 
 /**
@@ -25,14 +27,19 @@ export interface RedisDelayedOptions {
  * await delayed.schedule('webhooks', 'dlv_1:2', Date.now() + 5000, { attempt: 2 })
  * ```
  */
-export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close(): Promise<void> } {
+export function redisDelayed(
+  opts: RedisDelayedOptions,
+): DelayedJobs & { close(): Promise<void>; disconnect(): Promise<void> } {
   const base = { connection: opts.connection, prefix: opts.bullPrefix }
+  const connectionError = opts.onConnectionError ?? opts.onError ?? (() => {})
   const queues = new Map<string, Queue>()
   const workers = new Set<Worker>()
   const queueOf = (name: string) => {
     let q = queues.get(checkQueueName(name))
     if (!q) {
       q = new Queue(name, base)
+      // BullMQ re-emits its connection's errors: unheard, an 'error' event would throw.
+      q.on('error', connectionError)
       queues.set(name, q)
     }
     return q
@@ -68,7 +75,7 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
           maxStalledCount: 1_000_000,
         },
       )
-      worker.on('error', opts.onError ?? (() => {}))
+      worker.on('error', connectionError)
       worker.on('failed', (_job, err) => opts.onError?.(err))
       workers.add(worker)
       await worker.waitUntilReady()
@@ -81,6 +88,12 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
       for (const w of workers) await w.close(true)
       workers.clear()
       for (const q of queues.values()) await q.close()
+      queues.clear()
+    },
+    async disconnect() {
+      for (const w of workers) await w.disconnect()
+      workers.clear()
+      for (const q of queues.values()) await q.disconnect()
       queues.clear()
     },
   }

@@ -19,7 +19,7 @@ export function redisPubSub(
   client: Redis,
   prefix: string,
   onError: (err: unknown) => void = () => {},
-): PubSub & { close(): Promise<void> } {
+): PubSub & { close(): Promise<void>; disconnect(): Promise<void> } {
   const channelKey = (channel: string) => `${prefix}ps:${channel}`
   const handlers = new Map<string, Set<(m: unknown) => void>>()
   let sub: Redis | null = null
@@ -32,7 +32,8 @@ export function redisPubSub(
   }
   const subscriber = () => {
     if (!sub) {
-      sub = client.duplicate()
+      // Its subscriptions wait for the connection (the main client's fail fast instead).
+      sub = client.duplicate({ enableOfflineQueue: true, lazyConnect: false })
       sub.on('error', onError) // ioredis reconnects and resubscribes on its own
       sub.on('message', (key: string, text: string) => {
         const set = handlers.get(key)
@@ -72,6 +73,11 @@ export function redisPubSub(
           handlers.delete(key)
           await sub?.unsubscribe(key)
         })
+    },
+    async disconnect() {
+      handlers.clear()
+      sub?.disconnect()
+      sub = null
     },
     async close() {
       handlers.clear()

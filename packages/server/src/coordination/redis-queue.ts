@@ -21,6 +21,7 @@ export interface RedisQueueContext {
   scripts: CoordinationScripts
   instanceId: string
   leaseMs: number
+  /** Told of connection errors. */
   onError(err: unknown): void
 }
 
@@ -53,6 +54,8 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
   checkQueueName(name)
   const opts = { connection: ctx.connection, prefix: ctx.bullPrefix }
   const queue = new Queue(name, opts)
+  // BullMQ re-emits its connection's errors: unheard, an 'error' event would throw.
+  queue.on('error', ctx.onError)
   const ids = ctx.key('qi', name)
   const owners = ctx.key('qo', name)
   /** Jobs this instance holds: Berth id → the BullMQ job and its lock token. */
@@ -157,6 +160,10 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
       await worker?.close(true)
       await queue.close()
     },
+    async disconnect() {
+      await worker?.disconnect()
+      await queue.disconnect()
+    },
   }
 }
 
@@ -166,4 +173,6 @@ export interface RedisQueue<P> extends JobQueue<P> {
   renewLeases(): Promise<void>
   /** Stop this instance's use of the queue; its jobs stay locked until their lease lapses. */
   close(): Promise<void>
+  /** Drop its connections at once (a close that cannot reach Redis). */
+  disconnect(): Promise<void>
 }
