@@ -67,7 +67,9 @@ describe('redis coordination while Redis is down', () => {
     for (const fn of calls(c)) {
       const started = performance.now()
       await expect(fn()).rejects.toBeInstanceOf(CoordinationUnavailableError)
-      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 1_000)
+      // Bounded, not hanging (a call queued until Redis returns would never settle here); the
+      // margin is wide so a loaded machine does not fail it.
+      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 5_000)
     }
     await vi.waitFor(() => expect(c.state().leased).toBe(false), 5_000)
     // One warning for the outage, not one per reconnect attempt.
