@@ -6,7 +6,9 @@ import type { Cipher } from './ports/cipher.js'
 import { silentLogger, type Logger } from './ports/logger.js'
 import type { Store } from './ports/store.js'
 import { memoryCoordination } from './coordination/memory.js'
-import type { Coordination } from './coordination/port.js'
+import type { Coordination, OnceKeys } from './coordination/port.js'
+import { durableOnce } from './coordination/durable-once.js'
+import { CoordinationRebuild } from './coordination/rebuild.js'
 import { ApiKeysService } from './resources/api-keys.js'
 import {
   createAgentsService,
@@ -27,6 +29,7 @@ import { TasksService } from './tasks/service.js'
 import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
+import { deleteWorkspace } from './workspaces/delete.js'
 import type { ContainerPool, PooledContainer } from './runtime/index.js'
 import { ProfilesService } from './resources/profiles.js'
 import {
@@ -160,6 +163,10 @@ export interface Services {
   rateLimiter: RateLimiter | undefined
   /** What this instance shares with the others (`memory` when it runs alone). */
   coordination: Coordination
+  /** Single-use keys: claimed in the coordination and recorded in the store, so a flushed Redis cannot reopen one. */
+  once: OnceKeys
+  /** Puts the coordination's state back from the store: started with the services, run on every backend reset. */
+  rebuild: CoordinationRebuild
   playbooks: PlaybooksService
   playbookRuns: PlaybookRunsService
   webhookTrigger: WebhookTrigger
@@ -206,6 +213,7 @@ export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
   const coordination = opts.coordination ?? memoryCoordination({ clock })
+  const once = durableOnce(coordination.once, store, clock)
   // Every delivery goes through it; the services with a channel of their own register it below.
   const channels = createChannelRegistry(opts.channels, opts.notifier)
   // A model credential's base_url follows the webhooks' address policy.
@@ -236,7 +244,7 @@ export function createServices(opts: ServicesOptions): Services {
     cipher,
     opts.oauthStateKey ?? new Uint8Array(randomBytes(32)),
     undefined,
-    coordination.once,
+    once,
   )
   const gitAccounts = new GitAccountsService({
     store,
@@ -265,6 +273,7 @@ export function createServices(opts: ServicesOptions): Services {
     engine: opts.engine,
     snapshots,
     coordination,
+    once,
     sessionIdleMs: opts.sessionIdleMs,
     recoveryGraceMs: opts.recoveryGraceMs,
   })
@@ -280,6 +289,7 @@ export function createServices(opts: ServicesOptions): Services {
     notifier: channels,
     ...opts.notificationRetry,
     sharedBy: opts.coordination,
+    once,
   })
   const playbookRuns = new PlaybookRunsService({
     store,
@@ -288,7 +298,7 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     tasks,
     notifications,
-    once: coordination.once,
+    once,
     startGraceMs: opts.coordination ? 60_000 : undefined,
   })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
@@ -315,7 +325,7 @@ export function createServices(opts: ServicesOptions): Services {
     workspaces,
     playbooks,
     integrations,
-    once: coordination.once,
+    once,
   })
   channels.register('messenger', messenger.channel)
   integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
@@ -343,6 +353,7 @@ export function createServices(opts: ServicesOptions): Services {
     ? coordinatedLimiter(opts.coordination, webhookRate, 'playbook-webhook')
     : tokenBucket({ ...webhookRate, clock })
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
+  const rebuild = new CoordinationRebuild({ coordination, logger, parts: { tasks, notifications, once } })
   return {
     runGrants,
     version: opts.version ?? '0.0.0',
@@ -366,6 +377,8 @@ export function createServices(opts: ServicesOptions): Services {
     slots,
     rateLimiter: opts.rateLimiter,
     coordination,
+    once,
+    rebuild,
     playbooks,
     playbookRuns,
     webhookTrigger,
@@ -379,20 +392,7 @@ export function createServices(opts: ServicesOptions): Services {
     messenger,
     chatMail,
     chatEvents,
-    async deleteWorkspace(owner, id) {
-      const ws = await workspaces.records.get(owner, id)
-      await tasks.stopWorkspace(owner, id)
-      if (ws.volume && opts.engine) {
-        await opts.engine.runtime
-          .removeVolume(ws.volume)
-          .catch((err: unknown) =>
-            logger.warn('could not remove a workspace volume', { volume: ws.volume, error: String(err) }),
-          )
-      }
-      await eventLog.remove(owner, id)
-      await store.remove(`ws-conversations:${owner}:${id}`)
-      await snapshots.remove(owner, id)
-      await workspaces.removeRecord(owner, id)
-    },
+    deleteWorkspace: (owner, id) =>
+      deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
   }
 }

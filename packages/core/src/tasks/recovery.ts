@@ -1,5 +1,5 @@
 /** After a restart: the tasks and workspaces a previous process left under way, each brought to a definite state. */
-import type { Coordination } from '../coordination/port.js'
+import type { Coordination, OnceKeys } from '../coordination/port.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import { isFilePathError } from '../runtime/errors.js'
@@ -35,6 +35,8 @@ export interface RecoveryOptions {
   recoveryGraceMs?: number | undefined
   /** Other live instances' tasks are theirs, not this restart's. */
   coordination?: Coordination | undefined
+  /** Where the claims on lost tasks are made (default the coordination's single-use keys). */
+  once?: OnceKeys | undefined
 }
 
 /**
@@ -73,7 +75,7 @@ export async function recover(o: RecoveryOptions): Promise<void> {
       // Left by an instance that is gone (this process under an earlier id): ours unless a
       // survivor took it over first; marked ours so that no survivor takes it over later.
       if (t.instance_id && me && t.instance_id !== me) {
-        if (!(await o.coordination!.once.claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
+        if (!(await (o.once ?? o.coordination!.once).claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
         t.instance_id = me
         await o.records.put(t)
       }

@@ -1,6 +1,6 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
 import { memoryCoordination } from '../coordination/memory.js'
-import type { Coordination } from '../coordination/port.js'
+import type { Coordination, OnceKeys } from '../coordination/port.js'
 import {
   isApiError,
   newId,
@@ -36,6 +36,7 @@ import { Approvals } from './approvals.js'
 import { TaskSteering } from './steer.js'
 import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
+import { TaskRebuild, type TaskRebuildResult } from './rebuild.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
 
@@ -59,6 +60,8 @@ export interface TasksOptions {
   snapshots?: WorkspaceSnapshots | undefined
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
+  /** Single-use keys (approvals' decisions, lost tasks' claims); default the coordination's. */
+  once?: OnceKeys | undefined
 }
 
 /**
@@ -91,6 +94,7 @@ export class TasksService {
   private readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
+  private readonly rebuilder: TaskRebuild
   /** Decisions on permission requests, interrupts and messages of tasks under way. */
   readonly steer: TaskSteering
 
@@ -102,7 +106,8 @@ export class TasksService {
     const states = new TaskStates({ records, store, clock, bus, eventLog, events })
     const scheduler = new Scheduler({ slots, logger })
     const controls = new RunControls()
-    const approvals = new Approvals({ store, clock, once: coordination.once })
+    const once = o.once ?? coordination.once
+    const approvals = new Approvals({ store, clock, once })
     const containers = new SessionContainers({
       engine,
       workspaces,
@@ -144,6 +149,7 @@ export class TasksService {
       workspaces,
       logger,
       graceMs: o.recoveryGraceMs,
+      once,
     })
     this.dispatch = new Dispatcher({
       coordination,
@@ -167,6 +173,7 @@ export class TasksService {
       dispatch: this.dispatch,
     })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
+    this.rebuilder = new TaskRebuild({ coordination, store, clock, records, scheduler, slots, workspaces })
     this.coordination = coordination
     this.records = records
     this.transcript = events
@@ -335,6 +342,14 @@ export class TasksService {
     this.lost.start()
   }
 
+  /**
+   * Put back on the coordination what it lost about tasks (queued tasks on their queues,
+   * this instance's slots), from the store: see {@link TaskRebuild}.
+   */
+  rebuild(opts: { reset: boolean; olderThanMs?: number }): Promise<TaskRebuildResult> {
+    return this.rebuilder.run(opts)
+  }
+
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
   async releaseWorkspace(owner: string, wsId: string): Promise<void> {
     await this.containers.release(owner, wsId)
@@ -357,6 +372,7 @@ export class TasksService {
       events: this.transcript,
       scheduler: this.scheduler,
       coordination: this.coordination,
+      once: this.o.once,
     }
     await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
   }
