@@ -10,8 +10,10 @@ export interface RedisDelayedOptions {
   leaseMs: number
   /** Jobs one instance runs at once per queue (default 8). */
   concurrency?: number
-  /** Told of connection errors and of handlers that throw. */
+  /** Told of handlers that throw. */
   onError?: (err: unknown) => void
+  /** Told of connection errors (default: `onError`). */
+  onConnectionError?: (err: unknown) => void
 }
 
 /**
@@ -27,12 +29,15 @@ export interface RedisDelayedOptions {
  */
 export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close(): Promise<void> } {
   const base = { connection: opts.connection, prefix: opts.bullPrefix }
+  const connectionError = opts.onConnectionError ?? opts.onError ?? (() => {})
   const queues = new Map<string, Queue>()
   const workers = new Set<Worker>()
   const queueOf = (name: string) => {
     let q = queues.get(checkQueueName(name))
     if (!q) {
       q = new Queue(name, base)
+      // BullMQ re-emits its connection's errors: unheard, an 'error' event would throw.
+      q.on('error', connectionError)
       queues.set(name, q)
     }
     return q
@@ -68,7 +73,7 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
           maxStalledCount: 1_000_000,
         },
       )
-      worker.on('error', opts.onError ?? (() => {}))
+      worker.on('error', connectionError)
       worker.on('failed', (_job, err) => opts.onError?.(err))
       workers.add(worker)
       await worker.waitUntilReady()

@@ -32,7 +32,8 @@ export function redisPubSub(
   }
   const subscriber = () => {
     if (!sub) {
-      sub = client.duplicate()
+      // Its subscriptions wait for the connection (the main client's fail fast instead).
+      sub = client.duplicate({ enableOfflineQueue: true, lazyConnect: false })
       sub.on('error', onError) // ioredis reconnects and resubscribes on its own
       sub.on('message', (key: string, text: string) => {
         const set = handlers.get(key)

@@ -21,6 +21,7 @@ export interface RedisQueueContext {
   scripts: CoordinationScripts
   instanceId: string
   leaseMs: number
+  /** Told of connection errors. */
   onError(err: unknown): void
 }
 
@@ -53,6 +54,8 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
   checkQueueName(name)
   const opts = { connection: ctx.connection, prefix: ctx.bullPrefix }
   const queue = new Queue(name, opts)
+  // BullMQ re-emits its connection's errors: unheard, an 'error' event would throw.
+  queue.on('error', ctx.onError)
   const ids = ctx.key('qi', name)
   const owners = ctx.key('qo', name)
   /** Jobs this instance holds: Berth id → the BullMQ job and its lock token. */

@@ -50,11 +50,16 @@ if old then return old end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false`
 
-/** Heartbeat: KEYS[1] a sorted set instance → expiry ms. */
+/**
+ * Heartbeat: KEYS[1] a sorted set instance → expiry ms, KEYS[2] the deployment's epoch
+ * marker (written with ARGV[3] when missing: Redis lost its state). Returns the marker.
+ */
 const BEAT = `${NOW}
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-return now`
+local epoch = redis.call('GET', KEYS[2])
+if not epoch then redis.call('SET', KEYS[2], ARGV[3]) epoch = ARGV[3] end
+return epoch`
 
 /** Instances whose heartbeat has not lapsed. */
 const ALIVE = `${NOW}

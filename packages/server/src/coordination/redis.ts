@@ -3,6 +3,7 @@ import { checkRateSettings, rateDecision, type Coordination, type SlotLease } fr
 import type { ConnectionOptions } from 'bullmq'
 import { Redis, type RedisOptions } from 'ioredis'
 import { redisDelayed } from './redis-delayed.js'
+import { bounded, boundedMethods, redisHealth, withTimeout } from './redis-health.js'
 import { redisPubSub } from './redis-pubsub.js'
 import { redisQueue, type RedisQueue } from './redis-queue.js'
 import { coordinationScripts } from './redis-scripts.js'
@@ -22,7 +23,17 @@ export interface RedisCoordinationOptions {
    * instance's jobs are handed out again within about two leases. Renewed every third of it.
    */
   leaseMs?: number
-  /** Told of background failures (lost connections, heartbeats, lock renewals); default: ignored. */
+  /**
+   * How long any call may take before it rejects with `CoordinationUnavailableError`
+   * (default 3 s); while Redis is known to be unreachable calls reject at once.
+   */
+  commandTimeoutMs?: number
+  /**
+   * How long before its heartbeat lease would lapse this instance counts itself unleased and
+   * stops driving its tasks (default a fifth of `leaseMs`).
+   */
+  leaseMarginMs?: number
+  /** Told of background failures (Redis lost, once per outage; lock renewals; handlers); default: ignored. */
   onError?: (err: unknown) => void
 }
 
@@ -44,15 +55,38 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
   const leaseMs = opts.leaseMs ?? 30_000
   const instanceId = opts.instanceId ?? `${process.pid}-${randomUUID()}`
   const onError = opts.onError ?? (() => {})
-  const redisOptions: RedisOptions = { ...opts.redis }
+  const timeoutMs = opts.commandTimeoutMs ?? 3_000
+  const health = redisHealth({ leaseMs, marginMs: opts.leaseMarginMs ?? Math.floor(leaseMs / 5), onError })
+  let closed = false
+  const down = (err: unknown) => {
+    if (!closed) health.down(err)
+  }
+  const call = <T>(fn: () => Promise<T>) => bounded(health, timeoutMs, fn)
+  // Calls fail fast while Redis is away (no offline queue) or slow (the timeout); ioredis
+  // reconnects on its own meanwhile.
+  const redisOptions: RedisOptions = {
+    maxRetriesPerRequest: 1,
+    commandTimeout: timeoutMs,
+    ...opts.redis,
+    enableOfflineQueue: false,
+    lazyConnect: true,
+  }
   const client = opts.url ? new Redis(opts.url, redisOptions) : new Redis(redisOptions)
-  client.on('error', onError) // ioredis reconnects; calls fail meanwhile
+  client.on('error', down).on('close', () => down(new Error('Connection is closed.')))
+  await client.connect()
   // BullMQ opens its own connections with the options ioredis parsed; a worker's block
-  // (BZPOPMIN), so they retry without limit.
-  const connection = { ...client.options, maxRetriesPerRequest: null } as ConnectionOptions
+  // (BZPOPMIN), so they retry without limit and queue commands offline: `bounded` limits
+  // how long a caller waits for them.
+  const connection = {
+    ...client.options,
+    lazyConnect: false,
+    enableOfflineQueue: true,
+    commandTimeout: undefined,
+    maxRetriesPerRequest: null,
+  } as ConnectionOptions
   const scripts = coordinationScripts(client)
-  const pubsub = redisPubSub(client, p, onError)
-  const delayed = redisDelayed({ connection, bullPrefix: `${p}d`, leaseMs, onError })
+  const pubsubDriver = redisPubSub(client, p, down)
+  const delayedDriver = redisDelayed({ connection, bullPrefix: `${p}d`, leaseMs, onError, onConnectionError: down })
   const queues = new Map<string, RedisQueue<unknown>>()
   const queueCtx = {
     connection,
@@ -61,9 +95,10 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
     scripts,
     instanceId,
     leaseMs,
-    onError,
+    onError: down,
   }
   const instancesKey = `${p}instances`
+  const epochKey = `${p}epoch`
   const slotKey = (key: string) => `${p}slot:${key}`
   const onceKey = (key: string) => `${p}once:${key}`
 
@@ -72,14 +107,87 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
     await client.quit()
     throw new Error(`coordination: instance ${instanceId} is already alive on this Redis`)
   }
-  const beat = async () => {
-    await scripts.berthBeat([instancesKey], instanceId, leaseMs)
+  // The deployment's epoch: a marker every heartbeat reads (and writes when missing). A
+  // different or missing one means Redis came back without this deployment's state; the
+  // beat that finds it re-registers this instance too.
+  let epoch: string | undefined
+  let beating: Promise<void> | null = null
+  const beatOnce = async () => {
+    const sentAt = Date.now()
+    const seen = (await withTimeout(timeoutMs, () =>
+      scripts.berthBeat([instancesKey, epochKey], instanceId, leaseMs, randomUUID()),
+    )) as string
+    const reset = epoch !== undefined && seen !== epoch
+    epoch = seen
+    health.beat(sentAt, reset)
     await Promise.all([...queues.values()].map((q) => q.renewLeases()))
   }
-  await beat()
-  const timer = setInterval(() => void beat().catch(onError), Math.max(10, Math.floor(leaseMs / 3)))
+  const beat = () => {
+    beating ??= beatOnce()
+      .catch(down)
+      .finally(() => {
+        beating = null
+      })
+    return beating
+  }
+  // The first beat may not wait for `reachable` (nothing has succeeded yet).
+  const sentAt = Date.now()
+  epoch = (await scripts.berthBeat([instancesKey, epochKey], instanceId, leaseMs, randomUUID())) as string
+  health.beat(sentAt, false)
+  const timer = setInterval(
+    () => {
+      if (client.status === 'ready') void beat()
+    },
+    Math.max(10, Math.floor(leaseMs / 3)),
+  )
   timer.unref()
-  let closed = false
+  // Back after an outage: beat at once (reachable, leased again, and whether Redis was reset).
+  client.on('ready', () => {
+    if (!closed) void beat()
+  })
+
+  const slots: Coordination['slots'] = {
+    async acquire(key, limit, holder, ttlMs) {
+      const exp = (await scripts.berthSlotAcquire([slotKey(key)], limit, holder, ttlMs)) as number
+      return exp < 0 ? null : { key, holder, expiresAt: exp }
+    },
+    async renew(lease, ttlMs): Promise<SlotLease | null> {
+      const exp = (await scripts.berthSlotRenew([slotKey(lease.key)], lease.holder, ttlMs)) as number
+      return exp < 0 ? null : { ...lease, expiresAt: exp }
+    },
+    async release({ key, holder }) {
+      await client.zrem(slotKey(key), holder)
+    },
+    async count(key) {
+      return ((await scripts.berthSlotHolders([slotKey(key)])) as string[]).length
+    },
+    async holders(key) {
+      return (await scripts.berthSlotHolders([slotKey(key)])) as string[]
+    },
+  }
+  const rates: Coordination['rates'] = {
+    async take(key, settings) {
+      checkRateSettings(settings)
+      const [allowed, tokens] = (await scripts.berthRateTake(
+        [`${p}rate:${key}`],
+        settings.burst,
+        settings.rpm / 60_000,
+      )) as [number, string]
+      return rateDecision(Number(tokens), allowed === 1, settings)
+    },
+  }
+  const once: Coordination['once'] = {
+    async claimOnce(key, ttlMs) {
+      return (await client.set(onceKey(key), '1', 'PX', ttlMs, 'NX')) === 'OK'
+    },
+    async setIfAbsent(key, value, ttlMs) {
+      return (await scripts.berthSetIfAbsent([onceKey(key)], value, ttlMs)) as string | null
+    },
+    get: (key) => client.get(onceKey(key)),
+    async delete(key) {
+      await client.del(onceKey(key))
+    },
+  }
 
   return {
     driver: 'redis',
@@ -91,63 +199,24 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
         q = redisQueue(queueCtx, name)
         queues.set(name, q)
       }
-      return q as RedisQueue<P>
+      return boundedMethods(q as RedisQueue<P>, ['add', 'take', 'ack', 'fail', 'cancel', 'counts'], call)
     },
-    slots: {
-      async acquire(key, limit, holder, ttlMs) {
-        const exp = (await scripts.berthSlotAcquire([slotKey(key)], limit, holder, ttlMs)) as number
-        return exp < 0 ? null : { key, holder, expiresAt: exp }
-      },
-      async renew(lease, ttlMs): Promise<SlotLease | null> {
-        const exp = (await scripts.berthSlotRenew([slotKey(lease.key)], lease.holder, ttlMs)) as number
-        return exp < 0 ? null : { ...lease, expiresAt: exp }
-      },
-      async release({ key, holder }) {
-        await client.zrem(slotKey(key), holder)
-      },
-      async count(key) {
-        return ((await scripts.berthSlotHolders([slotKey(key)])) as string[]).length
-      },
-      async holders(key) {
-        return (await scripts.berthSlotHolders([slotKey(key)])) as string[]
-      },
-    },
-    rates: {
-      async take(key, settings) {
-        checkRateSettings(settings)
-        const [allowed, tokens] = (await scripts.berthRateTake(
-          [`${p}rate:${key}`],
-          settings.burst,
-          settings.rpm / 60_000,
-        )) as [number, string]
-        return rateDecision(Number(tokens), allowed === 1, settings)
-      },
-    },
-    once: {
-      async claimOnce(key, ttlMs) {
-        return (await client.set(onceKey(key), '1', 'PX', ttlMs, 'NX')) === 'OK'
-      },
-      async setIfAbsent(key, value, ttlMs) {
-        return (await scripts.berthSetIfAbsent([onceKey(key)], value, ttlMs)) as string | null
-      },
-      get: (key) => client.get(onceKey(key)),
-      async delete(key) {
-        await client.del(onceKey(key))
-      },
-    },
-    pubsub,
-    delayed,
-    instances: { alive },
-    // Placeholder until outage handling lands: reachable while ioredis reports ready.
-    state: () => ({ reachable: client.status === 'ready', leased: true, since: 0 }),
-    onStateChange: () => () => {},
+    slots: boundedMethods(slots, ['acquire', 'renew', 'release', 'count', 'holders'], call),
+    rates: boundedMethods(rates, ['take'], call),
+    once: boundedMethods(once, ['claimOnce', 'setIfAbsent', 'get', 'delete'], call),
+    pubsub: boundedMethods(pubsubDriver, ['publish', 'subscribe'], call),
+    delayed: boundedMethods(delayedDriver, ['schedule', 'cancel', 'process'], call),
+    instances: { alive: () => call(alive) },
+    state: health.state,
+    onStateChange: health.onStateChange,
     async close() {
       if (closed) return
       closed = true
+      health.close()
       clearInterval(timer)
       for (const q of queues.values()) await q.close()
-      await delayed.close()
-      await pubsub.close()
+      await delayedDriver.close()
+      await pubsubDriver.close()
       await client.zrem(instancesKey, instanceId).catch(() => {})
       await client.quit().catch(() => {})
     },
