@@ -44,6 +44,8 @@ export interface ClusterOptions {
   berth?: Partial<BerthOptions>
   /** Slow the answers to reads of single-use records (see `slowSingleUseReads`). */
   slowSingleUse?: boolean
+  /** Each instance's own store connection (e.g. Postgres), instead of the backend's store. */
+  store?: () => Promise<Store>
 }
 
 export interface Instance {
@@ -120,7 +122,11 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
         backend === 'memory'
           ? memoryCoordination({ hub, instanceId, leaseMs })
           : await createCoordination({ driver: 'redis', url: redis().path, prefix: `c-${run}:`, instanceId, leaseMs })
-      const store = backend === 'memory' ? shared : redisStore({ client: redis().connect(), prefix: `s-${run}:` })
+      const store = opts.store
+        ? await opts.store()
+        : backend === 'memory'
+          ? shared
+          : redisStore({ client: redis().connect(), prefix: `s-${run}:` })
       const dataDir = mkdtempSync(join(tmpdir(), 'berth-cluster-'))
       const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dataDir, { recursive: true, force: true })]
       let runtime: Partial<BerthOptions> = {}
