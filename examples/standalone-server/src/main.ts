@@ -98,6 +98,7 @@ const berth = createBerth({
     ...(imageRecipe && { imageRecipe }),
   },
   concurrency: config.concurrency,
+  reconcileMs: config.reconcileSeconds === 0 ? null : config.reconcileSeconds * 1000,
   console: true,
   allowPrivateWebhooks: config.allowPrivateWebhooks,
   ...(config.smtp && { smtp: config.smtp }),

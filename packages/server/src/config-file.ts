@@ -35,6 +35,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_DATABASE_CA_FILE: 'databaseCaFile',
   BERTH_REDIS_PREFIX: 'redisPrefix',
   BERTH_INSTANCE_ID: 'instanceId',
+  BERTH_RECONCILE_S: 'reconcileSeconds',
   BERTH_RUNTIME: 'runtime',
   BERTH_ENGINE_URL: 'engineUrl',
   BERTH_IMAGE: 'image',

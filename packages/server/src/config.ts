@@ -18,6 +18,8 @@ export interface BerthConfig extends IntegrationsConfig {
   redisPrefix: string
   /** `BERTH_INSTANCE_ID`: this instance among those sharing one Redis; unset, the host name and pool name. */
   instanceId: string | undefined
+  /** `BERTH_RECONCILE_S`: with Redis, how often the coordination is reconciled with the store (seconds; 0: never). */
+  reconcileSeconds: number
   encryptionKey: string | undefined
   runtime: 'auto' | 'docker' | 'podman' | 'local'
   /** `BERTH_ENGINE_URL`: the Docker or Podman engine to drive (`unix://`, `tcp://`, `https://`, `ssh://`); unset, `DOCKER_HOST`/`CONTAINER_HOST` or the local socket. */
@@ -173,6 +175,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     databaseCaFile: env.BERTH_DATABASE_CA_FILE || undefined,
     redisPrefix: env.BERTH_REDIS_PREFIX || 'berth:',
     instanceId: env.BERTH_INSTANCE_ID || undefined,
+    reconcileSeconds: int(env, 'BERTH_RECONCILE_S', 30, 0),
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
     runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),
     engineUrl: env.BERTH_ENGINE_URL || undefined,
