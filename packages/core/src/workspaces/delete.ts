@@ -18,7 +18,14 @@ export interface DeleteWorkspaceDeps {
   snapshots: WorkspaceSnapshots
 }
 
-/** Stop a workspace's tasks, reap its container and volume, drop its log, conversation, kept files and row. */
+/**
+ * Stop a workspace's tasks, reap its container and volume, drop its log, conversation, kept files and row.
+ *
+ * @example
+ * ```ts
+ * await deleteWorkspace({ store, logger, workspaces, tasks, engine, eventLog, snapshots }, 'usr_1', 'ws_1')
+ * ```
+ */
 export async function deleteWorkspace(d: DeleteWorkspaceDeps, owner: string, id: string): Promise<void> {
   const ws = await d.workspaces.records.get(owner, id)
   await d.tasks.stopWorkspace(owner, id)
