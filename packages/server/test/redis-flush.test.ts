@@ -27,9 +27,12 @@ beforeAll(async () => {
   redis = await killableRedis()
 })
 afterAll(async () => {
-  await c?.close()
-  await redis?.stop()
-  await pg?.stop()
+  try {
+    await c?.close()
+  } finally {
+    await redis?.stop()
+    await pg?.stop()
+  }
 })
 
 /** A WebSocket client of `instance`: send a submit, read its `submitted` answer. */
