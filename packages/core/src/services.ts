@@ -163,7 +163,7 @@ export interface Services {
   rateLimiter: RateLimiter | undefined
   /** What this instance shares with the others (`memory` when it runs alone). */
   coordination: Coordination
-  /** Single-use keys: claimed in the coordination and recorded in the store, so a flushed Redis cannot reopen one. */
+  /** Single-use keys; with a shared coordination also recorded in the store, so a flushed Redis reopens none. */
   once: OnceKeys
   /** Puts the coordination's state back from the store: started with the services, run on every backend reset. */
   rebuild: CoordinationRebuild
@@ -213,7 +213,7 @@ export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
   const coordination = opts.coordination ?? memoryCoordination({ clock })
-  const once = durableOnce(coordination.once, store, clock)
+  const once = durableOnce(coordination.once, opts.coordination ? store : null, clock)
   // Every delivery goes through it; the services with a channel of their own register it below.
   const channels = createChannelRegistry(opts.channels, opts.notifier)
   // A model credential's base_url follows the webhooks' address policy.

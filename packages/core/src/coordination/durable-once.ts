@@ -26,7 +26,8 @@ export interface DurableOnceKeys extends OnceKeys {
  * checked in the store first (a record there means it was used, whatever the backend says
  * after a flush), then claimed in the backend (atomic between instances), then recorded in
  * the store. The one window left: a flush between a winner's backend claim and its store
- * record (a few milliseconds) lets a second claimer in.
+ * record (a few milliseconds) lets a second claimer in. With `store` null (one process,
+ * whose memory backend ends with it) the keys are the backend's alone, as without the wrapper.
  *
  * @example
  * ```ts
@@ -34,7 +35,8 @@ export interface DurableOnceKeys extends OnceKeys {
  * await once.claimOnce('oauth-state:n1', 600_000) // true; false from then on, even after a Redis flush
  * ```
  */
-export function durableOnce(once: OnceKeys, store: Store, clock: Clock): DurableOnceKeys {
+export function durableOnce(once: OnceKeys, store: Store | null, clock: Clock): DurableOnceKeys {
+  if (!store) return { ...passThrough(once), sweep: async () => 0, rebuild: async () => 0 }
   const keyOf = (key: string) => `${ONCE_PREFIX}${key}`
   const used = async (key: string): Promise<UsedKey | null> => {
     const r = await store.get<UsedKey>(keyOf(key))
@@ -75,5 +77,15 @@ export function durableOnce(once: OnceKeys, store: Store, clock: Clock): Durable
     rebuild() {
       return this.sweep()
     },
+  }
+}
+
+/** The backend's own keys, unchanged. */
+function passThrough(once: OnceKeys): OnceKeys {
+  return {
+    claimOnce: (key, ttlMs) => once.claimOnce(key, ttlMs),
+    setIfAbsent: (key, value, ttlMs) => once.setIfAbsent(key, value, ttlMs),
+    get: (key) => once.get(key),
+    delete: (key) => once.delete(key),
   }
 }
