@@ -118,6 +118,8 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     config.log(`soak: Redis SIGKILLed ${kills}/${config.redisKills}; back empty in ${REDIS_DOWN_MS} ms`)
     await new Promise((r) => setTimeout(r, REDIS_DOWN_MS))
     await redis.start()
+    // Up for as long before the next kill, so that the instances see it back (and empty).
+    await new Promise((r) => setTimeout(r, REDIS_DOWN_MS))
   }
 
   const accepted: { id: string; kind: string; via: number }[] = []
