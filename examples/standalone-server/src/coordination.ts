@@ -44,6 +44,7 @@ export async function coordinationFor(
       driver: 'redis',
       url: config.redisUrl!,
       prefix: config.redisPrefix,
+      commandTimeoutMs: config.redisTimeoutMs,
       instanceId,
       onError: (err) => warn(`berth: coordination: ${String(err)}`),
     })

@@ -175,5 +175,5 @@ onShutdown(
     await coordination?.close()
     await chosen.runtime.close?.()
   },
-  { closeWebSockets: (o) => berth.closeWebSockets(o) },
+  { closeWebSockets: (o) => berth.closeWebSockets(o), drain: () => berth.drain() },
 )

@@ -7,6 +7,8 @@ export interface ShutdownOptions {
   graceMs?: number
   /** Close WebSockets with 1001; `force` drops the ones whose client never answered. */
   closeWebSockets?: (opts: { force: boolean }) => void
+  /** Stop being ready at once (readiness probes answer 503 while requests in flight finish). */
+  drain?: () => void
   log?: (line: string) => void
   /** How the process ends (default `process.exit`); tests pass their own. */
   exit?: (code: number) => void
@@ -54,6 +56,7 @@ export function onShutdown(server: Server, cleanup: () => Promise<void>, options
     }
     stopping = performance.now()
     log(`${signal}: shutting down (grace ${graceMs} ms)`)
+    options.drain?.()
     const deadline = setTimeout(() => {
       log('shutdown did not finish within the grace period: exiting; running tasks are recovered at the next start')
       exit(1)

@@ -353,7 +353,8 @@ export function createServices(opts: ServicesOptions): Services {
     ? coordinatedLimiter(opts.coordination, webhookRate, 'playbook-webhook')
     : tokenBucket({ ...webhookRate, clock })
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
-  const rebuild = new CoordinationRebuild({ coordination, logger, parts: { tasks, notifications, once } })
+  const parts = { tasks: tasks.rebuilder, notifications, once }
+  const rebuild = new CoordinationRebuild({ coordination, logger, parts })
   return {
     runGrants,
     version: opts.version ?? '0.0.0',

@@ -83,7 +83,7 @@ describe('TaskRebuild', () => {
 
     flush(w.hub)
     expect(await w.waiting(a.coordination, SHARED_QUEUE)).toBe(0)
-    const [ra, rb] = await Promise.all([a.rebuild.run({ reset: true }), b.rebuild.run({ reset: true })])
+    const [ra, rb] = await Promise.all([a.rebuild.rebuild({ reset: true }), b.rebuild.rebuild({ reset: true })])
     expect(ra.requeued + rb.requeued).toBe(2)
     expect(await w.waiting(a.coordination, SHARED_QUEUE)).toBe(1)
     expect(await w.waiting(a.coordination, instanceQueue('B'))).toBe(1)
@@ -91,7 +91,7 @@ describe('TaskRebuild', () => {
     // A's running task holds its slot again (a flush had dropped the lease).
     expect(await a.coordination.slots.holders(`profile:${running.profile_id}`)).toContain(running.workspace_id)
     // Again: nothing more is added (the ids are still there, or taken).
-    const again = await a.rebuild.run({ reset: true })
+    const again = await a.rebuild.rebuild({ reset: true })
     expect(again.requeued).toBe(0)
     expect(await w.waiting(a.coordination, instanceQueue('B'))).toBe(1)
   })
@@ -102,7 +102,7 @@ describe('TaskRebuild', () => {
     const old = await w.save(taskRecord())
     w.clock.advance(60_000)
     await w.save(taskRecord({ created_at: new Date(w.clock.now()).toISOString() }))
-    const r = await a.rebuild.run({ reset: false, olderThanMs: 60_000 })
+    const r = await a.rebuild.rebuild({ reset: false, olderThanMs: 60_000 })
     expect(r.requeued).toBe(1)
     expect((await a.coordination.queue(SHARED_QUEUE).take())?.id).toBe(old.id)
   })

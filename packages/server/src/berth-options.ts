@@ -217,6 +217,8 @@ export interface Berth {
    * which otherwise waits for upgraded sockets forever.
    */
   closeWebSockets(opts?: { force?: boolean }): void
+  /** Stop being ready: `GET /health/ready` answers 503 from now on (a shutdown calls it first, and `close` does). */
+  drain(): void
   /** Release storage and timers. Pooled containers stay for the next start to adopt. */
   close(opts?: { removeContainers?: boolean }): Promise<void>
 }

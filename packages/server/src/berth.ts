@@ -5,6 +5,7 @@ import {
   createServices,
   RunTokens,
   jsonLogger,
+  readinessOf,
   routes as coreRoutes,
   systemClock,
   type AnyRoute,
@@ -156,7 +157,9 @@ export function createBerth(options: BerthOptions = {}): Berth {
     warmAgents,
     ready,
     closeWebSockets: (opts) => websocket.closeAll(opts),
+    drain: () => readinessOf(services).drain(),
     async close(opts = {}) {
+      readinessOf(services).drain()
       await ready.catch(() => {})
       websocket.closeAll()
       services.rebuild.close()

@@ -34,6 +34,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_DATABASE_URL: 'databaseUrl',
   BERTH_DATABASE_CA_FILE: 'databaseCaFile',
   BERTH_REDIS_PREFIX: 'redisPrefix',
+  BERTH_REDIS_TIMEOUT_MS: 'redisTimeoutMs',
   BERTH_INSTANCE_ID: 'instanceId',
   BERTH_RECONCILE_S: 'reconcileSeconds',
   BERTH_RUNTIME: 'runtime',

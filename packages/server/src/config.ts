@@ -16,6 +16,8 @@ export interface BerthConfig extends IntegrationsConfig {
   databaseCaFile: string | undefined
   /** `BERTH_REDIS_PREFIX`: prefix of every Redis key and channel of this deployment (default `berth:`). */
   redisPrefix: string
+  /** `BERTH_REDIS_TIMEOUT_MS`: how long a coordination call may wait for Redis before failing (503 to callers; default 3000). */
+  redisTimeoutMs: number
   /** `BERTH_INSTANCE_ID`: this instance among those sharing one Redis; unset, the host name and pool name. */
   instanceId: string | undefined
   /** `BERTH_RECONCILE_S`: with Redis, how often the coordination is reconciled with the store (seconds; 0: never). */
@@ -174,6 +176,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     databaseUrl: env.BERTH_DATABASE_URL || undefined,
     databaseCaFile: env.BERTH_DATABASE_CA_FILE || undefined,
     redisPrefix: env.BERTH_REDIS_PREFIX || 'berth:',
+    redisTimeoutMs: int(env, 'BERTH_REDIS_TIMEOUT_MS', 3_000, 100),
     instanceId: env.BERTH_INSTANCE_ID || undefined,
     reconcileSeconds: int(env, 'BERTH_RECONCILE_S', 30, 0),
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,

@@ -15,7 +15,7 @@ import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
 import { wsRoute } from './ws.js'
-import { adminRoutes, health } from './system.js'
+import { adminRoutes, health, healthReady } from './system.js'
 import { adminViewRoutes } from './admin-views.js'
 import { playbookRoutes } from './playbooks.js'
 import { playbookWebhookTrigger } from './webhook-trigger.js'
@@ -33,6 +33,7 @@ import { environmentRoutes } from './environments.js'
  */
 export const routes = [
   health,
+  healthReady,
   ...taskRoutes,
   ...workspaceRoutes,
   ...workspaceFileRoutes,

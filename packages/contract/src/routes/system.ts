@@ -1,7 +1,7 @@
 import * as v from 'valibot'
 import { defineRoute } from '../route.js'
 import { IdParams, ListOf, PageQuery } from '../schemas/common.js'
-import { Health } from '../schemas/health.js'
+import { Health, Readiness } from '../schemas/health.js'
 import { CreateCallerKey, CreateUser, IssuedCallerKey, User } from '../schemas/user.js'
 
 export const health = defineRoute({
@@ -12,6 +12,19 @@ export const health = defineRoute({
   tag: 'system',
   summary: "Liveness check with version, pool statistics and the container engine's state",
   response: Health,
+  unlimited: true,
+})
+
+export const healthReady = defineRoute({
+  name: 'health.ready',
+  method: 'GET',
+  path: '/health/ready',
+  auth: 'public',
+  tag: 'system',
+  summary: 'Readiness: 200 while this instance can take tasks, 503 SERVICE_UNAVAILABLE while not',
+  description:
+    'Not ready while the store or the coordination backend is unreachable, the coordination lease is not held, the instance is draining after SIGTERM, or the container engine does not answer. The 503 carries `details.checks`.',
+  response: Readiness,
   unlimited: true,
 })
 

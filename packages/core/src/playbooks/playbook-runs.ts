@@ -109,6 +109,8 @@ export class PlaybookRunsService {
     trigger: PlaybookTrigger,
     context?: string,
   ): Promise<{ status: 'started'; playbook_id: string; run_id: string }> {
+    // Refused whole (503) rather than recorded as a failed run when no task can be submitted now.
+    this.o.tasks.assertAccepting()
     const owner = pb.owner_id
     const now = isoNow(this.o.clock)
     const sessionId = `pb-${randomToken(24)}`

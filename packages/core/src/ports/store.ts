@@ -61,4 +61,8 @@ export interface Store {
   entries?(): AsyncIterable<StoredEntry>
   /** Release files or connections the driver holds. */
   close?(): Promise<void>
+  /** The driver's name for `/health` (`sqlite`, `postgres`, …). */
+  readonly driver?: string
+  /** Resolves when the backend answers (a cheap round trip); absent: always reachable (in-process). */
+  ping?(): Promise<void>
 }

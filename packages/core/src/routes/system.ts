@@ -1,11 +1,21 @@
+import { readinessOf } from '../readiness.js'
 import { defineHandlers } from '../route.js'
 
 export const systemHandlers = defineHandlers({
-  health: ({ services }) => {
+  health: async ({ services }) => {
     // No engine status at all (null) is left out of the answer rather than sent as null.
     const engine = services.pool.engineStatus() ?? undefined
-    return { ok: true as const, version: services.version, pool: services.pool.stats(), engine }
+    const readiness = readinessOf(services)
+    return {
+      ok: true as const,
+      version: services.version,
+      pool: services.pool.stats(),
+      engine,
+      store: await readiness.store(),
+      coordination: readiness.coordination(),
+    }
   },
+  'health.ready': ({ services }) => readinessOf(services).answer(),
   'admin.users.create': ({ body, services }) => services.users.create(body),
   'admin.users.list': async ({ query, services }) => {
     const { items, total } = await services.users.list(query)

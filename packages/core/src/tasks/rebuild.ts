@@ -39,7 +39,7 @@ export interface TaskRebuildResult {
  *
  * @example
  * ```ts
- * const r = await rebuild.run({ reset: true }) // { requeued: 3, slots: 2 }
+ * const r = await tasks.rebuilder.rebuild({ reset: true }) // { requeued: 3, slots: 2 }
  * ```
  */
 export class TaskRebuild {
@@ -50,7 +50,7 @@ export class TaskRebuild {
    * taken again); without it, the slow reconcile that heals a loss nobody noticed, which
    * requeues only tasks older than `olderThanMs`.
    */
-  async run(opts: { reset: boolean; olderThanMs?: number }): Promise<TaskRebuildResult> {
+  async rebuild(opts: { reset: boolean; olderThanMs?: number }): Promise<TaskRebuildResult> {
     const { coordination, slots, scheduler } = this.o
     const me = coordination.instanceId
     const alive = new Set(await coordination.instances.alive())

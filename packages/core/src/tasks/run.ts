@@ -4,7 +4,7 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
-import type { WorkspacesService } from '../workspaces/workspaces.js'
+import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
 import { materialize, type MaterializeDeps } from './materialize.js'
 import type { Approvals } from './approvals.js'
@@ -21,6 +21,7 @@ import { runnerEvents } from './runner-session.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
+import { TaskFenced } from './fencing.js'
 import type { Transcript } from './transcript.js'
 
 export interface TaskRunsOptions {
@@ -106,6 +107,8 @@ export class TaskRuns implements TaskRunner {
         task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
+          // Fenced or cancelled: nothing more is recorded for the task.
+          signal.throwIfAborted()
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
             this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })
@@ -120,6 +123,7 @@ export class TaskRuns implements TaskRunner {
       end = endOf(result!)
       if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
     } catch (err) {
+      if (signal.reason instanceof TaskFenced) return this.fenced(task, ws)
       if (signal.aborted) {
         end = signal.reason instanceof TaskInterrupted ? INTERRUPTED_END : { status: 'cancelled' }
       } else {
@@ -149,6 +153,20 @@ export class TaskRuns implements TaskRunner {
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) containers.keepWarm(owner, ws.id, ws.session_id)
     await lease?.release()
+  }
+
+  /**
+   * A run stopped because this instance lost its lease: its container goes (a local
+   * resource), and the task's end, approvals and notifications are left to the takeover.
+   */
+  private async fenced(task: TaskRecord, ws: WorkspaceRecord): Promise<void> {
+    this.o.logger.warn('task run stopped: this instance lost its coordination lease', { task: task.id })
+    try {
+      const lease = await this.o.containers.detach(task.owner_id, ws.id, { fromRun: true, workspace: ws })
+      await lease?.release()
+    } catch (err) {
+      this.o.logger.warn('could not release a fenced task’s container', { task: task.id, error: String(err) })
+    }
   }
 
   /** The task with its count of open permission requests after `event` (written when it changed). */

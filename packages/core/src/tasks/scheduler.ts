@@ -170,6 +170,16 @@ export class Scheduler {
     this.retry = null
   }
 
+  /**
+   * This instance lost its lease: empty the queue and abort every run with `reason` (not
+   * waited for). Returns the tasks dropped, queued and running; tasks queued later start as usual.
+   */
+  fence(reason: unknown): TaskRecord[] {
+    const queued = this.queue.splice(0)
+    for (const run of this.running.values()) run.abort.abort(reason)
+    return [...queued, ...[...this.running.values()].map((r) => r.task)]
+  }
+
   /** Call `fn` whenever the scheduler looks at its queue again (a slot or a workspace freed). */
   onWake(fn: () => void): void {
     this.wakers.push(fn)

@@ -1,6 +1,8 @@
 /** TasksService: what the routes, the socket and other services call (submit, read, cancel, start, close). */
 import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination, OnceKeys } from '../coordination/port.js'
+import { requireCoordination } from '../coordination/unavailable.js'
+import { Fencing } from './fencing.js'
 import {
   isApiError,
   newId,
@@ -36,7 +38,7 @@ import { Approvals } from './approvals.js'
 import { TaskSteering } from './steer.js'
 import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
-import { TaskRebuild, type TaskRebuildResult } from './rebuild.js'
+import { TaskRebuild } from './rebuild.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
 
@@ -94,7 +96,9 @@ export class TasksService {
   private readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
-  private readonly rebuilder: TaskRebuild
+  /** Puts back what the coordination lost about tasks, from the store. */
+  readonly rebuilder: TaskRebuild
+  private readonly fencing: Fencing
   /** Decisions on permission requests, interrupts and messages of tasks under way. */
   readonly steer: TaskSteering
 
@@ -106,8 +110,7 @@ export class TasksService {
     const states = new TaskStates({ records, store, clock, bus, eventLog, events })
     const scheduler = new Scheduler({ slots, logger })
     const controls = new RunControls()
-    const once = o.once ?? coordination.once
-    const approvals = new Approvals({ store, clock, once })
+    const approvals = new Approvals({ store, clock, once: o.once ?? coordination.once })
     const containers = new SessionContainers({
       engine,
       workspaces,
@@ -149,7 +152,7 @@ export class TasksService {
       workspaces,
       logger,
       graceMs: o.recoveryGraceMs,
-      once,
+      once: o.once,
     })
     this.dispatch = new Dispatcher({
       coordination,
@@ -172,6 +175,8 @@ export class TasksService {
       scheduler,
       dispatch: this.dispatch,
     })
+    // Lease lost: stop driving tasks before a survivor takes them over (docs/COORDINATION.md).
+    this.fencing = new Fencing({ coordination, scheduler, records, lost, logger, resumed: () => this.dispatch.take() })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
     this.rebuilder = new TaskRebuild({ coordination, store, clock, records, scheduler, slots, workspaces })
     this.coordination = coordination
@@ -204,6 +209,7 @@ export class TasksService {
     opts: { workspace?: { session_id: string; name: string }; queueWhenFull?: boolean } = {},
   ): Promise<SubmittedTask> {
     requireEngine(this.o.engine)
+    this.assertAccepting()
     const profile = await this.o.profiles.records.find(owner, input.profile_id)
     if (!profile)
       throw validationError([
@@ -285,6 +291,15 @@ export class TasksService {
     }
   }
 
+  /**
+   * Throws 503 SERVICE_UNAVAILABLE (with `Retry-After`) while this instance cannot take new
+   * tasks: the coordination backend is out of reach or its lease lapsed. Checked before a
+   * submit changes anything, so a refused submit leaves nothing behind.
+   */
+  assertAccepting(): void {
+    requireCoordination(this.coordination, 'Tasks cannot be submitted')
+  }
+
   async get(owner: string, id: string): Promise<Task> {
     return taskView(await this.records.get(owner, id))
   }
@@ -342,14 +357,6 @@ export class TasksService {
     this.lost.start()
   }
 
-  /**
-   * Put back on the coordination what it lost about tasks (queued tasks on their queues,
-   * this instance's slots), from the store: see {@link TaskRebuild}.
-   */
-  rebuild(opts: { reset: boolean; olderThanMs?: number }): Promise<TaskRebuildResult> {
-    return this.rebuilder.run(opts)
-  }
-
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
   async releaseWorkspace(owner: string, wsId: string): Promise<void> {
     await this.containers.release(owner, wsId)
@@ -381,6 +388,7 @@ export class TasksService {
   async close(): Promise<void> {
     this.scheduler.close()
     this.dispatch.close()
+    this.fencing.close()
     this.lost.close()
     this.o.slots.close()
     await this.remote.close()

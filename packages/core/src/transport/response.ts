@@ -1,5 +1,6 @@
 /** JSON responses and the error response every route and the server share. */
 import { isApiError, type ApiError, type ErrorBody } from '@berth/contract'
+import { asAnswer } from '../coordination/unavailable.js'
 import type { Logger } from '../ports/logger.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -22,8 +23,9 @@ export function json(
 }
 
 /**
- * The error response for anything thrown: an {@link ApiError} keeps its code; anything else
- * is logged and answered as a generic 500 that reveals nothing.
+ * The error response for anything thrown: an {@link ApiError} keeps its code; a coordination
+ * outage is a 503 with `Retry-After`; anything else is logged and answered as a generic 500
+ * that reveals nothing.
  *
  * @example
  * ```ts
@@ -36,6 +38,7 @@ export function errorResponse(
   headers?: Record<string, string>,
   R: typeof Response = Response,
 ): Response {
+  err = asAnswer(err)
   if (isApiError(err)) return json(err.toJSON(), err.status, { ...headers, ...err.headers }, R)
   logger?.error('unhandled error', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
   const body: ErrorBody = { error: 'Internal server error', code: 'INTERNAL_ERROR' }

@@ -7,6 +7,7 @@ import {
   type TranscriptEvent,
 } from '@berth/contract'
 import * as v from 'valibot'
+import { asAnswer } from '../coordination/unavailable.js'
 import { toIssues } from '../internal/input.js'
 import type { Caller } from '../caller.js'
 import type { TaskBusMessage } from '../tasks/event-bus.js'
@@ -63,7 +64,8 @@ export function createTaskSocket(o: TaskSocketOptions) {
   }
 
   /** An error message, carrying the `request_id` or `task_id` of the message it answers. */
-  const fail = (err: unknown, ids: { request_id?: string; task_id?: string } = {}) => {
+  const fail = (thrown: unknown, ids: { request_id?: string; task_id?: string } = {}) => {
+    const err = asAnswer(thrown)
     const body = isApiError(err) ? err.toJSON() : { code: 'INTERNAL_ERROR' as const, error: 'Internal error' }
     if (!isApiError(err)) services.logger.error('websocket message failed', { error: String(err) })
     send({ type: 'error', ...ids, ...body })

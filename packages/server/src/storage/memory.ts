@@ -24,6 +24,7 @@ export function memoryStore(): Store & { bytes(): number; entries(): AsyncIterab
     values.set(key, JSON.stringify(value))
   }
   return {
+    driver: 'memory',
     async get<T>(key: string) {
       return parse<T>(values.get(key))
     },

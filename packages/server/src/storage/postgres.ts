@@ -147,5 +147,9 @@ export async function postgresStore(url: string, opts: PostgresStoreOptions = {}
     async close() {
       await sql.end({ timeout: 5 })
     },
+    driver: 'postgres',
+    async ping() {
+      await sql`SELECT 1`
+    },
   }
 }

@@ -123,6 +123,7 @@ export function sqliteStore(path: string): SqliteStore {
   }).immediate
 
   return {
+    driver: 'sqlite',
     path,
     importSync: (rows) => importMany(rows),
     async get<T>(key: string) {
