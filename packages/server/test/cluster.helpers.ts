@@ -42,10 +42,14 @@ export interface ClusterOptions {
   local?: { maxes: number[]; sandbox: 'bwrap' | 'none' }
   /** Options every instance is created with, on top of the cluster's. */
   berth?: Partial<BerthOptions>
+  /** The redis backend: each instance's own Redis address (a proxy a test can sever) instead of `redis.path`. */
+  redisUrl?: (instance: number) => string
+  /** The redis backend: each instance's store (e.g. on one Postgres) instead of the redis store. */
+  store?: () => Promise<Store>
+  /** Options of each instance's redis coordination (the call bound). */
+  coordination?: { commandTimeoutMs?: number }
   /** Slow the answers to reads of single-use records (see `slowSingleUseReads`). */
   slowSingleUse?: boolean
-  /** Each instance's own store connection (e.g. Postgres), instead of the backend's store. */
-  store?: () => Promise<Store>
 }
 
 export interface Instance {
@@ -121,12 +125,20 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
       const coordination =
         backend === 'memory'
           ? memoryCoordination({ hub, instanceId, leaseMs })
-          : await createCoordination({ driver: 'redis', url: redis().path, prefix: `c-${run}:`, instanceId, leaseMs })
-      const store = opts.store
-        ? await opts.store()
-        : backend === 'memory'
+          : await createCoordination({
+              driver: 'redis',
+              url: opts.redisUrl?.(i) ?? redis().path,
+              prefix: `c-${run}:`,
+              instanceId,
+              leaseMs,
+              ...opts.coordination,
+            })
+      const store =
+        backend === 'memory'
           ? shared
-          : redisStore({ client: redis().connect(), prefix: `s-${run}:` })
+          : opts.store
+            ? await opts.store()
+            : redisStore({ client: redis().connect(), prefix: `s-${run}:` })
       const dataDir = mkdtempSync(join(tmpdir(), 'berth-cluster-'))
       const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dataDir, { recursive: true, force: true })]
       let runtime: Partial<BerthOptions> = {}

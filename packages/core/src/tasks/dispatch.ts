@@ -174,8 +174,9 @@ export class Dispatcher {
   /** Take jobs while there is room (this instance's own queue always: its containers are warm). */
   take(): void {
     if (this.closed || this.o.scheduler.closed || !this.o.engine) return
-    // Unleased (or Redis out of reach): take nothing; the lease's return calls this again.
-    if (!this.o.coordination.state().leased) return
+    // Out of reach or unleased: take nothing (and log nothing); the lease's return calls this again.
+    const { reachable, leased } = this.o.coordination.state()
+    if (!reachable || !leased) return
     if (this.taking) {
       this.again = true
       return

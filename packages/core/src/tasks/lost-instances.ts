@@ -73,7 +73,8 @@ export class LostInstances {
   /** One look at every task not yet ended. */
   async scan(): Promise<void> {
     // Cut off from the coordination, this instance can neither see who is alive nor claim.
-    if (this.scanning || !this.o.coordination.state().leased) return
+    const { reachable, leased } = this.o.coordination.state()
+    if (this.scanning || !reachable || !leased) return
     this.scanning = true
     try {
       const { store, records, coordination } = this.o

@@ -107,8 +107,8 @@ export class TaskRuns implements TaskRunner {
         task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
-          // Fenced or cancelled: nothing more is recorded for the task.
-          signal.throwIfAborted()
+          // Fenced: nothing more is recorded for the task (its takeover owns it now).
+          if (signal.reason instanceof TaskFenced) throw signal.reason
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
             this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })

@@ -27,7 +27,9 @@ export interface RedisDelayedOptions {
  * await delayed.schedule('webhooks', 'dlv_1:2', Date.now() + 5000, { attempt: 2 })
  * ```
  */
-export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close(): Promise<void> } {
+export function redisDelayed(
+  opts: RedisDelayedOptions,
+): DelayedJobs & { close(): Promise<void>; disconnect(): Promise<void> } {
   const base = { connection: opts.connection, prefix: opts.bullPrefix }
   const connectionError = opts.onConnectionError ?? opts.onError ?? (() => {})
   const queues = new Map<string, Queue>()
@@ -86,6 +88,12 @@ export function redisDelayed(opts: RedisDelayedOptions): DelayedJobs & { close()
       for (const w of workers) await w.close(true)
       workers.clear()
       for (const q of queues.values()) await q.close()
+      queues.clear()
+    },
+    async disconnect() {
+      for (const w of workers) await w.disconnect()
+      workers.clear()
+      for (const q of queues.values()) await q.disconnect()
       queues.clear()
     },
   }

@@ -19,7 +19,7 @@ export function redisPubSub(
   client: Redis,
   prefix: string,
   onError: (err: unknown) => void = () => {},
-): PubSub & { close(): Promise<void> } {
+): PubSub & { close(): Promise<void>; disconnect(): Promise<void> } {
   const channelKey = (channel: string) => `${prefix}ps:${channel}`
   const handlers = new Map<string, Set<(m: unknown) => void>>()
   let sub: Redis | null = null
@@ -73,6 +73,11 @@ export function redisPubSub(
           handlers.delete(key)
           await sub?.unsubscribe(key)
         })
+    },
+    async disconnect() {
+      handlers.clear()
+      sub?.disconnect()
+      sub = null
     },
     async close() {
       handlers.clear()

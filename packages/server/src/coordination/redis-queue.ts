@@ -160,6 +160,10 @@ export function redisQueue<P>(ctx: RedisQueueContext, name: string): RedisQueue<
       await worker?.close(true)
       await queue.close()
     },
+    async disconnect() {
+      await worker?.disconnect()
+      await queue.disconnect()
+    },
   }
 }
 
@@ -169,4 +173,6 @@ export interface RedisQueue<P> extends JobQueue<P> {
   renewLeases(): Promise<void>
   /** Stop this instance's use of the queue; its jobs stay locked until their lease lapses. */
   close(): Promise<void>
+  /** Drop its connections at once (a close that cannot reach Redis). */
+  disconnect(): Promise<void>
 }

@@ -41,7 +41,10 @@ export interface RedisCoordinationOptions {
  * The redis coordination driver, for several Berth instances on one Redis: BullMQ for job
  * queues (priorities, stalled-job recovery, delayed retries) and delayed jobs; Lua scripts
  * on the server's clock for slot leases, rate buckets, put-if-absent and heartbeats; pub/sub
- * on a subscriber connection. Needs one Redis (or a primary), not Redis Cluster.
+ * on a subscriber connection. Needs one Redis (or a primary), not Redis Cluster. While
+ * Redis is away every call rejects within `commandTimeoutMs` with
+ * `CoordinationUnavailableError`; `state()` tells reachability and the heartbeat lease, and
+ * `onStateChange` a return with `reset` when Redis lost the deployment's `epoch` marker.
  *
  * @example
  * ```ts
@@ -214,11 +217,16 @@ export async function redisCoordination(opts: RedisCoordinationOptions = {}): Pr
       closed = true
       health.close()
       clearInterval(timer)
-      for (const q of queues.values()) await q.close()
-      await delayedDriver.close()
-      await pubsubDriver.close()
-      await client.zrem(instancesKey, instanceId).catch(() => {})
+      // Redis may be away: each part gets the call bound, then its connections are dropped.
+      const closing = async (close: () => Promise<unknown>, drop: () => Promise<unknown>) => {
+        await withTimeout(timeoutMs, close).catch(() => drop().catch(() => {}))
+      }
+      for (const q of queues.values()) await closing(q.close, q.disconnect)
+      await closing(delayedDriver.close, delayedDriver.disconnect)
+      await closing(pubsubDriver.close, pubsubDriver.disconnect)
+      await withTimeout(timeoutMs, () => client.zrem(instancesKey, instanceId)).catch(() => {})
       await client.quit().catch(() => {})
+      client.disconnect()
     },
   }
 }

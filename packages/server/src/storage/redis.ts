@@ -95,6 +95,11 @@ export function redisStore(opts: RedisStoreOptions): ClosableStore & { entries()
     keys.length === 0 ? [] : (await redis.mget(keys.map((k) => `${p}v:${k}`))).map((v) => parse<T>(v))
 
   const self = {
+    driver: 'redis',
+    // One cheap round trip (a GET; the client interface has no PING).
+    async ping() {
+      await redis.get(`${p}v:`)
+    },
     async get<T>(key: string) {
       return parse<T>(await redis.get(`${p}v:${key}`))
     },
