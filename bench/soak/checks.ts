@@ -25,7 +25,7 @@ export interface SoakTask {
 }
 
 /** The outcome each kind must end with when no cancel or kill intervened. */
-const EXPECTED: Record<string, string> = {
+export const EXPECTED: Record<string, string> = {
   tools: 'completed',
   quick: 'completed',
   slow: 'completed',
@@ -35,9 +35,9 @@ const EXPECTED: Record<string, string> = {
   'model-error': 'failed:MODEL_ERROR',
 }
 
-type Call = (method: string, path: string, json?: unknown) => Promise<Reply>
+export type Call = (method: string, path: string, json?: unknown) => Promise<Reply>
 
-async function pages<T>(call: Call, path: string, key: string, cursor: 'page' | 'after'): Promise<T[]> {
+export async function pages<T>(call: Call, path: string, key: string, cursor: 'page' | 'after'): Promise<T[]> {
   const out: T[] = []
   for (let page = 1, after = 0; ; page++) {
     const sep = path.includes('?') ? '&' : '?'

@@ -36,6 +36,10 @@ export interface SoakConfig {
   poolMin: number
   poolMax: number
   seed: number
+  /** With more than one, or with `redisKills`: the multi-instance soak on Postgres + Redis (cluster.ts). */
+  instances: number
+  /** SIGKILLs of Redis (restarted empty) in the multi-instance soak. */
+  redisKills: number
   log: (line: string) => void
 }
 
@@ -51,6 +55,8 @@ export const DEFAULT_CONFIG: SoakConfig = {
   poolMin: 2,
   poolMax: 14,
   seed: 1,
+  instances: 1,
+  redisKills: 0,
   log: (line) => console.log(line),
 }
 
@@ -60,7 +66,7 @@ export interface SoakResult {
 }
 
 /** A small seeded generator (mulberry32), so a failing mix can be replayed with its seed. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -72,7 +78,7 @@ function random(seed: number): () => number {
 }
 
 /** The batch prompts of the mix and what each must end as (`any`: cancels and kills may intervene). */
-const KINDS = [
+export const KINDS = [
   { kind: 'tools', weight: 4, body: { prompt: 'Loop [[berth:turns 2]] [[berth:text done]]' } },
   { kind: 'quick', weight: 3, body: { prompt: 'Answer [[berth:text ok]]' } },
   { kind: 'slow', weight: 2, body: { prompt: 'Slowly [[berth:slow 40]] [[berth:turns 2]] [[berth:text slow done]]' } },
@@ -80,7 +86,7 @@ const KINDS = [
   { kind: 'model-error', weight: 1, body: { prompt: 'Broken [[berth:error invalid]]' } },
 ] as const
 
-function pick(rand: () => number): (typeof KINDS)[number] {
+export function pick(rand: () => number): (typeof KINDS)[number] {
   const total = KINDS.reduce((n, k) => n + k.weight, 0)
   let r = rand() * total
   for (const k of KINDS) {

@@ -5,7 +5,9 @@ import { systemClock, type Clock } from './ports/clock.js'
 import { silentLogger, type Logger } from './ports/logger.js'
 import { noopMetrics, type Metrics } from './ports/metrics.js'
 import { memoryCoordination } from './coordination/memory.js'
-import type { Coordination } from './coordination/port.js'
+import type { Coordination, OnceKeys } from './coordination/port.js'
+import { durableOnce } from './coordination/durable-once.js'
+import { CoordinationRebuild } from './coordination/rebuild.js'
 import { ApiKeysService } from './resources/api-keys.js'
 import {
   createAgentsService,
@@ -26,6 +28,7 @@ import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import { noPool, type PoolView } from './runtime/pool-view.js'
+import { deleteWorkspace } from './workspaces/delete.js'
 import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService } from './resources/index.js'
 import { UsersService } from './resources/users.js'
@@ -88,6 +91,10 @@ export interface Services {
   usage: Usage
   /** What this instance shares with the others (`memory` when it runs alone). */
   coordination: Coordination
+  /** Single-use keys; with a shared coordination also recorded in the store, so a flushed Redis reopens none. */
+  once: OnceKeys
+  /** Puts the coordination's state back from the store: started with the services, run on every backend reset. */
+  rebuild: CoordinationRebuild
   playbooks: PlaybooksService
   playbookRuns: PlaybookRunsService
   webhookTrigger: WebhookTrigger
@@ -126,6 +133,7 @@ export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
   const { store, cipher } = opts
   const coordination = opts.coordination ?? memoryCoordination({ clock })
+  const once = durableOnce(coordination.once, opts.coordination ? store : null, clock)
   // Every delivery goes through it; the services with a channel of their own register it below.
   const channels = createChannelRegistry(opts.channels, opts.notifier)
   // A model credential's base_url follows the webhooks' address policy.
@@ -158,7 +166,7 @@ export function createServices(opts: ServicesOptions): Services {
     cipher,
     opts.oauthStateKey ?? new Uint8Array(randomBytes(32)),
     undefined,
-    coordination.once,
+    once,
   )
   const gitAccounts = new GitAccountsService({
     store,
@@ -191,6 +199,7 @@ export function createServices(opts: ServicesOptions): Services {
     snapshots,
     coordination,
     usage,
+    once,
     sessionIdleMs: opts.sessionIdleMs,
     timeLimit: opts.taskTimeLimit,
     recoveryGraceMs: opts.recoveryGraceMs,
@@ -209,6 +218,7 @@ export function createServices(opts: ServicesOptions): Services {
     metrics,
     ...opts.notificationRetry,
     sharedBy: opts.coordination,
+    once,
   })
   const playbookRuns = new PlaybookRunsService({
     store,
@@ -217,7 +227,7 @@ export function createServices(opts: ServicesOptions): Services {
     bus,
     tasks,
     notifications,
-    once: coordination.once,
+    once,
     startGraceMs: opts.coordination ? 60_000 : undefined,
   })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
@@ -244,7 +254,7 @@ export function createServices(opts: ServicesOptions): Services {
     workspaces,
     playbooks,
     integrations,
-    once: coordination.once,
+    once,
   })
   channels.register('messenger', messenger.channel)
   integrations.onRemove((r) => (r.type === 'messenger' ? messenger.disconnected(r) : Promise.resolve()))
@@ -272,6 +282,8 @@ export function createServices(opts: ServicesOptions): Services {
     ? coordinatedLimiter(opts.coordination, webhookRate, 'playbook-webhook')
     : tokenBucket({ ...webhookRate, clock })
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
+  const parts = { tasks: tasks.rebuilder, notifications, once }
+  const rebuild = new CoordinationRebuild({ coordination, logger, parts })
   return {
     runGrants,
     version: opts.version ?? '0.0.0',
@@ -297,6 +309,8 @@ export function createServices(opts: ServicesOptions): Services {
     rateLimiter: opts.rateLimiter,
     usage,
     coordination,
+    once,
+    rebuild,
     playbooks,
     playbookRuns,
     webhookTrigger,
@@ -311,20 +325,7 @@ export function createServices(opts: ServicesOptions): Services {
     chatMail,
     chatEvents,
     audit,
-    async deleteWorkspace(owner, id) {
-      const ws = await workspaces.records.get(owner, id)
-      await tasks.stopWorkspace(owner, id)
-      if (ws.volume && opts.engine) {
-        await opts.engine.runtime
-          .removeVolume(ws.volume)
-          .catch((err: unknown) =>
-            logger.warn('could not remove a workspace volume', { volume: ws.volume, error: String(err) }),
-          )
-      }
-      await eventLog.remove(owner, id)
-      await store.remove(`ws-conversations:${owner}:${id}`)
-      await snapshots.remove(owner, id)
-      await workspaces.removeRecord(owner, id)
-    },
+    deleteWorkspace: (owner, id) =>
+      deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
   }
 }

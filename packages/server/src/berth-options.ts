@@ -104,6 +104,11 @@ export interface BerthOptions {
   /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
   recoveryGraceMs?: number
   /**
+   * With a coordination: how often its state is reconciled with the store (queued tasks no
+   * queue holds, delivery retries no delayed job holds), default 30 s; null: never.
+   */
+  reconcileMs?: number | null
+  /**
    * Files of a workspace without a volume (batch tasks) are copied out when its container
    * is released and stay readable for `retentionMs` (default 7 days; `null`: until the
    * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB).

@@ -125,6 +125,8 @@ export function createBerth(options: BerthOptions = {}): Berth {
     await services.playbookRuns.recover()
     await services.messenger.recover()
     await services.notifications.recover()
+    // Whatever the coordination backend lost while no instance ran, put back from the store.
+    await services.rebuild.start({ reconcileMs: options.coordination ? options.reconcileMs : null })
   }
   const ready = brokerStarted
     .then(() => (pool ? pool.start().then(() => undefined) : undefined))
@@ -182,6 +184,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       await ready.catch(() => {})
       unwatch()
       websocket.closeAll()
+      services.rebuild.close()
       await services.tasks.close()
       await services.notifications.close()
       await services.messenger.close()

@@ -36,6 +36,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_REDIS_PREFIX: 'redisPrefix',
   BERTH_REDIS_TIMEOUT_MS: 'redisTimeoutMs',
   BERTH_INSTANCE_ID: 'instanceId',
+  BERTH_RECONCILE_S: 'reconcileSeconds',
   BERTH_RUNTIME: 'runtime',
   BERTH_ENGINE_URL: 'engineUrl',
   BERTH_IMAGE: 'image',

@@ -20,6 +20,8 @@ export interface BerthConfig extends IntegrationsConfig {
   redisTimeoutMs: number
   /** `BERTH_INSTANCE_ID`: this instance among those sharing one Redis; unset, the host name and pool name. */
   instanceId: string | undefined
+  /** `BERTH_RECONCILE_S`: with Redis, how often the coordination is reconciled with the store (seconds; 0: never). */
+  reconcileSeconds: number
   encryptionKey: string | undefined
   runtime: 'auto' | 'docker' | 'podman' | 'local'
   /** `BERTH_ENGINE_URL`: the Docker or Podman engine to drive (`unix://`, `tcp://`, `https://`, `ssh://`); unset, `DOCKER_HOST`/`CONTAINER_HOST` or the local socket. */
@@ -196,6 +198,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     redisPrefix: env.BERTH_REDIS_PREFIX || 'berth:',
     redisTimeoutMs: int(env, 'BERTH_REDIS_TIMEOUT_MS', 3_000, 100),
     instanceId: env.BERTH_INSTANCE_ID || undefined,
+    reconcileSeconds: int(env, 'BERTH_RECONCILE_S', 30, 0),
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
     runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),
     engineUrl: env.BERTH_ENGINE_URL || undefined,

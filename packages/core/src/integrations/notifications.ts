@@ -7,7 +7,7 @@ import type { DeliveryLog } from './deliveries.js'
 import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { IntegrationsService } from './integrations.js'
 import type { Store } from '../ports/store.js'
-import type { Coordination } from '../coordination/port.js'
+import type { Coordination, OnceKeys } from '../coordination/port.js'
 
 export interface NotificationsOptions {
   /** Where retries wait (`notification-retries:*`), so a restart resumes them. */
@@ -29,6 +29,8 @@ export interface NotificationsOptions {
    * by one instance once (default: this process's timers).
    */
   sharedBy?: Coordination | undefined
+  /** Where each shared attempt is claimed (default `sharedBy.once`; a durable one survives a flush). */
+  once?: OnceKeys | undefined
 }
 
 /** A permission request a notification asks a person to decide (event `task.permission_request`). */
@@ -253,7 +255,8 @@ export class NotificationsService {
       if (this.closed) return
       // A job is run by one instance, but a recover() racing its end could schedule it
       // again: the claim makes each attempt once.
-      if (!(await shared.once.claimOnce(`notification-attempt:${job.id}`, 24 * 3_600_000))) return
+      const once = this.o.once ?? shared.once
+      if (!(await once.claimOnce(`notification-attempt:${job.id}`, 24 * 3_600_000))) return
       await this.track(this.retry(job.payload))
     })
     return this.processing
@@ -264,6 +267,27 @@ export class NotificationsService {
     if (this.o.sharedBy) await this.startProcessing(this.o.sharedBy)
     const keys = await this.o.store.keys(RETRIES)
     for (const r of await this.o.store.getMany<StoredRetry>(keys)) if (r) this.schedule(r)
+  }
+
+  /**
+   * Schedule again the stored retries the shared backend may have lost (it was flushed or
+   * replaced): every one, or those overdue by more than `olderThanMs` (a loss nobody
+   * noticed). An attempt already made is not made again: its claim is refused. Without a
+   * shared coordination the retries are this process's timers, and nothing is lost: 0.
+   */
+  async rebuild(opts: { olderThanMs?: number } = {}): Promise<number> {
+    const shared = this.o.sharedBy
+    if (!shared || this.closed) return 0
+    await this.startProcessing(shared)
+    const keys = await this.o.store.keys(RETRIES)
+    const now = this.o.clock.now()
+    let n = 0
+    for (const r of await this.o.store.getMany<StoredRetry>(keys)) {
+      if (!r || (opts.olderThanMs !== undefined && r.due > now - opts.olderThanMs)) continue
+      this.schedule(r)
+      n++
+    }
+    return n
   }
 
   /** Stop retrying and wait for the attempts under way. */

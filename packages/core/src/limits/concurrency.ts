@@ -124,7 +124,24 @@ export class ConcurrencySlots {
   /** Hold a slot another instance took for a workspace that now runs here (not counted again). */
   adopt(profileId: string, holder: string): void {
     this.hold(profileId, holder)
-    void this.shared?.slots.acquire(slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs).catch(() => {})
+    this.adoptShared(profileId, holder)
+  }
+
+  private adoptShared(profileId: string, holder: string): number {
+    if (!this.shared) return 0
+    void this.shared.slots.acquire(slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs).catch(() => {})
+    return 1
+  }
+
+  /**
+   * Take again, in the shared slots, every slot held here (the backend lost its leases: it
+   * was flushed or replaced). Not counted against the limit: these workspaces already run.
+   * Answers how many were re-acquired.
+   */
+  reassert(): number {
+    let n = 0
+    for (const [profileId, set] of this.held) for (const holder of set) n += this.adoptShared(profileId, holder)
+    return n
   }
 
   /** Stop renewing a slot here (another instance holds the workspace now); it stays taken. */

@@ -215,6 +215,11 @@ export class Dispatcher {
     const alive = await this.o.coordination.instances.alive()
     const elsewhere = task.instance_id && task.instance_id !== this.instanceId && alive.includes(task.instance_id)
     if (task.status === 'queued' && !elsewhere) {
+      // A second job for a task held here (a rebuild put it back meanwhile): done with at once.
+      if (this.held.has(task.id)) {
+        await queue.ack(job)
+        return
+      }
       this.forgetHandOff(task.id)
       this.held.set(task.id, { job, queue })
       // Already queued here (recovered after a restart under the same id).

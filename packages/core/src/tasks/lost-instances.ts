@@ -1,5 +1,5 @@
 /** Tasks of an instance that died: ended CONTAINER_FAILED (running) or put back on the shared queue (queued) by a survivor. */
-import type { Coordination } from '../coordination/port.js'
+import type { Coordination, OnceKeys } from '../coordination/port.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
@@ -20,6 +20,8 @@ export interface LostInstancesOptions {
   graceMs?: number | undefined
   /** How often to look (default 1 s). */
   pollMs?: number | undefined
+  /** Where the take-over claims are made (default the coordination's single-use keys). */
+  once?: OnceKeys | undefined
 }
 
 /** How long the claim on one lost task is kept (only one instance takes it over). */
@@ -108,7 +110,7 @@ export class LostInstances {
   /** A task of a lost instance: queued ones go back on the shared queue, the others end. */
   async takeOver(t: TaskRecord): Promise<void> {
     const { coordination, records } = this.o
-    if (!(await coordination.once.claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) return
+    if (!(await (this.o.once ?? coordination.once).claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) return
     if (t.status === 'queued') {
       await records.put({ ...t, instance_id: null })
       // False: its job is still in the queue and comes back when its lease lapses.

@@ -1,5 +1,5 @@
 /** After a restart: the tasks and workspaces a previous process left under way, each brought to a definite state. */
-import type { Coordination } from '../coordination/port.js'
+import type { Coordination, OnceKeys } from '../coordination/port.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import { isFilePathError } from '../runtime/errors.js'
@@ -40,6 +40,8 @@ export interface RecoveryOptions {
   coordination?: Coordination | undefined
   /** Where a recovered result's usage is recorded (its metered figures read from). */
   usage?: (Usage & { clock: Clock }) | undefined
+  /** Where the claims on lost tasks are made (default the coordination's single-use keys). */
+  once?: OnceKeys | undefined
 }
 
 /**
@@ -78,7 +80,7 @@ export async function recover(o: RecoveryOptions): Promise<void> {
       // Left by an instance that is gone (this process under an earlier id): ours unless a
       // survivor took it over first; marked ours so that no survivor takes it over later.
       if (t.instance_id && me && t.instance_id !== me) {
-        if (!(await o.coordination!.once.claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
+        if (!(await (o.once ?? o.coordination!.once).claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
         t.instance_id = me
         await o.records.put(t)
       }

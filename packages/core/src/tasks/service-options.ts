@@ -1,6 +1,6 @@
 /** `TasksOptions`: what the tasks service is built from. */
 import type { AuditLog } from '../audit/log.js'
-import type { Coordination } from '../coordination/port.js'
+import type { Coordination, OnceKeys } from '../coordination/port.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -39,6 +39,8 @@ export interface TasksOptions {
   snapshots?: WorkspaceSnapshots | undefined
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
+  /** Single-use keys (approvals' decisions, lost tasks' claims); default the coordination's. */
+  once?: OnceKeys | undefined
   /** Wall-time limits of a task once it runs: the default, and the most a submit may ask (seconds; null: none). */
   timeLimit?: TimeLimitSettings | undefined
   /** Records approvals decided. */

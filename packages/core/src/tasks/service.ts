@@ -32,6 +32,7 @@ import { Approvals } from './approvals.js'
 import { TaskSteering } from './steer.js'
 import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
+import { TaskRebuild } from './rebuild.js'
 import { SessionContainers } from './session-containers.js'
 import { Transcript } from './transcript.js'
 import type { TasksOptions } from './service-options.js'
@@ -71,6 +72,8 @@ export class TasksService {
   private readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
+  /** Puts back what the coordination lost about tasks, from the store. */
+  readonly rebuilder: TaskRebuild
   private readonly fencing: Fencing
   /** Decisions on permission requests, interrupts and messages of tasks under way. */
   readonly steer: TaskSteering
@@ -84,7 +87,7 @@ export class TasksService {
     const states = new TaskStates({ records, store, clock, bus, eventLog, events, metrics })
     const scheduler = new Scheduler({ slots, logger, clock, metrics })
     const controls = new RunControls()
-    const approvals = new Approvals({ store, clock, once: coordination.once, audit: o.audit })
+    const approvals = new Approvals({ store, clock, once: o.once ?? coordination.once, audit: o.audit })
     const containers = new SessionContainers({
       engine,
       workspaces,
@@ -128,6 +131,7 @@ export class TasksService {
       workspaces,
       logger,
       graceMs: o.recoveryGraceMs,
+      once: o.once,
     })
     this.dispatch = new Dispatcher({
       coordination,
@@ -153,6 +157,7 @@ export class TasksService {
     // Lease lost: stop driving tasks before a survivor takes them over (docs/COORDINATION.md).
     this.fencing = new Fencing({ coordination, scheduler, records, lost, logger, resumed: () => this.dispatch.take() })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
+    this.rebuilder = new TaskRebuild({ coordination, store, clock, records, scheduler, slots, workspaces })
     this.coordination = coordination
     this.records = records
     this.transcript = events
@@ -375,6 +380,7 @@ export class TasksService {
       events: this.transcript,
       scheduler: this.scheduler,
       coordination: this.coordination,
+      once: this.o.once,
     }
     await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
   }

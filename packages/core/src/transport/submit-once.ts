@@ -34,7 +34,7 @@ export async function submitOnce(
     inProgress.set(services, local)
   }
   const records = services.tasks.recordsStore
-  const once = services.coordination.once
+  const once = services.once
   for (let i = 0; i <= CLAIM_TTL_MS / POLL_MS; i++) {
     const mine = local.get(key)
     if (mine) {
