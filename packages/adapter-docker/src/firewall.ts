@@ -152,13 +152,26 @@ async function readTable(bin: string): Promise<Table> {
   return table
 }
 
-/** Create the chain if missing; make its rules exactly `rules` without a moment of fewer rules (new ones appended, old ones removed from the bottom). */
+/** Feed `input` to `<bin>-restore --noflush`: one transaction, applied whole or not at all. */
+function restore(bin: string, input: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(`${bin}-restore`, ['-w', '--noflush'], { timeout: 30_000 }, (err, _out, stderr) => {
+      if (err) reject(new Error(`${bin}-restore: ${(stderr || err.message).trim()}`))
+      else resolve()
+    })
+    child.stdin?.end(input)
+  })
+}
+
+/**
+ * Create the chain if missing and make its rules exactly `rules`, in one transaction
+ * (`iptables-restore --noflush`): the chain is never seen with part of its rules, and
+ * servers syncing the same chain at once (instances on one host) cannot interleave.
+ */
 async function syncChain(bin: string, table: Table, chain: string, rules: string[]): Promise<void> {
-  if (!table.chains.has(chain)) await run(bin, ['-N', chain]).catch(() => {}) // made meanwhile
   const current = table.rules.get(chain) ?? []
-  if (current.length === rules.length && current.every((l, i) => l === rules[i])) return
-  for (const rule of rules) await run(bin, rule.split(' '))
-  for (let i = current.length; i >= 1; i--) await run(bin, ['-D', chain, String(i)])
+  if (table.chains.has(chain) && current.length === rules.length && current.every((l, i) => l === rules[i])) return
+  await restore(bin, ['*filter', `:${chain} - [0:0]`, `-F ${chain}`, ...rules, 'COMMIT', ''].join('\n'))
 }
 
 /** Make `rule` (an `-A <chain> …` line) the first rule of its chain; drop other copies. */

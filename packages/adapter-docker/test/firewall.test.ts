@@ -28,6 +28,8 @@ const wrapper = (bin: string) => {
   return path
 }
 const firewall = { iptables: wrapper('iptables'), ip6tables: wrapper('ip6tables') }
+wrapper('iptables-restore')
+wrapper('ip6tables-restore')
 const calls = () => readFileSync(log, 'utf8').trim().split('\n').filter(Boolean)
 const bridge = `brbt${process.pid.toString(16)}`.slice(0, 15)
 const rules: BridgeRules = { bridge, gateway: '10.231.0.1', policy: 'public', allow: [] }
@@ -133,5 +135,23 @@ describe('egress firewall rules', () => {
       { cidr: '192.0.2.0/24', family: 4 },
       { cidr: '203.0.113.64/28', family: 4 },
     ])
+  })
+
+  it('syncs one chain from several servers at once, its rules changing, without an error or a partial chain', async () => {
+    const variants = [
+      { ...rules, hostNetworks: [{ cidr: '198.51.100.0/24', family: 4 as const }] },
+      { ...rules, hostNetworks: [{ cidr: '203.0.113.0/24', family: 4 as const }] },
+      rules,
+    ]
+    // As instances on one host do after a change: each reads, then writes its view.
+    await Promise.all(Array.from({ length: 9 }, (_, i) => installBridgeRules(variants[i % 3]!, firewall)))
+    const chain = () =>
+      ipt('iptables', ['-S', names.forward])
+        .split('\n')
+        .filter((l) => l.startsWith('-A '))
+    // Whole: exactly one of the variants' rule sets, never a mix or a half.
+    expect(variants.map((v) => bridgeRules(v, 4).forward)).toContainEqual(chain())
+    await installBridgeRules(rules, firewall)
+    expect(chain()).toEqual(bridgeRules(rules, 4).forward)
   })
 })
