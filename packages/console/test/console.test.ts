@@ -42,6 +42,8 @@ async function submitFromForm(
   opts: { session?: boolean; maxTurns?: number } = {},
 ): Promise<string> {
   await page.getByRole('link', { name: 'New task' }).first().click()
+  // The form, not the task list's own Profile filter still on screen until the hash changes.
+  await page.getByRole('heading', { name: 'New task' }).waitFor()
   await page.getByLabel('Profile').selectOption(t.profileId)
   if (opts.session) await page.getByLabel(/Session/).check()
   await page.getByLabel('Prompt', { exact: true }).fill(prompt)
