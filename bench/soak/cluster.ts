@@ -13,8 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { dockerRuntime } from '@berth/adapter-docker'
 import { podmanRuntime } from '@berth/adapter-podman'
-import { ensureEngines, findRepoRoot, startPostgres } from '@berth/testkit'
-import { killableRedis } from '../../packages/server/test/redis-outage.helpers.js'
+import { ensureEngines, findRepoRoot, startPostgres, startRedis } from '@berth/testkit'
 import { apiClient, newCaller, TERMINAL, type ApiClient, type Json } from './api.js'
 import { EXPECTED, pages } from './checks.js'
 import { pick, random, type SoakConfig, type SoakResult } from './run.js'
@@ -52,7 +51,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
       : podmanRuntime({ socketPath: info.socketPath })
   const pg = await startPostgres()
   onCleanup(() => pg.stop())
-  const redis = await killableRedis()
+  const redis = await startRedis()
   onCleanup(() => redis.stop())
   const pool = `soak-${process.pid}-${randomBytes(3).toString('hex')}`
   const adminToken = `soak-admin-${randomBytes(12).toString('hex')}`

@@ -6,12 +6,13 @@
 import { CoordinationUnavailableError, type Coordination, type CoordinationChange } from '@berth/core'
 import { createCoordination } from '@berth/server'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { killableRedis, severableProxy, type KillableRedis, type SeverableProxy } from './redis-outage.helpers.js'
+import { startRedis, type LocalRedis } from '@berth/testkit'
+import { severableProxy, type SeverableProxy } from './redis-outage.helpers.js'
 
 const LEASE_MS = 1_000
 const TIMEOUT_MS = 500
 
-let redis: KillableRedis | undefined
+let redis: LocalRedis | undefined
 let proxy: SeverableProxy | undefined
 let coord: Coordination | undefined
 afterEach(async () => {
@@ -53,7 +54,7 @@ function calls(c: Coordination): (() => Promise<unknown>)[] {
 
 describe('redis coordination while Redis is down', () => {
   it('fails every call within the bound, goes unreachable then unleased, and comes back reset when Redis restarts empty', async () => {
-    redis = await killableRedis()
+    redis = await startRedis()
     const o = await open(redis.path)
     coord = o.c
     const c = o.c
@@ -88,7 +89,7 @@ describe('redis coordination while Redis is down', () => {
   })
 
   it('comes back without a reset when Redis kept its state', async () => {
-    redis = await killableRedis()
+    redis = await startRedis()
     proxy = await severableProxy(redis.path)
     const o = await open(proxy.url)
     coord = o.c

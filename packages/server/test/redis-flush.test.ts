@@ -9,22 +9,21 @@
  */
 import type { SocketServerMessage, Task } from '@berth/client'
 import { postgresStore } from '@berth/server'
-import { startPostgres, type LocalPostgres, type LocalRedis } from '@berth/testkit'
+import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from '@berth/testkit'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { agentUser, startCluster, type Cluster, type Instance } from './cluster.helpers.js'
 import { waitForTask } from './helpers.js'
-import { killableRedis, type KillableRedis } from './redis-outage.helpers.js'
 
 const TASKS = 40
 const ENDED = ['completed', 'failed', 'cancelled']
 
 let pg: LocalPostgres | undefined
-let redis: KillableRedis | undefined
+let redis: LocalRedis | undefined
 let c: Cluster | undefined
 beforeAll(async () => {
   pg = await startPostgres()
-  redis = await killableRedis()
+  redis = await startRedis()
 })
 afterAll(async () => {
   try {

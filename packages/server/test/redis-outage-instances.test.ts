@@ -6,24 +6,24 @@
  * CONTAINER_FAILED, and the cut instance writes nothing more for it once it is back.
  */
 import { postgresStore } from '@berth/server'
-import { startPostgres, type LocalPostgres } from '@berth/testkit'
+import { startPostgres, startRedis, type LocalPostgres, type LocalRedis } from '@berth/testkit'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { agentUser, startCluster, type Cluster, type Instance } from './cluster.helpers.js'
 import { waitForTask } from './helpers.js'
-import { killableRedis, severableProxy, type KillableRedis, type SeverableProxy } from './redis-outage.helpers.js'
+import { severableProxy, type SeverableProxy } from './redis-outage.helpers.js'
 
 /** A prompt whose agent takes `turns` slow turns (about a second each), then answers. */
 const slowPrompt = (turns: number) =>
   `Take your time. [[berth:slow 1000]] [[berth:turns ${turns}]] [[berth:text Done.]]`
 
 let pg: LocalPostgres
-let redis: KillableRedis
+let redis: LocalRedis
 let proxy: SeverableProxy | undefined
 let cluster: Cluster | undefined
 beforeAll(async () => {
   pg = await startPostgres()
-  redis = await killableRedis()
+  redis = await startRedis()
 })
 afterEach(async () => {
   // A failed fencing case may leave the proxy cut: instances close with Redis in reach.

@@ -1,79 +1,8 @@
 /**
- * Redis outages for tests: a redis-server that can be SIGKILLed and started again (empty) on
- * the same socket, and a TCP proxy to it that can be severed and restored (Redis keeps its data).
+ * Redis outages for tests: a TCP proxy to Redis that can be severed and restored (Redis keeps
+ * its data). A Redis that dies and comes back empty is testkit's `startRedis` (`kill`, `start`).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createConnection, createServer, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { findRepoRoot } from '@berth/testkit'
-
-/** A redis-server on a fixed unix socket that can die and come back. */
-export interface KillableRedis {
-  path: string
-  /** SIGKILL: no shutdown, nothing saved. */
-  kill(): Promise<void>
-  /** Start again on the same socket, empty. */
-  start(): Promise<void>
-  stop(): Promise<void>
-}
-
-function ping(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection(path)
-    socket.once('error', () => resolve(false))
-    socket.once('data', (d) => {
-      socket.destroy()
-      resolve(d.toString().startsWith('+PONG'))
-    })
-    socket.once('connect', () => socket.write('PING\r\n'))
-  })
-}
-
-/**
- * A redis-server without persistence on a socket in a fresh directory.
- *
- * @example
- * ```ts
- * const redis = await killableRedis()
- * await redis.kill()
- * await redis.start() // empty
- * ```
- */
-export async function killableRedis(): Promise<KillableRedis> {
-  const bin = execFileSync('bash', [join(findRepoRoot(), 'scripts/redis/ensure.sh')], { encoding: 'utf8' }).trim()
-  const dir = mkdtempSync(join(tmpdir(), 'berth-redis-outage-'))
-  const path = join(dir, 'redis.sock')
-  let child: ChildProcess | null = null
-  const start = async () => {
-    rmSync(path, { force: true })
-    child = spawn(bin, ['--port', '0', '--unixsocket', path, '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    })
-    for (let i = 0; i < 200 && !(existsSync(path) && (await ping(path))); i++)
-      await new Promise((r) => setTimeout(r, 25))
-    if (!(await ping(path))) throw new Error('redis-server did not answer')
-  }
-  const kill = async () => {
-    const c = child
-    if (!c || c.exitCode !== null || c.signalCode !== null) return
-    const gone = new Promise((r) => c.once('exit', r))
-    c.kill('SIGKILL')
-    await gone
-    child = null
-  }
-  await start()
-  return {
-    path,
-    kill,
-    start,
-    async stop() {
-      await kill()
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
 
 /** A TCP proxy to a unix socket that a test can sever (every connection dropped, new ones refused) and restore. */
 export interface SeverableProxy {

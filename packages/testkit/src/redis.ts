@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createConnection } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -12,6 +12,10 @@ export interface LocalRedis {
   path: string
   /** A new ioredis client on the socket. */
   connect(): Redis
+  /** SIGKILL the server: no shutdown, nothing saved (an outage). */
+  kill(): Promise<void>
+  /** Start it again on the same socket, empty (a restarted or replaced Redis). */
+  start(): Promise<void>
   /** Stop the server and remove its directory. */
   stop(): Promise<void>
 }
@@ -43,28 +47,53 @@ export async function startRedis(): Promise<LocalRedis> {
   const bin = execFileSync('bash', [join(findRepoRoot(), 'scripts/redis/ensure.sh')], { encoding: 'utf8' }).trim()
   const dir = mkdtempSync(join(tmpdir(), 'berth-redis-'))
   const path = join(dir, 'redis.sock')
-  const child = spawn(
-    bin,
-    ['--port', '0', '--unixsocket', path, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no', '--dir', dir],
-    {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  )
-  const exited = new Promise<void>((r) => child.once('exit', () => r()))
-  for (let i = 0; i < 200 && !(existsSync(path) && (await ping(path))); i++) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`)
-    await new Promise((r) => setTimeout(r, 25))
+  let child: ChildProcess | null = null
+  const start = async () => {
+    rmSync(path, { force: true })
+    const c = spawn(
+      bin,
+      [
+        '--port',
+        '0',
+        '--unixsocket',
+        path,
+        '--unixsocketperm',
+        '700',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    )
+    child = c
+    for (let i = 0; i < 200 && !(existsSync(path) && (await ping(path))); i++) {
+      if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode}`)
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    if (!(await ping(path))) {
+      c.kill('SIGKILL')
+      throw new Error('redis-server did not answer on its socket within 5 s')
+    }
   }
-  if (!(await ping(path))) {
-    child.kill('SIGKILL')
-    throw new Error('redis-server did not answer on its socket within 5 s')
+  const end = async (signal: NodeJS.Signals) => {
+    const c = child
+    child = null
+    if (!c || c.exitCode !== null || c.signalCode !== null) return
+    const gone = new Promise((r) => c.once('exit', r))
+    c.kill(signal)
+    await gone
   }
+  await start()
   return {
     path,
     connect: () => connectRedis(path),
+    kill: () => end('SIGKILL'),
+    start,
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM')
-      await exited
+      await end('SIGTERM')
       rmSync(dir, { recursive: true, force: true })
     },
   }
