@@ -1,5 +1,5 @@
 import { defineConfig } from 'tsup'
 import { packageBuild } from '../../tsup.shared.js'
 
-// ESM only: citty is ESM only, and the bin is an ES module.
-export default defineConfig(packageBuild({ entry: ['src/index.ts', 'src/main.ts'], format: ['esm'] }))
+// Both formats (Node 20.19+ requires the ESM-only citty from CJS); the bin runs dist/main.js.
+export default defineConfig(packageBuild({ entry: ['src/index.ts', 'src/main.ts'] }))
