@@ -1,4 +1,21 @@
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { defineConfig } from 'tsup'
 import { packageBuild } from '../../tsup.shared.js'
+import { SWAGGER_UI_FILES } from './src/docs-assets.js'
 
-export default defineConfig(packageBuild())
+/**
+ * The Swagger UI files `/docs` serves, copied into `dist/swagger-ui` with their licence, so
+ * the published package needs no swagger-ui-dist (whose install script phones home).
+ */
+function copySwaggerUi(): void {
+  const from = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
+  const to = join('dist', 'swagger-ui')
+  mkdirSync(to, { recursive: true })
+  for (const name of [...SWAGGER_UI_FILES, 'LICENSE', 'NOTICE']) copyFileSync(join(from, name), join(to, name))
+  const { version } = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')) as { version: string }
+  writeFileSync(join(to, 'VERSION'), `${version}\n`)
+}
+
+export default defineConfig(packageBuild({ onSuccess: async () => copySwaggerUi() }))

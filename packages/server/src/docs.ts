@@ -1,13 +1,17 @@
 /**
  * `GET /docs`: the interactive request builder (Swagger UI), served fully offline. The page
- * and its scripts come from Berth itself: swagger-ui-dist's files out of the installed
- * package, through an allow-list, so nothing is fetched from another host.
+ * and its scripts come from Berth itself: swagger-ui-dist's files, copied into the build
+ * (`dist/swagger-ui`; from the installed package when running from source), through an
+ * allow-list, so nothing is fetched from another host.
  */
 import { ApiError, defineRoute } from '@berth/core'
 import { createHash } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { SWAGGER_UI_FILES } from './docs-assets.js'
 import { VERSION } from './version.js'
 
 /** The initializer: reads the document's URL from the page and turns on bearer auth persistence. */
@@ -31,14 +35,18 @@ const INIT_SCRIPT = `(function () {
 
 const JS = 'text/javascript; charset=utf-8'
 
+const TYPES: Record<string, string> = {
+  js: JS,
+  map: 'application/json; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  png: 'image/png',
+}
+
 /** Every file `/docs/assets/:file` serves; anything else is a 404 (no path ever reaches the disk). */
 const ASSETS = new Map<string, { type: string; from: 'swagger-ui-dist' | 'berth' }>([
-  ['swagger-ui-bundle.js', { type: JS, from: 'swagger-ui-dist' }],
-  ['swagger-ui-bundle.js.map', { type: 'application/json; charset=utf-8', from: 'swagger-ui-dist' }],
-  ['swagger-ui.css', { type: 'text/css; charset=utf-8', from: 'swagger-ui-dist' }],
-  ['swagger-ui.css.map', { type: 'application/json; charset=utf-8', from: 'swagger-ui-dist' }],
-  ['favicon-32x32.png', { type: 'image/png', from: 'swagger-ui-dist' }],
-  ['favicon-16x16.png', { type: 'image/png', from: 'swagger-ui-dist' }],
+  ...SWAGGER_UI_FILES.map(
+    (name) => [name, { type: TYPES[name.split('.').pop()!]!, from: 'swagger-ui-dist' as const }] as const,
+  ),
   ['berth-docs.js', { type: JS, from: 'berth' }],
 ])
 
@@ -51,13 +59,16 @@ const requireHere = createRequire(import.meta.url)
 let distDir: string | undefined
 /** swagger-ui-dist's directory, found through the package's own resolution. */
 function swaggerUiDir(): string {
-  distDir ??= dirname(requireHere.resolve('swagger-ui-dist/package.json'))
+  const copied = fileURLToPath(new URL('./swagger-ui', import.meta.url))
+  distDir ??= existsSync(copied) ? copied : dirname(requireHere.resolve('swagger-ui-dist/package.json'))
   return distDir
 }
 
-/** The installed swagger-ui-dist version. */
+/** The served swagger-ui-dist version (the copy's `VERSION`, else the installed package's). */
 function swaggerUiVersion(): string {
-  return (requireHere(join(swaggerUiDir(), 'package.json')) as { version: string }).version
+  const dir = swaggerUiDir()
+  if (existsSync(join(dir, 'VERSION'))) return readFileSync(join(dir, 'VERSION'), 'utf8').trim()
+  return (requireHere(join(dir, 'package.json')) as { version: string }).version
 }
 
 const loaded = new Map<string, Promise<Loaded>>()
