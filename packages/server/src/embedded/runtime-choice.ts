@@ -32,6 +32,7 @@ export const NO_ISOLATION_WARNING = [
 ].join('\n')
 
 interface Candidate {
+  name: 'docker' | 'podman'
   connection: EngineConnectionOptions
   make(): ChosenRuntime
 }
@@ -41,6 +42,7 @@ function docker(env: NodeJS.ProcessEnv): Candidate {
   // that cannot be printed. DOCKER_HOST (with its TLS variables) is read the docker CLI's way.
   const connection = env.DOCKER_HOST ? engineUrlOptions(env.DOCKER_HOST, env) : { socketPath: DOCKER_SOCKET }
   return {
+    name: 'docker',
     connection,
     make() {
       const { docker: client, endpoint } = connectEngine(connection)
@@ -52,6 +54,7 @@ function docker(env: NodeJS.ProcessEnv): Candidate {
 function podman(env: NodeJS.ProcessEnv): Candidate {
   const found = discoverPodman({ env })
   return {
+    name: 'podman',
     connection: found.connection,
     make() {
       const { docker: client, endpoint } = connectEngine(found.connection)
@@ -110,7 +113,7 @@ export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
   )
   const index = answers.indexOf(true)
   if (index >= 0) return candidates[index]!.make()
-  const tried = candidates.map((c) => `${where(c.connection)} does not answer`).join('; ')
+  const tried = candidates.map((c) => `${c.name} at ${where(c.connection)} does not answer`).join('; ')
   if (runtime !== 'auto') throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer. ${tried}`)
   warn(`No container engine answers (${tried}); falling back to BERTH_RUNTIME=local.`)
   return local(dataDir, warn)
