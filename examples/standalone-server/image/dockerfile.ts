@@ -29,9 +29,9 @@ COPY --chown=${SERVER_UID}:${SERVER_GID} data /data
 COPY app /opt/berth
 # The broker's sockets sit in /data/broker; task containers reach the model gateway and the
 # egress proxy through them, so the server's own network is the default bridge. The host
-# firewall rules of the "public" and "allowlist" policies cannot be installed from there:
-# task containers get no network of their own ("none") unless the server runs as root on
-# the host's network (README, "The server image").
+# firewall rules of the "public" and "allowlist" policies cannot be installed from there
+# (no root, no iptables): task containers get no network of their own ("none"); see the
+# README, "The server image".
 ENV HOST=0.0.0.0 PORT=${SERVER_PORT} NODE_ENV=production \\
     BERTH_DATA_DIR=/data BERTH_CACHE_DIR=/data/cache \\
     BERTH_RUNNER=image BERTH_IMAGE=${o.agent} \\
