@@ -199,6 +199,7 @@ async function setup(driver: string, size: number, others: number): Promise<Subj
   const mem = driver === 'memory' ? memoryStore() : undefined
   const berth = createBerth({
     dataDir: dir,
+    runtime: false,
     adminToken: ADMIN,
     logger: silentLogger,
     rateLimit: { rpm: 1e9, burst: 1e9 },
@@ -272,6 +273,7 @@ async function smallRecords(driver: string, n: number): Promise<{ bytesPerRecord
   const dir = mkdtempSync(join(tmpdir(), `berth-bench-small-${driver}-`))
   const berth = createBerth({
     dataDir: dir,
+    runtime: false,
     logger: silentLogger,
     ...(driver === 'fs' && {
       storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }),

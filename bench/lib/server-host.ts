@@ -145,6 +145,7 @@ async function startBerth(kind: 'memory' | 'fs', metrics = false): Promise<Start
     // fs: no storage given, so Berth uses its default store (SQLite at <dataDir>/berth.db).
     ...(kind === 'memory' && { storage: ws.unstorage.createStorage() }),
     dataDir,
+    runtime: false,
     adminToken: ADMIN_TOKEN,
     rateLimit: RATE_LIMIT,
     metrics,

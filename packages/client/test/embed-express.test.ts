@@ -30,6 +30,7 @@ beforeAll(async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-embed-'))
   const { app, berth } = createApp({
     dataDir,
+    runtime: false,
     logger: { info() {}, warn() {}, error() {} },
   })
   server = app.listen(0, '127.0.0.1')

@@ -29,6 +29,7 @@ import type { SmtpOptions } from './notifiers/email.js'
 import type { MailProviderConfig } from './notifiers/mail-provider.js'
 import type { MessengerApiOptions } from './notifiers/messenger-api.js'
 import type { createWebSocket } from './websocket.js'
+import type { RuntimeName } from './embedded/runtime-choice.js'
 
 /** Options of {@link createBerth}. Every field has an embedded default. */
 export interface BerthOptions {
@@ -78,8 +79,17 @@ export interface BerthOptions {
    */
   metrics?: boolean | Metrics
   catalog?: ModelCatalog
-  /** The container engine (see `@berth/adapter-docker`, `-podman`, `-local`). Without one, no pool. */
-  runtime?: ContainerRuntime
+  /**
+   * Where tasks run. Default `'auto'`, as `pnpm start` chooses: Docker if its socket (or
+   * `DOCKER_HOST`) answers, else Podman, else `local` (bubblewrap where it works); with a
+   * name (`'docker'`, `'podman'`, `'local'`), that one. A named runtime comes with what
+   * `pnpm start` gives it, each replaced by an option you set: a pool (`berth-runner:latest`,
+   * pulled or else built from this host's Node; min 0, max 20), the runner bundle of this
+   * install, and images for environments with packages; `close()` releases it. A
+   * `ContainerRuntime` of yours (`@berth/adapter-docker`, `-podman`, `-local`) comes with
+   * nothing: no pool without `pool`. `false`: no runtime, the API only (tasks are refused).
+   */
+  runtime?: ContainerRuntime | RuntimeName | false
   /**
    * How the agent runner starts in a task container. Default: `['berth-runner']` (the
    * production image has it installed). With `bundleDir`, a self-contained runner directory
@@ -196,6 +206,9 @@ export interface BerthOptions {
     warmAgents?: number
   }
 }
+
+/** {@link BerthOptions} once the runtime is chosen: what the wiring reads. */
+export type ResolvedBerthOptions = Omit<BerthOptions, 'runtime'> & { runtime?: ContainerRuntime | undefined }
 
 /** A running Berth: mount `handler` in node:http/Express/Fastify, or call `fetch`. */
 export interface Berth {

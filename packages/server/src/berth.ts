@@ -21,6 +21,7 @@ import { unstorageStore } from './store.js'
 import { embeddedStore } from './storage/embedded.js'
 import { storageView } from './storage/unstorage-view.js'
 import { createWebSocket } from './websocket.js'
+import { resolveRuntime } from './embedded/default-runtime.js'
 import { VERSION } from './version.js'
 import { createApp } from './wiring/app.js'
 import { rateLimiterFor } from './wiring/rate-limiter.js'
@@ -40,10 +41,12 @@ import { countedStore, prometheusMetrics, watchCoordination } from './metrics/in
  * createServer(berth.handler).listen(3000)
  * ```
  */
-export function createBerth(options: BerthOptions = {}): Berth {
-  const dataDir = resolve(options.dataDir ?? './.data')
+export function createBerth(given: BerthOptions = {}): Berth {
+  const dataDir = resolve(given.dataDir ?? './.data')
+  const logger = given.logger ?? jsonLogger()
+  // First: a runtime chosen here is closed by `close()`; a failing choice leaves nothing open.
+  const { options, owned } = resolveRuntime(given, dataDir, logger)
   const clock = options.clock ?? systemClock
-  const logger = options.logger ?? jsonLogger()
   const metrics = options.metrics === true ? prometheusMetrics() : options.metrics || noopMetrics
   const store = options.storage
     ? unstorageStore(options.storage, { cache: options.cacheReads ?? false })
@@ -194,6 +197,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       await (await brokerStarted.catch(() => undefined))?.close()
       await storage.dispose()
       await store.close?.()
+      await owned?.close?.()
     },
   }
 }

@@ -6,6 +6,24 @@
 // Berth
 export { createBerth } from './berth.js'
 export type { Berth, BerthOptions } from './berth-options.js'
+
+// What `pnpm start` runs, for embedders: the runtime choice, settings, signals, migrate
+export {
+  chooseRuntime,
+  engineAtUrl,
+  NO_ISOLATION_WARNING,
+  type ChooseRuntimeOptions,
+  type ChosenRuntime,
+  type RuntimeName,
+} from './embedded/runtime-choice.js'
+export { containerDefaults, DEFAULT_IMAGE, type ContainerSettings } from './embedded/container-defaults.js'
+export { berthFromConfig, integrationsLine, type ConfiguredBerth } from './embedded/from-config.js'
+export { loadSettings, type LoadedSettings } from './embedded/settings.js'
+export { storageFor, redactUrl, type ChosenStorage } from './embedded/storage-choice.js'
+export { openStoreUrl, type OpenedStore } from './embedded/store-url.js'
+export { coordinationFor, instanceIdFor } from './embedded/coordination-choice.js'
+export { onShutdown, type ShutdownOptions } from './embedded/shutdown.js'
+export { migrateCommand } from './embedded/migrate-command.js'
 export type { SmtpOptions } from './notifiers/email.js'
 export type { GitProviderConfig, GitProvidersConfig } from './git/providers.js'
 export type { ChatProviderConfig } from './notifiers/chat-provider.js'

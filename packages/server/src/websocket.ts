@@ -9,7 +9,14 @@ import {
   type RateLimiter,
   type Services,
 } from '@berth/core'
-import nodeAdapter, { type NodeAdapter } from 'crossws/adapters/node'
+import * as crosswsNode from 'crossws/adapters/node'
+import type { NodeAdapter } from 'crossws/adapters/node'
+
+// crossws ships ESM only. In the CJS build, Node's require() hands over the module's
+// namespace and the bundler's interop wraps it once more, so the function sits one
+// `default` deeper there than in the ESM build.
+const wrapped = crosswsNode.default as typeof crosswsNode.default | { default: typeof crosswsNode.default }
+const nodeAdapter = typeof wrapped === 'function' ? wrapped : wrapped.default
 
 type Session = ReturnType<typeof createTaskSocket>
 

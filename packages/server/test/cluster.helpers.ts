@@ -141,7 +141,7 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
             : redisStore({ client: redis().connect(), prefix: `s-${run}:` })
       const dataDir = mkdtempSync(join(tmpdir(), 'berth-cluster-'))
       const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dataDir, { recursive: true, force: true })]
-      let runtime: Partial<BerthOptions> = {}
+      let runtime: Partial<BerthOptions> = { runtime: false }
       if (opts.local) {
         const baseDir = mkdtempSync(join(tmpdir(), 'berth-cluster-local-'))
         const rt = localRuntime({ baseDir, logger: silentLogger, sandbox: opts.local.sandbox })

@@ -12,6 +12,7 @@ let url: string
 const dataDir = mkdtempSync(join(tmpdir(), 'berth-fastify-'))
 const berth = createBerth({
   storage: createStorage(),
+  runtime: false,
   dataDir,
   logger: silentLogger,
   authenticate: (req) => (req.headers.get('x-user') ? { id: `usr_${req.headers.get('x-user')}`, role: 'user' } : null),

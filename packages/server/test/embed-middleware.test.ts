@@ -17,6 +17,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 const dataDir = mkdtempSync(join(tmpdir(), 'berth-mw-'))
 const berth = createBerth({
   storage: createStorage(),
+  runtime: false,
   dataDir,
   logger: silentLogger,
   authenticate: (req) => (req.headers.get('x-user') ? { id: `usr_${req.headers.get('x-user')}`, role: 'user' } : null),

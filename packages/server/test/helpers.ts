@@ -43,6 +43,8 @@ export async function startServer(opts: Partial<BerthOptions> & { storage?: Stor
   // A data dir the test did not choose is ours to remove on close.
   const ownDir = opts.dataDir ? undefined : mkdtempSync(join(tmpdir(), 'berth-test-'))
   const berth = createBerth({
+    // No container runtime unless the test names one (the embedded default would choose one).
+    runtime: false,
     storage: opts.storage ?? createStorage(),
     dataDir: opts.dataDir ?? ownDir,
     adminToken: ADMIN_TOKEN,

@@ -1,7 +1,7 @@
 /** The standalone server's signal handling: one shutdown per request, a real second signal exits at once. */
 import { createServer, type Server } from 'node:http'
 import { afterEach, expect, it, vi } from 'vitest'
-import { onShutdown } from '../../../examples/standalone-server/src/shutdown.js'
+import { onShutdown } from '../src/embedded/shutdown.js'
 
 const undo: (() => void)[] = []
 afterEach(() => {

@@ -15,7 +15,7 @@ import {
   type Store,
 } from '@berth/core'
 import { resolve } from 'node:path'
-import type { BerthOptions } from '../berth-options.js'
+import type { ResolvedBerthOptions } from '../berth-options.js'
 import { environmentImages } from '../environment-images.js'
 
 /** What the container side is built over. */
@@ -42,7 +42,7 @@ export interface PoolWiring {
  * it (an allowlist is made per task, as it names the task's model endpoint), the default
  * limits, the agent's user.
  */
-function defaultEnvSpec(options: BerthOptions, logger: Logger): Partial<ContainerSpec> {
+function defaultEnvSpec(options: ResolvedBerthOptions, logger: Logger): Partial<ContainerSpec> {
   const runtime = options.runtime
   const caps = options.environments?.caps ?? DEFAULT_ENVIRONMENT_CAPS
   const agentUser = options.agentUser ?? '1000:1000'
@@ -74,7 +74,7 @@ function defaultEnvSpec(options: BerthOptions, logger: Logger): Partial<Containe
  * createServices({ store, cipher, ...services })
  * ```
  */
-export function wirePool(options: BerthOptions, ctx: PoolWiringContext): PoolWiring {
+export function wirePool(options: ResolvedBerthOptions, ctx: PoolWiringContext): PoolWiring {
   const caps = options.environments?.caps ?? DEFAULT_ENVIRONMENT_CAPS
   const runtime = options.runtime
   if (options.pool && !runtime) throw new Error('createBerth: `pool` needs a `runtime`')

@@ -1,6 +1,5 @@
 import { basename } from 'node:path'
-import { configFromEnv, type BerthConfig } from '@berth/server'
-import { loadConfig, loadDotenv } from 'c12'
+import { configFromEnv, type BerthConfig } from '../config.js'
 
 /** The configuration and where it came from, for the start-up log. */
 export interface LoadedSettings {
@@ -23,6 +22,8 @@ export interface LoadedSettings {
 export async function loadSettings(dir: string, env: NodeJS.ProcessEnv = process.env): Promise<LoadedSettings> {
   // .env's values taken literally (no `${VAR}` expansion, which would also rewrite any `$`
   // in the environment's own values), for the variables the environment leaves unset.
+  // c12 loaded on first use: an embedder that passes its own options never needs it.
+  const { loadConfig, loadDotenv } = await import('c12')
   const dotenv = await loadDotenv({ cwd: dir, fileName: '.env', env: {}, interpolate: false })
   const merged: Record<string, string | undefined> = { ...env }
   for (const [name, value] of Object.entries(dotenv))

@@ -1,6 +1,10 @@
 import { resolve } from 'node:path'
 import { jsonLogger, type Logger, type Store } from '@berth/core'
-import { embeddedStore, memoryStore, postgresStore, redisStore, type BerthConfig } from '@berth/server'
+import type { BerthConfig } from '../config.js'
+import { embeddedStore } from '../storage/embedded.js'
+import { memoryStore } from '../storage/memory.js'
+import { postgresStore } from '../storage/postgres.js'
+import { redisStore } from '../storage/redis.js'
 
 /** The store Berth keeps its records in, and a description safe to log. */
 export interface ChosenStorage {
@@ -54,7 +58,7 @@ export async function storageFor(config: BerthConfig, logger: Logger = jsonLogge
         if (isMissingModule(err, 'ioredis')) {
           throw new Error(
             'BERTH_STORAGE=redis needs the "ioredis" package, which is not installed. ' +
-              'Install it next to the server: pnpm --filter @berth/standalone-server add ioredis',
+              'Install it next to @berth/server (npm install ioredis)',
           )
         }
         throw err

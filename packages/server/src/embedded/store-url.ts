@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Store } from '@berth/core'
-import { postgresStore, redisStore, sqliteStore } from '@berth/server'
-import { redactUrl } from './storage.js'
+import { postgresStore } from '../storage/postgres.js'
+import { redisStore } from '../storage/redis.js'
+import { sqliteStore } from '../storage/sqlite.js'
+import { redactUrl } from './storage-choice.js'
 
 /** A store opened from a store URL, and how to describe it without a password. */
 export interface OpenedStore {

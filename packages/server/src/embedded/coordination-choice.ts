@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import type { Coordination } from '@berth/core'
-import { createCoordination, type BerthConfig } from '@berth/server'
+import type { BerthConfig } from '../config.js'
+import { createCoordination } from '../coordination/index.js'
 
 /** How long a restart waits for its previous run's heartbeat (same instance id) to lapse: the driver's 30 s lease and some. */
 const SAME_ID_WAIT_MS = 40_000

@@ -1,0 +1,167 @@
+/** Which container runtime Berth runs tasks on: the engine that answers, or `local`. */
+import { join } from 'node:path'
+import { connectEngine, dockerRuntime, engineUrlOptions, type EngineConnectionOptions } from '@berth/adapter-docker'
+import { localRuntime } from '@berth/adapter-local'
+import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
+import type { ContainerRuntime } from '@berth/core'
+import { answerSync } from './engine-probe.js'
+
+/** A runtime by name: `auto` takes the first engine that answers (Docker, then Podman), else `local`. */
+export type RuntimeName = 'auto' | 'docker' | 'podman' | 'local'
+
+/** The container runtime chosen, and a description safe to log. */
+export interface ChosenRuntime {
+  runtime: ContainerRuntime
+  name: 'docker' | 'podman' | 'local'
+  /** e.g. `podman (unix:///run/podman/podman.sock, rootful)`. */
+  description: string
+}
+
+const DOCKER_SOCKET = '/var/run/docker.sock'
+
+/** How long an engine gets to answer its ping before it counts as down. */
+const PING_TIMEOUT_MS = 3_000
+
+export const NO_ISOLATION_WARNING = [
+  '',
+  '!!! WARNING: NO CONTAINER ISOLATION !!!',
+  '!!! Runtime `local`: tasks run as plain processes on this host, as this user, with full',
+  '!!! access to its files and network and no resource limits. Development only. Start Docker',
+  '!!! or Podman (or set BERTH_RUNTIME=docker|podman) for anything else.',
+  '',
+].join('\n')
+
+interface Candidate {
+  connection: EngineConnectionOptions
+  make(): ChosenRuntime
+}
+
+function docker(env: NodeJS.ProcessEnv): Candidate {
+  // Docker's default socket named explicitly: dockerode's own default is a lazy lookup
+  // that cannot be printed. DOCKER_HOST (with its TLS variables) is read the docker CLI's way.
+  const connection = env.DOCKER_HOST ? engineUrlOptions(env.DOCKER_HOST, env) : { socketPath: DOCKER_SOCKET }
+  return {
+    connection,
+    make() {
+      const { docker: client, endpoint } = connectEngine(connection)
+      return { runtime: dockerRuntime({ docker: client }), name: 'docker', description: `docker (${endpoint})` }
+    },
+  }
+}
+
+function podman(env: NodeJS.ProcessEnv): Candidate {
+  const found = discoverPodman({ env })
+  return {
+    connection: found.connection,
+    make() {
+      const { docker: client, endpoint } = connectEngine(found.connection)
+      return {
+        runtime: podmanRuntime({ docker: client }),
+        name: 'podman',
+        description: `podman (${endpoint}, ${found.source})`,
+      }
+    },
+  }
+}
+
+/** The local runtime: sandboxed by bubblewrap where it works (one calm line), else the loud warning. */
+function local(dataDir: string, warn: (message: string) => void): ChosenRuntime {
+  const baseDir = join(dataDir, 'containers')
+  const runtime = localRuntime({ baseDir })
+  if (runtime.sandbox === 'none') {
+    warn(NO_ISOLATION_WARNING)
+    return { runtime, name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
+  }
+  warn(`berth: runtime local: tasks run in a ${runtime.description}.`)
+  return { runtime, name: 'local', description: `local (${baseDir}, bubblewrap sandbox)` }
+}
+
+/** Options of {@link chooseRuntime}. */
+export interface ChooseRuntimeOptions {
+  /** Default `auto`. */
+  runtime?: RuntimeName
+  /** The `local` runtime keeps its containers under `<dataDir>/containers`. */
+  dataDir: string
+  /** Where the fallback to `local` and its isolation are announced (default `console.warn`). */
+  warn?: (message: string) => void
+  /** `DOCKER_HOST` and its TLS variables, `CONTAINER_HOST`, `XDG_RUNTIME_DIR` (default `process.env`). */
+  env?: NodeJS.ProcessEnv
+}
+
+/**
+ * The runtime `runtime` names: `auto` takes Docker if its socket (or `DOCKER_HOST`)
+ * answers, else Podman if its socket answers, else `local` (a bubblewrap sandbox where
+ * bwrap works, else no isolation and `warn` is called loudly). `docker` and `podman`
+ * insist on that engine and throw a clear message when it does not answer within 3 s.
+ *
+ * @example
+ * ```ts
+ * const { runtime, description } = chooseRuntime({ runtime: 'auto', dataDir: './.data' })
+ * ```
+ */
+export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
+  const { runtime = 'auto', dataDir, warn = console.warn, env = process.env } = options
+  if (runtime === 'local') return local(dataDir, warn)
+  const candidates =
+    runtime === 'auto' ? [docker(env), podman(env)] : runtime === 'docker' ? [docker(env)] : [podman(env)]
+  const answers = answerSync(
+    candidates.map((c) => c.connection),
+    PING_TIMEOUT_MS,
+  )
+  const index = answers.indexOf(true)
+  if (index >= 0) return candidates[index]!.make()
+  const tried = candidates.map((c) => `${where(c.connection)} does not answer`).join('; ')
+  if (runtime !== 'auto') throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer. ${tried}`)
+  warn(`No container engine answers (${tried}); falling back to BERTH_RUNTIME=local.`)
+  return local(dataDir, warn)
+}
+
+function where(c: EngineConnectionOptions): string {
+  return c.socketPath ? `unix://${c.socketPath}` : `${c.protocol ?? 'http'}://${c.host}:${c.port}`
+}
+
+/**
+ * The engine at an engine URL (`BERTH_ENGINE_URL`: `unix://`, `tcp://`, `https://`,
+ * `ssh://`): Docker or Podman as `runtime` says; with `auto`, what the engine's `/version`
+ * names (Podman lists a "Podman Engine" component). Rejects when it does not answer.
+ *
+ * @example
+ * ```ts
+ * const { runtime } = await engineAtUrl('ssh://ops@build-02', 'auto')
+ * ```
+ */
+export async function engineAtUrl(
+  url: string,
+  runtime: RuntimeName,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ChosenRuntime> {
+  const { docker: client, endpoint } = connectEngine(engineUrlOptions(url, env))
+  let engine = runtime
+  if (engine === 'auto') {
+    const version = await within(client.version()).catch((err: Error) => {
+      throw new Error(`BERTH_ENGINE_URL=${endpoint} does not answer: ${err.message}`)
+    })
+    engine = version.Components?.some((c) => /podman/i.test(c.Name)) ? 'podman' : 'docker'
+  }
+  const made = engine === 'podman' ? podmanRuntime({ docker: client }) : dockerRuntime({ docker: client })
+  const name = engine === 'podman' ? 'podman' : 'docker'
+  const description = `${engine} (${endpoint}, BERTH_ENGINE_URL)`
+  await within(made.ping()).catch(async (err: Error) => {
+    await made.close?.().catch(() => {})
+    throw new Error(`BERTH_ENGINE_URL: ${description} does not answer: ${err.message}`)
+  })
+  return { runtime: made, name, description }
+}
+
+/** `promise`, or a rejection after {@link PING_TIMEOUT_MS}. */
+async function within<T>(promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${PING_TIMEOUT_MS} ms`)), PING_TIMEOUT_MS)
+  })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
