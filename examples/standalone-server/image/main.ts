@@ -9,6 +9,8 @@ import { parseArgs } from 'node:util'
 import { buildServerImage } from './build.js'
 
 const { values } = parseArgs({
+  // pnpm passes a `--` through when the arguments follow one (`pnpm image -- --force`).
+  args: process.argv.slice(2).filter((a) => a !== '--'),
   options: { engine: { type: 'string', default: 'docker' }, force: { type: 'boolean', default: false } },
 })
 if (values.engine !== 'docker' && values.engine !== 'podman') {
