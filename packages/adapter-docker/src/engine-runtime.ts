@@ -16,6 +16,7 @@ import { startExec } from './exec.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
+import { hostPathMapper } from './host-paths.js'
 import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
 
@@ -97,6 +98,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   }
   const container = (id: string) => docker.getContainer(id)
   const egress = egressEnforcer(ctx, options.firewall)
+  // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
+  const hostMounts = hostPathMapper(docker)
   /**
    * Containers whose commands run as a non-root user (`spec.user`, kept in the
    * {@link USER_LABEL} label too, so a restarted server finds it): their working directory
@@ -172,9 +175,17 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
         }
+        const mounts = await hostMounts(spec.mounts ?? [])
         const created = await docker.createContainer(
           toCreateOptions(
-            { ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) },
+            {
+              ...spec,
+              mounts,
+              user: user ? undefined : spec.user,
+              image,
+              labels,
+              ...(network !== undefined && { network }),
+            },
             containerNameValue,
             options.hardening,
           ),
