@@ -91,5 +91,5 @@ export async function forkAfterSecondTask(
   expect(originalFiles).not.toContain('four.txt')
   const view = await user.api.workspaces.get({ params: { id: original } })
   expect(view.forked_from).toBeNull()
-  return { original, fork, t2, t3, session_id }
+  return { original, fork, t2, latest: inOriginal, session_id }
 }

@@ -27,20 +27,20 @@ describe.each(ENGINES)('forking a session on %s', (engine) => {
   })
 
   it('a fork of a warm session after task 2 has tasks 1–2’s files and memory, not task 3’s; the original is unchanged', async () => {
-    const { original, fork, t2, t3 } = await forkAfterSecondTask(t, {
+    const { original, fork, t2, latest } = await forkAfterSecondTask(t, {
       beforeFork: async (ws) => expect((await t.api.workspaces.get({ params: { id: ws } })).status).toBe('running'),
     })
-    // Only at the latest finished task: task 3 now; task 2 is refused, saying why.
+    // Only at the latest finished task (the original's latest prompt now); task 2 is refused, saying why.
     const early = await failure(t.api.workspaces.fork({ params: { id: original }, body: { at_task_id: t2.task_id } }))
     expect(early).toMatchObject({ status: 409, code: 'CONFLICT' })
     expect(early.message).toContain('latest finished task')
-    const again = await t.api.workspaces.fork({ params: { id: original }, body: { at_task_id: t3.task_id } })
-    expect(again.forked_from).toEqual({ workspace_id: original, task_id: t3.task_id })
+    const again = await t.api.workspaces.fork({ params: { id: original }, body: { at_task_id: latest.task_id } })
+    expect(again.forked_from).toEqual({ workspace_id: original, task_id: latest.task_id })
     // A task of another workspace (the fork's own) is a 400.
     expect(
-      await failure(t.api.workspaces.fork({ params: { id: fork.id }, body: { at_task_id: t3.task_id } })),
+      await failure(t.api.workspaces.fork({ params: { id: fork.id }, body: { at_task_id: latest.task_id } })),
     ).toMatchObject({ status: 400 })
-  })
+  }, 300_000)
 
   it('a fork of a session whose container was released idle has its files and conversation', async () => {
     const user = await agentUser(idle.s)
@@ -48,7 +48,7 @@ describe.each(ENGINES)('forking a session on %s', (engine) => {
       beforeFork: (ws) => waitIdle(user.api, ws),
       originalKeepsFiles: false,
     })
-  })
+  }, 300_000)
 
   it('a fork of a persistent session gets its own volume with a copy of the files', async () => {
     const profile = await t.api.profiles.create({
@@ -62,7 +62,7 @@ describe.each(ENGINES)('forking a session on %s', (engine) => {
     // Released, the fork's files stay on its volume.
     await t.s.berth.services.tasks.releaseWorkspace(t.id, fork.id)
     expect(await fileNames(t.api, fork.id)).toEqual(expect.arrayContaining(['one.txt', 'two.txt', 'four.txt']))
-  })
+  }, 300_000)
 
   it('refuses another caller’s workspace or task (404), a running task (409) and a batch workspace (400)', async () => {
     const first = await t.run({ mode: 'session', prompt: 'Start. [[berth:text ok]]' })
@@ -100,5 +100,5 @@ describe.each(ENGINES)('forking a session on %s', (engine) => {
     const refused = await failure(t.api.workspaces.fork({ params: { id: batch.workspace_id! }, body: {} }))
     expect(refused).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' })
     expect(refused.message).toContain('batch')
-  })
+  }, 120_000)
 })
