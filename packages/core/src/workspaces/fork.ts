@@ -172,6 +172,12 @@ async function copyFiles(
   forkId: string,
 ): Promise<{ files: boolean }> {
   const warm = d.engine && src.container_id && d.engine.pool.list().some((c) => c.id === src.container_id)
+  // Its files are in a container this instance cannot reach: no older copy stands in for them.
+  if (src.container_id && !warm && !src.volume)
+    throw new ApiError(
+      'CONFLICT',
+      `Workspace ${src.id}'s container is held by another instance: fork it once it has idled out (or from that instance)`,
+    )
   if (d.engine && (warm || src.volume)) {
     const target = await fileTarget(d, owner, src.id)
     try {
