@@ -127,7 +127,11 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     expect(forked.code, forked.stderr).toBe(0)
     const fork = JSON.parse(forked.stdout) as { id: string; session_id: string; forked_from: { workspace_id: string } }
     expect(fork.forked_from.workspace_id).toBe(ws)
-    const inFork = await berth(['sessions', '--session', fork.session_id], env, 'And first? [[berth:recall]]\n')
+    const inFork = await berth(
+      ['sessions', '--profile', 'agent', '--session', fork.session_id],
+      env,
+      'And first? [[berth:recall]]\n',
+    )
     expect(inFork.stdout).toContain('The first prompt was: The password is OSPREY.')
     const busy = await berth(['sessions', 'fork', ws, '--at', 'task_zzzzzzzzzzzzzzzzzzzz'], env)
     expect(busy.code).not.toBe(0)
