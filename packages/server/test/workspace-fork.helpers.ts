@@ -60,7 +60,9 @@ export async function forkAfterSecondTask(
   expect(await fileNames(user.api, fork.id)).toEqual(expect.arrayContaining(['one.txt', 'two.txt']))
   // Its transcript starts with the original's events, up to task 2.
   const copied = (await user.api.workspaces.transcript({ params: { id: fork.id }, query: { limit: 100 } })).events
-  expect(copied[0]).toMatchObject({ seq: 1, task_id: t1.task_id })
+  const [originalFirst] = (await user.api.workspaces.transcript({ params: { id: original }, query: { limit: 1 } }))
+    .events
+  expect(copied[0]).toEqual(originalFirst)
   expect(copied.at(-1)).toMatchObject({ task_id: t2.task_id })
 
   const t3 = await user.run({ mode: 'session', profile_id, session_id, prompt: step('gamma', 'three') })
