@@ -71,7 +71,8 @@ export async function forkWorkspace(
       id: forkId,
       profile_id: src.profile_id,
       persistent: src.persistent,
-      name: `${src.name} (fork)`,
+      // Within the 200 characters a name may have, whole code points.
+      name: `${[...src.name].slice(0, 193).join('')} (fork)`,
     })
     await copyTranscript(d, owner, src.id, forkId, events)
     const fork = await d.workspaces.patch(owner, created.id, {
