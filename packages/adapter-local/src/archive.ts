@@ -12,14 +12,15 @@ interface EntryStream {
 
 /**
  * A tar of a host file or directory, named like the Docker archive endpoint names it: the
- * path's base name is the top entry, directories end in `/`.
+ * top entry is `name` (the container path's base name; by default the host path's),
+ * directories end in `/`.
  *
  * @example
  * ```ts
- * for await (const chunk of packPath('/srv/berth/ab12/root/workspace')) out.write(chunk)
+ * for await (const chunk of packPath('/srv/berth/volumes/berth-ws-1', 'workspace')) out.write(chunk)
  * ```
  */
-export function packPath(path: string): Pack {
+export function packPath(path: string, name = basename(path)): Pack {
   const p = pack()
   const add = async (abs: string, name: string): Promise<void> => {
     const st = await lstat(abs)
@@ -38,7 +39,7 @@ export function packPath(path: string): Pack {
       })
     }
   }
-  add(path, basename(path)).then(
+  add(path, name).then(
     () => p.finalize(),
     (err: Error) => p.destroy(err),
   )

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
+import { posix } from 'node:path'
 import {
   defineRuntime,
   execFileOperations,
@@ -269,7 +270,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       if (!(await stat(abs).catch(() => null))) {
         throw fail('not_found', `Could not find the file ${path} in ${id}`, { op: 'getArchive', id, path })
       }
-      const p = packPath(abs)
+      // Named for the container path, as Docker does: a volume's host directory has another name.
+      const p = packPath(abs, posix.basename(posix.normalize(`/${path}`)) || undefined)
       return toWebStream(p as unknown as AsyncIterable<Uint8Array>, () => p.destroy())
     },
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it, vi } from 'vitest'
 import { collectExec, isContainerError, type Logger } from '@berth/core'
-import { packTar } from '@berth/testkit'
+import { packTar, readTar } from '@berth/testkit'
 import { localRuntime } from '../src/index.js'
 import { hostPath, readMeta } from '../src/paths.js'
 
@@ -66,6 +66,22 @@ describe('local runtime', () => {
     await second.remove(id)
     expect(existsSync(join(baseDir, id))).toBe(false)
     await vi.waitFor(() => expect(() => process.kill(pid!, 0)).toThrow(), 5_000) // the main process went with it
+  })
+
+  it('names an archive of a volume-mounted path after the container path, as Docker does', async () => {
+    const baseDir = tempBase()
+    const rt = localRuntime({ baseDir, logger: recordingLogger().logger, sandbox: 'none' })
+    await rt.createVolume('berth-ws-a', { labels: {} })
+    const { id } = await rt.create({
+      image: 'x',
+      workingDir: '/workspace',
+      mounts: [{ type: 'volume', source: 'berth-ws-a', target: '/workspace' }],
+    })
+    await rt.start(id)
+    await rt.putArchive(id, '/workspace', await packTar([{ name: 'a.txt', content: 'x' }]))
+    const names = (await readTar(await rt.getArchive(id, '/workspace'))).map((e) => e.name)
+    expect(names).toEqual(['workspace/', 'workspace/a.txt'])
+    await rt.remove(id)
   })
 
   it('refuses archive entries that climb out of the target', async () => {

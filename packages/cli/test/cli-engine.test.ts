@@ -94,7 +94,7 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     expect(unknown.stderr).toContain('No profile with slug "no-such-profile"')
   })
 
-  it('berth sessions takes follow-ups line by line; berth files put and get round-trip a file in its workspace', async () => {
+  it('berth sessions takes follow-ups line by line; berth files put and get round-trip a file in its workspace; berth sessions fork copies the session', async () => {
     const chat = await berth(
       ['sessions', '--profile', 'agent'],
       env,
@@ -121,5 +121,20 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+
+    // A fork remembers the conversation; the new session goes on from there.
+    const forked = await berth(['sessions', 'fork', ws, '--json'], env)
+    expect(forked.code, forked.stderr).toBe(0)
+    const fork = JSON.parse(forked.stdout) as { id: string; session_id: string; forked_from: { workspace_id: string } }
+    expect(fork.forked_from.workspace_id).toBe(ws)
+    const inFork = await berth(
+      ['sessions', '--profile', 'agent', '--session', fork.session_id],
+      env,
+      'And first? [[berth:recall]]\n',
+    )
+    expect(inFork.stdout).toContain('The first prompt was: The password is OSPREY.')
+    const busy = await berth(['sessions', 'fork', ws, '--at', 'task_zzzzzzzzzzzzzzzzzzzz'], env)
+    expect(busy.code).not.toBe(0)
+    expect(busy.stderr).toContain('task_zzzzzzzzzzzzzzzzzzzz not found')
   })
 })

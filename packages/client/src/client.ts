@@ -1,4 +1,4 @@
-import type { Approval, Task } from '@berth/contract'
+import type { Approval, Task, Workspace } from '@berth/contract'
 import {
   normalizeUpload,
   uploadForm,
@@ -255,7 +255,14 @@ export function buildClient(
   defineSteering(tasks as Record<string, unknown>, steer, call)
   define(tree, 'sessions', {
     start: (sessionOptions: SessionOptions) =>
-      startSession({ run, deleteWorkspace: (id) => call('workspaces.delete', { params: { id } }) }, sessionOptions),
+      startSession(
+        {
+          run,
+          deleteWorkspace: (id) => call('workspaces.delete', { params: { id } }),
+          forkWorkspace: (id, body) => call('workspaces.fork', { params: { id }, body }) as Promise<Workspace>,
+        },
+        sessionOptions,
+      ),
   })
 
   const upload: ClientInternals['upload'] = async (workspaceId, files, o = {}) =>

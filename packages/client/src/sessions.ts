@@ -1,4 +1,4 @@
-import type { Task } from '@berth/contract'
+import type { ForkWorkspace, Task, Workspace } from '@berth/contract'
 import type { SubmitTaskInput } from './socket.js'
 import type { RunOptions, RunTaskBody } from './tasks/run.js'
 
@@ -39,12 +39,19 @@ export interface Session {
    * `{ deleteWorkspace: true }` deletes it for good.
    */
   close(options?: { deleteWorkspace?: boolean }): Promise<void>
+  /**
+   * Fork the session once its prompts have finished (`POST /v1/workspaces/:id/fork`): a new
+   * session with a copy of the workspace's files and of the conversation so far, with the
+   * same options. The original goes on unchanged.
+   */
+  fork(options?: { atTaskId?: string }): Promise<Session>
 }
 
 /** What a session needs from the client. */
 export interface SessionDeps {
   run(body: RunTaskBody, options: RunOptions): Promise<Task>
   deleteWorkspace(workspaceId: string): Promise<unknown>
+  forkWorkspace(workspaceId: string, body: ForkWorkspace): Promise<Workspace>
 }
 
 /**
@@ -117,6 +124,12 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
       for (const c of running) c.abort()
       await queue
       if (opts.deleteWorkspace && workspaceId) await deps.deleteWorkspace(workspaceId)
+    },
+    async fork(opts = {}) {
+      await queue
+      if (!workspaceId) throw new Error('Nothing to fork yet: send a prompt first')
+      const fork = await deps.forkWorkspace(workspaceId, opts.atTaskId ? { at_task_id: opts.atTaskId } : {})
+      return startSession(deps, { ...options, session_id: fork.session_id })
     },
   }
 }

@@ -158,4 +158,22 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
     await session.close({ deleteWorkspace: true })
     await expect(session.send('after close')).rejects.toThrow(/closed/)
   })
+
+  it('session.fork: a new session that remembers the conversation so far; the original goes on unchanged', async () => {
+    const session = berth.sessions.start({ profile_id: t.profileId })
+    await session.send('The code word is HARBOUR.')
+    const fork = await session.fork()
+    expect(fork.id).toMatch(/^sess_/)
+    expect(fork.id).not.toBe(session.id)
+    await session.send('And now it is LANTERN.')
+    const answer = await fork.send('Which came before? [[berth:recall_all]]')
+    expect(answer.result!.text).toContain('The earlier prompts were: The code word is HARBOUR.')
+    expect(answer.result!.text).not.toContain('LANTERN')
+    expect((await berth.workspaces.get({ params: { id: fork.workspaceId! } })).forked_from).toEqual({
+      workspace_id: session.workspaceId,
+      task_id: session.tasks[0]!.task_id,
+    })
+    await fork.close({ deleteWorkspace: true })
+    await session.close({ deleteWorkspace: true })
+  })
 })

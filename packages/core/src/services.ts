@@ -1,5 +1,5 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { CONNECT_TYPES } from '@berth/contract'
+import { CONNECT_TYPES, type ForkWorkspace, type Workspace } from '@berth/contract'
 import { DEFAULT_MODELS, staticCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import { silentLogger, type Logger } from './ports/logger.js'
@@ -29,6 +29,7 @@ import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import { noPool, type PoolView } from './runtime/pool-view.js'
 import { deleteWorkspace } from './workspaces/delete.js'
+import { forkWorkspace } from './workspaces/fork.js'
 import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService } from './resources/index.js'
 import { UsersService } from './resources/users.js'
@@ -105,6 +106,8 @@ export interface Services {
   notifications: NotificationsService
   /** Delete a workspace for good: stop its tasks, reap its container and volume, drop its log and row. */
   deleteWorkspace(owner: string, id: string): Promise<void>
+  /** Fork a session: a new workspace with a copy of its files, conversation and transcript. */
+  forkWorkspace(owner: string, id: string, input: ForkWorkspace): Promise<Workspace>
   /** Signed, expiring, single-use OAuth `state` values (shared by every OAuth flow). */
   oauthStates: OAuthStates
   gitAccounts: GitAccountsService
@@ -327,5 +330,7 @@ export function createServices(opts: ServicesOptions): Services {
     audit,
     deleteWorkspace: (owner, id) =>
       deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
+    forkWorkspace: (owner, id, input) =>
+      forkWorkspace({ store, workspaces, tasks, eventLog, engine: opts.engine, snapshots }, owner, id, input),
   }
 }

@@ -171,6 +171,8 @@ const BEYOND_API_MD = [
   // The audit log (issue 28; API.md "Added in this round"): the deployment's for admins, a caller's own.
   'GET /admin/audit',
   'GET /v1/audit',
+  // Forking a session (issue 31; API.md "Added in this round").
+  'POST /v1/workspaces/:id/fork',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */

@@ -2,6 +2,7 @@
  * Reading a Messages API request the way the offline model needs: where the latest user
  * prompt is, how many assistant turns answered it so far, and what the first prompt was.
  */
+import { stripDirectives } from './directives.js'
 
 /** A content block as the Messages API sends it (only the fields the model reads). */
 export interface ContentBlock {
@@ -25,6 +26,8 @@ export interface ConversationState {
   turn: number
   /** The text of the conversation's first user prompt. */
   firstPrompt: string
+  /** The prompts before the latest one, oldest first, their directives removed. */
+  earlierPrompts: string[]
   /** Total characters of the request's messages, for plausible `input_tokens`. */
   size: number
   /** The latest text a person typed anywhere in the conversation (a prompt, or a message sent beside tool results). */
@@ -62,22 +65,32 @@ function isPrompt(message: MessageParam): boolean {
  *
  * @example
  * ```ts
- * readConversation([{ role: 'user', content: 'hi' }]) // { prompt: 'hi', turn: 0, firstPrompt: 'hi', size: 2 }
+ * readConversation([{ role: 'user', content: 'hi' }]) // { prompt: 'hi', turn: 0, firstPrompt: 'hi', earlierPrompts: [], size: 2, … }
  * ```
  */
 export function readConversation(messages: MessageParam[]): ConversationState {
   let last = -1
   let first = -1
+  const prompts: number[] = []
   for (let i = 0; i < messages.length; i++) {
     if (!isPrompt(messages[i]!)) continue
     if (first < 0) first = i
     last = i
+    prompts.push(i)
   }
+  const earlierPrompts = prompts.slice(0, -1).map((i) => stripDirectives(typedText(messages[i]!)))
   const size = messages.reduce((n, m) => n + JSON.stringify(m.content).length, 0)
   const latest = { lastUserText: lastTyped(messages), lastToolResult: lastToolResult(messages) }
-  if (last < 0) return { prompt: '', turn: 0, firstPrompt: '', size, ...latest }
+  if (last < 0) return { prompt: '', turn: 0, firstPrompt: '', earlierPrompts, size, ...latest }
   const turn = messages.slice(last + 1).filter((m) => m.role === 'assistant').length
-  return { prompt: typedText(messages[last]!), turn, firstPrompt: typedText(messages[first]!), size, ...latest }
+  return {
+    prompt: typedText(messages[last]!),
+    turn,
+    firstPrompt: typedText(messages[first]!),
+    earlierPrompts,
+    size,
+    ...latest,
+  }
 }
 
 /** How Claude Code hands over a message sent mid-turn: a reminder beside the next tool result. */

@@ -22,6 +22,8 @@ export interface Script {
   text?: string
   /** Answer with the first user prompt of the conversation. */
   recall: boolean
+  /** `[[berth:recall_all]]`: answer with every earlier prompt of the conversation, oldest first. */
+  recallAll?: boolean
   /** Usage reported for every response. */
   usage?: { input?: number; output?: number }
   /** Fail with this API error from turn `at` on (default 0: every request). */
@@ -119,6 +121,9 @@ export function parseScript(prompt: string): Script {
         } catch {
           throw new DirectiveError(`[[berth:json VALUE]]: VALUE is not JSON: ${args}`)
         }
+        break
+      case 'recall_all':
+        script.recallAll = true
         break
       case 'reply_last_user':
         script.replyLastUser = true

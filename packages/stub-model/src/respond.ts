@@ -96,6 +96,8 @@ export function answer(req: MessagesRequest): Answer {
       name: call.name,
       input: call.input,
     })
+  } else if (script.recallAll) {
+    content.push({ type: 'text', text: `The earlier prompts were: ${convo.earlierPrompts.join(' | ') || '(none)'}` })
   } else if (script.recall) {
     content.push({ type: 'text', text: `The first prompt was: ${convo.firstPrompt}` })
   } else {

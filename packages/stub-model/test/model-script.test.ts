@@ -91,6 +91,26 @@ describe('offline model: directives and the tool loop', () => {
     expect(a).toMatchObject({ content: [{ type: 'text', text: 'The first prompt was: The code word is harbour' }] })
   })
 
+  it('[[berth:recall_all]] answers with every earlier prompt, oldest first, directives removed', () => {
+    const a = answer({
+      tools,
+      messages: [
+        user('First: alpha [[berth:text ok]]'),
+        { role: 'assistant', content: 'ok' },
+        user('Second: beta'),
+        ...toolTurn('t1'),
+        { role: 'assistant', content: 'ok' },
+        user('which? [[berth:recall_all]]'),
+      ],
+    })
+    expect(a).toMatchObject({
+      content: [{ type: 'text', text: 'The earlier prompts were: First: alpha | Second: beta' }],
+    })
+    expect(answer({ tools, messages: [user('[[berth:recall_all]]')] })).toMatchObject({
+      content: [{ type: 'text', text: 'The earlier prompts were: (none)' }],
+    })
+  })
+
   it('[[berth:error KIND at=N]] fails from turn N on', () => {
     const prompt = user('x [[berth:tool Bash {}]] [[berth:error overloaded at=1]]')
     expect(answer({ tools, messages: [prompt] }).kind).toBe('message')

@@ -3,6 +3,7 @@ import { defineCommand } from 'citty'
 import { approvalArgs, approvalFields, createApprover } from '../approvals.js'
 import { action, clientFor, commonArgs, EXIT, log, printJson, printTable } from '../context.js'
 import { createTaskView } from '../render.js'
+import { forkCommand } from './session-fork.js'
 import { taskArgs, taskFields } from '../task-flags.js'
 
 const start = defineCommand({
@@ -97,7 +98,7 @@ const ls = defineCommand({
     }),
 })
 
-/** `berth sessions [start] --profile <slug|id>` (interactive) and `berth sessions ls`. */
+/** `berth sessions [start] --profile <slug|id>` (interactive), `berth sessions ls` and `berth sessions fork <ws>`. */
 export const sessionsCommand = defineCommand({
   meta: { name: 'sessions', description: 'Interactive sessions with follow-up prompts; list sessions' },
   // The flags of `start`, so `berth sessions --profile x` finds its subcommand.
@@ -109,5 +110,5 @@ export const sessionsCommand = defineCommand({
     ...commonArgs,
   },
   default: 'start',
-  subCommands: { start, ls },
+  subCommands: { start, ls, fork: forkCommand },
 })

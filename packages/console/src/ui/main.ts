@@ -6,6 +6,7 @@ import { credentials, signOut } from './session.js'
 import { socket } from './socket.js'
 import { adminView } from './views/admin.js'
 import { sessionsView } from './views/sessions.js'
+import { sessionPage } from './views/fork.js'
 import { signInView } from './views/signin.js'
 import { submitView } from './views/submit.js'
 import { taskView } from './views/task.js'
@@ -81,6 +82,7 @@ function route(): void {
     if (task) view = taskView(task[1]!)
     else if (path === '/new') view = submitView()
     else if (path === '/sessions') view = sessionsView()
+    else if (/^\/sessions\/ws_[A-Za-z0-9]+$/.test(path)) view = sessionPage(path.slice('/sessions/'.length))
     else if (path === '/admin' && credentials()?.operator) view = adminView()
     else view = tasksView(query)
     const skipToMain = (e: Event) => {

@@ -33,6 +33,8 @@ export const Workspace = v.object({
   container_id: v.nullable(Id('container')),
   /** The agent conversation's id, for resuming. */
   persistent: v.boolean(),
+  /** The workspace and task this one was forked from (`POST /v1/workspaces/:id/fork`), or null. */
+  forked_from: v.nullable(v.object({ workspace_id: Id('workspace'), task_id: Id('task') })),
 })
 
 /** Body of `PATCH /v1/workspaces/:id`: only these fields. */
@@ -46,7 +48,13 @@ export const UpdateWorkspace = v.strictObject({
   model_override: v.optional(v.nullable(ModelId)),
 })
 
+/** Body of `POST /v1/workspaces/:id/fork`: the task to fork at (default: the latest finished one). */
+export const ForkWorkspace = v.strictObject({
+  at_task_id: v.optional(Id('task')),
+})
+
 export type Workspace = v.InferOutput<typeof Workspace>
 export type WorkspaceSummary = v.InferOutput<typeof WorkspaceSummary>
 export type WorkspaceStatus = v.InferOutput<typeof WorkspaceStatus>
 export type UpdateWorkspace = v.InferOutput<typeof UpdateWorkspace>
+export type ForkWorkspace = v.InferOutput<typeof ForkWorkspace>

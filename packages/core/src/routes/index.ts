@@ -20,6 +20,7 @@ import { taskHandlers } from './tasks.js'
 import { usageHandlers } from './usage.js'
 import { webhookTriggerHandlers } from './webhook-trigger.js'
 import { workspaceFileHandlers } from './workspace-files.js'
+import { workspaceForkHandlers } from './workspace-fork.js'
 import { workspaceHandlers } from './workspaces.js'
 import { wsHandlers } from './ws.js'
 
@@ -33,6 +34,7 @@ export const routes = attachHandlers(declared, {
   ...taskHandlers,
   ...workspaceHandlers,
   ...workspaceFileHandlers,
+  ...workspaceForkHandlers,
   ...resourceHandlers,
   ...environmentHandlers,
   ...poolHandlers,

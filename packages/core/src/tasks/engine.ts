@@ -80,7 +80,8 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
   // Warm agents live in the default environment's containers: only its tasks may take one.
   let input: RunnerInput | null = null
   let agent: WarmAgent | null = null
-  if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id) {
+  // A fork's copied files go in before the agent starts, so no warm agent for it either.
+  if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id && !ws.seed_files) {
     input = await materialize(deps.catalog, task, profile, ws)
     agent = agents.take(warmKey(owner, input))
   }

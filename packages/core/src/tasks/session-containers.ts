@@ -93,7 +93,9 @@ export class SessionContainers {
     const engine = requireEngine(this.o.engine)
     const claimed = await claimContainer({ ...this.o, engine }, plan, signal)
     this.warm.set(ws.id, { lease: claimed.lease, timer: null, profile_id: plan.profile.id })
-    if (!claimed.agent && !ws.persistent && ws.sdk_session_id) {
+    // A fork's copied files hold its conversation too (`.berth`).
+    const seeded = ws.seed_files ? await this.plantSeed(engine, claimed) : false
+    if (!claimed.agent && !ws.persistent && ws.sdk_session_id && !seeded) {
       // Nothing kept to resume from: the follow-up starts a new conversation.
       if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws)))
         claimed.workspace = { ...claimed.workspace, sdk_session_id: null }
@@ -197,6 +199,22 @@ export class SessionContainers {
   /** Stop the idle clocks (containers stay for the next start). */
   close(): void {
     for (const w of this.warm.values()) if (w.timer) clearTimeout(w.timer)
+  }
+
+  /**
+   * Put a fork's copied files into its first container (onto its new volume, if it has one),
+   * then drop them from the store: from now on the container or the volume holds them.
+   */
+  private async plantSeed(engine: TaskEngine, claimed: Claimed): Promise<boolean> {
+    const { owner_id: owner, id } = claimed.workspace
+    const snapshots = this.o.snapshots
+    const planted = snapshots
+      ? await snapshots.restore(engine.runtime, claimed.lease.container.engine_id, owner, id)
+      : false
+    await snapshots?.remove(owner, id)
+    await this.o.workspaces.patch(owner, id, { seed_files: false })
+    claimed.workspace = { ...claimed.workspace, seed_files: false }
+    return planted
   }
 
   private releaseIdle(owner: string, wsId: string): Promise<void> {

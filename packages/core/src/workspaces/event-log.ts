@@ -122,15 +122,21 @@ export class EventLog {
     return log
   }
 
-  /** Append events; they get their `seq` and `at` now and are written within `flushMs`. */
-  async append(owner: string, ws: string, events: NewEvent[]): Promise<TranscriptEvent[]> {
+  /**
+   * Append events; they get their `seq` and `at` now (`keepAt`: events copied from another
+   * log keep their `at`) and are written within `flushMs`.
+   */
+  async append(owner: string, ws: string, events: NewEvent[], opts?: { keepAt?: boolean }): Promise<TranscriptEvent[]> {
     const id = `${owner}:${ws}`
     for (;;) {
       const log = await this.open(owner, ws)
       // An idle log may have been let go meanwhile: append only to the current one.
       if (this.logs.get(id) !== log) continue
       const at = isoNow(this.clock)
-      const placed = events.map((e) => ({ ...e, seq: ++log.count, at }) as TranscriptEvent)
+      const placed = events.map(
+        (e) =>
+          ({ ...e, seq: ++log.count, at: opts?.keepAt && typeof e.at === 'string' ? e.at : at }) as TranscriptEvent,
+      )
       log.pending.push(...placed)
       if (!log.flushTimer && placed.length) {
         log.flushTimer = setTimeout(() => this.flushSoon(log), this.flushMs)

@@ -84,6 +84,13 @@ export class WorkspaceSnapshots {
     return true
   }
 
+  /** Keep a copy of one workspace's kept files as another's (a fork); false when none are kept. */
+  async copy(owner: string, fromWs: string, toWs: string): Promise<boolean> {
+    const s = await this.read(owner, fromWs)
+    if (s) await this.o.store.set<Snapshot>(key(owner, toWs), { tar: s.tar, saved_at: this.o.clock.now() })
+    return s !== null
+  }
+
   async remove(owner: string, wsId: string): Promise<void> {
     await this.o.store.remove(key(owner, wsId))
   }

@@ -21,6 +21,8 @@ export interface WorkspaceRecord extends OwnedRecord, Workspace {
   thread_claimed: boolean
   /** The Berth instance whose process holds the workspace's container (several instances). */
   instance_id?: string | null
+  /** A fork's copied files wait as its kept files until its first container (see `SessionContainers.lease`). */
+  seed_files?: boolean
 }
 
 /**
@@ -44,7 +46,8 @@ export class WorkspacesService {
   }
 
   view(r: WorkspaceRecord): Workspace {
-    return toView(Workspace, r)
+    // Records from before forks have no `forked_from`.
+    return toView(Workspace, r, { forked_from: r.forked_from ?? null })
   }
 
   summary(r: WorkspaceRecord): WorkspaceSummary {
@@ -72,6 +75,7 @@ export class WorkspacesService {
       model_override: null,
       container_id: null,
       persistent: input.persistent,
+      forked_from: null,
       sdk_session_id: null,
       volume: null,
       thread_claimed: false,

@@ -1,7 +1,6 @@
 import { api, describeError } from '../api.js'
 import { h, replace } from '../dom.js'
 import { age, statusClass } from '../format.js'
-import type { TranscriptEvent } from '../seq-stream.js'
 import { go, type View } from './view.js'
 
 interface Workspace {
@@ -11,20 +10,6 @@ interface Workspace {
   status: string
   name: string
   last_active_at: string
-}
-
-/** Open a session's conversation: the task page of its newest task. */
-async function openSession(id: string, status: HTMLElement): Promise<void> {
-  try {
-    const path = `/v1/workspaces/${id}/transcript`
-    const { total } = await api<{ total: number }>(`${path}?limit=1`)
-    const { events } = await api<{ events: TranscriptEvent[] }>(`${path}?after=${Math.max(0, total - 1)}&limit=1`)
-    const last = events[0]
-    if (!last) throw new Error('This session has no transcript yet.')
-    go(`#/tasks/${last.task_id}`)
-  } catch (err) {
-    status.textContent = describeError(err)
-  }
 }
 
 /** Sessions (workspaces): status, activity; opening one shows its conversation and files. *
@@ -55,7 +40,8 @@ export function sessionsView(): View {
                   type: 'button',
                   class: 'link',
                   'aria-label': `${w.name} (${w.session_id})`,
-                  onclick: () => openSession(w.id, status),
+                  // The session page opens its newest task (a fork that ran nothing yet: its own page).
+                  onclick: () => go(`#/sessions/${w.id}`),
                 },
                 w.name,
               ),

@@ -7,6 +7,7 @@ import { SeqStream, type TranscriptEvent } from '../seq-stream.js'
 import { socket } from '../socket.js'
 import { TranscriptView } from '../transcript.js'
 import { filesPanel } from './files.js'
+import { forkButton } from './fork.js'
 import { followUpForm } from './follow-up.js'
 import { messageBox } from './message-box.js'
 import type { View } from './view.js'
@@ -112,7 +113,12 @@ export function taskView(taskId: string): View {
     const header = h(
       'header',
       { class: 'card task-head' },
-      h('div', { class: 'task-head-top' }, title, h('div', { class: 'task-actions' }, badge, interrupt, cancel)),
+      h(
+        'div',
+        { class: 'task-head-top' },
+        title,
+        h('div', { class: 'task-actions' }, badge, interrupt, cancel, session ? forkButton(first.workspace_id!) : null),
+      ),
       h(
         'p',
         { class: 'muted small meta' },
