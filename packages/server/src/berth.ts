@@ -84,6 +84,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...containerSide,
     ...wireIntegrations(options, { clock, key }),
     playbookWebhookRate: options.playbookWebhookRate,
+    playbookSchedule: options.playbookSchedule,
     concurrency: options.concurrency,
     sessionIdleMs: options.sessionIdleMs,
     taskTimeLimit: options.taskTimeLimit,
@@ -127,6 +128,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     await services.notifications.recover()
     // Whatever the coordination backend lost while no instance ran, put back from the store.
     await services.rebuild.start({ reconcileMs: options.coordination ? options.reconcileMs : null })
+    services.playbookScheduler.start()
   }
   const ready = brokerStarted
     .then(() => (pool ? pool.start().then(() => undefined) : undefined))
@@ -185,6 +187,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
       unwatch()
       websocket.closeAll()
       services.rebuild.close()
+      await services.playbookScheduler.close()
       await services.tasks.close()
       await services.notifications.close()
       await services.messenger.close()
