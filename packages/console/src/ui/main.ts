@@ -5,6 +5,7 @@ import { resetProfiles } from './profiles.js'
 import { credentials, signOut } from './session.js'
 import { socket } from './socket.js'
 import { adminView } from './views/admin.js'
+import { playbooksView } from './views/playbooks.js'
 import { sessionsView } from './views/sessions.js'
 import { signInView } from './views/signin.js'
 import { submitView } from './views/submit.js'
@@ -41,6 +42,7 @@ function nav(): HTMLElement {
       link('#/tasks', 'Tasks'),
       link('#/sessions', 'Sessions'),
       link('#/new', 'New task'),
+      link('#/playbooks', 'Playbooks'),
       c?.operator ? link('#/admin', 'Operator') : null,
     ),
     h(
@@ -81,6 +83,7 @@ function route(): void {
     if (task) view = taskView(task[1]!)
     else if (path === '/new') view = submitView()
     else if (path === '/sessions') view = sessionsView()
+    else if (path === '/playbooks') view = playbooksView()
     else if (path === '/admin' && credentials()?.operator) view = adminView()
     else view = tasksView(query)
     const skipToMain = (e: Event) => {
