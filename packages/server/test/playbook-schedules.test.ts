@@ -10,10 +10,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { manualClock } from '@berth/core'
 import type { BerthClient } from '@berth/client'
-import { clientFor, failure, startServer, type TestServer } from './helpers.js'
+import { clientFor, ENDED, failure, startServer, type TestServer } from './helpers.js'
+import { sweep } from './pool.helpers.js'
+import { taskServer } from './tasks.helpers.js'
 
 const T0 = Date.parse('2026-03-02T08:00:30Z')
 const EVERY_MINUTE = { cron: '* * * * *', timezone: 'UTC' }
@@ -229,6 +231,52 @@ describe('scheduled playbooks', () => {
     await tick(s)
     // 08:04 and 08:05 passed since it was enabled: the latest runs, once.
     expect((await runsOf(api, pb.id)).map((r) => r.scheduled_for)).toEqual(['2026-03-02T08:05:00.000Z'])
+  })
+})
+
+describe('a scheduled playbook on podman', () => {
+  let t: Awaited<ReturnType<typeof taskServer>>
+  beforeAll(async () => {
+    t = await taskServer('podman')
+  })
+  afterAll(async () => {
+    await t.s.close()
+    expect(await sweep(t.runtime, t.pool)).toBe(0)
+  })
+
+  it('runs a slot as an ordinary run: a task of the profile that completes, in the run history', async () => {
+    const pb = await t.api.playbooks.create({
+      body: {
+        profile_id: t.profileId,
+        name: 'Every second',
+        prompt: 'Report. [[berth:text Reported.]]',
+        trigger_type: 'schedule',
+        schedule: { cron: '* * * * * *', timezone: 'UTC' },
+      },
+    })
+    // The next slot on the test's clock, then pause it so no later slot runs.
+    const slot = Date.parse(pb.next_runs[0]!)
+    t.s.clock.set(slot + 200)
+    await tick(t.s)
+    await t.api.playbooks.update({ params: { id: pb.id }, body: { enabled: false } })
+    const run = await vi.waitFor(async () => {
+      const [r] = await runsOf(t.api, pb.id)
+      expect(ENDED).toContain(r?.status)
+      return r!
+    }, 90_000)
+    expect(run).toMatchObject({ trigger: 'schedule', status: 'completed', scheduled_for: new Date(slot).toISOString() })
+    const task = await t.api.tasks.get({ params: { id: run.task_id! } })
+    expect(task.result!.text).toContain('Reported.')
+  })
+
+  it('does not answer its webhook while disabled', async () => {
+    const pb = await t.api.playbooks.create({
+      body: { profile_id: t.profileId, name: 'Hook', prompt: 'x', trigger_type: 'webhook', enabled: false },
+    })
+    const fire = () => t.s.request(`/api/playbooks/${pb.id}/webhook/${pb.webhook_secret}`, { method: 'POST' })
+    expect((await fire()).status).toBe(404)
+    await t.api.playbooks.update({ params: { id: pb.id }, body: { enabled: true } })
+    expect((await fire()).status).toBe(202)
   })
 })
 

@@ -119,7 +119,7 @@ export class PlaybookScheduler {
     const missed = now - slot.at > (this.o.graceMs ?? 60_000)
     const pb = await this.o.playbooks.records.find(entry.owner_id, id)
     // Changed or disabled since the entry was read: its next save decides.
-    if (!pb || pb.trigger_type !== 'schedule' || pb.enabled === false) return
+    if (pb?.trigger_type !== 'schedule' || pb.enabled === false) return
     if (missed && entry.schedule.missed === 'skip') {
       await this.record(id, { at: slot.at, run_id: null })
       this.o.logger.info('scheduled playbook slot missed, skipped', { playbook: id, slot: iso(slot.at) })
