@@ -11,7 +11,8 @@ import { join } from 'node:path'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import { manualClock } from '@berth/core'
+import { manualClock, type RateLimiter } from '@berth/core'
+import type { BerthOptions } from '@berth/server'
 import type { BerthClient } from '@berth/client'
 import { clientFor, ENDED, failure, startServer, type TestServer } from './helpers.js'
 import { sweep } from './pool.helpers.js'
@@ -36,8 +37,9 @@ function dataDir(): string {
 }
 
 /** A server on `dir` whose clock is `clock`; its scheduler ticks only when told. */
-async function server(dir: string, clock: ReturnType<typeof manualClock>) {
+async function server(dir: string, clock: ReturnType<typeof manualClock>, extra: Partial<BerthOptions> = {}) {
   const s = await startServer({
+    ...extra,
     dataDir: dir,
     storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }),
     clock,
@@ -69,6 +71,7 @@ describe('scheduled playbooks', () => {
     const cases = [
       [{ trigger_type: 'schedule', schedule: { cron: '61 * * * *', timezone: 'UTC' } }, 'schedule.cron'],
       [{ trigger_type: 'schedule', schedule: { cron: 'every day', timezone: 'UTC' } }, 'schedule.cron'],
+      [{ trigger_type: 'schedule', schedule: { cron: '0 0 30 2 *', timezone: 'UTC' } }, 'schedule.cron'],
       [{ trigger_type: 'schedule', schedule: { cron: '0 7 * * *', timezone: 'Mars/Olympus' } }, 'schedule.timezone'],
       [{ trigger_type: 'schedule' }, 'schedule'],
       [{ trigger_type: 'manual', schedule: EVERY_MINUTE }, 'schedule'],
@@ -207,6 +210,29 @@ describe('scheduled playbooks', () => {
     await tick(second)
     expect(await runsOf(again, once.id)).toHaveLength(2)
     expect((await runsOf(again, skip.id)).map((r) => r.scheduled_for)).toEqual(['2026-03-02T08:10:00.000Z'])
+  })
+
+  it("spends the owner's rate limit: a slot that finds it spent is a failed run with RATE_LIMITED, not a lost one", async () => {
+    const clock = manualClock(T0)
+    let spent = false
+    const limiter: RateLimiter = {
+      take: () =>
+        spent
+          ? { allowed: false, limit: 1, remaining: 0, resetSeconds: 60, retryAfterSeconds: 60 }
+          : { allowed: true, limit: 1000, remaining: 999, resetSeconds: 0, retryAfterSeconds: 0 },
+    }
+    const s = await server(dataDir(), clock, { rateLimit: limiter })
+    const { api, profileId } = await userWithProfile(s)
+    const pb = await api.playbooks.create({
+      body: { profile_id: profileId, name: 'Busy', prompt: 'x', trigger_type: 'schedule', schedule: EVERY_MINUTE },
+    })
+    clock.set(Date.parse('2026-03-02T08:01:05Z'))
+    spent = true
+    await tick(s)
+    spent = false
+    expect(await runsOf(api, pb.id)).toMatchObject([
+      { trigger: 'schedule', status: 'failed', error: { code: 'RATE_LIMITED' }, task_id: null },
+    ])
   })
 
   it('a disabled schedule starts nothing, and enabled again it counts from then, not from before', async () => {

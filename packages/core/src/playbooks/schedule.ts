@@ -25,12 +25,15 @@ function cronOf(schedule: Pick<PlaybookSchedule, 'cron' | 'timezone'>): Cron {
  */
 export function parseSchedule(input: PlaybookScheduleInput): PlaybookSchedule {
   const schedule = { cron: input.cron.trim(), timezone: input.timezone ?? 'UTC', missed: input.missed ?? 'skip' }
+  let next: Date | null
   try {
-    cronOf(schedule).nextRun()
+    next = cronOf(schedule).nextRun()
   } catch (err) {
     const message = (err as Error).message.replace(/^CronPattern: /, '').slice(0, 200)
     throw validationError([{ location: 'body', path: 'schedule.cron', message }])
   }
+  // A valid pattern that matches no date (`0 0 30 2 *`) would be a playbook that never runs.
+  if (!next) throw validationError([{ location: 'body', path: 'schedule.cron', message: 'never matches a time' }])
   return schedule
 }
 
