@@ -18,6 +18,8 @@ export type {
   TaskControls,
 } from './tasks/steer.js'
 export type { Approval } from '@berth/contract'
+// Playbooks and their schedules (`client.playbooks.*`)
+export type { Playbook, PlaybookRun, PlaybookSchedule, PlaybookScheduleInput } from '@berth/contract'
 export type { SendOptions, Session, SessionOptions } from './sessions.js'
 export type { FileListing, UploadData, UploadFile, UploadOptions, UploadResult } from './files.js'
 

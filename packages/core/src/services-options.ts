@@ -19,6 +19,7 @@ import type { ConnectProvider } from './integrations/chat-mail-types.js'
 import type { BankApi } from './ports/bank-api.js'
 import type { MessengerApi } from './ports/messenger-api.js'
 import type { BrokerPlan } from './tasks/materialize.js'
+import type { SchedulerTimers } from './playbooks/scheduler.js'
 
 /** What the services are built from: the ports and the deployment's settings. */
 export interface ServicesOptions {
@@ -68,6 +69,11 @@ export interface ServicesOptions {
   notifier?: Notifier
   /** Notification retries: tries in all (default 5) and the first backoff (default 1 s, doubling). */
   notificationRetry?: { attempts?: number; backoffMs?: number }
+  /**
+   * Scheduled playbooks: how often each instance looks for due slots (default 1 s), how late
+   * a slot may be and still run as on time (default 60 s), and the timers ticking (tests).
+   */
+  playbookSchedule?: { tickMs?: number; graceMs?: number; timers?: SchedulerTimers }
   /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
   playbookWebhookRate?: { rpm: number; burst: number }
   /**

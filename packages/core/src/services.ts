@@ -42,6 +42,7 @@ import { NotificationsService } from './integrations/notifications.js'
 import { PlaybookRunsService } from './playbooks/playbook-runs.js'
 import { PlaybooksService } from './playbooks/playbooks.js'
 import { WebhookTrigger } from './playbooks/webhook-trigger.js'
+import { PlaybookScheduler } from './playbooks/scheduler.js'
 import { randomBytes } from 'node:crypto'
 import { GitAccountsService } from './integrations/git-accounts.js'
 import { OAuthStates } from './integrations/oauth-state.js'
@@ -98,6 +99,8 @@ export interface Services {
   rebuild: CoordinationRebuild
   playbooks: PlaybooksService
   playbookRuns: PlaybookRunsService
+  /** Starts scheduled playbooks' runs, once per slot across instances: `start()` with the services, `close()` before them. */
+  playbookScheduler: PlaybookScheduler
   webhookTrigger: WebhookTrigger
   integrations: IntegrationsService
   deliveries: DeliveryLog
@@ -234,6 +237,17 @@ export function createServices(opts: ServicesOptions): Services {
     startGraceMs: opts.coordination ? 60_000 : undefined,
   })
   const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
+  const playbookScheduler = new PlaybookScheduler({
+    store,
+    clock,
+    logger,
+    coordination,
+    once,
+    playbooks,
+    runs: playbookRuns,
+    rateLimiter: opts.rateLimiter,
+    ...opts.playbookSchedule,
+  })
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the
   // deployment's transport.
@@ -316,6 +330,7 @@ export function createServices(opts: ServicesOptions): Services {
     rebuild,
     playbooks,
     playbookRuns,
+    playbookScheduler,
     webhookTrigger,
     integrations,
     deliveries,

@@ -14,6 +14,7 @@ import type {
   PoolOptions,
   RateLimiter,
   Services,
+  ServicesOptions,
   Store,
   WarmAgents,
 } from '@berth/core'
@@ -140,6 +141,8 @@ export interface BerthOptions {
    * and how webhook hosts resolve (`resolve`, default the system resolver; for tests).
    */
   notifications?: { attempts?: number; backoffMs?: number; timeoutMs?: number; resolve?: Resolve }
+  /** Scheduled playbooks: tick interval, how late a slot still runs as on time, the timers (see `ServicesOptions`). */
+  playbookSchedule?: ServicesOptions['playbookSchedule']
   /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
   playbookWebhookRate?: { rpm: number; burst: number }
   /**

@@ -87,6 +87,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     ...containerSide,
     ...wireIntegrations(options, { clock, key }),
     playbookWebhookRate: options.playbookWebhookRate,
+    playbookSchedule: options.playbookSchedule,
     concurrency: options.concurrency,
     sessionIdleMs: options.sessionIdleMs,
     taskTimeLimit: options.taskTimeLimit,
@@ -130,6 +131,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     await services.notifications.recover()
     // Whatever the coordination backend lost while no instance ran, put back from the store.
     await services.rebuild.start({ reconcileMs: options.coordination ? options.reconcileMs : null })
+    services.playbookScheduler.start()
   }
   const ready = brokerStarted
     .then(() => (pool ? pool.start().then(() => undefined) : undefined))
@@ -188,6 +190,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
       unwatch()
       websocket.closeAll()
       services.rebuild.close()
+      await services.playbookScheduler.close()
       await services.tasks.close()
       await services.notifications.close()
       await services.messenger.close()

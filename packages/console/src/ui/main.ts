@@ -5,6 +5,7 @@ import { resetProfiles } from './profiles.js'
 import { credentials, signOut } from './session.js'
 import { socket } from './socket.js'
 import { adminView } from './views/admin.js'
+import { playbooksView } from './views/playbooks.js'
 import { sessionsView } from './views/sessions.js'
 import { sessionPage } from './views/fork.js'
 import { signInView } from './views/signin.js'
@@ -42,6 +43,7 @@ function nav(): HTMLElement {
       link('#/tasks', 'Tasks'),
       link('#/sessions', 'Sessions'),
       link('#/new', 'New task'),
+      link('#/playbooks', 'Playbooks'),
       c?.operator ? link('#/admin', 'Operator') : null,
     ),
     h(
@@ -83,6 +85,7 @@ function route(): void {
     else if (path === '/new') view = submitView()
     else if (path === '/sessions') view = sessionsView()
     else if (/^\/sessions\/ws_[A-Za-z0-9]+$/.test(path)) view = sessionPage(path.slice('/sessions/'.length))
+    else if (path === '/playbooks') view = playbooksView()
     else if (path === '/admin' && credentials()?.operator) view = adminView()
     else view = tasksView(query)
     const skipToMain = (e: Event) => {

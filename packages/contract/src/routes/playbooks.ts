@@ -33,7 +33,7 @@ export const playbookRoutes = [
     tag: 'playbooks',
     summary: 'Create a playbook',
     description:
-      'A playbook belongs to one of your profiles (`profile_id`) and runs `prompt` as a task of it, with the optional limits `max_turns`, `max_budget_usd` and `allowed_tools`. With `trigger_type: "webhook"` the answer carries `webhook_secret` (this once): `POST /api/playbooks/:id/webhook/:secret` then starts a run with the posted JSON body as context.',
+      'A playbook belongs to one of your profiles (`profile_id`) and runs `prompt` as a task of it, with the optional limits `max_turns`, `max_budget_usd` and `allowed_tools`. With `trigger_type: "webhook"` the answer carries `webhook_secret` (this once): `POST /api/playbooks/:id/webhook/:secret` then starts a run with the posted JSON body as context. With `trigger_type: "schedule"`, `schedule: { cron, timezone, missed }` (required then, refused otherwise) starts a run at each slot of the cron expression (5 fields, or 6 with seconds) in the IANA `timezone` (default `UTC`), exactly once across instances; a slot that passed while no instance could run it is skipped (`missed: "skip"`, the default) or run once at start (`"run_once"`). `enabled: false` pauses the schedule and the webhook.',
     body: CreatePlaybook,
     response: Playbook,
     status: 201,
@@ -56,7 +56,7 @@ export const playbookRoutes = [
     tag: 'playbooks',
     summary: 'Update a playbook',
     description:
-      '`null` clears a limit. Switching to `trigger_type: "webhook"` without a secret yet generates one: it is in this answer only.',
+      '`null` clears a limit. Switching to `trigger_type: "webhook"` without a secret yet generates one: it is in this answer only. Switching away from `schedule` clears the schedule; a new `schedule`, or enabling again, counts slots from now on.',
     params,
     body: UpdatePlaybook,
     response: Playbook,

@@ -22,8 +22,10 @@ import type { TaskRecord } from '../tasks/task.js'
 import type { TasksService } from '../tasks/service.js'
 
 /** A stored run. `order` sorts runs started within the same clock tick. */
-export interface RunRecord extends OwnedRecord, Omit<PlaybookRun, 'id' | 'created_at'> {
+export interface RunRecord extends OwnedRecord, Omit<PlaybookRun, 'id' | 'created_at' | 'scheduled_for'> {
   order: number
+  /** Absent on runs recorded before schedules. */
+  scheduled_for?: string | null
 }
 
 /** `playbook-run-sessions:<owner>:<session>`: which run a `pb-` session's task belongs to. */
@@ -100,17 +102,22 @@ export class PlaybookRunsService {
   /** The run as read: while it is under way, status and times come from its task. */
   view(r: RunRecord, task?: TaskRecord | null): PlaybookRun {
     const live = task && !DONE.includes(r.status) ? fromTask(task) : {}
-    return toView(PlaybookRun, r, live)
+    return toView(PlaybookRun, r, { scheduled_for: r.scheduled_for ?? null, ...live })
   }
 
-  /** Start a run of `pb` as a task. Always a new run; a task that cannot start makes a failed run. */
+  /**
+   * Start a run of `pb` as a task. Always a new run; a task that cannot start makes a failed
+   * run. A scheduled run (`scheduledFor`, the slot's ISO time) also records what refused it
+   * (`admit`, or the coordination being out of reach), since no caller is there to retry.
+   */
   async start(
     pb: PlaybookRecord,
     trigger: PlaybookTrigger,
     context?: string,
+    scheduled?: { scheduledFor: string; admit?: () => Promise<void> },
   ): Promise<{ status: 'started'; playbook_id: string; run_id: string }> {
     // Refused whole (503) rather than recorded as a failed run when no task can be submitted now.
-    this.o.tasks.assertAccepting()
+    if (!scheduled) this.o.tasks.assertAccepting()
     const owner = pb.owner_id
     const now = isoNow(this.o.clock)
     const sessionId = `pb-${randomToken(24)}`
@@ -126,6 +133,7 @@ export class PlaybookRunsService {
       session_id: sessionId,
       started_at: null,
       finished_at: null,
+      scheduled_for: scheduled?.scheduledFor ?? null,
       error: null,
       created_at: now,
       updated_at: now,
@@ -140,6 +148,7 @@ export class PlaybookRunsService {
     })
     await this.o.store.set(`active-runs:${run.id}`, { owner, playbook_id: pb.id })
     try {
+      await scheduled?.admit?.()
       const { task_id } = await this.o.tasks.submit(
         owner,
         {

@@ -5,6 +5,7 @@ import {
   randomToken,
   Playbook,
   type CreatePlaybook,
+  type PlaybookSchedule,
   type PlaybookTrigger,
   type UpdatePlaybook,
 } from '@berth/contract'
@@ -13,7 +14,8 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import type { PlaybookRecord } from './record.js'
+import { SCHEDULES_PREFIX, SLOTS_PREFIX, type LastSlot, type PlaybookRecord, type ScheduleEntry } from './record.js'
+import { NEXT_RUNS_SHOWN, nextRuns, parseSchedule } from './schedule.js'
 import type { PlaybookRunsService } from './playbook-runs.js'
 import type { ProfilesService } from '../resources/profiles.js'
 
@@ -27,6 +29,8 @@ interface PlaybookIndex {
   owner_id: string
   trigger_type: PlaybookTrigger
   webhook_secret_hash: string | null
+  /** Absent on indexes written before playbooks could be disabled. */
+  enabled?: boolean
 }
 
 const hash = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('hex')
@@ -46,9 +50,10 @@ export function webhookPath(id: string, secret = '{secret}'): string {
 }
 
 /**
- * Playbooks: stored prompts of a profile that run as tasks, on demand or by webhook.
- * A webhook playbook gets a generated secret, shown in the answer that created it and by
- * rotation, stored as a hash and compared in constant time.
+ * Playbooks: stored prompts of a profile that run as tasks, on demand, by webhook or on a
+ * schedule (run by the {@link PlaybookScheduler}). A webhook playbook gets a generated
+ * secret, shown in the answer that created it and by rotation, stored as a hash and
+ * compared in constant time.
  *
  * @example
  * ```ts
@@ -68,12 +73,25 @@ export class PlaybooksService {
     this.records = new OwnedCollection<PlaybookRecord>(store, 'playbooks', 'playbook')
   }
 
-  view(r: PlaybookRecord, secret?: string): Playbook {
+  /** The API view; `last` is the schedule's latest slot (see {@link present}). */
+  view(r: PlaybookRecord, secret?: string, last?: LastSlot | null): Playbook {
+    const schedule = r.trigger_type === 'schedule' ? (r.schedule ?? null) : null
+    const enabled = r.enabled ?? true
     return toView(Playbook, r, {
       has_webhook_secret: r.webhook_secret_hash !== null,
       ...(secret !== undefined && { webhook_secret: secret }),
       webhook_path: r.trigger_type === 'webhook' ? webhookPath(r.id) : null,
+      enabled,
+      schedule,
+      next_runs: schedule && enabled ? nextRuns(schedule, this.clock.now(), NEXT_RUNS_SHOWN) : [],
+      last_slot: last ? { at: new Date(last.at).toISOString(), run_id: last.run_id } : null,
     })
+  }
+
+  /** Views of `records` with their latest slots, in one store read. */
+  private async present(records: PlaybookRecord[], secret?: string): Promise<Playbook[]> {
+    const slots = await this.store.getMany<LastSlot>(records.map((r) => `${SLOTS_PREFIX}${r.id}`))
+    return records.map((r, i) => this.view(r, secret, slots[i]))
   }
 
   private async assertProfile(owner: string, profileId: string): Promise<void> {
@@ -89,7 +107,16 @@ export class PlaybooksService {
       owner_id: r.owner_id,
       trigger_type: r.trigger_type,
       webhook_secret_hash: r.webhook_secret_hash,
+      enabled: r.enabled ?? true,
     })
+    // The scheduler's tick reads only these entries: one per enabled schedule.
+    if (r.trigger_type === 'schedule' && r.schedule && (r.enabled ?? true))
+      await this.store.set<ScheduleEntry>(`${SCHEDULES_PREFIX}${r.id}`, {
+        owner_id: r.owner_id,
+        schedule: r.schedule,
+        armed_at: r.armed_at ?? Date.parse(r.updated_at),
+      })
+    else await this.store.remove(`${SCHEDULES_PREFIX}${r.id}`)
     return r
   }
 
@@ -97,6 +124,7 @@ export class PlaybooksService {
     await this.assertProfile(owner, input.profile_id)
     const now = isoNow(this.clock)
     const trigger = input.trigger_type ?? 'manual'
+    const schedule = scheduleFor(trigger, input.schedule, null)
     const secret = trigger === 'webhook' ? newSecret() : undefined
     const record = await this.save({
       id: newId('playbook'),
@@ -110,6 +138,9 @@ export class PlaybooksService {
       max_budget_usd: input.max_budget_usd ?? null,
       allowed_tools: input.allowed_tools ?? null,
       webhook_secret_hash: secret ? hash(secret) : null,
+      schedule,
+      enabled: input.enabled ?? true,
+      armed_at: this.clock.now(),
       created_at: now,
       updated_at: now,
     })
@@ -117,14 +148,15 @@ export class PlaybooksService {
   }
 
   async get(owner: string, id: string): Promise<Playbook> {
-    return this.view(await this.records.get(owner, id))
+    const [view] = await this.present([await this.records.get(owner, id)])
+    return view!
   }
 
   /** The playbooks of one of the owner's profiles (404 for another owner's profile). */
   async listForProfile(owner: string, profileId: string, page: Page): Promise<Paged<Playbook>> {
     await this.profiles.records.get(owner, profileId)
     const { items, total } = await this.records.list(owner, page, term({ profile_id: profileId }))
-    return { items: items.map((r) => this.view(r)), total }
+    return { items: await this.present(items), total }
   }
 
   /** Change fields; switching to `webhook` without a secret generates one (in this answer only). */
@@ -132,7 +164,19 @@ export class PlaybooksService {
     const current = await this.records.get(owner, id)
     if (input.profile_id !== undefined && input.profile_id !== current.profile_id)
       await this.assertProfile(owner, input.profile_id)
-    const next: PlaybookRecord = { ...current, updated_at: isoNow(this.clock) }
+    const trigger = input.trigger_type ?? current.trigger_type
+    const earlier = current.trigger_type === 'schedule' ? (current.schedule ?? null) : null
+    const schedule = scheduleFor(trigger, input.schedule, earlier)
+    const enabled = input.enabled ?? current.enabled ?? true
+    // A new schedule, or one enabled again, counts its slots from now: what passed before is not missed.
+    const rearm = !sameTimes(schedule, earlier) || (enabled && !(current.enabled ?? true))
+    const next: PlaybookRecord = {
+      ...current,
+      schedule,
+      enabled,
+      armed_at: rearm ? this.clock.now() : current.armed_at,
+      updated_at: isoNow(this.clock),
+    }
     for (const k of [
       'profile_id',
       'name',
@@ -147,7 +191,8 @@ export class PlaybooksService {
     }
     const secret = next.trigger_type === 'webhook' && !next.webhook_secret_hash ? newSecret() : undefined
     if (secret) next.webhook_secret_hash = hash(secret)
-    return this.view(await this.save(next), secret)
+    const [view] = await this.present([await this.save(next)], secret)
+    return view!
   }
 
   /** A new webhook secret; the old one stops working at once. */
@@ -165,6 +210,8 @@ export class PlaybooksService {
   async remove(owner: string, id: string): Promise<void> {
     await this.records.get(owner, id)
     await this.store.remove(`playbook-index:${id}`)
+    await this.store.remove(`${SCHEDULES_PREFIX}${id}`)
+    await this.store.remove(`${SLOTS_PREFIX}${id}`)
     await this.records.remove(owner, id)
     await this.runs.removeAll(owner, id)
   }
@@ -179,10 +226,32 @@ export class PlaybooksService {
     const expected = Buffer.from(index?.webhook_secret_hash ?? DECOY_HASH, 'hex')
     const given = Buffer.from(hash(secret), 'hex')
     const match = timingSafeEqual(given, expected)
-    if (!match || !index || index.trigger_type !== 'webhook') return null
+    if (!match || !index || index.trigger_type !== 'webhook' || index.enabled === false) return null
     return this.records.find(index.owner_id, id)
   }
 }
+
+/**
+ * The schedule a playbook with `trigger` keeps: the body's (validated), else the one it
+ * had; `null` for other triggers. 400 naming `schedule` when it is missing or out of place.
+ */
+function scheduleFor(
+  trigger: PlaybookTrigger,
+  input: CreatePlaybook['schedule'],
+  earlier: PlaybookSchedule | null,
+): PlaybookSchedule | null {
+  const refuse = (message: string) => validationError([{ location: 'body', path: 'schedule', message }])
+  if (trigger !== 'schedule') {
+    if (input !== undefined) throw refuse('is only taken with trigger_type "schedule"')
+    return null
+  }
+  if (input !== undefined) return parseSchedule(input)
+  if (!earlier) throw refuse('is required with trigger_type "schedule"')
+  return earlier
+}
+
+const sameTimes = (a: PlaybookSchedule | null, b: PlaybookSchedule | null) =>
+  a?.cron === b?.cron && a?.timezone === b?.timezone
 
 function newSecret(): string {
   return `whsec_${randomToken(40)}`
