@@ -14,6 +14,7 @@ import { poolRoutes } from './pool.js'
 import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
+import { previewRoutes } from './previews.js'
 import { wsRoute } from './ws.js'
 import { adminRoutes, health, healthReady, metrics } from './system.js'
 import { adminViewRoutes } from './admin-views.js'
@@ -40,6 +41,7 @@ export const routes = [
   ...taskRoutes,
   ...workspaceRoutes,
   ...workspaceFileRoutes,
+  ...previewRoutes,
   ...profileRoutes,
   listProfileModels,
   ...environmentRoutes,

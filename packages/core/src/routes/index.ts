@@ -14,6 +14,7 @@ import { integrationHandlers } from './integrations.js'
 import { messengerHandlers } from './messenger-bot.js'
 import { playbookHandlers } from './playbooks.js'
 import { poolHandlers } from './pool.js'
+import { previewHandlers } from './previews.js'
 import { resourceHandlers } from './resources.js'
 import { systemHandlers } from './system.js'
 import { taskHandlers } from './tasks.js'
@@ -33,6 +34,7 @@ export const routes = attachHandlers(declared, {
   ...taskHandlers,
   ...workspaceHandlers,
   ...workspaceFileHandlers,
+  ...previewHandlers,
   ...resourceHandlers,
   ...environmentHandlers,
   ...poolHandlers,
