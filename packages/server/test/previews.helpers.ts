@@ -25,12 +25,15 @@ s.on('upgrade', (q, k) => {
 s.listen(${port});
 `
 
-/** A prompt whose Bash call starts the server in the background and waits until it answers. */
-export function serveInContainer(port = 8000): string {
+/**
+ * A prompt whose Bash call starts the server in the background and waits until it answers;
+ * with `holdS`, the call then stays that long (a sandbox whose processes end with the call).
+ */
+export function serveInContainer(port = 8000, holdS = 0): string {
   const b64 = Buffer.from(SERVER_SOURCE(port)).toString('base64')
   // Its own session, detached: it outlives the Bash call and the task (as a dev server an agent starts would).
   const start = `require('child_process').spawn(process.execPath, ['-e', Buffer.from('${b64}', 'base64').toString()], { detached: true, stdio: 'ignore' }).unref()`
-  const command = `node -e "${start}"; for i in $(seq 50); do if node -e "require('http').get('http://127.0.0.1:${port}/',()=>process.exit(0)).on('error',()=>process.exit(1))"; then echo started; break; fi; sleep 0.2; done`
+  const command = `node -e "${start}"; for i in $(seq 50); do if node -e "require('http').get('http://127.0.0.1:${port}/',()=>process.exit(0)).on('error',()=>process.exit(1))"; then echo started; break; fi; sleep 0.2; done${holdS ? `; sleep ${holdS}` : ''}`
   return `Serve it. [[berth:tool Bash ${JSON.stringify({ command })}]]`
 }
 
