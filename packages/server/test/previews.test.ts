@@ -63,6 +63,8 @@ describe.each(ENGINES)('previews on %s', (engine) => {
     expect(JSON.stringify(previews)).not.toContain(p.url.split('/')[4])
     await t.api.workspaces.previews.revoke({ params: { id: wsId, preview_id: p.id } })
     expect((await fetch(p.url)).status).toBe(404)
+    const again = await failure(t.api.workspaces.previews.revoke({ params: { id: wsId, preview_id: p.id } }))
+    expect(again.status).toBe(404)
     await expect(echoOverWebSocket(`${p.url.replace(/^http/, 'ws')}socket`, 'x')).rejects.toThrow('404')
     expect((await t.api.workspaces.previews.list({ params: { id: wsId } })).total).toBe(0)
   })
