@@ -1,6 +1,7 @@
 import { defineCommand } from 'citty'
 import { auditCommand } from './commands/audit.js'
 import { filesCommand } from './commands/files.js'
+import { previewsCommand } from './commands/previews.js'
 import { profilesCommand } from './commands/profiles.js'
 import { runCommand } from './commands/run.js'
 import { sessionsCommand } from './commands/sessions.js'
@@ -23,6 +24,7 @@ export const berth = defineCommand({
     tasks: tasksCommand,
     sessions: sessionsCommand,
     files: filesCommand,
+    previews: previewsCommand,
     profiles: profilesCommand,
     interrupt: interruptCommand,
     send: sendCommand,
