@@ -30,6 +30,12 @@ const HOP_BY_HOP = new Set([
   HOP_HEADER,
 ])
 
+/**
+ * Every preview answer is sandboxed (a unique, opaque origin): the agent's pages share Berth's
+ * host name, and must never read what the console keeps there or act as the caller.
+ */
+const SANDBOX = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'
+
 /** The headers to pass on: no hop-by-hop ones (nor those `Connection` names), no Berth bearer key. */
 function passOn(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const named = String(headers.connection ?? '')
@@ -131,7 +137,9 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
           const send = next.tls ? httpsRequest : httpRequest
           const upstream = send({ host: next.host, port: next.port, method: req.method, path: next.path, headers })
           upstream.on('response', (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.statusMessage, passOn(answer.headers))
+            const back = passOn(answer.headers)
+            back['content-security-policy'] = [back['content-security-policy'] ?? []].flat().concat(SANDBOX)
+            res.writeHead(answer.statusCode ?? 502, answer.statusMessage, back)
             answer.pipe(res)
           })
           upstream.on('error', (err) => void fail(res, refused(err, route.kind === 'here' ? next.port : 0)))

@@ -42,6 +42,8 @@ describe.each(ENGINES)('previews on %s', (engine) => {
     expect(p.port).toBe(8000)
     const root = await fetch(p.url, { headers: { authorization: `Bearer ${t.token}` } })
     expect(root.status).toBe(200)
+    // The agent's page gets an opaque origin: it cannot read what the console keeps on Berth's.
+    expect(root.headers.get('content-security-policy')).toMatch(/^sandbox allow-scripts/)
     expect(await root.text()).toBe('hello GET / auth= body=')
     const posted = await fetch(`${p.url}api/items?x=1`, {
       method: 'POST',
