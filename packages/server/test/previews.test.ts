@@ -148,4 +148,11 @@ describe.each(ENGINES)('previews on %s', (engine) => {
     t.s.clock.advance(1_000)
     expect((await fetch(p.url)).status).toBe(404)
   }, 60_000)
+
+  it("deleting the workspace ends its links (last: it removes the suite's session)", async () => {
+    const p = await t.api.workspaces.previews.create({ params: { id: wsId }, body: { port: 8000 } })
+    expect((await fetch(p.url)).status).toBe(200)
+    await t.api.workspaces.delete({ params: { id: wsId } })
+    expect((await fetch(p.url)).status).toBe(404)
+  }, 60_000)
 })

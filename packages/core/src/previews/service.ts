@@ -116,14 +116,16 @@ export class PreviewsService {
     await this.drop(r)
   }
 
-  /** The live preview a token opens, or `null` (unknown, revoked and expired alike). */
+  /** The live preview a token opens, or `null` (unknown, revoked, expired and of a deleted workspace alike). */
   async find(token: string): Promise<PreviewRecord | null> {
     if (!TOKEN_SHAPE.test(token)) return null
     const hash = hashToken(token)
     const pointer = await this.o.store.get<TokenPointer>(tokenKey(hash))
     const r = pointer && (await this.records.find(pointer.owner_id, pointer.id))
     if (!r || r.token_hash !== hash) return null
-    if (!this.expired(r)) return r
+    // A deleted workspace takes its links with it.
+    const ws = await this.o.workspaces.records.find(r.owner_id, r.workspace_id)
+    if (ws && !this.expired(r)) return r
     await this.drop(r)
     return null
   }
