@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import {
+  ContainerError,
   MANAGED_LABEL,
   collectExec,
   execFileOperations,
@@ -312,6 +313,23 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         return toContainerInfo(await container(id).inspect())
       } catch (err) {
         throw ctx.error(err, 'inspect', { id })
+      }
+    },
+
+    async portTarget(id, port) {
+      try {
+        const raw = (await container(id).inspect()) as {
+          State?: { Running?: boolean }
+          NetworkSettings?: { IPAddress?: string; Networks?: Record<string, { IPAddress?: string }> | null }
+        }
+        if (raw.State?.Running !== true)
+          throw new ContainerError('not_running', `Container ${id} is not running`, { id })
+        // The container's own address on its bridge: no published port, nothing on the host opened.
+        const net = raw.NetworkSettings
+        const host = Object.values(net?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress || net?.IPAddress
+        return host ? { host, port } : null
+      } catch (err) {
+        throw ctx.error(err, 'portTarget', { id })
       }
     },
 

@@ -127,7 +127,15 @@ export function bridgeRules(r: BridgeRules, family: Family): { forward: string[]
       : []
   // The host itself is never a destination, whatever its address (the gateway, eth0's, ...),
   // but for its DNS forwarder and what an allowlist names.
-  const input = [...dns, ...(r.policy === 'allowlist' ? allowed(names.input) : []), `-A ${names.input} ${reject}`]
+  // Replies on connections the host opened (a preview's proxy to a container's port) pass;
+  // a container's own new connection to the host is still refused.
+  const replies = `-A ${names.input} -m conntrack --ctstate ESTABLISHED -j RETURN`
+  const input = [
+    replies,
+    ...dns,
+    ...(r.policy === 'allowlist' ? allowed(names.input) : []),
+    `-A ${names.input} ${reject}`,
+  ]
   return { forward, input }
 }
 

@@ -59,6 +59,17 @@ describe('egress firewall rules', () => {
     await installBridgeRules(rules, firewall)
     expect(ipt('iptables', ['-S', names.forward])).toContain(`-A ${names.forward} -d 10.0.0.0/8 -j REJECT`)
     expect(ipt('ip6tables', ['-S', 'BERTH-FORWARD'])).toContain(`-A BERTH-FORWARD -i ${bridge} -j ${names.forward}`)
+    // Towards the host: replies to the host's own connections (a preview's proxy) pass, then the DNS forwarder, then nothing.
+    expect(
+      ipt('iptables', ['-S', names.input])
+        .split('\n')
+        .filter((l) => l.startsWith('-A ')),
+    ).toEqual([
+      `-A ${names.input} -m conntrack --ctstate ESTABLISHED -j RETURN`,
+      `-A ${names.input} -d 10.231.0.1/32 -p udp -m udp --dport 53 -j RETURN`,
+      `-A ${names.input} -d 10.231.0.1/32 -p tcp -m tcp --dport 53 -j RETURN`,
+      `-A ${names.input} -j REJECT --reject-with icmp-port-unreachable`,
+    ])
 
     writeFileSync(log, '')
     await installBridgeRules(rules, firewall)

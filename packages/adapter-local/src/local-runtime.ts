@@ -4,6 +4,7 @@ import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { posix } from 'node:path'
 import {
+  ContainerError,
   defineRuntime,
   execFileOperations,
   toWebStream,
@@ -295,6 +296,13 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
 
     async inspect(id) {
       return toInfo(await load(id, 'inspect'))
+    },
+
+    async portTarget(id, port) {
+      const meta = await load(id, 'portTarget')
+      if (meta.state !== 'running') throw new ContainerError('not_running', `Container ${id} is not running`, { id })
+      // A sandbox shares the host's network unless cut off (`none`): its port is the host's loopback port.
+      return meta.network === 'none' ? null : { host: '127.0.0.1', port }
     },
 
     async stats(id) {

@@ -2,6 +2,7 @@ import { defineCommand } from 'citty'
 import { auditCommand } from './commands/audit.js'
 import { filesCommand } from './commands/files.js'
 import { playbooksCommand } from './commands/playbooks.js'
+import { previewsCommand } from './commands/previews.js'
 import { profilesCommand } from './commands/profiles.js'
 import { runCommand } from './commands/run.js'
 import { sessionsCommand } from './commands/sessions.js'
@@ -24,6 +25,7 @@ export const berth = defineCommand({
     tasks: tasksCommand,
     sessions: sessionsCommand,
     files: filesCommand,
+    previews: previewsCommand,
     profiles: profilesCommand,
     playbooks: playbooksCommand,
     interrupt: interruptCommand,

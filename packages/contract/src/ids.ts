@@ -22,6 +22,7 @@ export const ID_PREFIX = {
   environment: 'env',
   approval: 'apr',
   audit: 'aud',
+  preview: 'prv',
 } as const
 
 export type IdKind = keyof typeof ID_PREFIX

@@ -59,6 +59,7 @@ export {
   type ImageRecipe,
   type ImageReport,
   type ListFilter,
+  type PortTarget,
   type ResourceLimits,
   type RuntimeCapabilities,
   type StdinSource,
@@ -143,6 +144,7 @@ export { brokeredPlaceholder } from './resources/catalog.js'
 // Workspaces
 export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'
 export { adoptRunningWorkspaces } from './workspaces/adopt.js'
+export type { PreviewRoute, PreviewsService, PreviewTtl } from './previews/service.js'
 
 // Runtime (the warm container pool)
 export { ContainerPool, defaultPoolName, type Lease, type PoolOptions, type PooledContainer } from './runtime/index.js'

@@ -13,6 +13,7 @@ import type { ContainerPool } from './runtime/index.js'
 import type { EnvironmentCaps, EnvironmentImages } from './resources/index.js'
 import type { RateLimiter } from './limits/rate-limit.js'
 import type { Notifier } from './ports/notifier.js'
+import type { PreviewTtl } from './previews/service.js'
 import type { Channel } from './ports/channel.js'
 import type { GitProvider, GitProviderName } from './ports/git-provider.js'
 import type { ConnectProvider } from './integrations/chat-mail-types.js'
@@ -59,6 +60,8 @@ export interface ServicesOptions {
    * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB).
    */
   workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
+  /** Preview links: their lifetime (default 1 h, at most 1 day), Berth's public URL for the links (default: the request's origin) and this instance's URL for the others. */
+  previews?: { ttl?: PreviewTtl; publicUrl?: string | undefined; instanceUrl?: string | undefined }
   /**
    * How each integration type delivers: `webhook`, `email`, and the transports of
    * `chatprovider` and `mailprovider` (core wraps them with fresh OAuth tokens). Core adds

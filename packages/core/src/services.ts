@@ -55,6 +55,7 @@ import { MessengerService } from './integrations/messenger-bot.js'
 import { RunGrants } from './tasks/run-grants.js'
 import { AuditLog } from './audit/log.js'
 import { createUsage, type Usage } from './usage/index.js'
+import { PreviewsService } from './previews/service.js'
 
 import type { ServicesOptions } from './services-options.js'
 
@@ -122,6 +123,10 @@ export interface Services {
   bankProvider: BankProviderService
   /** The messenger bot: setup, claim, webhook, threads. */
   messenger: MessengerService
+  /** Preview links to ports inside session containers, and where a token leads. */
+  previews: PreviewsService
+  /** Berth's public URL for links it hands out (`BERTH_PUBLIC_URL`); unset, each request's origin. */
+  publicUrl: string | undefined
   /** The audit log: who changed users, keys, credentials, secrets and more (`GET /admin/audit`, `GET /v1/audit`). */
   audit: AuditLog
 }
@@ -343,6 +348,16 @@ export function createServices(opts: ServicesOptions): Services {
     chatMail,
     chatEvents,
     audit,
+    previews: new PreviewsService({
+      store,
+      clock,
+      workspaces,
+      engine: opts.engine,
+      coordination,
+      ttl: opts.previews?.ttl,
+      instanceUrl: opts.previews?.instanceUrl,
+    }),
+    publicUrl: opts.previews?.publicUrl,
     deleteWorkspace: (owner, id) =>
       deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
     forkWorkspace: (owner, id, input) =>

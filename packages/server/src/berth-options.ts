@@ -115,6 +115,12 @@ export interface BerthOptions {
   /** After a restart, how long to wait for a runner still at work to finish (default 30 s). */
   recoveryGraceMs?: number
   /**
+   * Preview links (`/preview/<token>/…`, served by `handler` and `handleUpgrade`, not by `fetch`):
+   * lifetime in seconds (default 1 h, at most 1 day), the public URL the links start with
+   * (default: the request's origin), and this instance's URL for the others (several instances).
+   */
+  previews?: { ttl?: { defaultS: number; maxS: number }; publicUrl?: string; instanceUrl?: string }
+  /**
    * With a coordination: how often its state is reconciled with the store (queued tasks no
    * queue holds, delivery retries no delayed job holds), default 30 s; null: never.
    */
@@ -219,9 +225,9 @@ export interface Berth {
   app: H3
   /** Web-standard handler: `Request` in, `Response` out. */
   fetch: (request: Request) => Promise<Response>
-  /** Node `(req, res)` handler for node:http, Express 5 and Fastify 5. */
+  /** Node `(req, res)` handler for node:http, Express 5 and Fastify 5; it also serves `/preview/<token>/…`. */
   handler: ReturnType<typeof toNodeHandler>
-  /** The WebSocket (`/v1/ws`): pass a Node server's `upgrade` event here (`server.on('upgrade', berth.handleUpgrade)`). */
+  /** The WebSocket (`/v1/ws`, and previews' upgrades): pass a Node server's `upgrade` event here (`server.on('upgrade', berth.handleUpgrade)`). */
   handleUpgrade: ReturnType<typeof createWebSocket>['handleUpgrade']
   services: Services
   /** The metrics in use (`services.metrics`); `exposition()` is the scrape when they are on. */

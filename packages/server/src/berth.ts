@@ -13,6 +13,7 @@ import {
 } from '@berth/core'
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { resolve } from 'node:path'
 import type { Berth, BerthOptions } from './berth-options.js'
 import { loadEncryptionKey } from './encryption-key.js'
@@ -22,6 +23,7 @@ import { embeddedStore } from './storage/embedded.js'
 import { storageView } from './storage/unstorage-view.js'
 import { createWebSocket } from './websocket.js'
 import { resolveRuntime } from './embedded/default-runtime.js'
+import { createPreviewProxy } from './preview-proxy.js'
 import { VERSION } from './version.js'
 import { createApp } from './wiring/app.js'
 import { rateLimiterFor } from './wiring/rate-limiter.js'
@@ -93,6 +95,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,
     workspaceFiles: options.workspaceFiles,
+    previews: options.previews,
     auditRetentionDays: options.auditRetentionDays,
     cipher: createAesGcmCipher(key),
     clock,
@@ -125,6 +128,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
   // Then the playbook runs whose task ended while nothing listened.
   const startServices = async () => {
     services.audit.start()
+    await services.previews.start()
     await services.tasks.start()
     await services.playbookRuns.recover()
     await services.messenger.recover()
@@ -168,12 +172,20 @@ export function createBerth(given: BerthOptions = {}): Berth {
   const table: readonly AnyRoute[] = [...coreRoutes, ...serverRoutes]
   const app = createApp({ table, run, logger, metrics, console: options.console ?? false })
   const unwatch = watchCoordination(services.coordination, metrics)
+  // `/preview/<token>/…` is served beside the app, on the Node server's requests and upgrades.
+  const previews = createPreviewProxy({ services, logger })
+  const nodeHandler = toNodeHandler(app)
 
   return {
     app,
     fetch: async (request) => app.fetch(request),
-    handler: toNodeHandler(app),
-    handleUpgrade: websocket.handleUpgrade,
+    // Previews are HTTP/1.1 (the proxy pipes raw sockets); an HTTP/2 request goes to the app.
+    handler: (req, res) =>
+      req.httpVersionMajor === 1 && previews.matches(req as IncomingMessage)
+        ? previews.request(req as IncomingMessage, res as ServerResponse)
+        : nodeHandler(req, res),
+    handleUpgrade: async (req, socket, head) =>
+      previews.matches(req) ? previews.upgrade(req, socket, head) : websocket.handleUpgrade(req, socket, head),
     services,
     metrics,
     routes: table,

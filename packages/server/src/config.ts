@@ -38,6 +38,10 @@ export interface BerthConfig extends IntegrationsConfig {
   warmAgents: number
   /** `BERTH_TASK_TIME_LIMIT` / `_MAX`: a task's wall time once running, default and cap, in seconds (0: none). */
   taskTimeLimit: { defaultS: number | null; maxS: number | null }
+  /** `BERTH_PREVIEW_TTL_S` / `_MAX_S`: a preview link's lifetime, default and cap, in seconds. */
+  previewTtl: { defaultS: number; maxS: number }
+  /** `BERTH_INSTANCE_URL`: where the other instances reach this one (preview requests for its containers are forwarded there). */
+  instanceUrl: string | undefined
   /** `BERTH_POOL_NAME`: the `berth.pool` label of this server's containers; unset, derived from the data dir. */
   poolName: string | undefined
   bodyLimit: number
@@ -214,6 +218,11 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
       defaultS: int(env, 'BERTH_TASK_TIME_LIMIT', 3_600, 0) || null,
       maxS: int(env, 'BERTH_TASK_TIME_LIMIT_MAX', 86_400, 0) || null,
     },
+    previewTtl: {
+      defaultS: int(env, 'BERTH_PREVIEW_TTL_S', 3_600, 1),
+      maxS: int(env, 'BERTH_PREVIEW_TTL_MAX_S', 86_400, 1),
+    },
+    instanceUrl: env.BERTH_INSTANCE_URL || undefined,
     poolName: env.BERTH_POOL_NAME || undefined,
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     auditRetentionDays: int(env, 'BERTH_AUDIT_RETENTION_DAYS', 365, 1),
@@ -240,6 +249,14 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
   if (defaultS !== null && maxS !== null && defaultS > maxS)
     throw new Error(
       `${settingName(env, 'BERTH_TASK_TIME_LIMIT')} (${defaultS}) must not exceed ${settingName(env, 'BERTH_TASK_TIME_LIMIT_MAX')} (${maxS})`,
+    )
+  if (config.previewTtl.defaultS > config.previewTtl.maxS)
+    throw new Error(
+      `${settingName(env, 'BERTH_PREVIEW_TTL_S')} (${config.previewTtl.defaultS}) must not exceed ${settingName(env, 'BERTH_PREVIEW_TTL_MAX_S')} (${config.previewTtl.maxS})`,
+    )
+  if (config.instanceUrl !== undefined && !/^https?:\/\/[^/?#]+\/?$/.test(config.instanceUrl))
+    throw new Error(
+      `${settingName(env, 'BERTH_INSTANCE_URL')} must be http(s)://host:port, got "${config.instanceUrl}"`,
     )
   if (config.poolName !== undefined && !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(config.poolName)) {
     throw new Error(

@@ -207,7 +207,10 @@ describe('ownership', () => {
   })
 
   it('a repeated DELETE answers 404', async () => {
-    const deletes = routes().filter((r) => r.auth === 'caller' && r.method === 'DELETE')
+    // A preview exists only for a warm session container (previews.test.ts revokes one twice).
+    const deletes = routes().filter(
+      (r) => r.auth === 'caller' && r.method === 'DELETE' && !r.path.includes('/previews/'),
+    )
     expect(deletes.length).toBeGreaterThanOrEqual(7)
     for (const r of deletes) {
       const id = await fx.make(collectionOf(r.path), alice)
@@ -241,7 +244,10 @@ describe('validation', () => {
       const entries = (r.body as unknown as { entries: Record<string, unknown> }).entries
       for (const field of Object.keys(entries)) {
         for (const bad of takesAnyObject(entries[field]) ? ['text', 12345] : [{ $bad: true }, 12345]) {
-          if (typeof bad === 'number' && /importance|page|limit|timeout_s|duration_s|monthly_budget/.test(field))
+          if (
+            typeof bad === 'number' &&
+            /importance|page|limit|timeout_s|duration_s|monthly_budget|port|ttl_s/.test(field)
+          )
             continue
           const res = await s.request(path, { method: r.method, token, json: { ...valid, [field]: bad } })
           const err = await expectError(res, 400, 'VALIDATION_FAILED')

@@ -104,6 +104,7 @@ export function fixtures(s: TestServer) {
   const actionBodies = {
     'tasks.messages.send': () => ({ text: 'Use pnpm, not npm' }),
     'tasks.approvals.decide': () => ({ decision: 'deny' }),
+    'workspaces.previews.create': () => ({ port: 8000 }),
   } satisfies Record<string, () => Record<string, unknown>>
 
   return { bodies, make, actionBodies }

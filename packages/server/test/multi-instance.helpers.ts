@@ -97,12 +97,14 @@ export async function startInstance(opts: {
   engineUrl?: string
   pool?: string
   dataDir?: string
+  /** The port to listen on (default: a free one), e.g. one its own settings name. */
+  port?: number
   settings: Record<string, string>
 }): Promise<Instance> {
   const info = readEngine(opts.engine)
   const pool = opts.pool ?? `t-mi-${opts.id}-${process.pid}-${randomBytes(3).toString('hex')}`
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), `berth-mi-${opts.id}-`))
-  const port = await freePort()
+  const port = opts.port ?? (await freePort())
   const env = bareEnv({
     PORT: String(port),
     BERTH_ADMIN_TOKEN: ADMIN,

@@ -173,6 +173,10 @@ const BEYOND_API_MD = [
   'GET /v1/audit',
   // Forking a session (issue 31; API.md "Added in this round").
   'POST /v1/workspaces/:id/fork',
+  // Previews of what an agent serves (issue 31; API.md "Added in this round").
+  'POST /v1/workspaces/:id/previews',
+  'GET /v1/workspaces/:id/previews',
+  'DELETE /v1/workspaces/:id/previews/:preview_id',
 ]
 
 /** `GET /v1/x/:id` and `get /v1/x/{id}` → `GET /v1/x/{}`: parameter names do not matter. */

@@ -15,6 +15,7 @@ import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
 import { workspaceFork } from './workspace-fork.js'
+import { previewRoutes } from './previews.js'
 import { wsRoute } from './ws.js'
 import { adminRoutes, health, healthReady, metrics } from './system.js'
 import { adminViewRoutes } from './admin-views.js'
@@ -42,6 +43,7 @@ export const routes = [
   ...workspaceRoutes,
   ...workspaceFileRoutes,
   workspaceFork,
+  ...previewRoutes,
   ...profileRoutes,
   listProfileModels,
   ...environmentRoutes,

@@ -223,6 +223,12 @@ export interface VolumeSummary {
 
 export type { DirectoryListing, FileEntry, FileWrite } from './container-files.js'
 
+/** A TCP address on the host's side of a container's network (see {@link ContainerRuntime.portTarget}). */
+export interface PortTarget {
+  host: string
+  port: number
+}
+
 /** The port every container adapter implements. All failures reject with a `ContainerError` (`runtime/errors.ts`). */
 export interface ContainerRuntime {
   /** `docker`, `podman`, `local`, ... */
@@ -278,6 +284,13 @@ export interface ContainerRuntime {
    * recipe. Runtimes without images (`local`) omit it.
    */
   ensureImage?(ref: string, options?: EnsureImageOptions): Promise<ImageReport>
+  /**
+   * Where this host reaches TCP `port` inside the running container (a preview's target):
+   * the container's address on its engine network, or loopback for a `local` sandbox that
+   * shares the host's network. `null` when nothing of the container is reachable from the
+   * host (no network but loopback). Runtimes without it serve no previews.
+   */
+  portTarget?(id: string, port: number): Promise<PortTarget | null>
   /** Release connections and timers. */
   close?(): Promise<void>
 }

@@ -76,6 +76,7 @@ export const INDEXES: Record<string, IndexSpec> = {
   'integration-deliveries': { order: byOrderField },
   'chatprovider-events': { order: byOrderField },
   profiles: {},
+  previews: { terms: (r) => combos({ workspace: str(r.workspace_id) }) },
   secrets: {},
   tools: {},
   skills: {},

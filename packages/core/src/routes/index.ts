@@ -14,6 +14,7 @@ import { integrationHandlers } from './integrations.js'
 import { messengerHandlers } from './messenger-bot.js'
 import { playbookHandlers } from './playbooks.js'
 import { poolHandlers } from './pool.js'
+import { previewHandlers } from './previews.js'
 import { resourceHandlers } from './resources.js'
 import { systemHandlers } from './system.js'
 import { taskHandlers } from './tasks.js'
@@ -35,6 +36,7 @@ export const routes = attachHandlers(declared, {
   ...workspaceHandlers,
   ...workspaceFileHandlers,
   ...workspaceForkHandlers,
+  ...previewHandlers,
   ...resourceHandlers,
   ...environmentHandlers,
   ...poolHandlers,

@@ -63,6 +63,7 @@ export async function berthFromConfig(
     environments: { caps: config.environmentCaps, ...container.environments },
     concurrency: config.concurrency,
     taskTimeLimit: config.taskTimeLimit,
+    previews: { ttl: config.previewTtl, publicUrl: config.publicUrl, instanceUrl: config.instanceUrl },
     reconcileMs: config.reconcileSeconds === 0 ? null : config.reconcileSeconds * 1000,
     console: true,
     allowPrivateWebhooks: config.allowPrivateWebhooks,

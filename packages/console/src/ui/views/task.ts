@@ -8,6 +8,7 @@ import { socket } from '../socket.js'
 import { TranscriptView } from '../transcript.js'
 import { filesPanel } from './files.js'
 import { forkButton } from './fork.js'
+import { previewsPanel } from './previews.js'
 import { followUpForm } from './follow-up.js'
 import { messageBox } from './message-box.js'
 import type { View } from './view.js'
@@ -260,6 +261,7 @@ export function taskView(taskId: string): View {
       })
     }
     if (first.workspace_id && first.mode === 'session') side.push(filesPanel(first.workspace_id))
+    if (first.workspace_id && first.mode === 'session') side.push(previewsPanel(first.workspace_id))
 
     // Time so far while it runs, how long it took once done.
     const time = () => {
