@@ -85,6 +85,7 @@ export function createBerth(options: BerthOptions = {}): Berth {
     ...wireIntegrations(options, { clock, key }),
     playbookWebhookRate: options.playbookWebhookRate,
     concurrency: options.concurrency,
+    callerCaps: options.callerCaps,
     sessionIdleMs: options.sessionIdleMs,
     taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,
