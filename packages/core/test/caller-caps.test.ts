@@ -52,6 +52,8 @@ describe('per-caller caps', () => {
     await vi.waitFor(() => expect(byOwner(started, 'usr_a')).toHaveLength(2))
     await vi.waitFor(() => expect(marks).toHaveLength(8))
     expect(new Set(marks.map((m) => m.waiting.reason))).toEqual(new Set(['caller_cap']))
+    // Held back by the cap, they leave room: this instance still takes other callers' work.
+    expect(scheduler.load).toBe(2)
     expect(marks[0]!.waiting.message).toContain('pool_share 0.5 of 4')
     // usr_b arrives after the whole burst and starts while usr_a's eight still wait.
     const other = taskRecord({ owner_id: 'usr_b', profile_id: 'prof_b' })

@@ -173,9 +173,15 @@ export class Scheduler {
     return this.isBusy(wsId) || this.isQueued(wsId)
   }
 
-  /** Workspaces under way and tasks waiting: what this instance has taken on. */
+  /**
+   * Workspaces under way and tasks waiting: what this instance has taken on. Tasks held back
+   * by their caller's cap do not count: they must not keep other callers' tasks from being
+   * taken here.
+   */
   get load(): number {
-    return this.busy.size + this.queue.length
+    let held = 0
+    for (const t of this.queue) if (t.waiting?.reason === 'caller_cap' || !this.callerFree(t)) held++
+    return this.busy.size + this.queue.length - held
   }
 
   get closed(): boolean {
@@ -247,13 +253,17 @@ export class Scheduler {
     const { slots, callers } = this.o
     this.busy.set(task.workspace_id, task.owner_id)
     this.admitting.set(task.workspace_id, task.owner_id)
+    // Whether this admission took the caller's slot (a warm session's workspace holds one already).
+    let tookCaller = false
     const ask = async (): Promise<'caller_cap' | 'slot' | null> => {
-      const tookCaller = this.needsCallerSlot(task)
-      if (tookCaller && !(await callers!.tryTake(task.owner_id, task.workspace_id))) return 'caller_cap'
-      if (task.slot_pending && slots.isShared && !(await slots.tryTake(task.profile_id, task.workspace_id))) {
-        if (tookCaller) callers!.release(task.owner_id, task.workspace_id)
-        return 'slot'
+      if (this.needsCallerSlot(task)) {
+        if (!(await callers!.tryTake(task.owner_id, task.workspace_id))) return 'caller_cap'
+        tookCaller = true
       }
+      if (task.slot_pending && slots.isShared && !(await slots.tryTake(task.profile_id, task.workspace_id)))
+        return 'slot'
+      // In one process the profile's slot is counted here; it may have gone while the caller's was asked for.
+      if (task.slot_pending && !slots.isShared && !this.slotFree(task)) return 'slot'
       return null
     }
     void ask()
@@ -264,22 +274,18 @@ export class Scheduler {
       .then((refused) => {
         this.busy.delete(task.workspace_id)
         this.admitting.delete(task.workspace_id)
-        // A cancel took it out meanwhile: give back what it took.
-        if (!refused && this.closedFlag) this.giveBack(task)
         if (!refused && !this.closedFlag) {
           if (task.slot_pending && !slots.isShared) slots.acquire(task.profile_id, task.workspace_id)
           delete task.slot_pending
           return this.start(task)
         }
+        // Refused, or closed meanwhile: give back what this admission took, and wait in the queue.
+        if (tookCaller) callers!.release(task.owner_id, task.workspace_id)
+        if (!refused && task.slot_pending && slots.isShared) slots.release(task.profile_id, task.workspace_id)
         this.queue.unshift(task)
         if (refused === 'caller_cap') this.markWaiting(task, 'caller_cap', this.o.callers!.describe(task.owner_id))
         this.retryLater()
       })
-  }
-
-  private giveBack(task: TaskRecord): void {
-    if (task.slot_pending) this.o.slots.release(task.profile_id, task.workspace_id)
-    this.o.callers?.release(task.owner_id, task.workspace_id)
   }
 
   private retryLater(): void {
