@@ -95,7 +95,7 @@ export class TaskRuns implements TaskRunner {
     // Permission requests not yet closed by the runner's decision event.
     const open = new Set<string>()
     // Why the container claim waits is written on the task (once per reason), before any later write.
-    let marked: Promise<TaskRecord> = Promise.resolve(task)
+    let marked: Promise<void> = Promise.resolve()
     const limit = new RunTimeLimit(task.max_duration_s)
     const spans = new RunTrace(task, this.o.instanceId)
     let profile: ProfileRecord | null = null
@@ -105,13 +105,13 @@ export class TaskRuns implements TaskRunner {
         throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
       const queued = task
       const onWait: RunPlan['onWait'] = (waiting) => {
-        if (queued.waiting?.reason === waiting.reason) return
+        if (signal.aborted || queued.waiting?.reason === waiting.reason) return
         queued.waiting = waiting
-        marked = marked.then((t) => states.update(t, { waiting }).catch(() => t))
+        marked = marked.then(() => states.markWaiting(queued, waiting)).catch(() => {})
       }
       const plan: RunPlan = { task, workspace: ws, profile, onWait }
       const leased = await spans.claim(() => containers.lease(plan, signal))
-      task = await marked
+      await marked
       task = await states.move(task, 'starting', { trace: spans.traceparent, waiting: null })
       const { volume, sdk_session_id } = leased.workspace
       ws = await workspaces.setStatus(owner, ws.id, 'running', {

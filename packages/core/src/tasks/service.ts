@@ -12,6 +12,7 @@ import {
   type SubmittedTask,
   type Task,
   type TaskStatus,
+  type TaskWaiting,
   type TranscriptEvent,
 } from '@berth/contract'
 import { isoNow } from '../ports/clock.js'
@@ -85,7 +86,7 @@ export class TasksService {
     const events = new Transcript(eventLog, bus)
     const metrics = o.metrics ?? noopMetrics
     const states = new TaskStates({ records, store, clock, bus, eventLog, events, metrics })
-    const mark = (t: TaskRecord, waiting: TaskRecord['waiting']) => states.update(t, { waiting })
+    const mark = (t: TaskRecord, waiting: TaskWaiting) => states.markWaiting(t, waiting)
     const scheduler = new Scheduler({ slots, callers, mark, logger, clock, metrics })
     const controls = new RunControls()
     const approvals = new Approvals({ store, clock, once: o.once ?? coordination.once, audit: o.audit })

@@ -276,6 +276,24 @@ export class TaskStates {
     return next
   }
 
+  /**
+   * Record why a queued task waits, on the stored copy: left alone once the task moved,
+   * ended or went to another instance (a stale copy never overwrites those).
+   */
+  async markWaiting(t: TaskRecord, waiting: TaskWaiting): Promise<void> {
+    const current = await this.o.records.find(t.owner_id, t.id)
+    if (current?.status !== 'queued' || current.instance_id !== t.instance_id) return
+    const next = { ...current, waiting, updated_at: isoNow(this.o.clock) }
+    await this.o.records.put(next)
+    this.o.bus.publish({
+      type: 'task.status',
+      task_id: t.id,
+      status: 'queued',
+      task: taskView(next),
+      owner_id: t.owner_id,
+    })
+  }
+
   /** End a task: its events flushed, its end and event count stored, no longer recovered. */
   async finish(t: TaskRecord, end: TaskEnd): Promise<TaskRecord> {
     // Events first: a task stored as ended is never recovered again, so a crash between its
