@@ -101,8 +101,10 @@ export class Scheduler {
   private readonly busy = new Map<string, string>()
   private readonly running = new Map<string, Running>()
   private readonly wakers: (() => void)[] = []
-  /** Workspaces asking for their caller's slot (or a shared profile slot) → their owner. */
-  private readonly admitting = new Map<string, string>()
+  /** Workspaces asking for their caller's slot (or a shared profile slot) → their task. */
+  private readonly admitting = new Map<string, TaskRecord>()
+  /** How many times this instance was fenced: an admission answered after a fence drops its task. */
+  private fences = 0
   /** Writes of a queued task's waiting reason under way, by task id. */
   private readonly marks = new Map<string, Promise<unknown>>()
   private runner: TaskRunner | null = null
@@ -200,7 +202,8 @@ export class Scheduler {
    * waited for). Returns the tasks dropped, queued and running; tasks queued later start as usual.
    */
   fence(reason: unknown): TaskRecord[] {
-    const queued = this.queue.splice(0)
+    const queued = [...this.queue.splice(0), ...this.admitting.values()]
+    this.fences++
     for (const run of this.running.values()) run.abort.abort(reason)
     return [...queued, ...[...this.running.values()].map((r) => r.task)]
   }
@@ -252,7 +255,8 @@ export class Scheduler {
   private admit(task: TaskRecord): void {
     const { slots, callers } = this.o
     this.busy.set(task.workspace_id, task.owner_id)
-    this.admitting.set(task.workspace_id, task.owner_id)
+    this.admitting.set(task.workspace_id, task)
+    const fences = this.fences
     // Whether this admission took the caller's slot (a warm session's workspace holds one already).
     let tookCaller = false
     const ask = async (): Promise<'caller_cap' | 'slot' | null> => {
@@ -274,7 +278,9 @@ export class Scheduler {
       .then((refused) => {
         this.busy.delete(task.workspace_id)
         this.admitting.delete(task.workspace_id)
-        if (!refused && !this.closedFlag) {
+        // Fenced meanwhile: the task was handed to the takeover with the queue; give back what was taken.
+        const fenced = fences !== this.fences
+        if (!refused && !this.closedFlag && !fenced) {
           if (task.slot_pending && !slots.isShared) slots.acquire(task.profile_id, task.workspace_id)
           delete task.slot_pending
           return this.start(task)
@@ -282,6 +288,7 @@ export class Scheduler {
         // Refused, or closed meanwhile: give back what this admission took, and wait in the queue.
         if (tookCaller) callers!.release(task.owner_id, task.workspace_id)
         if (!refused && task.slot_pending && slots.isShared) slots.release(task.profile_id, task.workspace_id)
+        if (fenced) return
         this.queue.unshift(task)
         if (refused === 'caller_cap') this.markWaiting(task, 'caller_cap', this.o.callers!.describe(task.owner_id))
         this.retryLater()
@@ -353,7 +360,7 @@ export class Scheduler {
     const callers = this.o.callers
     if (!callers || callers.has(t.owner_id, t.workspace_id)) return true
     let asking = 0
-    for (const owner of this.admitting.values()) if (owner === t.owner_id) asking++
+    for (const a of this.admitting.values()) if (a.owner_id === t.owner_id) asking++
     return callers.running(t.owner_id) + asking < callers.limitOf(t.owner_id)
   }
 
