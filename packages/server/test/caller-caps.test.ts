@@ -31,7 +31,7 @@ describe('per-caller caps on docker', () => {
     expect(await admin.admin.limits.get({ params: { id: other.id } })).toMatchObject({ effective_max_running: 3 })
 
     // The first holds the caller's one workspace until it is cancelled.
-    const first = await capped.submit({ prompt: `Hold on. ${bash('sleep 120')} [[berth:text One.]]` })
+    const first = await capped.submit({ prompt: `Hold on. ${bash('echo holding; sleep 120')} [[berth:text One.]]` })
     const second = await capped.submit({ prompt: 'Me too. [[berth:text Two.]]' })
     let waiting = await capped.api.tasks.get({ params: { id: second.task_id } })
     for (let i = 0; i < 600 && waiting.waiting?.reason !== 'caller_cap'; i++) {
@@ -43,7 +43,11 @@ describe('per-caller caps on docker', () => {
     // Another caller is not held back by it: its task runs to its end while the capped one still waits.
     const theirs = await other.run({ prompt: 'Quick. [[berth:text Done.]]' })
     expect(theirs.status).toBe('completed')
-    expect((await capped.api.tasks.get({ params: { id: second.task_id } })).status).toBe('queued')
+    const firstNow = await capped.api.tasks.get({ params: { id: first.task_id } })
+    expect(
+      (await capped.api.tasks.get({ params: { id: second.task_id } })).status,
+      JSON.stringify({ status: firstNow.status, error: firstNow.error }),
+    ).toBe('queued')
     expect(['starting', 'running']).toContain((await capped.api.tasks.get({ params: { id: first.task_id } })).status)
     // The first gives its workspace back: the second starts and completes.
     expect((await capped.api.tasks.cancel({ params: { id: first.task_id } })).status).toBe('cancelled')

@@ -36,7 +36,7 @@ describe.each(['docker', 'podman'] as const)('memory admission on %s', (engine) 
   it('queues the second task, saying why, until the first one ends', async () => {
     const a = await agentUser(s)
     // The first holds the budget until it is cancelled.
-    const first = await a.submit({ prompt: `Hold on. ${bash('sleep 120')} [[berth:text One.]]` })
+    const first = await a.submit({ prompt: `Hold on. ${bash('echo holding; sleep 120')} [[berth:text One.]]` })
     const second = await a.submit({ prompt: 'Then me. [[berth:text Two.]]' })
     // While the first holds the budget, the second waits in the queue for memory.
     let seen = await a.api.tasks.get({ params: { id: second.task_id } })
