@@ -156,6 +156,7 @@ export type { ConnectProvider } from './integrations/chat-mail-types.js'
 // Limits and network ranges
 export { tokenBucket, type RateLimiter, type TokenBucketOptions } from './limits/rate-limit.js'
 export { coordinatedLimiter } from './limits/coordinated.js'
+export { CallerCaps, type CallerCapSettings, type CallerCapOverride } from './limits/caller-caps.js'
 export { InstanceReadiness, readinessOf, type InstanceReadinessOptions } from './readiness.js'
 export { PRIVATE_IPV4_RANGES, PRIVATE_IPV6_RANGES, privateCidrs, touchesPrivateRange } from './net/private-ranges.js'
 

@@ -12,6 +12,7 @@ import type { TasksOptions } from './tasks/service.js'
 import type { ContainerPool } from './runtime/index.js'
 import type { EnvironmentCaps, EnvironmentImages } from './resources/index.js'
 import type { RateLimiter } from './limits/rate-limit.js'
+import type { CallerCapSettings } from './limits/caller-caps.js'
 import type { Notifier } from './ports/notifier.js'
 import type { PreviewTtl } from './previews/service.js'
 import type { Channel } from './ports/channel.js'
@@ -41,6 +42,8 @@ export interface ServicesOptions {
   engine?: TaskEngine
   /** Running workspaces per profile (default 5). */
   concurrency?: number
+  /** Per-caller caps: running workspaces and share of the pool, the operator's defaults (default none). */
+  callerCaps?: Partial<CallerCapSettings> | undefined
   /** The per-caller limiter the server applies; read by `GET /admin/limits` only. */
   rateLimiter?: RateLimiter
   /** What instances share (queues, slots, rate buckets, single-use keys, pub/sub); default one process's memory. */

@@ -20,6 +20,7 @@ import {
   type ToolsService,
 } from './resources/catalog.js'
 import { ConcurrencySlots } from './limits/concurrency.js'
+import { CallerCaps } from './limits/caller-caps.js'
 import { EventBus } from './tasks/event-bus.js'
 import { EventLog } from './workspaces/event-log.js'
 import { MemoryService } from './resources/memory.js'
@@ -88,6 +89,8 @@ export interface Services {
   eventLog: EventLog
   bus: EventBus
   slots: ConcurrencySlots
+  /** Per-caller caps on running workspaces and pool share (operator defaults, per-caller overrides). */
+  callers: CallerCaps
   /** The per-caller rate limiter, when the server shares it (for the operator's view). */
   rateLimiter: RateLimiter | undefined
   /** The usage ledger (the model gateway records its calls in it) and the monthly spending limits. */
@@ -171,6 +174,13 @@ export function createServices(opts: ServicesOptions): Services {
   const bus = new EventBus()
   // Counted over every instance of a shared coordination; this process alone counts in memory, exactly as before.
   const slots = new ConcurrencySlots(opts.concurrency ?? 5, opts.coordination && { slots: coordination.slots })
+  const callers = new CallerCaps({
+    store,
+    clock,
+    defaults: opts.callerCaps,
+    poolMax: () => opts.engine?.pool.stats().max,
+    slots: opts.coordination && coordination.slots,
+  })
   const oauthStates = new OAuthStates(
     store,
     clock,
@@ -202,6 +212,7 @@ export function createServices(opts: ServicesOptions): Services {
     eventLog,
     bus,
     slots,
+    callers,
     profiles,
     environments,
     workspaces,
@@ -328,6 +339,7 @@ export function createServices(opts: ServicesOptions): Services {
     eventLog,
     bus,
     slots,
+    callers,
     rateLimiter: opts.rateLimiter,
     usage,
     coordination,

@@ -14,6 +14,7 @@ const SRC = fileURLToPath(new URL('../src/', import.meta.url))
 
 /** Core's own names (not the contract's), sorted. */
 const PINNED = [
+  'CallerCaps',
   'ContainerError',
   'ContainerPool',
   'CoordinationUnavailableError',

@@ -24,7 +24,7 @@ import type { Storage } from 'unstorage'
 import type { GitProvidersConfig } from './git/providers.js'
 import type { Resolve } from './notifiers/address-policy.js'
 import type { BankApiOptions } from './notifiers/bank-api.js'
-import type { Coordination, TimeLimitSettings } from '@berth/core'
+import type { CallerCapSettings, Coordination, TimeLimitSettings } from '@berth/core'
 import type { ChatProviderConfig } from './notifiers/chat-provider.js'
 import type { SmtpOptions } from './notifiers/email.js'
 import type { MailProviderConfig } from './notifiers/mail-provider.js'
@@ -108,6 +108,11 @@ export interface BerthOptions {
   broker?: false | { dir?: string; upstreamCa?: string[] }
   /** Running workspaces per profile (`BERTH_CONCURRENCY`, default 5). */
   concurrency?: number
+  /**
+   * Per-caller caps, the operator's defaults (`BERTH_CALLER_MAX_RUNNING`, `BERTH_CALLER_POOL_SHARE`;
+   * default none): workspaces holding a container at once, and the share of `pool.max`.
+   */
+  callerCaps?: Partial<CallerCapSettings>
   /** A session's container is released after this long without a prompt (default 15 min). */
   sessionIdleMs?: number
   /** A task's wall time once running, in seconds: the default and the most a submit may ask (default 1 h and 1 day; null: none). */
@@ -203,6 +208,8 @@ export interface BerthOptions {
     name?: string
     /** Spec fields every container gets: limits, network, the runner mount. */
     spec?: Partial<ContainerSpec>
+    /** The host's memory budget for containers in bytes (`BERTH_MEMORY_BUDGET_MB`): their memory caps sum to at most this (default none). */
+    memoryBudgetBytes?: number | null
     /** Built when the image is missing and cannot be pulled (e.g. `hostImageRecipe()` from `@berth/adapter-docker`). */
     imageRecipe?: PoolOptions['imageRecipe']
     /** Backoff while the engine does not answer (default 1 s doubling to 30 s). */

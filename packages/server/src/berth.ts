@@ -91,6 +91,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     playbookWebhookRate: options.playbookWebhookRate,
     playbookSchedule: options.playbookSchedule,
     concurrency: options.concurrency,
+    callerCaps: options.callerCaps,
     sessionIdleMs: options.sessionIdleMs,
     taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,

@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os'
 import { bothNames, settingName, withConfigFile, type ConfigFile } from './config-file.js'
 import { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
 import { DEFAULT_ENVIRONMENT_CAPS, NETWORK_POLICIES, type EnvironmentCaps, type NetworkPolicy } from '@berth/core'
@@ -32,6 +33,10 @@ export interface BerthConfig extends IntegrationsConfig {
   rateRpm: number
   rateBurst: number
   concurrency: number
+  /** `BERTH_CALLER_MAX_RUNNING` / `BERTH_CALLER_POOL_SHARE`: per-caller caps (null: none). */
+  callerCaps: { maxRunning: number | null; poolShare: number | null }
+  /** `BERTH_MEMORY_BUDGET_MB` (default: host memory less `BERTH_MEMORY_RESERVE_MB`): containers' memory caps sum to at most this (null: none). */
+  memoryBudgetMb: number | null
   poolMin: number
   poolMax: number
   /** `BERTH_WARM_AGENTS`: agents started ahead of tasks, at most (0: off). */
@@ -131,6 +136,14 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
   }
 }
 
+/** The containers' memory budget in MiB: set, or the host's memory less the reserve; null: none. */
+function memoryBudget(env: Record<string, string | undefined>): number | null {
+  const set = env.BERTH_MEMORY_BUDGET_MB
+  if (set !== undefined && set !== '') return int(env, 'BERTH_MEMORY_BUDGET_MB', 0, 0) || null
+  const reserve = int(env, 'BERTH_MEMORY_RESERVE_MB', 2048, 0)
+  return Math.max(256, Math.floor(totalmem() / 1024 ** 2) - reserve)
+}
+
 function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {
   const raw = env.BERTH_SMTP_URL
   if (!raw) return undefined
@@ -211,6 +224,11 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     rateRpm: int(env, 'BERTH_RATE_RPM', 60, 1),
     rateBurst: int(env, 'BERTH_RATE_BURST', 10, 1),
     concurrency: int(env, 'BERTH_CONCURRENCY', 5, 1),
+    callerCaps: {
+      maxRunning: int(env, 'BERTH_CALLER_MAX_RUNNING', 0, 0) || null,
+      poolShare: cap(env, 'BERTH_CALLER_POOL_SHARE', 0.5),
+    },
+    memoryBudgetMb: memoryBudget(env),
     poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
     poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
     warmAgents: int(env, 'BERTH_WARM_AGENTS', 0, 0),
@@ -239,6 +257,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
   if (config.metricsListen && !config.metrics)
     throw new Error(
       `${settingName(env, 'BERTH_METRICS_LISTEN')} is set, but ${settingName(env, 'BERTH_METRICS')} is off`,
+    )
+  if ((config.callerCaps.poolShare ?? 0) > 1)
+    throw new Error(
+      `${settingName(env, 'BERTH_CALLER_POOL_SHARE')} must be a share of the pool between 0 and 1 (0: none), got ${config.callerCaps.poolShare}`,
     )
   if (config.port > 65535) throw new Error(`${settingName(env, 'PORT')} must be at most 65535, got ${config.port}`)
   if (config.poolMin > config.poolMax)

@@ -246,7 +246,7 @@ describe('validation', () => {
         for (const bad of takesAnyObject(entries[field]) ? ['text', 12345] : [{ $bad: true }, 12345]) {
           if (
             typeof bad === 'number' &&
-            /importance|page|limit|timeout_s|duration_s|monthly_budget|port|ttl_s/.test(field)
+            /importance|page|limit|timeout_s|duration_s|monthly_budget|port|ttl_s|max_running/.test(field)
           )
             continue
           const res = await s.request(path, { method: r.method, token, json: { ...valid, [field]: bad } })

@@ -81,6 +81,16 @@ export const TaskError = v.object({
   error: v.string(),
 })
 
+/**
+ * Why a queued task has not started: `caller_cap` (its caller holds as many running
+ * workspaces as its caps allow), `pool_full` (every container of the pool is in use) or
+ * `memory` (the host's memory budget is taken by other containers).
+ */
+export const TaskWaiting = v.object({
+  reason: v.picklist(['caller_cap', 'pool_full', 'memory']),
+  message: v.string(),
+})
+
 /** A task as read. `result` once it ran (partial for limit failures), `error` once failed. */
 export const Task = v.object({
   task_id: Id('task'),
@@ -99,6 +109,8 @@ export const Task = v.object({
   error: v.nullable(TaskError),
   /** Permission requests of this task waiting for a decision. */
   pending_approvals: v.number(),
+  /** While queued: why it has not started yet (null: nothing holds it back, or it started). */
+  waiting: v.nullable(TaskWaiting),
 })
 
 /** `202` answer of a submit. */
@@ -172,5 +184,6 @@ export type SubmitTask = v.InferOutput<typeof SubmitTask>
 export type SubmittedTask = v.InferOutput<typeof SubmittedTask>
 export type TaskStatus = v.InferOutput<typeof TaskStatus>
 export type TaskResult = v.InferOutput<typeof TaskResult>
+export type TaskWaiting = v.InferOutput<typeof TaskWaiting>
 export type TaskError = v.InferOutput<typeof TaskError>
 export type TranscriptEvent = v.InferOutput<typeof TranscriptEvent>

@@ -65,8 +65,21 @@ export const UsageReport = v.object({
 /** A monthly spending limit in USD; `null`: none. */
 export const MonthlyBudget = v.nullable(v.pipe(v.number(), v.minValue(0), v.maxValue(1_000_000_000)))
 
-/** Body of `PUT /admin/users/:id/limits`: the caller's limits, replaced (absent or `null`: none). */
-export const SetUserLimits = v.strictObject({ monthly_budget_usd: v.optional(MonthlyBudget) })
+/** A caller's own cap on running workspaces (sessions holding containers included); `null`: the operator's default. */
+export const MaxRunning = v.nullable(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100_000)))
+
+/** A caller's own share of the pool's containers, over 0 and at most 1; `null`: the operator's default. */
+export const PoolShare = v.nullable(v.pipe(v.number(), v.gtValue(0), v.maxValue(1)))
+
+/**
+ * Body of `PUT /admin/users/:id/limits`: the caller's limits, replaced (absent or `null`:
+ * none, or for the caps the operator's default).
+ */
+export const SetUserLimits = v.strictObject({
+  monthly_budget_usd: v.optional(MonthlyBudget),
+  max_running: v.optional(MaxRunning),
+  pool_share: v.optional(PoolShare),
+})
 
 /** A caller's limits and this month's spend against them. */
 export const UserLimits = v.object({
@@ -76,6 +89,12 @@ export const UserLimits = v.object({
   spent_usd: v.number(),
   /** When the month's spend starts again from zero. */
   resets_at: Timestamp,
+  /** The caller's own cap on running workspaces (`null`: the operator's default). */
+  max_running: MaxRunning,
+  /** The caller's own share of the pool (`null`: the operator's default). */
+  pool_share: PoolShare,
+  /** The most workspaces the caller may hold at once now, both caps applied (`null`: no cap). */
+  effective_max_running: v.nullable(v.number()),
 })
 
 export type UsageQuery = v.InferOutput<typeof UsageQuery>

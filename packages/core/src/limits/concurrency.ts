@@ -18,9 +18,6 @@ export interface SharedSlotsOptions {
 /** Profiles remembered for the admin view (the oldest forgotten first). */
 const MAX_KNOWN = 1_000
 
-/** The coordination key of a profile's slots. */
-const slotKey = (profileId: string) => `profile:${profileId}`
-
 /**
  * Per-profile concurrency: at most `limit` workspaces running at once. A slot is held by a
  * workspace until its container is released. {@link take} counts over every instance
@@ -40,13 +37,22 @@ export class ConcurrencySlots {
   /** Profiles asked for here (the admin view asks the shared slots about these). */
   private readonly known = new Set<string>()
   private readonly ttlMs: number
+  private readonly prefix: string
   private timer: ReturnType<typeof setInterval> | null = null
 
+  /** `prefix` names what the slots count (`profile`, the default, or `caller`): their coordination keys are `<prefix>:<id>`. */
   constructor(
     readonly limit: number,
     private readonly shared?: SharedSlotsOptions,
+    opts: { prefix?: string } = {},
   ) {
     this.ttlMs = shared?.ttlMs ?? DEFAULT_TTL_MS
+    this.prefix = opts.prefix ?? 'profile'
+  }
+
+  /** The coordination key of a profile's (or caller's) slots. */
+  private slotKey(id: string): string {
+    return `${this.prefix}:${id}`
   }
 
   running(profileId: string): number {
@@ -68,7 +74,7 @@ export class ConcurrencySlots {
     const out = []
     for (const profile_id of new Set([...this.held.keys(), ...this.known])) {
       const local = [...(this.held.get(profile_id) ?? [])]
-      const holders = await shared.slots.holders(slotKey(profile_id)).catch(() => local)
+      const holders = await shared.slots.holders(this.slotKey(profile_id)).catch(() => local)
       const all = [...new Set([...local, ...holders])]
       if (all.length) out.push({ profile_id, holders: all })
     }
@@ -86,25 +92,26 @@ export class ConcurrencySlots {
 
   /**
    * Take a slot for `holder` counted over every instance (idempotent for a holder that has
-   * one anywhere), or 429 CONCURRENCY_LIMIT.
+   * one anywhere), or 429 CONCURRENCY_LIMIT. `limit` replaces the slots' own for this key
+   * (a caller's limit differs per caller).
    */
-  async take(profileId: string, holder: string): Promise<void> {
+  async take(profileId: string, holder: string, limit = this.limit): Promise<void> {
     const shared = this.shared
-    if (!shared) return this.acquire(profileId, holder)
+    if (!shared) return this.acquire(profileId, holder, limit)
     this.known.delete(profileId)
     this.known.add(profileId)
     if (this.known.size > MAX_KNOWN) this.known.delete(this.known.values().next().value!)
-    if (!this.has(profileId, holder) && this.running(profileId) >= this.limit)
-      throw this.limitError(profileId, this.running(profileId))
-    const lease = await shared.slots.acquire(slotKey(profileId), this.limit, holder, this.ttlMs)
-    if (!lease) throw this.limitError(profileId, await shared.slots.count(slotKey(profileId)))
+    if (!this.has(profileId, holder) && this.running(profileId) >= limit)
+      throw this.limitError(profileId, this.running(profileId), limit)
+    const lease = await shared.slots.acquire(this.slotKey(profileId), limit, holder, this.ttlMs)
+    if (!lease) throw this.limitError(profileId, await shared.slots.count(this.slotKey(profileId)), limit)
     this.hold(profileId, holder)
   }
 
   /** {@link take} that answers false instead of a 429 (a queued run that waits for a slot). */
-  async tryTake(profileId: string, holder: string): Promise<boolean> {
+  async tryTake(profileId: string, holder: string, limit = this.limit): Promise<boolean> {
     try {
-      await this.take(profileId, holder)
+      await this.take(profileId, holder, limit)
       return true
     } catch (err) {
       if (err instanceof ApiError && err.code === 'CONCURRENCY_LIMIT') return false
@@ -113,12 +120,14 @@ export class ConcurrencySlots {
   }
 
   /** Take a slot for `holder` in this process (idempotent for a holder that has one), or 429. */
-  acquire(profileId: string, holder: string): void {
-    if (!this.has(profileId, holder) && this.running(profileId) >= this.limit)
-      throw this.limitError(profileId, this.running(profileId))
+  acquire(profileId: string, holder: string, limit = this.limit): void {
+    if (!this.has(profileId, holder) && this.running(profileId) >= limit)
+      throw this.limitError(profileId, this.running(profileId), limit)
     this.hold(profileId, holder)
     // Counted for the other instances too (a slot this process already decided to hold).
-    void this.shared?.slots.acquire(slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs).catch(() => {})
+    void this.shared?.slots
+      .acquire(this.slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs)
+      .catch(() => {})
   }
 
   /** Hold a slot another instance took for a workspace that now runs here (not counted again). */
@@ -129,7 +138,7 @@ export class ConcurrencySlots {
 
   private adoptShared(profileId: string, holder: string): number {
     if (!this.shared) return 0
-    void this.shared.slots.acquire(slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs).catch(() => {})
+    void this.shared.slots.acquire(this.slotKey(profileId), Number.MAX_SAFE_INTEGER, holder, this.ttlMs).catch(() => {})
     return 1
   }
 
@@ -151,13 +160,13 @@ export class ConcurrencySlots {
 
   release(profileId: string, holder: string): void {
     this.drop(profileId, holder)
-    void this.shared?.slots.release({ key: slotKey(profileId), holder }).catch(() => {})
+    void this.shared?.slots.release({ key: this.slotKey(profileId), holder }).catch(() => {})
   }
 
   /** Free a slot whatever instance held it (that instance is gone). */
   async releaseShared(profileId: string, holder: string): Promise<void> {
     this.drop(profileId, holder)
-    await this.shared?.slots.release({ key: slotKey(profileId), holder })
+    await this.shared?.slots.release({ key: this.slotKey(profileId), holder })
   }
 
   /** Stop renewing leases (they lapse after their ttl unless released). */
@@ -190,19 +199,20 @@ export class ConcurrencySlots {
     const shared = this.shared!
     for (const [profileId, set] of [...this.held]) {
       for (const holder of [...set]) {
-        const lease: SlotLease = { key: slotKey(profileId), holder, expiresAt: 0 }
+        const lease: SlotLease = { key: this.slotKey(profileId), holder, expiresAt: 0 }
         const renewed = await shared.slots.renew(lease, this.ttlMs).catch(() => lease)
         if (!renewed) this.drop(profileId, holder)
       }
     }
   }
 
-  private limitError(profileId: string, running: number): ApiError {
+  private limitError(profileId: string, running: number, limit: number): ApiError {
+    const whose = this.prefix === 'profile' ? 'Profile' : `The ${this.prefix}`
     return new ApiError(
       'CONCURRENCY_LIMIT',
-      `Profile ${profileId} already has ${running} running workspaces (limit ${this.limit})`,
+      `${whose} ${profileId} already has ${running} running workspaces (limit ${limit})`,
       {
-        limit: this.limit,
+        limit,
         running,
         retry_after: RETRY_AFTER_SECONDS,
       },

@@ -218,6 +218,14 @@ export class EnvironmentsService {
     }
   }
 
+  /** The memory cap of the environment's containers in bytes; undefined for the default environment (the pool's own). */
+  async memoryBytes(owner: string, id: string | null | undefined): Promise<number | undefined> {
+    if (!id) return undefined
+    const r = await this.records.find(owner, id)
+    if (!r) return undefined
+    return (r.limits.memory_mb ?? this.caps.defaults.memory_mb) * MB
+  }
+
   /**
    * What a task's container is made of: the profile's environment (its image provisioned
    * first), or the operator's default when the profile names none.

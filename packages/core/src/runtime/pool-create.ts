@@ -4,6 +4,7 @@ import { ApiError } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import { IDLE_COMMAND, MANAGED_LABEL, type ContainerRuntime, type ContainerSpec } from '../ports/container-runtime.js'
 import { isContainerError } from './errors.js'
+import { DEFAULT_CONTAINER_MEMORY_BYTES } from './pool-memory.js'
 import type { Store } from '../ports/store.js'
 import type { PoolImage } from './pool-image.js'
 import { poolKey, type ClaimRequest, type PooledContainer } from './pool-options.js'
@@ -123,6 +124,7 @@ export async function createContainer(c: CreateContext, id: string, req?: ClaimR
     purpose: null,
     created_at: isoNow(c.clock),
     claimed_at: null,
+    memory_bytes: spec.limits?.memoryBytes ?? DEFAULT_CONTAINER_MEMORY_BYTES,
   }
   await c.store.set(poolKey(c.pool.name, id), record)
   return record

@@ -21,6 +21,8 @@ export interface PooledContainer {
   purpose: 'batch' | 'session' | null
   created_at: string
   claimed_at: string | null
+  /** Its memory cap, reserved against the pool's memory budget (absent on older records: the pool's default). */
+  memory_bytes?: number
 }
 
 /** A claimed container. Release it when done: batch containers are reaped. */
@@ -43,6 +45,8 @@ export interface ClaimRequest {
   /** Labels for a dedicated container (warm ones get theirs at creation). */
   labels?: Record<string, string>
   signal?: AbortSignal
+  /** Told when the claim has to wait, and why: every container is in use, or the memory budget is taken. */
+  onWait?: (waiting: { reason: 'pool_full' | 'memory'; message: string }) => void
 }
 
 export interface PoolOptions {
@@ -54,6 +58,11 @@ export interface PoolOptions {
   metrics?: Metrics
   /** Image every pooled container starts from. */
   image: string
+  /**
+   * The host's memory budget for containers, in bytes: the sum of their memory caps stays
+   * within it; a claim that would exceed it waits (default none).
+   */
+  memoryBudgetBytes?: number | null
   /** Idle containers kept warm. */
   min: number
   /** Containers at most, idle and in use together. */

@@ -7,6 +7,7 @@ import { EngineLink } from './pool-engine.js'
 import { PoolImage } from './pool-image.js'
 import { poolKey, type ClaimRequest, type Lease, type PooledContainer, type PoolOptions } from './pool-options.js'
 import { ClaimQueue } from './pool-queue.js'
+import { MemoryBudget } from './pool-memory.js'
 import { recoverPool } from './pool-recovery.js'
 import { createContainer, specHash, type CreateContext } from './pool-create.js'
 import { WarmUp } from './pool-warmup.js'
@@ -33,6 +34,10 @@ export class ContainerPool {
   private readonly containers = new Map<string, PooledContainer>()
   private readonly queue = new ClaimQueue()
   private creating = 0
+  /** The memory caps of the containers being created. */
+  private creatingBytes = 0
+  /** The host's memory budget the containers' caps are admitted against (null: none). */
+  readonly memoryBudget: MemoryBudget | null
   private closed = false
   /** Recovery ran (it needs the engine): until then, a reconnect recovers first. */
   private recovered = false
@@ -48,6 +53,7 @@ export class ContainerPool {
     if (!(opts.min >= 0 && opts.max >= 0 && opts.min <= opts.max))
       throw new Error(`pool needs 0 <= min <= max, got min ${opts.min}, max ${opts.max}`)
     this.o = { name: 'default', ...opts }
+    this.memoryBudget = opts.memoryBudgetBytes ? new MemoryBudget(opts.memoryBudgetBytes, opts.spec) : null
     opts.metrics?.watchPool(() => this.stats())
     this.engine = new EngineLink({ ...opts, reconnect: () => this.reconnect() })
     this.warm = new WarmUp({
@@ -82,6 +88,12 @@ export class ContainerPool {
 
   private get idle(): PooledContainer[] {
     return [...this.containers.values()].filter((c) => c.state === 'idle')
+  }
+
+  /** 400 when a container with this memory cap (default: the pool's) could never fit the memory budget. */
+  assertFits(memoryBytes?: number): void {
+    const budget = this.memoryBudget
+    budget?.assertFits(memoryBytes ?? budget.capOf(undefined))
   }
 
   /** `{ min, max, in_use, idle }`: containers being created count as neither. */
@@ -195,6 +207,7 @@ export class ContainerPool {
       if (lease) return lease
     }
     const turn = this.queue.wait(req)
+    this.tellWait(req)
     // Capacity may be free already (earlier waiters were waiting on a creation).
     queueMicrotask(() => this.serveWaiters())
     return turn
@@ -211,6 +224,12 @@ export class ContainerPool {
       }
     }
     if (this.containers.size + this.creating < this.o.max) {
+      if (!this.memoryFits(req.spec)) {
+        // Idle warm containers hold memory no one uses: give one back to make room.
+        const idle = this.idle[0]
+        if (idle) this.track(this.reap(idle.id))
+        return null
+      }
       return this.create(req).then((c) => {
         // Creations for claims counted toward the warm-up meanwhile; warm up for real now.
         const lease = this.lease(c, req)
@@ -246,13 +265,16 @@ export class ContainerPool {
   }
 
   private async createNow(req?: ClaimRequest): Promise<PooledContainer> {
+    const bytes = this.memoryBudget?.capOf(req?.spec) ?? 0
     this.creating++
+    this.creatingBytes += bytes
     try {
       const record = await createContainer(this.creation, newId('container'), req)
       this.containers.set(record.id, record)
       return record
     } finally {
       this.creating--
+      this.creatingBytes -= bytes
     }
   }
 
@@ -303,7 +325,10 @@ export class ContainerPool {
     while (this.queue.length && !this.closed) {
       const next = this.queue.next(this.containers.values())
       const lease = this.tryClaim(next.req)
-      if (!lease) return
+      if (!lease) {
+        this.tellWait(next.req)
+        return
+      }
       this.queue.remove(next)
       lease.then(next.resolve, (err) => {
         next.reject(err)
@@ -319,8 +344,33 @@ export class ContainerPool {
       !this.engine.down &&
       this.queue.length === 0 &&
       this.idle.length + this.creating < this.o.min &&
-      this.containers.size + this.creating < this.o.max
+      this.containers.size + this.creating < this.o.max &&
+      this.memoryFits(undefined)
     )
+  }
+
+  /** Whether a container made from `spec` fits the memory budget beside the others. */
+  private memoryFits(spec: ClaimRequest['spec']): boolean {
+    const budget = this.memoryBudget
+    return !budget || budget.fits(this.containers.values(), this.creatingBytes, budget.capOf(spec))
+  }
+
+  /** Tell a waiting claim why it waits: the pool is at `max`, or the memory budget is taken. */
+  private tellWait(req: ClaimRequest): void {
+    if (!req.onWait) return
+    if (this.containers.size + this.creating >= this.o.max) {
+      const message = `All ${this.o.max} containers of the pool are in use; the task starts when one is released`
+      req.onWait({ reason: 'pool_full', message })
+      return
+    }
+    const mb = (n: number) => Math.ceil(n / 1024 ** 2)
+    const budget = this.memoryBudget
+    if (!budget || this.memoryFits(req.spec)) return
+    const used = budget.reserved(this.containers.values(), this.creatingBytes)
+    req.onWait({
+      reason: 'memory',
+      message: `Containers hold ${mb(used)} MiB of the host's ${mb(budget.budgetBytes)} MiB memory budget and this task's needs ${mb(budget.capOf(req.spec))} MiB; it starts when enough is released`,
+    })
   }
 
   /**

@@ -3,7 +3,7 @@ import { ApiError, type RunnerInput } from '@berth/contract'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfileRecord } from '../resources/profiles.js'
-import type { Lease } from '../runtime/index.js'
+import type { ClaimRequest, Lease } from '../runtime/index.js'
 import type { ContainerPool } from '../runtime/pool.js'
 import { createWorkspaceVolume, workspaceVolumeName } from '../runtime/volumes.js'
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
@@ -46,6 +46,8 @@ export interface RunPlan {
   task: TaskRecord
   workspace: WorkspaceRecord
   profile: ProfileRecord
+  /** Told when the container claim waits (a full pool, the memory budget), to show on the task. */
+  onWait?: ClaimRequest['onWait']
 }
 
 /** A workspace's new container. */
@@ -108,6 +110,7 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
       priority: task.priority,
       signal,
       spec: Object.keys(spec).length ? spec : undefined,
+      onWait: plan.onWait,
     })
     if (volume) ws = { ...ws, volume }
   }

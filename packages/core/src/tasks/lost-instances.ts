@@ -1,5 +1,6 @@
 /** Tasks of an instance that died: ended CONTAINER_FAILED (running) or put back on the shared queue (queued) by a survivor. */
 import type { Coordination, OnceKeys } from '../coordination/port.js'
+import type { CallerCaps } from '../limits/caller-caps.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
@@ -14,6 +15,8 @@ export interface LostInstancesOptions {
   records: OwnedCollection<TaskRecord>
   states: TaskStates
   slots: ConcurrencySlots
+  /** Per-caller caps whose slot a lost task's workspace held. */
+  callers?: CallerCaps | undefined
   workspaces: WorkspacesService
   logger: Logger
   /** How long an instance stays missing from `alive()` before its tasks are taken over (default 30 s). */
@@ -125,6 +128,7 @@ export class LostInstances {
       error: { code: 'CONTAINER_FAILED', error: `The Berth instance running the task (${t.instance_id}) was lost` },
     })
     await this.o.slots.releaseShared(t.profile_id, t.workspace_id).catch(() => {})
+    await this.o.callers?.releaseShared(t.owner_id, t.workspace_id).catch(() => {})
     const ws = await this.o.workspaces.records.find(t.owner_id, t.workspace_id)
     if (ws && (ws.instance_id ?? t.instance_id) === t.instance_id) {
       await this.o.workspaces.setStatus(t.owner_id, ws.id, 'idle', { container_id: null, instance_id: null })

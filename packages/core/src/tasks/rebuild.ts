@@ -1,5 +1,6 @@
 /** The coordination's side of tasks rebuilt from the store: queued tasks back on their queues, this instance's slots re-acquired. */
 import type { Coordination } from '../coordination/port.js'
+import type { CallerCaps } from '../limits/caller-caps.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -16,6 +17,8 @@ export interface TaskRebuildOptions {
   records: OwnedCollection<TaskRecord>
   scheduler: Scheduler
   slots: ConcurrencySlots
+  /** Per-caller caps: their slots are re-acquired like the profiles'. */
+  callers?: CallerCaps | undefined
   workspaces: WorkspacesService
 }
 
@@ -57,13 +60,16 @@ export class TaskRebuild {
     const oldest = this.o.clock.now() - (opts.olderThanMs ?? 0)
     let requeued = 0
     let held = 0
-    const adopt = (profileId: string, holder: string) => {
+    const callers = this.o.callers
+    // `owner`: the workspace holds a container (or is about to), so its caller's slot too.
+    const adopt = (profileId: string, holder: string, owner?: string) => {
       slots.adopt(profileId, holder)
+      if (owner) callers?.adopt(owner, holder)
       held++
     }
     for (const t of await this.activeTasks()) {
       if (t.status !== 'queued') {
-        if (t.instance_id === me) adopt(t.profile_id, t.workspace_id)
+        if (t.instance_id === me) adopt(t.profile_id, t.workspace_id, t.owner_id)
         continue
       }
       // Taken by an instance: in its scheduler (or, when it is gone, LostInstances' to take over).
@@ -81,8 +87,9 @@ export class TaskRebuild {
     }
     if (opts.reset) {
       held += slots.reassert()
+      callers?.reassert()
       for (const ws of await this.o.workspaces.allWithStatus(['running', 'starting']))
-        if (ws.instance_id === me && ws.profile_id) adopt(ws.profile_id, ws.id)
+        if (ws.instance_id === me && ws.profile_id) adopt(ws.profile_id, ws.id, ws.owner_id)
     }
     return { requeued, slots: held }
   }

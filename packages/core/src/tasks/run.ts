@@ -74,6 +74,10 @@ export class TaskRuns implements TaskRunner {
     return this.o.containers.evictIdle(profileId, owner)
   }
 
+  makeRoomFor(owner: string): boolean {
+    return this.o.containers.evictIdleOf(owner)
+  }
+
   /** Run one task end to end. Never throws: every path ends the task in a definite state. */
   async run(task: TaskRecord, signal: AbortSignal): Promise<void> {
     const { containers, states, workspaces } = this.o
@@ -90,6 +94,8 @@ export class TaskRuns implements TaskRunner {
     let exited: Promise<unknown> = Promise.resolve()
     // Permission requests not yet closed by the runner's decision event.
     const open = new Set<string>()
+    // Why the container claim waits is written on the task (once per reason), before any later write.
+    let marked: Promise<void> = Promise.resolve()
     const limit = new RunTimeLimit(task.max_duration_s)
     const spans = new RunTrace(task, this.o.instanceId)
     let profile: ProfileRecord | null = null
@@ -97,9 +103,16 @@ export class TaskRuns implements TaskRunner {
       profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
         throw new ApiError('INTERNAL_ERROR', `Profile ${task.profile_id} was deleted before the task started`)
-      const plan: RunPlan = { task, workspace: ws, profile }
+      const queued = task
+      const onWait: RunPlan['onWait'] = (waiting) => {
+        if (signal.aborted || queued.waiting?.reason === waiting.reason) return
+        queued.waiting = waiting
+        marked = marked.then(() => states.markWaiting(queued, waiting)).catch(() => {})
+      }
+      const plan: RunPlan = { task, workspace: ws, profile, onWait }
       const leased = await spans.claim(() => containers.lease(plan, signal))
-      task = await states.move(task, 'starting', { trace: spans.traceparent })
+      await marked
+      task = await states.move(task, 'starting', { trace: spans.traceparent, waiting: null })
       const { volume, sdk_session_id } = leased.workspace
       ws = await workspaces.setStatus(owner, ws.id, 'running', {
         volume,
@@ -182,6 +195,7 @@ export class TaskRuns implements TaskRunner {
         this.o.logger.warn('could not record task usage', { task: task.id, error: String(err) })
         return end
       })
+    await marked
     await states.finish(task, end)
     spans.end(end)
     await exited.catch(() => {})

@@ -1,11 +1,13 @@
 /** This instance's queue and its dispatch: the order queued tasks start in, their concurrency slots, their runs tracked. */
+import type { TaskWaiting } from '@berth/contract'
+import type { CallerCaps } from '../limits/caller-caps.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import { systemClock, type Clock } from '../ports/clock.js'
 import { secondsSince, type Metrics } from '../ports/metrics.js'
 import type { TaskRecord } from './task.js'
 
-/** How long a run refused a shared slot waits before asking again. */
+/** How long a run refused a shared slot (or its caller's cap) waits before asking again. */
 const SHARED_SLOT_RETRY_MS = 1_000
 
 /** What the queue order looks at in a queued task. */
@@ -55,10 +57,16 @@ export interface TaskRunner {
   run(task: TaskRecord, signal: AbortSignal): Promise<void>
   /** A task waits for a slot of `profileId` that an idle session may hold: free one. Whether one is being freed. */
   makeRoom(profileId: string, owner: string): boolean
+  /** A task waits for its caller's cap that an idle session of the caller may hold: free one. Whether one is being freed. */
+  makeRoomFor?(owner: string): boolean
 }
 
 export interface SchedulerOptions {
   slots: ConcurrencySlots
+  /** Per-caller caps: a task whose caller is at its cap waits, and other callers' tasks go first (default none). */
+  callers?: CallerCaps | undefined
+  /** Record why a queued task waits (written with the task; the run awaits it before its first move). */
+  mark?: (task: TaskRecord, waiting: TaskWaiting) => Promise<unknown>
   logger: Logger
   /** Where starts and the queue's depth are observed, timed by `clock` (default none). */
   metrics?: Metrics
@@ -93,6 +101,12 @@ export class Scheduler {
   private readonly busy = new Map<string, string>()
   private readonly running = new Map<string, Running>()
   private readonly wakers: (() => void)[] = []
+  /** Workspaces asking for their caller's slot (or a shared profile slot) → their task. */
+  private readonly admitting = new Map<string, TaskRecord>()
+  /** How many times this instance was fenced: an admission answered after a fence drops its task. */
+  private fences = 0
+  /** Writes of a queued task's waiting reason under way, by task id. */
+  private readonly marks = new Map<string, Promise<unknown>>()
   private runner: TaskRunner | null = null
   private retry: ReturnType<typeof setTimeout> | null = null
   private closedFlag = false
@@ -161,9 +175,15 @@ export class Scheduler {
     return this.isBusy(wsId) || this.isQueued(wsId)
   }
 
-  /** Workspaces under way and tasks waiting: what this instance has taken on. */
+  /**
+   * Workspaces under way and tasks waiting: what this instance has taken on. Tasks held back
+   * by their caller's cap do not count: they must not keep other callers' tasks from being
+   * taken here.
+   */
   get load(): number {
-    return this.busy.size + this.queue.length
+    let held = 0
+    for (const t of this.queue) if (t.waiting?.reason === 'caller_cap' || !this.callerFree(t)) held++
+    return this.busy.size + this.queue.length - held
   }
 
   get closed(): boolean {
@@ -182,7 +202,8 @@ export class Scheduler {
    * waited for). Returns the tasks dropped, queued and running; tasks queued later start as usual.
    */
   fence(reason: unknown): TaskRecord[] {
-    const queued = this.queue.splice(0)
+    const queued = [...this.queue.splice(0), ...this.admitting.values()]
+    this.fences++
     for (const run of this.running.values()) run.abort.abort(reason)
     return [...queued, ...[...this.running.values()].map((r) => r.task)]
   }
@@ -206,8 +227,8 @@ export class Scheduler {
     if (this.closedFlag || !this.runner) return
     for (let i = this.nextIndex(); i >= 0; i = this.nextIndex()) {
       const task = this.queue.splice(i, 1)[0]!
-      if (task.slot_pending && slots.isShared) {
-        this.startWithSharedSlot(task)
+      if ((task.slot_pending && slots.isShared) || this.needsCallerSlot(task)) {
+        this.admit(task)
         continue
       }
       if (task.slot_pending) {
@@ -218,36 +239,90 @@ export class Scheduler {
     }
   }
 
+  /** Whether the task's workspace still has to take its caller's slot (a warm session holds one already). */
+  private needsCallerSlot(task: TaskRecord): boolean {
+    const callers = this.o.callers
+    return callers !== undefined && !callers.has(task.owner_id, task.workspace_id)
+  }
+
   /**
-   * A run that waits for a slot, when instances share the slots: this instance cannot know
-   * they are free, so it asks (the workspace stays reserved meanwhile); refused, the run
-   * goes back to the front of the queue and asks again after {@link SHARED_SLOT_RETRY_MS}.
+   * A run that must ask before it starts: for its caller's slot (the caller's cap, counted
+   * over every instance) and, when instances share the slots, for its profile's slot (this
+   * instance cannot know they are free). The workspace stays reserved meanwhile; refused,
+   * the run goes back to the queue (another caller's task may start first), its reason is
+   * recorded on the task, and it asks again after {@link SHARED_SLOT_RETRY_MS} or when a slot frees.
    */
-  private startWithSharedSlot(task: TaskRecord): void {
-    const { slots } = this.o
+  private admit(task: TaskRecord): void {
+    const { slots, callers } = this.o
     this.busy.set(task.workspace_id, task.owner_id)
-    void slots
-      .tryTake(task.profile_id, task.workspace_id)
+    this.admitting.set(task.workspace_id, task)
+    const fences = this.fences
+    // Whether this admission took the caller's slot (a warm session's workspace holds one already).
+    let tookCaller = false
+    const ask = async (): Promise<'caller_cap' | 'slot' | null> => {
+      if (this.needsCallerSlot(task)) {
+        if (!(await callers!.tryTake(task.owner_id, task.workspace_id))) return 'caller_cap'
+        tookCaller = true
+      }
+      if (task.slot_pending && slots.isShared && !(await slots.tryTake(task.profile_id, task.workspace_id)))
+        return 'slot'
+      // In one process the profile's slot is counted here; it may have gone while the caller's was asked for.
+      if (task.slot_pending && !slots.isShared && !this.slotFree(task)) return 'slot'
+      return null
+    }
+    void ask()
       .catch((err: unknown) => {
         this.o.logger.warn('could not ask the shared slots; retrying', { task: task.id, error: String(err) })
-        return false
+        return 'slot' as const
       })
-      .then((taken) => {
+      .then((refused) => {
         this.busy.delete(task.workspace_id)
-        if (taken && !this.closedFlag) {
+        this.admitting.delete(task.workspace_id)
+        // Fenced meanwhile: the task was handed to the takeover with the queue; give back what was taken.
+        const fenced = fences !== this.fences
+        if (!refused && !this.closedFlag && !fenced) {
+          if (task.slot_pending && !slots.isShared) slots.acquire(task.profile_id, task.workspace_id)
           delete task.slot_pending
           return this.start(task)
         }
-        if (taken) slots.release(task.profile_id, task.workspace_id)
+        // Refused, or closed meanwhile: give back what this admission took, and wait in the queue.
+        if (tookCaller) callers!.release(task.owner_id, task.workspace_id)
+        if (!refused && task.slot_pending && slots.isShared) slots.release(task.profile_id, task.workspace_id)
+        if (fenced) return
         this.queue.unshift(task)
-        if (!this.retry && !this.closedFlag) {
-          this.retry = setTimeout(() => {
-            this.retry = null
-            this.pump()
-          }, SHARED_SLOT_RETRY_MS)
-          this.retry.unref?.()
-        }
+        if (refused === 'caller_cap') this.markWaiting(task, 'caller_cap', this.o.callers!.describe(task.owner_id))
+        this.retryLater()
       })
+  }
+
+  private retryLater(): void {
+    if (this.retry || this.closedFlag) return
+    this.retry = setTimeout(() => {
+      this.retry = null
+      this.pump()
+    }, SHARED_SLOT_RETRY_MS)
+    this.retry.unref?.()
+  }
+
+  /** Record why a queued task waits, once per reason; the run's first move waits for the write. */
+  markWaiting(task: TaskRecord, reason: TaskWaiting['reason'], message: string): void {
+    if (!this.o.mark || task.waiting?.reason === reason) return
+    task.waiting = { reason, message }
+    const before = this.marks.get(task.id) ?? Promise.resolve()
+    const write = before
+      .then(() => this.o.mark!(task, { reason, message }))
+      .catch((err: unknown) =>
+        this.o.logger.warn('could not record why a task waits', { task: task.id, error: String(err) }),
+      )
+    this.marks.set(task.id, write)
+    void write.finally(() => {
+      if (this.marks.get(task.id) === write) this.marks.delete(task.id)
+    })
+  }
+
+  /** Writes of the task's waiting reason still under way, finished (before its end or first move is written). */
+  async settled(taskId: string): Promise<void> {
+    await this.marks.get(taskId)
   }
 
   private start(task: TaskRecord): void {
@@ -255,7 +330,10 @@ export class Scheduler {
     const now = (this.o.clock ?? systemClock).now()
     this.o.metrics?.taskStarted({ mode: task.mode, queuedSeconds: secondsSince(task.created_at, now) })
     const abort = new AbortController()
-    const done = this.runner!.run(task, abort.signal)
+    // Its moves are written after the waiting reason (never overwritten by it); they drop it.
+    delete task.waiting
+    const done = this.settled(task.id)
+      .then(() => this.runner!.run(task, abort.signal))
       .catch((err) => this.o.logger.error('task run failed unexpectedly', { task: task.id, error: String(err) }))
       .finally(() => {
         this.running.delete(task.id)
@@ -271,10 +349,19 @@ export class Scheduler {
     const index = nextQueued(
       queue,
       busy.values(),
-      (t) => !busy.has(t.workspace_id) && (!t.slot_pending || this.slotFree(t)),
+      (t) => !busy.has(t.workspace_id) && (!t.slot_pending || this.slotFree(t)) && this.callerFree(t),
     )
     if (index < 0) this.makeRoom()
     return index
+  }
+
+  /** Whether the task's caller may hold one more workspace, as this instance counts (its slot decides). */
+  private callerFree(t: TaskRecord): boolean {
+    const callers = this.o.callers
+    if (!callers || callers.has(t.owner_id, t.workspace_id)) return true
+    let asking = 0
+    for (const a of this.admitting.values()) if (a.owner_id === t.owner_id) asking++
+    return callers.running(t.owner_id) + asking < callers.limitOf(t.owner_id)
   }
 
   private slotFree(t: TaskRecord): boolean {
@@ -284,7 +371,14 @@ export class Scheduler {
 
   /** Tasks waiting for a slot that a warm but idle session holds: release one such session. */
   private makeRoom(): void {
+    for (const t of this.queue)
+      if (!this.busy.has(t.workspace_id) && !this.callerFree(t))
+        this.markWaiting(t, 'caller_cap', this.o.callers!.describe(t.owner_id))
     for (const t of this.queue) {
+      if (!this.callerFree(t)) {
+        if (this.runner!.makeRoomFor?.(t.owner_id)) return
+        continue
+      }
       if (!t.slot_pending || this.slotFree(t)) continue
       if (this.runner!.makeRoom(t.profile_id, t.owner_id)) return
     }

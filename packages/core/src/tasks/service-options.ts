@@ -1,6 +1,7 @@
 /** `TasksOptions`: what the tasks service is built from. */
 import type { AuditLog } from '../audit/log.js'
 import type { Coordination, OnceKeys } from '../coordination/port.js'
+import type { CallerCaps } from '../limits/caller-caps.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -26,6 +27,8 @@ export interface TasksOptions {
   eventLog: EventLog
   bus: EventBus
   slots: ConcurrencySlots
+  /** Per-caller caps on running workspaces and pool share (default none). */
+  callers?: CallerCaps | undefined
   profiles: ProfilesService
   environments: EnvironmentsService
   workspaces: WorkspacesService

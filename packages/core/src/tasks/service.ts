@@ -3,6 +3,7 @@ import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
 import { requireCoordination } from '../coordination/unavailable.js'
 import { Fencing } from './fencing.js'
+import { assertFitsMemory, sessionWorkspace } from './admission.js'
 import {
   isApiError,
   newId,
@@ -11,6 +12,7 @@ import {
   type SubmittedTask,
   type Task,
   type TaskStatus,
+  type TaskWaiting,
   type TranscriptEvent,
 } from '@berth/contract'
 import { isoNow } from '../ports/clock.js'
@@ -18,7 +20,6 @@ import { noopMetrics } from '../ports/metrics.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type Page, type Paged } from '../records/collection.js'
 import { term } from '../records/indexes.js'
-import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import { LocalCancel, REMOTE_CANCEL_WAIT_MS, TaskCancelled } from './cancel.js'
 import { Conversations } from './conversation.js'
 import { Dispatcher } from './dispatch.js'
@@ -79,13 +80,14 @@ export class TasksService {
   readonly steer: TaskSteering
 
   constructor(private readonly o: TasksOptions) {
-    const { store, clock, logger, eventLog, bus, engine, workspaces, slots } = o
+    const { store, clock, logger, eventLog, bus, engine, workspaces, slots, callers } = o
     const coordination = o.coordination ?? memoryCoordination({ clock })
     const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
     const events = new Transcript(eventLog, bus)
     const metrics = o.metrics ?? noopMetrics
     const states = new TaskStates({ records, store, clock, bus, eventLog, events, metrics })
-    const scheduler = new Scheduler({ slots, logger, clock, metrics })
+    const mark = (t: TaskRecord, waiting: TaskWaiting) => states.markWaiting(t, waiting)
+    const scheduler = new Scheduler({ slots, callers, mark, logger, clock, metrics })
     const controls = new RunControls()
     const approvals = new Approvals({ store, clock, once: o.once ?? coordination.once, audit: o.audit })
     const containers = new SessionContainers({
@@ -94,6 +96,7 @@ export class TasksService {
       environments: o.environments,
       catalog: o.catalog,
       slots,
+      callers,
       scheduler,
       conversations: new Conversations(store, logger),
       logger,
@@ -128,6 +131,7 @@ export class TasksService {
       records,
       states,
       slots,
+      callers,
       workspaces,
       logger,
       graceMs: o.recoveryGraceMs,
@@ -157,7 +161,7 @@ export class TasksService {
     // Lease lost: stop driving tasks before a survivor takes them over (docs/COORDINATION.md).
     this.fencing = new Fencing({ coordination, scheduler, records, lost, logger, resumed: () => this.dispatch.take() })
     this.remote = new RemoteEvents({ coordination, bus, eventLog, logger })
-    this.rebuilder = new TaskRebuild({ coordination, store, clock, records, scheduler, slots, workspaces })
+    this.rebuilder = new TaskRebuild({ coordination, store, clock, records, scheduler, slots, callers, workspaces })
     this.coordination = coordination
     this.records = records
     this.transcript = events
@@ -213,23 +217,8 @@ export class TasksService {
     await this.o.usage?.budgets.assertWithin(owner, profile)
     // Refused before a slot or a workspace is taken: a bad limit changes nothing.
     const maxDurationS = taskDuration(input.max_duration_s, this.o.timeLimit)
-    let ws: WorkspaceRecord | null = null
-    if (input.session_id) {
-      ws = await this.o.workspaces.bySession(owner, input.session_id)
-      if (!ws)
-        throw validationError([
-          { location: 'body', path: 'session_id', message: `session ${input.session_id} does not exist` },
-        ])
-      if (ws.profile_id !== profile.id) {
-        throw validationError([
-          {
-            location: 'body',
-            path: 'profile_id',
-            message: `session ${input.session_id} belongs to profile ${ws.profile_id}`,
-          },
-        ])
-      }
-    }
+    let ws = await sessionWorkspace(this.o.workspaces, owner, input, profile)
+    await assertFitsMemory(this.o.engine, this.o.environments, owner, profile)
     const wsId = ws?.id ?? newId('workspace')
     // A workspace that holds no slot (new, or idle) would start one more: count it now,
     // synchronously, so parallel submissions are admitted exactly up to the limit.
@@ -331,8 +320,11 @@ export class TasksService {
     const t = await this.records.get(owner, id)
     if (!ACTIVE.includes(t.status)) return taskView(t)
     const here = t.instance_id === this.coordination.instanceId
-    if (this.scheduler.dequeue(id) || (!here && (await this.dispatch.cancel(t))))
+    if (this.scheduler.dequeue(id) || (!here && (await this.dispatch.cancel(t)))) {
+      // A waiting reason being written is written before the end (never over it).
+      await this.scheduler.settled(id)
       return taskView(await this.cancels.ended(t))
+    }
     if (!(await this.scheduler.abort(id, new TaskCancelled(id))) && t.instance_id && !here) {
       // Under way on another instance: it stops the run; the answer waits a while for the
       // task's end to arrive on the bus (other instances' messages are delivered to it).
@@ -392,6 +384,7 @@ export class TasksService {
     this.fencing.close()
     this.lost.close()
     this.o.slots.close()
+    this.o.callers?.close()
     await this.remote.close()
     this.containers.close()
     await this.o.engine?.warmAgents?.close()

@@ -1,4 +1,5 @@
 /** The containers workspaces hold: leased for a run, kept warm for a session's follow-up, released when idle. */
+import type { CallerCaps } from '../limits/caller-caps.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
 import type { EnvironmentsService } from '../resources/environments.js'
@@ -17,6 +18,8 @@ export interface SessionContainersOptions {
   environments: EnvironmentsService
   catalog: MaterializeDeps
   slots: ConcurrencySlots
+  /** Per-caller caps: a workspace gives its caller's slot back with its container. */
+  callers?: CallerCaps | undefined
   /** Whose answers say whether a workspace is still wanted (a task under way or queued). */
   scheduler: Scheduler
   conversations: Conversations
@@ -140,6 +143,21 @@ export class SessionContainers {
     return false
   }
 
+  /** A task waits for its caller's cap that a warm but idle session of the caller holds: release that session now. */
+  evictIdleOf(owner: string): boolean {
+    const key = `caller:${owner}`
+    if (this.evicting.has(key)) return false
+    for (const [wsId, w] of this.warm) {
+      if (w.lease.container.owner_id !== owner || !w.timer || this.o.scheduler.isWanted(wsId)) continue
+      clearTimeout(w.timer)
+      w.timer = null
+      this.evicting.add(key)
+      void this.releaseIdle(owner, wsId).finally(() => this.evicting.delete(key))
+      return true
+    }
+    return false
+  }
+
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
   async release(owner: string, wsId: string): Promise<void> {
     await (await this.detach(owner, wsId))?.release()
@@ -190,6 +208,7 @@ export class SessionContainers {
     if (warm) warm.profile_id = ws.profile_id
     if (warm && ws.profile_id) {
       this.o.slots.acquire(ws.profile_id, ws.id)
+      this.o.callers?.adopt(ws.owner_id, ws.id)
       if (!followUpQueued) this.keepWarm(ws.owner_id, ws.id, ws.session_id)
     } else if (!followUpQueued) {
       await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
@@ -252,9 +271,10 @@ export class SessionContainers {
     // A follow-up already queued or starting keeps the workspace's slot: it runs next.
     // (A run releasing its own workspace is the busy one itself.)
     const followUp = (!opts.fromRun && this.o.scheduler.isBusy(wsId)) || this.o.scheduler.isQueued(wsId)
-    if (ws?.profile_id && !followUp) {
-      this.o.slots.release(ws.profile_id, wsId)
-      // A task waiting for this profile's slot may start now.
+    if (ws?.profile_id && !followUp) this.o.slots.release(ws.profile_id, wsId)
+    if (!followUp) {
+      this.o.callers?.release(owner, wsId)
+      // A task waiting for this profile's slot, or for its caller's, may start now.
       this.o.scheduler.wake()
     }
     return warm?.lease

@@ -4,6 +4,7 @@ import {
   isApiError,
   Task,
   TaskError,
+  type TaskWaiting,
   type TaskResult,
   type TaskStatus,
   type RunnerEvent,
@@ -49,6 +50,8 @@ export interface TaskRecord extends OwnedRecord {
   output_schema?: Record<string, unknown>
   /** Permission requests waiting for a decision (absent on records from before approvals: 0). */
   pending_approvals?: number
+  /** Why the queued task has not started (a caller cap, a full pool, the memory budget); shown while queued. */
+  waiting?: TaskWaiting | null
   /**
    * The task's trace context, a W3C `traceparent` (internal, never in the view): the submit's
    * span, then the run's once it starts, so every instance continues one trace per task.
@@ -94,6 +97,7 @@ export function taskView(r: TaskRecord): Task {
     task_id: r.id,
     session_id: r.mode === 'session' ? r.session_id : null,
     pending_approvals: r.pending_approvals ?? 0,
+    waiting: r.status === 'queued' ? (r.waiting ?? null) : null,
   })
 }
 
@@ -270,6 +274,24 @@ export class TaskStates {
       owner_id: t.owner_id,
     })
     return next
+  }
+
+  /**
+   * Record why a queued task waits, on the stored copy: left alone once the task moved,
+   * ended or went to another instance (a stale copy never overwrites those).
+   */
+  async markWaiting(t: TaskRecord, waiting: TaskWaiting): Promise<void> {
+    const current = await this.o.records.find(t.owner_id, t.id)
+    if (current?.status !== 'queued' || current.instance_id !== t.instance_id) return
+    const next = { ...current, waiting, updated_at: isoNow(this.o.clock) }
+    await this.o.records.put(next)
+    this.o.bus.publish({
+      type: 'task.status',
+      task_id: t.id,
+      status: 'queued',
+      task: taskView(next),
+      owner_id: t.owner_id,
+    })
   }
 
   /** End a task: its events flushed, its end and event count stored, no longer recovered. */

@@ -26,6 +26,9 @@ export function nextMonthStart(ms: number): string {
 
 const limitsKey = (userId: string) => `usage-limits:${userId}`
 
+/** A caller's spending limit and this month's spend (the caps beside it are `CallerCaps`'). */
+export type BudgetLimits = Pick<UserLimits, 'user_id' | 'monthly_budget_usd' | 'spent_usd' | 'resets_at'>
+
 /**
  * Limits per caller and the check against them.
  *
@@ -39,7 +42,7 @@ export class Budgets {
   constructor(private readonly o: { store: Store; clock: Clock; ledger: UsageLedger }) {}
 
   /** A caller's limit and this month's spend. */
-  async get(userId: string): Promise<UserLimits> {
+  async get(userId: string): Promise<BudgetLimits> {
     const now = this.o.clock.now()
     const [stored, spend] = await Promise.all([
       this.o.store.get<{ monthly_budget_usd: number | null }>(limitsKey(userId)),
@@ -54,7 +57,7 @@ export class Budgets {
   }
 
   /** Set (or clear with null) a caller's monthly limit. */
-  async set(userId: string, monthlyBudgetUsd: number | null): Promise<UserLimits> {
+  async set(userId: string, monthlyBudgetUsd: number | null): Promise<BudgetLimits> {
     if (monthlyBudgetUsd === null) await this.o.store.remove(limitsKey(userId))
     else await this.o.store.set(limitsKey(userId), { monthly_budget_usd: monthlyBudgetUsd })
     return this.get(userId)

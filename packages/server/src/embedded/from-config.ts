@@ -60,6 +60,11 @@ export async function berthFromConfig(
     auditRetentionDays: config.auditRetentionDays,
     runtime: chosen.runtime,
     ...container,
+    pool: {
+      ...container.pool,
+      ...(config.memoryBudgetMb && { memoryBudgetBytes: config.memoryBudgetMb * 1024 * 1024 }),
+    },
+    callerCaps: config.callerCaps,
     environments: { caps: config.environmentCaps, ...container.environments },
     concurrency: config.concurrency,
     taskTimeLimit: config.taskTimeLimit,

@@ -103,6 +103,7 @@ export function wirePool(options: ResolvedBerthOptions, ctx: PoolWiringContext):
     name: options.pool.name ?? defaultPoolName(ctx.dataDir),
     imageRecipe: options.pool.imageRecipe,
     retry: options.pool.retry,
+    memoryBudgetBytes: options.pool.memoryBudgetBytes,
     spec: {
       ...defaultEnvSpec(options, ctx.logger),
       ...options.pool.spec,
