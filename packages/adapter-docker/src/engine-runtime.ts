@@ -13,6 +13,7 @@ import { getArchive, putArchive } from './archive.js'
 import type { EngineContext } from './context.js'
 import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
+import { DISK_LABEL, workspaceDisks, type DiskOptions } from './disks.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
@@ -41,6 +42,8 @@ export interface EngineRuntimeOptions {
   verifyPutPath?: boolean
   /** The iptables binaries the egress policies' firewall rules are installed with (default `iptables`, `ip6tables`; needs root). */
   firewall?: FirewallOptions
+  /** Where `limits.diskBytes` workspaces are made (see {@link DiskOptions}); without it the limit is not enforced. */
+  disks?: DiskOptions
 }
 
 /** The label holding the user a container's commands run as. */
@@ -97,6 +100,18 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   }
   const container = (id: string) => docker.getContainer(id)
   const egress = egressEnforcer(ctx, options.firewall)
+  const disks = options.disks ? workspaceDisks(options.disks) : undefined
+  /** The disk of each container that has one (or `null`: none), so `remove` releases it. */
+  const diskOf = new Map<string, string | null>()
+  /** Read before the container goes: a restarted server knows its disk by the label only. */
+  const diskName = async (id: string): Promise<string | null> => {
+    const known = diskOf.get(id)
+    if (known !== undefined || !disks) return known ?? null
+    const info = (await container(id)
+      .inspect()
+      .catch(() => null)) as { Config?: { Labels?: Record<string, string> | null } } | null
+    return info?.Config?.Labels?.[DISK_LABEL] ?? null
+  }
   /**
    * Containers whose commands run as a non-root user (`spec.user`, kept in the
    * {@link USER_LABEL} label too, so a restarted server finds it): their working directory
@@ -167,18 +182,43 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
         const user = unprivileged(spec.user) ? spec.user : undefined
+        // A size-limited workspace, unless something (a session's volume) is mounted there.
+        const dir = spec.workingDir
+        const bytes = spec.limits?.diskBytes
+        const sized = disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir) ? disks : undefined
+        const mounts =
+          sized && bytes && dir
+            ? [
+                ...(spec.mounts ?? []),
+                { type: 'bind' as const, source: await sized.make(containerNameValue, bytes), target: dir },
+              ]
+            : spec.mounts
         const labels = {
           ...spec.labels,
+          ...(sized && { [DISK_LABEL]: containerNameValue }),
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
         }
-        const created = await docker.createContainer(
-          toCreateOptions(
-            { ...spec, user: user ? undefined : spec.user, image, labels, ...(network !== undefined && { network }) },
-            containerNameValue,
-            options.hardening,
-          ),
-        )
+        const created = await docker
+          .createContainer(
+            toCreateOptions(
+              {
+                ...spec,
+                user: user ? undefined : spec.user,
+                image,
+                labels,
+                mounts,
+                ...(network !== undefined && { network }),
+              },
+              containerNameValue,
+              options.hardening,
+            ),
+          )
+          .catch(async (err: unknown) => {
+            await sized?.release(containerNameValue)
+            throw err
+          })
+        diskOf.set(created.id, sized ? containerNameValue : null)
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',
@@ -187,7 +227,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
           ownedByUser:
             user !== undefined &&
             spec.workingDir !== undefined &&
-            (await workdirOwnedBy(created.id, user, spec).catch(() => false)),
+            (await workdirOwnedBy(created.id, user, { ...spec, mounts }).catch(() => false)),
         })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
@@ -226,7 +266,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     async remove(id) {
       try {
         owners.delete(id)
+        const disk = await diskName(id)
+        diskOf.delete(id)
         await container(id).remove({ force: true, v: true })
+        if (disk) await disks?.release(disk)
       } catch (err) {
         const status = statusOf(err)
         if (status === 404) return // already gone
