@@ -1,5 +1,5 @@
-import { join } from 'node:path'
-import { connectEngine, dockerRuntime, engineUrlOptions } from '@berth/adapter-docker'
+import { join, resolve } from 'node:path'
+import { connectEngine, dockerRuntime, engineUrlOptions, type DiskOptions } from '@berth/adapter-docker'
 import { localRuntime } from '@berth/adapter-local'
 import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
 import type { ContainerRuntime } from '@berth/core'
@@ -40,11 +40,24 @@ async function answers<T>(runtime: { ping(): Promise<T> }): Promise<T> {
   }
 }
 
-function docker(): ChosenRuntime {
+/**
+ * Sized workspace disks are loop-mounted ext4 images on this host: only for an engine on
+ * this machine and a server running as root; otherwise the workspace size is not enforced.
+ */
+function disksFor(config: BerthConfig, warn: (message: string) => void): DiskOptions | undefined {
+  if (config.diskDir === null) return undefined
+  if (process.getuid?.() !== 0) {
+    warn('berth: not running as root: workspace disk limits (disk_mb) are not enforced; /tmp is still sized.')
+    return undefined
+  }
+  return { dir: resolve(config.diskDir) }
+}
+
+function docker(disks?: DiskOptions): ChosenRuntime {
   // Docker's default socket named explicitly: dockerode's own default is a lazy lookup
   // that cannot be printed. DOCKER_HOST (with its TLS variables) is left to dockerode.
   const { docker: client, endpoint } = connectEngine(process.env.DOCKER_HOST ? {} : { socketPath: DOCKER_SOCKET })
-  return { runtime: dockerRuntime({ docker: client }), name: 'docker', description: `docker (${endpoint})` }
+  return { runtime: dockerRuntime({ docker: client, disks }), name: 'docker', description: `docker (${endpoint})` }
 }
 
 /**
@@ -68,11 +81,11 @@ async function atUrl(url: string, runtime: BerthConfig['runtime']): Promise<Chos
   }
 }
 
-function podman(): ChosenRuntime {
+function podman(disks?: DiskOptions): ChosenRuntime {
   const found = discoverPodman()
   const { docker: client, endpoint } = connectEngine(found.connection)
   return {
-    runtime: podmanRuntime({ docker: client }),
+    runtime: podmanRuntime({ docker: client, disks }),
     name: 'podman',
     description: `podman (${endpoint}, ${found.source})`,
   }
@@ -114,9 +127,10 @@ export async function runtimeFor(config: BerthConfig, warn: (message: string) =>
     return chosen
   }
   const candidates = config.runtime === 'auto' ? [docker, podman] : config.runtime === 'docker' ? [docker] : [podman]
+  const disks = disksFor(config, warn)
   const tried: string[] = []
   for (const candidate of candidates) {
-    const chosen = candidate()
+    const chosen = candidate(disks)
     try {
       await answers(chosen.runtime)
       return chosen

@@ -127,7 +127,12 @@ export { modelAllowed, type ModelCatalog } from './models.js'
 export { indexEntryFor } from './records/indexes.js'
 
 // Resources
-export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages } from './resources/index.js'
+export {
+  DEFAULT_ENVIRONMENT_CAPS,
+  diskLimits,
+  type EnvironmentCaps,
+  type EnvironmentImages,
+} from './resources/index.js'
 
 // Tasks
 export type { TaskRecord } from './tasks/task.js'

@@ -56,6 +56,7 @@ const PINNED = [
   'defineRoute',
   'defineRuntime',
   'deriveOAuthStateKey',
+  'diskLimits',
   'errorResponse',
   'execFileOperations',
   'execLifecycle',
