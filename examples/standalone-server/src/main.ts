@@ -91,6 +91,7 @@ const berth = createBerth({
   rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
   bodyLimit: config.bodyLimit,
   auditRetentionDays: config.auditRetentionDays,
+  workspaceFiles: { quotaBytes: config.snapshotQuotaMb * 1024 * 1024 },
   runtime: chosen.runtime,
   pool: {
     image,

@@ -66,6 +66,7 @@ const PINNED = [
   'isProviderError',
   'jsonLogger',
   'manualClock',
+  'memoryBlobs',
   'memoryCoordination',
   'memoryHub',
   'modelAllowed',

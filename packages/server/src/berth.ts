@@ -13,7 +13,8 @@ import {
 } from '@berth/core'
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
+import { fileBlobs } from './blob-files.js'
 import type { Berth, BerthOptions } from './berth-options.js'
 import { loadEncryptionKey } from './encryption-key.js'
 import { serverRoutes } from './routes.js'
@@ -88,7 +89,10 @@ export function createBerth(options: BerthOptions = {}): Berth {
     sessionIdleMs: options.sessionIdleMs,
     taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,
-    workspaceFiles: options.workspaceFiles,
+    workspaceFiles: {
+      ...options.workspaceFiles,
+      blobs: options.workspaceFiles?.blobs ?? fileBlobs(join(dataDir, 'snapshots')),
+    },
     auditRetentionDays: options.auditRetentionDays,
     cipher: createAesGcmCipher(key),
     clock,
