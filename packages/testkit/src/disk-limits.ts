@@ -67,7 +67,8 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
         }),
       )
       expect(small.stdout).toMatch(/no space left on device/i)
-      expect((before - (await free())) / MiB).toBeLessThan(256) // a 2 GiB write on the host would show
+      // Other work shares this disk: the margin is wide, a 2 GiB write on the host would still show.
+      expect((before - (await free())) / MiB).toBeLessThan(1024)
       await rt.remove(id)
       expect(await readdir(opts.diskDir)).not.toContain(`${containerName}.img`)
       expect(await readdir(opts.diskDir)).not.toContain(containerName)
