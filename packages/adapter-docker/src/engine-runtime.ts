@@ -264,15 +264,19 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     },
 
     async remove(id) {
+      const disk = await diskName(id)
+      diskOf.delete(id)
       try {
         owners.delete(id)
-        const disk = await diskName(id)
-        diskOf.delete(id)
         await container(id).remove({ force: true, v: true })
         if (disk) await disks?.release(disk)
       } catch (err) {
         const status = statusOf(err)
-        if (status === 404) return // already gone
+        if (status === 404) {
+          // Already gone (removed from outside, say): its disk goes all the same.
+          if (disk) await disks?.release(disk).catch(() => undefined)
+          return
+        }
         if (status === 409 && /already in progress/i.test(String((err as Error).message))) return
         throw ctx.error(err, 'remove', { id })
       }
