@@ -20,7 +20,9 @@ function fakeRuntime(files: Record<string, number>, put: Uint8Array[] = []) {
         { name: 'workspace/', type: 'directory' },
         { name: 'workspace/f.bin', content: new Uint8Array(files[id] ?? 0) },
       ])
-      return new Response(tar).body!
+      return (async function* () {
+        yield tar
+      })()
     },
     async putArchive(_id: string, _path: string, tar: Uint8Array) {
       put.push(tar)
