@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process'
 import { mkdir, open, rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { basename, isAbsolute, join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 
 const run = promisify(execFile)
@@ -15,7 +15,10 @@ export interface DiskOptions {
   dir: string
 }
 
-/** The label naming a container's workspace disk, so `remove` finds it after a restart too. */
+/**
+ * The label holding a container's workspace disk (its host mount directory), so whichever
+ * runtime removes the container (a restarted server, a test's sweep) releases the disk too.
+ */
 export const DISK_LABEL = 'berth.disk'
 
 /**
@@ -28,13 +31,14 @@ export const DISK_LABEL = 'berth.disk'
  * ```ts
  * const disks = workspaceDisks({ dir: '/var/lib/berth/disks' })
  * const hostDir = await disks.make('berth-3f9a0c12ab34', 2 * 1024 ** 3) // bind it at /workspace
- * await disks.release('berth-3f9a0c12ab34') // after the container is removed
+ * await releaseDisk(hostDir) // after the container is removed
  * ```
  */
 export function workspaceDisks(options: DiskOptions) {
+  const dir = resolve(options.dir) // a bind mount's source must be absolute
   const paths = (name: string) => {
     if (!/^[\w.-]+$/.test(name)) throw new Error(`not a disk name: ${name}`)
-    return { image: join(options.dir, `${name}.img`), mount: join(options.dir, name) }
+    return { image: join(dir, `${name}.img`), mount: join(dir, name) }
   }
   return {
     /** Make (or remount after a reboot) the disk of `name`; resolves the host directory to bind. */
@@ -55,14 +59,24 @@ export function workspaceDisks(options: DiskOptions) {
       await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
       return mount
     },
-    /** Unmount and delete the disk of `name` (its files go with it); absent disks resolve. */
-    async release(name: string): Promise<void> {
-      const { image, mount } = paths(name)
-      if (await mounted(mount)) await run('umount', [mount])
-      await rm(mount, { recursive: true, force: true })
-      await rm(image, { force: true })
-    },
   }
+}
+
+/**
+ * Unmount and delete the disk mounted at `mount` (its image is `<mount>.img`), as named by a
+ * container's {@link DISK_LABEL}; absent disks resolve. Only Berth's own disk names are
+ * touched (`berth-` and hex digits), whatever a label says.
+ *
+ * @example
+ * ```ts
+ * await releaseDisk('/var/lib/berth/disks/berth-3f9a0c12ab34')
+ * ```
+ */
+export async function releaseDisk(mount: string): Promise<void> {
+  if (!isAbsolute(mount) || !/^berth-[0-9a-f]{12}$/.test(basename(mount))) return
+  if (await mounted(mount)) await run('umount', [mount])
+  await rm(mount, { recursive: true, force: true })
+  await rm(`${mount}.img`, { force: true })
 }
 
 /** The type `workspaceDisks` returns. */

@@ -13,7 +13,7 @@ import { getArchive, putArchive } from './archive.js'
 import type { EngineContext } from './context.js'
 import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
-import { DISK_LABEL, workspaceDisks, type DiskOptions } from './disks.js'
+import { DISK_LABEL, releaseDisk, workspaceDisks, type DiskOptions } from './disks.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
@@ -101,12 +101,12 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   const container = (id: string) => docker.getContainer(id)
   const egress = egressEnforcer(ctx, options.firewall)
   const disks = options.disks ? workspaceDisks(options.disks) : undefined
-  /** The disk of each container that has one (or `null`: none), so `remove` releases it. */
+  /** The disk (host mount directory) of each container made here, or `null`: none. */
   const diskOf = new Map<string, string | null>()
-  /** Read before the container goes: a restarted server knows its disk by the label only. */
+  /** Read before the container goes: another runtime (a restarted server) knows its disk by the label only. */
   const diskName = async (id: string): Promise<string | null> => {
     const known = diskOf.get(id)
-    if (known !== undefined || !disks) return known ?? null
+    if (known !== undefined) return known
     const info = (await container(id)
       .inspect()
       .catch(() => null)) as { Config?: { Labels?: Record<string, string> | null } } | null
@@ -186,16 +186,13 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const dir = spec.workingDir
         const bytes = spec.limits?.diskBytes
         const sized = disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir) ? disks : undefined
+        // Named like a generated container (what `releaseDisk` accepts), whatever the spec's name.
+        const disk = sized && bytes ? await sized.make(containerName(), bytes) : undefined
         const mounts =
-          sized && bytes && dir
-            ? [
-                ...(spec.mounts ?? []),
-                { type: 'bind' as const, source: await sized.make(containerNameValue, bytes), target: dir },
-              ]
-            : spec.mounts
+          disk && dir ? [...(spec.mounts ?? []), { type: 'bind' as const, source: disk, target: dir }] : spec.mounts
         const labels = {
           ...spec.labels,
-          ...(sized && { [DISK_LABEL]: containerNameValue }),
+          ...(disk && { [DISK_LABEL]: disk }),
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
         }
@@ -215,10 +212,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
             ),
           )
           .catch(async (err: unknown) => {
-            await sized?.release(containerNameValue)
+            if (disk) await releaseDisk(disk)
             throw err
           })
-        diskOf.set(created.id, sized ? containerNameValue : null)
+        diskOf.set(created.id, disk ?? null)
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',
@@ -269,12 +266,12 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       try {
         owners.delete(id)
         await container(id).remove({ force: true, v: true })
-        if (disk) await disks?.release(disk)
+        if (disk) await releaseDisk(disk)
       } catch (err) {
         const status = statusOf(err)
         if (status === 404) {
           // Already gone (removed from outside, say): its disk goes all the same.
-          if (disk) await disks?.release(disk).catch(() => undefined)
+          if (disk) await releaseDisk(disk).catch(() => undefined)
           return
         }
         if (status === 409 && /already in progress/i.test(String((err as Error).message))) return
