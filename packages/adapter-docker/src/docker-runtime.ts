@@ -1,6 +1,7 @@
 import { defineRuntime } from '@berth/core'
 import { connectEngine, type EngineConnectionOptions } from './connection.js'
 import { createEngineRuntime } from './engine-runtime.js'
+import type { DiskOptions } from './disks.js'
 import type { HardeningOptions } from './hardening.js'
 
 /** Options of {@link dockerRuntime}: where the engine is, and how containers are locked down. */
@@ -10,6 +11,8 @@ export interface DockerRuntimeOptions extends EngineConnectionOptions {
   watchIntervalMs?: number
   /** `ensureImage` gives up a pull after this long without progress (default 15 s). */
   pullIdleTimeoutMs?: number
+  /** Where size-limited workspaces are made (an engine on this machine, as root); without it `limits.diskBytes` is not enforced. */
+  disks?: DiskOptions
 }
 
 /**
@@ -32,5 +35,6 @@ export const dockerRuntime = defineRuntime((options: DockerRuntimeOptions = {}) 
     hardening: options.hardening,
     watchIntervalMs: options.watchIntervalMs,
     pullIdleTimeoutMs: options.pullIdleTimeoutMs,
+    disks: options.disks,
   })
 })

@@ -14,6 +14,7 @@ import { getArchive, putArchive } from './archive.js'
 import type { EngineContext } from './context.js'
 import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
+import { DISK_LABEL, releaseDisk, workspaceDisks, type DiskOptions } from './disks.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
@@ -43,6 +44,8 @@ export interface EngineRuntimeOptions {
   verifyPutPath?: boolean
   /** The iptables binaries the egress policies' firewall rules are installed with (default `iptables`, `ip6tables`; needs root). */
   firewall?: FirewallOptions
+  /** Where `limits.diskBytes` workspaces are made (see {@link DiskOptions}); without it the limit is not enforced. */
+  disks?: DiskOptions
 }
 
 /** The label holding the user a container's commands run as. */
@@ -101,6 +104,18 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   const egress = egressEnforcer(ctx, options.firewall)
   // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
   const hostMounts = hostPathMapper(docker)
+  const disks = options.disks ? workspaceDisks(options.disks) : undefined
+  /** The disk (host mount directory) of each container made here, or `null`: none. */
+  const diskOf = new Map<string, string | null>()
+  /** Read before the container goes: another runtime (a restarted server) knows its disk by the label only. */
+  const diskName = async (id: string): Promise<string | null> => {
+    const known = diskOf.get(id)
+    if (known !== undefined) return known
+    const info = (await container(id)
+      .inspect()
+      .catch(() => null)) as { Config?: { Labels?: Record<string, string> | null } } | null
+    return info?.Config?.Labels?.[DISK_LABEL] ?? null
+  }
   /**
    * Containers whose commands run as a non-root user (`spec.user`, kept in the
    * {@link USER_LABEL} label too, so a restarted server finds it): their working directory
@@ -171,26 +186,42 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
         const user = unprivileged(spec.user) ? spec.user : undefined
+        // A size-limited workspace, unless something (a session's volume) is mounted there.
+        const dir = spec.workingDir
+        const bytes = spec.limits?.diskBytes
+        const sized = disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir) ? disks : undefined
+        // Named like a generated container (what `releaseDisk` accepts), whatever the spec's name.
+        const disk = sized && bytes ? await sized.make(containerName(), bytes) : undefined
+        const mounts =
+          disk && dir ? [...(spec.mounts ?? []), { type: 'bind' as const, source: disk, target: dir }] : spec.mounts
         const labels = {
           ...spec.labels,
+          ...(disk && { [DISK_LABEL]: disk }),
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
         }
-        const mounts = await hostMounts(spec.mounts ?? [])
-        const created = await docker.createContainer(
-          toCreateOptions(
-            {
-              ...spec,
-              mounts,
-              user: user ? undefined : spec.user,
-              image,
-              labels,
-              ...(network !== undefined && { network }),
-            },
-            containerNameValue,
-            options.hardening,
-          ),
-        )
+        // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
+        const engineMounts = await hostMounts(mounts ?? [])
+        const created = await docker
+          .createContainer(
+            toCreateOptions(
+              {
+                ...spec,
+                user: user ? undefined : spec.user,
+                image,
+                labels,
+                mounts: engineMounts,
+                ...(network !== undefined && { network }),
+              },
+              containerNameValue,
+              options.hardening,
+            ),
+          )
+          .catch(async (err: unknown) => {
+            if (disk) await releaseDisk(disk)
+            throw err
+          })
+        diskOf.set(created.id, disk ?? null)
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',
@@ -199,7 +230,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
           ownedByUser:
             user !== undefined &&
             spec.workingDir !== undefined &&
-            (await workdirOwnedBy(created.id, user, spec).catch(() => false)),
+            (await workdirOwnedBy(created.id, user, { ...spec, mounts: engineMounts }).catch(() => false)),
         })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
@@ -236,12 +267,19 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     },
 
     async remove(id) {
+      const disk = await diskName(id)
+      diskOf.delete(id)
       try {
         owners.delete(id)
         await container(id).remove({ force: true, v: true })
+        if (disk) await releaseDisk(disk)
       } catch (err) {
         const status = statusOf(err)
-        if (status === 404) return // already gone
+        if (status === 404) {
+          // Already gone (removed from outside, say): its disk goes all the same.
+          if (disk) await releaseDisk(disk).catch(() => undefined)
+          return
+        }
         if (status === 409 && /already in progress/i.test(String((err as Error).message))) return
         throw ctx.error(err, 'remove', { id })
       }

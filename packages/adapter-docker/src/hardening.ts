@@ -13,8 +13,13 @@ import type { ContainerCreateOptions } from 'dockerode'
  */
 export const DEFAULT_CAP_ADD: readonly string[] = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'SETUID', 'SETGID', 'KILL']
 
-/** Limits applied when a spec sets none: 2 GiB memory (no swap), 2 CPUs, 1024 pids. */
-export const DEFAULT_LIMITS: Required<ResourceLimits> = { memoryBytes: 2 * 1024 ** 3, cpus: 2, pids: 1024 }
+/** Limits applied when a spec sets none: 2 GiB memory (no swap), 2 CPUs, 1024 pids, 512 MiB of `/tmp`. */
+export const DEFAULT_LIMITS: Required<Omit<ResourceLimits, 'diskBytes'>> = {
+  memoryBytes: 2 * 1024 ** 3,
+  cpus: 2,
+  pids: 1024,
+  tmpBytes: 512 * 1024 ** 2,
+}
 
 /** How containers are locked down; every field has a safe default. */
 export interface HardeningOptions {
@@ -71,6 +76,8 @@ export function toCreateOptions(
       MemorySwap: limits.memoryBytes,
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: limits.pids,
+      // A sized tmpfs: the host's disk never holds the agent's scratch files.
+      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${Math.max(1, Math.floor(limits.tmpBytes / 1024))}k,mode=1777` },
       NetworkMode: spec.network ?? hardening.network ?? 'bridge',
       PublishAllPorts: false,
       PortBindings: {},

@@ -15,3 +15,4 @@ export { hostImageRecipe } from './host-image.js'
 // Building blocks for other Docker-API engines
 export { createEngineRuntime, type EngineRuntimeOptions } from './engine-runtime.js'
 export { toCreateOptions, type HardeningOptions } from './hardening.js'
+export type { DiskOptions } from './disks.js'

@@ -4,6 +4,7 @@ import { mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { IDLE_COMMAND, MANAGED_LABEL, type ContainerSpec } from '@berth/core'
 import type { LocalContext } from './local-context.js'
+import { mountScratch, unmountScratch } from './scratch-tmpfs.js'
 import { containerDir, hostPath, mountSource, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 
 const NO_ISOLATION =
@@ -74,11 +75,15 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     ...(spec.network && { network: spec.network }),
     ...(spec.egress && { network: 'none' }),
   }
-  const limits = Object.fromEntries(Object.entries(spec.limits ?? {}).filter(([, v]) => v !== undefined))
+  const { diskBytes: _disk, tmpBytes, ...cgroupLimits } = spec.limits ?? {}
+  // The workspace's size is not enforced here (plain host directories); /tmp's is where it can be.
+  if (tmpBytes && sandbox.mode === 'bwrap' && (await mountScratch(baseDir, id, tmpBytes))) meta.tmpBytes = tmpBytes
+  const limits = Object.fromEntries(Object.entries(cgroupLimits).filter(([, v]) => v !== undefined))
   if (cgroups && Object.keys(limits).length) {
     try {
       cgroups.create(id, limits)
     } catch (err) {
+      if (meta.tmpBytes) await unmountScratch(baseDir, id)
       await rm(containerDir(baseDir, id), { recursive: true, force: true })
       throw fail('engine_error', `local create: cannot apply limits through cgroups: ${(err as Error).message}`, {
         op: 'create',

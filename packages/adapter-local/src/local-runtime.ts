@@ -18,6 +18,7 @@ import { startLocalExec } from './exec.js'
 import { createContainer } from './local-create.js'
 import { localContext, type LocalRuntimeOptions } from './local-context.js'
 import { launch } from './local-launch.js'
+import { unmountScratch } from './scratch-tmpfs.js'
 import { localVolumes } from './local-volumes.js'
 import { containerDir, readMeta, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 import type { SandboxMode } from './sandbox.js'
@@ -211,6 +212,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       } catch {
         return // not an id, or no such container: nothing to remove
       }
+      if (meta?.tmpBytes) await unmountScratch(baseDir, id)
       // Move the directory aside first (atomic), so an exit handler that races us cannot
       // write meta.json back into it; then kill, then delete.
       const tomb = `${dir}.removing-${randomBytes(4).toString('hex')}`

@@ -27,6 +27,8 @@ export interface LocalMeta {
   network?: string
   /** Limits enforced through the container's cgroup (absent: none enforced). */
   limits?: ResourceLimits
+  /** `/tmp` is a tmpfs of this many bytes (bwrap as root); unmounted on remove. */
+  tmpBytes?: number
 }
 
 /**

@@ -30,6 +30,7 @@ export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) 
     hardening: options.hardening,
     watchIntervalMs: options.watchIntervalMs,
     pullIdleTimeoutMs: options.pullIdleTimeoutMs,
+    disks: options.disks,
     resolveImage: podmanImageResolver(docker),
     localImageName,
     transformArchive: slashDirectoryNames,

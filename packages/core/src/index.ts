@@ -34,6 +34,7 @@ export { manualClock, systemClock, type Clock } from './ports/clock.js'
 export { createAesGcmCipher, type Cipher } from './ports/cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './ports/logger.js'
 export { noopMetrics, type Metrics, type ModelUsageObservation } from './ports/metrics.js'
+export { memoryBlobs, type BlobStore } from './ports/blob-store.js'
 
 // Ports: container runtime, and what every adapter shares (bytes, errors, one exec lifecycle, file operations)
 export {
@@ -128,7 +129,12 @@ export { modelAllowed, type ModelCatalog } from './models.js'
 export { indexEntryFor } from './records/indexes.js'
 
 // Resources
-export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps, type EnvironmentImages } from './resources/index.js'
+export {
+  DEFAULT_ENVIRONMENT_CAPS,
+  diskLimits,
+  type EnvironmentCaps,
+  type EnvironmentImages,
+} from './resources/index.js'
 
 // Tasks
 export type { TaskRecord } from './tasks/task.js'

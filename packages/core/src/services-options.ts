@@ -3,6 +3,7 @@ import type { ConnectType } from '@berth/contract'
 import type { ModelCatalog } from './models.js'
 import type { Clock } from './ports/clock.js'
 import type { Cipher } from './ports/cipher.js'
+import type { BlobStore } from './ports/blob-store.js'
 import type { Logger } from './ports/logger.js'
 import type { Metrics } from './ports/metrics.js'
 import type { Store } from './ports/store.js'
@@ -60,9 +61,11 @@ export interface ServicesOptions {
   recoveryGraceMs?: number
   /**
    * Files of released workspaces without a volume (batch tasks): kept this long (default 7
-   * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB).
+   * days; `null` until the workspace is deleted), up to `maxBytes` each (default 50 MiB) and
+   * `quotaBytes` per caller (default 1 GiB, the oldest dropped first), as blobs in `blobs`
+   * (default: this process's memory; `@berth/server` keeps files under its data dir).
    */
-  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number; quotaBytes?: number; blobs?: BlobStore }
   /** Preview links: their lifetime (default 1 h, at most 1 day), Berth's public URL for the links (default: the request's origin) and this instance's URL for the others. */
   previews?: { ttl?: PreviewTtl; publicUrl?: string | undefined; instanceUrl?: string | undefined }
   /**

@@ -4,6 +4,7 @@ import { DEFAULT_MODELS, staticCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import { silentLogger, type Logger } from './ports/logger.js'
 import { noopMetrics, type Metrics } from './ports/metrics.js'
+import { memoryBlobs } from './ports/blob-store.js'
 import { memoryCoordination } from './coordination/memory.js'
 import type { Coordination, OnceKeys } from './coordination/port.js'
 import { durableOnce } from './coordination/durable-once.js'
@@ -198,7 +199,13 @@ export function createServices(opts: ServicesOptions): Services {
     providers: opts.gitProviders ?? {},
     audit,
   })
-  const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles })
+  const snapshots = new WorkspaceSnapshots({
+    store,
+    clock,
+    logger,
+    ...opts.workspaceFiles,
+    blobs: opts.workspaceFiles?.blobs ?? memoryBlobs(),
+  })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
   const usage = createUsage({ store, clock, logger, instanceId: coordination.instanceId })
   const runGrants = opts.broker

@@ -39,8 +39,28 @@ describe('EnvironmentsService.resolve', () => {
       allow: [{ host: 'pypi.org', ports: [443] }, { host: 'api.anthropic.com' }, { host: 'mcp.example.com' }],
     })
     expect(r.spec.egress).toEqual(r.network)
-    expect(r.spec.limits).toEqual({ cpus: 2, memoryBytes: 512 * 1024 * 1024, pids: 1024 })
+    expect(r.spec.limits).toEqual({
+      cpus: 2,
+      memoryBytes: 512 * 1024 * 1024,
+      pids: 1024,
+      diskBytes: 4096 * 1024 * 1024,
+      tmpBytes: 512 * 1024 * 1024,
+    })
     expect(r.spec.labels).toEqual({ 'berth.environment': env.id })
+  })
+
+  it("an environment's disk_mb sizes the workspace disk, over the operator's default", async () => {
+    const envs = service({ defaults: { cpus: 1, memory_mb: 256, pids: 64, disk_mb: 100, tmp_mb: 32 } })
+    const small = await envs.create('usr_1', { name: 'small', limits: { disk_mb: 64 } })
+    expect((await envs.resolve('usr_1', small.id)).spec.limits).toMatchObject({
+      diskBytes: 64 * 1024 * 1024,
+      tmpBytes: 32 * 1024 * 1024,
+    })
+    const plain = await envs.create('usr_1', { name: 'plain' })
+    expect((await envs.resolve('usr_1', plain.id)).spec.limits).toMatchObject({ diskBytes: 100 * 1024 * 1024 })
+    await expect(envs.create('usr_1', { name: 'big', limits: { disk_mb: 30_000 } })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+    })
   })
 
   it('public and none add nothing; the default environment is served warm unless its policy is an allowlist', async () => {

@@ -5,6 +5,7 @@
  */
 import { isApiError, newId } from '@berth/contract'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { memoryBlobs } from '../src/ports/blob-store.js'
 import { systemClock } from '../src/ports/clock.js'
 import { OwnedCollection } from '../src/records/collection.js'
 import type { TaskEngine } from '../src/tasks/engine.js'
@@ -26,7 +27,7 @@ describe('forkWorkspace from the store', () => {
     const workspaces = new WorkspacesService(store, systemClock)
     const tasks = { records: new OwnedCollection<TaskRecord>(store, 'tasks', 'task') }
     const eventLog = new EventLog(store, systemClock)
-    const snapshots = new WorkspaceSnapshots({ store, clock: systemClock, logger: quietLogger })
+    const snapshots = new WorkspaceSnapshots({ store, blobs: memoryBlobs(), clock: systemClock, logger: quietLogger })
     // An engine whose pool holds no container: this instance reaches none.
     const engine = { pool: { list: () => [] } } as unknown as TaskEngine
     d = { store, workspaces, tasks, eventLog, engine, snapshots }

@@ -36,7 +36,12 @@ export function openEventSink(
     emit(event) {
       // `type` is protocol, not content: never rewritten, even by an unlucky short secret.
       const line = `${JSON.stringify({ ...redactor.value(event), type: event.type })}\n`
-      if (fd !== null) writeSync(fd, line)
+      if (fd !== null) {
+        // Whole lines or an error: a short write (a full disk) throws ENOSPC on the next try
+        // rather than leaving a torn line in the file recovery reads.
+        const bytes = Buffer.from(line)
+        for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at)
+      }
       out.write(line)
     },
     async close() {

@@ -1,6 +1,7 @@
 /** The options of `createBerth` and the running server it returns. */
 import type {
   AnyRoute,
+  BlobStore,
   Authenticate,
   Clock,
   ContainerPool,
@@ -133,9 +134,11 @@ export interface BerthOptions {
   /**
    * Files of a workspace without a volume (batch tasks) are copied out when its container
    * is released and stay readable for `retentionMs` (default 7 days; `null`: until the
-   * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB).
+   * workspace is deleted), up to `maxBytes` per workspace (default 50 MiB) and `quotaBytes`
+   * per caller (default 1 GiB; the oldest are dropped to make room), as files under
+   * `<dataDir>/snapshots` unless `blobs` says otherwise.
    */
-  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number }
+  workspaceFiles?: { retentionMs?: number | null; maxBytes?: number; quotaBytes?: number; blobs?: BlobStore }
   /** How long audit entries are kept, in days (default 365); older ones are swept hourly. */
   auditRetentionDays?: number
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */

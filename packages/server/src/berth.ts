@@ -14,7 +14,8 @@ import {
 import { toNodeHandler } from 'h3/node'
 import { FastResponse } from 'srvx/node'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
+import { fileBlobs } from './blob-files.js'
 import type { Berth, BerthOptions } from './berth-options.js'
 import { loadEncryptionKey } from './encryption-key.js'
 import { serverRoutes } from './routes.js'
@@ -95,7 +96,10 @@ export function createBerth(given: BerthOptions = {}): Berth {
     sessionIdleMs: options.sessionIdleMs,
     taskTimeLimit: options.taskTimeLimit,
     recoveryGraceMs: options.recoveryGraceMs,
-    workspaceFiles: options.workspaceFiles,
+    workspaceFiles: {
+      ...options.workspaceFiles,
+      blobs: options.workspaceFiles?.blobs ?? fileBlobs(join(dataDir, 'snapshots')),
+    },
     previews: options.previews,
     auditRetentionDays: options.auditRetentionDays,
     cipher: createAesGcmCipher(key),

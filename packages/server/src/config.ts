@@ -58,6 +58,10 @@ export interface BerthConfig extends IntegrationsConfig {
   allowPrivateWebhooks: boolean
   /** Environments: default network policy, the policies offered, the most a caller may ask for (`BERTH_ENV_*`). */
   environmentCaps: EnvironmentCaps
+  /** `BERTH_DISK_DIR`: where Docker/Podman workspaces get their sized disks (default `<dataDir>/disks`; `null` when `off`). */
+  diskDir: string | null
+  /** `BERTH_SNAPSHOT_QUOTA_MB`: the bytes of kept batch workspace files per caller (MiB). */
+  snapshotQuotaMb: number
   /** `BERTH_AGENT_USER`: the user the agent runs as in Docker/Podman containers (default `1000:1000`; `root` to opt out). */
   agentUser: string
   /** `BERTH_BROKER`: the credential broker (`on`, default) or `off` (the model key then enters containers). */
@@ -119,10 +123,13 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
     disk_mb: cap(env, 'BERTH_ENV_MAX_DISK_MB', d.max.disk_mb),
   }
   // The defaults never exceed the caps.
+  const diskMb = cap(env, 'BERTH_ENV_DEFAULT_DISK_MB', d.defaults.disk_mb ?? null)
   const defaults = {
     cpus: Math.min(d.defaults.cpus, max.cpus ?? Infinity),
     memory_mb: Math.min(d.defaults.memory_mb, max.memory_mb ?? Infinity),
     pids: Math.min(d.defaults.pids, max.pids ?? Infinity),
+    disk_mb: diskMb === null ? max.disk_mb : Math.min(diskMb, max.disk_mb ?? Infinity),
+    tmp_mb: int(env, 'BERTH_ENV_TMP_MB', d.defaults.tmp_mb ?? 512, 16),
   }
   const allowPrivateDestinations = oneOf(env, 'BERTH_ENV_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
   const allowRoot = oneOf(env, 'BERTH_ENV_ALLOW_ROOT', ['true', 'false'] as const, 'false') === 'true'
@@ -247,6 +254,8 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
     environmentCaps: environmentCaps(env),
+    diskDir: env.BERTH_DISK_DIR === 'off' ? null : env.BERTH_DISK_DIR || `${env.BERTH_DATA_DIR || './.data'}/disks`,
+    snapshotQuotaMb: int(env, 'BERTH_SNAPSHOT_QUOTA_MB', 1024, 1),
     agentUser: env.BERTH_AGENT_USER || '1000:1000',
     broker: oneOf(env, 'BERTH_BROKER', ['on', 'off'] as const, 'on') === 'on',
     brokerUpstreamCa: env.BERTH_BROKER_UPSTREAM_CA || undefined,

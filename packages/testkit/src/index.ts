@@ -7,6 +7,7 @@
 // Conformance suites (a runtime, a store) and the store suite's crash-test writer
 export { runtimeConformanceSuite } from './conformance/index.js'
 export type { ConformanceOptions } from './conformance/suite.js'
+export { diskLimitSuite, type DiskLimitOptions } from './disk-limits.js'
 export { storeConformanceSuite, type StoreUnderTest } from './store-conformance.js'
 export {
   channelConformanceSuite,

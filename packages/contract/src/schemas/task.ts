@@ -65,7 +65,8 @@ export const TaskResult = v.object({
 
 /**
  * Why a task failed or stopped: `TIME_LIMIT_EXCEEDED` (ran past its `max_duration_s`; partial result kept), `INTERRUPTED` (a caller's interrupt; the task is
- * `cancelled` with its partial result), `OUTPUT_INVALID` (no answer valid for `output_schema`).
+ * `cancelled` with its partial result), `OUTPUT_INVALID` (no answer valid for `output_schema`),
+ * `DISK_LIMIT_EXCEEDED` (the workspace or `/tmp` filled up to its size and the agent's runner could not go on).
  */
 export const TaskError = v.object({
   code: v.picklist([
@@ -77,6 +78,7 @@ export const TaskError = v.object({
     'INTERNAL_ERROR',
     'INTERRUPTED',
     'OUTPUT_INVALID',
+    'DISK_LIMIT_EXCEEDED',
   ]),
   error: v.string(),
 })

@@ -24,6 +24,14 @@ export interface ResourceLimits {
   cpus?: number
   /** Maximum number of processes and threads. */
   pids?: number
+  /**
+   * Size of the filesystem the runtime makes at the spec's `workingDir` (the workspace)
+   * when nothing is mounted there; a full one answers writes with ENOSPC. Runtimes that
+   * cannot make one (no disk directory configured, a remote engine) ignore it.
+   */
+  diskBytes?: number
+  /** Size of the tmpfs at `/tmp` (it counts against `memoryBytes`, being memory). */
+  tmpBytes?: number
 }
 
 /**

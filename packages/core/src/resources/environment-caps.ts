@@ -22,8 +22,12 @@ export interface EnvironmentCaps {
   allowedPolicies: readonly NetworkPolicy[]
   /** The most a caller may ask for; `null`: no cap. */
   max: { cpus: number | null; memory_mb: number | null; pids: number | null; disk_mb: number | null }
-  /** Limits of containers whose environment sets none. */
-  defaults: { cpus: number; memory_mb: number; pids: number }
+  /**
+   * Limits of containers whose environment sets none. `disk_mb` sizes the workspace (where
+   * the runtime can make a sized disk; `null`: unlimited), `tmp_mb` the tmpfs at `/tmp` of
+   * every container (memory, counted against `memory_mb`).
+   */
+  defaults: { cpus: number; memory_mb: number; pids: number; disk_mb?: number | null; tmp_mb?: number }
   /**
    * Let an allowlist (and the model endpoint it adds) name private, loopback, link-local or
    * metadata addresses (default false: refused, 400 for a literal address, a failed
@@ -34,12 +38,12 @@ export interface EnvironmentCaps {
   allowRoot?: boolean
 }
 
-/** Caps when the deployment sets none: every policy offered, `public` by default, 4 CPUs, 8 GiB, 4096 pids, 20 GiB disk. */
+/** Caps when the deployment sets none: every policy offered, `public` by default, 4 CPUs, 8 GiB, 4096 pids, 20 GiB disk (4 GiB and 512 MiB of `/tmp` by default). */
 export const DEFAULT_ENVIRONMENT_CAPS: EnvironmentCaps = {
   defaultPolicy: 'public',
   allowedPolicies: ['none', 'public', 'allowlist'],
   max: { cpus: 4, memory_mb: 8192, pids: 4096, disk_mb: 20480 },
-  defaults: { cpus: 2, memory_mb: 2048, pids: 1024 },
+  defaults: { cpus: 2, memory_mb: 2048, pids: 1024, disk_mb: 4096, tmp_mb: 512 },
 }
 
 /**
@@ -120,4 +124,23 @@ export function normalizeEnvironment(
     env: input.env ?? base?.env ?? {},
     run_as_root: input.run_as_root ?? base?.run_as_root ?? false,
   }
+}
+
+/**
+ * The disk limits of a container from an environment's `disk_mb` (or the operator's
+ * default), in the runtime port's terms.
+ *
+ * @example
+ * ```ts
+ * diskLimits(DEFAULT_ENVIRONMENT_CAPS, 1024) // { diskBytes: 1073741824, tmpBytes: 536870912 }
+ * ```
+ */
+export function diskLimits(
+  caps: EnvironmentCaps,
+  diskMb: number | null | undefined,
+): { diskBytes?: number; tmpBytes?: number } {
+  const MiB = 1024 * 1024
+  const disk = diskMb ?? caps.defaults.disk_mb ?? null
+  const tmp = caps.defaults.tmp_mb
+  return { ...(disk !== null && { diskBytes: disk * MiB }), ...(tmp !== undefined && { tmpBytes: tmp * MiB }) }
 }

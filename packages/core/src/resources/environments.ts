@@ -14,7 +14,7 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import { checkCaps, normalizeEnvironment, type EnvironmentCaps } from './environment-caps.js'
+import { checkCaps, diskLimits, normalizeEnvironment, type EnvironmentCaps } from './environment-caps.js'
 
 export interface EnvironmentRecord extends OwnedRecord, Omit<Environment, 'id' | 'created_at' | 'updated_at'> {}
 
@@ -277,7 +277,7 @@ export class EnvironmentsService {
       spec: {
         image: r.image_status.ref,
         egress: network,
-        limits: { cpus: l.cpus, memoryBytes: l.memory_mb * MB, pids: l.pids },
+        limits: { cpus: l.cpus, memoryBytes: l.memory_mb * MB, pids: l.pids, ...diskLimits(caps, r.limits.disk_mb) },
         env: { ...r.env },
         ...(r.run_as_root && caps.allowRoot && { user: '0:0' }),
         labels: { 'berth.environment': r.id },

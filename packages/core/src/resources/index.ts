@@ -35,4 +35,4 @@ export {
   type EnvironmentImages,
   type ResolvedEnvironment,
 } from './environments.js'
-export { DEFAULT_ENVIRONMENT_CAPS, type EnvironmentCaps } from './environment-caps.js'
+export { DEFAULT_ENVIRONMENT_CAPS, diskLimits, type EnvironmentCaps } from './environment-caps.js'

@@ -155,7 +155,7 @@ export class TaskRuns implements TaskRunner {
       }
       exited = session.exited
       end = endOf(result!)
-      if (end.error?.code === 'CONTAINER_FAILED') keepWarm = false
+      if (end.error?.code === 'CONTAINER_FAILED' || end.error?.code === 'DISK_LIMIT_EXCEEDED') keepWarm = false
       if (limit.fired) end = limit.end(end)
     } catch (err) {
       if (signal.reason instanceof TaskFenced) return this.fenced(task, ws)

@@ -138,7 +138,10 @@ export function endOf(result: ResultEvent): TaskEnd & { result: TaskResult } {
   }
   if (result.structured_output !== undefined) taskResult.structured_output = result.structured_output
   if (result.outcome === 'success') return { status: 'completed', result: taskResult }
-  const error = { code: OUTCOME_ERROR[result.outcome], error: result.error ?? result.outcome }
+  const error = diskFull(result.error ?? undefined) ?? {
+    code: OUTCOME_ERROR[result.outcome],
+    error: result.error ?? result.outcome,
+  }
   return { status: result.outcome === 'interrupted' ? 'cancelled' : 'failed', result: taskResult, error }
 }
 
@@ -155,6 +158,10 @@ const TASK_ERROR_CODES: readonly string[] = TaskError.entries.code.options
  * ```
  */
 export function errorOf(err: unknown): TaskError {
+  if (isApiError(err) && err.code === 'CONTAINER_FAILED') {
+    const full = diskFull(`${err.message} ${String(err.details?.stderr_tail ?? '')}`)
+    if (full) return full
+  }
   const code =
     isApiError(err) && TASK_ERROR_CODES.includes(err.code) ? (err.code as TaskError['code']) : 'INTERNAL_ERROR'
   return { code, error: isApiError(err) ? err.message : 'Internal error while running the task' }
@@ -321,5 +328,18 @@ export class TaskStates {
     this.o.events.forget(t.id)
     await this.o.store.remove(activeKey(t.id))
     return done
+  }
+}
+
+/**
+ * DISK_LIMIT_EXCEEDED when a runner's failure says its filesystem was full (the workspace or
+ * `/tmp` at its size): the agent's own tools saw ENOSPC as a tool error first; this is
+ * when the runner itself could not go on.
+ */
+function diskFull(text: string | undefined): TaskError | null {
+  if (!text || !/\bENOSPC\b|no space left on device/i.test(text)) return null
+  return {
+    code: 'DISK_LIMIT_EXCEEDED',
+    error: "The task's disk is full: its workspace or /tmp reached the size its environment allows (limits.disk_mb)",
   }
 }

@@ -61,7 +61,7 @@ export async function fileTarget(
     'VALIDATION_FAILED',
     ws.status === 'starting'
       ? `Workspace ${ws.id} has no container yet: its first task has not started. Try again once it runs.`
-      : `Workspace ${ws.id} has no files to serve: its container was released and its kept files expired (or were too large to keep).`,
+      : `Workspace ${ws.id} has no files to serve: its container was released and its kept files expired (or were too large to keep, or were dropped for the caller's quota of kept files).`,
     { issues: [{ location: 'params', path: 'id', message: 'the workspace has no container and no volume' }] },
   )
 }

@@ -1,4 +1,5 @@
 import { repackTar } from '../internal/tar-repack.js'
+import type { BlobStore } from '../ports/blob-store.js'
 import type { Clock } from '../ports/clock.js'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
@@ -7,26 +8,38 @@ import { WORKSPACE_DIR } from '../tasks/materialize.js'
 
 export interface WorkspaceSnapshotsOptions {
   store: Store
+  /** Where the tars go (the server: files under the data dir). */
+  blobs: BlobStore
   clock: Clock
   logger: Logger
   /** How long a released workspace's files stay readable (default 7 days; `null`: until the workspace is deleted). */
   retentionMs?: number | null
   /** Workspaces larger than this (tar bytes) are not kept (default 50 MiB). */
   maxBytes?: number
+  /** A caller's kept files, at most (tar bytes; default 1 GiB): the oldest are dropped to make room. */
+  quotaBytes?: number
 }
 
+/** The record of a kept snapshot: the tar is a blob (`file`); rows from before kept it here, base64 (`tar`). */
 interface Snapshot {
-  /** The tar of `/workspace`'s contents, names relative to it. */
-  tar: string
+  file?: string
+  bytes?: number
+  /** Legacy: the tar, base64, in the record itself. */
+  tar?: string
   saved_at: number
 }
 
-const key = (owner: string, wsId: string) => `ws-files:${owner}:${wsId}`
+const PREFIX = 'ws-files:'
+const key = (owner: string, wsId: string) => `${PREFIX}${owner}:${wsId}`
+const blobKey = (owner: string, wsId: string) => `${owner}/${wsId}.tar`
+const sizeOf = (s: Snapshot) => s.bytes ?? Math.floor(((s.tar?.length ?? 0) * 3) / 4)
 
 /**
  * The files of a workspace without a volume, kept when its container is released (a batch
  * task's container is reaped when it ends), so they stay readable until the workspace is
- * deleted or the retention expires. Stored as one tar per workspace in the store.
+ * deleted or the retention expires. One tar per workspace in the blob store, its record
+ * (size, time) in the store; each caller's kept files stay under a quota, the oldest
+ * dropped first (a tar larger than the whole quota is not kept, and the log says why).
  *
  * @example
  * ```ts
@@ -37,9 +50,10 @@ const key = (owner: string, wsId: string) => `ws-files:${owner}:${wsId}`
 export class WorkspaceSnapshots {
   constructor(private readonly o: WorkspaceSnapshotsOptions) {}
 
-  /** Copy `/workspace` out of a container into the store; too large → not kept (and said so). */
+  /** Copy `/workspace` out of a container into the blob store; too large → not kept (and said so). */
   async save(runtime: ContainerRuntime, engineId: string, owner: string, wsId: string): Promise<boolean> {
     const max = this.o.maxBytes ?? 50 * 1024 * 1024
+    const quota = this.o.quotaBytes ?? 1024 * 1024 * 1024
     const base = WORKSPACE_DIR.slice(1)
     const tar = (await runtime.getArchive(engineId, WORKSPACE_DIR)) as unknown as AsyncIterable<Uint8Array>
     const chunks: Uint8Array[] = []
@@ -56,16 +70,23 @@ export class WorkspaceSnapshots {
     ])
     for await (const chunk of entries) {
       size += chunk.byteLength
-      if (size > max) {
+      if (size > Math.min(max, quota)) {
         await entries.return(undefined)
-        this.o.logger.warn('workspace files too large to keep after release', { workspace: wsId, max_bytes: max })
-        await this.o.store.remove(key(owner, wsId))
+        this.o.logger.warn('workspace files too large to keep after release', {
+          workspace: wsId,
+          max_bytes: max,
+          quota_bytes: quota,
+        })
+        await this.remove(owner, wsId)
         return false
       }
       chunks.push(chunk)
     }
+    await this.makeRoom(owner, wsId, quota - size)
+    await this.o.blobs.put(blobKey(owner, wsId), Buffer.concat(chunks))
     await this.o.store.set<Snapshot>(key(owner, wsId), {
-      tar: Buffer.concat(chunks).toString('base64'),
+      file: blobKey(owner, wsId),
+      bytes: size,
       saved_at: this.o.clock.now(),
     })
     return true
@@ -80,19 +101,54 @@ export class WorkspaceSnapshots {
   async restore(runtime: ContainerRuntime, engineId: string, owner: string, wsId: string): Promise<boolean> {
     const s = await this.read(owner, wsId)
     if (!s) return false
-    await runtime.putArchive(engineId, WORKSPACE_DIR, new Uint8Array(Buffer.from(s.tar, 'base64')))
+    const tar = s.file ? await this.o.blobs.get(s.file) : s.tar ? new Uint8Array(Buffer.from(s.tar, 'base64')) : null
+    if (!tar) return false
+    await runtime.putArchive(engineId, WORKSPACE_DIR, tar)
     return true
   }
 
   /** Keep a copy of one workspace's kept files as another's (a fork); false when none are kept. */
   async copy(owner: string, fromWs: string, toWs: string): Promise<boolean> {
     const s = await this.read(owner, fromWs)
-    if (s) await this.o.store.set<Snapshot>(key(owner, toWs), { tar: s.tar, saved_at: this.o.clock.now() })
-    return s !== null
+    if (!s) return false
+    const now = this.o.clock.now()
+    if (!s.file) {
+      await this.o.store.set<Snapshot>(key(owner, toWs), { tar: s.tar, saved_at: now })
+      return true
+    }
+    const tar = await this.o.blobs.get(s.file)
+    if (!tar) return false
+    // The copy counts against the caller's quota like any kept files (the source is kept: it is newer than what goes).
+    await this.makeRoom(owner, toWs, (this.o.quotaBytes ?? 1024 * 1024 * 1024) - tar.byteLength)
+    await this.o.blobs.put(blobKey(owner, toWs), tar)
+    await this.o.store.set<Snapshot>(key(owner, toWs), {
+      file: blobKey(owner, toWs),
+      bytes: tar.byteLength,
+      saved_at: now,
+    })
+    return true
   }
 
   async remove(owner: string, wsId: string): Promise<void> {
+    const s = await this.o.store.get<Snapshot>(key(owner, wsId))
+    if (s?.file) await this.o.blobs.remove(s.file)
     await this.o.store.remove(key(owner, wsId))
+  }
+
+  /** Drop this caller's oldest kept files (never `wsId`'s own, replaced anyway) until `room` bytes are left. */
+  private async makeRoom(owner: string, wsId: string, room: number): Promise<void> {
+    const keys = (await this.o.store.keys(`${PREFIX}${owner}:`)).filter((k) => k !== key(owner, wsId))
+    const kept = (await this.o.store.getMany<Snapshot>(keys))
+      .map((s, i) => ({ s, ws: keys[i]!.slice(`${PREFIX}${owner}:`.length) }))
+      .filter((x): x is { s: Snapshot; ws: string } => x.s !== null)
+      .sort((a, b) => a.s.saved_at - b.s.saved_at)
+    let used = kept.reduce((n, x) => n + sizeOf(x.s), 0)
+    for (const x of kept) {
+      if (used <= room) break
+      await this.remove(owner, x.ws)
+      used -= sizeOf(x.s)
+      this.o.logger.info('kept workspace files dropped for the caller quota', { workspace: x.ws, bytes: sizeOf(x.s) })
+    }
   }
 
   private async read(owner: string, wsId: string): Promise<Snapshot | null> {

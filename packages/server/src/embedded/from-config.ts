@@ -41,7 +41,7 @@ export async function berthFromConfig(
   const { store, description } = await storageFor({ ...config, dataDir })
   const chosen = config.engineUrl
     ? await engineAtUrl(config.engineUrl, config.runtime)
-    : chooseRuntime({ runtime: config.runtime, dataDir, warn })
+    : chooseRuntime({ runtime: config.runtime, dataDir, warn, diskDir: config.diskDir })
   const container = containerDefaults(chosen, { ...config, dataDir, warn })
   const poolName = container.pool.name!
   const instanceId = instanceIdFor(config, poolName)
@@ -58,6 +58,7 @@ export async function berthFromConfig(
     rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
     bodyLimit: config.bodyLimit,
     auditRetentionDays: config.auditRetentionDays,
+    workspaceFiles: { quotaBytes: config.snapshotQuotaMb * 1024 * 1024 },
     runtime: chosen.runtime,
     ...container,
     pool: {

@@ -1,6 +1,12 @@
 /** Which container runtime Berth runs tasks on: the engine that answers, or `local`. */
-import { join } from 'node:path'
-import { connectEngine, dockerRuntime, engineUrlOptions, type EngineConnectionOptions } from '@berth/adapter-docker'
+import { join, resolve } from 'node:path'
+import {
+  connectEngine,
+  type DiskOptions,
+  dockerRuntime,
+  type EngineConnectionOptions,
+  engineUrlOptions,
+} from '@berth/adapter-docker'
 import { localRuntime } from '@berth/adapter-local'
 import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
 import type { ContainerRuntime } from '@berth/core'
@@ -37,7 +43,7 @@ interface Candidate {
   make(): ChosenRuntime
 }
 
-function docker(env: NodeJS.ProcessEnv): Candidate {
+function docker(env: NodeJS.ProcessEnv, disks: DiskOptions | undefined): Candidate {
   // Docker's default socket named explicitly: dockerode's own default is a lazy lookup
   // that cannot be printed. DOCKER_HOST (with its TLS variables) is read the docker CLI's way.
   const connection = env.DOCKER_HOST ? engineUrlOptions(env.DOCKER_HOST, env) : { socketPath: DOCKER_SOCKET }
@@ -46,12 +52,12 @@ function docker(env: NodeJS.ProcessEnv): Candidate {
     connection,
     make() {
       const { docker: client, endpoint } = connectEngine(connection)
-      return { runtime: dockerRuntime({ docker: client }), name: 'docker', description: `docker (${endpoint})` }
+      return { runtime: dockerRuntime({ docker: client, disks }), name: 'docker', description: `docker (${endpoint})` }
     },
   }
 }
 
-function podman(env: NodeJS.ProcessEnv): Candidate {
+function podman(env: NodeJS.ProcessEnv, disks: DiskOptions | undefined): Candidate {
   const found = discoverPodman({ env })
   return {
     name: 'podman',
@@ -59,7 +65,7 @@ function podman(env: NodeJS.ProcessEnv): Candidate {
     make() {
       const { docker: client, endpoint } = connectEngine(found.connection)
       return {
-        runtime: podmanRuntime({ docker: client }),
+        runtime: podmanRuntime({ docker: client, disks }),
         name: 'podman',
         description: `podman (${endpoint}, ${found.source})`,
       }
@@ -89,6 +95,22 @@ export interface ChooseRuntimeOptions {
   warn?: (message: string) => void
   /** `DOCKER_HOST` and its TLS variables, `CONTAINER_HOST`, `XDG_RUNTIME_DIR` (default `process.env`). */
   env?: NodeJS.ProcessEnv
+  /**
+   * Where sized workspace disks (`disk_mb`) are made: loop-mounted ext4 images, so only for
+   * an engine on this machine and a server running as root (default `<dataDir>/disks` then;
+   * `null` for none, and the workspace size is not enforced).
+   */
+  diskDir?: string | null
+}
+
+/** Sized workspace disks need root on the engine's machine; without them the size is not enforced (said once). */
+function disksFor(diskDir: string | null): { disks?: DiskOptions; note?: string } {
+  if (diskDir === null) return { note: 'berth: BERTH_DISK_DIR=off: workspace disk limits (disk_mb) are not enforced.' }
+  if (process.getuid?.() !== 0)
+    return {
+      note: 'berth: not running as root: workspace disk limits (disk_mb) are not enforced; /tmp is still sized.',
+    }
+  return { disks: { dir: resolve(diskDir) } }
 }
 
 /**
@@ -105,14 +127,22 @@ export interface ChooseRuntimeOptions {
 export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
   const { runtime = 'auto', dataDir, warn = console.warn, env = process.env } = options
   if (runtime === 'local') return local(dataDir, warn)
+  const { disks, note } = disksFor(options.diskDir === undefined ? join(dataDir, 'disks') : options.diskDir)
   const candidates =
-    runtime === 'auto' ? [docker(env), podman(env)] : runtime === 'docker' ? [docker(env)] : [podman(env)]
+    runtime === 'auto'
+      ? [docker(env, disks), podman(env, disks)]
+      : runtime === 'docker'
+        ? [docker(env, disks)]
+        : [podman(env, disks)]
   const answers = answerSync(
     candidates.map((c) => c.connection),
     PING_TIMEOUT_MS,
   )
   const index = answers.indexOf(true)
-  if (index >= 0) return candidates[index]!.make()
+  if (index >= 0) {
+    if (note) warn(note)
+    return candidates[index]!.make()
+  }
   const tried = candidates.map((c) => `${c.name} at ${where(c.connection)} does not answer`).join('; ')
   if (runtime !== 'auto') throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer. ${tried}`)
   warn(`No container engine answers (${tried}); falling back to BERTH_RUNTIME=local.`)

@@ -5,6 +5,7 @@ import {
   WarmAgents,
   adoptRunningWorkspaces,
   defaultPoolName,
+  diskLimits,
   type Clock,
   type ContainerMount,
   type ContainerSpec,
@@ -58,7 +59,12 @@ function defaultEnvSpec(options: ResolvedBerthOptions, logger: Logger): Partial<
     ...(options.pool?.spec?.network === undefined &&
       caps.defaultPolicy !== 'allowlist' &&
       enforced.includes(caps.defaultPolicy) && { egress: { policy: caps.defaultPolicy } }),
-    limits: { cpus: caps.defaults.cpus, memoryBytes: caps.defaults.memory_mb * 1024 * 1024, pids: caps.defaults.pids },
+    limits: {
+      cpus: caps.defaults.cpus,
+      memoryBytes: caps.defaults.memory_mb * 1024 * 1024,
+      pids: caps.defaults.pids,
+      ...diskLimits(caps, null),
+    },
     ...(agentUser !== 'root' && { user: agentUser }),
   }
 }

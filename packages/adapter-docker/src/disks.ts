@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process'
+import { mkdir, open, rm } from 'node:fs/promises'
+import { basename, isAbsolute, join, resolve } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+/** Where size-limited workspace filesystems are made (on the engine's own host). */
+export interface DiskOptions {
+  /**
+   * A host directory for one sparse ext4 image per container (`<name>.img`) and its loop
+   * mount (`<name>/`), bind-mounted at the container's working directory. Needs root and
+   * an engine on this machine; the image only takes the blocks the agent writes.
+   */
+  dir: string
+}
+
+/**
+ * The label holding a container's workspace disk (its host mount directory), so whichever
+ * runtime removes the container (a restarted server, a test's sweep) releases the disk too.
+ */
+export const DISK_LABEL = 'berth.disk'
+
+/**
+ * Size-limited workspace filesystems: ext4 is the one limit that holds on any host
+ * filesystem (overlay's `--storage-opt size` needs xfs with project quotas, a tmpfs would
+ * count against the container's memory). A full disk answers the agent's writes with
+ * ENOSPC and leaves the host's filesystem untouched.
+ *
+ * @example
+ * ```ts
+ * const disks = workspaceDisks({ dir: '/var/lib/berth/disks' })
+ * const hostDir = await disks.make('berth-3f9a0c12ab34', 2 * 1024 ** 3) // bind it at /workspace
+ * await releaseDisk(hostDir) // after the container is removed
+ * ```
+ */
+export function workspaceDisks(options: DiskOptions) {
+  const dir = resolve(options.dir) // a bind mount's source must be absolute
+  const paths = (name: string) => {
+    if (!/^[\w.-]+$/.test(name)) throw new Error(`not a disk name: ${name}`)
+    return { image: join(dir, `${name}.img`), mount: join(dir, name) }
+  }
+  return {
+    /** Make (or remount after a reboot) the disk of `name`; resolves the host directory to bind. */
+    async make(name: string, sizeBytes: number): Promise<string> {
+      const { image, mount } = paths(name)
+      await mkdir(mount, { recursive: true })
+      if (await mounted(mount)) return mount
+      const file = await open(image, 'wx').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'EEXIST') return null // made before: mount it again
+        throw err
+      })
+      if (file) {
+        await file.truncate(Math.max(sizeBytes, 8 * 1024 ** 2))
+        await file.close()
+        // No reserved blocks: the agent gets the whole size.
+        await run('mkfs.ext4', ['-q', '-F', '-m', '0', image])
+      }
+      await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+      return mount
+    },
+  }
+}
+
+/**
+ * Unmount and delete the disk mounted at `mount` (its image is `<mount>.img`), as named by a
+ * container's {@link DISK_LABEL}; absent disks resolve. Only Berth's own disk names are
+ * touched (`berth-` and hex digits), whatever a label says.
+ *
+ * @example
+ * ```ts
+ * await releaseDisk('/var/lib/berth/disks/berth-3f9a0c12ab34')
+ * ```
+ */
+export async function releaseDisk(mount: string): Promise<void> {
+  if (!isAbsolute(mount) || !/^berth-[0-9a-f]{12}$/.test(basename(mount))) return
+  if (await mounted(mount)) await run('umount', [mount])
+  await rm(mount, { recursive: true, force: true })
+  await rm(`${mount}.img`, { force: true })
+}
+
+/** The type `workspaceDisks` returns. */
+export type WorkspaceDisks = ReturnType<typeof workspaceDisks>
+
+async function mounted(dir: string): Promise<boolean> {
+  return run('mountpoint', ['-q', dir]).then(
+    () => true,
+    () => false,
+  )
+}

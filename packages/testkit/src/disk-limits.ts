@@ -1,0 +1,80 @@
+import { readdir, statfs } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { IDLE_COMMAND, collectExec, type ContainerRuntime } from '@berth/core'
+import { afterAll, describe, expect, it } from 'vitest'
+
+const MiB = 1024 ** 2
+
+/** What {@link diskLimitSuite} runs against. */
+export interface DiskLimitOptions {
+  /** An image with a POSIX shell and `fallocate` (busybox's will do). */
+  image: string
+  /** The host directory the runtime makes its workspace disks in (their files are checked gone after remove). */
+  diskDir: string
+}
+
+/**
+ * Disk limits that hold: a container with `limits.diskBytes` and `limits.tmpBytes` cannot
+ * fill the host's filesystem from `/workspace` or `/tmp` (a 2 GiB `fallocate` fails with
+ * ENOSPC at the limit, the host's free space barely moves), and removing the container,
+ * from another runtime instance too (a restarted server), removes its workspace disk.
+ *
+ * @example
+ * ```ts
+ * diskLimitSuite('docker', () => dockerRuntime({ socketPath, disks: { dir } }), { image: 'berth-test:latest', diskDir: dir })
+ * ```
+ */
+export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime, opts: DiskLimitOptions): void {
+  describe(`disk limits: ${name}`, () => {
+    const rt = makeRuntime()
+    const made: string[] = []
+    afterAll(async () => {
+      for (const id of made) await rt.remove(id).catch(() => undefined)
+      await rt.close?.()
+    })
+    const free = async () => {
+      const s = await statfs(opts.diskDir)
+      return s.bavail * s.bsize
+    }
+
+    it('a 2 GiB fallocate fails at the limit in /workspace and in /tmp; the host keeps its space', async () => {
+      const { id } = await rt.create({
+        image: opts.image,
+        cmd: [...IDLE_COMMAND],
+        workingDir: '/workspace',
+        user: '1000:1000',
+        network: 'none',
+        limits: { diskBytes: 64 * MiB, tmpBytes: 32 * MiB },
+        labels: { 'berth.test.run': randomBytes(4).toString('hex') },
+      })
+      made.push(id)
+      await rt.start(id)
+      const before = await free()
+      for (const dir of ['/workspace', '/tmp']) {
+        const r = await collectExec(
+          await rt.exec(id, { cmd: ['sh', '-c', `fallocate -l 2G ${dir}/big; e=$?; df -k ${dir} | tail -1; exit $e`] }),
+        )
+        expect(r.exitCode, `${dir}: ${r.stdout}${r.stderr}`).not.toBe(0)
+        expect(r.stderr).toMatch(/no space left on device/i)
+        // The filesystem there is the limit's size, not the host's.
+        const sizeKb = Number(r.stdout.trim().split(/\s+/)[1])
+        expect(sizeKb).toBeLessThanOrEqual(dir === '/tmp' ? 32 * 1024 : 64 * 1024)
+      }
+      // Smaller writes up to the limit work: the agent's own tools see a full disk, not an error of Berth's.
+      const small = await collectExec(
+        await rt.exec(id, {
+          cmd: ['sh', '-c', 'dd if=/dev/zero of=/workspace/f bs=1M count=200 2>&1; ls -l /workspace/f'],
+        }),
+      )
+      expect(small.stdout).toMatch(/no space left on device/i)
+      // Other work shares this disk: the margin is wide, a 2 GiB write on the host would still show.
+      expect((before - (await free())) / MiB).toBeLessThan(1024)
+      expect(await readdir(opts.diskDir)).toHaveLength(2) // the image and its mount point
+      // Removed by another instance (a restarted server): the container's label names its disk.
+      const other = makeRuntime()
+      await other.remove(id)
+      await other.close?.()
+      expect(await readdir(opts.diskDir)).toEqual([])
+    })
+  })
+}
