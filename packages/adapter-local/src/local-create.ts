@@ -1,9 +1,13 @@
 /** Creating a local container: its directories (root, tmp, mount points), cgroup and meta. */
 import { randomBytes } from 'node:crypto'
-import { mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { chmod, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { IDLE_COMMAND, MANAGED_LABEL, type ContainerSpec } from '@berth/core'
 import type { LocalContext } from './local-context.js'
+import { launch } from './local-launch.js'
+import { ROOT } from './sandbox.js'
+import { parseUser } from './users.js'
 import { containerDir, hostPath, mountSource, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 
 const NO_ISOLATION =
@@ -22,14 +26,18 @@ const NO_ISOLATION =
  */
 export async function createContainer(ctx: LocalContext, spec: ContainerSpec): Promise<{ id: string; name: string }> {
   const { baseDir, sandbox, cgroups, logger, fail, ensureBase } = ctx
-  // Fail closed: a policy this runtime cannot enforce is refused, not ignored.
-  if (spec.egress && (spec.egress.policy !== 'none' || sandbox.mode !== 'bwrap')) {
+  // Fail closed: a policy this runtime cannot enforce is refused, not ignored. Under bwrap
+  // every policy holds: the sandbox's only way out is the broker's egress proxy.
+  if (spec.egress && sandbox.mode !== 'bwrap') {
     throw fail(
       'engine_error',
-      `the local runtime cannot enforce the ${spec.egress.policy} network policy${sandbox.mode === 'bwrap' ? ' (bubblewrap can only cut the network: use policy none, or Docker/Podman)' : ' (no bubblewrap sandbox)'}`,
+      `the local runtime cannot enforce the ${spec.egress.policy} network policy (no bubblewrap sandbox)`,
       { op: 'create' },
     )
   }
+  // A non-root user is honoured where the sandbox can set host uids (a root server).
+  const user = spec.user && sandbox.setpriv ? parseUser(spec.user) : undefined
+  if (user === null) throw fail('engine_error', `unknown user ${JSON.stringify(spec.user)}`, { op: 'create' })
   await ensureBase()
   const id = randomBytes(32).toString('hex')
   const name = spec.name ?? `berth-${id.slice(0, 12)}`
@@ -38,6 +46,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
   await mkdir(root, { recursive: true })
   await mkdir(join(root, 'root'), { recursive: true })
   await mkdir(join(root, 'tmp'), { recursive: true })
+  await chmod(join(root, 'tmp'), 0o1777) // as an image's /tmp: every user's, sticky
   for (const m of spec.mounts ?? []) {
     const source = mountSource(baseDir, m)
     if (m.type === 'volume') await mkdir(source, { recursive: true })
@@ -71,8 +80,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     pid: null,
     pidStart: null,
     sandbox: sandbox.mode,
-    ...(spec.network && { network: spec.network }),
-    ...(spec.egress && { network: 'none' }),
+    ...(user && user.uid !== 0 && { user }),
   }
   const limits = Object.fromEntries(Object.entries(spec.limits ?? {}).filter(([, v]) => v !== undefined))
   if (cgroups && Object.keys(limits).length) {
@@ -87,6 +95,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     meta.limits = limits
   }
   await writeMeta(baseDir, meta)
+  if (meta.user) await giveWorkingDir(ctx, meta)
   if (sandbox.mode === 'none')
     logger.warn(NO_ISOLATION, {
       runtime: 'local',
@@ -96,4 +105,23 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
       ...(spec.mounts?.some((m) => m.readOnly) ? { readOnlyMountsAreWritable: true } : {}),
     })
   return { id, name }
+}
+
+/**
+ * The working directory becomes the container's user's, chowned as root inside the sandbox
+ * (so a symlink the agent left in a reused workspace resolves in its own view, not the host's).
+ */
+async function giveWorkingDir(ctx: LocalContext, meta: LocalMeta): Promise<void> {
+  const { uid, gid } = meta.user!
+  const how = launch(ctx, meta, ['chown', `${uid}:${gid}`, '--', meta.workingDir], '/', { user: ROOT })
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(how.file, how.args, { cwd: how.cwd, env: how.env, stdio: 'ignore' })
+    child.once('error', () => resolve(null))
+    child.once('close', resolve)
+  })
+  if (code !== 0) {
+    await rm(containerDir(ctx.baseDir, meta.id), { recursive: true, force: true })
+    if (meta.limits) await ctx.cgroups?.remove(meta.id)
+    throw ctx.fail('engine_error', `local create: cannot give ${meta.workingDir} to its user`, { op: 'create' })
+  }
 }

@@ -17,6 +17,9 @@ import { createContainer } from './local-create.js'
 import { localContext, type LocalRuntimeOptions } from './local-context.js'
 import { launch } from './local-launch.js'
 import { localVolumes } from './local-volumes.js'
+import { sandboxedGetArchive, sandboxedPutArchive } from './sandbox-archive.js'
+import { ROOT } from './sandbox.js'
+import { parseUser } from './users.js'
 import { containerDir, readMeta, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 import type { SandboxMode } from './sandbox.js'
 import {
@@ -120,11 +123,13 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     name: 'local',
     sandbox: sandbox.mode,
     description: ctx.description,
-    // bwrap can only cut the network entirely (an empty namespace); it has no firewall.
+    // Under bwrap every sandbox has an empty network namespace: `none` holds as is, and
+    // `public`/`allowlist` hold because the only way out is the broker's egress proxy.
     capabilities: {
       isolation: sandbox.mode === 'bwrap',
       limits: cgroups !== null,
-      egress: sandbox.mode === 'bwrap' ? ['none'] : [],
+      ...(sandbox.setpriv && { unprivilegedUser: true }),
+      egress: sandbox.mode === 'bwrap' ? ['none', 'public', 'allowlist'] : [],
     },
 
     ping: ensureBase,
@@ -134,7 +139,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     async start(id) {
       const meta = await load(id, 'start')
       if (meta.state === 'running') return
-      const how = launch(ctx, meta, meta.cmd, meta.workingDir, {}, true)
+      // The main process (an idle init) stays root, like an engine's: Berth's housekeeping, not the agent.
+      const how = launch(ctx, meta, meta.cmd, meta.workingDir, { main: true, user: ROOT })
       const child = spawn(how.file, how.args, {
         cwd: how.cwd,
         env: how.env,
@@ -230,10 +236,12 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
         throw fail('not_running', `local container ${id} is not running`, { op: 'exec', id })
       }
       const cwd = opts.cwd ?? meta.workingDir
+      const user = opts.user !== undefined && sandbox.setpriv ? parseUser(opts.user) : undefined
+      if (user === null) throw fail('engine_error', `unknown user ${JSON.stringify(opts.user)}`, { op: 'exec', id })
       return startLocalExec(
         {
           id,
-          launch: (cmd, env) => launch(ctx, meta, cmd, cwd, env),
+          launch: (cmd, env) => launch(ctx, meta, cmd, cwd, { env, user }),
           watchIntervalMs: ctx.watchIntervalMs,
           checkDead: async () => {
             try {
@@ -255,16 +263,19 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
 
     async putArchive(id, path, tar) {
       const meta = await load(id, 'putArchive')
+      const source = tar instanceof Uint8Array ? Readable.from([tar]) : (tar as AsyncIterable<Uint8Array>)
+      if (ctx.sandboxed(meta)) return sandboxedPutArchive(ctx, meta, path, source)
+      // Unsandboxed: host paths as this user (no boundary to keep; see the README).
       const dir = resolvePath(baseDir, meta, path)
       const st = await stat(dir).catch(() => null)
       if (!st?.isDirectory())
         throw fail('not_found', `Could not find the directory ${path} in ${id}`, { op: 'putArchive', id, path })
-      const source = tar instanceof Uint8Array ? Readable.from([tar]) : (tar as AsyncIterable<Uint8Array>)
       await extractInto(dir, source)
     },
 
     async getArchive(id, path) {
       const meta = await load(id, 'getArchive')
+      if (ctx.sandboxed(meta)) return sandboxedGetArchive(ctx, meta, path)
       const abs = resolvePath(baseDir, meta, path)
       if (!(await stat(abs).catch(() => null))) {
         throw fail('not_found', `Could not find the file ${path} in ${id}`, { op: 'getArchive', id, path })
