@@ -78,11 +78,36 @@ function podman(): ChosenRuntime {
   }
 }
 
-/** The local runtime: sandboxed by bubblewrap where it works (one calm line), else the loud warning. */
-function local(dataDir: string, warn: (message: string) => void): ChosenRuntime {
-  const baseDir = join(dataDir, 'containers')
-  const runtime = localRuntime({ baseDir })
+/** Why `local` refuses to start without bubblewrap, and the ways out. */
+function noSandbox(reason: string, explicit: boolean): Error {
+  const optOut =
+    'to run agents as plain host processes with NO isolation, set BERTH_RUNTIME=local and BERTH_LOCAL_UNSANDBOXED=true'
+  return new Error(
+    explicit
+      ? `BERTH_RUNTIME=local, but the local runtime cannot sandbox agents here (${reason}). Install bubblewrap (apt-get install bubblewrap), or ${optOut}.`
+      : `No container engine answers and the local runtime cannot sandbox agents here (${reason}). Start Docker or Podman or install bubblewrap (apt-get install bubblewrap), or ${optOut}.`,
+  )
+}
+
+/**
+ * The local runtime: sandboxed by bubblewrap where it works (one calm line). Without a
+ * sandbox it runs only when the operator asked for `local` explicitly and accepted running
+ * unsandboxed (`BERTH_LOCAL_UNSANDBOXED=true`), with the loud warning; otherwise it refuses.
+ *
+ * @example
+ * ```ts
+ * const chosen = localFor(configFromEnv(process.env), console.warn, { explicit: true })
+ * ```
+ */
+export function localFor(
+  config: Pick<BerthConfig, 'dataDir' | 'localUnsandboxed'>,
+  warn: (message: string) => void,
+  opts: { explicit: boolean; make?: typeof localRuntime },
+): ChosenRuntime {
+  const baseDir = join(config.dataDir, 'containers')
+  const runtime = (opts.make ?? localRuntime)({ baseDir })
   if (runtime.sandbox === 'none') {
+    if (!opts.explicit || !config.localUnsandboxed) throw noSandbox(runtime.description, opts.explicit)
     warn(NO_ISOLATION_WARNING)
     return { runtime, name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
   }
@@ -92,8 +117,8 @@ function local(dataDir: string, warn: (message: string) => void): ChosenRuntime 
 
 /**
  * The runtime per `BERTH_RUNTIME`: `auto` takes Docker if its socket answers, else Podman
- * if its socket answers, else `local` (a bubblewrap sandbox where bwrap works, else no
- * isolation and `warn` is called loudly). `docker` and
+ * if its socket answers, else `local` in a bubblewrap sandbox (refused where bwrap cannot
+ * work: see {@link localFor}). `docker` and
  * `podman` insist on that engine and reject with a clear message when it does not answer.
  * With `BERTH_ENGINE_URL` (`unix://`, `tcp://`, `https://`, `ssh://`), that engine is the
  * only candidate (`auto`: Docker or Podman, as the engine says), never `local`.
@@ -104,7 +129,7 @@ function local(dataDir: string, warn: (message: string) => void): ChosenRuntime 
  * ```
  */
 export async function runtimeFor(config: BerthConfig, warn: (message: string) => void): Promise<ChosenRuntime> {
-  if (config.runtime === 'local') return local(config.dataDir, warn)
+  if (config.runtime === 'local') return localFor(config, warn, { explicit: true })
   if (config.engineUrl) {
     const chosen = await atUrl(config.engineUrl, config.runtime)
     await answers(chosen.runtime).catch(async (err: Error) => {
@@ -129,5 +154,5 @@ export async function runtimeFor(config: BerthConfig, warn: (message: string) =>
     throw new Error(`BERTH_RUNTIME=${config.runtime}, but the engine does not answer. ${tried.join('; ')}`)
   }
   warn(`No container engine answers (${tried.join('; ')}); falling back to BERTH_RUNTIME=local.`)
-  return local(config.dataDir, warn)
+  return localFor(config, warn, { explicit: false })
 }
