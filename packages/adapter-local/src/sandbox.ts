@@ -190,6 +190,8 @@ export function bwrapArgs(
   // setpriv needs these to switch uid and bound the set; it drops them before the command runs.
   if (sandbox.setpriv) for (const cap of [...ROOT_CAPS, 'setpcap']) args.push('--cap-add', `CAP_${cap.toUpperCase()}`)
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind-try', dir, dir)
+  // Made readable for every uid: a privileged bwrap creates it 0700 (bwrap >= 0.5 has --perms).
+  args.push('--perms', '0755', '--dir', '/etc')
   for (const file of ETC_FILES) args.push('--ro-bind-try', file, file)
   // Node's install, when it lives outside /usr (nvm, /opt/node): the runner needs it.
   const nodePrefix = dirname(dirname(process.execPath))

@@ -134,10 +134,15 @@ describe('the local sandbox as a tenant boundary', () => {
 
   it("runs the container's user as an unprivileged host uid: workspace its own, host-root files out of reach", async () => {
     const id = await started({ user: '1000:1000' })
-    const r = await sh(id, 'id -u; grep CapEff /proc/self/status; echo mine > /workspace/f && echo wrote')
+    const r = await sh(
+      id,
+      'id -u; grep CapEff /proc/self/status; echo mine > /workspace/f && echo wrote; node -e "console.log(\'node runs\')"',
+    )
     expect(r.stdout).toMatch(/^1000\n/)
     expect(r.stdout).toMatch(/CapEff:\s+0+\n/)
     expect(r.stdout).toContain('wrote')
+    // The system view is every uid's to read (Node reads /etc/ssl/openssl.cnf at start).
+    expect(r.stdout).toContain('node runs')
     // Host uid 1000, not root mapped into a user namespace: the host sees the file as 1000's.
     expect(statSync(hostPath(baseDir, id, '/workspace/f')).uid).toBe(1000)
     // A root-only file in its own view (say, one the runner keeps) is not the agent's to read.
