@@ -161,7 +161,7 @@ export interface RuntimeCapabilities {
   limits: boolean
   /** A non-root `user` is honoured: commands run as it with no capabilities, the working directory and put files its own. */
   unprivilegedUser?: boolean
-  /** Egress policies the runtime enforces (`local` under bubblewrap: `none` only). */
+  /** Egress policies the runtime enforces (`local` under bubblewrap: all three, its sandboxes having no network but the broker's sockets). */
   egress?: readonly EgressPolicy['policy'][]
 }
 
