@@ -61,8 +61,11 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
       await writeFile(target, '')
     }
   }
-  // After the mounts: a working directory inside one is made in its source.
-  await mkdir(resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir), { recursive: true })
+  // After the mounts: a working directory inside one is made in its source; sandboxed, that
+  // happens in the sandbox (below), as a reused volume may hold the agent's symlinks. One
+  // outside every mount is made here, in the fresh root no agent has touched.
+  const where = resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir)
+  if (sandbox.mode === 'none' || where.startsWith(`${root}/`) || where === root) await mkdir(where, { recursive: true })
   const meta: LocalMeta = {
     id,
     name,
@@ -95,7 +98,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     meta.limits = limits
   }
   await writeMeta(baseDir, meta)
-  if (meta.user) await giveWorkingDir(ctx, meta)
+  if (sandbox.mode === 'bwrap') await makeWorkingDir(ctx, meta)
   if (sandbox.mode === 'none')
     logger.warn(NO_ISOLATION, {
       runtime: 'local',
@@ -108,12 +111,14 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
 }
 
 /**
- * The working directory becomes the container's user's, chowned as root inside the sandbox
- * (so a symlink the agent left in a reused workspace resolves in its own view, not the host's).
+ * Make the working directory, the container's user's when it has one, as root inside the
+ * sandbox: a symlink the agent left in a reused workspace resolves in its own view, never
+ * on the host.
  */
-async function giveWorkingDir(ctx: LocalContext, meta: LocalMeta): Promise<void> {
-  const { uid, gid } = meta.user!
-  const how = launch(ctx, meta, ['chown', `${uid}:${gid}`, '--', meta.workingDir], '/', { user: ROOT })
+async function makeWorkingDir(ctx: LocalContext, meta: LocalMeta): Promise<void> {
+  const owner = meta.user ? `${meta.user.uid}:${meta.user.gid}` : ''
+  const script = 'mkdir -p -- "$1" && { [ -z "$2" ] || chown -- "$2" "$1"; }'
+  const how = launch(ctx, meta, ['/bin/sh', '-c', script, 'sh', meta.workingDir, owner], '/', { user: ROOT })
   const code = await new Promise<number | null>((resolve) => {
     const child = spawn(how.file, how.args, { cwd: how.cwd, env: how.env, stdio: 'ignore' })
     child.once('error', () => resolve(null))
@@ -122,6 +127,8 @@ async function giveWorkingDir(ctx: LocalContext, meta: LocalMeta): Promise<void>
   if (code !== 0) {
     await rm(containerDir(ctx.baseDir, meta.id), { recursive: true, force: true })
     if (meta.limits) await ctx.cgroups?.remove(meta.id)
-    throw ctx.fail('engine_error', `local create: cannot give ${meta.workingDir} to its user`, { op: 'create' })
+    throw ctx.fail('engine_error', `local create: cannot make the working directory ${meta.workingDir}`, {
+      op: 'create',
+    })
   }
 }

@@ -5,7 +5,7 @@
  * unprivileged host uid.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -93,6 +93,20 @@ describe('the local sandbox as a tenant boundary', () => {
     // The race was run: some downloads went through the real directory.
     expect(files.length).toBeGreaterThan(0)
   }, 300_000)
+
+  it('a symlink left in a reused workspace does not make the next working directory on the host', async () => {
+    const volume = `reused-${process.pid}-${Date.now()}`
+    const mounts = [{ type: 'volume' as const, source: volume, target: '/workspace' }]
+    const first = await started({ user: '1000:1000', mounts })
+    expect((await sh(first, `ln -s ${dataDir} sub`)).exitCode).toBe(0)
+    // The next container of the workspace works in /workspace/sub/made: the path resolves in
+    // its own view (where the link leads nowhere, so the create may fail), never on the host.
+    await rt.create({ image: 'x', workingDir: '/workspace/sub/made', user: '1000:1000', mounts }).then(
+      ({ id }) => created.push(id),
+      () => {},
+    )
+    expect(existsSync(join(dataDir, 'made'))).toBe(false)
+  })
 
   it('cannot connect to a loopback listener on the host, nor to another sandbox’s', async () => {
     const host: Server = createServer((s) => s.end('host\n'))
