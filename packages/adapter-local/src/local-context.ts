@@ -49,7 +49,8 @@ export interface LocalContext {
 
 const BWRAP_ISOLATION =
   'bubblewrap sandbox: own mount, PID, IPC, UTS{user} namespaces, no capabilities; host system directories ' +
-  'read-only, only the container directory writable; host network; {limits}'
+  'read-only, only the container directory writable; own network namespace (loopback only, egress through ' +
+  "Berth's proxy); {uid}; {limits}"
 
 /**
  * The context of a local runtime: detects the sandbox and cgroups once.
@@ -67,12 +68,14 @@ export function localContext(options: LocalRuntimeOptions): LocalContext {
   const cgroups = sandbox.mode === 'bwrap' ? detectCgroups() : null
   const description =
     sandbox.mode === 'bwrap'
-      ? BWRAP_ISOLATION.replace('{user}', sandbox.userns ? ' and user' : '').replace(
-          '{limits}',
-          cgroups
-            ? `memory, CPU and pids limits through cgroups v${cgroups.version}`
-            : 'no resource limits (no writable cgroups here)',
-        )
+      ? BWRAP_ISOLATION.replace('{user}', sandbox.userns ? ' and user' : '')
+          .replace('{uid}', sandbox.setpriv ? 'agents as an unprivileged host uid' : "the server's uid")
+          .replace(
+            '{limits}',
+            cgroups
+              ? `memory, CPU and pids limits through cgroups v${cgroups.version}`
+              : 'no resource limits (no writable cgroups here)',
+          )
       : `NO ISOLATION (${sandbox.reason}): plain host processes`
 
   const fail = (reason: ContainerError['reason'], message: string, details: Record<string, unknown> = {}) =>

@@ -1,9 +1,13 @@
 /** Creating a local container: its directories (root, tmp, mount points), cgroup and meta. */
 import { randomBytes } from 'node:crypto'
-import { mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { spawn } from 'node:child_process'
+import { chmod, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { IDLE_COMMAND, MANAGED_LABEL, type ContainerSpec } from '@berth/core'
 import type { LocalContext } from './local-context.js'
+import { launch } from './local-launch.js'
+import { ROOT } from './sandbox.js'
+import { parseUser } from './users.js'
 import { mountScratch, unmountScratch } from './scratch-tmpfs.js'
 import { containerDir, hostPath, mountSource, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 
@@ -23,14 +27,18 @@ const NO_ISOLATION =
  */
 export async function createContainer(ctx: LocalContext, spec: ContainerSpec): Promise<{ id: string; name: string }> {
   const { baseDir, sandbox, cgroups, logger, fail, ensureBase } = ctx
-  // Fail closed: a policy this runtime cannot enforce is refused, not ignored.
-  if (spec.egress && (spec.egress.policy !== 'none' || sandbox.mode !== 'bwrap')) {
+  // Fail closed: a policy this runtime cannot enforce is refused, not ignored. Under bwrap
+  // every policy holds: the sandbox's only way out is the broker's egress proxy.
+  if (spec.egress && sandbox.mode !== 'bwrap') {
     throw fail(
       'engine_error',
-      `the local runtime cannot enforce the ${spec.egress.policy} network policy${sandbox.mode === 'bwrap' ? ' (bubblewrap can only cut the network: use policy none, or Docker/Podman)' : ' (no bubblewrap sandbox)'}`,
+      `the local runtime cannot enforce the ${spec.egress.policy} network policy (no bubblewrap sandbox)`,
       { op: 'create' },
     )
   }
+  // A non-root user is honoured where the sandbox can set host uids (a root server).
+  const user = spec.user && sandbox.setpriv ? parseUser(spec.user) : undefined
+  if (user === null) throw fail('engine_error', `unknown user ${JSON.stringify(spec.user)}`, { op: 'create' })
   await ensureBase()
   const id = randomBytes(32).toString('hex')
   const name = spec.name ?? `berth-${id.slice(0, 12)}`
@@ -39,6 +47,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
   await mkdir(root, { recursive: true })
   await mkdir(join(root, 'root'), { recursive: true })
   await mkdir(join(root, 'tmp'), { recursive: true })
+  await chmod(join(root, 'tmp'), 0o1777) // as an image's /tmp: every user's, sticky
   for (const m of spec.mounts ?? []) {
     const source = mountSource(baseDir, m)
     if (m.type === 'volume') await mkdir(source, { recursive: true })
@@ -53,8 +62,11 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
       await writeFile(target, '')
     }
   }
-  // After the mounts: a working directory inside one is made in its source.
-  await mkdir(resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir), { recursive: true })
+  // After the mounts: a working directory inside one is made in its source; sandboxed, that
+  // happens in the sandbox (below), as a reused volume may hold the agent's symlinks. One
+  // outside every mount is made here, in the fresh root no agent has touched.
+  const where = resolvePath(baseDir, { id, mounts: spec.mounts ?? [] }, workingDir)
+  if (sandbox.mode === 'none' || where.startsWith(`${root}/`) || where === root) await mkdir(where, { recursive: true })
   const meta: LocalMeta = {
     id,
     name,
@@ -72,8 +84,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     pid: null,
     pidStart: null,
     sandbox: sandbox.mode,
-    ...(spec.network && { network: spec.network }),
-    ...(spec.egress && { network: 'none' }),
+    ...(user && user.uid !== 0 && { user }),
   }
   const { diskBytes: _disk, tmpBytes, ...cgroupLimits } = spec.limits ?? {}
   // The workspace's size is not enforced here (plain host directories); /tmp's is where it can be.
@@ -92,6 +103,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     meta.limits = limits
   }
   await writeMeta(baseDir, meta)
+  if (sandbox.mode === 'bwrap') await makeWorkingDir(ctx, meta)
   if (sandbox.mode === 'none')
     logger.warn(NO_ISOLATION, {
       runtime: 'local',
@@ -101,4 +113,27 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
       ...(spec.mounts?.some((m) => m.readOnly) ? { readOnlyMountsAreWritable: true } : {}),
     })
   return { id, name }
+}
+
+/**
+ * Make the working directory, the container's user's when it has one, as root inside the
+ * sandbox: a symlink the agent left in a reused workspace resolves in its own view, never
+ * on the host.
+ */
+async function makeWorkingDir(ctx: LocalContext, meta: LocalMeta): Promise<void> {
+  const owner = meta.user ? `${meta.user.uid}:${meta.user.gid}` : ''
+  const script = 'mkdir -p -- "$1" && { [ -z "$2" ] || chown -- "$2" "$1"; }'
+  const how = launch(ctx, meta, ['/bin/sh', '-c', script, 'sh', meta.workingDir, owner], '/', { user: ROOT })
+  const code = await new Promise<number | null>((resolve) => {
+    const child = spawn(how.file, how.args, { cwd: how.cwd, env: how.env, stdio: 'ignore' })
+    child.once('error', () => resolve(null))
+    child.once('close', resolve)
+  })
+  if (code !== 0) {
+    await rm(containerDir(ctx.baseDir, meta.id), { recursive: true, force: true })
+    if (meta.limits) await ctx.cgroups?.remove(meta.id)
+    throw ctx.fail('engine_error', `local create: cannot make the working directory ${meta.workingDir}`, {
+      op: 'create',
+    })
+  }
 }

@@ -4,7 +4,17 @@ import { inCgroups } from './cgroups.js'
 import type { Launch } from './exec.js'
 import type { LocalContext } from './local-context.js'
 import { hostPath, mountSource, resolvePath, rootDir, type LocalMeta } from './paths.js'
-import { bwrapArgs, CONTAINER_PATH, kept } from './sandbox.js'
+import { bwrapArgs, CONTAINER_PATH, kept, type SandboxUser } from './sandbox.js'
+
+/** How one command starts, beyond its argv and working directory. */
+export interface LaunchOptions {
+  /** Added to the container's env. */
+  env?: Record<string, string>
+  /** The container's main process: kept under a keeper that outlives the server. */
+  main?: boolean
+  /** Who it runs as in a privileged sandbox (default: the container's user, else root). */
+  user?: SandboxUser | undefined
+}
 
 /**
  * How a command of the container starts: inside its sandbox (container paths as they
@@ -22,9 +32,9 @@ export function launch(
   meta: LocalMeta,
   cmd: string[],
   cwd: string,
-  extraEnv: Record<string, string> = {},
-  main = false,
+  opts: LaunchOptions = {},
 ): Launch {
+  const { env: extraEnv = {}, main = false } = opts
   const { baseDir, sandbox, cgroups } = ctx
   const root = rootDir(baseDir, meta.id)
   if (ctx.sandboxed(meta)) {
@@ -32,13 +42,10 @@ export function launch(
     const cgroup = meta.limits && cgroups ? cgroups.of(meta.id) : null
     const sandboxed = [
       sandbox.bwrap!,
-      ...bwrapArgs(
-        sandbox,
-        { id: meta.id, root, mounts, network: meta.network },
-        cmd,
-        cwd,
-        cgroup ? { cgroupBinds: cgroup.binds } : {},
-      ),
+      ...bwrapArgs(sandbox, { id: meta.id, root, mounts }, cmd, cwd, {
+        ...(cgroup && { cgroupBinds: cgroup.binds }),
+        user: opts.user ?? meta.user,
+      }),
     ]
     // Execs die with the server; the main process stays (under its keeper) for the next start to adopt.
     const argv = main ? kept(sandboxed) : sandboxed

@@ -18,8 +18,12 @@ import { startLocalExec } from './exec.js'
 import { createContainer } from './local-create.js'
 import { localContext, type LocalRuntimeOptions } from './local-context.js'
 import { launch } from './local-launch.js'
+import { portForwarders } from './port-forward.js'
 import { unmountScratch } from './scratch-tmpfs.js'
 import { localVolumes } from './local-volumes.js'
+import { sandboxedGetArchive, sandboxedPutArchive } from './sandbox-archive.js'
+import { ROOT } from './sandbox.js'
+import { parseUser } from './users.js'
 import { containerDir, readMeta, resolvePath, rootDir, writeMeta, type LocalMeta } from './paths.js'
 import type { SandboxMode } from './sandbox.js'
 import {
@@ -71,6 +75,7 @@ export interface LocalRuntime extends ContainerRuntime {
 export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): LocalRuntime => {
   const ctx = localContext(options)
   const { baseDir, sandbox, cgroups, execs, exits, fail, ensureBase, load, refresh } = ctx
+  const forwarders = portForwarders()
 
   /** The container's process groups: its main process (while it is the one we started) and its execs. */
   const roots = (id: string, meta: LocalMeta | null): number[] => [
@@ -123,11 +128,13 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     name: 'local',
     sandbox: sandbox.mode,
     description: ctx.description,
-    // bwrap can only cut the network entirely (an empty namespace); it has no firewall.
+    // Under bwrap every sandbox has an empty network namespace: `none` holds as is, and
+    // `public`/`allowlist` hold because the only way out is the broker's egress proxy.
     capabilities: {
       isolation: sandbox.mode === 'bwrap',
       limits: cgroups !== null,
-      egress: sandbox.mode === 'bwrap' ? ['none'] : [],
+      ...(sandbox.setpriv && { unprivilegedUser: true }),
+      egress: sandbox.mode === 'bwrap' ? ['none', 'public', 'allowlist'] : [],
     },
 
     ping: ensureBase,
@@ -137,7 +144,8 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
     async start(id) {
       const meta = await load(id, 'start')
       if (meta.state === 'running') return
-      const how = launch(ctx, meta, meta.cmd, meta.workingDir, {}, true)
+      // The main process (an idle init) stays root, like an engine's: Berth's housekeeping, not the agent.
+      const how = launch(ctx, meta, meta.cmd, meta.workingDir, { main: true, user: ROOT })
       const child = spawn(how.file, how.args, {
         cwd: how.cwd,
         env: how.env,
@@ -188,6 +196,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
 
     async stop(id, opts = {}) {
       const meta = await load(id, 'stop')
+      forwarders.closeFor(id)
       if (meta.state !== 'running') return
       killAll(id, meta, 'SIGTERM')
       if (!(await waitGone(meta, (opts.timeoutSeconds ?? 10) * 1000))) {
@@ -212,6 +221,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       } catch {
         return // not an id, or no such container: nothing to remove
       }
+      forwarders.closeFor(id)
       if (meta?.tmpBytes) await unmountScratch(baseDir, id)
       // Move the directory aside first (atomic), so an exit handler that races us cannot
       // write meta.json back into it; then kill, then delete.
@@ -234,10 +244,12 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
         throw fail('not_running', `local container ${id} is not running`, { op: 'exec', id })
       }
       const cwd = opts.cwd ?? meta.workingDir
+      const user = opts.user !== undefined && sandbox.setpriv ? parseUser(opts.user) : undefined
+      if (user === null) throw fail('engine_error', `unknown user ${JSON.stringify(opts.user)}`, { op: 'exec', id })
       return startLocalExec(
         {
           id,
-          launch: (cmd, env) => launch(ctx, meta, cmd, cwd, env),
+          launch: (cmd, env) => launch(ctx, meta, cmd, cwd, { env, user }),
           watchIntervalMs: ctx.watchIntervalMs,
           checkDead: async () => {
             try {
@@ -259,16 +271,19 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
 
     async putArchive(id, path, tar) {
       const meta = await load(id, 'putArchive')
+      const source = tar instanceof Uint8Array ? Readable.from([tar]) : (tar as AsyncIterable<Uint8Array>)
+      if (ctx.sandboxed(meta)) return sandboxedPutArchive(ctx, meta, path, source)
+      // Unsandboxed: host paths as this user (no boundary to keep; see the README).
       const dir = resolvePath(baseDir, meta, path)
       const st = await stat(dir).catch(() => null)
       if (!st?.isDirectory())
         throw fail('not_found', `Could not find the directory ${path} in ${id}`, { op: 'putArchive', id, path })
-      const source = tar instanceof Uint8Array ? Readable.from([tar]) : (tar as AsyncIterable<Uint8Array>)
       await extractInto(dir, source)
     },
 
     async getArchive(id, path) {
       const meta = await load(id, 'getArchive')
+      if (ctx.sandboxed(meta)) return sandboxedGetArchive(ctx, meta, path)
       const abs = resolvePath(baseDir, meta, path)
       if (!(await stat(abs).catch(() => null))) {
         throw fail('not_found', `Could not find the file ${path} in ${id}`, { op: 'getArchive', id, path })
@@ -300,11 +315,19 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       return toInfo(await load(id, 'inspect'))
     },
 
+    async close() {
+      forwarders.closeAll()
+    },
+
     async portTarget(id, port) {
       const meta = await load(id, 'portTarget')
       if (meta.state !== 'running') throw new ContainerError('not_running', `Container ${id} is not running`, { id })
-      // A sandbox shares the host's network unless cut off (`none`): its port is the host's loopback port.
-      return meta.network === 'none' ? null : { host: '127.0.0.1', port }
+      // Unsandboxed, the port would be the host's own loopback port: no previews there (no open proxy to the host).
+      if (!ctx.sandboxed(meta)) return null
+      // Each sandbox has its own network namespace: a forwarder inside the one that listens on the port.
+      const pids = [...new Set(roots(id, meta).flatMap(processTree))]
+      const socketPath = await forwarders.socketFor(id, pids, port)
+      return socketPath ? { host: 'localhost', port, socketPath } : null
     },
 
     async stats(id) {

@@ -1,7 +1,7 @@
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import { join, posix } from 'node:path'
 import type { ContainerMount, ContainerState, ResourceLimits } from '@berth/core'
-import type { SandboxMode } from './sandbox.js'
+import type { SandboxMode, SandboxUser } from './sandbox.js'
 
 /** What a local "container" is on disk: `<baseDir>/<id>/meta.json` next to its `root/`. */
 export interface LocalMeta {
@@ -23,8 +23,8 @@ export interface LocalMeta {
   pidStart: string | null
   /** How its processes run (absent in metas written before sandboxes: `none`). */
   sandbox?: SandboxMode
-  /** The spec's network (`none` gets an empty network namespace under bwrap). */
-  network?: string
+  /** Who its commands run as by default, under a privileged sandbox (absent: root). */
+  user?: SandboxUser
   /** Limits enforced through the container's cgroup (absent: none enforced). */
   limits?: ResourceLimits
   /** `/tmp` is a tmpfs of this many bytes (bwrap as root); unmounted on remove. */

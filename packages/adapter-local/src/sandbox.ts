@@ -13,6 +13,12 @@ export interface Sandbox {
   bwrap?: string
   /** True when bwrap may create a user namespace (then every capability is dropped, bounding set included). */
   userns?: boolean
+  /**
+   * The `setpriv` binary when the server is root: bwrap then runs without a user namespace
+   * and each command is set to its own host uid (an unprivileged one for the agent) with
+   * setpriv inside the sandbox, its capabilities bounded there.
+   */
+  setpriv?: string
   /** Why there is no sandbox (mode `none`). */
   reason?: string
 }
@@ -108,6 +114,9 @@ export function detectSandbox(wanted: SandboxMode | 'auto'): Sandbox {
   const bwrap = findOnPath('bwrap') ?? findOnPath('bwrap', CONTAINER_PATH)
   let why = 'bwrap is not installed (Debian: apt-get install bubblewrap)'
   if (bwrap) {
+    // As root, a real unprivileged host uid per command beats root mapped into a user namespace.
+    const setpriv = process.getuid?.() === 0 ? findOnPath('setpriv', CONTAINER_PATH) : null
+    if (setpriv && probe(bwrap, false) === null) return { mode: 'bwrap', bwrap, userns: false, setpriv }
     const userFailure = probe(bwrap, true)
     if (userFailure === null) return { mode: 'bwrap', bwrap, userns: true }
     const plainFailure = probe(bwrap, false)
@@ -125,17 +134,34 @@ export interface SandboxedContainer {
   root: string
   /** Mounts with host sources (volumes already resolved to their directories). */
   mounts: ContainerMount[]
-  /** `none`: no network namespace of its own is shared with the host (an empty one instead). */
-  network?: string | undefined
 }
+
+/** Who a sandboxed command runs as: a host uid and gid (root: `{ uid: 0, gid: 0 }`). */
+export interface SandboxUser {
+  uid: number
+  gid: number
+}
+
+/** Root, for Berth's own commands in a container (its main process). */
+export const ROOT: SandboxUser = { uid: 0, gid: 0 }
+
+/**
+ * Capabilities a root command keeps under a privileged sandbox (Docker's defaults, see
+ * `@berth/adapter-docker`'s hardening): the runner starts the agent as its own user and
+ * hands it files. Every other capability leaves the bounding set; a non-root command keeps none.
+ */
+const ROOT_CAPS = ['chown', 'dac_override', 'fowner', 'setuid', 'setgid', 'kill']
 
 /**
  * The bwrap argument list that runs `cmd` in `cwd` inside the container: own mount, PID,
  * IPC, UTS (and, where allowed, user) namespaces; the host's system directories and a
  * small part of /etc read-only; the container root's own top-level directories (its
  * `/workspace`, `/tmp`, HOME `/root`, ...) writable at their paths; mounts on top (bind
- * read-only where asked); no capabilities; it dies with its parent. The network stays the
- * host's unless the container asked for `none`.
+ * read-only where asked); no capabilities; it dies with its parent. The network namespace
+ * is always its own (loopback only): the agent reaches the model gateway and the egress
+ * proxy through the broker's unix sockets, mounted in. Under a privileged sandbox
+ * ({@link Sandbox.setpriv}) the command runs as `opts.user` (default: root, bounded to
+ * {@link ROOT_CAPS}).
  *
  * @example
  * ```ts
@@ -148,7 +174,7 @@ export function bwrapArgs(
   c: SandboxedContainer,
   cmd: string[],
   cwd: string,
-  opts: { cgroupBinds?: [string, string][] } = {},
+  opts: { cgroupBinds?: [string, string][]; user?: SandboxUser } = {},
 ): string[] {
   const args = [
     '--die-with-parent',
@@ -157,11 +183,15 @@ export function bwrapArgs(
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
+    '--unshare-net',
   ]
   if (sandbox.userns) args.push('--unshare-user')
-  if (c.network === 'none') args.push('--unshare-net')
   args.push('--cap-drop', 'ALL', '--hostname', c.id.slice(0, 12))
+  // setpriv needs these to switch uid and bound the set; it drops them before the command runs.
+  if (sandbox.setpriv) for (const cap of [...ROOT_CAPS, 'setpcap']) args.push('--cap-add', `CAP_${cap.toUpperCase()}`)
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind-try', dir, dir)
+  // Made readable for every uid: a privileged bwrap creates it 0700 (bwrap >= 0.5 has --perms).
+  args.push('--perms', '0755', '--dir', '/etc')
   for (const file of ETC_FILES) args.push('--ro-bind-try', file, file)
   // Node's install, when it lives outside /usr (nvm, /opt/node): the runner needs it.
   const nodePrefix = dirname(dirname(process.execPath))
@@ -177,8 +207,15 @@ export function bwrapArgs(
   }
   const mounts = [...c.mounts].sort((a, b) => depth(a.target) - depth(b.target))
   for (const m of mounts) args.push(m.readOnly ? '--ro-bind' : '--bind', m.source, posix.normalize(m.target))
-  args.push('--chdir', cwd, '--', ...cmd)
+  args.push('--chdir', cwd, '--', ...(sandbox.setpriv ? asUser(sandbox.setpriv, opts.user) : []), ...cmd)
   return args
+}
+
+/** The setpriv prefix that runs a command as `user` (root: with {@link ROOT_CAPS} only). */
+function asUser(setpriv: string, user: SandboxUser = { uid: 0, gid: 0 }): string[] {
+  const ids = user.uid === 0 ? [] : ['--reuid', String(user.uid), '--regid', String(user.gid), '--clear-groups']
+  const bounding = user.uid === 0 ? `-all,${ROOT_CAPS.map((c) => `+${c}`).join(',')}` : '-all'
+  return [setpriv, ...ids, '--bounding-set', bounding, '--inh-caps', '-all', '--']
 }
 
 function depth(p: string): number {

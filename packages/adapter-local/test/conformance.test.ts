@@ -20,7 +20,7 @@ runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: s
   image: 'ignored-by-local',
   // bubblewrap isolates (namespaces, no capabilities, no new privileges); the limits come
   // from a cgroup per container, which root on the project's machines can write.
-  capabilities: { isolation: true, limits: true, egress: ['none'] },
+  capabilities: { isolation: true, limits: true, unprivilegedUser: true, egress: ['none', 'public', 'allowlist'] },
   // A base directory that cannot be created (its parent is a file) is the local "engine down".
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'bwrap' }),
   killFromOutside: killMain,

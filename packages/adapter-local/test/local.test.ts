@@ -43,7 +43,12 @@ describe('local runtime', () => {
     const { id } = await rt.create({ image: 'x' })
     expect(warnings).toHaveLength(0)
     // The test machines run as root with a writable cgroupfs (as the engines need): limits are enforced.
-    expect(rt.capabilities).toEqual({ isolation: true, limits: true, egress: ['none'] })
+    expect(rt.capabilities).toEqual({
+      isolation: true,
+      limits: true,
+      unprivilegedUser: true,
+      egress: ['none', 'public', 'allowlist'],
+    })
     expect(rt.sandbox).toBe('bwrap')
     expect(rt.description).toMatch(/bubblewrap sandbox: own mount, PID/)
     expect(rt.description).toMatch(/memory, CPU and pids limits through cgroups v[12]/)

@@ -38,6 +38,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_INSTANCE_ID: 'instanceId',
   BERTH_RECONCILE_S: 'reconcileSeconds',
   BERTH_RUNTIME: 'runtime',
+  BERTH_LOCAL_UNSANDBOXED: 'localUnsandboxed',
   BERTH_ENGINE_URL: 'engineUrl',
   BERTH_IMAGE: 'image',
   BERTH_RUNNER: 'runner',

@@ -25,6 +25,8 @@ export interface BerthConfig extends IntegrationsConfig {
   reconcileSeconds: number
   encryptionKey: string | undefined
   runtime: 'auto' | 'docker' | 'podman' | 'local'
+  /** `BERTH_LOCAL_UNSANDBOXED=true`: with `BERTH_RUNTIME=local` and no bubblewrap, run agents as plain host processes anyway. */
+  localUnsandboxed: boolean
   /** `BERTH_ENGINE_URL`: the Docker or Podman engine to drive (`unix://`, `tcp://`, `https://`, `ssh://`); unset, `DOCKER_HOST`/`CONTAINER_HOST` or the local socket. */
   engineUrl: string | undefined
   image: string | undefined
@@ -225,6 +227,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     reconcileSeconds: int(env, 'BERTH_RECONCILE_S', 30, 0),
     encryptionKey: env.BERTH_ENCRYPTION_KEY || undefined,
     runtime: oneOf(env, 'BERTH_RUNTIME', ['auto', 'docker', 'podman', 'local'] as const, 'auto'),
+    localUnsandboxed: oneOf(env, 'BERTH_LOCAL_UNSANDBOXED', ['true', 'false'] as const, 'false') === 'true',
     engineUrl: env.BERTH_ENGINE_URL || undefined,
     image: env.BERTH_IMAGE || undefined,
     runner: oneOf(env, 'BERTH_RUNNER', ['bundle', 'image'] as const, 'bundle'),

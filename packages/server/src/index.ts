@@ -11,6 +11,7 @@ export type { Berth, BerthOptions } from './berth-options.js'
 export {
   chooseRuntime,
   engineAtUrl,
+  localFor,
   NO_ISOLATION_WARNING,
   type ChooseRuntimeOptions,
   type ChosenRuntime,

@@ -100,12 +100,16 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
 
   /** Host, port, path and TLS of the next hop: the container's port, or the holder instance. */
   function hop(route: PreviewRoute & { kind: 'here' | 'forward' }, rest: string, token: string) {
-    if (route.kind === 'here') return { host: route.target.host, port: route.target.port, path: rest, tls: false }
+    if (route.kind === 'here') {
+      const { host, port, socketPath } = route.target
+      return { host, port, socketPath, path: rest, tls: false }
+    }
     const url = new URL(route.url)
     const tls = url.protocol === 'https:'
     return {
       host: url.hostname.replace(/^\[|\]$/g, ''),
       port: Number(url.port) || (tls ? 443 : 80),
+      socketPath: undefined,
       path: `/preview/${token}${rest}`,
       tls,
     }
@@ -135,7 +139,8 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
           headers['x-forwarded-for'] = req.socket.remoteAddress ?? ''
           if (route.kind === 'forward') headers[HOP_HEADER] = '1'
           const send = next.tls ? httpsRequest : httpRequest
-          const upstream = send({ host: next.host, port: next.port, method: req.method, path: next.path, headers })
+          const to = next.socketPath ? { socketPath: next.socketPath } : { host: next.host, port: next.port }
+          const upstream = send({ ...to, method: req.method, path: next.path, headers })
           upstream.on('response', (answer) => {
             const back = passOn(answer.headers)
             back['content-security-policy'] = [back['content-security-policy'] ?? []].flat().concat(SANDBOX)
@@ -166,7 +171,7 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
           if (route.kind === 'forward') headers[HOP_HEADER] = '1'
           const upstream = next.tls
             ? tlsConnect({ host: next.host, port: next.port, servername: next.host })
-            : netConnect({ host: next.host, port: next.port })
+            : netConnect(next.socketPath ? { path: next.socketPath } : { host: next.host, port: next.port })
           upstream.once('error', (err) => {
             if (upstream.bytesRead === 0) void refuseUpgrade(socket, refused(err, next.port), o.logger)
             else socket.destroy()

@@ -1,5 +1,6 @@
 /**
  * The agent cannot forge what the runner reports (issue 29): on Docker and Podman the runner
+ * (and on `local` under bubblewrap, with a root server: the container's user is a host uid)
  * runs as root and starts Claude Code as the container's user, so the attack of the
  * findings — the agent writing a `result` line into the runner's stdout
  * (`/proc/<runner>/fd/1`) — is refused, as are reading the runner's environment and memory.
@@ -9,6 +10,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { localRuntime } from '@berth/adapter-local'
+import { silentLogger } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clientFor, startServer, waitForTask, type TestServer } from './helpers.js'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
@@ -39,16 +42,27 @@ const ATTACK = [
   'echo mine > /workspace/agent-file.txt && echo "file-owner=$(stat -c %u /workspace/agent-file.txt)"',
 ].join('; ')
 
-describe.each(['docker', 'podman'] as const)('the agent cannot reach its runner on %s', (kind) => {
+/** The runtime under test; `local` demands bubblewrap (it throws where bwrap cannot work, never skips). */
+function runtimeOf(kind: 'docker' | 'podman' | 'local', dir: string) {
+  if (kind === 'local')
+    return {
+      runtime: localRuntime({ baseDir: join(dir, 'local'), logger: silentLogger, sandbox: 'bwrap' }),
+      image: 'local',
+    }
+  const { runtime, info } = engineRuntime(kind)
+  return { runtime, image: info.image }
+}
+
+describe.each(['docker', 'podman', 'local'] as const)('the agent cannot reach its runner on %s', (kind) => {
   const dir = mkdtempSync(join(tmpdir(), `berth-agent-user-${kind}-`))
   const pool = uniquePoolName(`agent-user-${kind}`)
-  const { runtime, info } = engineRuntime(kind)
+  const { runtime, image } = runtimeOf(kind, dir)
   let s: TestServer
   beforeAll(async () => {
     s = await startServer({
       dataDir: join(dir, 'data'),
       runtime,
-      pool: { image: info.image, min: 0, max: 2, name: pool, spec: { network: 'none' } },
+      pool: { image, min: 0, max: 2, name: pool, spec: { network: 'none' } },
       runner: { bundleDir: RUNNER_BUNDLE },
     })
     await s.berth.ready

@@ -155,7 +155,7 @@ describe.each(['docker', 'podman', 'local'] as const)('credentials stay outside 
         const asked = upstream.requests.length
         expect(await gatewayStatus(socket, envs.token!, 'claude-opus-4-5')).toBe(403)
         expect(upstream.requests.length).toBe(asked)
-        const asRoot = await search(kind === 'local' ? undefined : 'root', true)
+        const asRoot = await search('root', true)
         // A bwrap sandbox per exec has its own process namespace: on `local` the agent's
         // processes are host processes, searched from the host (environments only: this
         // test's own memory holds the key).

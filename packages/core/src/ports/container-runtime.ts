@@ -169,7 +169,7 @@ export interface RuntimeCapabilities {
   limits: boolean
   /** A non-root `user` is honoured: commands run as it with no capabilities, the working directory and put files its own. */
   unprivilegedUser?: boolean
-  /** Egress policies the runtime enforces (`local` under bubblewrap: `none` only). */
+  /** Egress policies the runtime enforces (`local` under bubblewrap: all three, its sandboxes having no network but the broker's sockets). */
   egress?: readonly EgressPolicy['policy'][]
 }
 
@@ -235,6 +235,8 @@ export type { DirectoryListing, FileEntry, FileWrite } from './container-files.j
 export interface PortTarget {
   host: string
   port: number
+  /** A unix socket on this host that reaches the port instead (the local runtime's forwarder into a sandbox's network). */
+  socketPath?: string
 }
 
 /** The port every container adapter implements. All failures reject with a `ContainerError` (`runtime/errors.ts`). */

@@ -154,7 +154,7 @@ export class PreviewsService {
     const target = await runtime.portTarget(c.engine_id, r.port)
     return target
       ? { kind: 'here', target }
-      : unavailable("The session's container has no network the server reaches (network policy none)")
+      : unavailable(`Nothing in the session's container can be reached on port ${r.port}`)
   }
 
   /** 409 unless the workspace's session container is warm; 400 for a batch task's container. */

@@ -41,7 +41,13 @@ export async function berthFromConfig(
   const { store, description } = await storageFor({ ...config, dataDir })
   const chosen = config.engineUrl
     ? await engineAtUrl(config.engineUrl, config.runtime)
-    : chooseRuntime({ runtime: config.runtime, dataDir, warn, diskDir: config.diskDir })
+    : chooseRuntime({
+        runtime: config.runtime,
+        dataDir,
+        warn,
+        diskDir: config.diskDir,
+        localUnsandboxed: config.localUnsandboxed,
+      })
   const container = containerDefaults(chosen, { ...config, dataDir, warn })
   const poolName = container.pool.name!
   const instanceId = instanceIdFor(config, poolName)

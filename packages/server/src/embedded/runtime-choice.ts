@@ -73,11 +73,36 @@ function podman(env: NodeJS.ProcessEnv, disks: DiskOptions | undefined): Candida
   }
 }
 
-/** The local runtime: sandboxed by bubblewrap where it works (one calm line), else the loud warning. */
-function local(dataDir: string, warn: (message: string) => void): ChosenRuntime {
-  const baseDir = join(dataDir, 'containers')
-  const runtime = localRuntime({ baseDir })
+/** Why `local` refuses to start without bubblewrap, and the ways out. */
+function noSandbox(reason: string, explicit: boolean): Error {
+  const optOut =
+    'to run agents as plain host processes with NO isolation, set BERTH_RUNTIME=local and BERTH_LOCAL_UNSANDBOXED=true'
+  return new Error(
+    explicit
+      ? `BERTH_RUNTIME=local, but the local runtime cannot sandbox agents here (${reason}). Install bubblewrap (apt-get install bubblewrap), or ${optOut}.`
+      : `No container engine answers and the local runtime cannot sandbox agents here (${reason}). Start Docker or Podman or install bubblewrap (apt-get install bubblewrap), or ${optOut}.`,
+  )
+}
+
+/**
+ * The local runtime: sandboxed by bubblewrap where it works (one calm line). Without a
+ * sandbox it runs only when the operator asked for `local` explicitly and accepted running
+ * unsandboxed (`BERTH_LOCAL_UNSANDBOXED=true`), with the loud warning; otherwise it throws.
+ *
+ * @example
+ * ```ts
+ * const chosen = localFor({ dataDir: './.data', localUnsandboxed: false }, console.warn, { explicit: true })
+ * ```
+ */
+export function localFor(
+  config: { dataDir: string; localUnsandboxed?: boolean | undefined },
+  warn: (message: string) => void,
+  opts: { explicit: boolean; make?: typeof localRuntime },
+): ChosenRuntime {
+  const baseDir = join(config.dataDir, 'containers')
+  const runtime = (opts.make ?? localRuntime)({ baseDir })
   if (runtime.sandbox === 'none') {
+    if (!opts.explicit || !config.localUnsandboxed) throw noSandbox(runtime.description, opts.explicit)
     warn(NO_ISOLATION_WARNING)
     return { runtime, name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
   }
@@ -95,6 +120,8 @@ export interface ChooseRuntimeOptions {
   warn?: (message: string) => void
   /** `DOCKER_HOST` and its TLS variables, `CONTAINER_HOST`, `XDG_RUNTIME_DIR` (default `process.env`). */
   env?: NodeJS.ProcessEnv
+  /** With `runtime: 'local'` and no bubblewrap: run agents unsandboxed anyway (`BERTH_LOCAL_UNSANDBOXED`; default false: refuse). */
+  localUnsandboxed?: boolean
   /**
    * Where sized workspace disks (`disk_mb`) are made: loop-mounted ext4 images, so only for
    * an engine on this machine and a server running as root (default `<dataDir>/disks` then;
@@ -115,8 +142,8 @@ function disksFor(diskDir: string | null): { disks?: DiskOptions; note?: string 
 
 /**
  * The runtime `runtime` names: `auto` takes Docker if its socket (or `DOCKER_HOST`)
- * answers, else Podman if its socket answers, else `local` (a bubblewrap sandbox where
- * bwrap works, else no isolation and `warn` is called loudly). `docker` and `podman`
+ * answers, else Podman if its socket answers, else `local` in a bubblewrap sandbox (it
+ * throws where bwrap cannot work: see {@link localFor}). `docker` and `podman`
  * insist on that engine and throw a clear message when it does not answer within 3 s.
  *
  * @example
@@ -126,7 +153,7 @@ function disksFor(diskDir: string | null): { disks?: DiskOptions; note?: string 
  */
 export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
   const { runtime = 'auto', dataDir, warn = console.warn, env = process.env } = options
-  if (runtime === 'local') return local(dataDir, warn)
+  if (runtime === 'local') return localFor(options, warn, { explicit: true })
   const { disks, note } = disksFor(options.diskDir === undefined ? join(dataDir, 'disks') : options.diskDir)
   const candidates =
     runtime === 'auto'
@@ -146,7 +173,7 @@ export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
   const tried = candidates.map((c) => `${c.name} at ${where(c.connection)} does not answer`).join('; ')
   if (runtime !== 'auto') throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer. ${tried}`)
   warn(`No container engine answers (${tried}); falling back to BERTH_RUNTIME=local.`)
-  return local(dataDir, warn)
+  return localFor(options, warn, { explicit: false })
 }
 
 function where(c: EngineConnectionOptions): string {
