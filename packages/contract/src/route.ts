@@ -48,6 +48,8 @@ export interface RouteDef<
   query?: Q
   /** JSON request body. Bodies are strict: unknown fields are a 400. */
   body?: B
+  /** An absent body is read as `{}` (every field of `body` optional); a body that is there is still validated. */
+  bodyOptional?: true
   /**
    * A `multipart/form-data` request body instead of JSON (uploads). The pipeline caps it
    * at the server's upload limit (413 beyond it, whether declared or counted as it

@@ -279,7 +279,9 @@ describe('validation', () => {
       for (const body of ['{', '{"a":', 'nul', '\u0000', '{"a":1}}', '\ud800']) {
         await expectError(await s.request(path, { method: r.method, token, headers, body }), 400, 'VALIDATION_FAILED')
       }
-      await expectError(await s.request(path, { method: r.method, token }), 400, 'VALIDATION_FAILED')
+      // A route whose body is optional reads an absent one as `{}` (the fork tests cover that).
+      if (!r.bodyOptional)
+        await expectError(await s.request(path, { method: r.method, token }), 400, 'VALIDATION_FAILED')
       await expectError(
         await s.request(path, {
           method: r.method,

@@ -56,7 +56,7 @@ it('keeps users, keys and lists in Postgres: another server on the same database
   const first = await start({ BERTH_STORAGE: 'postgres', BERTH_DATABASE_URL: pg.url })
   let token: string
   try {
-    expect(first.output()).toContain(`storage: postgres (${pg.url})`)
+    expect(first.output()).toContain(`Storage: postgres (${pg.url})`)
     const made = await call(first.url, '/admin/users', ADMIN, { name: 'Postgres user' })
     expect(made.status).toBe(201)
     token = (made.body.key as { token: string }).token

@@ -70,7 +70,10 @@ export function parameters(route: AnyRoute, { convert, components }: Converter):
 /** The request body: JSON from the body schema, or the form of a multipart route. */
 export function requestBody(route: AnyRoute, converter: Converter): OpenApiOperation['requestBody'] {
   if (route.body)
-    return { required: true, content: { 'application/json': { schema: converter.convert(route.body, 'input') } } }
+    return {
+      required: route.bodyOptional !== true,
+      content: { 'application/json': { schema: converter.convert(route.body, 'input') } },
+    }
   if (!route.multipart) return undefined
   const { fields, files } = route.multipart
   const properties: Record<string, OpenApiSchema> = {}

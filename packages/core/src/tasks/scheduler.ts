@@ -275,9 +275,12 @@ export class Scheduler {
         this.o.logger.warn('could not ask the shared slots; retrying', { task: task.id, error: String(err) })
         return 'slot' as const
       })
-      .then((refused) => {
+      .then((asked) => {
         this.busy.delete(task.workspace_id)
         this.admitting.delete(task.workspace_id)
+        // In one process the profile's slot is taken now, synchronously: another admission may
+        // have taken the last one while this one awaited the caller's slot.
+        const refused = !asked && task.slot_pending && !slots.isShared && !this.slotFree(task) ? 'slot' : asked
         // Fenced meanwhile: the task was handed to the takeover with the queue; give back what was taken.
         const fenced = fences !== this.fences
         if (!refused && !this.closedFlag && !fenced) {

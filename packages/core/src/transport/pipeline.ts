@@ -185,7 +185,8 @@ export function createPipeline(opts: PipelineOptions) {
         : undefined
       let body: unknown
       if (route.body) {
-        const raw = await readJsonBody(request, bodyLimit)
+        const read = await readJsonBody(request, bodyLimit)
+        const raw = read === undefined && route.bodyOptional ? {} : read
         // valibot's object schemas accept arrays; a body is always a JSON object here.
         if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
           throw new ApiError('VALIDATION_FAILED', 'The body must be a JSON object', {

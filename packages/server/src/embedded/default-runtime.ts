@@ -1,6 +1,7 @@
 /** `createBerth`'s runtime option resolved: a runtime of the caller's, none, or one chosen by name with what it needs. */
 import type { ContainerRuntime, Logger } from '@berth/core'
 import type { BerthOptions, ResolvedBerthOptions } from '../berth-options.js'
+import { configFromEnv } from '../config.js'
 import { containerDefaults } from './container-defaults.js'
 import { chooseRuntime } from './runtime-choice.js'
 
@@ -26,11 +27,18 @@ export function resolveRuntime(
   const chosen = chooseRuntime({ runtime, dataDir, warn })
   const made = containerDefaults(chosen, { dataDir, image: options.pool?.image, warn })
   logger.info('container runtime chosen', { runtime: chosen.description })
+  // The fairness defaults of `pnpm start` (the SETTINGS table's, with no setting given).
+  const { callerCaps, memoryBudgetMb } = configFromEnv({})
   return {
     options: {
       ...rest,
       runtime: chosen.runtime,
-      pool: { ...made.pool, ...options.pool },
+      callerCaps: options.callerCaps ?? callerCaps,
+      pool: {
+        ...made.pool,
+        ...(memoryBudgetMb && { memoryBudgetBytes: memoryBudgetMb * 1024 * 1024 }),
+        ...options.pool,
+      },
       runner: options.runner ?? made.runner,
       environments: { ...made.environments, ...options.environments },
     },
