@@ -24,6 +24,7 @@ function fail(message: string): never {
 const cwd = process.env.INIT_CWD ?? process.cwd()
 const { config, sources } = await loadSettings(cwd).catch((err: Error) => fail(err.message))
 config.dataDir = resolve(cwd, config.dataDir)
+if (config.diskDir) config.diskDir = resolve(cwd, config.diskDir)
 const started = await berthFromConfig(config, { warn: (line) => console.warn(line) }).catch((err: Error) =>
   fail(err.message),
 )

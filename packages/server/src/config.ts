@@ -61,7 +61,7 @@ export interface BerthConfig extends IntegrationsConfig {
   /** Environments: default network policy, the policies offered, the most a caller may ask for (`BERTH_ENV_*`). */
   environmentCaps: EnvironmentCaps
   /** `BERTH_DISK_DIR`: where Docker/Podman workspaces get their sized disks (default `<dataDir>/disks`; `null` when `off`). */
-  diskDir: string | null
+  diskDir: string | null | undefined
   /** `BERTH_SNAPSHOT_QUOTA_MB`: the bytes of kept batch workspace files per caller (MiB). */
   snapshotQuotaMb: number
   /** `BERTH_AGENT_USER`: the user the agent runs as in Docker/Podman containers (default `1000:1000`; `root` to opt out). */
@@ -257,7 +257,8 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
     environmentCaps: environmentCaps(env),
-    diskDir: env.BERTH_DISK_DIR === 'off' ? null : env.BERTH_DISK_DIR || `${env.BERTH_DATA_DIR || './.data'}/disks`,
+    // Unset: `<dataDir>/disks` of the data dir as finally resolved (see chooseRuntime).
+    diskDir: env.BERTH_DISK_DIR === 'off' ? null : env.BERTH_DISK_DIR || undefined,
     snapshotQuotaMb: int(env, 'BERTH_SNAPSHOT_QUOTA_MB', 1024, 1),
     agentUser: env.BERTH_AGENT_USER || '1000:1000',
     broker: oneOf(env, 'BERTH_BROKER', ['on', 'off'] as const, 'on') === 'on',
