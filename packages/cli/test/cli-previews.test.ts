@@ -1,26 +1,10 @@
 /** `berth previews` (the package's bin, built output, a real process) against a real server without an engine. */
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { type BerthRun, runBerth } from './cli.helpers.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startServer, type TestServer } from '../../server/test/helpers.js'
 
-const BIN = fileURLToPath(new URL('../bin/berth.mjs', import.meta.url))
-
 /** Run `berth …` to its end. */
-function berth(args: string[], token: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, BERTH_URL: s.url, BERTH_TOKEN: token, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const berth = (args: string[], token: string): Promise<BerthRun> => runBerth(s.url, token, args)
 
 let s: TestServer
 let a: { token: string; id: string }
