@@ -2,40 +2,19 @@
  * `berth` spawned as a real process (the package's bin, built output) against a real
  * server running real tasks on Docker and Podman.
  */
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { ensureEngines } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
 import setupRunner from '../../server/test/runner.global-setup.js'
 import { taskServer } from '../../server/test/tasks.helpers.js'
-
-const BIN = fileURLToPath(new URL('../bin/berth.mjs', import.meta.url))
+import { runBin } from './cli.helpers.js'
 
 /** Run `berth …` to its end; stdout, stderr and the exit code. */
-function berth(
-  args: string[],
-  env: Record<string, string>,
-  stdin?: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, ...env, NO_COLOR: '1' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(stdin ?? '')
-  })
-}
+const berth = runBin
 
 beforeAll(async () => {
   ensureEngines(['podman', 'docker'])

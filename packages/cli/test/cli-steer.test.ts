@@ -8,14 +8,13 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { ensureEngines } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
 import setupRunner from '../../server/test/runner.global-setup.js'
 import { taskServer } from '../../server/test/tasks.helpers.js'
+import { BIN, runBin } from './cli.helpers.js'
 
-const BIN = fileURLToPath(new URL('../bin/berth.mjs', import.meta.url))
 const TOUCH = '[[berth:tool Bash {"command":"touch /workspace/marker"}]]'
 // Not a bare `sleep N`: Claude Code refuses those and asks for a background task.
 const SLEEP = '[[berth:tool Bash {"command":"echo start; sleep 29.9; echo slept"}]]'
@@ -27,21 +26,7 @@ interface Run {
 }
 
 /** Run `berth …` to its end with stdin a pipe (not a terminal). */
-function berth(args: string[], env: Record<string, string>, stdin = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, ...env, NO_COLOR: '1' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(stdin)
-  })
-}
+const berth = runBin
 
 /** Between polls of the event log. */
 const pause = () => new Promise((r) => setTimeout(r, 100))

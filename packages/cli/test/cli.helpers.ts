@@ -10,12 +10,15 @@ export interface BerthRun {
   stderr: string
 }
 
-/** Run `berth …` against the server at `url` as the caller with `token`. */
-export function runBerth(url: string, token: string, args: string[]): Promise<BerthRun> {
+/** The bin's path, for tests that run it their own way (on a terminal). */
+export { BIN }
+
+/** Run `berth …` to its end with `env` added and stdin a pipe holding `stdin` (not a terminal). */
+export function runBin(args: string[], env: Record<string, string>, stdin = ''): Promise<BerthRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, BERTH_URL: url, BERTH_TOKEN: token, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env, NO_COLOR: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
     })
     let stdout = ''
     let stderr = ''
@@ -23,5 +26,11 @@ export function runBerth(url: string, token: string, args: string[]): Promise<Be
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
     child.on('error', reject)
     child.on('close', (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(stdin)
   })
+}
+
+/** Run `berth …` against the server at `url` as the caller with `token`. */
+export function runBerth(url: string, token: string, args: string[]): Promise<BerthRun> {
+  return runBin(args, { BERTH_URL: url, BERTH_TOKEN: token })
 }
