@@ -1,6 +1,7 @@
 import type { IndexEntry, IndexQuery, StoredEntry } from '@berth/core'
 import postgres from 'postgres'
 import { idOf } from './ordered-index.js'
+import { importRows, type ImportRow } from './postgres-import.js'
 import { migrateSchema } from './postgres-schema.js'
 import { postgresTls } from './postgres-tls.js'
 import type { ClosableStore } from './sqlite.js'
@@ -15,8 +16,15 @@ export interface PostgresStoreOptions {
   caFile?: string | undefined
 }
 
-/** The Postgres store: closable, and it hands out its entries (for copying it elsewhere). */
-export type PostgresStore = ClosableStore & { entries(): AsyncIterable<StoredEntry> }
+/** The Postgres store: closable, it hands out its entries (for copying it elsewhere) and takes rows in bulk. */
+export type PostgresStore = ClosableStore & {
+  entries(): AsyncIterable<StoredEntry>
+  /**
+   * Write many keys in one transaction (`entry` null: outside any index), a few statements
+   * per call instead of one per key; for filling a store no server writes to meanwhile.
+   */
+  importMany(rows: readonly ImportRow[]): Promise<void>
+}
 
 /** The upper bound of a prefix range: the prefix with its last character incremented. */
 function after(prefix: string): string {
@@ -144,6 +152,7 @@ export async function postgresStore(url: string, opts: PostgresStoreOptions = {}
         last = rows[rows.length - 1]!.key
       }
     },
+    importMany: (rows) => importRows(sql, rows),
     async close() {
       await sql.end({ timeout: 5 })
     },
