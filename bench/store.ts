@@ -1,26 +1,28 @@
 /**
  * Store benchmark, driver against driver (SQLite, Redis, Postgres), through the `Store`
- * port itself (no HTTP): what the transcript and the lists cost on each.
+ * port itself (no HTTP): what the transcript and the lists cost on each, at a scale.
  *
- * - Transcript: 10,000 events appended to one workspace's log through core's `EventLog`
- *   (20 events per append, as a runner's bursts arrive), events per second until the last
- *   is stored; then the whole transcript read back by a freshly opened log (nothing
- *   cached: its segment keys listed, the segments read), median of the runs.
- * - Lists: BENCH_STORE_TASKS task records of one caller (10,000) written with their index
- *   entries (records per second, 32 writes in flight), then page 1, a middle page and a
- *   filtered page (`status=failed`, `limit=20`), median of the runs.
+ * - Transcript: BENCH_STORE_ROWS events in all, as workspaces of BENCH_STORE_EVENTS events
+ *   each: all but one seeded first through core's `EventLog` (1,000 events per append);
+ *   then the last workspace's events appended 20 at a time (events per second until the
+ *   last is stored), and that transcript read whole by a freshly opened log (nothing
+ *   cached), median of the runs.
+ * - Lists: BENCH_STORE_TASKS task records of one caller written with their index entries
+ *   through `Store.put` (records per second, 32 writes in flight), then the same caller's
+ *   records topped up to BENCH_STORE_ROWS through the driver's bulk path (see
+ *   lib/store-drivers.ts; not timed as a figure), then page 1, a deep page (the middle:
+ *   pages are numbered, `page` × `limit` is an offset, and the middle is the farthest
+ *   from both ends), a filtered page (`status=failed`), all `limit=20`, and one task read
+ *   by key (a different one each time), median of the runs.
  *
- * Postgres and Redis are throwaway servers started here (Debian's, on loopback or a unix
- * socket; Postgres with fsync off, Redis without persistence), SQLite a temporary file.
- * Knobs: BENCH_STORE_DRIVERS (`sqlite,redis,postgres`), BENCH_STORE_EVENTS (10000),
- * BENCH_STORE_TASKS (10000), BENCH_STORE_ITERATIONS (20).
+ * Knobs: BENCH_STORE_DRIVERS (`sqlite,redis,postgres`), BENCH_STORE_ROWS (20000; 1000000
+ * for the README's figure), BENCH_STORE_EVENTS (10000), BENCH_STORE_TASKS (10000),
+ * BENCH_STORE_ITERATIONS (20).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { loadavg } from 'node:os'
 import { EventLog, indexEntryFor, systemClock, type Store } from '@berth/core'
-import { postgresStore, redisStore, sqliteStore } from '@berth/server'
-import { startPostgres, startRedis } from '@berth/testkit'
+import type { ImportRow } from '@berth/server'
+import { openBenchStore } from './lib/store-drivers.js'
 import { runAsScript, writeResults } from './lib/results.js'
 import { summarize } from './lib/stats.js'
 import { int, ms, table } from './lib/table.js'
@@ -29,46 +31,10 @@ const env = process.env
 const DRIVERS = (env.BENCH_STORE_DRIVERS ?? 'sqlite,redis,postgres').split(',')
 const EVENTS = Number(env.BENCH_STORE_EVENTS ?? 10_000)
 const TASKS = Number(env.BENCH_STORE_TASKS ?? 10_000)
+const ROWS = Math.max(TASKS, EVENTS, Number(env.BENCH_STORE_ROWS ?? 20_000))
 const ITER = Number(env.BENCH_STORE_ITERATIONS ?? 20)
 const STATUSES = ['queued', 'running', 'completed', 'failed']
-
-/** A store of each driver, and how to get rid of it. */
-async function open(driver: string): Promise<{ store: Store; done(): Promise<void> }> {
-  if (driver === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'berth-bench-store-'))
-    const store = sqliteStore(join(dir, 'berth.db'))
-    return {
-      store,
-      done: async () => {
-        await store.close()
-        rmSync(dir, { recursive: true, force: true })
-      },
-    }
-  }
-  if (driver === 'redis') {
-    const redis = await startRedis()
-    const store = redisStore({ client: redis.connect() })
-    return {
-      store,
-      done: async () => {
-        await store.close()
-        await redis.stop()
-      },
-    }
-  }
-  if (driver === 'postgres') {
-    const pg = await startPostgres()
-    const store = await postgresStore(pg.url)
-    return {
-      store,
-      done: async () => {
-        await store.close()
-        await pg.stop()
-      },
-    }
-  }
-  throw new Error(`unknown driver ${driver}`)
-}
+const TEXT = 'a token of agent output, about as long as a delta usually is'
 
 const time = async (fn: () => Promise<unknown>) => {
   const t = performance.now()
@@ -76,18 +42,33 @@ const time = async (fn: () => Promise<unknown>) => {
   return performance.now() - t
 }
 
+const token = (i: number) => ({ type: 'token' as const, task_id: 'task_bench', text: `${TEXT} ${i}` })
+
+/** The other workspaces' transcripts, EVENTS events each, until the whole set holds ROWS events. */
+async function seedTranscripts(store: Store) {
+  const log = new EventLog(store, systemClock, { flushMs: 5 })
+  const others = Math.floor(ROWS / EVENTS) - 1
+  for (let w = 0; w < others; w++) {
+    const ws = `ws_seed_${String(w).padStart(6, '0')}`
+    for (let i = 0; i < EVENTS; i += 1000)
+      await log.append(
+        'usr_seed',
+        ws,
+        Array.from({ length: Math.min(1000, EVENTS - i) }, (_, j) => token(i + j)),
+      )
+    await log.flush('usr_seed', ws)
+  }
+}
+
 async function transcript(store: Store) {
   const log = new EventLog(store, systemClock, { flushMs: 5 })
-  const text = 'a token of agent output, about as long as a delta usually is'
   const appendMs = await time(async () => {
-    for (let i = 0; i < EVENTS; i += 20) {
-      const batch = Array.from({ length: Math.min(20, EVENTS - i) }, (_, j) => ({
-        type: 'token' as const,
-        task_id: 'task_bench',
-        text: `${text} ${i + j}`,
-      }))
-      await log.append('usr_bench', 'ws_bench', batch)
-    }
+    for (let i = 0; i < EVENTS; i += 20)
+      await log.append(
+        'usr_bench',
+        'ws_bench',
+        Array.from({ length: Math.min(20, EVENTS - i) }, (_, j) => token(i + j)),
+      )
     await log.flush('usr_bench', 'ws_bench')
   })
   const reads: number[] = []
@@ -102,83 +83,120 @@ async function transcript(store: Store) {
   return { appendPerSec: EVENTS / (appendMs / 1000), readMs: summarize(reads).p50 }
 }
 
-async function lists(store: Store) {
+/** Task record `n` of the bench's caller, with its key and index entry. */
+function taskRow(n: number): ImportRow & { key: string } {
+  const id = `task_${String(n).padStart(8, '0')}`
+  const key = `tasks:usr_bench:${id}`
+  const value = {
+    id,
+    owner_id: 'usr_bench',
+    status: STATUSES[n % 4],
+    mode: n % 2 ? 'batch' : 'session',
+    created_at: new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString(),
+    prompt: 'summarise the repository and open a pull request with the changes',
+  }
+  return { key, value, entry: indexEntryFor(key, value)! }
+}
+
+async function lists(store: Store, bulk: (rows: ImportRow[]) => Promise<void>, settle: () => Promise<void>) {
   const writeMs = await time(async () => {
-    for (let i = 0; i < TASKS; i += 32) {
+    for (let i = 0; i < TASKS; i += 32)
       await Promise.all(
         Array.from({ length: Math.min(32, TASKS - i) }, (_, j) => {
-          const n = i + j
-          const id = `task_${String(n).padStart(8, '0')}`
-          const key = `tasks:usr_bench:${id}`
-          const value = {
-            id,
-            owner_id: 'usr_bench',
-            status: STATUSES[n % 4],
-            mode: n % 2 ? 'batch' : 'session',
-            created_at: new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString(),
-            prompt: 'summarise the repository and open a pull request with the changes',
-          }
-          return store.put(key, value, indexEntryFor(key, value)!)
+          const r = taskRow(i + j)
+          return store.put(r.key, r.value, r.entry!)
         }),
       )
-    }
   })
-  const page = async (q: { term?: string; offset: number }) => {
+  const seedMs = await time(async () => {
+    for (let i = TASKS; i < ROWS; i += 5000)
+      await bulk(Array.from({ length: Math.min(5000, ROWS - i) }, (_, j) => taskRow(i + j)))
+    await settle()
+  })
+  const { total } = await store.list('tasks:usr_bench', { offset: 0, limit: 0 })
+  if (total !== ROWS) throw new Error(`listed ${total} tasks, wrote ${ROWS}`)
+  const p50 = async (fn: (i: number) => Promise<unknown>) => {
     const samples: number[] = []
-    for (let i = 0; i < ITER; i++) samples.push(await time(() => store.list('tasks:usr_bench', { ...q, limit: 20 })))
+    for (let i = 0; i < ITER; i++) samples.push(await time(() => fn(i)))
     return summarize(samples).p50
   }
+  const page = (q: { term?: string; offset: number }) => p50(() => store.list('tasks:usr_bench', { ...q, limit: 20 }))
   return {
     writesPerSec: TASKS / (writeMs / 1000),
+    seedSeconds: seedMs / 1000,
     page1Ms: await page({ offset: 0 }),
-    middleMs: await page({ offset: Math.floor(TASKS / 2) }),
+    deepMs: await page({ offset: Math.floor(ROWS / 2) }),
     filteredMs: await page({ term: 'status=failed', offset: 0 }),
+    getMs: await p50(async (i) => {
+      const key = taskRow(Math.floor(((i + 0.5) * ROWS) / ITER)).key
+      if (!(await store.get(key))) throw new Error(`${key} is missing`)
+    }),
   }
 }
 
+type Result = {
+  driver: string
+  transcriptSeedSeconds: number
+  appendPerSec: number
+  readMs: number
+  writesPerSec: number
+  seedSeconds: number
+  page1Ms: number
+  deepMs: number
+  filteredMs: number
+  getMs: number
+}
+
 export async function main(): Promise<void> {
-  const results: Record<string, unknown>[] = []
+  const results: Result[] = []
+  const load = loadavg()
   for (const driver of DRIVERS) {
-    const { store, done } = await open(driver)
+    const { store, bulk, settle, done } = await openBenchStore(driver)
     try {
-      results.push({ driver, ...(await transcript(store)), ...(await lists(store)) })
+      const transcriptSeedSeconds = (await time(() => seedTranscripts(store))) / 1000
+      results.push({
+        driver,
+        transcriptSeedSeconds,
+        ...(await transcript(store)),
+        ...(await lists(store, bulk, settle)),
+      })
     } finally {
       await done()
     }
   }
-  console.log(`\nStore: ${int(EVENTS)}-event transcript, ${int(TASKS)} tasks of one caller (medians of ${ITER} runs)\n`)
-  const r = results as {
-    driver: string
-    appendPerSec: number
-    readMs: number
-    writesPerSec: number
-    page1Ms: number
-    middleMs: number
-    filteredMs: number
-  }[]
+  const loadNote = `load average ${load.map((x) => x.toFixed(1)).join(' ')} before, ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} after`
+  console.log(
+    `\nStore: ${int(ROWS)} task records of one caller and ${int(ROWS)} transcript events (${int(ROWS / EVENTS)} workspaces); medians of ${ITER} runs; ${loadNote}\n`,
+  )
   console.log(
     table(
       [
         'driver',
         'events/s appended',
-        'transcript read ms',
+        `${int(EVENTS)}-event read ms`,
         'tasks/s written',
         'page 1 ms',
-        'middle page ms',
+        'deep page ms',
         'filtered ms',
+        'task read ms',
+        'seed s',
       ],
-      r.map((x) => [
+      results.map((x) => [
         x.driver,
         int(x.appendPerSec),
         ms(x.readMs),
         int(x.writesPerSec),
         ms(x.page1Ms),
-        ms(x.middleMs),
+        ms(x.deepMs),
         ms(x.filteredMs),
+        ms(x.getMs),
+        (x.transcriptSeedSeconds + x.seedSeconds).toFixed(1),
       ]),
     ),
   )
-  writeResults('store', { events: EVENTS, tasks: TASKS, iterations: ITER, results })
+  writeResults('store', { rows: ROWS, events: EVENTS, tasks: TASKS, iterations: ITER, loadavg: loadNote, results })
 }
 
 runAsScript(import.meta.url, main)
