@@ -5,7 +5,8 @@
  * bench/storage.ts (lists and reads as records grow, per store driver) run when present;
  * bench/metrics.ts (the HTTP path with Prometheus metrics on vs off) and bench/gateway.ts
  * (the model gateway's added latency) run after the HTTP benchmark,
- * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark.
+ * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark,
+ * then bench/store-http.ts (the standalone server on SQLite vs Postgres: req/s and tasks/s).
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -110,6 +111,15 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nStore benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// The standalone server on SQLite vs Postgres: requests and tasks per second, CPU per request.
+try {
+  const storeHttp = (await import(new URL('./store-http.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await storeHttp.main()
+} catch (err) {
+  failed = true
+  console.error(`\nStore HTTP benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 // Several instances on one Redis: throughput with 1, 2, 3; redis coordination cost vs memory.
