@@ -11,7 +11,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildServerImage, type ServerImage } from '../../../examples/standalone-server/image/build.js'
 import { clientFor } from './helpers.js'
 import { ADMIN, ENDED, pollTask, userWithProfile } from './multi-instance.helpers.js'
+import { readmeBlock } from './readme.helpers.js'
 import { REPO_ROOT } from './standalone.helpers.js'
 
 const SOCKET = '/var/run/docker.sock'
@@ -88,6 +89,10 @@ describe('the server image, two containers of the compose file against one Redis
         docker('volume', 'rm', '-f', v)
     }
   }, 120_000)
+
+  it('is the compose file the README shows', () => {
+    expect(`${readmeBlock('compose', 'yaml')}\n`).toBe(readFileSync(FILE, 'utf8'))
+  })
 
   it('runs plain JavaScript as a non-root user, with /data, PORT and a health check, and ships no runner or TypeScript', () => {
     const config = JSON.parse(docker('image', 'inspect', '--format', '{{json .Config}}', image.server)) as {
