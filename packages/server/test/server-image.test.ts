@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { hostImageRecipe } from '@berth/adapter-docker'
+import { BerthError } from '@berth/client'
 import { waitUntil } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildServerImage, type ServerImage } from '../../../examples/standalone-server/image/build.js'
@@ -168,7 +169,9 @@ describe('the server image, two containers of the compose file against one Redis
     // An environment asking for the internet is refused up front, not failed at its first task.
     const refused = await clientFor(a!, token)
       .environments.create({ body: { name: 'Online', network: { policy: 'public' } } })
-      .catch((err: { status?: number; data?: { code?: string; error?: string } }) => err)
-    expect(refused).toMatchObject({ status: 400, data: { code: 'VALIDATION_FAILED' } })
+      .catch((err: BerthError) => err)
+    expect(refused).toBeInstanceOf(BerthError)
+    expect(refused).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' })
+    expect(JSON.stringify((refused as BerthError).details)).toContain('network.policy')
   }, 600_000)
 })
