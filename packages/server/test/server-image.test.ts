@@ -9,7 +9,7 @@
  * redis-server. The images are reused when their recipe is unchanged; everything the
  * compose project and its servers made is removed.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -127,13 +127,16 @@ describe('the server image, two containers of the compose file against one Redis
   })
 
   it('refuses to start with a network policy it cannot enforce', () => {
-    let out = ''
-    try {
-      docker('run', '--rm', '-e', 'BERTH_ENV_POLICIES=none,public', '-e', 'BERTH_STORAGE=memory', image.server)
-    } catch (err) {
-      out = String((err as { stderr?: string }).stderr)
-    }
-    expect(out).toContain('BERTH_ENV_POLICIES lists public, which the server image cannot enforce')
+    const name = `${project}-refused`
+    const run = spawnSync(
+      'docker',
+      ['run', '--name', name, '-e', 'BERTH_ENV_POLICIES=none,public', '-e', 'BERTH_STORAGE=memory', image.server],
+      { encoding: 'utf8', timeout: 90_000 },
+    )
+    // A server that started instead is stopped here, not left running.
+    spawnSync('docker', ['rm', '-f', name], { stdio: 'ignore' })
+    expect(run.status).toBe(1)
+    expect(run.stderr).toContain('BERTH_ENV_POLICIES lists public, which the server image cannot enforce')
   }, 120_000)
 
   it('runs a task through each container; the engine reports them healthy; public egress is a 400', async () => {
