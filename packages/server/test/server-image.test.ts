@@ -131,13 +131,14 @@ describe('the server image, two containers of the compose file against one Redis
     const run = spawnSync(
       'docker',
       ['run', '--name', name, '-e', 'BERTH_ENV_POLICIES=none,public', '-e', 'BERTH_STORAGE=memory', image.server],
-      { encoding: 'utf8', timeout: 90_000 },
+      // A loaded machine takes over a minute to load the server before the check.
+      { encoding: 'utf8', timeout: 200_000 },
     )
     // A server that started instead is stopped here, not left running.
     spawnSync('docker', ['rm', '-f', name], { stdio: 'ignore' })
     expect(run.status).toBe(1)
     expect(run.stderr).toContain('BERTH_ENV_POLICIES lists public, which the server image cannot enforce')
-  }, 120_000)
+  }, 240_000)
 
   it('runs a task through each container; the engine reports them healthy; public egress is a 400', async () => {
     for (const s of SERVICES) {
