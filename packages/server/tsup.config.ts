@@ -2,6 +2,7 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { defineConfig } from 'tsup'
+import { bundleDependencies } from '../../tsup.bundle.js'
 import { packageBuild } from '../../tsup.shared.js'
 import { SWAGGER_UI_FILES } from './src/docs-assets.js'
 
@@ -18,4 +19,19 @@ function copySwaggerUi(): void {
   writeFileSync(join(to, 'VERSION'), `${version}\n`)
 }
 
-export default defineConfig(packageBuild({ onSuccess: async () => copySwaggerUi() }))
+/**
+ * bullmq is bundled with msgpackr, so that installing this package does not install
+ * msgpackr's optional native add-on (whose install script npm would run): msgpackr loads it in
+ * `try` and encodes in JavaScript without it. bullmq finds `ioredis`, a dependency of this package.
+ */
+const bullmq = bundleDependencies({
+  bundle: ['bullmq', 'msgpackr'],
+  stubs: [
+    {
+      modules: /^msgpackr-extract$/,
+      message: 'native add-on not bundled; msgpackr uses its JavaScript implementation',
+    },
+  ],
+})
+
+export default defineConfig(packageBuild({ ...bullmq, onSuccess: async () => copySwaggerUi() }))

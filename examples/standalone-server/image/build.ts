@@ -1,15 +1,24 @@
 /**
  * The server image: an OCI image of this standalone server built without any registry, the
  * way runner images are (a root filesystem of this host's Node, bash, busybox, git and the
- * libraries they link, from `hostImageRecipe`), plus the server with its production
- * dependencies (`pnpm deploy --prod`). Two tags come out of one Dockerfile:
- * `berth-agent:<version>` (the task image: the runner at /opt/berth-runner) and
- * `berth-server:<version>` (the same layers plus the server, its non-root user, /data,
- * PORT and a health check). A build whose inputs did not change is skipped.
+ * libraries they link, from `hostImageRecipe`). Two tags come out of one Dockerfile, both
+ * on that root filesystem: `berth-agent:<version>` (the task image: the runner at
+ * /opt/berth-runner) and `berth-server:<version>` (the server built to plain JavaScript with
+ * its production dependencies from `pnpm deploy --prod`, its non-root user, /data, PORT and
+ * a health check; no runner, no TypeScript). A build whose inputs did not change is skipped.
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -83,6 +92,33 @@ function recipeHash(hostHash: string): string {
   return hash.digest('hex').slice(0, 16)
 }
 
+/**
+ * What `pnpm deploy --prod` brings that the server never runs, under `node_modules/.pnpm`:
+ * the Claude Code native binary of the agent SDK (the agent runs in the agent image; the
+ * server only imports the runner package's JavaScript), TypeScript (an optional peer of
+ * valibot that pnpm installs anyway) and the musl builds of native modules (the root
+ * filesystem is this host's glibc).
+ */
+const UNUSED = [/^@anthropic-ai\+claude-agent-sdk-linux-/, /^typescript@/, /-musl@/]
+
+/** Removes {@link UNUSED} from a deployed app; the bytes freed. */
+function pruneUnused(app: string): number {
+  const store = join(app, 'node_modules/.pnpm')
+  let freed = 0
+  for (const name of readdirSync(store)) {
+    if (!UNUSED.some((re) => re.test(name))) continue
+    freed += treeSize(join(store, name))
+    rmSync(join(store, name), { recursive: true, force: true })
+  }
+  return freed
+}
+
+function treeSize(path: string): number {
+  const stat = statSync(path, { throwIfNoEntry: false })
+  if (!stat?.isDirectory()) return stat?.size ?? 0
+  return readdirSync(path).reduce((sum, name) => sum + treeSize(join(path, name)), 0)
+}
+
 function run(cli: string, args: string[], cwd = ROOT): string {
   try {
     return execFileSync(cli, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 })
@@ -126,6 +162,8 @@ export async function buildServerImage(opts: ServerImageOptions = {}): Promise<S
   const { version } = JSON.parse(readFileSync(join(ROOT, 'packages/server/package.json'), 'utf8')) as {
     version: string
   }
+  // First: the server's dist/ (plain JavaScript, the image's entry) is part of the recipe.
+  run('pnpm', ['--filter', '@berth/standalone-server', 'build'])
   const host = hostImageRecipe()
   const recipe = recipeHash(host.hash)
   const server = `berth-server:${version}`
@@ -152,6 +190,7 @@ export async function buildServerImage(opts: ServerImageOptions = {}): Promise<S
     '--legacy',
     join(context, 'app'),
   ])
+  log(`pruned ${(pruneUnused(join(context, 'app')) / 2 ** 20).toFixed(0)} MiB the server never runs`)
   // The server's own user, beside the host recipe's root and node (the agent's 1000).
   mkdirSync(join(context, 'etc'), { recursive: true })
   writeFileSync(

@@ -24,6 +24,14 @@ function fail(message: string): never {
 const cwd = process.env.INIT_CWD ?? process.cwd()
 const { config, sources } = await loadSettings(cwd).catch((err: Error) => fail(err.message))
 config.dataDir = resolve(cwd, config.dataDir)
+// In the server image, tasks can have no network of their own: their firewall rules belong
+// on the engine's host, out of reach of a non-root server on the bridge (README, "The server image").
+const networked = config.environmentCaps.allowedPolicies.filter((p) => p !== 'none')
+if (process.env.BERTH_SERVER_IMAGE && networked.length)
+  fail(
+    `BERTH_ENV_POLICIES lists ${networked.join(', ')}, which the server image cannot enforce: ` +
+      'their host firewall rules need Berth on the engine\'s host (README, "The server image"); set BERTH_ENV_POLICIES=none',
+  )
 if (config.diskDir) config.diskDir = resolve(cwd, config.diskDir)
 const started = await berthFromConfig(config, { warn: (line) => console.warn(line) }).catch((err: Error) =>
   fail(err.message),

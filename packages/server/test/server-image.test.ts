@@ -1,114 +1,106 @@
 /**
- * The server image (`pnpm image`) deployed as the README's compose example does: two
- * containers of it on Docker, one Redis (storage and coordination), the engine's socket
- * mounted, settings as env, the default bridge network. A user and key made through the
- * admin API of one; a task completed through each, in task containers of the agent image
- * that reach the broker through the data volume. The image is reused when its recipe is
- * unchanged; everything made here is removed.
+ * The server image (`pnpm image`) deployed by the README's compose file
+ * (`examples/standalone-server/compose.yaml`, run by `docker compose`, or Debian's
+ * `docker-compose` that scripts/compose/ensure.sh installs): two containers of it on Docker,
+ * one Redis (storage and coordination), the engine's socket mounted, the default settings of
+ * the image. A user and key made through the admin API of one; a task completed through
+ * each, in task containers of the agent image that reach the broker through the data volume.
+ * No registry is reachable, so the file's Redis image is one built from the host's
+ * redis-server. The images are reused when their recipe is unchanged; everything the
+ * compose project and its servers made is removed.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chmodSync, statSync } from 'node:fs'
-import { dirname } from 'node:path'
-import { startRedis, waitUntil, type LocalRedis } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { Readable } from 'node:stream'
+import { hostImageRecipe } from '@berth/adapter-docker'
+import { BerthError } from '@berth/client'
+import { waitUntil } from '@berth/testkit'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildServerImage, type ServerImage } from '../../../examples/standalone-server/image/build.js'
-import { RUN_LABEL } from '../../../vitest.leftovers.js'
 import { clientFor } from './helpers.js'
 import { ADMIN, ENDED, pollTask, userWithProfile } from './multi-instance.helpers.js'
+import { readmeBlock } from './readme.helpers.js'
+import { REPO_ROOT } from './standalone.helpers.js'
 
 const SOCKET = '/var/run/docker.sock'
-const run = `t-img-${process.pid}-${randomBytes(3).toString('hex')}`
+const FILE = join(REPO_ROOT, 'examples/standalone-server/compose.yaml')
+const project = `t-img-${process.pid}-${randomBytes(3).toString('hex')}`
+const SERVICES = ['berth-1', 'berth-2'] as const
 
-const docker = (...args: string[]): string =>
-  execFileSync('docker', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim()
+const sh = (cmd: string, args: string[], env?: NodeJS.ProcessEnv): string =>
+  execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env }).trim()
+const docker = (...args: string[]) => sh('docker', args)
 
-/** One server container: its name, pool, data volume and published URL. */
-interface Instance {
-  name: string
-  pool: string
-  volume: string
-  url: string
+/** `docker compose` or `docker-compose`, whichever is installed (installed when neither is). */
+const [composeBin, ...composeArgs] = sh('bash', [join(REPO_ROOT, 'scripts/compose/ensure.sh')]).split(' ') as [
+  string,
+  ...string[],
+]
+
+/** A Redis image of this host's redis-server (the file's `redis:7` cannot be pulled here). */
+async function redisImage(): Promise<string> {
+  const recipe = hostImageRecipe({ packages: ['redis-server', 'redis-tools'] })
+  const ref = `berth-test-redis:${recipe.hash}`
+  if (sh('docker', ['images', '-q', ref])) return ref
+  const load = spawn('docker', ['import', '--change', 'CMD ["redis-server"]', '-', ref], {
+    stdio: ['pipe', 'ignore', 'inherit'],
+  })
+  const exited = new Promise<number | null>((resolve) => load.on('exit', resolve))
+  await pipeline(Readable.from(recipe.rootfs()), load.stdin)
+  if ((await exited) !== 0) throw new Error(`docker import ${ref} failed`)
+  return ref
 }
 
-function startContainer(image: string, id: string, redis: LocalRedis, key: string): Instance {
-  const name = `${run}-${id}`
-  const pool = `${run}-pool-${id}`
-  const labels = ['--label', `${RUN_LABEL}=${inject('berthTestRunId')}`]
-  docker('volume', 'create', ...labels, name)
-  const env = {
-    BERTH_ADMIN_TOKEN: ADMIN,
-    BERTH_ENCRYPTION_KEY: key,
-    BERTH_STORAGE: 'redis',
-    BERTH_REDIS_URL: redis.path,
-    BERTH_INSTANCE_ID: id,
-    BERTH_POOL_NAME: pool,
-    BERTH_POOL_MIN: '1',
-  }
-  docker(
-    'run',
-    '-d',
-    '--name',
-    name,
-    ...labels,
-    // The engine's socket belongs to its group; the server user joins it, and stays non-root.
-    '--group-add',
-    String(statSync(SOCKET).gid),
-    '-v',
-    `${SOCKET}:${SOCKET}`,
-    '-v',
-    `${name}:/data`,
-    // The test's Redis listens on a unix socket: the same path inside.
-    '-v',
-    `${dirname(redis.path)}:${dirname(redis.path)}`,
-    '-p',
-    '127.0.0.1::3000',
-    '--health-interval',
-    '2s',
-    ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
-    image,
-  )
-  const port = docker('port', name, '3000/tcp').split('\n')[0]!.split(':').pop()
-  return { name, pool, volume: name, url: `http://127.0.0.1:${port}` }
-}
-
-const health = (name: string) => docker('inspect', '--format', '{{.State.Health.Status}}', name)
-
-describe('the server image, two containers on Docker against one Redis', () => {
+describe('the server image, two containers of the compose file against one Redis', () => {
   let image: ServerImage
-  let redis: LocalRedis
-  const instances: Instance[] = []
+  let env: NodeJS.ProcessEnv
+  const compose = (...args: string[]) => sh(composeBin, [...composeArgs, '-f', FILE, ...args], env)
+  const urls = new Map<string, string>()
 
   beforeAll(async () => {
     image = await buildServerImage()
-    redis = await startRedis()
-    // The containers' user is not root: it may reach the socket (the directory is private).
-    chmodSync(dirname(redis.path), 0o755)
-    chmodSync(redis.path, 0o777)
-    const key = randomBytes(32).toString('base64')
-    for (const id of ['a', 'b']) instances.push(startContainer(image.server, id, redis, key))
+    env = {
+      ...process.env,
+      COMPOSE_PROJECT_NAME: project,
+      BERTH_TAG: image.version,
+      BERTH_REDIS_IMAGE: await redisImage(),
+      DOCKER_GID: String(statSync(SOCKET).gid),
+      BERTH_ADMIN_TOKEN: ADMIN,
+      BERTH_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      // Loopback only, on ports the engine picks.
+      BERTH_1_PORT: '127.0.0.1:',
+      BERTH_2_PORT: '127.0.0.1:',
+    }
+    compose('up', '-d')
+    for (const s of SERVICES) urls.set(s, `http://${compose('port', s, '3000').split('\n')[0]}`)
   }, 900_000)
 
-  afterAll(async () => {
-    for (const i of instances) {
-      // SIGTERM: the server drains and closes; then its pool's containers and volumes go.
-      execFileSync('docker', ['rm', '-f', '-v', i.name], { stdio: 'ignore' })
-      for (const c of docker('ps', '-aq', '--filter', `label=berth.pool=${i.pool}`).split('\n').filter(Boolean))
+  afterAll(() => {
+    if (!env) return
+    // SIGTERM first: each server drains and closes; then its pool's containers and volumes go.
+    compose('down', '-v', '--timeout', '30')
+    for (const s of SERVICES) {
+      const pool = `berth.pool=${project}-${s.slice(-1)}`
+      for (const c of docker('ps', '-aq', '--filter', `label=${pool}`).split('\n').filter(Boolean))
         docker('rm', '-f', '-v', c)
-      for (const v of docker('volume', 'ls', '-q', '--filter', `label=berth.pool=${i.pool}`)
-        .split('\n')
-        .filter(Boolean))
+      for (const v of docker('volume', 'ls', '-q', '--filter', `label=${pool}`).split('\n').filter(Boolean))
         docker('volume', 'rm', '-f', v)
-      docker('volume', 'rm', '-f', i.volume)
     }
-    await redis?.stop()
   }, 120_000)
 
-  it('carries its version, a non-root user, /data, PORT and a health check', () => {
+  it('is the compose file the README shows', () => {
+    expect(`${readmeBlock('compose', 'yaml')}\n`).toBe(readFileSync(FILE, 'utf8'))
+  })
+
+  it('runs plain JavaScript as a non-root user, with /data, PORT and a health check, and ships no runner or TypeScript', () => {
     const config = JSON.parse(docker('image', 'inspect', '--format', '{{json .Config}}', image.server)) as {
       User: string
       Volumes: Record<string, unknown>
       Env: string[]
+      Entrypoint: string[]
       Labels: Record<string, string>
       Healthcheck?: { Test: string[] }
     }
@@ -117,36 +109,73 @@ describe('the server image, two containers on Docker against one Redis', () => {
     expect(Object.keys(config.Volumes)).toEqual(['/data'])
     expect(config.Env).toContain('PORT=3000')
     expect(config.Env).toContain(`BERTH_IMAGE=${image.agent}`)
+    expect(config.Entrypoint).toEqual(['node', 'dist/main.js'])
     expect(config.Healthcheck?.Test.join(' ')).toContain('/health')
+    const listing = docker(
+      'run',
+      '--rm',
+      '--entrypoint',
+      '/bin/sh',
+      image.server,
+      '-c',
+      'ls /opt; ls /opt/berth; ls /opt/berth/node_modules/.pnpm',
+    ).split('\n')
+    expect(listing).not.toContain('berth-runner')
+    expect(listing).toContain('dist')
+    expect(listing).not.toContain('src')
+    expect(listing.filter((n) => /^(tsx|typescript|esbuild)@|claude-agent-sdk-linux/.test(n))).toEqual([])
   })
 
-  it('runs a task through each container; the engine reports them healthy', async () => {
-    for (const i of instances) {
-      await waitUntil(() => health(i.name) === 'healthy', {
-        what: `${i.name} healthy`,
-        timeout: 180_000,
-        interval: 1_000,
+  it('refuses to start with a network policy it cannot enforce', () => {
+    const name = `${project}-refused`
+    const run = spawnSync(
+      'docker',
+      ['run', '--name', name, '-e', 'BERTH_ENV_POLICIES=none,public', '-e', 'BERTH_STORAGE=memory', image.server],
+      // A loaded machine takes over a minute to load the server before the check.
+      { encoding: 'utf8', timeout: 200_000 },
+    )
+    // A server that started instead is stopped here, not left running.
+    spawnSync('docker', ['rm', '-f', name], { stdio: 'ignore' })
+    expect(run.status).toBe(1)
+    expect(run.stderr).toContain('BERTH_ENV_POLICIES lists public, which the server image cannot enforce')
+  }, 240_000)
+
+  it('runs a task through each container; the engine reports them healthy; public egress is a 400', async () => {
+    for (const s of SERVICES) {
+      const id = compose('ps', '-q', s)
+      await waitUntil(() => docker('inspect', '--format', '{{.State.Health.Status}}', id) === 'healthy', {
+        what: `${s} healthy`,
+        timeout: 240_000,
+        interval: 2_000,
       }).catch((err: Error) => {
-        throw new Error(`${err.message}\n${docker('logs', '--tail', '40', i.name)}`)
+        throw new Error(`${err.message}\n${docker('logs', '--tail', '40', id)}`)
       })
     }
-    const [a, b] = instances as [Instance, Instance]
-    // Made through one container's admin API, known to the other through the shared store.
-    const { token, profileId } = await userWithProfile(a.url, 'Image user')
-    for (const i of [a, b]) {
+    const [a, b] = SERVICES.map((s) => ({ url: urls.get(s)! }))
+    // Made through one container's admin API, known to the other through the shared Redis.
+    const { token, profileId } = await userWithProfile(a!.url, 'Image user')
+    for (const [n, i] of [a!, b!].entries()) {
       const api = clientFor(i, token)
-      const word = `image-${i.name.slice(-1)}-ok`
+      const word = `image-${n}-ok`
       const sub = await api.tasks.submit({
         body: { mode: 'batch', profile_id: profileId, prompt: `[[berth:tool Bash {"command":"echo ${word}"}]]` },
       })
       const done = await pollTask(api, sub.task_id, (t) => ENDED.includes(t.status), 120_000)
-      expect(done.status, `${JSON.stringify(done)}\n${docker('logs', '--tail', '40', i.name)}`).toBe('completed')
+      expect(done.status, JSON.stringify(done)).toBe('completed')
       expect(JSON.stringify(done.result?.tool_calls)).toContain(word)
     }
     // The tasks ran in containers of the agent image, in each server's own pool.
-    for (const i of instances) {
-      const images = docker('ps', '-a', '--filter', `label=berth.pool=${i.pool}`, '--format', '{{.Image}}')
+    for (const s of SERVICES) {
+      const pool = `${project}-${s.slice(-1)}`
+      const images = docker('ps', '-a', '--filter', `label=berth.pool=${pool}`, '--format', '{{.Image}}')
       expect(images.split('\n')).toContain(image.agent)
     }
-  }, 420_000)
+    // An environment asking for the internet is refused up front, not failed at its first task.
+    const refused = await clientFor(a!, token)
+      .environments.create({ body: { name: 'Online', network: { policy: 'public' } } })
+      .catch((err: BerthError) => err)
+    expect(refused).toBeInstanceOf(BerthError)
+    expect(refused).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' })
+    expect(JSON.stringify((refused as BerthError).details)).toContain('network.policy')
+  }, 600_000)
 })
