@@ -30,28 +30,33 @@ export const LAYER_RULES: { layer: string; test: (fn: string, url: string) => bo
     test: (fn, url) =>
       /@opentelemetry|request-span|audit\/context|tracing\.[jt]s/.test(url) || /^(requestSpan|inRequest)$/.test(fn),
   },
-  { layer: 'rate limit', test: (_fn, url) => /limits\/rate-limit|rate-limit/.test(url) },
+  {
+    layer: 'rate limit',
+    test: (fn, url) => /limits\/rate-limit/.test(url) || /^(take|rateHeaders|rateLimited|tokenBucket)$/.test(fn),
+  },
   {
     layer: 'auth',
     test: (fn, url) =>
       /transport\/auth|resources\/users/.test(url) ||
       /^(authenticate|bearerToken|callerFor|createAuthenticate)$/.test(fn),
   },
+  // valibot itself has no rule: its frames count for whoever called it (params or the view).
   {
-    layer: 'validation',
-    test: (fn, url) => /valibot|internal\/input/.test(url) || /^(parseInput|coerceQuery)$/.test(fn),
+    layer: 'validation (params)',
+    test: (fn, url) => /internal\/input/.test(url) || /^(parseInput|coerceQuery)$/.test(fn),
   },
+  { layer: 'view (record → API shape)', test: (fn, url) => /records\/view/.test(url) || fn === 'toView' },
   {
     layer: 'store read',
-    test: (_fn, url) => /\/store|sqlite|unstorage|records\/|resources\/profiles|routes\/profiles/.test(url),
+    test: (_fn, url) => /\/store|sqlite|libsql|unstorage|records\/|resources\/profiles|routes\/crud/.test(url),
   },
   {
-    layer: 'response',
+    layer: 'response (JSON, headers, write)',
     test: (fn, url) =>
-      /transport\/response|srvx|\/response\.[jt]s/.test(url) || /^(json|toResponse|errorResponse)$/.test(fn),
+      /transport\/response|node_modules\/srvx\//.test(url) || /^(json|toResponse|errorResponse)$/.test(fn),
   },
-  { layer: 'pipeline glue', test: (_fn, url) => /transport\/pipeline|\/route\.[jt]s/.test(url) },
-  { layer: 'h3 (router, node adapter)', test: (_fn, url) => /\/h3\//.test(url) },
+  { layer: 'pipeline glue', test: (_fn, url) => /transport\/pipeline|\/route\.[jt]s|wiring\/app/.test(url) },
+  { layer: 'h3 (router, handler)', test: (_fn, url) => /node_modules\/h3\//.test(url) },
 ]
 
 /** Node's own frames count as a layer only when no frame of a layer above called them (parsing, sockets). */
@@ -62,7 +67,9 @@ const OTHER = 'other'
 
 function layerOfFrame(fn: string, url: string): string | undefined {
   if (fn === '(garbage collector)') return GC
-  for (const r of LAYER_RULES) if (r.test(fn, url)) return r.layer
+  // Rules see a dependency's own path: pnpm's store directory names list its peers (`h3@2_srvx@1`).
+  const own = url.slice(url.lastIndexOf('/node_modules/') + 1)
+  for (const r of LAYER_RULES) if (r.test(fn, own)) return r.layer
   return undefined
 }
 

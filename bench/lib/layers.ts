@@ -4,7 +4,7 @@
  * (bench/lib/cpu-layers.ts), each share multiplied by the CPU µs per request measured
  * without the profiler.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { layerShares } from './cpu-layers.js'
@@ -31,7 +31,10 @@ export interface LayerRow {
  * ```
  */
 export async function layerBreakdown(opts: WindowOptions, usPerRequest: number): Promise<LayerRow[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-bench-prof-'))
+  // BENCH_PROFILE_DIR keeps the profile (to open in DevTools); otherwise a temp dir, removed after.
+  const kept = process.env.BENCH_PROFILE_DIR
+  if (kept) mkdirSync(kept, { recursive: true })
+  const dir = kept ?? mkdtempSync(join(tmpdir(), 'berth-bench-prof-'))
   try {
     process.stdout.write('  measuring Berth (pnpm start) under --cpu-prof for the layer table …')
     const host = await startStandalone(['--cpu-prof', `--cpu-prof-dir=${dir}`])
@@ -62,6 +65,6 @@ export async function layerBreakdown(opts: WindowOptions, usPerRequest: number):
     )
     return rows
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    if (!kept) rmSync(dir, { recursive: true, force: true })
   }
 }

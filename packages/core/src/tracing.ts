@@ -7,6 +7,7 @@
 import {
   context,
   isSpanContextValid,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
@@ -19,6 +20,23 @@ import { isApiError } from '@berth/contract'
 
 /** The tracer every Berth span comes from (a proxy until an SDK registers a provider). */
 export const tracer = trace.getTracer('berth')
+
+/** The API's no-op provider: what an unregistered global proxy delegates to. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate()
+
+/**
+ * Whether an OpenTelemetry SDK is registered (checked per call: it may register later). Without
+ * one every span is a no-op, and hot paths skip making them.
+ *
+ * @example
+ * ```ts
+ * if (!tracingRegistered()) return answer(undefined)
+ * ```
+ */
+export function tracingRegistered(): boolean {
+  const provider = trace.getTracerProvider()
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER
+}
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 
