@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash, hash as oneShotHash, timingSafeEqual } from 'node:crypto'
 import { notFound, newId, randomToken, CallerKey, IssuedCallerKey, type User } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -153,7 +153,8 @@ export class UsersService {
   authenticate(token: string): Caller | null | Promise<Caller | null> {
     if (!token || token.length > 4096) return null
     // One hash per request serves both the operator check and the key lookup.
-    const digest = createHash('sha256').update(token, 'utf8').digest()
+    // The one-shot hash: about half the CPU of a Hash object for a short input.
+    const digest = oneShotHash('sha256', token, 'buffer')
     if (this.adminHash && timingSafeEqual(digest, this.adminHash)) return { id: OPERATOR_ID, role: 'admin' }
     if (!token.startsWith(CALLER_KEY_PREFIX) || token.length > 200) return null
     const hash = digest.toString('hex')
