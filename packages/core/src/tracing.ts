@@ -7,6 +7,7 @@
 import {
   context,
   isSpanContextValid,
+  propagation,
   ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanStatusCode,
@@ -25,8 +26,9 @@ export const tracer = trace.getTracer('berth')
 const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate()
 
 /**
- * Whether an OpenTelemetry SDK is registered (checked per call: it may register later). Without
- * one every span is a no-op, and hot paths skip making them.
+ * Whether an OpenTelemetry tracer provider or propagator is registered (checked per call: one
+ * may register later). Without either every span is a no-op that carries no caller's trace
+ * id, and hot paths skip making them.
  *
  * @example
  * ```ts
@@ -35,7 +37,9 @@ const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate()
  */
 export function tracingRegistered(): boolean {
   const provider = trace.getTracerProvider()
-  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER
+  if (!(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER) return true
+  // A propagator alone still puts the caller's `traceparent` trace id on the request's log line.
+  return propagation.fields().length > 0
 }
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
