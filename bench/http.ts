@@ -11,11 +11,16 @@
  *
  * Knobs (environment): BENCH_CONNECTIONS (32), BENCH_WARMUP_MS (2000),
  * BENCH_DURATION_MS (5000), BENCH_ROUNDS (1; more rounds alternate the targets and report
- * medians), BENCH_TARGETS (`bare,memory,fs`), BENCH_SERVER_DIR (another built
+ * medians), BENCH_TARGETS (`bare,h3,memory,fs,standalone`), BENCH_SERVER_DIR (another built
  * @berth/server to measure), BENCH_SERVER_NODE_ARGS (extra node flags for the server
  * processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_TRACING (`1`: Berth's hosts
  * register an OpenTelemetry SDK exporting every span to a local OTLP sink; results go to
- * `http-tracing.json`, to compare with a run without it).
+ * `http-tracing.json`, to compare with a run without it), BENCH_LAYERS (`0`: no per-layer table),
+ * BENCH_STANDALONE_ENV (more settings for the standalone server), BENCH_PROFILE_DIR (keep its profile).
+ *
+ * The `standalone` row is examples/standalone-server started as `pnpm start` starts it, its request
+ * log on stderr to a file (bench/lib/standalone-host.ts); after the rounds one more window of it
+ * under `--cpu-prof` gives its CPU per request by layer (bench/lib/layers.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
