@@ -11,19 +11,25 @@
  *
  * Knobs (environment): BENCH_CONNECTIONS (32), BENCH_WARMUP_MS (2000),
  * BENCH_DURATION_MS (5000), BENCH_ROUNDS (1; more rounds alternate the targets and report
- * medians), BENCH_TARGETS (`bare,memory,fs`), BENCH_SERVER_DIR (another built
+ * medians), BENCH_TARGETS (`bare,h3,memory,fs,standalone`), BENCH_SERVER_DIR (another built
  * @berth/server to measure), BENCH_SERVER_NODE_ARGS (extra node flags for the server
  * processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_TRACING (`1`: Berth's hosts
  * register an OpenTelemetry SDK exporting every span to a local OTLP sink; results go to
- * `http-tracing.json`, to compare with a run without it).
+ * `http-tracing.json`, to compare with a run without it), BENCH_LAYERS (`0`: no per-layer table),
+ * BENCH_STANDALONE_ENV (more settings for the standalone server), BENCH_PROFILE_DIR (keep its profile).
+ *
+ * The `standalone` row is examples/standalone-server started as `pnpm start` starts it, its request
+ * log on stderr to a file (bench/lib/standalone-host.ts); after the rounds one more window of it
+ * under `--cpu-prof` gives its CPU per request by layer (bench/lib/layers.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { cpus } from 'node:os'
+import { cpus, loadavg } from 'node:os'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startHost, RATE_LIMIT, type Host, type HostKind } from './lib/hosts.js'
-import { runLoad, type LoadResult } from './lib/load.js'
-import { busyCores, machineCpu } from './lib/machine.js'
+import { layerBreakdown, type LayerRow } from './lib/layers.js'
+import { measure, median, type Measurement } from './lib/measure.js'
+import { startStandalone } from './lib/standalone-host.js'
 import { int, ms, table } from './lib/table.js'
 import { startOtlpSink } from './lib/tracing.js'
 
@@ -33,29 +39,24 @@ export const TARGET_RATIO = 0.5
 export const TARGET_H3_RATIO = 0.8
 
 const RESULTS_FILE = fileURLToPath(new URL('./results/http.json', import.meta.url))
-const ALL_TARGETS: HostKind[] = ['bare', 'h3', 'memory', 'fs']
+const ALL_TARGETS: HostKind[] = ['bare', 'h3', 'memory', 'fs', 'standalone']
+const isBerth = (kind: HostKind) => kind === 'memory' || kind === 'fs' || kind === 'standalone'
+
+export type { Measurement } from './lib/measure.js'
 
 export interface HttpBenchOptions {
   connections: number
   warmupMs: number
   durationMs: number
   rounds: number
-  /** Which servers to measure: `bare`, `memory` (Berth + memory driver), `fs` (Berth + fs driver). */
+  /** Which servers to measure: `bare`, `h3`, `memory`, `fs` (Berth in the host process), `standalone` (`pnpm start`). */
   targets: HostKind[]
   /** Extra node flags for the server processes. */
   serverNodeArgs: string[]
+  /** After the rounds, profile the standalone server for the per-layer CPU table. */
+  layers: boolean
   /** Where the JSON results go (null: not written). Only written when every target ran. */
   resultsFile: string | null
-}
-
-/** One measured window. */
-export interface Measurement extends LoadResult {
-  /** CPU of the server's process during the window, in cores (1 = one core busy). */
-  serverCpuCores: number
-  /** Server CPU time per request, in microseconds: less sensitive to a busy machine than req/s. */
-  serverCpuUsPerRequest: number
-  /** CPU used by everything else on the machine during the window, in cores (Linux only). */
-  otherCpuCores: number
 }
 
 export interface TargetResult extends Measurement {
@@ -75,6 +76,8 @@ export interface TargetResult extends Measurement {
   rounds: Measurement[]
   /** Berth: how far the rate limiter's bucket went down (it counted every request). */
   limiter?: { burst: number; remaining: number }
+  /** The standalone server: bytes written to its request log file. */
+  logBytes?: number
 }
 
 export interface HttpBenchReport {
@@ -95,6 +98,10 @@ export interface HttpBenchReport {
   passH3: boolean
   /** Every Berth target at or above the target ratio. */
   pass: boolean
+  /** The 1, 5 and 15 minute load averages when the report was written. */
+  loadAverage: number[]
+  /** The standalone server's CPU per request by layer (with `standalone` and `layers`). */
+  layers?: LayerRow[]
 }
 
 function targetsFromEnv(raw: string | undefined): HostKind[] {
@@ -123,55 +130,13 @@ function optionsFromEnv(): HttpBenchOptions {
     rounds: num('BENCH_ROUNDS', 1),
     targets: targetsFromEnv(process.env.BENCH_TARGETS),
     serverNodeArgs: (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+    layers: process.env.BENCH_LAYERS !== '0',
     resultsFile: RESULTS_FILE,
   }
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].filter(Number.isFinite).sort((a, b) => a - b)
-  if (s.length === 0) return NaN
-  const m = s.length >> 1
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
-
-async function measure(host: Host, opts: HttpBenchOptions): Promise<Measurement> {
-  let m0: ReturnType<typeof machineCpu> = null
-  let m1: ReturnType<typeof machineCpu> = null
-  const result = await runLoad(
-    {
-      host: '127.0.0.1',
-      port: host.port,
-      method: 'GET',
-      path: host.path,
-      headers: host.headers,
-      connections: opts.connections,
-      warmupMs: opts.warmupMs,
-      durationMs: opts.durationMs,
-      expectStatus: 200,
-      expectBodyBytes: host.body.length,
-    },
-    {
-      onMeasureStart: () => {
-        m0 = machineCpu()
-        host.measureStart()
-      },
-      onMeasureEnd: () => {
-        m1 = machineCpu()
-      },
-    },
-  )
-  const serverCpuCores = await host.measureEnd()
-  const other = busyCores(m0, m1) - serverCpuCores - result.generatorCpuCores
-  return {
-    ...result,
-    serverCpuCores,
-    serverCpuUsPerRequest: result.requests ? (serverCpuCores * result.durationMs * 1000) / result.requests : NaN,
-    // Small negative values are sampling skew between the three clocks.
-    otherCpuCores: Number.isFinite(other) ? Math.max(0, other) : NaN,
-  }
-}
-
 function targetName(h: Host): string {
+  if (h.kind === 'standalone') return 'Berth (pnpm start)'
   return h.kind === 'bare' ? 'bare node:http' : h.kind === 'h3' ? 'bare h3' : 'Berth'
 }
 
@@ -210,6 +175,7 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     for (const kind of ['memory', 'fs'] as const) {
       if (opts.targets.includes(kind)) hosts.push(await startHost({ kind }, opts.serverNodeArgs))
     }
+    if (opts.targets.includes('standalone')) hosts.push(await startStandalone(opts.serverNodeArgs))
     if (opts.targets.includes('bare')) {
       let ref = hosts[0]
       const temporary = !ref
@@ -275,10 +241,10 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     const mid = [...rs].sort((a, b) => a.rps - b.rps)[(rs.length - 1) >> 1]!
     const ratio = h === bare ? 1 : median(rs.map((r, i) => r.rps / (bareRuns[i]?.rps ?? NaN)))
     const ratioH3 = h === h3 ? 1 : median(rs.map((r, i) => r.rps / (h3Runs[i]?.rps ?? NaN)))
-    const berth = h.kind === 'memory' || h.kind === 'fs'
+    const berth = isBerth(h.kind)
     const cpuRatio =
       h === bare ? 1 : median(rs.map((r, i) => (bareRuns[i]?.serverCpuUsPerRequest ?? NaN) / r.serverCpuUsPerRequest))
-    const limiter = closed.get(h)?.limiter
+    const { limiter, logBytes } = closed.get(h) ?? {}
     return {
       ...mid,
       target: targetName(h),
@@ -291,6 +257,7 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       verdictH3: !berth ? 'baseline' : !h3 ? 'no baseline' : ratioH3 >= TARGET_H3_RATIO ? 'PASS' : 'BELOW TARGET',
       rounds: rs,
       ...(limiter && { limiter }),
+      ...(logBytes !== undefined && { logBytes }),
     }
   })
 
@@ -327,11 +294,14 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       ]),
     ),
   )
-  const ref = hosts.find((h) => h.kind === 'memory' || h.kind === 'fs') ?? hosts[0]
+  const ref = hosts.find((h) => isBerth(h.kind)) ?? hosts[0]
   console.log(
-    `  server CPU: share of one core used by the server process in the window; response body ${ref?.body.length ?? 0} bytes`,
+    `  server CPU: share of one core used by the server process in the window; response body ${ref?.body.length ?? 0} bytes; ` +
+      `load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
   )
-  const berthRows = results.filter((r) => (r.kind === 'memory' || r.kind === 'fs') && Number.isFinite(r.cpuRatio))
+  const berthRows = results.filter((r) => isBerth(r.kind) && Number.isFinite(r.cpuRatio))
   if (berthRows.length) {
     console.log(
       `  CPU per request vs bare (bare µs/req ÷ Berth µs/req, independent of how the 2 cores are shared): ` +
@@ -358,7 +328,14 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
         `  rate limiter (${r.kind}): counted ${int(counted)} requests over the run (warm-up included), refused none`,
       )
     }
+    if (r.logBytes !== undefined) console.log(`  request log (${r.kind}): ${int(r.logBytes)} bytes written to its file`)
   }
+
+  const standalone = results.find((r) => r.kind === 'standalone')
+  const layers =
+    standalone && opts.layers
+      ? await layerBreakdown(opts, median(standalone.rounds.map((r) => r.serverCpuUsPerRequest)))
+      : undefined
 
   const report: HttpBenchReport = {
     benchmark: 'http',
@@ -373,6 +350,7 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
       rounds: opts.rounds,
       targets: opts.targets,
       serverNodeArgs: opts.serverNodeArgs,
+      layers: opts.layers,
       ...(hosts.find((h) => h.serverDir) && { serverDir: hosts.find((h) => h.serverDir)!.serverDir! }),
       rateLimit: RATE_LIMIT,
       bodyBytes: ref?.body.length ?? 0,
@@ -382,6 +360,8 @@ export async function main(options: Partial<HttpBenchOptions> = {}): Promise<Htt
     pass: !!bare && results.every((r) => r.verdict === 'PASS' || r.verdict === 'baseline'),
     targetH3Ratio: TARGET_H3_RATIO,
     passH3: !!h3 && results.every((r) => r.verdictH3 === 'PASS' || r.verdictH3 === 'baseline'),
+    loadAverage: loadavg(),
+    ...(layers && { layers }),
   }
   if (opts.resultsFile && opts.targets.length < ALL_TARGETS.length) {
     console.log(`  results not written: BENCH_TARGETS picks a subset (${opts.targets.join(',')})`)

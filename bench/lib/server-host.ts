@@ -8,7 +8,6 @@
  * Messages out: `ready` (port, request to send, response bytes), `cpu` (after
  * `measure-end`), `closed`, or `error`.
  */
-import { apiCaller } from './api.js'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -17,8 +16,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadPackageFile, loadWorkspace } from './workspace.js'
 import { registerTracing } from './tracing.js'
+import { seedProfile } from './seed.js'
 
-export type HostKind = 'bare' | 'h3' | 'memory' | 'fs'
+export type HostKind = 'bare' | 'h3' | 'memory' | 'fs' | 'standalone'
 
 export interface HostConfig {
   kind: HostKind
@@ -48,6 +48,8 @@ export interface HostClosed {
   type: 'closed'
   /** Berth: `RateLimit-Remaining` after the run, and the bucket size (proof the limiter counted). */
   limiter?: { burst: number; remaining: number }
+  /** The standalone server: bytes its request log file held at the end. */
+  logBytes?: number
 }
 
 export const ADMIN_TOKEN = 'bench-operator-token-0123456789abcdef'
@@ -155,25 +157,7 @@ async function startBerth(kind: 'memory' | 'fs', metrics = false): Promise<Start
   const server = createServer(berth.handler)
   const port = await listen(server)
   const base = `http://127.0.0.1:${port}`
-  const call = apiCaller(base)
-
-  const created = await call<{ key: { token: string } }>('POST', '/admin/users', ADMIN_TOKEN, { name: 'Bench user' })
-  const token = created.key.token
-  const apiKey = await call<{ id: string }>('POST', '/v1/api-keys', token, { name: 'Bench stub', provider: 'stub' })
-  const profile = await call<{ id: string }>('POST', '/v1/profiles', token, {
-    name: 'Bench profile',
-    slug: 'bench',
-    api_key_id: apiKey.id,
-    description: 'Profile read by the HTTP benchmark',
-    claude_md: '# Bench\n\nAnswer briefly. Prefer the tools you are given; never guess file contents.\n',
-  })
-  const path = `/v1/profiles/${profile.id}`
-  const get = () => fetch(base + path, { headers: { authorization: `Bearer ${token}` } })
-  const first = await get()
-  const body = Buffer.from(await first.arrayBuffer())
-  if (first.status !== 200) throw new Error(`GET ${path} → ${first.status} ${body.toString()}`)
-  if (!first.headers.get('ratelimit-remaining'))
-    throw new Error('Berth answered without RateLimit headers: is the limiter running?')
+  const seeded = await seedProfile(base, ADMIN_TOKEN)
   // The metrics are what the server was asked for: a scrape answers exactly when they are on.
   const scrape = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
   await scrape.arrayBuffer()
@@ -185,16 +169,14 @@ async function startBerth(kind: 'memory' | 'fs', metrics = false): Promise<Start
       type: 'ready',
       port,
       storage: `${kind === 'memory' ? 'unstorage memory' : 'embedded default: sqlite (temp dir)'}${metrics ? ', metrics on' : ''}`,
-      path,
-      headers: { authorization: `Bearer ${token}` },
-      bodyBase64: body.toString('base64'),
-      contentType: first.headers.get('content-type') ?? '',
+      path: seeded.path,
+      headers: seeded.headers,
+      bodyBase64: seeded.body.toString('base64'),
+      contentType: seeded.contentType,
       serverDir: ws.serverDir,
     },
     async close() {
-      const last = await get()
-      await last.arrayBuffer()
-      const remaining = Number(last.headers.get('ratelimit-remaining'))
+      const remaining = await seeded.remaining()
       await closeServer(server)
       await berth.close()
       await stopTracing?.()
@@ -213,6 +195,8 @@ if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
   process.on('message', (msg: HostConfig | { type: string }) => {
     void (async () => {
       if ('kind' in msg) {
+        if (msg.kind === 'standalone')
+          throw new Error('the standalone server runs in its own process (standalone-host.ts)')
         started =
           msg.kind === 'bare'
             ? await startBare(msg)

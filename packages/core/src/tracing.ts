@@ -7,6 +7,8 @@
 import {
   context,
   isSpanContextValid,
+  propagation,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
@@ -19,6 +21,26 @@ import { isApiError } from '@berth/contract'
 
 /** The tracer every Berth span comes from (a proxy until an SDK registers a provider). */
 export const tracer = trace.getTracer('berth')
+
+/** The API's no-op provider: what an unregistered global proxy delegates to. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate()
+
+/**
+ * Whether an OpenTelemetry tracer provider or propagator is registered (checked per call: one
+ * may register later). Without either every span is a no-op that carries no caller's trace
+ * id, and hot paths skip making them.
+ *
+ * @example
+ * ```ts
+ * if (!tracingRegistered()) return answer(undefined)
+ * ```
+ */
+export function tracingRegistered(): boolean {
+  const provider = trace.getTracerProvider()
+  if (!(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER) return true
+  // A propagator alone still puts the caller's `traceparent` trace id on the request's log line.
+  return propagation.fields().length > 0
+}
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 

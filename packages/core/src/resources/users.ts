@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash, hash as oneShotHash, timingSafeEqual } from 'node:crypto'
 import { notFound, newId, randomToken, CallerKey, IssuedCallerKey, type User } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -150,16 +150,23 @@ export class UsersService {
    * The caller a bearer token stands for, or `null`. The operator token is an admin caller
    * with id {@link OPERATOR_ID}.
    */
-  async authenticate(token: string): Promise<Caller | null> {
+  authenticate(token: string): Caller | null | Promise<Caller | null> {
     if (!token || token.length > 4096) return null
     // One hash per request serves both the operator check and the key lookup.
-    const digest = createHash('sha256').update(token, 'utf8').digest()
+    // The one-shot hash: about half the CPU of a Hash object for a short input.
+    const digest = oneShotHash('sha256', token, 'buffer')
     if (this.adminHash && timingSafeEqual(digest, this.adminHash)) return { id: OPERATOR_ID, role: 'admin' }
     if (!token.startsWith(CALLER_KEY_PREFIX) || token.length > 200) return null
     const hash = digest.toString('hex')
     const now = this.clock.now()
+    // A key verified within the last `cacheMs` answers without a promise: most requests.
     const hit = this.cache.get(hash)
     if (hit && hit.until > now) return hit.caller
+    return this.lookup(hash, now)
+  }
+
+  /** The store lookup behind {@link authenticate} for a key not in the cache. */
+  private async lookup(hash: string, now: number): Promise<Caller | null> {
     const key = await this.store.get<StoredKey>(`callerkeys:${hash}`)
     if (!key) return null
     const user = await this.store.get<User>(`users:${key.user_id}`)

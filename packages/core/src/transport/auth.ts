@@ -53,8 +53,7 @@ export function createAuthenticate(opts: AuthenticateOptions, allowQuery = false
       const token = bearerToken(req, allowQuery)
       return token ? opts.services.users.authenticate(token) : null
     })
-  return async (request) => {
-    const caller = await base(request)
+  const check = (caller: Caller | null): Caller | null => {
     if (caller && !isValidCaller(caller)) {
       // Caller ids become part of storage keys: one with a ':' could reach into another
       // owner's key range. Refuse it as unauthenticated and tell the embedder why.
@@ -67,5 +66,10 @@ export function createAuthenticate(opts: AuthenticateOptions, allowQuery = false
       return null
     }
     return caller
+  }
+  // A caller known without waiting (a cached key) is answered without a promise.
+  return (request) => {
+    const caller = base(request)
+    return caller instanceof Promise ? caller.then(check) : check(caller)
   }
 }

@@ -53,12 +53,13 @@ function loggedPath(route: AnyRoute, pathname: string): string {
  * the state of the caller's bucket.
  */
 function rateHeaders(d: RateDecision): Record<string, string> {
-  return {
-    ...(d.policy && { 'ratelimit-policy': d.policy }),
-    'ratelimit-limit': String(d.limit),
-    'ratelimit-remaining': String(d.remaining),
-    'ratelimit-reset': String(d.resetSeconds),
-  }
+  // Built in place: the pipeline adds the request id to this object and hands it to the response.
+  const headers: Record<string, string> = {}
+  if (d.policy) headers['ratelimit-policy'] = d.policy
+  headers['ratelimit-limit'] = String(d.limit)
+  headers['ratelimit-remaining'] = String(d.remaining)
+  headers['ratelimit-reset'] = String(d.resetSeconds)
+  return headers
 }
 
 /** The client address the server saw, when it says (srvx's `request.ip`). */
@@ -108,10 +109,14 @@ export function createPipeline(opts: PipelineOptions) {
    * Take a token for a request: the caller's, or for a request without valid credentials
    * its client address's (so guessing keys is throttled). Returns the headers; throws 429.
    */
-  async function take(key: string, out: { headers?: Record<string, string> }): Promise<void> {
-    const d = await rateLimiter.take(key)
-    out.headers = rateHeaders(d)
-    if (!d.allowed) throw rateLimited(d)
+  function take(key: string, out: { headers?: Record<string, string> }): void | Promise<void> {
+    const decide = (d: RateDecision) => {
+      out.headers = rateHeaders(d)
+      if (!d.allowed) throw rateLimited(d)
+    }
+    // The in-process bucket answers at once: no promise (and no turn of the microtask queue) for it.
+    const d = rateLimiter.take(key)
+    return d instanceof Promise ? d.then(decide) : decide(d)
   }
 
   /** The caller of a request for a route (its token taken), or a thrown 401/403/429. */
@@ -121,13 +126,17 @@ export function createPipeline(opts: PipelineOptions) {
     out: { headers?: Record<string, string> },
   ): Promise<Caller | null> {
     if (route.auth === 'public') return null
-    const caller = await authenticate(request)
+    const known = authenticate(request)
+    const caller = known instanceof Promise ? await known : known
     if (!caller) {
       services.audit.authFailed(clientAddress(request))
       await take(addressKey(request), out)
       throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
     }
-    if (!route.unlimited) await take(caller.id, out)
+    if (!route.unlimited) {
+      const taken = take(caller.id, out)
+      if (taken) await taken
+    }
     if (route.auth === 'admin' && caller.role !== 'admin') {
       await services.audit.record({
         action: 'auth.forbidden',
@@ -152,10 +161,16 @@ export function createPipeline(opts: PipelineOptions) {
   }
 
   /** One request in its scope (caller, request id, address) and its server span (a child of the caller's `traceparent` header, when it sends one). */
-  function run(route: AnyRoute, request: Request, rawParams: Record<string, string>): Promise<Response> {
+  function run(
+    route: AnyRoute,
+    request: Request,
+    rawParams: Record<string, string>,
+    /** The request's URL when the server has parsed it already (h3's `event.url`). */
+    parsedUrl?: URL,
+  ): Promise<Response> {
     const scope: RequestScope = { caller: null, request_id: requestIdOf(request), source: clientAddress(request) }
     return inRequest(scope, () =>
-      requestSpan(route, request, (traceId) => answer(route, request, rawParams, scope, traceId)),
+      requestSpan(route, request, (traceId) => answer(route, request, rawParams, scope, traceId, parsedUrl)),
     )
   }
 
@@ -165,19 +180,22 @@ export function createPipeline(opts: PipelineOptions) {
     rawParams: Record<string, string>,
     scope: RequestScope,
     traceId: string | undefined,
+    parsedUrl: URL | undefined,
   ): Promise<Response> {
     const started = performance.now()
     const limits: { headers?: Record<string, string> } = {}
     let headers: Record<string, string> | undefined
     let caller: Caller | null = null
     let response: Response
-    const url = new URL(request.url)
+    const url = parsedUrl ?? new URL(request.url)
     try {
       try {
         caller = await callerFor(route, request, limits)
         scope.caller = caller
       } finally {
-        headers = { ...limits.headers, 'x-request-id': scope.request_id }
+        // `limits.headers` is this request's own object (rateHeaders): no copy needed.
+        headers = limits.headers ?? {}
+        headers['x-request-id'] = scope.request_id
       }
       const params = route.params ? parseInput('params', route.params, rawParams) : undefined
       const query = route.query

@@ -1,7 +1,7 @@
 /** The server span of one API request: what a task's trace begins with when it is submitted over HTTP. */
 import { context, propagation, SpanKind, SpanStatusCode, type TextMapGetter } from '@opentelemetry/api'
 import type { AnyRoute } from '../route.js'
-import { activeTraceId, tracer } from '../tracing.js'
+import { activeTraceId, tracer, tracingRegistered } from '../tracing.js'
 
 const headerGetter: TextMapGetter<Headers> = {
   keys: (headers) => [...headers.keys()],
@@ -23,6 +23,8 @@ export function requestSpan(
   request: Request,
   answer: (traceId: string | undefined) => Promise<Response>,
 ): Promise<Response> {
+  // No SDK: the span, its context and the propagator would all be no-ops; skip making them.
+  if (!tracingRegistered()) return answer(undefined)
   const parent = propagation.extract(context.active(), request.headers, headerGetter)
   const attributes = { 'http.request.method': request.method, 'http.route': route.path, 'berth.route': route.name }
   return tracer.startActiveSpan(

@@ -60,12 +60,12 @@ export function createApp(o: {
 
   for (const route of table) {
     app.on(route.method, route.path, (event: H3Event) =>
-      run(route, event.req, getRouterParams(event, { decode: true })),
+      run(route, event.req, getRouterParams(event, { decode: true }), event.url),
     )
     // HEAD wherever GET: the GET's status and headers, its body dropped unread.
     if (route.method === 'GET')
       app.on('HEAD', route.path, (event: H3Event) =>
-        headOf(run(route, event.req, getRouterParams(event, { decode: true }))),
+        headOf(run(route, event.req, getRouterParams(event, { decode: true }), event.url)),
       )
   }
   if (o.console) mountConsole(app)
