@@ -102,6 +102,11 @@ describe('installed from tarballs with npm', () => {
     expect(packagesWithInstallScripts(join(app, 'node_modules'))).toEqual([])
     for (const name of ['ssh2', 'cpu-features', 'protobufjs', '@grpc', 'msgpackr-extract', 'dockerode', 'bullmq'])
       expect(existsSync(join(app, 'node_modules', name)), name).toBe(false)
+    // What is bundled instead carries its licences.
+    const notices = (name: string) =>
+      readFileSync(join(app, 'node_modules', name, 'dist/THIRD_PARTY_NOTICES.md'), 'utf8')
+    expect(notices('@berth/adapter-docker')).toMatch(/## dockerode@[\s\S]*Apache License[\s\S]*## ssh2@[^\n]*MIT/)
+    expect(notices('@berth/server')).toMatch(/## bullmq@[\s\S]*## msgpackr@/)
   })
 
   it('every package passes publint and attw as installed', async () => {
