@@ -131,10 +131,10 @@ function notice(dir: string): string {
     name: string
     version: string
     license?: string
+    licenses?: { type: string }[]
   }
+  const license = manifest.license ?? manifest.licenses?.map((l) => l.type).join(' OR ') ?? 'see below'
   const file = readdirSync(dir).find((name) => /^(licen[cs]e|copying)(\.|$)/i.test(name))
-  const text = file
-    ? readFileSync(join(dir, file), 'utf8').trim()
-    : `(no licence file; package.json says ${manifest.license})`
-  return `## ${manifest.name}@${manifest.version} (${manifest.license ?? 'see below'})\n\n\`\`\`\n${text}\n\`\`\`\n`
+  const text = file ? readFileSync(join(dir, file), 'utf8').trim() : `(no licence file; package.json says ${license})`
+  return `## ${manifest.name}@${manifest.version} (${license})\n\n\`\`\`\n${text}\n\`\`\`\n`
 }

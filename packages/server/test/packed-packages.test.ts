@@ -4,7 +4,9 @@
  * there: publint and attw on every package, `require` and `import` of every entry, a
  * TypeScript file checked against the published types (ESM and CJS), and the README's
  * ten-line embed running the README's first task on the `local` runtime (no engine answers
- * in its environment). Slow (an npm install): one install for the whole file.
+ * in its environment). The install runs no install script (the dependencies that had one are
+ * bundled, see tsup.bundle.ts), and what is bundled works there: dockerode on Docker and Podman,
+ * ssh2, bullmq on Redis. Slow (an npm install): one install for the whole file.
  */
 import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -102,6 +104,11 @@ describe('installed from tarballs with npm', () => {
     expect(packagesWithInstallScripts(join(app, 'node_modules'))).toEqual([])
     for (const name of ['ssh2', 'cpu-features', 'protobufjs', '@grpc', 'msgpackr-extract', 'dockerode', 'bullmq'])
       expect(existsSync(join(app, 'node_modules', name)), name).toBe(false)
+    // What is bundled instead carries its licences.
+    const notices = (name: string) =>
+      readFileSync(join(app, 'node_modules', name, 'dist/THIRD_PARTY_NOTICES.md'), 'utf8')
+    expect(notices('@berth/adapter-docker')).toMatch(/## dockerode@[\s\S]*Apache License[\s\S]*## ssh2@[^\n]*MIT/)
+    expect(notices('@berth/server')).toMatch(/## bullmq@[\s\S]*## msgpackr@/)
   })
 
   it('every package passes publint and attw as installed', async () => {
