@@ -25,6 +25,7 @@ export class RunTrace {
   private runner: Span | undefined
   private readonly tools = new Map<string, Span>()
   private seen = false
+  private sawToken = false
 
   constructor(task: TaskRecord, instanceId: string | undefined) {
     const parent = traceContext(task.trace)
@@ -70,12 +71,20 @@ export class RunTrace {
     return fresh && traceparent ? { ...input, env: { ...input.env, TRACEPARENT: traceparent } } : input
   }
 
-  /** One runner event: the first marks the runner started; tool calls open and close their spans. */
+  /**
+   * One runner event, as it arrives (before it is recorded): the first marks the runner
+   * started, the first `token` the first text (the steps of time to first token); tool
+   * calls open and close their spans.
+   */
   event(event: RunnerEvent): void {
     if (!this.runner) return
     if (!this.seen) {
       this.seen = true
       this.runner.addEvent('runner.first_event')
+    }
+    if (event.type === 'token' && !this.sawToken) {
+      this.sawToken = true
+      this.runner.addEvent('runner.first_token')
     }
     if (event.type === 'tool_call') {
       const span = tracer.startSpan(
