@@ -25,6 +25,7 @@ export class RunTrace {
   private runner: Span | undefined
   private readonly tools = new Map<string, Span>()
   private seen = false
+  private sawTurn = false
   private sawToken = false
 
   constructor(task: TaskRecord, instanceId: string | undefined) {
@@ -73,14 +74,19 @@ export class RunTrace {
 
   /**
    * One runner event, as it arrives (before it is recorded): the first marks the runner
-   * started, the first `token` the first text (the steps of time to first token); tool
-   * calls open and close their spans.
+   * started (it echoes the prompt), the first `turn_start` the model's answer beginning and
+   * the first `token` its first text (the steps of time to first token); tool calls open
+   * and close their spans.
    */
   event(event: RunnerEvent): void {
     if (!this.runner) return
     if (!this.seen) {
       this.seen = true
       this.runner.addEvent('runner.first_event')
+    }
+    if (event.type === 'turn_start' && !this.sawTurn) {
+      this.sawTurn = true
+      this.runner.addEvent('runner.first_turn')
     }
     if (event.type === 'token' && !this.sawToken) {
       this.sawToken = true
