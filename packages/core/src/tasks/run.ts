@@ -152,6 +152,8 @@ export class TaskRuns implements TaskRunner {
       } finally {
         detach()
         limit.stop()
+        // A run that ended before it read the runner's events (its `running` write failed) stops the runner.
+        session.close()
       }
       exited = session.exited
       end = endOf(result!)
