@@ -5,7 +5,8 @@
  * bench/storage.ts (lists and reads as records grow, per store driver) run when present;
  * bench/metrics.ts (the HTTP path with Prometheus metrics on vs off) and bench/gateway.ts
  * (the model gateway's added latency) run after the HTTP benchmark,
- * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark.
+ * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark;
+ * bench/ttft.ts (time to first token as a caller sees it, per step) runs last.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -128,6 +129,15 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nWarm agents benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// Time to first token against the standalone server as users run it, per step; throughput with the CPU split.
+try {
+  const ttft = (await import(new URL('./ttft.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await ttft.main()
+} catch (err) {
+  failed = true
+  console.error(`\nTime to first token benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)
