@@ -15,7 +15,7 @@
  *
  *   node --import tsx bench/ttft.ts        (or via bench/run.ts: export main())
  *
- * Knobs: BENCH_TTFT_TASKS (20), BENCH_TTFT_WARMUP (2), BENCH_TTFT_COLD (3),
+ * Knobs: BENCH_TTFT_TASKS (20), BENCH_TTFT_WARMUP (2), BENCH_TTFT_COLD (3), BENCH_TTFT_GAP_MS (0),
  * BENCH_TTFT_THROUGHPUT (40, 0: skip), BENCH_TASKS_CONCURRENCY (8), BENCH_TASKS_ENGINES
  * (`docker,podman`), BENCH_TTFT_SERVER_ENV (extra server settings, e.g.
  * `BERTH_POOL_MIN=2 BERTH_WARM_AGENTS=2`; default none: the default configuration).
@@ -37,6 +37,8 @@ const TASKS = Number(env.BENCH_TTFT_TASKS ?? 20)
 const WARMUP = Number(env.BENCH_TTFT_WARMUP ?? 2)
 const COLD = Number(env.BENCH_TTFT_COLD ?? 3)
 const THROUGHPUT = Number(env.BENCH_TTFT_THROUGHPUT ?? 40)
+/** A pause between sequential tasks (ms): 0 submits the next one as the last ends, as a busy caller does. */
+const GAP_MS = Number(env.BENCH_TTFT_GAP_MS ?? 0)
 const CONCURRENCY = Number(env.BENCH_TASKS_CONCURRENCY ?? 8)
 const ENGINES = (env.BENCH_TASKS_ENGINES ?? 'docker,podman')
   .split(',')
@@ -163,6 +165,7 @@ async function engineRun(info: EngineInfo, spans: SpanReceiver): Promise<EngineR
     for (let i = 0; i < WARMUP; i++) await run(main)
     const warm: WsTask[] = []
     for (let i = 0; i < TASKS; i++) {
+      if (GAP_MS > 0) await new Promise((r) => setTimeout(r, GAP_MS))
       warm.push(await run(main))
       if (process.stdout.isTTY) process.stdout.write(`\r  ${info.engine}: ${i + 1}/${TASKS}   `)
     }
@@ -330,7 +333,7 @@ export async function main(): Promise<unknown> {
   report(results)
   writeResults('ttft', {
     cpus: cpus().length,
-    config: { TASKS, WARMUP, COLD, THROUGHPUT, CONCURRENCY, PROMPT },
+    config: { TASKS, WARMUP, COLD, GAP_MS, THROUGHPUT, CONCURRENCY, PROMPT },
     goals: GOALS,
     stepBudget: STEP_BUDGET,
     results,
