@@ -1,8 +1,8 @@
 /**
  * CPU time over a window, split three ways: Berth (the server process), the engine (its
- * daemons: dockerd, containerd and its shims, or podman's API service and conmon) and the
- * agent (the processes inside the containers of one pool, from their cgroups' CPU
- * accounting). Linux only; each figure is NaN where /proc or the cgroup files are absent.
+ * daemons, dockerd and containerd or podman's API service, and the pool's containers'
+ * shims or conmon processes) and the agent (the processes inside the containers of one
+ * pool, from their cgroups' CPU accounting). Linux only; each figure is NaN where /proc or the cgroup files are absent.
  *
  * Processes and containers come and go during the window, so both are sampled every
  * `everyMs` and the last value seen counts: a short-lived process or a container removed
@@ -47,7 +47,14 @@ function reapsEngineHelpers(pid: number): boolean {
   }
 }
 
-function enginePids(engine: string, exclude: Set<number>): number[] {
+/** Per-container helpers (a shim or conmon per container): counted only for the pool's own containers. */
+const PER_CONTAINER = /^(containerd-shim.*|conmon)$/
+
+/**
+ * The engine's processes now: its daemons, and the per-container helpers whose command
+ * line names one of `containers` (another client's containers are not this server's cost).
+ */
+function enginePids(engine: string, exclude: Set<number>, containers: Set<string>): number[] {
   const re = ENGINE_COMMS[engine]
   if (!re) return []
   const pids: number[] = []
@@ -55,7 +62,13 @@ function enginePids(engine: string, exclude: Set<number>): number[] {
     const pid = Number(name)
     if (!Number.isInteger(pid) || exclude.has(pid)) continue
     try {
-      if (re.test(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())) pids.push(pid)
+      const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
+      if (!re.test(comm)) continue
+      if (PER_CONTAINER.test(comm)) {
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        if (![...containers].some((id) => cmdline.includes(id))) continue
+      }
+      pids.push(pid)
     } catch {
       // gone
     }
@@ -123,8 +136,10 @@ export async function watchCpu(o: {
   const berth0 = procCpuMs(o.serverPid, false) ?? NaN
   // Engine processes: first and last value seen per pid (a new one counts from zero).
   const engine = new Map<number, { first: number; last: number }>()
+  // The pool's containers (ids), as the engine announces them.
+  const known = new Set<string>()
   const sampleEngine = (initial: boolean) => {
-    for (const pid of enginePids(o.engine, exclude)) {
+    for (const pid of enginePids(o.engine, exclude, known)) {
       const cpu = procCpuMs(pid, reapsEngineHelpers(pid))
       if (cpu === null) continue
       const seen = engine.get(pid)
@@ -132,10 +147,10 @@ export async function watchCpu(o: {
       else engine.set(pid, { first: initial ? cpu : 0, last: cpu })
     }
   }
-  sampleEngine(true)
   // Containers: the counter file of each, found when it starts; first and last value.
   const agent = new Map<string, { file: string; first: number; last: number }>()
   const addContainer = async (id: string, initial: boolean) => {
+    known.add(id)
     if (agent.has(id)) return
     const info = await o.docker
       .getContainer(id)
@@ -147,6 +162,8 @@ export async function watchCpu(o: {
   }
   const running = await o.docker.listContainers({ filters: { label: [`berth.pool=${o.pool}`] } }).catch(() => [])
   await Promise.all(running.map((c) => addContainer(c.Id, true)))
+  // After the listing, so the helpers of containers already running count from now.
+  sampleEngine(true)
   const events = (await o.docker.getEvents({
     filters: { type: ['container'], event: ['start'], label: [`berth.pool=${o.pool}`] },
   })) as NodeJS.ReadableStream & { destroy(): void }
