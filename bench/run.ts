@@ -6,7 +6,8 @@
  * bench/metrics.ts (the HTTP path with Prometheus metrics on vs off) and bench/gateway.ts
  * (the model gateway's added latency) run after the HTTP benchmark,
  * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark,
- * then bench/store-http.ts (the standalone server on SQLite vs Postgres: req/s and tasks/s).
+ * then bench/store-http.ts (the standalone server on SQLite vs Postgres: req/s and tasks/s);
+ * bench/ttft.ts (time to first token as a caller sees it, per step) runs last.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -138,6 +139,15 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nWarm agents benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// Time to first token against the standalone server as users run it, per step; throughput with the CPU split.
+try {
+  const ttft = (await import(new URL('./ttft.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await ttft.main()
+} catch (err) {
+  failed = true
+  console.error(`\nTime to first token benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)

@@ -92,6 +92,36 @@ describe('runnerEvents', () => {
     await s.exited
   })
 
+  it('starts the runner before its events are read, and keeps what it wrote meanwhile', async () => {
+    const rt = fakeRuntime()
+    const s = session(rt)
+    // Nothing reads yet: the exec is under way all the same (the caller writes `running` meanwhile).
+    await vi.waitFor(() => expect(rt.runtime.exec).toHaveBeenCalledOnce())
+    rt.out(line({ type: 'turn_start', turn: 1 }) + line(result))
+    const c = consume(s)
+    await c.done
+    expect(c.seen).toEqual(['turn_start', 'result'])
+    rt.exit(0)
+    await s.exited
+  })
+
+  it('close() kills a runner whose events were never read, and is a no-op once they were', async () => {
+    const rt = fakeRuntime()
+    session(rt).close()
+    await vi.waitFor(() => expect(rt.kill).toHaveBeenCalledOnce())
+
+    const read = fakeRuntime()
+    const s = session(read)
+    const c = consume(s)
+    await vi.waitFor(() => expect(read.runtime.exec).toHaveBeenCalledOnce())
+    read.out(line(result))
+    await c.done
+    s.close()
+    read.exit(0)
+    await s.exited
+    expect(read.kill).not.toHaveBeenCalled()
+  })
+
   it('fails CONTAINER_FAILED with the redacted stderr tail when the runner ends without a result', async () => {
     const rt = fakeRuntime()
     const c = consume(session(rt))

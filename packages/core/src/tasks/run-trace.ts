@@ -25,6 +25,8 @@ export class RunTrace {
   private runner: Span | undefined
   private readonly tools = new Map<string, Span>()
   private seen = false
+  private sawTurn = false
+  private sawToken = false
 
   constructor(task: TaskRecord, instanceId: string | undefined) {
     const parent = traceContext(task.trace)
@@ -70,12 +72,25 @@ export class RunTrace {
     return fresh && traceparent ? { ...input, env: { ...input.env, TRACEPARENT: traceparent } } : input
   }
 
-  /** One runner event: the first marks the runner started; tool calls open and close their spans. */
+  /**
+   * One runner event, as it arrives (before it is recorded): the first marks the runner
+   * started (it echoes the prompt), the first `turn_start` the model's answer beginning and
+   * the first `token` its first text (the steps of time to first token); tool calls open
+   * and close their spans.
+   */
   event(event: RunnerEvent): void {
     if (!this.runner) return
     if (!this.seen) {
       this.seen = true
       this.runner.addEvent('runner.first_event')
+    }
+    if (event.type === 'turn_start' && !this.sawTurn) {
+      this.sawTurn = true
+      this.runner.addEvent('runner.first_turn')
+    }
+    if (event.type === 'token' && !this.sawToken) {
+      this.sawToken = true
+      this.runner.addEvent('runner.first_token')
     }
     if (event.type === 'tool_call') {
       const span = tracer.startSpan(

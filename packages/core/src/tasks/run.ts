@@ -141,17 +141,19 @@ export class TaskRuns implements TaskRunner {
           // Fenced: nothing more is recorded for the task (its takeover owns it now).
           if (signal.reason instanceof TaskFenced) throw signal.reason
           observe(event)
+          spans.event(event)
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
             this.o.logger.warn('runner asked with a request id that is not an approval id', { task: task.id })
           await this.o.events.record(task, [event])
-          spans.event(event)
           task = await this.counted(task, event, open)
           if (event.type === 'result') result = event
         }
       } finally {
         detach()
         limit.stop()
+        // A run that ended before it read the runner's events (its `running` write failed) stops the runner.
+        session.close()
       }
       exited = session.exited
       end = endOf(result!)

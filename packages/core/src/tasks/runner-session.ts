@@ -124,11 +124,13 @@ export interface RunnerSession extends AsyncIterable<RunnerEvent> {
    * order); false once the run has ended.
    */
   send(control: RunnerControl): boolean
+  /** The run ends without its events having been read: the runner (started already) is killed. */
+  close(): void
 }
 
 /**
  * Exec the runner (input as one JSON line on stdin, or the prompt handed to a warm agent)
- * and iterate its stdout's events in order. Stdin stays open for control lines
+ * at once, and iterate its stdout's events in order. Stdin stays open for control lines
  * ({@link RunnerSession.send}) until the run ends. The iteration ends on the result event; a
  * runner that ends without one throws CONTAINER_FAILED with the (redacted) tail of its
  * stderr; an abort of `run.signal` kills the runner and throws its reason.
@@ -154,41 +156,45 @@ export function runnerEvents(
     stdin = to
     for (const control of early.splice(0)) to.send(control)
   }
-  async function* events(): AsyncGenerator<RunnerEvent> {
-    const ready: RunnerEvent[] = []
-    let wake: (() => void) | null = null
-    const notify = () => {
-      wake?.()
-      wake = null
-    }
-    // The first protocol violation: the run ends on it (the runner's output cannot be trusted after it).
-    let broken: string | null = null
-    const violation = (what: string, fields: Record<string, unknown> = {}) => {
-      deps.logger.warn(`runner broke its protocol: ${what}`, { task: run.taskId, ...fields })
-      broken ??= what
+  // The runner starts now, not when its events are first read: the caller's own writes
+  // (the task's `running` status) overlap the exec or the hand-off to a warm agent. Its
+  // events wait in `ready` until they are read.
+  const ready: RunnerEvent[] = []
+  let wake: (() => void) | null = null
+  const notify = () => {
+    wake?.()
+    wake = null
+  }
+  // The first protocol violation: the run ends on it (the runner's output cannot be trusted after it).
+  let broken: string | null = null
+  const violation = (what: string, fields: Record<string, unknown> = {}) => {
+    deps.logger.warn(`runner broke its protocol: ${what}`, { task: run.taskId, ...fields })
+    broken ??= what
+    notify()
+  }
+  const lines = lineFramer(
+    (line) => {
+      if (broken || !line.trim()) return
+      const event = parseRunnerLine(line)
+      if (typeof event === 'string')
+        return violation(event === 'not json' ? 'a line that is not JSON' : 'an unknown event')
+      ready.push(event)
       notify()
-    }
-    const lines = lineFramer(
-      (line) => {
-        if (broken || !line.trim()) return
-        const event = parseRunnerLine(line)
-        if (typeof event === 'string')
-          return violation(event === 'not json' ? 'a line that is not JSON' : 'an unknown event')
-        ready.push(event)
-        notify()
-      },
-      {
-        onOversize: (chars) =>
-          violation(`a line over ${MAX_LINE_CHARS} characters (dropped)`, { chars, limit: MAX_LINE_CHARS }),
-      },
-    )
-    let stderr = ''
-    const out = {
-      onStdout: (chunk: Uint8Array) => lines.push(chunk),
-      onStderr: (chunk: Uint8Array) => {
-        stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
-      },
-    }
+    },
+    {
+      onOversize: (chars) =>
+        violation(`a line over ${MAX_LINE_CHARS} characters (dropped)`, { chars, limit: MAX_LINE_CHARS }),
+    },
+  )
+  let stderr = ''
+  const out = {
+    onStdout: (chunk: Uint8Array) => lines.push(chunk),
+    onStderr: (chunk: Uint8Array) => {
+      stderr = (stderr + Buffer.from(chunk).toString('utf8')).slice(-4000)
+    },
+  }
+  let ended: { exitCode: number | null } | { error: unknown } | null = null
+  const starting = (async (): Promise<ExecProcess> => {
     let proc: ExecProcess
     if (run.agent) {
       proc = run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
@@ -206,7 +212,6 @@ export function runnerEvents(
         ...out,
       })
     }
-    let ended: { exitCode: number | null } | { error: unknown } | null = null
     void proc.exit.then(
       (e) => {
         lines.end()
@@ -218,6 +223,15 @@ export function runnerEvents(
         notify()
       },
     )
+    return proc
+  })()
+  // A failed start is thrown where the events are read.
+  starting.catch(() => {})
+  let reading = false
+
+  async function* events(): AsyncGenerator<RunnerEvent> {
+    reading = true
+    const proc = await starting
     let sawResult = false
     try {
       for (;;) {
@@ -268,6 +282,12 @@ export function runnerEvents(
   return {
     get exited() {
       return exited
+    },
+    close() {
+      if (reading || done) return
+      done = true
+      stdin?.close()
+      void starting.then((proc) => proc.kill()).catch(() => {})
     },
     send(control) {
       if (done) return false
