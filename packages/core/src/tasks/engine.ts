@@ -92,11 +92,8 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
     await pool.assign(agent.lease.container.id, ws.id)
     lease = agent.lease
   } else {
-    // Parked agents give their containers back when a cold task needs the room.
-    if (agents) {
-      const st = pool.stats()
-      if (st.idle === 0 && st.in_use >= st.max) await agents.evictOne()
-    }
+    // Parked agents give their containers back when a cold task needs the room (the pool's max or memory).
+    if (agents && pool.room() === 0) await agents.evictOne()
     const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
     if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
     const mounts = volume ? [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] : []
