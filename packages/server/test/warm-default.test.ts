@@ -190,8 +190,12 @@ describe.each(ENGINES)('the warm path by default on %s', (engine) => {
   it('reclaims a parked agent no task takes after BERTH_WARM_IDLE_S', async () => {
     const s = await start(engine, { BERTH_WARM_IDLE_S: '3' })
     try {
-      await s.run()
+      // The agent for the next task parks while this one runs (and may idle out before it ends).
+      const { task_id } = await s.api.tasks.submit({
+        body: { mode: 'batch', profile_id: s.profile.id, prompt: PROMPT },
+      })
       const [agent] = await s.waitParked(1, false)
+      expect((await waitForTask(s.api, task_id, { timeout: 120_000 })).status).toBe('completed')
       await vi.waitFor(
         async () => {
           const left = await s.runtime.list({ labels: { 'berth.pool': s.pool }, all: true })
