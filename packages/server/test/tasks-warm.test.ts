@@ -72,5 +72,5 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     const before = parked()
     expect(await echo(other.id)).toContain(`val=berth_brokered_${two.id}`)
     for (const id of before) expect(parked()).toContain(id)
-  })
+  }, 180_000)
 })
