@@ -97,6 +97,15 @@ describe('warm agents', () => {
     expect(f.agents.take(warmKey('usr_1', input))?.lease.container.id).toBe('ctr_2')
   })
 
+  it('hand a task an agent still starting for its key (a burst before the refill was up) rather than run it cold', async () => {
+    const f = fakes(10)
+    f.agents.prepare('usr_1', input)
+    expect(f.agents.take(warmKey('usr_1', input))).toBeNull()
+    expect(await f.agents.takeOrWait(warmKey('usr_2', input))).toBeNull()
+    expect((await f.agents.takeOrWait(warmKey('usr_1', input)))?.lease.container.id).toBe('ctr_0')
+    expect(await f.agents.takeOrWait(warmKey('usr_1', input))).toBeNull()
+  })
+
   it('give a parked agent’s container back once no task took it for `idleMs`, and keep one a task took', async () => {
     vi.useFakeTimers()
     const f = fakes(10)

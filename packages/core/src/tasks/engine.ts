@@ -85,7 +85,7 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
   // A fork's copied files go in before the agent starts, so no warm agent for it either.
   if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id && !ws.seed_files) {
     input = await materialize(deps.catalog, task, profile, ws)
-    agent = agents.take(warmKey(owner, input))
+    agent = await agents.takeOrWait(warmKey(owner, input))
   }
   let lease: Lease
   if (agent) {

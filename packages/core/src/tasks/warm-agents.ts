@@ -107,13 +107,15 @@ const READY_LINE = '{"warm":"ready"}'
  * @example
  * ```ts
  * const agents = new WarmAgents({ runtime, pool, command: ['node', '/opt/berth-runner/main.js'], logger, max: 2, cwd: '/workspace' })
- * const agent = agents.take(warmKey(owner, input)) // null: run cold
+ * const agent = await agents.takeOrWait(warmKey(owner, input)) // null: run cold
  * agents.prepare(owner, input)                      // one for the next task like it
  * ```
  */
 export class WarmAgents {
   private readonly parked: Parked[] = []
   private starting = 0
+  /** The starts under way per key (each settles once its agent is parked, or failed). */
+  private readonly startingFor = new Map<string, Set<Promise<void>>>()
   private closed = false
 
   constructor(private readonly o: WarmAgentsOptions) {}
@@ -139,6 +141,19 @@ export class WarmAgents {
     return agent!
   }
 
+  /**
+   * {@link take}, or when none is parked but one is being started for `key` (a burst came
+   * before the refill was up), that one once it is: its container is claimed and its
+   * runner started, so the wait is shorter than a cold start. `null`: run cold.
+   */
+  async takeOrWait(key: string): Promise<WarmAgent | null> {
+    const now = this.take(key)
+    const starting = this.startingFor.get(key)
+    if (now || !starting?.size) return now
+    await Promise.race(starting)
+    return this.take(key)
+  }
+
   /** Give back the oldest parked agent's container (the pool needs room). True when one went. */
   async evictOne(): Promise<boolean> {
     this.prune()
@@ -162,13 +177,20 @@ export class WarmAgents {
     if (this.closed || this.parked.length + this.starting >= this.o.max) return
     if (this.o.pool.room() < 2 || holdsCredential(input)) return
     this.starting++
-    void this.start(owner, input)
+    const key = warmKey(owner, input)
+    const runs = this.startingFor.get(key) ?? new Set()
+    this.startingFor.set(key, runs)
+    const run: Promise<void> = this.start(key, owner, input)
       .catch((err) => this.o.logger.warn('could not start a warm agent', { error: String(err) }))
-      .finally(() => this.starting--)
+      .finally(() => {
+        this.starting--
+        runs.delete(run)
+        if (runs.size === 0 && this.startingFor.get(key) === runs) this.startingFor.delete(key)
+      })
+    runs.add(run)
   }
 
-  private async start(owner: string, input: RunnerInput): Promise<void> {
-    const key = warmKey(owner, input)
+  private async start(key: string, owner: string, input: RunnerInput): Promise<void> {
     const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
     if (this.closed) return lease.release()
     // The token of the task this input was made for would die with that task: the agent gets its own.
