@@ -39,7 +39,7 @@ export interface BerthConfig extends IntegrationsConfig {
   callerCaps: { maxRunning: number | null; poolShare: number | null }
   /** `BERTH_MEMORY_BUDGET_MB` (default: host memory less `BERTH_MEMORY_RESERVE_MB`): containers' memory caps sum to at most this (null: none). */
   memoryBudgetMb: number | null
-  /** `BERTH_POOL_MIN`: idle containers kept (default from the memory budget: 1 or 2). */
+  /** `BERTH_POOL_MIN`: idle containers kept (default from the memory budget: 1 or 2; 0 with `BERTH_RUNTIME=local`). */
   poolMin: number
   poolMax: number
   /** `BERTH_WARM_AGENTS`: agents started ahead of tasks, at most (0: off; default from the memory budget). */
@@ -258,7 +258,8 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
       poolShare: cap(env, 'BERTH_CALLER_POOL_SHARE', 0.5),
     },
     memoryBudgetMb,
-    poolMin: int(env, 'BERTH_POOL_MIN', warm.poolMin, 0),
+    // A local sandbox is quick to make, and its disk mounts would outlive a stopped server.
+    poolMin: int(env, 'BERTH_POOL_MIN', env.BERTH_RUNTIME === 'local' ? 0 : warm.poolMin, 0),
     poolMax,
     warmAgents: int(env, 'BERTH_WARM_AGENTS', warm.warmAgents, 0),
     warmIdleS: int(env, 'BERTH_WARM_IDLE_S', 600, 1),

@@ -76,6 +76,7 @@ it('keeps the warm path on by default, sized by the memory budget; 0 turns each 
     poolMin: 0,
     warmAgents: 0,
   })
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '22000', BERTH_RUNTIME: 'local' })).toEqual({ poolMin: 0, warmAgents: 4 })
   expect(configFromEnv({ BERTH_WARM_IDLE_S: '30' }).warmIdleS).toBe(30)
   expect(() => configFromEnv({ BERTH_WARM_IDLE_S: '0' })).toThrow(/BERTH_WARM_IDLE_S/)
 })

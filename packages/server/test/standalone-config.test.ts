@@ -97,8 +97,6 @@ describe('standalone server, configured from the environment only', () => {
         BERTH_DATA_DIR: join(dir, 'data'),
         BERTH_ADMIN_TOKEN: ADMIN,
         BERTH_RUNTIME: 'local',
-        // No idle sandbox: no task runs here, and its disk mounts would outlive the server and its data dir.
-        BERTH_POOL_MIN: '0',
         BERTH_PUBLIC_URL: `http://127.0.0.1:${port}`,
         // GitHub Enterprise and a self-hosted GitLab: one web address each.
         BERTH_GITHUB_CLIENT_ID: git.github.clientId,
@@ -240,7 +238,7 @@ describe('standalone server, configured from berth.config.json and .env', () => 
         adminToken: ADMIN,
         dataDir: './data',
         runtime: 'local',
-        pool: { max: 3, min: 0 },
+        pool: { max: 3 },
         git: {
           github: {
             clientId: github.clientId,
@@ -322,7 +320,6 @@ describe('standalone server, banking API behind mutual TLS (BERTH_BANK_CERT_FILE
         PORT: String(port),
         BERTH_ADMIN_TOKEN: ADMIN,
         BERTH_RUNTIME: 'local',
-        BERTH_POOL_MIN: '0',
         BERTH_BANK_API_URL: `https://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
         BERTH_BANK_CERT_FILE: join(dir, 'client.pem'),
         BERTH_BANK_KEY_FILE: join(dir, 'client.key'),

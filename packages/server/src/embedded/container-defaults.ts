@@ -65,7 +65,8 @@ export function containerDefaults(
   return {
     pool: {
       image,
-      min: settings.poolMin ?? defaults.poolMin,
+      // A local sandbox is quick to make, and its disk mounts would outlive a stopped server.
+      min: settings.poolMin ?? (chosen.name === 'local' ? 0 : defaults.poolMin),
       max: settings.poolMax ?? defaults.poolMax,
       name: settings.poolName ?? defaultPoolName(settings.dataDir),
       warmAgents: settings.warmAgents ?? defaults.warmAgents,
