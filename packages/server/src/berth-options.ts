@@ -203,7 +203,7 @@ export interface BerthOptions {
   pool?: {
     /** Image task containers start from. */
     image: string
-    /** Idle containers kept warm (default 0). */
+    /** Idle containers kept warm (default 0; `pnpm start` and a runtime chosen by `createBerth` derive it from the memory budget). */
     min?: number
     /** Containers at most (default 20). */
     max?: number
@@ -218,11 +218,15 @@ export interface BerthOptions {
     /** Backoff while the engine does not answer (default 1 s doubling to 30 s). */
     retry?: PoolOptions['retry']
     /**
-     * Warm agents kept at most (default 0: off): pooled containers whose runner already
+     * Warm agents kept at most (default 0: off; `pnpm start` and a runtime chosen by
+     * `createBerth` derive it from the memory budget): pooled containers whose runner already
      * started Claude Code for the settings of a recent task, so the next task like it skips
-     * the agent's start-up. Each holds a container (counted in `max`) until used or evicted.
+     * the agent's start-up. Each holds a container (counted in `max`) until used, evicted or
+     * idle for `warmIdleMs`.
      */
     warmAgents?: number
+    /** A parked agent no task took for this long gives its container back (default 10 min). */
+    warmIdleMs?: number
   }
 }
 

@@ -52,6 +52,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_POOL_MIN: 'pool.min',
   BERTH_POOL_MAX: 'pool.max',
   BERTH_WARM_AGENTS: 'pool.warmAgents',
+  BERTH_WARM_IDLE_S: 'pool.warmIdle',
   BERTH_TASK_TIME_LIMIT: 'tasks.timeLimit',
   BERTH_TASK_TIME_LIMIT_MAX: 'tasks.timeLimitMax',
   BERTH_PREVIEW_TTL_S: 'previews.ttl',

@@ -39,10 +39,13 @@ export interface BerthConfig extends IntegrationsConfig {
   callerCaps: { maxRunning: number | null; poolShare: number | null }
   /** `BERTH_MEMORY_BUDGET_MB` (default: host memory less `BERTH_MEMORY_RESERVE_MB`): containers' memory caps sum to at most this (null: none). */
   memoryBudgetMb: number | null
+  /** `BERTH_POOL_MIN`: idle containers kept (default from the memory budget: 1 or 2; 0 with `BERTH_RUNTIME=local`). */
   poolMin: number
   poolMax: number
-  /** `BERTH_WARM_AGENTS`: agents started ahead of tasks, at most (0: off). */
+  /** `BERTH_WARM_AGENTS`: agents started ahead of tasks, at most (0: off; default from the memory budget). */
   warmAgents: number
+  /** `BERTH_WARM_IDLE_S`: a parked agent no task took for this long gives its container back (seconds). */
+  warmIdleS: number
   /** `BERTH_TASK_TIME_LIMIT` / `_MAX`: a task's wall time once running, default and cap, in seconds (0: none). */
   taskTimeLimit: { defaultS: number | null; maxS: number | null }
   /** `BERTH_PREVIEW_TTL_S` / `_MAX_S`: a preview link's lifetime, default and cap, in seconds. */
@@ -153,6 +156,18 @@ function memoryBudget(env: Record<string, string | undefined>): number | null {
   return Math.max(256, Math.floor(totalmem() / 1024 ** 2) - reserve)
 }
 
+/**
+ * The warm path's defaults for a memory budget. `fit` is how many containers of the default
+ * memory cap the budget holds (the pool's max without a budget, never more): one idle
+ * container when two fit and two from eight, so a first task waits for no container create
+ * (a 24 GB host: 2; 8 GB: 1); warm agents up to half of what fits, at most four, as parked
+ * agents hold containers the tasks may need (a cold task evicts one when the pool is full).
+ */
+function warmDefaults(budgetMb: number | null, containerMb: number, poolMax: number) {
+  const fit = Math.min(poolMax, budgetMb === null ? poolMax : Math.floor(budgetMb / containerMb))
+  return { poolMin: fit >= 8 ? 2 : fit >= 2 ? 1 : 0, warmAgents: Math.min(4, Math.floor(fit / 2)) }
+}
+
 function smtpFrom(env: Record<string, string | undefined>): BerthConfig['smtp'] {
   const raw = env.BERTH_SMTP_URL
   if (!raw) return undefined
@@ -212,6 +227,10 @@ function oneOf<T extends string>(
  */
 export function configFromEnv(env: Record<string, string | undefined> = process.env, file?: ConfigFile): BerthConfig {
   env = withConfigFile(env, file)
+  const caps = environmentCaps(env)
+  const memoryBudgetMb = memoryBudget(env)
+  const poolMax = int(env, 'BERTH_POOL_MAX', 20, 1)
+  const warm = warmDefaults(memoryBudgetMb, caps.defaults.memory_mb, poolMax)
   const config: BerthConfig = {
     port: int(env, 'PORT', 3000, 0),
     host: env.HOST || '127.0.0.1',
@@ -238,10 +257,12 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
       maxRunning: int(env, 'BERTH_CALLER_MAX_RUNNING', 0, 0) || null,
       poolShare: cap(env, 'BERTH_CALLER_POOL_SHARE', 0.5),
     },
-    memoryBudgetMb: memoryBudget(env),
-    poolMin: int(env, 'BERTH_POOL_MIN', 0, 0),
-    poolMax: int(env, 'BERTH_POOL_MAX', 20, 1),
-    warmAgents: int(env, 'BERTH_WARM_AGENTS', 0, 0),
+    memoryBudgetMb,
+    // A local sandbox is quick to make, and its disk mounts would outlive a stopped server.
+    poolMin: int(env, 'BERTH_POOL_MIN', env.BERTH_RUNTIME === 'local' ? 0 : warm.poolMin, 0),
+    poolMax,
+    warmAgents: int(env, 'BERTH_WARM_AGENTS', warm.warmAgents, 0),
+    warmIdleS: int(env, 'BERTH_WARM_IDLE_S', 600, 1),
     taskTimeLimit: {
       defaultS: int(env, 'BERTH_TASK_TIME_LIMIT', 3_600, 0) || null,
       maxS: int(env, 'BERTH_TASK_TIME_LIMIT_MAX', 86_400, 0) || null,
@@ -256,7 +277,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     auditRetentionDays: int(env, 'BERTH_AUDIT_RETENTION_DAYS', 365, 1),
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
-    environmentCaps: environmentCaps(env),
+    environmentCaps: caps,
     // Unset: `<dataDir>/disks` of the data dir as finally resolved (see chooseRuntime).
     diskDir: env.BERTH_DISK_DIR === 'off' ? null : env.BERTH_DISK_DIR || undefined,
     snapshotQuotaMb: int(env, 'BERTH_SNAPSHOT_QUOTA_MB', 1024, 1),

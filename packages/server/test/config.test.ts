@@ -16,8 +16,8 @@ it('reads the embedded defaults and every variable, refusing values that cannot 
     rateRpm: 60,
     rateBurst: 10,
     concurrency: 5,
-    poolMin: 0,
     poolMax: 20,
+    warmIdleS: 600,
     smtp: undefined,
     allowPrivateWebhooks: false,
   })
@@ -55,6 +55,30 @@ it('reads the embedded defaults and every variable, refusing values that cannot 
   ] as const) {
     expect(() => configFromEnv(env as Record<string, string>)).toThrow(message)
   }
+})
+
+it('keeps the warm path on by default, sized by the memory budget; 0 turns each part off', () => {
+  // 2 GiB containers: 10 fit in 22,000 MiB, 3 in 6,000, 1 in 2,048.
+  const sized = (env: Record<string, string>) => {
+    const c = configFromEnv(env)
+    return { poolMin: c.poolMin, warmAgents: c.warmAgents }
+  }
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '22000' })).toEqual({ poolMin: 2, warmAgents: 4 })
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '6000' })).toEqual({ poolMin: 1, warmAgents: 1 })
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '2048' })).toEqual({ poolMin: 0, warmAgents: 0 })
+  // Smaller containers fit more; the pool's max bounds both.
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '6000', BERTH_ENV_MAX_MEMORY_MB: '512' })).toEqual({
+    poolMin: 2,
+    warmAgents: 4,
+  })
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '22000', BERTH_POOL_MAX: '3' })).toEqual({ poolMin: 1, warmAgents: 1 })
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '22000', BERTH_WARM_AGENTS: '0', BERTH_POOL_MIN: '0' })).toEqual({
+    poolMin: 0,
+    warmAgents: 0,
+  })
+  expect(sized({ BERTH_MEMORY_BUDGET_MB: '22000', BERTH_RUNTIME: 'local' })).toEqual({ poolMin: 0, warmAgents: 4 })
+  expect(configFromEnv({ BERTH_WARM_IDLE_S: '30' }).warmIdleS).toBe(30)
+  expect(() => configFromEnv({ BERTH_WARM_IDLE_S: '0' })).toThrow(/BERTH_WARM_IDLE_S/)
 })
 
 it("derives a self-hosted Git instance's endpoints from its web address; explicit URLs win; BERTH_PUBLIC_URL makes the redirect URIs", () => {

@@ -266,7 +266,7 @@ describe('standalone server, configured from berth.config.json and .env', () => 
 
   it('reads the files beside where it starts (environment over .env over the config file) and connects from them', async () => {
     expect(server.output()).toContain('Settings: environment, .env, berth.config.json · integrations: github')
-    expect(server.output()).toMatch(/pool \S+: min 0, max 5/)
+    expect(server.output()).toMatch(/pool \S+: min 0, max 5, warm agents \d \(idle 600 s\)/)
     expect(server.output()).toContain(join(dir, 'data'))
     const api = await newUser(server.url, 'file user')
     // No BERTH_PUBLIC_URL: the redirect URI is made from the request's origin.

@@ -1,7 +1,8 @@
 /**
  * Warm agents: a pooled container whose runner already started Claude Code for the
  * settings of a recent task serves the next task with exactly those settings, and never
- * a task whose settings (secrets, model) differ.
+ * a task whose settings (secrets, model) differ. The secrets are brokered: an agent is
+ * never parked holding an `env` secret's value (see warm-default.test.ts).
  */
 import type { PooledContainer } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -34,20 +35,24 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     return out!.output as string
   }
 
+  /** A brokered secret: its variable holds a placeholder naming it (the value stays with the proxy). */
+  const brokered = (value: string) =>
+    t.api.secrets.create({ body: { name: 'MY_VAL', value, delivery: 'brokered', hosts: ['api.example.test'] } })
+
   it('serves the next task with the same settings, and none whose secrets or model differ', async () => {
-    const one = await t.api.secrets.create({ body: { name: 'MY_VAL', value: 'one' } })
+    const one = await brokered('one')
     // Cold, and it leaves an agent started with its settings.
-    expect(await echo(t.profileId)).toContain('val=one')
+    expect(await echo(t.profileId)).toContain(`val=berth_brokered_${one.id}`)
     const [first] = await vi.waitFor(() => {
       const p = parked()
       if (p.length !== 1) throw new Error(`parked: ${p.length}`)
       return p
     }, 60_000)
 
-    // The secret changed: the parked agent (started with "one") must not serve this task.
+    // The secret changed: the parked agent (started with the first) must not serve this task.
     await t.api.secrets.delete({ params: { id: one.id } })
-    await t.api.secrets.create({ body: { name: 'MY_VAL', value: 'two' } })
-    expect(await echo(t.profileId)).toContain('val=two')
+    const two = await brokered('two')
+    expect(await echo(t.profileId)).toContain(`val=berth_brokered_${two.id}`)
     expect(parked()).toContain(first)
     const second = await vi.waitFor(() => {
       const p = parked().filter((id) => id !== first)
@@ -56,7 +61,7 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     }, 60_000)
 
     // Same settings as the last task: its agent serves this one (and is used up).
-    expect(await echo(t.profileId)).toContain('val=two')
+    expect(await echo(t.profileId)).toContain(`val=berth_brokered_${two.id}`)
     expect(parked()).not.toContain(second)
     expect(parked()).toContain(first)
 
@@ -65,7 +70,7 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
       body: { name: 'Other', slug: 'other', api_key_id: t.keyId, default_tools: ['Bash'], model: 'claude-haiku-4-5' },
     })
     const before = parked()
-    expect(await echo(other.id)).toContain('val=two')
+    expect(await echo(other.id)).toContain(`val=berth_brokered_${two.id}`)
     for (const id of before) expect(parked()).toContain(id)
-  })
+  }, 180_000)
 })

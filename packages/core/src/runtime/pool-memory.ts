@@ -43,6 +43,11 @@ export class MemoryBudget {
     return this.reserved(containers, creatingBytes) + needBytes <= this.budgetBytes
   }
 
+  /** How many more containers of `needBytes` fit beside what is reserved. */
+  room(containers: Iterable<PooledContainer>, creatingBytes: number, needBytes: number): number {
+    return Math.max(0, Math.floor((this.budgetBytes - this.reserved(containers, creatingBytes)) / needBytes))
+  }
+
   /** 400 for a container that could never fit, even with the pool empty. */
   assertFits(needBytes: number): void {
     if (needBytes <= this.budgetBytes) return

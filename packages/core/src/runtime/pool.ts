@@ -103,6 +103,14 @@ export class ContainerPool {
     return { min: this.o.min, max: this.o.max, in_use: inUse, idle: this.containers.size - inUse }
   }
 
+  /** Claims without a spec the pool could serve now, none waiting: idle containers plus those `max` and the memory budget let it create. */
+  room(): number {
+    if (this.closed || this.engine.down || this.queue.length > 0) return 0
+    const budget = this.memoryBudget
+    const fit = budget ? budget.room(this.containers.values(), this.creatingBytes, budget.capOf(undefined)) : Infinity
+    return this.idle.length + Math.max(0, Math.min(this.o.max - this.containers.size - this.creating, fit))
+  }
+
   /** Every container the pool holds, oldest first. */
   list(): PooledContainer[] {
     return [...this.containers.values()].sort((a, b) =>

@@ -85,18 +85,15 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
   // A fork's copied files go in before the agent starts, so no warm agent for it either.
   if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id && !ws.seed_files) {
     input = await materialize(deps.catalog, task, profile, ws)
-    agent = agents.take(warmKey(owner, input))
+    agent = await agents.takeOrWait(warmKey(owner, input))
   }
   let lease: Lease
   if (agent) {
     await pool.assign(agent.lease.container.id, ws.id)
     lease = agent.lease
   } else {
-    // Parked agents give their containers back when a cold task needs the room.
-    if (agents) {
-      const st = pool.stats()
-      if (st.idle === 0 && st.in_use >= st.max) await agents.evictOne()
-    }
+    // Parked agents give their containers back when a cold task needs the room (the pool's max or memory).
+    if (agents && pool.room() === 0) await agents.evictOne()
     const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
     if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
     const mounts = volume ? [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] : []

@@ -4,6 +4,7 @@ import type { Logger } from '../ports/logger.js'
 import type { RunnerInput } from '@berth/contract'
 import type { ContainerPool, Lease } from '../runtime/index.js'
 import type { Store } from '../ports/store.js'
+import { brokeredPlaceholder } from '../resources/catalog.js'
 import { bindSubject, RunTokens } from './run-tokens.js'
 import { RunnerStdin } from './runner-stdin.js'
 import { runnerUser } from './runner-user.js'
@@ -35,6 +36,8 @@ export interface WarmAgentsOptions {
   logger: Logger
   /** Agents kept parked at most, all keys together (0: none). */
   max: number
+  /** A parked agent no task took for this long gives its container back (default 10 min). */
+  idleMs?: number
   /** Working directory of the runner (the workspace). */
   cwd: string
   /** With a credential broker: an agent's token is its own, bound to its task in `store` when a task takes it. */
@@ -62,9 +65,31 @@ export function warmKey(owner: string, input: RunnerInput): string {
     .digest('hex')
 }
 
+/**
+ * Whether a runner input carries a credential's value: the model key (no broker), an
+ * `env`-delivered secret (a brokered one is a placeholder), Git tokens for the runner's
+ * helper, or anything else the runner must redact (MCP server credentials). An agent
+ * started with one would hold it while parked, so such inputs run cold.
+ *
+ * @example
+ * ```ts
+ * holdsCredential({ ...input, env: { API_TOKEN: 'berth_brokered_sec_1' }, redact: [] }) // false
+ * ```
+ */
+export function holdsCredential(input: RunnerInput): boolean {
+  return (
+    input.model.api_key !== null ||
+    input.redact.length > 0 ||
+    (input.git_credentials?.length ?? 0) > 0 ||
+    Object.values(input.env).some((value) => !value.startsWith(brokeredPlaceholder('')))
+  )
+}
+
 interface Parked extends WarmAgent {
   proc: ExecProcess
   dead: boolean
+  /** Reclaims the agent when no task took it for `idleMs`. */
+  idle?: ReturnType<typeof setTimeout>
   /** Claude Code is up (the runner said so on stderr). */
   ready: boolean
 }
@@ -82,13 +107,15 @@ const READY_LINE = '{"warm":"ready"}'
  * @example
  * ```ts
  * const agents = new WarmAgents({ runtime, pool, command: ['node', '/opt/berth-runner/main.js'], logger, max: 2, cwd: '/workspace' })
- * const agent = agents.take(warmKey(owner, input)) // null: run cold
+ * const agent = await agents.takeOrWait(warmKey(owner, input)) // null: run cold
  * agents.prepare(owner, input)                      // one for the next task like it
  * ```
  */
 export class WarmAgents {
   private readonly parked: Parked[] = []
   private starting = 0
+  /** The starts under way per key (each settles once its agent is parked, or failed). */
+  private readonly startingFor = new Map<string, Set<Promise<void>>>()
   private closed = false
 
   constructor(private readonly o: WarmAgentsOptions) {}
@@ -99,13 +126,32 @@ export class WarmAgents {
     return { parked: this.parked.length, ready: this.parked.filter((a) => a.ready).length, starting: this.starting }
   }
 
-  /** A live parked agent for `key` (a ready one first), removed from the set; `null` when there is none. */
+  /**
+   * A live parked agent for `key`, removed from the set; `null` when there is none. A ready
+   * one first, the newest first: after a burst, the agents a steady caller no longer needs
+   * are the oldest, and they idle out.
+   */
   take(key: string): WarmAgent | null {
     this.prune()
-    let i = this.parked.findIndex((a) => a.key === key && a.ready)
-    if (i < 0) i = this.parked.findIndex((a) => a.key === key)
+    let i = this.parked.findLastIndex((a) => a.key === key && a.ready)
+    if (i < 0) i = this.parked.findLastIndex((a) => a.key === key)
     if (i < 0) return null
-    return this.parked.splice(i, 1)[0]!
+    const [agent] = this.parked.splice(i, 1)
+    clearTimeout(agent!.idle)
+    return agent!
+  }
+
+  /**
+   * {@link take}, or when none is parked but one is being started for `key` (a burst came
+   * before the refill was up), that one once it is: its container is claimed and its
+   * runner started, so the wait is shorter than a cold start. `null`: run cold.
+   */
+  async takeOrWait(key: string): Promise<WarmAgent | null> {
+    const now = this.take(key)
+    const starting = this.startingFor.get(key)
+    if (now || !starting?.size) return now
+    await Promise.race(starting)
+    return this.take(key)
   }
 
   /** Give back the oldest parked agent's container (the pool needs room). True when one went. */
@@ -113,29 +159,38 @@ export class WarmAgents {
     this.prune()
     const a = this.parked.shift()
     if (!a) return false
+    clearTimeout(a.idle)
     await a.lease.release()
     return true
   }
 
   /**
-   * Start one agent for tasks like `input` (in the background; failures are logged), when
-   * there is room: fewer than `max` parked or starting, an idle container in the pool, and
-   * capacity left to create another, so a parked agent never makes a cold task wait (on a
-   * saturated pool it would only be evicted again, its start-up wasted).
+   * Start one agent for tasks like `input` now (in the background; failures are logged),
+   * when there is room: fewer than `max` parked or starting, and room in the pool for this
+   * agent's container and one more (an idle one, or `max` and the memory budget allowing a
+   * creation), so a parked agent never makes a cold task wait (on a saturated pool it would
+   * only be evicted again, its start-up wasted). Never for an input that
+   * {@link holdsCredential}: a parked agent holds no secret.
    */
   prepare(owner: string, input: RunnerInput): void {
     this.prune()
     if (this.closed || this.parked.length + this.starting >= this.o.max) return
-    const pool = this.o.pool.stats()
-    if (pool.idle === 0 || pool.in_use + pool.idle >= pool.max) return
+    if (this.o.pool.room() < 2 || holdsCredential(input)) return
     this.starting++
-    void this.start(owner, input)
+    const key = warmKey(owner, input)
+    const runs = this.startingFor.get(key) ?? new Set()
+    this.startingFor.set(key, runs)
+    const run: Promise<void> = this.start(key, owner, input)
       .catch((err) => this.o.logger.warn('could not start a warm agent', { error: String(err) }))
-      .finally(() => this.starting--)
+      .finally(() => {
+        this.starting--
+        runs.delete(run)
+        if (runs.size === 0 && this.startingFor.get(key) === runs) this.startingFor.delete(key)
+      })
+    runs.add(run)
   }
 
-  private async start(owner: string, input: RunnerInput): Promise<void> {
-    const key = warmKey(owner, input)
+  private async start(key: string, owner: string, input: RunnerInput): Promise<void> {
     const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
     if (this.closed) return lease.release()
     // The token of the task this input was made for would die with that task: the agent gets its own.
@@ -220,7 +275,19 @@ export class WarmAgents {
       await lease.release()
       return
     }
+    agent.idle = setTimeout(() => this.reclaim(agent), this.o.idleMs ?? 10 * 60_000)
+    agent.idle.unref?.()
     this.parked.push(agent)
+  }
+
+  /** A parked agent no task took in time: its container goes back (the key is refilled only when a task uses it). */
+  private reclaim(agent: Parked): void {
+    const i = this.parked.indexOf(agent)
+    if (i < 0) return
+    this.parked.splice(i, 1)
+    void agent.lease
+      .release()
+      .catch((err) => this.o.logger.warn('could not reclaim an idle warm agent', { error: String(err) }))
   }
 
   private prune(): void {
@@ -230,6 +297,7 @@ export class WarmAgents {
   /** Stop starting agents and give every parked one's container back. */
   async close(): Promise<void> {
     this.closed = true
+    for (const a of this.parked) clearTimeout(a.idle)
     await Promise.all(this.parked.splice(0).map((a) => a.lease.release().catch(() => {})))
   }
 }

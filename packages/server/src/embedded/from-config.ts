@@ -96,7 +96,7 @@ export async function berthFromConfig(
   const caps = config.environmentCaps
   const summary = [
     `Storage: ${description}`,
-    `Runtime: ${chosen.description} · pool ${poolName}: min ${pool.min}, max ${pool.max}${local ? '' : `, image ${pool.image}`}`,
+    `Runtime: ${chosen.description} · pool ${poolName}: min ${pool.min}, max ${pool.max}, warm agents ${pool.warmAgents} (idle ${config.warmIdleS} s)${local ? '' : `, image ${pool.image}`}`,
     ...(coordination ? [`Coordination: redis, prefix ${config.redisPrefix}, instance ${instanceId}`] : []),
     ...(container.runner.bundleDir ? [`Runner bundle: ${container.runner.bundleDir}`] : []),
     config.broker

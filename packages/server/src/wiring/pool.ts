@@ -124,6 +124,7 @@ export function wirePool(options: ResolvedBerthOptions, ctx: PoolWiringContext):
         command,
         logger: ctx.logger,
         max: options.pool.warmAgents,
+        idleMs: options.pool.warmIdleMs,
         cwd: '/workspace',
         ...(ctx.broker && { tokens: { issuer: ctx.broker.tokens, store: ctx.store } }),
       })
