@@ -1,0 +1,148 @@
+/**
+ * What the hostile mix watches while the attacks run: `/health` answering (every 250 ms,
+ * p99 and failures), another caller's one-line probe tasks finishing in normal time (against
+ * a baseline taken before the attacks) and the host's free disk space under the data dir.
+ */
+import { statfsSync } from 'node:fs'
+import { type ApiClient, newCaller, TERMINAL } from './api.js'
+
+/** One attack's (or check's) verdict: a row of the violations table. */
+export interface AttackRow {
+  attack: string
+  expected: string
+  got: string
+  ok: boolean
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const GiB = 1024 ** 3
+
+/** A probe slower than this many times the baseline median (plus a fixed margin) is a violation. */
+export const PROBE_FACTOR = 4
+export const PROBE_MARGIN_MS = 15_000
+/** The host's free space may drop by this much at most while the attacks write gigabytes. */
+export const DISK_DROP_MAX = 1 * GiB
+/** `/health` must answer every call, with a p99 under this (ms) on a busy shared machine. */
+export const HEALTH_P99_MS = 250
+
+/** One probe task of the second caller, submit to end, in milliseconds (`null`: it did not complete). */
+async function probe(api: ApiClient, profileId: string): Promise<number | null> {
+  const t0 = performance.now()
+  const r = await api.call('POST', '/v1/tasks', {
+    mode: 'batch',
+    profile_id: profileId,
+    prompt: 'Probe [[berth:text ok]]',
+  })
+  if (r.status !== 202) return null
+  for (;;) {
+    const t = (await api.call('GET', `/v1/tasks/${r.body.task_id}`)).body
+    if ((TERMINAL as readonly string[]).includes(t.status))
+      return t.status === 'completed' ? Math.round(performance.now() - t0) : null
+    await sleep(100)
+  }
+}
+
+const freeBytes = (dir: string) => {
+  const s = statfsSync(dir)
+  return s.bavail * s.bsize
+}
+const quantile = (xs: number[], q: number) => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+}
+
+export interface HostileWatch {
+  /** Stop watching (after the probe in flight) and judge what was seen. */
+  stop(): Promise<{ rows: AttackRow[]; figures: Record<string, number | string> }>
+}
+
+/**
+ * Take the probes' baseline (three in a row, nothing hostile running yet), then watch until `stop`.
+ *
+ * @example
+ * ```ts
+ * const watch = await startWatch({ url, adminToken, dataDir, log })
+ * // ... attacks ...
+ * const { rows, figures } = await watch.stop()
+ * ```
+ */
+export async function startWatch(o: {
+  url: string
+  adminToken: string
+  dataDir: string
+  log: (line: string) => void
+}): Promise<HostileWatch> {
+  const { api, profileId } = await newCaller(o.url, o.adminToken)
+  const baseline: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const ms = await probe(api, profileId)
+    if (ms === null) throw new Error('a baseline probe task did not complete')
+    baseline.push(ms)
+  }
+  const base = quantile(baseline, 0.5)
+  const bound = PROBE_FACTOR * base + PROBE_MARGIN_MS
+  o.log(`soak: probe baseline ${baseline.join(' ')} ms; a probe over ${bound} ms is a violation`)
+  const freeAtStart = freeBytes(o.dataDir)
+  let minFree = freeAtStart
+  let stopped = false
+  const health: number[] = []
+  let healthFailed = 0
+  const healthLoop = (async () => {
+    while (!stopped) {
+      const t0 = performance.now()
+      const ok = await fetch(`${o.url}/health`, { signal: AbortSignal.timeout(5_000) })
+        .then((r) => r.ok)
+        .catch(() => false)
+      if (ok) health.push(performance.now() - t0)
+      else healthFailed++
+      minFree = Math.min(minFree, freeBytes(o.dataDir))
+      await sleep(250)
+    }
+  })()
+  const probes: (number | null)[] = []
+  const probeLoop = (async () => {
+    while (!stopped) probes.push(await probe(api, profileId))
+  })()
+  return {
+    async stop() {
+      stopped = true
+      await Promise.all([healthLoop, probeLoop])
+      const done = probes.filter((p): p is number => p !== null)
+      const slow = done.filter((p) => p > bound).length
+      const p99 = Math.round(quantile(health, 0.99))
+      const drop = freeAtStart - minFree
+      const rows: AttackRow[] = [
+        {
+          attack: "another caller's probe tasks",
+          expected: `all completed, each under ${bound} ms`,
+          got: `${done.length}/${probes.length} completed, ${slow} slow, max ${Math.max(0, ...done)} ms`,
+          ok: done.length === probes.length && probes.length > 0 && slow === 0,
+        },
+        {
+          attack: '/health throughout',
+          expected: `every call answered, p99 under ${HEALTH_P99_MS} ms`,
+          got: `${health.length} answered, ${healthFailed} failed, p99 ${p99} ms`,
+          ok: healthFailed === 0 && p99 < HEALTH_P99_MS,
+        },
+        {
+          attack: 'host disk under the data dir',
+          expected: `free space drops by under ${DISK_DROP_MAX / GiB} GiB`,
+          got: `dropped by ${(drop / 1048576).toFixed(0)} MiB at most`,
+          ok: drop < DISK_DROP_MAX,
+        },
+      ]
+      return {
+        rows,
+        figures: {
+          probe_baseline_ms: baseline.join(' '),
+          probes: probes.length,
+          probe_p50_ms: quantile(done, 0.5),
+          probe_max_ms: Math.max(0, ...done),
+          health_calls: health.length,
+          health_p99_ms: p99,
+          host_free_drop_mib: Math.round(drop / 1048576),
+        },
+      }
+    },
+  }
+}
