@@ -2,8 +2,9 @@
  * `public` refuses the host's own networks as they are now, not as they were when the
  * container started: a network the host joins while a `public` container runs is refused
  * in that container's bridge chain within the refresh bound, and dropped again once the host
- * leaves it. Shown by reading the rules (a bridge of its own with an address in TEST-NET-3 (the firewall test uses TEST-NET-2);
- * this kernel has no dummy links), never by probing. The `berth-public` chain is shared by
+ * leaves it. Shown by reading the rules, never by probing: a bridge of its own (this kernel
+ * has no dummy links) with an address in 192.88.99.0/24, outside the private ranges and the
+ * ranges other tests use. The `berth-public` chain is shared by
  * every server of the host (another one making a container rewrites it too), so the
  * refresher is also shown alone, on a bridge chain only this test uses.
  */
@@ -28,7 +29,7 @@ const own = `brbr${process.pid.toString(16)}`.slice(0, 15)
 const ownChains = chainNames(own)
 const join = () => {
   ip('link', 'add', dummy, 'type', 'bridge')
-  ip('addr', 'add', '203.0.113.1/24', 'dev', dummy)
+  ip('addr', 'add', '192.88.99.1/24', 'dev', dummy)
   ip('link', 'set', dummy, 'up')
 }
 let id: string
@@ -65,19 +66,19 @@ afterAll(async () => {
 
 it("a network the host joins while a public container runs is refused in its bridge's rules, and dropped when it leaves", async () => {
   expect((await rt.inspect(id)).running).toBe(true)
-  expect(rules()).not.toContain('203.0.113.0/24')
+  expect(rules()).not.toContain('192.88.99.0/24')
   join()
-  await vi.waitFor(() => expect(rules()).toContain(`-A ${chain} -d 203.0.113.0/24 -j REJECT`), {
+  await vi.waitFor(() => expect(rules()).toContain(`-A ${chain} -d 192.88.99.0/24 -j REJECT`), {
     timeout: 15_000,
     interval: 200,
   })
   // The refusal comes before the chain lets the rest go on to the engine's rules.
   const lines = rules().split('\n')
-  expect(lines.findIndex((l) => l.includes('203.0.113.0/24'))).toBeLessThan(
+  expect(lines.findIndex((l) => l.includes('192.88.99.0/24'))).toBeLessThan(
     lines.findIndex((l) => l.endsWith('-j RETURN')),
   )
   ip('link', 'del', dummy)
-  await vi.waitFor(() => expect(rules()).not.toContain('203.0.113.0/24'), { timeout: 15_000, interval: 200 })
+  await vi.waitFor(() => expect(rules()).not.toContain('192.88.99.0/24'), { timeout: 15_000, interval: 200 })
   expect((await rt.inspect(id)).running).toBe(true)
 }, 60_000)
 
@@ -87,14 +88,14 @@ it("the refresher alone rewrites a public bridge's chain when the host's network
   const refresher = hostNetworkRefresher(publics, { refreshMs: 200 })
   refresher.start()
   try {
-    expect(rules(ownChains.forward)).not.toContain('203.0.113.0/24')
+    expect(rules(ownChains.forward)).not.toContain('192.88.99.0/24')
     join()
-    await vi.waitFor(() => expect(rules(ownChains.forward)).toContain('-d 203.0.113.0/24 -j REJECT'), {
+    await vi.waitFor(() => expect(rules(ownChains.forward)).toContain('-d 192.88.99.0/24 -j REJECT'), {
       timeout: 15_000,
       interval: 100,
     })
     ip('link', 'del', dummy)
-    await vi.waitFor(() => expect(rules(ownChains.forward)).not.toContain('203.0.113.0/24'), {
+    await vi.waitFor(() => expect(rules(ownChains.forward)).not.toContain('192.88.99.0/24'), {
       timeout: 15_000,
       interval: 100,
     })
