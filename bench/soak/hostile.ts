@@ -171,20 +171,25 @@ const hugeLine: Attack = async (a) => {
   ]
 }
 
-/** 2 GiB in /workspace (256 MB disk) and in /tmp (sized tmpfs). */
+/**
+ * 2 GiB in /tmp (sized tmpfs), then in /workspace (256 MB disk). ext4 keeps what a failed
+ * `fallocate` got before ENOSPC, so the workspace may end full: then the runner cannot record
+ * the second answer and the task fails DISK_LIMIT_EXCEEDED, which is a clear end too.
+ */
 const fillDisk: Attack = async (a) => {
-  const prompt = `Fill. ${bash('fallocate -l 2G /workspace/big')} ${bash('fallocate -l 2G /tmp/big')} ${REAL}`
+  const prompt = `Fill. ${bash('fallocate -l 2G /tmp/big')} ${bash('fallocate -l 2G /workspace/big')} ${REAL}`
   const id = await submit(a.api, { profile_id: a.small, prompt })
   const t = await ended(a.api, id)
   const events = await pages<Json>(a.api.call.bind(a.api), `/v1/tasks/${id}/events`, 'events', 'after')
   const tools = events.filter((e) => e.type === 'tool_result')
   const full = tools.filter((e) => e.is_error && /no space left/i.test(String(e.output))).length
+  const ok = (t.status === 'completed' && full === 2) || (t.error?.code === 'DISK_LIMIT_EXCEEDED' && full >= 1)
   return [
     {
-      attack: 'fallocate 2 GiB in /workspace and /tmp',
-      expected: 'both ENOSPC, task completed or DISK_LIMIT_EXCEEDED',
-      got: `${outcome(t)}, ${full}/2 refused`,
-      ok: full === 2 && (t.status === 'completed' || t.error?.code === 'DISK_LIMIT_EXCEEDED'),
+      attack: 'fallocate 2 GiB in /tmp and /workspace',
+      expected: 'ENOSPC each (or DISK_LIMIT_EXCEEDED after /tmp)',
+      got: `${outcome(t)}, ${full} refused of ${tools.length} recorded`,
+      ok,
     },
   ]
 }
@@ -239,8 +244,10 @@ const symlinkSwap: Attack = async (a, o, canary) => {
   const loop = `ln -sfn ${o.dataDir} /workspace/host; cat ${canary.path} 2>/dev/null; timeout 20 sh -c 'while :; do rm -rf /workspace/d; mkdir -p /workspace/d; echo inside > /workspace/d/${canary.name}; rm -rf /workspace/d; ln -s ${o.dataDir} /workspace/d; done'; echo swapped`
   const id = await submit(a.api, { mode: 'session', profile_id: a.small, prompt: `Swap. ${bash(loop)} ${REAL}` })
   let t = (await a.api.call('GET', `/v1/tasks/${id}`)).body
+  const statuses: Record<number, number> = {}
   let tries = 0
   let leaked = 0
+  let failure = ''
   while (!(TERMINAL as readonly string[]).includes(t.status)) {
     if (t.status === 'running' && t.workspace_id) {
       for (const path of ['d', `d/${canary.name}`, 'host', `host/${canary.name}`]) {
@@ -249,7 +256,10 @@ const symlinkSwap: Attack = async (a, o, canary) => {
         }).catch(() => null)
         if (!res) continue
         tries++
-        if (Buffer.from(await res.arrayBuffer()).includes(canary.value)) leaked++
+        statuses[res.status] = (statuses[res.status] ?? 0) + 1
+        const body = Buffer.from(await res.arrayBuffer())
+        if (body.includes(canary.value)) leaked++
+        if (res.status >= 500) failure ||= ` (a ${res.status}: ${body.toString('utf8').slice(0, 200)})`
       }
     } else await sleep(200)
     t = (await a.api.call('GET', `/v1/tasks/${id}`)).body
@@ -260,7 +270,7 @@ const symlinkSwap: Attack = async (a, o, canary) => {
     {
       attack: 'symlink swap during download',
       expected: 'no download or tool output holds the host canary',
-      got: `${tries} downloads, ${leaked} leaked, ${out.includes(canary.value) ? 'read by the agent' : 'agent could not read it'}, ${outcome(t)}`,
+      got: `${tries} downloads ${JSON.stringify(statuses)}${failure}, ${leaked} leaked, ${out.includes(canary.value) ? 'read by the agent' : 'agent could not read it'}, ${outcome(t)}`,
       ok: leaked === 0 && !out.includes(canary.value) && tries > 0,
     },
   ]

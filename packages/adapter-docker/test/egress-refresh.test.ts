@@ -18,7 +18,8 @@ import { chainNames, hostNetworks, installBridgeRules } from '../src/firewall.js
 import { dockerRuntime } from '../src/index.js'
 
 const engine = readEngine('docker')
-const rt = dockerRuntime({ socketPath: engine.socketPath, firewall: { refreshMs: 500 } })
+// The default refresh (5 s): the waits below allow 15 s.
+const rt = dockerRuntime({ socketPath: engine.socketPath })
 const run = `egress-refresh-${process.pid}`
 const dummy = `berthh${process.pid % 100000}`
 const chain = chainNames(egressNetwork({ policy: 'public' }, 'docker')!.bridge).forward
