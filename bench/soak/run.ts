@@ -42,7 +42,7 @@ export interface SoakConfig {
   instances: number
   /** SIGKILLs of Redis (restarted empty) in the multi-instance soak. */
   redisKills: number
-  /** Rounds of the hostile mix (hostile.ts) run beside the normal one; 0: none. */
+  /** Rounds of the hostile mix (hostile.ts), started beside the normal one (its baseline taken under it); 0: none. */
   hostile: number
   log: (line: string) => void
 }
@@ -170,7 +170,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     persistent_sessions: true,
   })
   const hostile = config.hostile
-    ? await startHostile({ ...config, url: server.url, adminToken, dataDir, rounds: config.hostile })
+    ? startHostile({ ...config, url: server.url, adminToken, dataDir, rounds: config.hostile }).then((h) => h.done)
     : null
   const observer = new TaskObserver()
   // Closing it ends every wait for a task, and `over` every call: a failed soak leaves no
@@ -326,7 +326,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     ),
   )
   await whileAlive(Promise.all(kills))
-  const attacks = hostile ? await whileAlive(hostile.done) : { rows: [] as AttackRow[], figures: {} }
+  const attacks = hostile ? await whileAlive(hostile) : { rows: [] as AttackRow[], figures: {} }
   const submittedMs = Math.round(performance.now() - started)
 
   const result = await whileAlive(checkTasks({ api, call, observer, tasks, log: config.log }))
