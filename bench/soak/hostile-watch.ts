@@ -28,7 +28,10 @@ export const PROBE_MARGIN_MS = 15_000
  */
 export const DATA_GROWTH_MAX = 1 * GiB
 export const FREE_DROP_MAX = 2 * GiB
-/** `/health` must answer every call, with a p99 under this (ms) on a busy shared machine. */
+/**
+ * `/health` must answer every call, with a p99 under this (ms) or under twice its p99 before
+ * the attacks, whichever is more (a shared machine's load is not the attacks' doing).
+ */
 export const HEALTH_P99_MS = 250
 
 /**
@@ -95,23 +98,15 @@ export async function startWatch(o: {
   log: (line: string) => void
 }): Promise<HostileWatch> {
   const { api, profileId } = await newCaller(o.url, o.adminToken)
-  const baseline: number[] = []
-  const waited = new Set<string>()
-  for (let i = 0; i < 3; i++) {
-    const ms = await probe(api, profileId, new Set())
-    if (ms === null) throw new Error('a baseline probe task did not complete')
-    baseline.push(ms)
-  }
-  const base = quantile(baseline, 0.5)
-  const bound = PROBE_FACTOR * base + PROBE_MARGIN_MS
-  o.log(`soak: probe baseline ${baseline.join(' ')} ms; a probe over ${bound} ms is a violation`)
   const freeAtStart = freeBytes(o.dataDir)
   let minFree = freeAtStart
   const dataAtStart = allocated(o.dataDir)
   let maxData = dataAtStart
   let samples = 0
   let stopped = false
-  const health: number[] = []
+  // `/health` is timed from the start: the calls made while the baseline probes run (the
+  // normal mix only) are what the calls under the attacks are compared with.
+  let health: number[] = []
   let healthFailed = 0
   const healthLoop = (async () => {
     while (!stopped) {
@@ -127,6 +122,21 @@ export async function startWatch(o: {
       await sleep(250)
     }
   })()
+  const baseline: number[] = []
+  const waited = new Set<string>()
+  for (let i = 0; i < 3; i++) {
+    const ms = await probe(api, profileId, new Set())
+    if (ms === null) throw new Error('a baseline probe task did not complete')
+    baseline.push(ms)
+  }
+  const base = quantile(baseline, 0.5)
+  const bound = PROBE_FACTOR * base + PROBE_MARGIN_MS
+  const healthBefore = Math.round(quantile(health, 0.99))
+  const healthBound = Math.max(HEALTH_P99_MS, 2 * healthBefore)
+  health = []
+  o.log(
+    `soak: probe baseline ${baseline.join(' ')} ms (a probe over ${bound} ms is a violation); /health p99 ${healthBefore} ms (${healthBound} ms is a violation)`,
+  )
   const probes: (number | null)[] = []
   const probeLoop = (async () => {
     while (!stopped) probes.push(await probe(api, profileId, waited))
@@ -150,9 +160,9 @@ export async function startWatch(o: {
         },
         {
           attack: '/health throughout',
-          expected: `every call answered, p99 under ${HEALTH_P99_MS} ms`,
-          got: `${health.length} answered, ${healthFailed} failed, p99 ${p99} ms`,
-          ok: healthFailed === 0 && p99 < HEALTH_P99_MS,
+          expected: `every call answered, p99 under ${healthBound} ms`,
+          got: `${health.length} answered, ${healthFailed} failed, p99 ${p99} ms (before the attacks: ${healthBefore} ms)`,
+          ok: healthFailed === 0 && p99 < healthBound,
         },
         {
           attack: 'host disk',
@@ -169,6 +179,7 @@ export async function startWatch(o: {
           probe_p50_ms: quantile(done, 0.5),
           probe_max_ms: Math.max(0, ...done),
           health_calls: health.length,
+          health_p99_ms_before: healthBefore,
           health_p99_ms: p99,
           host_free_drop_mib: Math.round(drop / 1048576),
           data_dir_growth_mib: Math.round(growth / 1048576),
