@@ -341,7 +341,7 @@ export async function startHostile(o: HostileOptions): Promise<HostileRun> {
  * ```
  */
 export function hostileTable(rows: AttackRow[]): string[] {
-  const w = [36, 54]
+  const w = [42, 56]
   return [
     `${'attack'.padEnd(w[0]!)} ${'expected'.padEnd(w[1]!)} verdict  got`,
     ...rows.map(
