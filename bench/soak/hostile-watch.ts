@@ -55,13 +55,26 @@ async function probe(api: ApiClient, profileId: string, waited: Set<string>): Pr
   }
 }
 
-/** Bytes allocated under `dir` (a sparse disk image counts what it holds, not its size). */
-function allocated(dir: string): number {
+/**
+ * Bytes allocated under `dir` on its own filesystem: a sparse disk image counts what it
+ * holds, and the disks mounted under it (the agents' workspaces) are not walked, so an
+ * agent swapping its files meanwhile cannot trip the walk. Entries that vanish are skipped.
+ */
+function allocated(dir: string, dev = lstatSync(dir).dev): number {
   let total = 0
-  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue
+  let entries: string[]
+  try {
+    entries = readdirSync(dir)
+  } catch {
+    return 0 // gone meanwhile
+  }
+  for (const name of entries) {
+    const path = join(dir, name)
     try {
-      total += lstatSync(join(entry.parentPath, entry.name)).blocks * 512
+      const st = lstatSync(path)
+      if (st.dev !== dev) continue
+      if (st.isDirectory()) total += allocated(path, dev)
+      else if (st.isFile()) total += st.blocks * 512
     } catch {} // gone meanwhile
   }
   return total
