@@ -16,7 +16,8 @@ import { podmanRuntime } from '@berth/adapter-podman'
 import { ensureEngines, findRepoRoot, startPostgres, startRedis } from '@berth/testkit'
 import { apiClient, newCaller, TERMINAL, type ApiClient, type Json } from './api.js'
 import { EXPECTED, pages } from './checks.js'
-import { pick, random, type SoakConfig, type SoakResult } from './run.js'
+import { pick, random } from './mix.js'
+import type { SoakConfig, SoakResult } from './run.js'
 import { logLines, startStandalone, type Standalone } from './standalone.js'
 
 /** How long Redis stays down on each kill. */

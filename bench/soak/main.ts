@@ -5,11 +5,17 @@
  *   pnpm soak --engine podman --tasks 240 --server-kills 4 --container-kills 2
  *   SOAK_TASKS=40 SOAK_SEED=7 pnpm soak
  *   pnpm soak --instances 3 --redis-kills 2     # three servers on Postgres + Redis, Redis killed twice
+ *   pnpm soak --hostile 2 --tasks 30            # two rounds of the attacks (hostile.ts) beside the mix
+ *
+ * The hostile mix judges each attack's outcome exactly, so it runs without server or
+ * container kills (asking for both is refused).
  *
  * Prints the figures; exits 1 (listing each violation) when a check fails.
  */
+import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { runClusterSoak } from './cluster.js'
+import { hostileTable } from './hostile.js'
 import { DEFAULT_CONFIG, runSoak, type SoakConfig } from './run.js'
 
 const NUMERIC = [
@@ -25,6 +31,7 @@ const NUMERIC = [
   'seed',
   'instances',
   'redis-kills',
+  'hostile',
 ] as const
 const { values } = parseArgs({
   options: { engine: { type: 'string' }, ...Object.fromEntries(NUMERIC.map((k) => [k, { type: 'string' as const }])) },
@@ -46,9 +53,23 @@ if (engine !== undefined) {
 }
 
 const several = config.instances > 1 || config.redisKills > 0
-const { figures, violations } = await (several ? runClusterSoak(config) : runSoak(config))
+if (config.hostile > 0) {
+  const asked = (k: string) =>
+    (values as Record<string, unknown>)[k] !== undefined || process.env[`SOAK_${k.toUpperCase().replace(/-/g, '_')}`]
+  if (several || (asked('server-kills') && config.serverKills) || (asked('container-kills') && config.containerKills))
+    throw new Error('--hostile runs on one instance without server or container kills')
+  config.serverKills = 0
+  config.containerKills = 0
+}
+const { figures, violations, attacks } = await (several ? runClusterSoak(config) : runSoak(config))
 console.log('\nsoak figures')
 for (const [k, v] of Object.entries(figures)) console.log(`  ${k.padEnd(32)} ${v}`)
+if (attacks?.length)
+  console.log(
+    `\nhostile mix (load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')})\n${hostileTable(attacks).join('\n')}`,
+  )
 if (violations.length) {
   console.log(`\n${violations.length} violation(s):`)
   for (const v of violations) console.log(`  - ${v}`)

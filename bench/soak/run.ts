@@ -15,6 +15,8 @@ import type { ContainerRuntime } from '@berth/core'
 import { ensureEngines, findRepoRoot } from '@berth/testkit'
 import { newCaller, TERMINAL, type Json } from './api.js'
 import { checkLeftovers, checkLogs, checkTasks, type SoakTask } from './checks.js'
+import { type AttackRow, startHostile } from './hostile.js'
+import { pick, random } from './mix.js'
 import { TaskObserver } from './observer.js'
 import { startStandalone, tail, type Standalone } from './standalone.js'
 
@@ -40,6 +42,8 @@ export interface SoakConfig {
   instances: number
   /** SIGKILLs of Redis (restarted empty) in the multi-instance soak. */
   redisKills: number
+  /** Rounds of the hostile mix (hostile.ts), started beside the normal one (its baseline taken under it); 0: none. */
+  hostile: number
   log: (line: string) => void
 }
 
@@ -57,43 +61,15 @@ export const DEFAULT_CONFIG: SoakConfig = {
   seed: 1,
   instances: 1,
   redisKills: 0,
+  hostile: 0,
   log: (line) => console.log(line),
 }
 
 export interface SoakResult {
   figures: Record<string, number | string>
   violations: string[]
-}
-
-/** A small seeded generator (mulberry32), so a failing mix can be replayed with its seed. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-/** The batch prompts of the mix and what each must end as (`any`: cancels and kills may intervene). */
-export const KINDS = [
-  { kind: 'tools', weight: 4, body: { prompt: 'Loop [[berth:turns 2]] [[berth:text done]]' } },
-  { kind: 'quick', weight: 3, body: { prompt: 'Answer [[berth:text ok]]' } },
-  { kind: 'slow', weight: 2, body: { prompt: 'Slowly [[berth:slow 40]] [[berth:turns 2]] [[berth:text slow done]]' } },
-  { kind: 'turn-limit', weight: 1, body: { prompt: 'Too long [[berth:turns 4]]', max_turns: 2 } },
-  { kind: 'model-error', weight: 1, body: { prompt: 'Broken [[berth:error invalid]]' } },
-] as const
-
-export function pick(rand: () => number): (typeof KINDS)[number] {
-  const total = KINDS.reduce((n, k) => n + k.weight, 0)
-  let r = rand() * total
-  for (const k of KINDS) {
-    r -= k.weight
-    if (r < 0) return k
-  }
-  return KINDS[0]
+  /** The hostile mix's table (empty without it). */
+  attacks?: AttackRow[]
 }
 
 /**
@@ -193,6 +169,9 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     default_tools: ['Bash'],
     persistent_sessions: true,
   })
+  const hostile = config.hostile
+    ? startHostile({ ...config, url: server.url, adminToken, dataDir, rounds: config.hostile }).then((h) => h.done)
+    : null
   const observer = new TaskObserver()
   // Closing it ends every wait for a task, and `over` every call: a failed soak leaves no
   // worker running on.
@@ -347,6 +326,7 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     ),
   )
   await whileAlive(Promise.all(kills))
+  const attacks = hostile ? await whileAlive(hostile) : { rows: [] as AttackRow[], figures: {} }
   const submittedMs = Math.round(performance.now() - started)
 
   const result = await whileAlive(checkTasks({ api, call, observer, tasks, log: config.log }))
@@ -389,7 +369,11 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
         .then((v) => ({ labels: v.Labels ?? {} }))
         .catch(() => null),
   })
-  const violations = [...result.violations, ...afterStop.violations]
+  const violations = [
+    ...result.violations,
+    ...afterStop.violations,
+    ...attacks.rows.filter((r) => !r.ok).map((r) => `hostile: ${r.attack}: expected ${r.expected}, got ${r.got}`),
+  ]
   if (JSON.stringify(exit) !== JSON.stringify({ code: 0, signal: null }))
     violations.push(`SIGTERM at the end: ${JSON.stringify(exit)}`)
   violations.push(...checkLogs(runs))
@@ -409,7 +393,8 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     containers_killed_outside: containerKills,
     rss_mb_min: rss.length ? Math.round(Math.min(...rss) / 1048576) : '-',
     rss_mb_max: rss.length ? Math.round(Math.max(...rss) / 1048576) : '-',
+    ...attacks.figures,
     violations: violations.length,
   }
-  return { figures, violations }
+  return { figures, violations, attacks: attacks.rows }
 }

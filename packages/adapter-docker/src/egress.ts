@@ -10,6 +10,7 @@ import {
   type BridgeRules,
   type FirewallOptions,
 } from './firewall.js'
+import { hostNetworkRefresher } from './egress-refresh.js'
 import { statusOf } from './errors.js'
 
 /** The label a Berth egress network carries: its policy. */
@@ -99,6 +100,9 @@ async function resolveEntries(policy: EgressPolicy): Promise<BridgeRules['allow'
  */
 export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {}) {
   const networks = new Map<string, Promise<{ gateway: string | null }>>()
+  /** The `public` bridges ruled here, with the host networks their rules last refused. */
+  const publics = new Map<string, { gateway: string | null; refused: string }>()
+  const refresher = hostNetworkRefresher(publics, firewall)
 
   async function ensureNetwork(name: string, bridge: string, policy: string): Promise<{ gateway: string | null }> {
     const inspect = async () => {
@@ -158,17 +162,22 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
           ready.catch(() => networks.delete(net.name))
         }
         const { gateway } = await ready
+        // Read at every container made, and by the refresher between them (egress-refresh.ts).
+        const host = policy.policy === 'public' ? hostNetworks() : []
         await installBridgeRules(
           {
             bridge: net.bridge,
             gateway,
             policy: policy.policy as 'public' | 'allowlist',
             allow: await resolveAllow(policy),
-            // Read at every container made: a network the host joined since is refused from then on.
-            hostNetworks: policy.policy === 'public' ? hostNetworks() : [],
+            hostNetworks: host,
           },
           firewall,
         )
+        if (policy.policy === 'public') {
+          publics.set(net.bridge, { gateway, refused: JSON.stringify(host) })
+          refresher.start()
+        }
         return net.name
       } catch (err) {
         if (err instanceof ContainerError) throw err
@@ -183,6 +192,10 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
     /** After a start: the dispatch jumps still come first (an engine may have re-inserted its own). */
     async recheck(): Promise<void> {
       if (networks.size) await ensureDispatchFirst(firewall)
+    },
+    /** Stop watching the host's networks. */
+    close(): void {
+      refresher.stop()
     },
   }
 }

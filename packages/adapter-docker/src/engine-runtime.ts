@@ -381,7 +381,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     },
 
     async close() {
-      // dockerode keeps no pooled connections by default; nothing to release.
+      // dockerode keeps no pooled connections by default; only the host-network watch stops.
+      egress.close()
     },
   }
 }

@@ -194,6 +194,8 @@ async function ensureFirst(bin: string, table: Table, chain: string, rule: strin
 export interface FirewallOptions {
   iptables?: string
   ip6tables?: string
+  /** How often `public` bridges re-read the host's networks (ms, default 5000; see egress-refresh.ts). */
+  refreshMs?: number
 }
 
 /**

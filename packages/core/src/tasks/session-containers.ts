@@ -1,4 +1,5 @@
 /** The containers workspaces hold: leased for a run, kept warm for a session's follow-up, released when idle. */
+import { isApiError } from '@berth/contract'
 import type { CallerCaps } from '../limits/caller-caps.js'
 import type { ConcurrencySlots } from '../limits/concurrency.js'
 import type { Logger } from '../ports/logger.js'
@@ -262,12 +263,17 @@ export class SessionContainers {
         .catch((err) => logger.warn('could not keep a workspace’s files', { workspace: wsId, error: String(err) }))
     }
     if (ws)
-      await this.o.workspaces.setStatus(
-        owner,
-        wsId,
-        'idle',
-        opts.sdkSessionId ? { sdk_session_id: opts.sdkSessionId, container_id: null } : { container_id: null },
-      )
+      await this.o.workspaces
+        .setStatus(
+          owner,
+          wsId,
+          'idle',
+          opts.sdkSessionId ? { sdk_session_id: opts.sdkSessionId, container_id: null } : { container_id: null },
+        )
+        .catch((err: unknown) => {
+          // Deleted meanwhile (a delete racing an idle release): its container, slot and cap still go back.
+          if (!(isApiError(err) && err.code === 'NOT_FOUND')) throw err
+        })
     // A follow-up already queued or starting keeps the workspace's slot: it runs next.
     // (A run releasing its own workspace is the busy one itself.)
     const followUp = (!opts.fromRun && this.o.scheduler.isBusy(wsId)) || this.o.scheduler.isQueued(wsId)

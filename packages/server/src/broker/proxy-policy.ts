@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
 import { isPrivateAddress } from '../notifiers/address-policy.js'
+import { type Interfaces, onHostNetwork } from './host-networks.js'
 import { normalHost, type ProxyGrant } from './proxy-grant.js'
 
 /** Every address of a host name; tests answer from a table. */
@@ -23,13 +24,15 @@ export const systemLookup: ProxyLookup = async (host) =>
  * - `allowlist`: only a listed name (exact, case-insensitive), or an address inside a
  *   listed address or CIDR, on a listed port (any port when the entry lists none); its
  *   addresses must all be public unless `allowPrivate`.
- * - `public`: any name whose addresses are all public (core's private ranges).
+ * - `public`: any name whose addresses are all public (core's private ranges) and on none of
+ *   the host's own networks (its interfaces as they are now).
  */
 export async function checkDestination(
   egress: ProxyGrant['egress'],
   rawHost: string,
   port: number,
   lookup: ProxyLookup,
+  interfaces?: Interfaces,
 ): Promise<Destination> {
   const host = normalHost(rawHost)
   if (egress.policy === 'none') return refuse('this task has no network access')
@@ -47,6 +50,8 @@ export async function checkDestination(
   const mayBePrivate = egress.policy === 'allowlist' && egress.allowPrivate === true
   const bad = mayBePrivate ? undefined : addresses.find((a) => isPrivateAddress(a))
   if (bad) return refuse(`${host} resolves to ${bad}, a private, loopback or link-local address`)
+  const near = egress.policy === 'public' ? addresses.find((a) => onHostNetwork(a, interfaces)) : undefined
+  if (near) return refuse(`${host} resolves to ${near}, on one of this host's own networks`)
   return { ok: true, host, port, address: addresses[0]! }
 }
 
