@@ -9,8 +9,10 @@
 #
 # runsc runs with `--network=host`: the sandbox uses the network namespace the engine made
 # for the container (so Berth's egress rules on the engine's bridge still apply); runsc's
-# own sandbox network (netstack) fails to start on this kernel. The platform is runsc's
-# default of this release (ptrace); no KVM access is needed.
+# own sandbox network (netstack) fails to start on this kernel. `--file-access=shared`: the
+# engine writes into a running container's filesystem (Berth's putArchive, `docker cp`),
+# which runsc's default (exclusive: cached, nobody else writes) would not show inside. The
+# platform is this release's default, ptrace; no KVM access is needed.
 #
 # - Docker: a "runsc" entry in /etc/docker/daemon.json `runtimes` (with the flag as
 #   `runtimeArgs`), then SIGHUP to a running dockerd, which reloads `runtimes` live.
@@ -33,7 +35,8 @@ WRAPPER=/usr/local/lib/berth/runsc-host
 DAEMON_JSON="${DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
 PODMAN_DROPIN=/etc/containers/containers.conf.d/berth-gvisor.conf
 PODMAN_PIDFILE=/run/berth-podman-service.pid
-RUNSC_ARGS='["--network=host"]'
+RUNSC_FLAGS="--network=host --file-access=shared"
+RUNSC_ARGS='["--network=host","--file-access=shared"]'
 
 is_root() { [ "$(id -u)" = 0 ]; }
 
@@ -87,7 +90,7 @@ fi
 if write_if_changed "$WRAPPER" <<EOF2
 #!/bin/sh
 # Written by Berth's scripts/gvisor/ensure.sh: runsc in the network namespace Podman made.
-exec $RUNSC --network=host "\$@"
+exec $RUNSC $RUNSC_FLAGS "\$@"
 EOF2
 then
   chmod 755 "$WRAPPER"

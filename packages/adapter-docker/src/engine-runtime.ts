@@ -21,6 +21,7 @@ import { egressEnforcer, EGRESS_LABEL } from './egress.js'
 import { hostPathMapper } from './host-paths.js'
 import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
+import { engineIsolations } from './isolation.js'
 
 /** Everything an Engine-API runtime is built from; Docker and Podman differ only in these. */
 export interface EngineRuntimeOptions {
@@ -166,6 +167,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     return startExec(ctx, id, { ...opts, user })
   }
   const fetchArchive: ContainerRuntime['getArchive'] = (id, path) => getArchive(ctx, id, path, options.transformArchive)
+  const isolations = engineIsolations(ctx, options.hardening?.gvisorRuntime)
 
   return {
     name,
@@ -184,6 +186,11 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       let image = spec.image
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
+        if (spec.isolation === 'gvisor' && !(await isolations()).includes('gvisor'))
+          throw new ContainerError(
+            'unsupported',
+            `The ${name} engine has no gVisor runtime (${options.hardening?.gvisorRuntime ?? 'runsc'}) registered; run scripts/gvisor/ensure.sh`,
+          )
         const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
         const user = unprivileged(spec.user) ? spec.user : undefined
         // A size-limited workspace, unless something (a session's volume) is mounted there.
@@ -316,6 +323,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
+    isolations,
     exec,
     // Files through the container's shell, as its user: what the agent may touch, Berth may.
     ...execFileOperations({ exec, getArchive: fetchArchive }),

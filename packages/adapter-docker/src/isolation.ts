@@ -1,0 +1,27 @@
+/** Which isolation levels an engine gives: `gvisor` when a runsc runtime is registered with it. */
+import type { Isolation } from '@berth/core'
+import type { EngineContext } from './context.js'
+
+/**
+ * The engine's isolation levels, read from its `/info` `Runtimes` (Docker's daemon.json
+ * `runtimes`, Podman's containers.conf `[engine.runtimes]`). A found gVisor is remembered;
+ * a missing one is asked again next time, so registering runsc needs no Berth restart.
+ *
+ * @example
+ * ```ts
+ * const isolations = engineIsolations(ctx)
+ * await isolations() // ['container', 'gvisor']
+ * ```
+ */
+export function engineIsolations(ctx: EngineContext, runtime = 'runsc'): () => Promise<readonly Isolation[]> {
+  let found = false
+  return async () => {
+    if (!found) {
+      const info = (await ctx.docker.info().catch((err: unknown) => {
+        throw ctx.error(err, 'info')
+      })) as { Runtimes?: Record<string, unknown> | null }
+      found = Object.hasOwn(info.Runtimes ?? {}, runtime)
+    }
+    return found ? ['container', 'gvisor'] : ['container']
+  }
+}
