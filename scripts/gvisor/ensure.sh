@@ -19,7 +19,10 @@
 # - Podman: containers.conf has no per-runtime flags (the global `--runtime-flag` would reach
 #   runc too), so the runtime is a two-line wrapper adding the flag, registered in the
 #   drop-in /etc/containers/containers.conf.d/berth-gvisor.conf; a Podman API service this
-#   project started (scripts/engines/ensure.sh) is restarted to load it.
+#   project started (scripts/engines/ensure.sh) is restarted to load it. Podman 4's API
+#   ignores the runtime a create names, so a second API service whose default runtime is
+#   runsc listens on $GVISOR_SOCKET; the Podman runtime creates gVisor containers there (the
+#   same storage: the usual service starts, execs and removes them).
 #
 # Environment:
 #   BERTH_GVISOR=off   do nothing (a machine that will not run gVisor)
@@ -35,6 +38,8 @@ WRAPPER=/usr/local/lib/berth/runsc-host
 DAEMON_JSON="${DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
 PODMAN_DROPIN=/etc/containers/containers.conf.d/berth-gvisor.conf
 PODMAN_PIDFILE=/run/berth-podman-service.pid
+GVISOR_SOCKET=/run/podman/podman-gvisor.sock
+GVISOR_PIDFILE=/run/berth-podman-gvisor.pid
 RUNSC_FLAGS="--network=host --file-access=shared"
 RUNSC_ARGS='["--network=host","--file-access=shared"]'
 
@@ -102,6 +107,7 @@ if write_if_changed "$PODMAN_DROPIN" <<EOF2
 runsc = ["$WRAPPER"]
 EOF2
 then
+  dropin_changed=1
   log "podman: registered runsc in $PODMAN_DROPIN"
   pid="$(cat "$PODMAN_PIDFILE" 2>/dev/null || true)"
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -111,6 +117,25 @@ then
     for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
   elif [ -S /run/podman/podman.sock ]; then
     log "podman: restart the Podman API service to load $PODMAN_DROPIN"
+  fi
+fi
+
+ping_socket() { [ -S "$1" ] && curl -fsS --max-time 3 --unix-socket "$1" http://engine/_ping >/dev/null 2>&1; }
+if command -v podman >/dev/null; then
+  pid="$(cat "$GVISOR_PIDFILE" 2>/dev/null || true)"
+  if [ "${dropin_changed:-0}" = 1 ] && [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "$pid"
+    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  fi
+  if ! ping_socket "$GVISOR_SOCKET"; then
+    log "podman: starting 'podman --runtime runsc system service' on $GVISOR_SOCKET (log: /var/log/berth-podman-gvisor.log)"
+    mkdir -p "$(dirname "$GVISOR_SOCKET")"
+    rm -f "$GVISOR_SOCKET"
+    (cd / && exec setsid nohup podman --runtime runsc system service --time=0 "unix://$GVISOR_SOCKET" \
+      >/var/log/berth-podman-gvisor.log 2>&1 </dev/null) 9>&- &
+    echo $! >"$GVISOR_PIDFILE"
+    for _ in $(seq 120); do ping_socket "$GVISOR_SOCKET" && break; sleep 0.25; done
+    ping_socket "$GVISOR_SOCKET" || die "podman: the gVisor API service would not start (see /var/log/berth-podman-gvisor.log)"
   fi
 fi
 exit 0

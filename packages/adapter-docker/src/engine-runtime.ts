@@ -47,6 +47,12 @@ export interface EngineRuntimeOptions {
   firewall?: FirewallOptions
   /** Where `limits.diskBytes` workspaces are made (see {@link DiskOptions}); without it the limit is not enforced. */
   disks?: DiskOptions
+  /**
+   * A client of the same engine whose creates run under gVisor by default, for specs with
+   * `isolation: 'gvisor'` (Podman's API ignores the create's runtime field, so Podman runs a
+   * second API service with `--runtime runsc`); without it the create names the runtime.
+   */
+  gvisorDocker?: Docker
 }
 
 /** The label holding the user a container's commands run as. */
@@ -167,7 +173,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     return startExec(ctx, id, { ...opts, user })
   }
   const fetchArchive: ContainerRuntime['getArchive'] = (id, path) => getArchive(ctx, id, path, options.transformArchive)
-  const isolations = engineIsolations(ctx, options.hardening?.gvisorRuntime)
+  const isolations = engineIsolations(ctx, options.hardening?.gvisorRuntime, options.gvisorDocker)
 
   return {
     name,
@@ -209,7 +215,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         }
         // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
         const engineMounts = await hostMounts(mounts ?? [])
-        const created = await docker
+        const creator = spec.isolation === 'gvisor' && options.gvisorDocker ? options.gvisorDocker : docker
+        const created = await creator
           .createContainer(
             toCreateOptions(
               {

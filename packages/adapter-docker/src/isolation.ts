@@ -1,11 +1,14 @@
 /** Which isolation levels an engine gives: `gvisor` when a runsc runtime is registered with it. */
 import type { Isolation } from '@berth/core'
+import type Docker from 'dockerode'
 import type { EngineContext } from './context.js'
 
 /**
  * The engine's isolation levels, read from its `/info` `Runtimes` (Docker's daemon.json
  * `runtimes`, Podman's containers.conf `[engine.runtimes]`). A found gVisor is remembered;
  * a missing one is asked again next time, so registering runsc needs no Berth restart.
+ * With `gvisorClient` (Podman's second API service) that one is asked, and its silence
+ * means no gVisor.
  *
  * @example
  * ```ts
@@ -13,11 +16,16 @@ import type { EngineContext } from './context.js'
  * await isolations() // ['container', 'gvisor']
  * ```
  */
-export function engineIsolations(ctx: EngineContext, runtime = 'runsc'): () => Promise<readonly Isolation[]> {
+export function engineIsolations(
+  ctx: EngineContext,
+  runtime = 'runsc',
+  gvisorClient?: Docker,
+): () => Promise<readonly Isolation[]> {
   let found = false
   return async () => {
     if (!found) {
-      const info = (await ctx.docker.info().catch((err: unknown) => {
+      const info = (await (gvisorClient ?? ctx.docker).info().catch((err: unknown) => {
+        if (gvisorClient) return {}
         throw ctx.error(err, 'info')
       })) as { Runtimes?: Record<string, unknown> | null }
       found = Object.hasOwn(info.Runtimes ?? {}, runtime)
