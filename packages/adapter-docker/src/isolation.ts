@@ -1,5 +1,5 @@
 /** Which isolation levels an engine gives: `gvisor` when a runsc runtime is registered with it. */
-import type { Isolation } from '@berth/core'
+import { ContainerError, type Isolation } from '@berth/core'
 import type Docker from 'dockerode'
 import type { EngineContext } from './context.js'
 
@@ -32,4 +32,25 @@ export function engineIsolations(
     }
     return found ? ['container', 'gvisor'] : ['container']
   }
+}
+
+/**
+ * `unsupported` when the engine cannot give `isolation` (no runsc registered with it).
+ *
+ * @example
+ * ```ts
+ * await assertIsolation(ctx, 'gvisor', isolations) // throws when runsc is missing
+ * ```
+ */
+export async function assertIsolation(
+  ctx: EngineContext,
+  isolation: Isolation,
+  isolations: () => Promise<readonly Isolation[]>,
+): Promise<void> {
+  if ((await isolations()).includes(isolation)) return
+  throw new ContainerError(
+    'unsupported',
+    `The ${ctx.name} engine cannot give ${isolation} isolation (no runsc runtime registered); run scripts/gvisor/ensure.sh`,
+    { runtime: ctx.name },
+  )
 }

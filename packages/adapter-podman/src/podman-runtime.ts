@@ -46,6 +46,7 @@ export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) 
     localImageName,
     transformArchive: slashDirectoryNames,
     verifyPutPath: true,
+    gvisorArchiveByExec: true,
     ...(gvisorSocketPath && { gvisorDocker: connectEngine({ socketPath: gvisorSocketPath }).docker }),
   })
 })

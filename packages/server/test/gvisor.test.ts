@@ -70,8 +70,8 @@ describe.each(ENGINES)('gVisor on %s', (engine) => {
       json: { name: 'weak', isolation: 'container' },
     })
     expect(res.status).toBe(400)
-    const body = (await res.json()) as { error: { details: { issues: { path: string }[] } } }
-    expect(body.error.details.issues.map((i) => i.path)).toContain('isolation')
+    const body = (await res.json()) as { details: { issues: { path: string }[] } }
+    expect(body.details.issues.map((i) => i.path)).toContain('isolation')
     const bad = await t.s.request('/v1/environments', {
       method: 'POST',
       token: t.token,
@@ -94,10 +94,11 @@ describe.each(ENGINES)('gVisor on %s', (engine) => {
     expect(output).not.toContain('open ')
     // The container sat on Berth's public bridge, whose chains refuse the private ranges and the host.
     const bridge = egressNetwork({ policy: 'public' }, engine)!.bridge
-    const v4 = execFileSync('iptables', ['-w', '-S'], { encoding: 'utf8' }).split('\n')
+    const text = execFileSync('iptables', ['-w', '-S'], { encoding: 'utf8' })
+    const v4 = text.split('\n')
     const chain = (hook: string) =>
       v4.find((l) => l.startsWith(`-A ${hook} -i ${bridge} -j `))?.split(' -j ')[1] ?? `(no ${hook} rule)`
-    for (const cidr of privateCidrs(4)) expect(v4).toContain(`-A ${chain('BERTH-FORWARD')} -d ${cidr} -j REJECT`)
+    for (const cidr of privateCidrs(4)) expect(text).toContain(`-A ${chain('BERTH-FORWARD')} -d ${cidr} -j REJECT`)
     expect(v4.filter((l) => l.startsWith(`-A ${chain('BERTH-INPUT')} `)).at(-1)).toMatch(/-j REJECT/)
   }, 180_000)
 })
