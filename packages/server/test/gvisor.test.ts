@@ -11,7 +11,7 @@ import { release } from 'node:os'
 import { DEFAULT_ENVIRONMENT_CAPS, privateCidrs } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressNetwork } from '../../adapter-docker/src/egress.js'
-import { ENGINES } from './pool.helpers.js'
+import { ENGINES, engineRuntime, uniquePoolName } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 import { hostAddress } from './net.helpers.js'
 
@@ -37,7 +37,12 @@ describe.each(ENGINES)('gVisor on %s', (engine) => {
     t = await taskServer(engine, {
       min: 1,
       max: 3,
-      berth: { environments: { caps: { ...DEFAULT_ENVIRONMENT_CAPS, isolation: 'gvisor' } } },
+      berth: {
+        environments: { caps: { ...DEFAULT_ENVIRONMENT_CAPS, isolation: 'gvisor' } },
+        // The default environment's own policy (public), not the helper's `none`: Podman
+        // leaves loopback down in a `none` namespace, which runsc keeps (docs/ENVIRONMENTS.md).
+        pool: { image: engineRuntime(engine).info.image, min: 1, max: 3, name: uniquePoolName(`gvisor-${engine}`) },
+      },
     })
   }, 180_000)
 
