@@ -130,6 +130,15 @@ try {
   console.error(`\nWarm agents benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
+// gVisor vs runc: container start, exec, a CPU-bound tool, per engine (issue 29).
+try {
+  const gvisor = (await import(new URL('./gvisor.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await gvisor.main()
+} catch (err) {
+  failed = true
+  console.error(`\ngVisor benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)
 // A benchmark that could not run is a failure; a number below target is reported, not fatal.
 process.exit(failed ? 1 : 0)
