@@ -141,6 +141,15 @@ try {
   console.error(`\nWarm agents benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
+// gVisor vs runc: container start, exec, a CPU-bound tool, per engine (issue 29).
+try {
+  const gvisor = (await import(new URL('./gvisor.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await gvisor.main()
+} catch (err) {
+  failed = true
+  console.error(`\ngVisor benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
 // Time to first token against the standalone server as users run it, per step; throughput with the CPU split.
 try {
   const ttft = (await import(new URL('./ttft.ts', import.meta.url).href)) as { main: () => Promise<unknown> }

@@ -283,6 +283,10 @@ ensure_bwrap() {
 }
 ensure_bwrap
 
+# gVisor (`runsc`) for environments with isolation "gvisor": registered before the engines
+# start (or are restarted) so they load it (scripts/gvisor/ensure.sh; BERTH_GVISOR=off skips).
+case " $ENGINES " in *" docker "* | *" podman "*) bash "$ROOT/scripts/gvisor/ensure.sh" 9>&- ;; esac
+
 for engine in $ENGINES; do
   case "$engine" in
     docker)

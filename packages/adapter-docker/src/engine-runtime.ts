@@ -16,11 +16,13 @@ import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
 import { DISK_LABEL, releaseDisk, workspaceDisks, type DiskOptions } from './disks.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
+import { getArchiveByExec, putArchiveByExec, runsGvisor } from './exec-archive.js'
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
 import { hostPathMapper } from './host-paths.js'
 import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
+import { assertIsolation, engineIsolations } from './isolation.js'
 
 /** Everything an Engine-API runtime is built from; Docker and Podman differ only in these. */
 export interface EngineRuntimeOptions {
@@ -46,6 +48,10 @@ export interface EngineRuntimeOptions {
   firewall?: FirewallOptions
   /** Where `limits.diskBytes` workspaces are made (see {@link DiskOptions}); without it the limit is not enforced. */
   disks?: DiskOptions
+  /** Creates `isolation: 'gvisor'` specs (Podman 4's API ignores a create's runtime: a service run with `--runtime runsc`). */
+  gvisorDocker?: Docker
+  /** Archives of gVisor containers through `tar` in the container (Podman's archive endpoint cannot reach them). */
+  gvisorArchiveByExec?: boolean
 }
 
 /** The label holding the user a container's commands run as. */
@@ -165,7 +171,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     const user = opts.user ?? (await userOf(id))
     return startExec(ctx, id, { ...opts, user })
   }
-  const fetchArchive: ContainerRuntime['getArchive'] = (id, path) => getArchive(ctx, id, path, options.transformArchive)
+  const byExec = async (id: string) => options.gvisorArchiveByExec === true && (await runsGvisor(docker, id))
+  const fetchArchive: ContainerRuntime['getArchive'] = async (id, path) =>
+    (await byExec(id)) ? getArchiveByExec(exec, id, path) : getArchive(ctx, id, path, options.transformArchive)
+  const isolations = engineIsolations(ctx, options.hardening?.gvisorRuntime, options.gvisorDocker)
 
   return {
     name,
@@ -184,6 +193,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       let image = spec.image
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
+        if (spec.isolation) await assertIsolation(ctx, spec.isolation, isolations)
         const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
         const user = unprivileged(spec.user) ? spec.user : undefined
         // A size-limited workspace, unless something (a session's volume) is mounted there.
@@ -202,7 +212,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         }
         // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
         const engineMounts = await hostMounts(mounts ?? [])
-        const created = await docker
+        const creator = spec.isolation === 'gvisor' && options.gvisorDocker ? options.gvisorDocker : docker
+        const created = await creator
           .createContainer(
             toCreateOptions(
               {
@@ -316,6 +327,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
+    isolations,
     exec,
     // Files through the container's shell, as its user: what the agent may touch, Berth may.
     ...execFileOperations({ exec, getArchive: fetchArchive }),
@@ -326,7 +338,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     }),
 
     async putArchive(id, path, tar) {
-      await putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath })
+      if (await byExec(id)) await putArchiveByExec(exec, id, path, tar)
+      else await putArchive(ctx, id, path, tar, { verifyPath: options.verifyPutPath })
       // Extracted as root: hand the files to the container's user.
       const own = owners.get(id)
       if (own && unprivileged(own.user)) await asRoot(id, ['chown', '-R', own.user, path], 'putArchive')

@@ -21,6 +21,17 @@ export const DEFAULT_LIMITS: Required<Omit<ResourceLimits, 'diskBytes'>> = {
   tmpBytes: 512 * 1024 ** 2,
 }
 
+/** The label of a container made with `isolation: 'gvisor'`. */
+export const ISOLATION_LABEL = 'berth.isolation'
+
+/**
+ * Processes added to a gVisor container's pids limit: the host's pids cgroup also counts
+ * runsc's own threads (its kernel, the file proxy) and, on the ptrace platform, one stub
+ * process per agent process. Without it a limit of 64 stops the sandbox's kernel itself,
+ * not the agent. The agent's own processes meet gVisor's kernel first.
+ */
+export const GVISOR_PIDS_HEADROOM = 256
+
 /** How containers are locked down; every field has a safe default. */
 export interface HardeningOptions {
   /** Capabilities kept after dropping all (default {@link DEFAULT_CAP_ADD}). */
@@ -31,6 +42,8 @@ export interface HardeningOptions {
   network?: string
   /** Extra `SecurityOpt` entries (seccomp/apparmor profiles); `no-new-privileges` is always set. */
   securityOpt?: readonly string[]
+  /** The engine's name of gVisor's runtime, for specs with `isolation: 'gvisor'` (default `runsc`). */
+  gvisorRuntime?: string
 }
 
 /**
@@ -51,6 +64,7 @@ export function toCreateOptions(
 ): ContainerCreateOptions {
   const limits = { ...DEFAULT_LIMITS, ...hardening.defaultLimits, ...spec.limits }
   const env = Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`)
+  const gvisor = spec.isolation === 'gvisor'
   return {
     name,
     Image: spec.image,
@@ -59,7 +73,7 @@ export function toCreateOptions(
     Env: env,
     WorkingDir: spec.workingDir,
     User: spec.user,
-    Labels: { ...spec.labels, [MANAGED_LABEL]: 'true' },
+    Labels: { ...spec.labels, [MANAGED_LABEL]: 'true', ...(gvisor && { [ISOLATION_LABEL]: 'gvisor' }) },
     AttachStdin: false,
     AttachStdout: false,
     AttachStderr: false,
@@ -67,6 +81,8 @@ export function toCreateOptions(
     Tty: false,
     ExposedPorts: {},
     HostConfig: {
+      // gVisor: the same container, its system calls served by runsc's kernel, not the host's.
+      ...(gvisor && { Runtime: hardening.gvisorRuntime ?? 'runsc' }),
       Init: true,
       Privileged: false,
       CapDrop: ['ALL'],
@@ -75,7 +91,7 @@ export function toCreateOptions(
       Memory: limits.memoryBytes,
       MemorySwap: limits.memoryBytes,
       NanoCpus: Math.round(limits.cpus * 1e9),
-      PidsLimit: limits.pids,
+      PidsLimit: limits.pids + (gvisor ? GVISOR_PIDS_HEADROOM : 0),
       // A sized tmpfs: the host's disk never holds the agent's scratch files.
       Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${Math.max(1, Math.floor(limits.tmpBytes / 1024))}k,mode=1777` },
       NetworkMode: spec.network ?? hardening.network ?? 'bridge',

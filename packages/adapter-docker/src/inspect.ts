@@ -1,5 +1,6 @@
 import type { ContainerInfo, ContainerState, ContainerStats, ContainerSummary } from '@berth/core'
 import type { ContainerInfo as DockerListItem, ContainerInspectInfo, ContainerStats as DockerStats } from 'dockerode'
+import { GVISOR_PIDS_HEADROOM, ISOLATION_LABEL } from './hardening.js'
 
 const STATES = new Set<ContainerState>(['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead'])
 
@@ -52,6 +53,8 @@ export function toContainerInfo(raw: ContainerInspectInfo): ContainerInfo {
       ? host.CpuQuota / host.CpuPeriod
       : 0
   const exited = state === 'exited' || state === 'dead'
+  // The agent's limit, without the room made for gVisor's own threads.
+  const pids = (host.PidsLimit ?? 0) - (raw.Config?.Labels?.[ISOLATION_LABEL] === 'gvisor' ? GVISOR_PIDS_HEADROOM : 0)
   return {
     id: raw.Id,
     name: (raw.Name ?? '').replace(/^\//, ''),
@@ -67,7 +70,7 @@ export function toContainerInfo(raw: ContainerInspectInfo): ContainerInfo {
     limits: {
       ...(host.Memory ? { memoryBytes: host.Memory } : {}),
       ...(cpus ? { cpus } : {}),
-      ...(host.PidsLimit && host.PidsLimit > 0 ? { pids: host.PidsLimit } : {}),
+      ...(host.PidsLimit && pids > 0 ? { pids } : {}),
     },
   }
 }

@@ -27,6 +27,11 @@ const NO_ISOLATION =
  */
 export async function createContainer(ctx: LocalContext, spec: ContainerSpec): Promise<{ id: string; name: string }> {
   const { baseDir, sandbox, cgroups, logger, fail, ensureBase } = ctx
+  // Refused, never quietly weakened to a bubblewrap sandbox on the host's kernel.
+  if (spec.isolation === 'gvisor')
+    throw fail('unsupported', 'the local runtime cannot run gVisor isolation (use Docker or Podman with runsc)', {
+      op: 'create',
+    })
   // Fail closed: a policy this runtime cannot enforce is refused, not ignored. Under bwrap
   // every policy holds: the sandbox's only way out is the broker's egress proxy.
   if (spec.egress && sandbox.mode !== 'bwrap') {

@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path'
 import { createEngineRuntime, connectEngine, type DockerRuntimeOptions } from '@berth/adapter-docker'
 import { defineRuntime } from '@berth/core'
 import { slashDirectoryNames } from './archive-names.js'
@@ -5,7 +6,14 @@ import { discoverPodman } from './discovery.js'
 import { localImageName, podmanImageResolver } from './image-names.js'
 
 /** Options of {@link podmanRuntime}; with no connection given, the socket is discovered. */
-export type PodmanRuntimeOptions = DockerRuntimeOptions
+export interface PodmanRuntimeOptions extends DockerRuntimeOptions {
+  /**
+   * The API service that creates containers under gVisor (`podman --runtime runsc system
+   * service`, started by scripts/gvisor/ensure.sh): Podman 4 ignores the create's runtime
+   * field. Default: `podman-gvisor.sock` beside a unix socket.
+   */
+  gvisorSocketPath?: string
+}
 
 /**
  * The Podman runtime: Berth's {@link ContainerRuntime} on Podman's Docker-compatible API,
@@ -22,7 +30,10 @@ export type PodmanRuntimeOptions = DockerRuntimeOptions
  */
 export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) => {
   const explicit = options.docker || options.socketPath || options.host
-  const { docker, endpoint } = connectEngine(explicit ? options : discoverPodman().connection)
+  const connection = explicit ? options : discoverPodman().connection
+  const { docker, endpoint } = connectEngine(connection)
+  const gvisorSocketPath =
+    options.gvisorSocketPath ?? (connection.socketPath && join(dirname(connection.socketPath), 'podman-gvisor.sock'))
   return createEngineRuntime({
     name: 'podman',
     docker,
@@ -35,5 +46,7 @@ export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) 
     localImageName,
     transformArchive: slashDirectoryNames,
     verifyPutPath: true,
+    gvisorArchiveByExec: true,
+    ...(gvisorSocketPath && { gvisorDocker: connectEngine({ socketPath: gvisorSocketPath }).docker }),
   })
 })

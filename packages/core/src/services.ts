@@ -60,6 +60,7 @@ import { createUsage, type Usage } from './usage/index.js'
 import { PreviewsService } from './previews/service.js'
 
 import type { ServicesOptions } from './services-options.js'
+import { isolationLevels } from './runtime/isolation.js'
 
 export type { ServicesOptions }
 
@@ -163,6 +164,7 @@ export function createServices(opts: ServicesOptions): Services {
     logger,
     caps: opts.environmentCaps ?? DEFAULT_ENVIRONMENT_CAPS,
     images: opts.environmentImages,
+    isolations: opts.engine && isolationLevels(opts.engine.runtime),
   })
   const profiles = new ProfilesService(store, clock, apiKeys, cipher, environments)
   const memory = new MemoryService(store, clock)

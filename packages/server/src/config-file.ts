@@ -76,6 +76,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_SNAPSHOT_QUOTA_MB: 'workspaceFiles.quotaMb',
   BERTH_ENV_ALLOW_PRIVATE: 'environments.allowPrivate',
   BERTH_ENV_ALLOW_ROOT: 'environments.allowRoot',
+  BERTH_ISOLATION: 'environments.isolation',
   BERTH_AGENT_USER: 'agentUser',
   BERTH_BROKER: 'broker',
   BERTH_BROKER_UPSTREAM_CA: 'brokerUpstreamCa',

@@ -1,7 +1,13 @@
 import { totalmem } from 'node:os'
 import { bothNames, settingName, withConfigFile, type ConfigFile } from './config-file.js'
 import { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
-import { DEFAULT_ENVIRONMENT_CAPS, NETWORK_POLICIES, type EnvironmentCaps, type NetworkPolicy } from '@berth/core'
+import {
+  DEFAULT_ENVIRONMENT_CAPS,
+  ISOLATIONS,
+  NETWORK_POLICIES,
+  type EnvironmentCaps,
+  type NetworkPolicy,
+} from '@berth/core'
 
 /** The standalone server's settings, read from the environment and an optional config file (README "Configuration"). */
 export interface BerthConfig extends IntegrationsConfig {
@@ -138,6 +144,7 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
   }
   const allowPrivateDestinations = oneOf(env, 'BERTH_ENV_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
   const allowRoot = oneOf(env, 'BERTH_ENV_ALLOW_ROOT', ['true', 'false'] as const, 'false') === 'true'
+  const isolation = oneOf(env, 'BERTH_ISOLATION', ISOLATIONS, 'container')
   return {
     defaultPolicy,
     allowedPolicies: policies as NetworkPolicy[],
@@ -145,6 +152,7 @@ function environmentCaps(env: Record<string, string | undefined>): EnvironmentCa
     defaults,
     allowPrivateDestinations,
     allowRoot,
+    isolation,
   }
 }
 

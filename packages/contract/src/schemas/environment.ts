@@ -5,6 +5,14 @@ import { Description, Id, Name, RecordMeta } from './common.js'
 export const NETWORK_POLICIES = ['none', 'public', 'allowlist'] as const
 export type NetworkPolicy = (typeof NETWORK_POLICIES)[number]
 
+/**
+ * Isolation levels: `container` (the engine's default runtime: namespaces, cgroups, dropped
+ * capabilities) or `gvisor` (the same, with gVisor's user-space kernel, `runsc`, between the
+ * agent and the host's kernel).
+ */
+export const ISOLATIONS = ['container', 'gvisor'] as const
+export type Isolation = (typeof ISOLATIONS)[number]
+
 /** A host name, an IPv4/IPv6 address or an IPv4 CIDR, e.g. `pypi.org`, `203.0.113.7`, `203.0.113.0/24`. */
 const Destination = v.pipe(
   v.string(),
@@ -96,6 +104,8 @@ const environmentFields = {
   env: v.record(v.string(), v.string()),
   /** The agent runs as root in the container (only where the operator allows it). */
   run_as_root: v.boolean(),
+  /** How the containers are separated from the host's kernel (the operator may require `gvisor`). */
+  isolation: v.picklist(ISOLATIONS),
 }
 
 /** An environment: what the agent's container is made of and may reach. */
@@ -119,6 +129,8 @@ export const CreateEnvironment = v.strictObject({
   limits: v.optional(EnvironmentLimits),
   env: v.optional(EnvVars),
   run_as_root: v.optional(v.boolean()),
+  /** `container` (default) or `gvisor`; 400 when the server's runtime has no gVisor. */
+  isolation: v.optional(v.picklist(ISOLATIONS)),
 })
 export const UpdateEnvironment = v.partial(CreateEnvironment)
 

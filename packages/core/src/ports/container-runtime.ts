@@ -4,6 +4,7 @@
  * core and the server only ever see this interface. Framework-neutral: bytes are
  * `Uint8Array`, streams are web `ReadableStream`s or async iterables.
  */
+import type { Isolation } from '@berth/contract'
 import type { DirectoryListing, FileWrite } from './container-files.js'
 
 /** A host path bind-mounted, or a named volume mounted, into the container. */
@@ -71,6 +72,8 @@ export interface ContainerSpec {
   network?: string
   /** A network policy the runtime enforces (see {@link EgressPolicy}); wins over `network`. */
   egress?: EgressPolicy
+  /** The isolation level (default `container`); a runtime without it fails the create (`invalid`). */
+  isolation?: Isolation
 }
 
 /** A main process that keeps a container alive until stopped, for any POSIX image. */
@@ -301,6 +304,11 @@ export interface ContainerRuntime {
    * host (no network but loopback). Runtimes without it serve no previews.
    */
   portTarget?(id: string, port: number): Promise<PortTarget | null>
+  /**
+   * The isolation levels this runtime can give now (an engine: `gvisor` once a `runsc`
+   * runtime is registered with it). Runtimes without it give `container` only.
+   */
+  isolations?(): Promise<readonly Isolation[]>
   /** Release connections and timers. */
   close?(): Promise<void>
 }

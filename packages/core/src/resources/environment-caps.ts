@@ -4,6 +4,7 @@ import {
   type ValidationIssue,
   type CreateEnvironment,
   type Environment,
+  type Isolation,
   type NetworkPolicy,
 } from '@berth/contract'
 import { touchesPrivateRange } from '../net/private-ranges.js'
@@ -11,7 +12,7 @@ import { touchesPrivateRange } from '../net/private-ranges.js'
 /** The fields of an environment its input sets (the rest are the record's own). */
 export type EnvironmentFields = Pick<
   Environment,
-  'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root'
+  'name' | 'description' | 'image' | 'packages' | 'network' | 'limits' | 'env' | 'run_as_root' | 'isolation'
 >
 
 /** The operator's caps and defaults (standalone: `BERTH_ENV_*`). */
@@ -36,6 +37,11 @@ export interface EnvironmentCaps {
   allowPrivateDestinations?: boolean
   /** Let an environment ask for `run_as_root` (default false: the agent is never root). */
   allowRoot?: boolean
+  /**
+   * The least isolation of every container (default `container`); `gvisor` puts every
+   * task, the default environment's warm containers included, under gVisor.
+   */
+  isolation?: Isolation
 }
 
 /** Caps when the deployment sets none: every policy offered, `public` by default, 4 CPUs, 8 GiB, 4096 pids, 20 GiB disk (4 GiB and 512 MiB of `/tmp` by default). */
@@ -57,11 +63,13 @@ export const DEFAULT_ENVIRONMENT_CAPS: EnvironmentCaps = {
  */
 export function checkCaps(
   caps: EnvironmentCaps,
-  r: Pick<EnvironmentFields, 'network' | 'limits' | 'run_as_root'>,
+  r: Pick<EnvironmentFields, 'network' | 'limits' | 'run_as_root'> & Partial<Pick<EnvironmentFields, 'isolation'>>,
 ): void {
   const issues: ValidationIssue[] = []
   if (r.run_as_root && !caps.allowRoot)
     issues.push({ location: 'body', path: 'run_as_root', message: 'this server does not let agents run as root' })
+  if (caps.isolation === 'gvisor' && r.isolation === 'container')
+    issues.push({ location: 'body', path: 'isolation', message: 'this server runs every agent under gVisor' })
   if (!caps.allowedPolicies.includes(r.network.policy)) {
     issues.push({
       location: 'body',
@@ -123,7 +131,21 @@ export function normalizeEnvironment(
     limits,
     env: input.env ?? base?.env ?? {},
     run_as_root: input.run_as_root ?? base?.run_as_root ?? false,
+    isolation: input.isolation ?? base?.isolation ?? caps.isolation ?? 'container',
   }
+}
+
+/**
+ * The isolation an environment's containers get: its own, raised to the operator's least
+ * (an environment stored before the operator required gVisor gets gVisor too).
+ *
+ * @example
+ * ```ts
+ * effectiveIsolation({ ...DEFAULT_ENVIRONMENT_CAPS, isolation: 'gvisor' }, 'container') // 'gvisor'
+ * ```
+ */
+export function effectiveIsolation(caps: EnvironmentCaps, isolation: Isolation | undefined): Isolation {
+  return caps.isolation === 'gvisor' ? 'gvisor' : (isolation ?? 'container')
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   Environment,
   type CreateEnvironment,
   type ImageStatus,
+  type Isolation,
   type UpdateEnvironment,
 } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
@@ -14,7 +15,14 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
-import { checkCaps, diskLimits, normalizeEnvironment, type EnvironmentCaps } from './environment-caps.js'
+import {
+  checkCaps,
+  diskLimits,
+  effectiveIsolation,
+  normalizeEnvironment,
+  type EnvironmentCaps,
+  type EnvironmentFields,
+} from './environment-caps.js'
 
 export interface EnvironmentRecord extends OwnedRecord, Omit<Environment, 'id' | 'created_at' | 'updated_at'> {}
 
@@ -76,6 +84,11 @@ export class EnvironmentsService {
       logger: Logger
       caps: EnvironmentCaps
       images?: EnvironmentImages | undefined
+      /**
+       * The isolation levels the container runtime gives now, with its name (see
+       * `ContainerRuntime.isolations`); without it (no runtime) nothing is checked.
+       */
+      isolations?: { runtime: string; levels: () => Promise<readonly Isolation[]> } | undefined
     },
   ) {
     this.records = new OwnedCollection<EnvironmentRecord>(o.store, 'environments', 'environment')
@@ -87,8 +100,27 @@ export class EnvironmentsService {
   }
 
   view(r: EnvironmentRecord): Environment {
-    // Records written before the field existed: never root.
-    return toView(Environment, r, { run_as_root: r.run_as_root ?? false })
+    // Records written before the fields existed: never root, plain containers (or the operator's least).
+    return toView(Environment, r, {
+      run_as_root: r.run_as_root ?? false,
+      isolation: effectiveIsolation(this.o.caps, r.isolation),
+    })
+  }
+
+  /** The caps, and a 400 at `isolation` when the runtime cannot give the level asked for. */
+  private async check(fields: EnvironmentFields): Promise<void> {
+    checkCaps(this.o.caps, fields)
+    const probe = this.o.isolations
+    if (fields.isolation === 'container' || !probe) return
+    const levels = await probe.levels()
+    if (!levels.includes(fields.isolation))
+      throw validationError([
+        {
+          location: 'body',
+          path: 'isolation',
+          message: `the ${probe.runtime} runtime of this server cannot give ${fields.isolation} isolation (it needs Docker or Podman with runsc registered: scripts/gvisor/ensure.sh)`,
+        },
+      ])
   }
 
   private imageFor(image: string | null, packages: readonly string[]): { ref: string; hash: string | null } {
@@ -132,7 +164,7 @@ export class EnvironmentsService {
 
   async create(owner: string, input: CreateEnvironment): Promise<Environment> {
     const fields = normalizeEnvironment(input, this.o.caps)
-    checkCaps(this.o.caps, fields)
+    await this.check(fields)
     const { ref, hash } = this.imageFor(fields.image, fields.packages)
     const now = isoNow(this.o.clock)
     const record: EnvironmentRecord = {
@@ -160,7 +192,7 @@ export class EnvironmentsService {
   async update(owner: string, id: string, input: UpdateEnvironment): Promise<Environment> {
     const r = await this.records.get(owner, id)
     const fields = normalizeEnvironment({ ...input, name: input.name ?? r.name }, this.o.caps, r)
-    checkCaps(this.o.caps, fields)
+    await this.check(fields)
     const { ref, hash } = this.imageFor(fields.image, fields.packages)
     const changed = ref !== r.image_status.ref || hash !== r.image_status.hash || r.image_status.state === 'failed'
     const next: EnvironmentRecord = {
@@ -280,6 +312,8 @@ export class EnvironmentsService {
         limits: { cpus: l.cpus, memoryBytes: l.memory_mb * MB, pids: l.pids, ...diskLimits(caps, r.limits.disk_mb) },
         env: { ...r.env },
         ...(r.run_as_root && caps.allowRoot && { user: '0:0' }),
+        // Only when asked: a spec without it hashes as before the field existed.
+        ...(effectiveIsolation(caps, r.isolation) === 'gvisor' && { isolation: 'gvisor' as const }),
         labels: { 'berth.environment': r.id },
       },
     }

@@ -13,6 +13,8 @@ export type ContainerFailure =
   | 'died'
   /** The engine answered with an error. */
   | 'engine_error'
+  /** The runtime cannot give what the spec asks (an isolation level it lacks). */
+  | 'unsupported'
 
 /**
  * The error every runtime operation rejects with: an {@link ApiError} with code

@@ -53,8 +53,22 @@ function defaultEnvSpec(options: ResolvedBerthOptions, logger: Logger): Partial<
       `the ${runtime.name} runtime cannot enforce the ${caps.defaultPolicy} network policy: tasks of the default environment keep the host's network (see docs/ENVIRONMENTS.md)`,
     )
   }
-  if (!runtime?.capabilities.isolation) return {}
+  // Required of every container: on a runtime without it each create fails with that reason.
+  const isolation = caps.isolation === 'gvisor' ? { isolation: 'gvisor' as const } : {}
+  if (runtime && caps.isolation === 'gvisor') {
+    const levels = runtime.isolations ? runtime.isolations() : Promise.resolve(['container'])
+    levels.then(
+      (l) =>
+        l.includes('gvisor') ||
+        logger.warn(
+          `BERTH_ISOLATION is gvisor but the ${runtime.name} runtime has no gVisor: every task will fail (scripts/gvisor/ensure.sh)`,
+        ),
+      () => {},
+    )
+  }
+  if (!runtime?.capabilities.isolation) return isolation
   return {
+    ...isolation,
     // A pool spec naming a network of its own (an embedding's choice) keeps it.
     ...(options.pool?.spec?.network === undefined &&
       caps.defaultPolicy !== 'allowlist' &&

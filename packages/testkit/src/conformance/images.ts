@@ -70,7 +70,9 @@ export function imageCases(s: Suite): void {
         const ref = `${registry}/berth-conformance-absent-${run}:v1`
         const details = await expectContainerFailure(s.rt.ensureImage!(ref), 'not_found')
         expect(details.image).toBe(ref)
-        await expectContainerFailure(s.rt.create({ image: ref, cmd: [...IDLE_COMMAND], labels: runLabels }))
+        await expectContainerFailure(
+          s.rt.create({ image: ref, cmd: [...IDLE_COMMAND], labels: runLabels, isolation: opts.isolation }),
+        )
       })
     })
   }

@@ -59,6 +59,7 @@ export function runtimeConformanceSuite(
           image: opts.image,
           cmd: [...IDLE_COMMAND],
           workingDir: '/workspace',
+          ...(opts.isolation && { isolation: opts.isolation }),
           ...spec,
           labels: { ...runLabels, ...spec.labels },
         })

@@ -7,6 +7,7 @@ import {
   type ContainerSpec,
   type ExecResult,
   type FilePathProblem,
+  type Isolation,
   type RuntimeCapabilities,
 } from '@berth/core'
 import { expect } from 'vitest'
@@ -38,6 +39,12 @@ export interface ConformanceOptions {
    * local port where no registry listens. `removeImage` cleans up from outside.
    */
   images?: { removeImage: (ref: string) => Promise<void> }
+  /**
+   * Run every container of the suite at this isolation level (default the runtime's own,
+   * `container`). With `gvisor` the suite also checks that `isolations()` offers it and that
+   * the commands meet gVisor's kernel, not the host's.
+   */
+  isolation?: Isolation
 }
 
 /** A local TCP port nothing listens on (taken, then released). */
