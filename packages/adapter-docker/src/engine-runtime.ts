@@ -393,9 +393,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
-    async close() {
-      // dockerode keeps no pooled connections by default; only the host-network watch stops.
-      egress.close()
-    },
+    // dockerode keeps no pooled connections by default; only the host-network watch stops.
+    close: async () => egress.close(),
   }
 }
