@@ -19,6 +19,14 @@ import { hostAddress } from './net.helpers.js'
 
 const MCP_TOKEN = 'mcp-bearer-Qw83Zt61Lp09Xc27'
 
+// The warm case runs under `public`, whose proxy refuses the host's own networks; its MCP
+// server, on this host's address, stands for one on the internet. The refusal itself is
+// tested in proxy-host-networks.test.ts.
+vi.mock('../src/broker/host-networks.js', async (actual) => {
+  const real = await actual<typeof import('../src/broker/host-networks.js')>()
+  return { ...real, onHostNetwork: (address: string) => address !== hostAddress() && real.onHostNetwork(address) }
+})
+
 /** A caller with the offline model and a profile whose MCP server `docs` at `url` needs the header. */
 async function mcpUser(s: TestServer, url: string, slug: string, tools: string[]) {
   const { token } = await s.user()
