@@ -121,4 +121,28 @@ describe('warm agents', () => {
     expect(idle.release).toHaveBeenCalledTimes(1)
     expect(taken.lease.release).not.toHaveBeenCalled()
   })
+
+  it('on close, wait for an agent still starting and give its container back before resolving', async () => {
+    const f = fakes(10)
+    let execStarted!: () => void
+    const started = new Promise<void>((r) => (execStarted = r))
+    let finishExec!: () => void
+    const exec = f.runtime.exec as ReturnType<typeof vi.fn>
+    const inner = exec.getMockImplementation() as (id: string, o: ExecOptions) => Promise<ExecProcess>
+    exec.mockImplementationOnce(async (id: string, o: ExecOptions) => {
+      execStarted()
+      await new Promise<void>((r) => (finishExec = r))
+      return inner(id, o)
+    })
+    f.agents.prepare('usr_1', input)
+    await started
+    let closed = false
+    const closing = f.agents.close().then(() => (closed = true))
+    await new Promise((r) => setTimeout(r, 20))
+    expect(closed, 'close waits for the start under way').toBe(false)
+    finishExec()
+    await closing
+    expect(f.leases[0]!.release).toHaveBeenCalledTimes(1)
+    expect(f.agents.stats().parked).toBe(0)
+  })
 })

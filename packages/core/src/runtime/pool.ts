@@ -391,7 +391,8 @@ export class ContainerPool {
     this.engine.close()
     for (const w of this.queue.drain()) w.reject(new ApiError('CONTAINER_FAILED', 'The container pool is shut down'))
     await this.warm.running
-    await Promise.all(this.inflight)
+    // Removals that began while waiting (a lease released meanwhile) are waited for as well.
+    while (this.inflight.size > 0) await Promise.all([...this.inflight])
     if (opts.removeAll) for (const id of [...this.containers.keys()]) await this.reap(id)
   }
 }

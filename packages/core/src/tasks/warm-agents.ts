@@ -117,6 +117,8 @@ export class WarmAgents {
   /** The starts under way per key (each settles once its agent is parked, or failed). */
   private readonly startingFor = new Map<string, Set<Promise<void>>>()
   private closed = false
+  /** Aborts the pool claims of agents still starting when the set closes. */
+  private readonly stopping = new AbortController()
 
   constructor(private readonly o: WarmAgentsOptions) {}
 
@@ -191,7 +193,12 @@ export class WarmAgents {
   }
 
   private async start(key: string, owner: string, input: RunnerInput): Promise<void> {
-    const lease = await this.o.pool.claim({ owner_id: owner, purpose: 'batch', priority: 'low' })
+    const lease = await this.o.pool.claim({
+      owner_id: owner,
+      purpose: 'batch',
+      priority: 'low',
+      signal: this.stopping.signal,
+    })
     if (this.closed) return lease.release()
     // The token of the task this input was made for would die with that task: the agent gets its own.
     const subject = RunTokens.warmSubject()
@@ -297,7 +304,11 @@ export class WarmAgents {
   /** Stop starting agents and give every parked one's container back. */
   async close(): Promise<void> {
     this.closed = true
+    this.stopping.abort()
     for (const a of this.parked) clearTimeout(a.idle)
     await Promise.all(this.parked.splice(0).map((a) => a.lease.release().catch(() => {})))
+    // Agents still starting see `closed` and give theirs back too: waited for here, so a
+    // removal (and its workspace disk) is not cut short by the process exiting after close.
+    await Promise.all([...this.startingFor.values()].flatMap((runs) => [...runs]))
   }
 }
