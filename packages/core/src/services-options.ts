@@ -109,4 +109,9 @@ export interface ServicesOptions {
   messenger?: { api: MessengerApi; publicUrl?: string | undefined }
   /** How long audit entries are kept, in days (default 365). */
   auditRetentionDays?: number | undefined
+  /**
+   * How long an instance answers `GET /v1/profiles/:id` from memory, in ms (default 1000;
+   * 0: never). A change is seen at once on the instance that made it, within this on others.
+   */
+  profileCacheMs?: number | undefined
 }

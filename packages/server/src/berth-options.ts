@@ -141,6 +141,11 @@ export interface BerthOptions {
   workspaceFiles?: { retentionMs?: number | null; maxBytes?: number; quotaBytes?: number; blobs?: BlobStore }
   /** How long audit entries are kept, in days (default 365); older ones are swept hourly. */
   auditRetentionDays?: number
+  /**
+   * How long an instance answers `GET /v1/profiles/:id` from memory, in ms (default 1000;
+   * 0: never). A change is seen at once on the instance that made it, within this on others.
+   */
+  profileCacheMs?: number
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
   smtp?: SmtpOptions
   /**

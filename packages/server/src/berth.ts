@@ -102,6 +102,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     },
     previews: options.previews,
     auditRetentionDays: options.auditRetentionDays,
+    profileCacheMs: options.profileCacheMs,
     cipher: createAesGcmCipher(key),
     clock,
     logger,

@@ -14,12 +14,19 @@ import type { Store } from '../ports/store.js'
 import type { ApiKeysService } from './api-keys.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
+import { ViewCache } from '../records/view-cache.js'
 import { assertOwnGitAccounts } from '../integrations/git-accounts.js'
 import type { Cipher } from '../ports/cipher.js'
 import { maskServers, sealServers } from './mcp-secrets.js'
 import type { EnvironmentsService } from './environments.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
+
+/**
+ * How long (ms) an instance answers `GET /v1/profiles/:id` from memory. A change made on the
+ * same instance is seen at once; one made on another instance within this bound.
+ */
+export const DEFAULT_PROFILE_CACHE_MS = 1_000
 
 /** The view fields that are not a plain copy of the record. */
 function computed(r: ProfileRecord) {
@@ -51,6 +58,8 @@ function computed(r: ProfileRecord) {
 export class ProfilesService {
   readonly records: OwnedCollection<ProfileRecord>
   private readonly slugLock = new KeyedMutex()
+  /** `GET /v1/profiles/:id` answers from here: the busiest read of a profile (see `ViewCache`). */
+  private readonly views: ViewCache<Profile>
 
   constructor(
     private readonly store: Store,
@@ -58,8 +67,11 @@ export class ProfilesService {
     private readonly apiKeys: ApiKeysService,
     private readonly cipher: Cipher,
     private readonly environments: EnvironmentsService,
+    /** How long a profile's view is served from this instance's memory (ms; 0: never). */
+    cacheMs = DEFAULT_PROFILE_CACHE_MS,
   ) {
     this.records = new OwnedCollection<ProfileRecord>(store, 'profiles', 'profile')
+    this.views = new ViewCache(clock, cacheMs)
   }
 
   view(r: ProfileRecord): Profile {
@@ -123,8 +135,8 @@ export class ProfilesService {
     })
   }
 
-  async get(owner: string, id: string): Promise<Profile> {
-    return this.view(await this.records.get(owner, id))
+  get(owner: string, id: string): Promise<Profile> {
+    return this.views.read(`${owner}:${id}`, async () => this.view(await this.records.get(owner, id)))
   }
 
   async list(owner: string, page: Page): Promise<Paged<ProfileSummary>> {
@@ -148,13 +160,21 @@ export class ProfilesService {
         await assertOwnGitAccounts(this.store, owner, input.git_account_ids)
         next.git_account_ids = [...new Set(input.git_account_ids)]
       }
-      return this.view(await this.records.put(next))
+      try {
+        return this.view(await this.records.put(next))
+      } finally {
+        this.views.drop(`${owner}:${id}`)
+      }
     })
   }
 
   /** Delete the profile. Its workspaces, memory and tasks stay. */
   async remove(owner: string, id: string): Promise<void> {
-    await this.records.remove(owner, id)
+    try {
+      await this.records.remove(owner, id)
+    } finally {
+      this.views.drop(`${owner}:${id}`)
+    }
   }
 
   /**
