@@ -61,6 +61,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_POOL_NAME: 'pool.name',
   BERTH_BODY_LIMIT: 'bodyLimit',
   BERTH_AUDIT_RETENTION_DAYS: 'auditRetentionDays',
+  BERTH_PROFILE_CACHE_MS: 'profileCacheMs',
   BERTH_SMTP_URL: 'smtp.url',
   BERTH_SMTP_FROM: 'smtp.from',
   BERTH_ALLOW_PRIVATE_WEBHOOKS: 'allowPrivateWebhooks',

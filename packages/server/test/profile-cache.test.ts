@@ -5,6 +5,7 @@
  * passed; another caller's id stays a 404 on every instance.
  */
 import { manualClock } from '@berth/core'
+import { configFromEnv } from '@berth/server'
 import { startRedis, type LocalRedis } from '@berth/testkit'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startCluster, type Backend, type Cluster, type Instance } from './cluster.helpers.js'
@@ -83,3 +84,21 @@ describe.each(['memory', 'redis'] satisfies Backend[])(
     })
   },
 )
+
+it('BERTH_PROFILE_CACHE_MS sets the bound (default 1000 ms); 0 turns the cache off and every read sees the store', async () => {
+  expect(configFromEnv({}).profileCacheMs).toBe(1_000)
+  expect(configFromEnv({ BERTH_PROFILE_CACHE_MS: '0' }).profileCacheMs).toBe(0)
+  expect(() => configFromEnv({ BERTH_PROFILE_CACHE_MS: '-1' })).toThrow(/BERTH_PROFILE_CACHE_MS/)
+  const c = await startCluster('memory', { count: 2, berth: { clock: manualClock(0), profileCacheMs: 0 } })
+  try {
+    const [one, two] = c.instances as [Instance, Instance]
+    const ada = await c.user('Ada')
+    const key = await one.client(ada.token).apiKeys.create({ body: { name: 'stub', provider: 'stub' } })
+    const p = await one.client(ada.token).profiles.create({ body: { name: 'A', slug: 'a', api_key_id: key.id } })
+    expect((await two.client(ada.token).profiles.get({ params: { id: p.id } })).name).toBe('A')
+    await one.client(ada.token).profiles.update({ params: { id: p.id }, body: { name: 'B' } })
+    expect((await two.client(ada.token).profiles.get({ params: { id: p.id } })).name).toBe('B')
+  } finally {
+    await c.close()
+  }
+})

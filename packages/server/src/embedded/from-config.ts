@@ -64,6 +64,7 @@ export async function berthFromConfig(
     rateLimit: { rpm: config.rateRpm, burst: config.rateBurst },
     bodyLimit: config.bodyLimit,
     auditRetentionDays: config.auditRetentionDays,
+    profileCacheMs: config.profileCacheMs,
     workspaceFiles: { quotaBytes: config.snapshotQuotaMb * 1024 * 1024 },
     runtime: chosen.runtime,
     ...container,
