@@ -13,6 +13,7 @@ import { createAuthenticate, type Authenticate } from './auth.js'
 import { limitBody } from './body-limit.js'
 import { errorResponse, json } from './response.js'
 import { requestSpan } from './request-span.js'
+import { tracingRegistered } from '../tracing.js'
 
 export interface PipelineOptions {
   services: Services
@@ -78,6 +79,12 @@ function requestIdOf(request: Request): string {
   return given && /^[A-Za-z0-9_.:-]{1,128}$/.test(given) ? given : `req_${randomToken(20)}`
 }
 
+/** Keep a bucket's answer as the request's headers; throw 429 when it refused. */
+function decide(d: RateDecision, out: { headers?: Record<string, string> }): void {
+  out.headers = rateHeaders(d)
+  if (!d.allowed) throw rateLimited(d)
+}
+
 function rateLimited(d: RateDecision): ApiError {
   return new ApiError(
     'RATE_LIMITED',
@@ -110,43 +117,61 @@ export function createPipeline(opts: PipelineOptions) {
    * its client address's (so guessing keys is throttled). Returns the headers; throws 429.
    */
   function take(key: string, out: { headers?: Record<string, string> }): void | Promise<void> {
-    const decide = (d: RateDecision) => {
-      out.headers = rateHeaders(d)
-      if (!d.allowed) throw rateLimited(d)
-    }
     // The in-process bucket answers at once: no promise (and no turn of the microtask queue) for it.
     const d = rateLimiter.take(key)
-    return d instanceof Promise ? d.then(decide) : decide(d)
+    return d instanceof Promise ? d.then((answer) => decide(answer, out)) : decide(d, out)
   }
 
-  /** The caller of a request for a route (its token taken), or a thrown 401/403/429. */
-  async function callerFor(
+  /**
+   * The caller of a request for a route (its token taken), or a thrown 401/403/429. A caller
+   * known at once (a cached key, the in-process bucket) is answered without a promise.
+   */
+  function callerFor(
     route: AnyRoute,
     request: Request,
     out: { headers?: Record<string, string> },
-  ): Promise<Caller | null> {
+  ): Caller | null | Promise<Caller | null> {
     if (route.auth === 'public') return null
     const known = authenticate(request)
-    const caller = known instanceof Promise ? await known : known
-    if (!caller) {
-      services.audit.authFailed(clientAddress(request))
-      await take(addressKey(request), out)
-      throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
-    }
+    return known instanceof Promise
+      ? known.then((c) => admit(route, request, c, out))
+      : admit(route, request, known, out)
+  }
+
+  function admit(
+    route: AnyRoute,
+    request: Request,
+    caller: Caller | null,
+    out: { headers?: Record<string, string> },
+  ): Caller | Promise<Caller> {
+    if (!caller) return refuse(request, out)
     if (!route.unlimited) {
       const taken = take(caller.id, out)
-      if (taken) await taken
+      if (taken) return taken.then(() => authorize(route, caller))
     }
-    if (route.auth === 'admin' && caller.role !== 'admin') {
-      await services.audit.record({
-        action: 'auth.forbidden',
-        target: { type: 'route', id: route.name },
-        outcome: 'failure',
-        actor: { type: caller.role, id: caller.id },
-      })
-      throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
-    }
-    return caller
+    return authorize(route, caller)
+  }
+
+  /** 401 for a request without valid credentials, after its address's token is taken (429 first when none is left). */
+  async function refuse(request: Request, out: { headers?: Record<string, string> }): Promise<never> {
+    services.audit.authFailed(clientAddress(request))
+    await take(addressKey(request), out)
+    throw new ApiError('UNAUTHORIZED', 'Missing or invalid credentials: send Authorization: Bearer <key>')
+  }
+
+  /** The caller, or a thrown 403 (audited) when the route is for admins and it is not one. */
+  function authorize(route: AnyRoute, caller: Caller): Caller | Promise<Caller> {
+    return route.auth === 'admin' && caller.role !== 'admin' ? forbid(route, caller) : caller
+  }
+
+  async function forbid(route: AnyRoute, caller: Caller): Promise<never> {
+    await services.audit.record({
+      action: 'auth.forbidden',
+      target: { type: 'route', id: route.name },
+      outcome: 'failure',
+      actor: { type: caller.role, id: caller.id },
+    })
+    throw new ApiError('FORBIDDEN', 'This operation requires an admin caller')
   }
 
   /**
@@ -169,8 +194,11 @@ export function createPipeline(opts: PipelineOptions) {
     parsedUrl?: URL,
   ): Promise<Response> {
     const scope: RequestScope = { caller: null, request_id: requestIdOf(request), source: clientAddress(request) }
+    // No SDK registered: no span to open, and one closure less per request.
     return inRequest(scope, () =>
-      requestSpan(route, request, (traceId) => answer(route, request, rawParams, scope, traceId, parsedUrl)),
+      tracingRegistered()
+        ? requestSpan(route, request, (traceId) => answer(route, request, rawParams, scope, traceId, parsedUrl))
+        : answer(route, request, rawParams, scope, undefined, parsedUrl),
     )
   }
 
@@ -190,7 +218,8 @@ export function createPipeline(opts: PipelineOptions) {
     const url = parsedUrl ?? new URL(request.url)
     try {
       try {
-        caller = await callerFor(route, request, limits)
+        const known = callerFor(route, request, limits)
+        caller = known instanceof Promise ? await known : known
         scope.caller = caller
       } finally {
         // `limits.headers` is this request's own object (rateHeaders): no copy needed.
