@@ -166,7 +166,10 @@ export function createServices(opts: ServicesOptions): Services {
     images: opts.environmentImages,
     isolations: opts.engine && isolationLevels(opts.engine.runtime),
   })
-  const profiles = new ProfilesService(store, clock, apiKeys, cipher, environments, opts.profileCacheMs)
+  const profiles = new ProfilesService(store, clock, apiKeys, cipher, environments, {
+    ms: opts.profileCacheMs,
+    pubsub: coordination.pubsub,
+  })
   const memory = new MemoryService(store, clock)
   const secrets = createSecretsService(store, clock, cipher)
   const tools = createToolsService(store, clock, cipher)

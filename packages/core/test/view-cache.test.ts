@@ -3,7 +3,8 @@
  * a drop is seen by the next read, a read that overlaps a drop never stores its older answer,
  * and the cache holds at most its maximum.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
+import { memoryCoordination } from '../src/coordination/memory.js'
 import { manualClock } from '../src/ports/clock.js'
 import { ViewCache } from '../src/records/view-cache.js'
 
@@ -60,5 +61,23 @@ describe('ViewCache', () => {
     const src = counted([1, 2])
     await cache.read('k', src.load)
     expect(await cache.read('k', src.load)).toBe(2)
+  })
+})
+
+describe('ViewCache over a shared channel', () => {
+  it("a drop on one instance drops the other's entry when the message arrives; closed, it no longer listens", async () => {
+    const coordination = memoryCoordination({ clock: manualClock(0) })
+    const shared = { pubsub: coordination.pubsub, channel: 'view-cache:test' }
+    const one = new ViewCache<string>(manualClock(0), 60_000, 10, shared)
+    const two = new ViewCache<string>(manualClock(0), 60_000, 10, shared)
+    await Promise.all([one.read('k', async () => 'old'), two.read('k', async () => 'old')])
+    one.drop('k')
+    await vi.waitFor(async () => expect(await two.read('k', async () => 'new')).toBe('new'))
+    await two.close()
+    one.drop('k')
+    await new Promise((r) => setTimeout(r, 20))
+    expect(await two.read('k', async () => 'newer')).toBe('new')
+    await one.close()
+    await coordination.close?.()
   })
 })

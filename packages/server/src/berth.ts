@@ -213,6 +213,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
       await services.notifications.close()
       await services.messenger.close()
       await services.audit.close()
+      await services.profiles.close()
       services.channels.close()
       await pool?.close({ removeAll: opts.removeContainers ?? false })
       await (await brokerStarted.catch(() => undefined))?.close()

@@ -1,13 +1,14 @@
 /**
  * `GET /v1/profiles/:id` answers from a per-instance cache (`profileCacheMs`): a change or a
  * delete is seen at once on the instance that made it, and on another instance sharing the
- * store (a `memoryHub`, and a real redis-server with the redis store) once the bound has
- * passed; another caller's id stays a 404 on every instance.
+ * store (a `memoryHub`, and a real redis-server with the redis store) when the coordination's
+ * message arrives, at the latest once the bound has passed; another caller's id stays a 404
+ * on every instance.
  */
 import { manualClock } from '@berth/core'
 import { configFromEnv } from '@berth/server'
 import { startRedis, type LocalRedis } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startCluster, type Backend, type Cluster, type Instance } from './cluster.helpers.js'
 
 const CACHE_MS = 1_000
@@ -60,6 +61,18 @@ describe.each(['memory', 'redis'] satisfies Backend[])(
       expect((await read(two, ada.token, p.id)).body.name).toBe('Again')
       clock.advance(CACHE_MS + 1)
       expect((await read(one, ada.token, p.id)).body.name).toBe('Again')
+    })
+
+    it('the other instance is told of a change: it answers the new view before the bound has passed', async () => {
+      const ada = await c.user('Ada')
+      const p = await profileOf(ada.token)
+      expect((await read(two, ada.token, p.id)).body.name).toBe('Cached')
+      await one.client(ada.token).profiles.update({ params: { id: p.id }, body: { name: 'Told' } })
+      // The clock stands still: only the coordination's message can drop two's entry.
+      await vi.waitFor(async () => expect((await read(two, ada.token, p.id)).body.name).toBe('Told'), {
+        timeout: 5_000,
+        interval: 20,
+      })
     })
 
     it('a delete is a 404 at once where it was made, and on the other instance after the bound', async () => {

@@ -15,6 +15,7 @@ import type { ApiKeysService } from './api-keys.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 import { ViewCache } from '../records/view-cache.js'
+import type { PubSub } from '../coordination/port.js'
 import { assertOwnGitAccounts } from '../integrations/git-accounts.js'
 import type { Cipher } from '../ports/cipher.js'
 import { maskServers, sealServers } from './mcp-secrets.js'
@@ -24,7 +25,8 @@ export interface ProfileRecord extends OwnedRecord, Profile {}
 
 /**
  * How long (ms) an instance answers `GET /v1/profiles/:id` from memory. A change made on the
- * same instance is seen at once; one made on another instance within this bound.
+ * same instance is seen at once; on another instance when the coordination's message arrives,
+ * and within this bound if it is lost.
  */
 export const DEFAULT_PROFILE_CACHE_MS = 1_000
 
@@ -67,11 +69,20 @@ export class ProfilesService {
     private readonly apiKeys: ApiKeysService,
     private readonly cipher: Cipher,
     private readonly environments: EnvironmentsService,
-    /** How long a profile's view is served from this instance's memory (ms; 0: never). */
-    cacheMs = DEFAULT_PROFILE_CACHE_MS,
+    /**
+     * How long a profile's view is served from this instance's memory (ms; 0: never), and the
+     * pub/sub that tells the other instances of a change.
+     */
+    cache: { ms?: number | undefined; pubsub?: PubSub } = {},
   ) {
     this.records = new OwnedCollection<ProfileRecord>(store, 'profiles', 'profile')
-    this.views = new ViewCache(clock, cacheMs)
+    const shared = cache.pubsub && { pubsub: cache.pubsub, channel: 'view-cache:profiles' }
+    this.views = new ViewCache(clock, cache.ms ?? DEFAULT_PROFILE_CACHE_MS, undefined, shared)
+  }
+
+  /** Stop listening for other instances' changes. */
+  close(): Promise<void> {
+    return this.views.close()
   }
 
   view(r: ProfileRecord): Profile {
