@@ -143,7 +143,8 @@ export interface BerthOptions {
   auditRetentionDays?: number
   /**
    * How long an instance answers `GET /v1/profiles/:id` from memory, in ms (default 1000;
-   * 0: never). A change is seen at once on the instance that made it, within this on others.
+   * 0: never). A change is seen at once on the instance that made it; the others are told
+   * over the coordination's pub/sub, and this bounds what a lost message leaves stale.
    */
   profileCacheMs?: number
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
