@@ -219,7 +219,7 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
       ],
       total: 1,
     })
-    expect(await list(u2.token)).toEqual({ containers: [], total: 0 })
+    expect(await list(u2.token)).toEqual({ containers: [], total: 0, next_cursor: null })
     expect((await list(ADMIN_TOKEN, { limit: 1, page: 2 })).containers).toHaveLength(1)
 
     await lease.release()
