@@ -154,6 +154,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
           },
         ],
         total: 1,
+        next_cursor: null,
       })
       expect(list.accounts[0]!.scopes.length).toBeGreaterThan(0)
       const one = await call.git.accounts.get({ params: { id: accountId } })
