@@ -91,7 +91,7 @@ describe('audit log', () => {
     for (let round = 0; round < 5; round++) {
       const page = await audit.list(null, { from: at(10), to: at(19), limit: 4, after })
       expect(page.total).toBe(10)
-      ids.push(...page.items.map((e) => e.target.id))
+      ids.push(...page.items.map((e) => String(e.target.id)))
       if (page.next === null) break
       after = page.next
     }
