@@ -13,7 +13,9 @@
  *   lib/store-drivers.ts; not timed as a figure), then page 1, a deep page (the middle:
  *   pages are numbered, `page` × `limit` is an offset, and the middle is the farthest
  *   from both ends), a filtered page (`status=failed`), all `limit=20`, and one task read
- *   by key (a different one each time), median of the runs.
+ *   by key (a different one each time), median of the runs; and the same deep page read
+ *   by key (`after`, what a `cursor` carries): an index range from the previous page's
+ *   last record, whatever the depth.
  *
  * Knobs: BENCH_STORE_DRIVERS (`sqlite,redis,postgres`), BENCH_STORE_ROWS (20000; 1000000
  * for the README's figure), BENCH_STORE_EVENTS (10000), BENCH_STORE_TASKS (10000),
@@ -120,12 +122,24 @@ async function lists(store: Store, bulk: (rows: ImportRow[]) => Promise<void>, s
     for (let i = 0; i < ITER; i++) samples.push(await time(() => fn(i)))
     return summarize(samples).p50
   }
-  const page = (q: { term?: string; offset: number }) => p50(() => store.list('tasks:usr_bench', { ...q, limit: 20 }))
+  const page = (q: { term?: string; offset: number; after?: string }) =>
+    p50(() => store.list('tasks:usr_bench', { ...q, limit: 20 }))
+  // The same deep page reached by key: the order of the record just above it (newest first,
+  // the record at offset k is number ROWS - 1 - k), as a cursor carries it.
+  const deep = Math.floor(ROWS / 2)
+  const after = taskRow(ROWS - deep).entry!.order
+  const [byOffset, byKey] = await Promise.all([
+    store.list<{ id: string }>('tasks:usr_bench', { offset: deep, limit: 20 }),
+    store.list<{ id: string }>('tasks:usr_bench', { offset: 0, limit: 20, after }),
+  ])
+  if (byOffset.items.map((r) => r.id).join() !== byKey.items.map((r) => r.id).join())
+    throw new Error('the page by key is not the page by offset')
   return {
     writesPerSec: TASKS / (writeMs / 1000),
     seedSeconds: seedMs / 1000,
     page1Ms: await page({ offset: 0 }),
-    deepMs: await page({ offset: Math.floor(ROWS / 2) }),
+    deepMs: await page({ offset: deep }),
+    deepCursorMs: await page({ offset: 0, after }),
     filteredMs: await page({ term: 'status=failed', offset: 0 }),
     getMs: await p50(async (i) => {
       const key = taskRow(Math.floor(((i + 0.5) * ROWS) / ITER)).key
@@ -143,6 +157,7 @@ type Result = {
   seedSeconds: number
   page1Ms: number
   deepMs: number
+  deepCursorMs: number
   filteredMs: number
   getMs: number
 }
@@ -179,6 +194,7 @@ export async function main(): Promise<void> {
         'tasks/s written',
         'page 1 ms',
         'deep page ms',
+        'deep by cursor ms',
         'filtered ms',
         'task read ms',
         'seed s',
@@ -190,6 +206,7 @@ export async function main(): Promise<void> {
         int(x.writesPerSec),
         ms(x.page1Ms),
         ms(x.deepMs),
+        ms(x.deepCursorMs),
         ms(x.filteredMs),
         ms(x.getMs),
         (x.transcriptSeedSeconds + x.seedSeconds).toFixed(1),

@@ -22,7 +22,7 @@ describe('berth previews', () => {
   it('lists (none yet), refuses to open one without a warm container, and a bad port', async () => {
     const ls = await berth(['previews', 'ls', wsId, '--json'], a.token)
     expect(ls.code, ls.stderr).toBe(0)
-    expect(JSON.parse(ls.stdout)).toEqual({ previews: [], total: 0 })
+    expect(JSON.parse(ls.stdout)).toEqual({ previews: [], total: 0, next_cursor: null })
     const open = await berth(['previews', 'open', wsId, '8000'], a.token)
     expect(open.code).not.toBe(0)
     expect(open.stderr).toContain('no warm container')

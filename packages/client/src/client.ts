@@ -8,6 +8,7 @@ import {
   type UploadResult,
 } from './files.js'
 import { createTransport, type RawInput, type Transport } from './internal/transport.js'
+import { paginateList, type Paginate } from './paginate.js'
 import { startSession, type Session, type SessionOptions } from './sessions.js'
 import { createBerthSocket, type BerthSocket, type BerthSocketOptions, type SubmitTaskInput } from './socket.js'
 import { hasGlobalWebSocket } from './socket-connect.js'
@@ -119,6 +120,16 @@ export type BerthClient = RouteTree & {
    * ```
    */
   request<N extends RouteName>(name: N, ...args: RouteArgs<N>): Promise<RouteOutput<N>>
+  /**
+   * Every item of a list operation, page after page by cursor (`next_cursor`), as an
+   * `AsyncIterable`; the query's filters and `limit` apply to every page.
+   *
+   * @example
+   * ```ts
+   * for await (const task of client.paginate('tasks.list', { query: { status: 'completed', limit: 100 } })) console.log(task.task_id)
+   * ```
+   */
+  paginate: Paginate
   tasks: TaskHelpers
   sessions: SessionHelpers
   files: FileHelpers
@@ -191,6 +202,9 @@ export function buildClient(
     const route = transport.route(name)
     return (input?: RawInput, opts?: CallOptions) => transport.call(route, input, opts)
   })
+  define(tree, 'paginate', (name: string, input?: RawInput, opts?: CallOptions) =>
+    paginateList(call, name, input, opts),
+  )
   define(tree, 'request', (name: string, input?: RawInput, opts?: CallOptions) => {
     try {
       return transport.call(transport.route(name), input, opts)

@@ -9,6 +9,7 @@ export {
   type SessionHelpers,
   type TaskHelpers,
 } from './client.js'
+export type { ListItem, ListRouteName, Paginate } from './paginate.js'
 export type { RunOptions, RunTaskBody } from './tasks/run.js'
 export type {
   Decision,

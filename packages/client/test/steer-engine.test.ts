@@ -176,7 +176,11 @@ describe.each(ENGINES)('@berth/client steering tasks on %s', (engine) => {
     // Interrupting a finished task changes nothing; the route's own form works too.
     expect(await berth.tasks.interrupt(task.task_id)).toMatchObject({ status: 'cancelled' })
     expect(await berth.tasks.interrupt({ params: { id: task.task_id } })).toMatchObject({ status: 'cancelled' })
-    expect(await berth.tasks.approvals.list({ params: { id: task.task_id } })).toEqual({ approvals: [], total: 0 })
+    expect(await berth.tasks.approvals.list({ params: { id: task.task_id } })).toEqual({
+      approvals: [],
+      total: 0,
+      next_cursor: null,
+    })
   })
   it('a session prompt interrupted mid-tool leaves the conversation going: the follow-up, with its own approval callback, recalls it', async () => {
     const session = berth.sessions.start({ profile_id: t.profileId })

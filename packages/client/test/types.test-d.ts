@@ -59,6 +59,17 @@ describe('client types from the route table', () => {
     void client.profiles.create({})
   })
 
+  it('paginate takes list operations only and yields their items', () => {
+    expectTypeOf(client.paginate('tasks.list', { query: { status: 'failed' } })).toEqualTypeOf<
+      AsyncIterable<RouteOutput<'tasks.get'>>
+    >()
+    expectTypeOf(client.paginate('playbooks.runs', { params: { id: 'pb_x' } })).toEqualTypeOf<
+      AsyncIterable<RouteOutput<'playbooks.runs'>['runs'][number]>
+    >()
+    // @ts-expect-error profiles.get is not a list
+    void client.paginate('profiles.get', { params: { id: 'prof_x' } })
+  })
+
   it('resolves 204 routes to void', () => {
     expectTypeOf<RouteOutput<'profiles.delete'>>().toEqualTypeOf<void>()
     expectTypeOf<RouteOutput<'admin.users.delete'>>().toEqualTypeOf<void>()

@@ -60,6 +60,7 @@ import { createUsage, type Usage } from './usage/index.js'
 import { PreviewsService } from './previews/service.js'
 
 import type { ServicesOptions } from './services-options.js'
+import { ListCursors } from './records/cursor.js'
 import { isolationLevels } from './runtime/isolation.js'
 
 export type { ServicesOptions }
@@ -134,6 +135,8 @@ export interface Services {
   publicUrl: string | undefined
   /** The audit log: who changed users, keys, credentials, secrets and more (`GET /admin/audit`, `GET /v1/audit`). */
   audit: AuditLog
+  /** Seals and opens the lists' `cursor`s (keyset paging), with the deployment's cipher. */
+  cursors: ListCursors
 }
 
 /**
@@ -372,6 +375,7 @@ export function createServices(opts: ServicesOptions): Services {
     chatMail,
     chatEvents,
     audit,
+    cursors: new ListCursors(cipher),
     previews: new PreviewsService({
       store,
       clock,

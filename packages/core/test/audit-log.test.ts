@@ -85,6 +85,17 @@ describe('audit log', () => {
     expect(range.total).toBe(10)
     expect(range.items.map((e) => e.target.id)).toEqual(['usr_15', 'usr_14', 'usr_13', 'usr_12'])
     expect((await audit.list(null, q({ from: at(10), to: at(19), limit: 4, page: 3 }))).items).toHaveLength(2)
+    // By key: the same range walked from each page's `next`, ending inside `from` with no next.
+    const ids: string[] = []
+    let after: string | undefined
+    for (let round = 0; round < 5; round++) {
+      const page = await audit.list(null, { from: at(10), to: at(19), limit: 4, after })
+      expect(page.total).toBe(10)
+      ids.push(...page.items.map((e) => String(e.target.id)))
+      if (page.next === null) break
+      after = page.next
+    }
+    expect(ids).toEqual(Array.from({ length: 10 }, (_, i) => `usr_${19 - i}`))
     expect((await audit.list(null, q({ from: at(58) }))).items.map((e) => e.target.id)).toEqual(['usr_59', 'usr_58'])
     expect((await audit.list(null, q({ to: at(0) }))).items.map((e) => e.target.id)).toEqual(['usr_0'])
     expect((await audit.list(null, q({ from: '2027-01-01T00:00:00Z' }))).total).toBe(0)

@@ -106,6 +106,7 @@ describe('the OpenAPI document of the route table', () => {
     expect(list.parameters?.map((p) => [p.name, p.in, p.required])).toEqual([
       ['page', 'query', false],
       ['limit', 'query', false],
+      ['cursor', 'query', false],
       ['profile_id', 'query', false],
       ['type', 'query', false],
     ])

@@ -39,9 +39,10 @@ export function countingStore(): Store & { reads: Map<string, number>; writes: M
       scopes.set(key, entry)
     },
     async list<T>(scope: string, query: IndexQuery) {
-      // Highest order first, within the scope and (when asked) the filter term.
+      // Highest order first, within the scope and (when asked) the filter term, below `after`.
       const keys = [...scopes]
         .filter(([, e]) => e.scope === scope && (query.term === undefined || e.terms?.includes(query.term)))
+        .filter(([, e]) => query.after === undefined || e.order < query.after)
         .sort(([, a], [, b]) => (a.order < b.order ? 1 : a.order > b.order ? -1 : 0))
         .map(([k]) => k)
       return {

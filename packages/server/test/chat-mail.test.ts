@@ -387,6 +387,7 @@ describe('chat-workspace provider (Slack-shaped fake)', () => {
     const list = await call.integrations.events({ params: { id } })
     expect(list).toEqual({
       total: 2,
+      next_cursor: null,
       events: [
         {
           event_id: expect.any(String),

@@ -154,14 +154,15 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
           },
         ],
         total: 1,
+        next_cursor: null,
       })
       expect(list.accounts[0]!.scopes.length).toBeGreaterThan(0)
       const one = await call.git.accounts.get({ params: { id: accountId } })
       expect(one).toEqual(list.accounts[0])
       const filtered = await call.git.accounts.list({ query: { provider: p === 'github' ? 'gitlab' : 'github' } })
-      expect(filtered).toEqual({ accounts: [], total: 0 })
+      expect(filtered).toEqual({ accounts: [], total: 0, next_cursor: null })
       // Bob sees nothing of it.
-      expect(await api(s, bob.token).git.accounts.list()).toEqual({ accounts: [], total: 0 })
+      expect(await api(s, bob.token).git.accounts.list()).toEqual({ accounts: [], total: 0, next_cursor: null })
       expect((await failure(api(s, bob.token).git.accounts.get({ params: { id: accountId } }))).status).toBe(404)
 
       const tokens = fakes[p].issuedTokens().slice(issuedBefore)
@@ -349,7 +350,7 @@ describe('git provider accounts (OAuth against the fake providers)', () => {
       await call.git.accounts.delete({ params: { id: accountId } })
       // Bitbucket has no revocation endpoint: disconnecting there is local.
       expect(fakes[p].activeGrants()).toBe(p === 'bitbucket' ? grantsBefore : grantsBefore - 1)
-      expect(await call.git.accounts.list()).toEqual({ accounts: [], total: 0 })
+      expect(await call.git.accounts.list()).toEqual({ accounts: [], total: 0, next_cursor: null })
       expect((await failure(call.git.accounts.delete({ params: { id: accountId } }))).status).toBe(404)
       expect(await s.berth.services.gitAccounts.credentials(alice.id, [accountId])).toEqual([])
     })

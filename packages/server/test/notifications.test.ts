@@ -108,6 +108,7 @@ describe('notifications on podman', () => {
     const deliveries = await t.api.integrations.deliveries({ params: { id: ids[0]! } })
     expect(deliveries).toEqual({
       total: 1,
+      next_cursor: null,
       deliveries: [
         expect.objectContaining({ event: 'task.completed', attempt: 1, status: 'succeeded', response_status: 200 }),
       ],

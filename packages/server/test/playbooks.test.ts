@@ -366,6 +366,7 @@ describe('the webhook trigger', () => {
     const runs = await api.playbooks.runs({ params: { id: pb.id } })
     expect(runs).toEqual({
       total: 1,
+      next_cursor: null,
       runs: [
         expect.objectContaining({
           id: res.run_id,

@@ -207,7 +207,7 @@ describe('a server whose pool cannot start', () => {
     const user = await s.user()
     await clientFor(s, user.token).pool.stats()
     const admin = clientFor(s, ADMIN_TOKEN)
-    expect(await admin.pool.containers.list()).toEqual({ containers: [], total: 0 })
+    expect(await admin.pool.containers.list()).toEqual({ containers: [], total: 0, next_cursor: null })
     expect((await failure(admin.pool.containers.delete({ params: { id: 'ctr_nothere00000000' } }))).status).toBe(404)
     // A claim fails the same clear way instead of hanging.
     await expect(s.berth.pool!.claim({ owner_id: user.id, purpose: 'batch' })).rejects.toMatchObject({

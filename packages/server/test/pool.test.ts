@@ -218,8 +218,9 @@ describe.each(ENGINES)('warm pool over HTTP on %s', { timeout: 60_000 }, (engine
         expect.objectContaining({ id: lease.container.id, state: 'in_use', owner_id: u1.id, purpose: 'session' }),
       ],
       total: 1,
+      next_cursor: null,
     })
-    expect(await list(u2.token)).toEqual({ containers: [], total: 0 })
+    expect(await list(u2.token)).toEqual({ containers: [], total: 0, next_cursor: null })
     expect((await list(ADMIN_TOKEN, { limit: 1, page: 2 })).containers).toHaveLength(1)
 
     await lease.release()

@@ -155,7 +155,7 @@ describe('model credentials and profiles', () => {
     expect(p1.total).toBe(7)
     expect(slugs(p1)).toEqual(['p6', 'p5', 'p4'])
     expect(slugs(p3)).toEqual(['p0'])
-    expect(p9).toEqual({ profiles: [], total: 7 })
+    expect(p9).toEqual({ profiles: [], total: 7, next_cursor: null })
   })
 
   it('deleting a profile leaves the caller able to create one with its slug again', async () => {

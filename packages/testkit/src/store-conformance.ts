@@ -185,6 +185,65 @@ export function storeConformanceSuite(name: string, open: () => StoreUnderTest |
       expect(queued.items.map((r) => r.n)).toEqual([8, 4, 0])
     })
 
+    it('pages by key (after): every record once, newest first, while records are added', async () => {
+      const { store } = await fresh()
+      const orderOf = (r: Rec) => indexEntryFor(keyOf(r), r)!.order
+      for (let n = 0; n < 200; n += 2) await put(store, record('usr_k', n))
+      const added: number[] = []
+      const walk = async (term: string | undefined, limit: number) => {
+        const seen: Rec[] = []
+        let after: string | undefined
+        for (let round = 0; round < 500; round++) {
+          const page = await store.list<Rec>('tasks:usr_k', { term, offset: 0, limit, after })
+          expect(page.items.length).toBeLessThanOrEqual(limit)
+          if (page.items.length === 0) return seen
+          seen.push(...page.items)
+          const last = page.items[page.items.length - 1]!
+          after = orderOf(last)
+          // Meanwhile: a record newer than every page (above the cursor, not in this walk)
+          // and one older than the cursor (below it: the walk reaches it).
+          await put(store, record('usr_k', 10_000 + round * 10 + seen.length))
+          if (last.n % 2 === 0 && last.n > 0) {
+            await put(store, record('usr_k', last.n - 1))
+            added.push(last.n - 1)
+          }
+        }
+        throw new Error('the walk did not end')
+      }
+      const whole = await walk(undefined, 7)
+      const ns = whole.map((r) => r.n)
+      expect(ns.every((n, i) => i === 0 || n < ns[i - 1]!)).toBe(true) // in order, no duplicate
+      for (let n = 0; n < 200; n += 2) expect(ns).toContain(n) // no record older than the cursor skipped
+      expect(added.length).toBeGreaterThan(10)
+      for (const n of added) expect(ns).toContain(n) // rows added below the cursor are reached
+      expect(ns.some((n) => n >= 10_000)).toBe(false)
+      // A filtered walk reads its own index only.
+      const completed = await walk('status=completed', 5)
+      expect(completed.length).toBeGreaterThan(0)
+      expect(completed.every((r) => r.status === 'completed')).toBe(true)
+      const cs = completed.map((r) => r.n)
+      expect(cs.every((n, i) => i === 0 || n < cs[i - 1]!)).toBe(true)
+      for (let n = 2; n < 200; n += 4) expect(cs).toContain(n)
+      // The count is the index's, whatever the cursor; the end is an empty page.
+      for (const n of [1, 3, 5]) await put(store, record('usr_k', n))
+      const before = (await store.list<Rec>('tasks:usr_k', { offset: 0, limit: 1 })).total
+      const tail = await store.list<Rec>('tasks:usr_k', { offset: 0, limit: 3, after: orderOf(record('usr_k', 4)) })
+      expect(tail.items.map((r) => r.n)).toEqual([3, 2, 1])
+      expect(tail.total).toBe(before)
+      const skipped = await store.list<Rec>('tasks:usr_k', { offset: 2, limit: 3, after: orderOf(record('usr_k', 4)) })
+      expect(skipped.items.map((r) => r.n)).toEqual([1, 0])
+      expect(
+        (await store.list<Rec>('tasks:usr_k', { offset: 0, limit: 3, after: orderOf(record('usr_k', 0)) })).items,
+      ).toEqual([])
+      // An order that is no record's still places the page (keyset, not lookup).
+      const between = await store.list<Rec>('tasks:usr_k', {
+        offset: 0,
+        limit: 2,
+        after: `${record('usr_k', 6).created_at}~`,
+      })
+      expect(between.items.map((r) => r.n)).toEqual([6, 5])
+    })
+
     it('hands out every key with its value and index entry, in key order, when it can (entries)', async () => {
       const { store } = await fresh()
       if (!store.entries) return expect(store.entries).toBeUndefined()

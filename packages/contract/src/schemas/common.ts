@@ -34,10 +34,31 @@ export const Name = v.pipe(
 /** Optional free text up to 2,000 characters. */
 export const Description = v.pipe(v.string(), maxLength(2000))
 
-/** Query parameters every list accepts: 1-based `page`, `limit` 1–100 (default 20). */
+/**
+ * Query parameters every list accepts: `limit` 1–100 (default 20), and either a 1-based
+ * `page` (default 1) or the `cursor` of the previous page's `next_cursor` (not both).
+ */
 export const PageQuery = {
-  page: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000)), 1),
+  page: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.maxValue(1_000_000),
+      v.description('1-based page number (default 1); not with `cursor`. A deep page costs more than a cursor.'),
+    ),
+  ),
   limit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 20),
+  cursor: v.optional(
+    v.pipe(
+      v.string(),
+      minLength(1),
+      maxLength(2000),
+      v.description(
+        "The previous page's `next_cursor`: the next page, read from where that one ended whatever its depth; not with `page`. Only valid for the same list, filters and caller.",
+      ),
+    ),
+  ),
 }
 
 /** Path parameters of a route addressing one resource by `:id`. */
@@ -45,8 +66,14 @@ export function IdParams(kind: IdKind) {
   return v.object({ id: Id(kind) })
 }
 
+/** Where a list's next page starts: an opaque cursor for `?cursor=`, or null on the last page. */
+const NextCursor = v.pipe(
+  v.nullable(v.string()),
+  v.description('Pass as `cursor` to read the next page; null on the last page.'),
+)
+
 /**
- * A list response `{ <plural>: Item[], total }`.
+ * A list response `{ <plural>: Item[], total, next_cursor }`.
  *
  * @example
  * ```ts
@@ -54,9 +81,12 @@ export function IdParams(kind: IdKind) {
  * ```
  */
 export function ListOf<K extends string, S extends v.GenericSchema>(key: K, item: S) {
-  return v.object({ [key]: v.array(item), total: v.pipe(v.number(), v.integer()) } as {
+  return v.object({ [key]: v.array(item), total: v.pipe(v.number(), v.integer()), next_cursor: NextCursor } as {
     [P in K]: v.ArraySchema<S, undefined>
-  } & { total: v.SchemaWithPipe<readonly [v.NumberSchema<undefined>, v.IntegerAction<number, undefined>]> })
+  } & {
+    total: v.SchemaWithPipe<readonly [v.NumberSchema<undefined>, v.IntegerAction<number, undefined>]>
+    next_cursor: typeof NextCursor
+  })
 }
 
 /** The error body every non-2xx response carries. */

@@ -13,8 +13,8 @@ import type { Coordination } from '../coordination/port.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
-import type { Paged } from '../records/collection.js'
-import { indexEntryFor, term } from '../records/indexes.js'
+import { offsetOf, pageFrom, type Page, type Paged } from '../records/collection.js'
+import { indexEntryFor, listOrder, term } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 import { currentRequest } from './context.js'
 import { FailedAuthCounter, type PendingFailures } from './failed-auth.js'
@@ -163,26 +163,34 @@ export class AuditLog {
    * One page of the log, newest first: the deployment's (`owner` null) or one user's.
    * Filters are index terms; `from`/`to` (inclusive) bound the page by bisection.
    */
-  async list(owner: string | null, q: AuditQuery): Promise<Paged<AuditEntry>> {
+  async list(owner: string | null, q: Omit<AuditQuery, 'page' | 'cursor'> & Page): Promise<Paged<AuditEntry>> {
     const from = q.from && instant(q.from, 'from')
     const to = q.to && instant(q.to, 'to')
     if (from && to && from > to)
       throw validationError([{ location: 'query', path: 'from', message: 'must not be after `to`' }])
     const scope = owner === null ? 'audit' : `audit-own:${owner}`
     const filter = term({ actor: q.actor, action: q.action, target: q.target })
-    const read = (offset: number, limit: number) =>
-      this.o.store.list<AuditRecord>(scope, { term: filter, offset, limit })
+    const read = (offset: number, limit: number, after?: string) =>
+      this.o.store.list<AuditRecord>(scope, { term: filter, offset, limit, after })
     const one = async (offset: number) => (await read(offset, 1)).items[0]
     const { total } = await read(0, 1)
     const first = to ? await firstWhere(one, total, (r) => r.at <= to) : 0
     const end = from ? await firstWhere(one, total, (r) => r.at < from) : total
-    const offset = first + (q.page - 1) * q.limit
-    const count = Math.min(q.limit, end - offset)
-    const items = count > 0 ? (await read(offset, count)).items : []
     // A user sees what an admin did to it, not the admin's address.
     const view = (r: AuditRecord) =>
       toView(AuditEntry, r, owner !== null && r.actor.id !== owner ? { source: null } : undefined)
-    return { items: items.map(view), total: Math.max(0, end - first) }
+    const orderOf = (r: AuditRecord) => listOrder('audit', r)
+    let got: AuditRecord[]
+    if (q.after !== undefined) {
+      // A cursor of this list (same filters) is already below `to`: read on from it, up to `from`.
+      got = (await read(0, q.limit + 1, q.after)).items.filter((r) => !from || r.at >= from)
+    } else {
+      const offset = first + offsetOf(q)
+      const count = Math.min(q.limit + 1, end - offset)
+      got = count > 0 ? (await read(offset, count)).items : []
+    }
+    const page = pageFrom(got, q.limit, Math.max(0, end - first), orderOf)
+    return { ...page, items: page.items.map(view) }
   }
 
   /** Remove the entries older than the retention, oldest first; returns how many went. */

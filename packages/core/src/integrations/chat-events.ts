@@ -6,6 +6,7 @@ import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { ChatMailConnectService } from './chat-mail-connect.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { listOrder } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 import type { IntegrationRecord, IntegrationsService } from './integrations.js'
 
@@ -192,8 +193,8 @@ export class ChatEventsService {
   /** The events recorded for an integration, newest first. */
   async list(owner: string, integrationId: string, page: Page): Promise<Paged<ChatEvent>> {
     const all = await this.sorted(owner, integrationId)
-    const { items, total } = paginate(all, page)
-    return { items: items.map((r) => this.view(r)), total }
+    const paged = paginate(all, page, (r) => listOrder('chatprovider-events', r))
+    return { ...paged, items: paged.items.map((r) => this.view(r)) }
   }
 
   /** Drop every event of an integration (it was deleted). */

@@ -1,6 +1,7 @@
 import { newId, Delivery } from '@berth/contract'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { listOrder } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 
 /** A stored delivery attempt. `order` sorts attempts made within the same clock tick. */
@@ -61,8 +62,8 @@ export class DeliveryLog {
 
   async list(owner: string, integrationId: string, page: Page): Promise<Paged<Delivery>> {
     const all = await this.sorted(owner, integrationId)
-    const { items, total } = paginate(all, page)
-    return { items: items.map((r) => this.view(r)), total }
+    const paged = paginate(all, page, (r) => listOrder('integration-deliveries', r))
+    return { ...paged, items: paged.items.map((r) => this.view(r)) }
   }
 
   /** Drop every attempt of an integration (it was deleted). */

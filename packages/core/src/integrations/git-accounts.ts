@@ -227,8 +227,8 @@ export class GitAccountsService {
     page: Page,
     filter: { provider?: GitProviderName | undefined } = {},
   ): Promise<Paged<GitAccount>> {
-    const { items, total } = await this.records.list(owner, page, term({ provider: filter.provider }))
-    return { items: items.map((r) => this.view(r)), total }
+    const { items, total, next } = await this.records.list(owner, page, term({ provider: filter.provider }))
+    return { items: items.map((r) => this.view(r)), total, next }
   }
 
   /** Disconnect: delete the account (404 when absent), then revoke the grant at the provider, best effort. */

@@ -133,8 +133,8 @@ export class IntegrationsService {
   }
 
   async list(owner: string, page: Page, filter: { type?: IntegrationType | undefined }): Promise<Paged<Integration>> {
-    const { items, total } = await this.records.list(owner, page, term({ type: filter.type }))
-    return { items: items.map((r) => this.view(r)), total }
+    const { items, total, next } = await this.records.list(owner, page, term({ type: filter.type }))
+    return { items: items.map((r) => this.view(r)), total, next }
   }
 
   async update(owner: string, id: string, input: UpdateIntegration): Promise<Integration> {

@@ -14,6 +14,7 @@ import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, paginate, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import { listOrder } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 import type { EventBus, TaskBusMessage } from '../tasks/event-bus.js'
 import type { NotificationsService } from '../integrations/notifications.js'
@@ -197,13 +198,14 @@ export class PlaybookRunsService {
     // Unfiltered: one page of the playbook's index. A status filter matches the live status
     // (the task's, while the run is under way), so it reads this playbook's runs.
     if (filter.status === undefined) {
-      const { items, total } = await runs.list(owner, page)
-      return { items: await live(items), total }
+      const paged = await runs.list(owner, page)
+      return { ...paged, items: await live(paged.items) }
     }
-    return paginate(
-      (await live(await runs.all(owner))).filter((r) => r.status === filter.status),
-      page,
-    )
+    const records = await runs.all(owner)
+    const views = await live(records)
+    const matching = records.map((r, i) => ({ r, view: views[i]! })).filter((m) => m.view.status === filter.status)
+    const paged = paginate(matching, page, (m) => listOrder('playbook-runs', m.r))
+    return { ...paged, items: paged.items.map((m) => m.view) }
   }
 
   private onTaskMessage(m: TaskBusMessage): void {

@@ -155,8 +155,8 @@ export class PlaybooksService {
   /** The playbooks of one of the owner's profiles (404 for another owner's profile). */
   async listForProfile(owner: string, profileId: string, page: Page): Promise<Paged<Playbook>> {
     await this.profiles.records.get(owner, profileId)
-    const { items, total } = await this.records.list(owner, page, term({ profile_id: profileId }))
-    return { items: await this.present(items), total }
+    const { items, total, next } = await this.records.list(owner, page, term({ profile_id: profileId }))
+    return { items: await this.present(items), total, next }
   }
 
   /** Change fields; switching to `webhook` without a secret generates one (in this answer only). */

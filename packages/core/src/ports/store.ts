@@ -12,11 +12,17 @@ export interface IndexEntry {
   terms?: string[]
 }
 
-/** A page of one index: `term` picks a filtered index, otherwise the whole scope. */
+/**
+ * A page of one index: `term` picks a filtered index, otherwise the whole scope. With
+ * `after` (keyset paging) the page starts below that `order`, a range read of the index
+ * whatever its depth; `offset` then skips entries from there (usually 0).
+ */
 export interface IndexQuery {
   term?: string | undefined
   offset: number
   limit: number
+  /** Only entries whose `order` is below this one (the last `order` of the previous page). */
+  after?: string | undefined
 }
 
 /** One stored key as its driver holds it: the value and the index entry it was put with (null: set outside any index). */
@@ -51,7 +57,8 @@ export interface Store {
   put<T>(key: string, value: T, index: IndexEntry): Promise<void>
   /**
    * One page of an index, highest `order` first, and the number of entries in that index
-   * (a count the driver keeps, not a scan). Reads only the page's own records.
+   * (a count the driver keeps, not a scan). Reads only the page's own records; with
+   * `after`, the page is an index range read (O(limit), not O(offset)).
    */
   list<T>(scope: string, query: IndexQuery): Promise<{ items: T[]; total: number }>
   /**

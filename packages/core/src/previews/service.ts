@@ -100,13 +100,14 @@ export class PreviewsService {
   }
 
   /** The workspace's live links, newest first (expired ones are dropped as they are met). */
-  async list(owner: string, wsId: string): Promise<{ previews: PreviewSummary[]; total: number }> {
+  async list(owner: string, wsId: string): Promise<{ previews: PreviewSummary[]; total: number; next_cursor: null }> {
     await this.o.workspaces.records.get(owner, wsId)
     const page = { page: 1, limit: 1000 }
     const { items } = await this.records.list(owner, page, term({ workspace: wsId }))
     const live: PreviewRecord[] = []
     for (const r of items) this.expired(r) ? await this.drop(r) : live.push(r)
-    return { previews: live.map((r) => toView(PreviewSummary, r)), total: live.length }
+    // Not paged: every live link in one answer (a workspace holds few).
+    return { previews: live.map((r) => toView(PreviewSummary, r)), total: live.length, next_cursor: null }
   }
 
   /** Revoke a link: its URL answers 404 from now on. Another caller's, or one already gone, is 404. */

@@ -1,6 +1,6 @@
 import { notFound } from '@berth/contract'
 import type { Store } from '../ports/store.js'
-import { indexEntryFor } from './indexes.js'
+import { indexEntryFor, listOrder } from './indexes.js'
 
 /** Fields every stored record has. `owner_id` is the caller that created it. */
 export interface OwnedRecord {
@@ -10,29 +10,57 @@ export interface OwnedRecord {
   updated_at: string
 }
 
-/** A page request (1-based). */
+/**
+ * A page request: by number (1-based `page`, the default) or by key (`after`: the list
+ * order of the previous page's last record, from a cursor), `limit` records.
+ */
 export interface Page {
-  page: number
+  page?: number | undefined
   limit: number
+  after?: string | undefined
 }
 
-/** A page of items with the total before paging. */
+/** A page of items with the total before paging, and where the next page starts (`null`: this is the last). */
 export interface Paged<T> {
   items: T[]
   total: number
+  next: string | null
+}
+
+/** How many records a numbered page skips (0 for a page by key). */
+export function offsetOf(page: Page): number {
+  return page.after === undefined ? ((page.page ?? 1) - 1) * page.limit : 0
 }
 
 /**
- * One page of an already ordered list, with the total before paging.
+ * A page from up to `limit + 1` records read in list order: the extra one only tells
+ * whether another page follows, so `next` is the order of the page's last record or null.
  *
  * @example
  * ```ts
- * paginate(['a', 'b', 'c'], { page: 2, limit: 2 }) // { items: ['c'], total: 3 }
+ * pageFrom(['c', 'b', 'a'], 2, 3, (x) => x) // { items: ['c', 'b'], total: 3, next: 'b' }
  * ```
  */
-export function paginate<T>(all: readonly T[], page: Page): Paged<T> {
-  const start = (page.page - 1) * page.limit
-  return { items: all.slice(start, start + page.limit), total: all.length }
+export function pageFrom<T>(read: T[], limit: number, total: number, orderOf: (item: T) => string): Paged<T> {
+  const items = read.slice(0, limit)
+  return { items, total, next: read.length > limit && items.length > 0 ? orderOf(items[items.length - 1]!) : null }
+}
+
+/**
+ * One page of an already ordered list (highest order first), with the total before paging:
+ * by number, or (with `after`) from the first item whose order is below it.
+ *
+ * @example
+ * ```ts
+ * paginate(['c', 'b', 'a'], { page: 2, limit: 2 }, (x) => x) // { items: ['a'], total: 3, next: null }
+ * paginate(['c', 'b', 'a'], { after: 'c', limit: 1 }, (x) => x) // { items: ['b'], total: 3, next: 'b' }
+ * ```
+ */
+export function paginate<T>(all: readonly T[], page: Page, orderOf: (item: T) => string): Paged<T> {
+  const after = page.after
+  const below = after === undefined ? 0 : all.findIndex((item) => orderOf(item) < after)
+  const start = (below < 0 ? all.length : below) + offsetOf(page)
+  return pageFrom(all.slice(start, start + page.limit + 1), page.limit, all.length, orderOf)
 }
 
 /**
@@ -94,10 +122,13 @@ export class OwnedCollection<T extends OwnedRecord> {
 
   /**
    * One page of an owner's records (newest first), optionally of one filter term (see
-   * `INDEXES`, built with `term()`): reads the page's records and a kept count only.
+   * `INDEXES`, built with `term()`): reads the page's records and a kept count only; a
+   * page by key (`after`) is an index range read at any depth.
    */
   async list(owner: string, page: Page, filter?: string): Promise<Paged<T>> {
-    const limit = page.limit
-    return this.store.list<T>(`${this.kind}:${owner}`, { term: filter, offset: (page.page - 1) * limit, limit })
+    const { limit, after } = page
+    const query = { term: filter, offset: offsetOf(page), limit: limit + 1, after }
+    const { items, total } = await this.store.list<T>(`${this.kind}:${owner}`, query)
+    return pageFrom(items, limit, total, (r) => listOrder(this.kind, r))
   }
 }

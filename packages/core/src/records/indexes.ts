@@ -93,6 +93,22 @@ export const INDEXES: Record<string, IndexSpec> = {
 }
 
 /**
+ * A record's place in its kind's list (its index `order`): what a cursor remembers of the
+ * last record of a page.
+ *
+ * @example
+ * ```ts
+ * listOrder('tasks', task) // '2026-…|task_1'
+ * ```
+ */
+export function listOrder(kind: string, record: object): string {
+  const r = record as IndexedRecord
+  // A collection's kind may carry a parent id (`playbook-runs:<playbook>`): the spec is its first segment's.
+  const order = INDEXES[kind.split(':', 1)[0]!]?.order
+  return order ? order(r) : `${r.created_at}|${r.id}`
+}
+
+/**
  * The index entry of a stored record, or `null` when its kind is not listed (or the value
  * is not a record). The scope is the key without its last `:<id>` segment.
  *
@@ -109,7 +125,7 @@ export function indexEntryFor(key: string, value: unknown): IndexEntry | null {
   if (typeof r.id !== 'string' || typeof r.created_at !== 'string' || key.slice(cut + 1) !== r.id) return null
   return {
     scope: key.slice(0, cut),
-    order: spec.order ? spec.order(r) : `${r.created_at}|${r.id}`,
+    order: listOrder(key.slice(0, key.indexOf(':')), r),
     terms: spec.terms?.(r) ?? [],
   }
 }

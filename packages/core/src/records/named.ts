@@ -88,8 +88,8 @@ export class NamedScopedService<
   }
 
   async list(owner: string, page: Page): Promise<Paged<V>> {
-    const { items, total } = await this.records.list(owner, page)
-    return { items: items.map((r) => this.def.view(r)), total }
+    const { items, total, next } = await this.records.list(owner, page)
+    return { items: items.map((r) => this.def.view(r)), total, next }
   }
 
   async update(owner: string, id: string, input: U): Promise<V> {

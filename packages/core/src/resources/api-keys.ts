@@ -110,8 +110,8 @@ export class ApiKeysService {
   }
 
   async list(owner: string, page: Page): Promise<Paged<ApiKey>> {
-    const { items, total } = await this.records.list(owner, page)
-    return { items: items.map((r) => this.view(r)), total }
+    const { items, total, next } = await this.records.list(owner, page)
+    return { items: items.map((r) => this.view(r)), total, next }
   }
 
   async update(owner: string, id: string, input: UpdateApiKey): Promise<ApiKey> {

@@ -185,8 +185,8 @@ export class EnvironmentsService {
   }
 
   async list(owner: string, page: Page): Promise<Paged<Environment>> {
-    const { items, total } = await this.records.list(owner, page)
-    return { items: items.map((r) => this.view(r)), total }
+    const { items, total, next } = await this.records.list(owner, page)
+    return { items: items.map((r) => this.view(r)), total, next }
   }
 
   async update(owner: string, id: string, input: UpdateEnvironment): Promise<Environment> {

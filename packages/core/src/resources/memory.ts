@@ -59,12 +59,12 @@ export class MemoryService {
     page: Page,
     filter: { profile_id?: string | undefined; type?: string | undefined },
   ): Promise<Paged<Memory>> {
-    const { items, total } = await this.records.list(
+    const { items, total, next } = await this.records.list(
       owner,
       page,
       term({ profile_id: filter.profile_id, type: filter.type }),
     )
-    return { items: items.map((r) => this.view(r)), total }
+    return { items: items.map((r) => this.view(r)), total, next }
   }
 
   async update(owner: string, id: string, input: UpdateMemory): Promise<Memory> {

@@ -151,8 +151,8 @@ export class ProfilesService {
   }
 
   async list(owner: string, page: Page): Promise<Paged<ProfileSummary>> {
-    const { items, total } = await this.records.list(owner, page)
-    return { items: items.map((r) => this.summary(r)), total }
+    const { items, total, next } = await this.records.list(owner, page)
+    return { items: items.map((r) => this.summary(r)), total, next }
   }
 
   async update(owner: string, id: string, input: UpdateProfile): Promise<Profile> {

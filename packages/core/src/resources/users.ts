@@ -3,8 +3,8 @@ import { notFound, newId, randomToken, CallerKey, IssuedCallerKey, type User } f
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../caller.js'
-import { paginate, type Page, type Paged } from '../records/collection.js'
-import { indexEntryFor } from '../records/indexes.js'
+import { offsetOf, pageFrom, paginate, type Page, type Paged } from '../records/collection.js'
+import { indexEntryFor, listOrder } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 
 /** Prefix of every caller key, so leaked keys are recognisable by secret scanners. */
@@ -88,7 +88,9 @@ export class UsersService {
   }
 
   async list(page: Page): Promise<Paged<User>> {
-    return this.store.list<User>('users', { offset: (page.page - 1) * page.limit, limit: page.limit })
+    const query = { offset: offsetOf(page), limit: page.limit + 1, after: page.after }
+    const { items, total } = await this.store.list<User>('users', query)
+    return pageFrom(items, page.limit, total, (u) => listOrder('users', u))
   }
 
   /** Delete a user and revoke all its keys. Its resources stay in the store, unreachable. */
@@ -137,7 +139,7 @@ export class UsersService {
       .filter((k): k is StoredKey => k !== null)
       .map((k) => toView(CallerKey, k))
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
-    return paginate(keys, page)
+    return paginate(keys, page, (k) => `${k.created_at}|${k.id}`)
   }
 
   private async keysOf(userId: string): Promise<{ id: string }[]> {

@@ -1,10 +1,9 @@
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 
 export const adminViewHandlers = defineHandlers({
-  'admin.keys.list': async ({ params, query, services }) => {
-    const { items, total } = await services.users.listKeys(params.id, query)
-    return { keys: items, total }
-  },
+  'admin.keys.list': (ctx) =>
+    listPage('admin.keys.list', 'keys', ctx, (page) => ctx.services.users.listKeys(ctx.params.id, page)),
   'admin.limits': async ({ services }) => {
     const rate = (await services.rateLimiter?.state?.()) ?? null
     const owners = new Map(

@@ -1,12 +1,13 @@
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 
 export const auditHandlers = defineHandlers({
-  'admin.audit.list': async ({ query, services }) => {
-    const { items, total } = await services.audit.list(null, query)
-    return { entries: items, total }
-  },
-  'audit.list': async ({ caller, query, services }) => {
-    const { items, total } = await services.audit.list(caller.id, query)
-    return { entries: items, total }
-  },
+  'admin.audit.list': (ctx) =>
+    listPage('admin.audit.list', 'entries', ctx, (page, filter) =>
+      ctx.services.audit.list(null, { ...page, ...filter }),
+    ),
+  'audit.list': (ctx) =>
+    listPage('audit.list', 'entries', ctx, (page, filter) =>
+      ctx.services.audit.list(ctx.caller.id, { ...page, ...filter }),
+    ),
 })

@@ -1,4 +1,5 @@
 import type { ConnectType } from '@berth/contract'
+import { listPage } from './paging.js'
 import { defineHandlers, type HandlerOf } from '../route.js'
 
 function authorize<T extends ConnectType>(type: T): HandlerOf<`integrations.${T}.authorize`> {
@@ -21,9 +22,11 @@ export const chatMailHandlers = defineHandlers({
   'integrations.chatprovider.callback': callback('chatprovider'),
   'integrations.mailprovider.callback': callback('mailprovider'),
   'integrations.chatprovider.events': ({ services, request }) => services.chatEvents.receive(request),
-  'integrations.events': async ({ caller, params, query, services }) => {
+  'integrations.events': async (ctx) => {
+    const { caller, params, services } = ctx
     await services.integrations.records.get(caller.id, params.id)
-    const { items, total } = await services.chatEvents.list(caller.id, params.id, query)
-    return { events: items, total }
+    return listPage('integrations.events', 'events', ctx, (page) =>
+      services.chatEvents.list(caller.id, params.id, page),
+    )
   },
 })

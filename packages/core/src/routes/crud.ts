@@ -3,6 +3,7 @@ import type { Routes } from '@berth/contract'
 import type { Page, Paged } from '../records/collection.js'
 import type { Services } from '../services.js'
 import type { HandlerMap, RouteContext } from '../route.js'
+import { listPage, type ListQuery } from './paging.js'
 
 /** The service surface a CRUD resource exposes to its routes. */
 export interface CrudService<V, LV, C, U, F> {
@@ -22,7 +23,10 @@ type WithAll<A> = A extends string ? ([`${A}.${Operation}`] extends [Name] ? A :
 /** Areas with all five operations, as `crudRoutes` declares them. */
 type CrudArea = WithAll<Deletable<Name>>
 type ListOut<A extends string> = Out<Route<`${A}.list`>['response']>
-type ListItem<A extends string> = ListOut<A>[Exclude<keyof ListOut<A>, 'total'>] extends readonly (infer I)[]
+type ListItem<A extends string> = ListOut<A>[Exclude<
+  keyof ListOut<A>,
+  'total' | 'next_cursor'
+>] extends readonly (infer I)[]
   ? I
   : never
 
@@ -32,10 +36,10 @@ export type CrudServiceOf<A extends string> = CrudService<
   ListItem<A>,
   Out<Route<`${A}.create`>['body']>,
   Out<Route<`${A}.update`>['body']>,
-  Omit<Out<Route<`${A}.list`>['query']>, 'page' | 'limit'>
+  Omit<Out<Route<`${A}.list`>['query']>, 'page' | 'limit' | 'cursor'>
 >
 
-type Ctx = RouteContext<{ id: string }, Page & Record<string, unknown>, never, 'caller'>
+type Ctx = RouteContext<{ id: string }, ListQuery & Record<string, unknown>, never, 'caller'>
 
 /** Kinds whose changes go to the audit log through their CRUD routes (the only way they change). */
 type AuditedKind = 'credential' | 'secret' | 'environment'
@@ -54,11 +58,10 @@ export function crudHandlers<const A extends CrudArea>(
     if (audited) await services.audit.record({ action: `${audited}.${change}`, target: { type: audited, id } })
   }
   const handlers = {
-    [`${area}.list`]: async ({ caller, query, services }: Ctx) => {
-      const { page, limit, ...filter } = query
-      const { items, total } = await service(services).list(caller.id, { page, limit }, filter as never)
-      return { [area]: items, total }
-    },
+    [`${area}.list`]: (ctx: Ctx) =>
+      listPage(`${area}.list`, area, ctx, (page, filter) =>
+        service(ctx.services).list(ctx.caller.id, page, filter as never),
+      ),
     [`${area}.create`]: async ({ caller, body, services }: Ctx) => {
       const created = await service(services).create(caller.id, body)
       await record(services, 'created', (created as { id: string }).id)

@@ -1,4 +1,5 @@
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 
 export const gitAccountHandlers = defineHandlers({
   'git.authorize': ({ caller, params, query, services, request }) =>
@@ -9,14 +10,10 @@ export const gitAccountHandlers = defineHandlers({
     const location = await services.gitAccounts.callback(params.provider, query, presenting?.id ?? null)
     return new Response(null, { status: 302, headers: { location, 'cache-control': 'no-store' } })
   },
-  'git.accounts.list': async ({ caller, query, services }) => {
-    const { items, total } = await services.gitAccounts.list(
-      caller.id,
-      { page: query.page, limit: query.limit },
-      { provider: query.provider },
-    )
-    return { accounts: items, total }
-  },
+  'git.accounts.list': (ctx) =>
+    listPage('git.accounts.list', 'accounts', ctx, (page, filter) =>
+      ctx.services.gitAccounts.list(ctx.caller.id, page, filter),
+    ),
   'git.accounts.get': ({ caller, params, services }) => services.gitAccounts.get(caller.id, params.id),
   'git.accounts.delete': async ({ caller, params, services }) => {
     await services.gitAccounts.remove(caller.id, params.id)

@@ -1,10 +1,11 @@
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 
 export const playbookHandlers = defineHandlers({
-  'profiles.playbooks': async ({ caller, params: p, query, services }) => {
-    const { items, total } = await services.playbooks.listForProfile(caller.id, p.id, query)
-    return { playbooks: items, total }
-  },
+  'profiles.playbooks': (ctx) =>
+    listPage('profiles.playbooks', 'playbooks', ctx, (page) =>
+      ctx.services.playbooks.listForProfile(ctx.caller.id, ctx.params.id, page),
+    ),
   'playbooks.create': ({ caller, body, services }) => services.playbooks.create(caller.id, body),
   'playbooks.get': ({ caller, params: p, services }) => services.playbooks.get(caller.id, p.id),
   'playbooks.update': ({ caller, params: p, body, services }) => services.playbooks.update(caller.id, p.id, body),
@@ -13,10 +14,12 @@ export const playbookHandlers = defineHandlers({
   },
   'playbooks.run': async ({ caller, params: p, services }) =>
     services.playbookRuns.start(await services.playbooks.records.get(caller.id, p.id), 'manual'),
-  'playbooks.runs': async ({ caller, params: p, query, services }) => {
+  'playbooks.runs': async (ctx) => {
+    const { caller, params: p, services } = ctx
     await services.playbooks.records.get(caller.id, p.id)
-    const { items, total } = await services.playbookRuns.list(caller.id, p.id, query, { status: query.status })
-    return { runs: items, total }
+    return listPage('playbooks.runs', 'runs', ctx, (page, filter) =>
+      services.playbookRuns.list(caller.id, p.id, page, filter),
+    )
   },
   'playbooks.rotateWebhookSecret': ({ caller, params: p, services }) =>
     services.playbooks.rotateSecret(caller.id, p.id),

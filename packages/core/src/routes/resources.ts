@@ -11,6 +11,6 @@ export const resourceHandlers = defineHandlers({
   ...crudHandlers('agents', (s) => s.agents),
   'profiles.models': async ({ caller, params, services }) => {
     const models = await services.profiles.models(caller.id, params.id)
-    return { models, total: models.length }
+    return { models, total: models.length, next_cursor: null }
   },
 })

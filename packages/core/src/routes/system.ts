@@ -1,6 +1,7 @@
 import { ApiError } from '@berth/contract'
 import { readinessOf } from '../readiness.js'
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 
 export const systemHandlers = defineHandlers({
   health: async ({ services }) => {
@@ -29,10 +30,7 @@ export const systemHandlers = defineHandlers({
     await services.audit.record({ action: 'key.issued', target: { type: 'caller_key', id: key.id }, owner: user.id })
     return created
   },
-  'admin.users.list': async ({ query, services }) => {
-    const { items, total } = await services.users.list(query)
-    return { users: items, total }
-  },
+  'admin.users.list': (ctx) => listPage('admin.users.list', 'users', ctx, (page) => ctx.services.users.list(page)),
   'admin.users.delete': async ({ params, services }) => {
     await services.users.remove(params.id)
     await services.audit.record({ action: 'user.deleted', target: { type: 'user', id: params.id }, owner: params.id })

@@ -3,6 +3,7 @@ import * as v from 'valibot'
 import type { Caller } from '../caller.js'
 import { toIssues } from '../internal/input.js'
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 import type { Services } from '../services.js'
 
 /**
@@ -31,20 +32,21 @@ export function readSubmittedTask(raw: unknown): SubmitTask {
 
 export const taskHandlers = defineHandlers({
   'tasks.submit': ({ caller, body, services }) => submitTask(services, caller, body),
-  'tasks.list': async ({ caller, query, services }) => {
-    const { items, total } = await services.tasks.list(caller.id, query, { status: query.status, mode: query.mode })
-    return { tasks: items, total }
-  },
+  'tasks.list': (ctx) =>
+    listPage('tasks.list', 'tasks', ctx, (page, filter) => ctx.services.tasks.list(ctx.caller.id, page, filter)),
   'tasks.get': ({ caller, params, services }) => services.tasks.get(caller.id, params.id),
-  'tasks.events': ({ caller, params, query, services }) =>
-    services.tasks.events(caller.id, params.id, query.after, query.limit),
+  // Paged forward by `seq` (`after`), already a keyset: no cursor of its own.
+  'tasks.events': async ({ caller, params, query, services }) => ({
+    ...(await services.tasks.events(caller.id, params.id, query.after, query.limit)),
+    next_cursor: null,
+  }),
   'tasks.cancel': ({ caller, params, services }) => services.tasks.cancel(caller.id, params.id),
   'tasks.interrupt': ({ caller, params, services }) => services.tasks.steer.interrupt(caller.id, params.id),
   'tasks.messages.send': ({ caller, params, body, services }) =>
     services.tasks.steer.message(caller.id, params.id, body.text),
   'tasks.approvals.list': async ({ caller, params, services }) => {
     const approvals = await services.tasks.steer.approvals(caller.id, params.id)
-    return { approvals, total: approvals.length }
+    return { approvals, total: approvals.length, next_cursor: null }
   },
   'tasks.approvals.decide': ({ caller, params, body, services }) =>
     services.tasks.steer.decide(caller.id, params.id, params.request_id, body),

@@ -1,10 +1,11 @@
 import { defineHandlers } from '../route.js'
+import { listPage } from './paging.js'
 
 export const workspaceHandlers = defineHandlers({
-  'workspaces.list': async ({ caller, query, services }) => {
-    const { items, total } = await services.workspaces.list(caller.id, query, { status: query.status })
-    return { workspaces: items, total }
-  },
+  'workspaces.list': (ctx) =>
+    listPage('workspaces.list', 'workspaces', ctx, (page, filter) =>
+      ctx.services.workspaces.list(ctx.caller.id, page, filter),
+    ),
   'workspaces.get': ({ caller, params, services }) => services.workspaces.get(caller.id, params.id),
   'workspaces.update': async ({ caller, params, body, services }) => {
     if (body.model_override) {
@@ -19,6 +20,7 @@ export const workspaceHandlers = defineHandlers({
   'workspaces.transcript': async ({ caller, params, query, services }) => {
     await services.workspaces.assert(caller.id, params.id)
     const events = await services.eventLog.read(caller.id, params.id, { after: query.after, limit: query.limit })
-    return { events, total: await services.eventLog.count(caller.id, params.id) }
+    // Paged forward by `seq` (`after`), already a keyset: no cursor of its own.
+    return { events, total: await services.eventLog.count(caller.id, params.id), next_cursor: null }
   },
 })

@@ -298,8 +298,12 @@ export class TasksService {
     page: Page,
     filter: { status?: TaskStatus | undefined; mode?: 'batch' | 'session' | undefined },
   ): Promise<Paged<Task>> {
-    const { items, total } = await this.records.list(owner, page, term({ status: filter.status, mode: filter.mode }))
-    return { items: items.map(taskView), total }
+    const { items, total, next } = await this.records.list(
+      owner,
+      page,
+      term({ status: filter.status, mode: filter.mode }),
+    )
+    return { items: items.map(taskView), total, next }
   }
 
   /**

@@ -121,12 +121,12 @@ export class WorkspacesService {
     filter: { status?: WorkspaceStatus | undefined },
   ): Promise<Paged<WorkspaceSummary>> {
     // The `listed` index leaves playbook-only workspaces out (see INDEXES).
-    const { items, total } = await this.records.list(
+    const { items, total, next } = await this.records.list(
       owner,
       page,
       filter.status === undefined ? 'listed' : `listed,status=${filter.status}`,
     )
-    return { items: items.map((r) => this.summary(r)), total }
+    return { items: items.map((r) => this.summary(r)), total, next }
   }
 
   async update(owner: string, id: string, input: UpdateWorkspace): Promise<Workspace> {

@@ -82,7 +82,10 @@ export class OrderedIndexes {
   page(scope: string, q: IndexQuery): { keys: string[]; total: number } {
     const arr = this.lists.get(indexName(scope, q.term)) ?? []
     const keys: string[] = []
-    const from = arr.length - 1 - q.offset
+    // Members are `order␟id` and `␟` sorts below every printable character, so the members
+    // below `after` are exactly those whose order is below it.
+    const top = q.after === undefined ? arr.length : lowerBound(arr, q.after)
+    const from = top - 1 - q.offset
     for (let i = from; i >= 0 && keys.length < q.limit; i--) {
       const m = arr[i]!
       keys.push(`${scope}:${m.slice(m.lastIndexOf(SEP) + 1)}`)

@@ -117,13 +117,15 @@ export async function postgresStore(url: string, opts: PostgresStoreOptions = {}
     async list<T>(scope: string, query: IndexQuery) {
       const term = query.term ?? ''
       // The count and the page in one statement: one round trip, one snapshot. The page's
-      // ids come from the index alone (OFFSET skips index rows only), then their values.
+      // ids come from the index alone (OFFSET skips index rows only), then their values;
+      // with `after` the page starts at that order in the (scope, term, ord, id) key.
       const [row] = await sql<{ total: string; items: string[] }[]>`
         SELECT
           coalesce((SELECT n FROM berth_index_counts WHERE scope = ${scope} AND term = ${term}), 0) AS total,
           ARRAY(
             SELECT kv.value FROM (
               SELECT id, ord FROM berth_index WHERE scope = ${scope} AND term = ${term}
+              ${query.after === undefined ? sql`` : sql`AND ord < ${query.after}`}
               ORDER BY ord DESC, id DESC LIMIT ${Math.max(0, query.limit)} OFFSET ${query.offset}
             ) p JOIN berth_kv kv ON kv.key = ${`${scope}:`} || p.id
             ORDER BY p.ord DESC, p.id DESC

@@ -33,12 +33,19 @@ end
 return 1`
 
 // One page of one index, its count and the page's values, read atomically in one round trip.
+// With `after` (ARGV[6] non-empty) the page is a lexical range below it (members are
+// `order␟id`, all scores 0): O(log n + limit) whatever the depth.
 const LIST = `
-local p, name, scope, offset, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local p, name, scope, offset, limit, after = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local total = redis.call('ZCARD', p .. 'i:' .. name)
 local values = {}
 if limit > 0 and offset < total then
-  local members = redis.call('ZREVRANGE', p .. 'i:' .. name, offset, offset + limit - 1)
+  local members
+  if after ~= '' then
+    members = redis.call('ZREVRANGEBYLEX', p .. 'i:' .. name, '(' .. after, '-', 'LIMIT', offset, limit)
+  else
+    members = redis.call('ZREVRANGE', p .. 'i:' .. name, offset, offset + limit - 1)
+  end
   for i, m in ipairs(members) do
     local id = string.match(m, '\\031([^\\031]*)$')
     values[i] = redis.call('GET', p .. 'v:' .. scope .. ':' .. id) or ''
@@ -129,6 +136,7 @@ export function redisStore(opts: RedisStoreOptions): ClosableStore & { entries()
         scope,
         query.offset,
         limit,
+        query.after ?? '',
       )) as [number, string[]]
       return { items: values.filter((v) => v !== '').map((v) => JSON.parse(v) as T), total }
     },

@@ -87,6 +87,12 @@ export function sqliteStore(path: string): SqliteStore {
         'SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? ORDER BY ord ASC, id ASC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord ASC, p.id ASC',
       )
       .raw(),
+    // Keyset: the page below a given order, a range read of the index's primary key.
+    below: db
+      .prepare(
+        'SELECT kv.value FROM (SELECT id, ord FROM ix WHERE nid = ? AND ord < ? ORDER BY ord DESC, id DESC LIMIT ? OFFSET ?) p JOIN kv ON kv.key = ? || p.id ORDER BY p.ord DESC, p.id DESC',
+      )
+      .raw(),
   }
   // Rows come back raw (arrays): the first column of one row, or of every row.
   const one = (stmt: Database.Statement, ...args: unknown[]) => (stmt.get(...args) as unknown[] | undefined)?.[0]
@@ -149,6 +155,10 @@ export function sqliteStore(path: string): SqliteStore {
       const row = q.name.get(indexName(scope, query.term)) as [number, number] | undefined
       const total = row?.[1] ?? 0
       if (!row || query.offset >= total || query.limit <= 0) return { items: [], total }
+      if (query.after !== undefined) {
+        const values = col(q.below, row[0], query.after, query.limit, query.offset, `${scope}:`) as string[]
+        return { items: values.map((v) => JSON.parse(v) as T), total }
+      }
       const limit = Math.min(query.limit, total - query.offset)
       // OFFSET steps through the index: walk from whichever end is nearer.
       const values =
