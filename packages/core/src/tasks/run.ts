@@ -126,6 +126,7 @@ export class TaskRuns implements TaskRunner {
       const input = spans.runnerInput(
         leased.input ?? (await materialize(this.o.catalog, task, profile, ws)),
         !leased.agent,
+        leased.agent?.ready,
       )
       signal.throwIfAborted()
       const runSignal = AbortSignal.any([signal, limit.forced.signal])

@@ -19,6 +19,8 @@ export interface AgentOutput {
 export interface WarmAgent {
   key: string
   lease: Lease
+  /** Claude Code is up and waits for the prompt (false: it is still starting). */
+  readonly ready: boolean
   /** The runner's stdin, open after the prompt: the task's control lines go here; its run closes it. */
   stdin: RunnerStdin
   /**
