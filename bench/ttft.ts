@@ -77,6 +77,8 @@ interface EngineResult {
   steps: Record<StepName, Summary>
   /** Measured tasks a warm agent took (from the runner span's `berth.runner.warm`). */
   warmAgents: number
+  /** Of those, the agents whose Claude Code was up when the task took them (`berth.runner.ready`). */
+  agentsUp: number
   /** Warm tasks whose trace lacked a span (named) and so have no steps. */
   unsplit: Record<string, number>
   throughput: {
@@ -178,6 +180,7 @@ async function engineRun(info: EngineInfo, spans: SpanReceiver): Promise<EngineR
       STEPS.map(([name]) => [name, summarize(whole.map((s) => s.steps[name]))]),
     ) as Record<StepName, Summary>
     const warmAgents = whole.filter((s) => s.warmAgent).length
+    const agentsUp = whole.filter((s) => s.agentUp).length
 
     let throughput: EngineResult['throughput'] = null
     if (THROUGHPUT > 0) {
@@ -222,6 +225,7 @@ async function engineRun(info: EngineInfo, spans: SpanReceiver): Promise<EngineR
       warm: summarize(warm.map((t) => t.token! - t.sent)),
       steps,
       warmAgents,
+      agentsUp,
       unsplit,
       throughput,
       load: { start: load0, end: loadavg()[0]! },
@@ -246,7 +250,7 @@ function report(results: EngineResult[]): void {
         'warm p50',
         'warm p95',
         'n',
-        'warm agents',
+        'warm agents (up)',
         `p50 < ${GOALS.warmP50}`,
         `p95 < ${GOALS.warmP95}`,
         `cold < ${GOALS.cold}`,
@@ -260,7 +264,7 @@ function report(results: EngineResult[]): void {
           ms(r.warm.p50),
           ms(r.warm.p95),
           String(r.warm.n),
-          String(r.warmAgents),
+          `${r.warmAgents} (${r.agentsUp})`,
           verdict(r.warm.p50 < GOALS.warmP50),
           verdict(r.warm.p95 < GOALS.warmP95),
           verdict(coldMax < GOALS.cold),

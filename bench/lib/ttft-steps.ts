@@ -23,13 +23,13 @@ export const STEPS = [
 
 export type StepName = (typeof STEPS)[number][0]
 
-/** The steps of one task (ms) and whether a warm agent took it, or the name of the span that is missing. */
+/** The steps of one task (ms), whether a warm agent took it and whether that agent was up, or the name of the span that is missing. */
 export function stepsOf(
   taskId: string,
   sent: number,
   token: number,
   traces: Map<string, ReceivedSpan[]>,
-): { steps: Record<StepName, number>; warmAgent: boolean } | string {
+): { steps: Record<StepName, number>; warmAgent: boolean; agentUp: boolean } | string {
   let spans: ReceivedSpan[] | undefined
   for (const list of traces.values())
     if (list.some((s) => s.name === 'task.queue' && s.attributes['berth.task.id'] === taskId)) {
@@ -63,5 +63,9 @@ export function stepsOf(
     'model to token': firstToken - firstTurn,
     'token to caller': token - firstToken,
   }
-  return { steps, warmAgent: runner.attributes['berth.runner.warm'] === true }
+  return {
+    steps,
+    warmAgent: runner.attributes['berth.runner.warm'] === true,
+    agentUp: runner.attributes['berth.runner.ready'] === true,
+  }
 }

@@ -145,4 +145,43 @@ describe('warm agents', () => {
     expect(f.leases[0]!.release).toHaveBeenCalledTimes(1)
     expect(f.agents.stats().parked).toBe(0)
   })
+
+  it('hold a refill until its task calls it (its first token), and start it once', async () => {
+    const f = fakes(10)
+    const start = f.agents.refill('usr_1', input)
+    expect(f.pool.claim).not.toHaveBeenCalled()
+    expect(f.agents.stats()).toEqual({ parked: 0, ready: 0, starting: 0 })
+    start()
+    start()
+    expect(f.pool.claim).toHaveBeenCalledTimes(1)
+    await vi.waitFor(() => expect(f.agents.stats().parked).toBe(1))
+  })
+
+  it('start a held refill for a task of its key that finds none parked (a burst), and hand it that agent', async () => {
+    const f = fakes(10)
+    f.agents.refill('usr_1', input)
+    expect(await f.agents.takeOrWait(warmKey('usr_2', input))).toBeNull()
+    expect(f.pool.claim).not.toHaveBeenCalled()
+    expect((await f.agents.takeOrWait(warmKey('usr_1', input)))?.lease.container.id).toBe('ctr_0')
+  })
+
+  it('refill with two after a task found its key’s agents not up yet (tasks back to back), with one otherwise', async () => {
+    const f = fakes(10)
+    const key = warmKey('usr_1', input)
+    // A first task of the key finds nothing at all: one refill.
+    expect(await f.agents.takeOrWait(key)).toBeNull()
+    f.agents.refill('usr_1', input)()
+    expect(f.pool.claim).toHaveBeenCalledTimes(1)
+    // The next takes that agent before it is up: its refill starts two.
+    await vi.waitFor(() => expect(f.agents.stats().parked).toBe(1))
+    expect(await f.agents.takeOrWait(key)).not.toBeNull()
+    f.agents.refill('usr_1', input)()
+    expect(f.pool.claim).toHaveBeenCalledTimes(3)
+    await vi.waitFor(() => expect(f.agents.stats().parked).toBe(2))
+    // One of them is up when the next task comes: back to one refill.
+    f.ready(1)
+    expect(await f.agents.takeOrWait(key)).not.toBeNull()
+    f.agents.refill('usr_1', input)()
+    expect(f.pool.claim).toHaveBeenCalledTimes(4)
+  })
 })

@@ -2,7 +2,8 @@
  * Start-up probe: with `BERTH_RUNNER_PROBE=1` the runner writes one stderr line per step,
  * `{"probe":"<step>","t":<epoch ms>}`, on the machine's wall clock (comparable across
  * processes on one host). Steps: `node` (process start), `imports`, `input`, `model`
- * (offline model listening), `spawn` (query called), `prompt` (warm mode: the prompt
+ * (offline model listening), `spawn` (query called), `primed` (warm mode: Claude Code built its
+ * system prompt and tools before any prompt), `ready`, `prompt` (warm mode: the prompt
  * arrived), `init` (Claude Code's init message), `request` (first model request),
  * `token` (first token line), `result`. Off by default: it costs nothing then.
  */

@@ -145,15 +145,25 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       }, opts.interruptGraceMs ?? 1000)
     })
     if (opts.prompt) {
-      // Claude Code answered the SDK's initialize request: the agent is up (not awaited: a
-      // prompt may come sooner, and a start that fails shows in the run).
-      void messages.initializationResult().then(
-        () => {
-          mark('ready')
-          opts.onReady?.()
-        },
-        () => {},
-      )
+      // Claude Code answered the SDK's initialize request, then built its system prompt and
+      // tool list once (a context-usage summary: no model request) so the first prompt finds
+      // them done: the agent is up (not awaited: a prompt may come sooner, and a start that
+      // fails shows in the run).
+      void messages
+        .initializationResult()
+        .then(() =>
+          messages.getContextUsage({ detail: 'summary' }).then(
+            () => mark('primed'),
+            () => {},
+          ),
+        )
+        .then(
+          () => {
+            mark('ready')
+            opts.onReady?.()
+          },
+          () => {},
+        )
       await sendUser()
       mark('prompt')
     }

@@ -65,6 +65,9 @@ describe('berth-runner --warm (stub provider)', () => {
     )
     expect(marks.ready).toBeLessThanOrEqual(marks.prompt!)
     expect(marks.prompt).toBeLessThanOrEqual(marks.token!)
+    // Its first-prompt set-up was done while parked, and cost no model request.
+    expect(marks.primed).toBeLessThanOrEqual(marks.ready!)
+    expect(marks.request).toBeGreaterThanOrEqual(marks.prompt!)
   })
 
   it('exits quietly when stdin ends before a prompt (an evicted agent)', async () => {

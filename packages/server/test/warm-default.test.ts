@@ -127,6 +127,14 @@ describe.each(ENGINES)('the warm path by default on %s', (engine) => {
       expect(s.runs).toEqual({ cold: 1, warm: 4 })
     }, 300_000)
 
+    it('serves tasks submitted back to back warm too: a task’s refill starts by its first token, and the next task waits for it', async () => {
+      const { cold, warm } = s.runs
+      for (let i = 0; i < 3; i++) await s.run()
+      // No runner started cold; each task started at least one agent for the next.
+      expect(s.runs.cold).toBe(cold)
+      expect(s.runs.warm).toBeGreaterThanOrEqual(warm + 3)
+    }, 300_000)
+
     it('parks an agent that holds neither the model key nor a brokered secret, and none for an env-delivered secret', async () => {
       const key = await s.api.apiKeys.create({
         body: {

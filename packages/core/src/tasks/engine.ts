@@ -59,6 +59,8 @@ export interface Claimed {
   input: RunnerInput | null
   /** The warm agent that takes the task's prompt (null: start the runner). */
   agent: WarmAgent | null
+  /** Starts a warm agent for the next task like this one: the run calls it at its first token or its end. */
+  refill?: () => void
 }
 
 /**

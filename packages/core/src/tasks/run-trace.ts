@@ -60,12 +60,13 @@ export class RunTrace {
 
   /**
    * Open the runner's span; a runner started for this task (not a warm agent, whose input
-   * was fixed before) gets its context as `TRACEPARENT` in its environment.
+   * was fixed before) gets its context as `TRACEPARENT` in its environment. For a warm
+   * agent, `ready` says whether its Claude Code was up when the task took it.
    */
-  runnerInput(input: RunnerInput, fresh: boolean): RunnerInput {
+  runnerInput(input: RunnerInput, fresh: boolean, ready = false): RunnerInput {
     this.runner = tracer.startSpan(
       'task.runner',
-      { attributes: { 'berth.runner.warm': !fresh } },
+      { attributes: { 'berth.runner.warm': !fresh, ...(!fresh && { 'berth.runner.ready': ready }) } },
       traceContext(this.traceparent),
     )
     const traceparent = traceparentOf(this.runner)

@@ -99,6 +99,8 @@ export class TaskRuns implements TaskRunner {
     const limit = new RunTimeLimit(task.max_duration_s)
     const spans = new RunTrace(task, this.o.instanceId)
     let profile: ProfileRecord | null = null
+    // The warm agent refill this run's claim asked for: started at the first token, or at the end.
+    let refill: (() => void) | undefined
     try {
       profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
@@ -111,6 +113,7 @@ export class TaskRuns implements TaskRunner {
       }
       const plan: RunPlan = { task, workspace: ws, profile, onWait }
       const leased = await spans.claim(() => containers.lease(plan, signal))
+      refill = leased.refill
       await marked
       task = await states.move(task, 'starting', { trace: spans.traceparent, waiting: null })
       const { volume, sdk_session_id } = leased.workspace
@@ -123,6 +126,7 @@ export class TaskRuns implements TaskRunner {
       const input = spans.runnerInput(
         leased.input ?? (await materialize(this.o.catalog, task, profile, ws)),
         !leased.agent,
+        leased.agent?.ready,
       )
       signal.throwIfAborted()
       const runSignal = AbortSignal.any([signal, limit.forced.signal])
@@ -141,6 +145,7 @@ export class TaskRuns implements TaskRunner {
           // Fenced: nothing more is recorded for the task (its takeover owns it now).
           if (signal.reason instanceof TaskFenced) throw signal.reason
           observe(event)
+          if (event.type === 'token') refill?.()
           spans.event(event)
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
@@ -175,6 +180,7 @@ export class TaskRuns implements TaskRunner {
         keepWarm = false
       }
     }
+    refill?.()
     // The conversation the result names is stored with the workspace's next write: now
     // when it stays warm, with its `idle` status when it is released.
     const sdkSessionId = result?.session_id && result.session_id !== ws.sdk_session_id ? result.session_id : undefined

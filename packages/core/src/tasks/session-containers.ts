@@ -104,8 +104,9 @@ export class SessionContainers {
       if (!(await this.o.conversations.restore(engine.runtime, claimed.lease.container.engine_id, ws)))
         claimed.workspace = { ...claimed.workspace, sdk_session_id: null }
     }
-    // One more like this one for the next task (after this one's claim, so it takes no container this one needed).
-    if (claimed.input) engine.warmAgents?.prepare(task.owner_id, claimed.input)
+    // One more like this one for the next task (after this one's claim, so it takes no container
+    // this one needed), started once this one has its first token (see WarmAgents.refill).
+    if (claimed.input && engine.warmAgents) claimed.refill = engine.warmAgents.refill(task.owner_id, claimed.input)
     return claimed
   }
 

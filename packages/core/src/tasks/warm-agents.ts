@@ -19,6 +19,8 @@ export interface AgentOutput {
 export interface WarmAgent {
   key: string
   lease: Lease
+  /** Claude Code is up and waits for the prompt (false: it is still starting). */
+  readonly ready: boolean
   /** The runner's stdin, open after the prompt: the task's control lines go here; its run closes it. */
   stdin: RunnerStdin
   /**
@@ -119,6 +121,10 @@ export class WarmAgents {
   private closed = false
   /** Aborts the pool claims of agents still starting when the set closes. */
   private readonly stopping = new AbortController()
+  /** Refills held back per key until their task's first token ({@link refill}); a task that finds none parked starts one. */
+  private readonly held = new Map<string, Set<() => void>>()
+  /** Keys whose last task found no ready agent: their next refill starts one more, so back-to-back tasks find one up. */
+  private readonly short = new Set<string>()
 
   constructor(private readonly o: WarmAgentsOptions) {}
 
@@ -149,11 +155,50 @@ export class WarmAgents {
    * runner started, so the wait is shorter than a cold start. `null`: run cold.
    */
   async takeOrWait(key: string): Promise<WarmAgent | null> {
+    // Agents of the key exist but none is up: tasks come faster than one refill each.
+    const mine = this.parked.filter((a) => a.key === key && !a.dead)
+    if (!mine.some((a) => a.ready) && (mine.length > 0 || this.startingFor.has(key))) this.short.add(key)
     const now = this.take(key)
+    if (now) return now
+    // A refill still held back by a running task: this task needs it now.
+    const held = this.held.get(key)?.values().next().value
+    held?.()
     const starting = this.startingFor.get(key)
-    if (now || !starting?.size) return now
+    if (!starting?.size) return null
     await Promise.race(starting)
     return this.take(key)
+  }
+
+  /**
+   * A refill for tasks like `input`, held back until the returned function is called (the
+   * task that took an agent has its first token, or ended), so a new agent's start (Node and
+   * Claude Code, most of a CPU-second) does not compete with that task's first token on a
+   * small machine. A task of the same key that finds no agent parked starts it at once (see
+   * {@link takeOrWait}). After a task found no ready agent, the refill starts two.
+   *
+   * @example
+   * ```ts
+   * const startRefill = agents.refill(owner, input)
+   * // ... the task's first token arrives
+   * startRefill()
+   * ```
+   */
+  refill(owner: string, input: RunnerInput): () => void {
+    const key = warmKey(owner, input)
+    const held = this.held.get(key) ?? new Set<() => void>()
+    this.held.set(key, held)
+    let done = false
+    const go = () => {
+      if (done) return
+      done = true
+      held.delete(go)
+      if (held.size === 0 && this.held.get(key) === held) this.held.delete(key)
+      const extra = this.short.delete(key)
+      this.prepare(owner, input)
+      if (extra) this.prepare(owner, input)
+    }
+    held.add(go)
+    return go
   }
 
   /** Give back the oldest parked agent's container (the pool needs room). True when one went. */
