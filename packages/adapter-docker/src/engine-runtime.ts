@@ -1,14 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
-import {
-  ContainerError,
-  MANAGED_LABEL,
-  collectExec,
-  execFileOperations,
-  type ContainerRuntime,
-  type ContainerSpec,
-  type ListFilter,
-} from '@berth/core'
+import { ContainerError, collectExec, execFileOperations, type ContainerRuntime, type ContainerSpec } from '@berth/core'
 import type Docker from 'dockerode'
 import { getArchive, putArchive } from './archive.js'
 import type { EngineContext } from './context.js'
@@ -22,6 +14,7 @@ import { egressEnforcer, EGRESS_LABEL } from './egress.js'
 import { hostPathMapper } from './host-paths.js'
 import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
+import { engineVolumes, labelFilters } from './volumes.js'
 import { assertIsolation, engineIsolations } from './isolation.js'
 
 /** Everything an Engine-API runtime is built from; Docker and Podman differ only in these. */
@@ -82,12 +75,6 @@ export function containerName(): string {
   return `berth-${randomBytes(6).toString('hex')}`
 }
 
-function labelFilters(filter: ListFilter = {}): string[] {
-  const out = [`${MANAGED_LABEL}=true`]
-  for (const [k, v] of Object.entries(filter.labels ?? {})) out.push(v === true ? k : `${k}=${v}`)
-  return out
-}
-
 /**
  * The {@link ContainerRuntime} over a Docker Engine API client. `dockerRuntime` and
  * `podmanRuntime` are this with their connection and quirks filled in.
@@ -111,6 +98,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
   const hostMounts = hostPathMapper(docker)
   const disks = options.disks ? workspaceDisks(options.disks) : undefined
+  const volumes = engineVolumes(ctx, disks, options.disks)
   /** The disk (host mount directory) of each container made here, or `null`: none. */
   const diskOf = new Map<string, string | null>()
   /** Read before the container goes: another runtime (a restarted server) knows its disk by the label only. */
@@ -204,6 +192,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const disk = sized && bytes ? await sized.make(containerName(), bytes) : undefined
         const mounts =
           disk && dir ? [...(spec.mounts ?? []), { type: 'bind' as const, source: disk, target: dir }] : spec.mounts
+        await volumes.remountDisks(spec.mounts)
+        // With disks, a workspace on a mount (its disk, a session's volume) gets a read-only root:
+        // overlay over ext4 cannot size the writable layer, so the writable paths are sized tmpfs.
+        const readOnlyRoot = Boolean(disks && dir && mounts?.some((m) => m.target === dir))
         const labels = {
           ...spec.labels,
           ...(disk && { [DISK_LABEL]: disk }),
@@ -226,6 +218,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
               },
               containerNameValue,
               options.hardening,
+              { readOnlyRoot },
             ),
           )
           .catch(async (err: unknown) => {
@@ -296,36 +289,9 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
-    async createVolume(volume, opts = {}) {
-      try {
-        // Both engines answer an existing name with that volume, unchanged.
-        await docker.createVolume({ Name: volume, Labels: { ...opts.labels, [MANAGED_LABEL]: 'true' } })
-      } catch (err) {
-        throw ctx.error(err, 'createVolume', { volume })
-      }
-    },
-
-    async listVolumes(filter) {
-      try {
-        const { Volumes } = await docker.listVolumes({ filters: { label: labelFilters(filter) } })
-        // Podman ORs several label filters on volumes (Docker ANDs them): every one must match.
-        const wanted: [string, string | true][] = Object.entries({ ...filter?.labels, [MANAGED_LABEL]: 'true' })
-        return (Volumes ?? [])
-          .map((v) => ({ name: v.Name, labels: v.Labels ?? {} }))
-          .filter((v) => wanted.every(([k, want]) => (want === true ? k in v.labels : v.labels[k] === want)))
-      } catch (err) {
-        throw ctx.error(err, 'listVolumes')
-      }
-    },
-
-    async removeVolume(name) {
-      try {
-        await docker.getVolume(name).remove({ force: true })
-      } catch (err) {
-        if (statusOf(err) === 404) return // already gone
-        throw ctx.error(err, 'removeVolume', { volume: name })
-      }
-    },
+    createVolume: volumes.createVolume,
+    listVolumes: volumes.listVolumes,
+    removeVolume: volumes.removeVolume,
 
     isolations,
     exec,
