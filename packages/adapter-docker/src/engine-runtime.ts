@@ -12,6 +12,7 @@ import { getArchiveByExec, putArchiveByExec, runsGvisor } from './exec-archive.j
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
 import { hostPathMapper } from './host-paths.js'
+import { loopbackNetns, NETNS_LABEL, releaseNetns } from './loopback-netns.js'
 import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
 import { engineVolumes, labelFilters } from './volumes.js'
@@ -43,6 +44,8 @@ export interface EngineRuntimeOptions {
   disks?: DiskOptions
   /** Creates `isolation: 'gvisor'` specs (Podman 4's API ignores a create's runtime: a service run with `--runtime runsc`). */
   gvisorDocker?: Docker
+  /** `none` under gVisor in a namespace of Berth's with loopback up (Podman leaves runsc's down; needs root). */
+  gvisorLoopbackNetns?: boolean
   /** Archives of gVisor containers through `tar` in the container (Podman's archive endpoint cannot reach them). */
   gvisorArchiveByExec?: boolean
 }
@@ -99,16 +102,21 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   const hostMounts = hostPathMapper(docker)
   const disks = options.disks ? workspaceDisks(options.disks) : undefined
   const volumes = engineVolumes(ctx, disks, options.disks)
-  /** The disk (host mount directory) of each container made here, or `null`: none. */
-  const diskOf = new Map<string, string | null>()
-  /** Read before the container goes: another runtime (a restarted server) knows its disk by the label only. */
-  const diskName = async (id: string): Promise<string | null> => {
-    const known = diskOf.get(id)
+  /** What each container made here holds on the host: its disk (mount directory), its own network namespace. */
+  const hostOf = new Map<string, { disk?: string; netns?: string }>()
+  /** Read before the container goes: another runtime (a restarted server) knows them by the labels only. */
+  const hostResources = async (id: string): Promise<{ disk?: string; netns?: string }> => {
+    const known = hostOf.get(id)
     if (known !== undefined) return known
     const info = (await container(id)
       .inspect()
       .catch(() => null)) as { Config?: { Labels?: Record<string, string> | null } } | null
-    return info?.Config?.Labels?.[DISK_LABEL] ?? null
+    const labels = info?.Config?.Labels ?? {}
+    return { disk: labels[DISK_LABEL], netns: labels[NETNS_LABEL] }
+  }
+  const release = async (held: { disk?: string; netns?: string }) => {
+    if (held.disk) await releaseDisk(held.disk)
+    if (held.netns) await releaseNetns(held.netns)
   }
   /**
    * Containers whose commands run as a non-root user (`spec.user`, kept in the
@@ -182,7 +190,11 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         if (spec.isolation) await assertIsolation(ctx, spec.isolation, isolations)
-        const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
+        let network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
+        // Podman under gVisor: a `none` sandbox gets a namespace of Berth's, loopback up.
+        const noNet = (network ?? options.hardening?.network) === 'none'
+        const netns = options.gvisorLoopbackNetns && spec.isolation === 'gvisor' && noNet ? containerName() : undefined
+        if (netns) network = await loopbackNetns(netns)
         const user = unprivileged(spec.user) ? spec.user : undefined
         // A size-limited workspace, unless something (a session's volume) is mounted there.
         const dir = spec.workingDir
@@ -199,6 +211,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const labels = {
           ...spec.labels,
           ...(disk && { [DISK_LABEL]: disk }),
+          ...(netns && { [NETNS_LABEL]: netns }),
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
         }
@@ -222,10 +235,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
             ),
           )
           .catch(async (err: unknown) => {
-            if (disk) await releaseDisk(disk)
+            await release({ disk, netns })
             throw err
           })
-        diskOf.set(created.id, disk ?? null)
+        hostOf.set(created.id, { disk, netns })
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',
@@ -271,17 +284,17 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     },
 
     async remove(id) {
-      const disk = await diskName(id)
-      diskOf.delete(id)
+      const held = await hostResources(id)
+      hostOf.delete(id)
       try {
         owners.delete(id)
         await container(id).remove({ force: true, v: true })
-        if (disk) await releaseDisk(disk)
+        await release(held)
       } catch (err) {
         const status = statusOf(err)
         if (status === 404) {
           // Already gone (removed from outside, say): its disk goes all the same.
-          if (disk) await releaseDisk(disk).catch(() => undefined)
+          await release(held).catch(() => undefined)
           return
         }
         if (status === 409 && /already in progress/i.test(String((err as Error).message))) return
