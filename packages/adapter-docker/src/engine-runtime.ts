@@ -187,6 +187,9 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     async create(spec: ContainerSpec) {
       const containerNameValue = spec.name ?? containerName()
       let image = spec.image
+      // What this create made on the host: released when no container came of it.
+      const held: { disk?: string; netns?: string } = {}
+      let made = false
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         if (spec.isolation) await assertIsolation(ctx, spec.isolation, isolations)
@@ -194,7 +197,10 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         // Podman under gVisor: a `none` sandbox gets a namespace of Berth's, loopback up.
         const noNet = (network ?? options.hardening?.network) === 'none'
         const netns = options.gvisorLoopbackNetns && spec.isolation === 'gvisor' && noNet ? containerName() : undefined
-        if (netns) network = await loopbackNetns(netns)
+        if (netns) {
+          network = await loopbackNetns(netns)
+          held.netns = netns
+        }
         const user = unprivileged(spec.user) ? spec.user : undefined
         // A size-limited workspace, unless something (a session's volume) is mounted there.
         const dir = spec.workingDir
@@ -202,6 +208,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const sized = disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir) ? disks : undefined
         // Named like a generated container (what `releaseDisk` accepts), whatever the spec's name.
         const disk = sized && bytes ? await sized.make(containerName(), bytes) : undefined
+        held.disk = disk
         const mounts =
           disk && dir ? [...(spec.mounts ?? []), { type: 'bind' as const, source: disk, target: dir }] : spec.mounts
         await volumes.remountDisks(spec.mounts)
@@ -218,26 +225,22 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
         const engineMounts = await hostMounts(mounts ?? [])
         const creator = spec.isolation === 'gvisor' && options.gvisorDocker ? options.gvisorDocker : docker
-        const created = await creator
-          .createContainer(
-            toCreateOptions(
-              {
-                ...spec,
-                user: user ? undefined : spec.user,
-                image,
-                labels,
-                mounts: engineMounts,
-                ...(network !== undefined && { network }),
-              },
-              containerNameValue,
-              options.hardening,
-              { readOnlyRoot },
-            ),
-          )
-          .catch(async (err: unknown) => {
-            await release({ disk, netns })
-            throw err
-          })
+        const created = await creator.createContainer(
+          toCreateOptions(
+            {
+              ...spec,
+              user: user ? undefined : spec.user,
+              image,
+              labels,
+              mounts: engineMounts,
+              ...(network !== undefined && { network }),
+            },
+            containerNameValue,
+            options.hardening,
+            { readOnlyRoot },
+          ),
+        )
+        made = true
         hostOf.set(created.id, { disk, netns })
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
@@ -251,6 +254,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
+        if (!made) await release(held).catch(() => undefined)
         throw ctx.error(err, 'create', { image, name: containerNameValue })
       }
     },
