@@ -44,7 +44,7 @@ describe.each(['docker', 'podman'] as const)('disk limits through tasks: %s', (e
     ).id
   }, 120_000)
   afterAll(async () => {
-    await t.s.close()
+    await t?.s.close()
     await sweep(runtime, pool)
     for (const v of await runtime.listVolumes({ labels: { 'berth.pool': pool } })) await runtime.removeVolume(v.name)
     rmSync(dir, { recursive: true, force: true })
