@@ -73,13 +73,19 @@ export function engineVolumes(ctx: EngineContext, disks: WorkspaceDisks | undefi
     },
 
     async removeVolume(name) {
+      // Its disk goes too, named by its label, so any runtime (one without disks, a restarted
+      // server) releases it; absent disks resolve.
+      const info = (await docker
+        .getVolume(name)
+        .inspect()
+        .catch(() => null)) as { Labels?: Record<string, string> | null } | null
       try {
         await docker.getVolume(name).remove({ force: true })
       } catch (err) {
         if (statusOf(err) !== 404) throw ctx.error(err, 'removeVolume', { volume: name })
       }
-      // Its disk goes too (absent disks resolve); the name alone finds it, after a restart as well.
-      if (diskOptions && /^[\w.-]+$/.test(name)) await releaseDisk(join(resolve(diskOptions.dir), name))
+      const disk = info?.Labels?.[DISK_LABEL] ?? (diskOptions && join(resolve(diskOptions.dir), name))
+      if (disk && /^[\w.-]+$/.test(name)) await releaseDisk(disk)
     },
   }
   return {
