@@ -3,13 +3,16 @@
  * runc on Docker and Podman, through Berth's runtimes: container create+start, an exec of
  * `true`, and a CPU-bound tool (a shell loop of ~1 s under runc). Three runs each; the
  * load average is printed beside every run (figures on a shared machine are noisy: compare
- * the two columns of one run, and re-measure on a quiet machine).
+ * the two columns of one run, and re-measure on a quiet machine). Then a task's first token
+ * and CPU per task through the standalone server under each isolation
+ * (bench/lib/gvisor-ttft.ts; BENCH_GVISOR_COLD, BENCH_GVISOR_TASKS).
  */
 import { loadavg } from 'node:os'
 import { dockerRuntime } from '@berth/adapter-docker'
 import { podmanRuntime } from '@berth/adapter-podman'
 import { IDLE_COMMAND, collectExec, type ContainerRuntime, type Isolation } from '@berth/core'
 import { ensureEngines } from '@berth/testkit'
+import { gvisorFirstToken } from './lib/gvisor-ttft.js'
 import { runAsScript, writeResults } from './lib/results.js'
 import { ms, table } from './lib/table.js'
 
@@ -63,7 +66,8 @@ async function once(
 /** Every engine, both isolation levels, {@link RUNS} runs each; prints a table and writes the results. */
 export async function main(): Promise<Row[]> {
   const rows: Row[] = []
-  for (const info of ensureEngines(['docker', 'podman'])) {
+  const engines = ensureEngines(['docker', 'podman'])
+  for (const info of engines) {
     const rt =
       info.engine === 'docker'
         ? dockerRuntime({ socketPath: info.socketPath })
@@ -89,7 +93,8 @@ export async function main(): Promise<Row[]> {
       ]),
     ),
   )
-  writeResults('gvisor', { runs: RUNS, rows })
+  const firstToken = await gvisorFirstToken(engines)
+  writeResults('gvisor', { runs: RUNS, rows, firstToken })
   return rows
 }
 

@@ -172,22 +172,26 @@ const hugeLine: Attack = async (a) => {
 }
 
 /**
- * 2 GiB in /tmp (sized tmpfs), then in /workspace (256 MB disk). ext4 keeps what a failed
+ * 2 GiB in /tmp, $HOME and /var/tmp (sized tmpfs on a read-only root), then in /workspace
+ * (256 MB disk). ext4 keeps what a failed
  * `fallocate` got before ENOSPC, so the workspace may end full: then the runner cannot record
  * the second answer and the task fails DISK_LIMIT_EXCEEDED, which is a clear end too.
  */
 const fillDisk: Attack = async (a) => {
-  const prompt = `Fill. ${bash('fallocate -l 2G /tmp/big')} ${bash('fallocate -l 2G /workspace/big')} ${REAL}`
+  const dirs = ['/tmp', '$HOME', '/var/tmp', '/workspace']
+  const prompt = `Fill. ${dirs.map((d) => bash(`fallocate -l 2G ${d}/big`)).join(' ')} ${REAL}`
   const id = await submit(a.api, { profile_id: a.small, prompt })
   const t = await ended(a.api, id)
   const events = await pages<Json>(a.api.call.bind(a.api), `/v1/tasks/${id}/events`, 'events', 'after')
   const tools = events.filter((e) => e.type === 'tool_result')
   const full = tools.filter((e) => e.is_error && /no space left/i.test(String(e.output))).length
-  const ok = (t.status === 'completed' && full === 2) || (t.error?.code === 'DISK_LIMIT_EXCEEDED' && full >= 1)
+  const ok =
+    (t.status === 'completed' && full === dirs.length) ||
+    (t.error?.code === 'DISK_LIMIT_EXCEEDED' && full >= dirs.length - 1)
   return [
     {
-      attack: 'fallocate 2 GiB in /tmp and /workspace',
-      expected: 'ENOSPC each (or DISK_LIMIT_EXCEEDED after /tmp)',
+      attack: 'fallocate 2 GiB in /tmp, $HOME, /var/tmp and /workspace',
+      expected: 'ENOSPC each (or DISK_LIMIT_EXCEEDED after the tmpfs paths)',
       got: `${outcome(t)}, ${full} refused of ${tools.length} recorded`,
       ok,
     },

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdir, open, rm } from 'node:fs/promises'
+import { mkdir, open, rm, stat } from 'node:fs/promises'
 import { basename, isAbsolute, join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 
@@ -59,13 +59,26 @@ export function workspaceDisks(options: DiskOptions) {
       await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
       return mount
     },
+    /**
+     * Mount the disk of `name` again when its image exists but is not mounted (after a
+     * reboot), so a bind to it never lands on the host's filesystem; resolves its host
+     * directory, or null when `name` has no disk.
+     */
+    async remount(name: string): Promise<string | null> {
+      const { image, mount } = paths(name)
+      if (await mounted(mount)) return mount
+      if (!(await stat(image).catch(() => null))) return null
+      await mkdir(mount, { recursive: true })
+      await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+      return mount
+    },
   }
 }
 
 /**
  * Unmount and delete the disk mounted at `mount` (its image is `<mount>.img`), as named by a
  * container's {@link DISK_LABEL}; absent disks resolve. Only Berth's own disk names are
- * touched (`berth-` and hex digits), whatever a label says.
+ * touched (`berth-` and hex digits, or a workspace volume's `berth-ws-…`), whatever a label says.
  *
  * @example
  * ```ts
@@ -73,7 +86,7 @@ export function workspaceDisks(options: DiskOptions) {
  * ```
  */
 export async function releaseDisk(mount: string): Promise<void> {
-  if (!isAbsolute(mount) || !/^berth-[0-9a-f]{12}$/.test(basename(mount))) return
+  if (!isAbsolute(mount) || !/^berth-(?:[0-9a-f]{12}|ws-[\w-]+)$/.test(basename(mount))) return
   if (await mounted(mount)) await run('umount', [mount])
   await rm(mount, { recursive: true, force: true })
   await rm(`${mount}.img`, { force: true })

@@ -1,14 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
-import {
-  ContainerError,
-  MANAGED_LABEL,
-  collectExec,
-  execFileOperations,
-  type ContainerRuntime,
-  type ContainerSpec,
-  type ListFilter,
-} from '@berth/core'
+import { ContainerError, collectExec, execFileOperations, type ContainerRuntime, type ContainerSpec } from '@berth/core'
 import type Docker from 'dockerode'
 import { getArchive, putArchive } from './archive.js'
 import type { EngineContext } from './context.js'
@@ -20,8 +12,10 @@ import { getArchiveByExec, putArchiveByExec, runsGvisor } from './exec-archive.j
 import { imageProvisioner } from './images.js'
 import { egressEnforcer, EGRESS_LABEL } from './egress.js'
 import { hostPathMapper } from './host-paths.js'
+import { loopbackNetns, NETNS_LABEL, releaseNetns } from './loopback-netns.js'
 import type { FirewallOptions } from './firewall.js'
 import { toContainerInfo, toContainerStats, toContainerSummary } from './inspect.js'
+import { engineVolumes, labelFilters } from './volumes.js'
 import { assertIsolation, engineIsolations } from './isolation.js'
 
 /** Everything an Engine-API runtime is built from; Docker and Podman differ only in these. */
@@ -50,6 +44,8 @@ export interface EngineRuntimeOptions {
   disks?: DiskOptions
   /** Creates `isolation: 'gvisor'` specs (Podman 4's API ignores a create's runtime: a service run with `--runtime runsc`). */
   gvisorDocker?: Docker
+  /** `none` under gVisor in a namespace of Berth's with loopback up (Podman leaves runsc's down; needs root). */
+  gvisorLoopbackNetns?: boolean
   /** Archives of gVisor containers through `tar` in the container (Podman's archive endpoint cannot reach them). */
   gvisorArchiveByExec?: boolean
 }
@@ -82,12 +78,6 @@ export function containerName(): string {
   return `berth-${randomBytes(6).toString('hex')}`
 }
 
-function labelFilters(filter: ListFilter = {}): string[] {
-  const out = [`${MANAGED_LABEL}=true`]
-  for (const [k, v] of Object.entries(filter.labels ?? {})) out.push(v === true ? k : `${k}=${v}`)
-  return out
-}
-
 /**
  * The {@link ContainerRuntime} over a Docker Engine API client. `dockerRuntime` and
  * `podmanRuntime` are this with their connection and quirks filled in.
@@ -111,16 +101,22 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
   // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
   const hostMounts = hostPathMapper(docker)
   const disks = options.disks ? workspaceDisks(options.disks) : undefined
-  /** The disk (host mount directory) of each container made here, or `null`: none. */
-  const diskOf = new Map<string, string | null>()
-  /** Read before the container goes: another runtime (a restarted server) knows its disk by the label only. */
-  const diskName = async (id: string): Promise<string | null> => {
-    const known = diskOf.get(id)
+  const volumes = engineVolumes(ctx, disks, options.disks)
+  /** What each container made here holds on the host: its disk (mount directory), its own network namespace. */
+  const hostOf = new Map<string, { disk?: string; netns?: string }>()
+  /** Read before the container goes: another runtime (a restarted server) knows them by the labels only. */
+  const hostResources = async (id: string): Promise<{ disk?: string; netns?: string }> => {
+    const known = hostOf.get(id)
     if (known !== undefined) return known
     const info = (await container(id)
       .inspect()
       .catch(() => null)) as { Config?: { Labels?: Record<string, string> | null } } | null
-    return info?.Config?.Labels?.[DISK_LABEL] ?? null
+    const labels = info?.Config?.Labels ?? {}
+    return { disk: labels[DISK_LABEL], netns: labels[NETNS_LABEL] }
+  }
+  const release = async (held: { disk?: string; netns?: string }) => {
+    if (held.disk) await releaseDisk(held.disk)
+    if (held.netns) await releaseNetns(held.netns)
   }
   /**
    * Containers whose commands run as a non-root user (`spec.user`, kept in the
@@ -191,10 +187,20 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     async create(spec: ContainerSpec) {
       const containerNameValue = spec.name ?? containerName()
       let image = spec.image
+      // What this create made on the host: released when no container came of it.
+      const held: { disk?: string; netns?: string } = {}
+      let made = false
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         if (spec.isolation) await assertIsolation(ctx, spec.isolation, isolations)
-        const network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
+        let network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
+        // Podman under gVisor: a `none` sandbox gets a namespace of Berth's, loopback up.
+        const noNet = (network ?? options.hardening?.network) === 'none'
+        const netns = options.gvisorLoopbackNetns && spec.isolation === 'gvisor' && noNet ? containerName() : undefined
+        if (netns) {
+          network = await loopbackNetns(netns)
+          held.netns = netns
+        }
         const user = unprivileged(spec.user) ? spec.user : undefined
         // A size-limited workspace, unless something (a session's volume) is mounted there.
         const dir = spec.workingDir
@@ -202,37 +208,40 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const sized = disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir) ? disks : undefined
         // Named like a generated container (what `releaseDisk` accepts), whatever the spec's name.
         const disk = sized && bytes ? await sized.make(containerName(), bytes) : undefined
+        held.disk = disk
         const mounts =
           disk && dir ? [...(spec.mounts ?? []), { type: 'bind' as const, source: disk, target: dir }] : spec.mounts
+        await volumes.remountDisks(spec.mounts)
+        // With disks, a workspace on a mount (its disk, a session's volume) gets a read-only root:
+        // overlay over ext4 cannot size the writable layer, so the writable paths are sized tmpfs.
+        const readOnlyRoot = Boolean(disks && dir && mounts?.some((m) => m.target === dir))
         const labels = {
           ...spec.labels,
           ...(disk && { [DISK_LABEL]: disk }),
+          ...(netns && { [NETNS_LABEL]: netns }),
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
         }
         // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
         const engineMounts = await hostMounts(mounts ?? [])
         const creator = spec.isolation === 'gvisor' && options.gvisorDocker ? options.gvisorDocker : docker
-        const created = await creator
-          .createContainer(
-            toCreateOptions(
-              {
-                ...spec,
-                user: user ? undefined : spec.user,
-                image,
-                labels,
-                mounts: engineMounts,
-                ...(network !== undefined && { network }),
-              },
-              containerNameValue,
-              options.hardening,
-            ),
-          )
-          .catch(async (err: unknown) => {
-            if (disk) await releaseDisk(disk)
-            throw err
-          })
-        diskOf.set(created.id, disk ?? null)
+        const created = await creator.createContainer(
+          toCreateOptions(
+            {
+              ...spec,
+              user: user ? undefined : spec.user,
+              image,
+              labels,
+              mounts: engineMounts,
+              ...(network !== undefined && { network }),
+            },
+            containerNameValue,
+            options.hardening,
+            { readOnlyRoot },
+          ),
+        )
+        made = true
+        hostOf.set(created.id, { disk, netns })
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',
@@ -245,6 +254,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         })
         return { id: created.id, name: containerNameValue }
       } catch (err) {
+        if (!made) await release(held).catch(() => undefined)
         throw ctx.error(err, 'create', { image, name: containerNameValue })
       }
     },
@@ -278,17 +288,17 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     },
 
     async remove(id) {
-      const disk = await diskName(id)
-      diskOf.delete(id)
+      const held = await hostResources(id)
+      hostOf.delete(id)
       try {
         owners.delete(id)
         await container(id).remove({ force: true, v: true })
-        if (disk) await releaseDisk(disk)
+        await release(held)
       } catch (err) {
         const status = statusOf(err)
         if (status === 404) {
           // Already gone (removed from outside, say): its disk goes all the same.
-          if (disk) await releaseDisk(disk).catch(() => undefined)
+          await release(held).catch(() => undefined)
           return
         }
         if (status === 409 && /already in progress/i.test(String((err as Error).message))) return
@@ -296,36 +306,9 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
-    async createVolume(volume, opts = {}) {
-      try {
-        // Both engines answer an existing name with that volume, unchanged.
-        await docker.createVolume({ Name: volume, Labels: { ...opts.labels, [MANAGED_LABEL]: 'true' } })
-      } catch (err) {
-        throw ctx.error(err, 'createVolume', { volume })
-      }
-    },
-
-    async listVolumes(filter) {
-      try {
-        const { Volumes } = await docker.listVolumes({ filters: { label: labelFilters(filter) } })
-        // Podman ORs several label filters on volumes (Docker ANDs them): every one must match.
-        const wanted: [string, string | true][] = Object.entries({ ...filter?.labels, [MANAGED_LABEL]: 'true' })
-        return (Volumes ?? [])
-          .map((v) => ({ name: v.Name, labels: v.Labels ?? {} }))
-          .filter((v) => wanted.every(([k, want]) => (want === true ? k in v.labels : v.labels[k] === want)))
-      } catch (err) {
-        throw ctx.error(err, 'listVolumes')
-      }
-    },
-
-    async removeVolume(name) {
-      try {
-        await docker.getVolume(name).remove({ force: true })
-      } catch (err) {
-        if (statusOf(err) === 404) return // already gone
-        throw ctx.error(err, 'removeVolume', { volume: name })
-      }
-    },
+    createVolume: volumes.createVolume,
+    listVolumes: volumes.listVolumes,
+    removeVolume: volumes.removeVolume,
 
     isolations,
     exec,

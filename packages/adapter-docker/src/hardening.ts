@@ -32,6 +32,18 @@ export const ISOLATION_LABEL = 'berth.isolation'
  */
 export const GVISOR_PIDS_HEADROOM = 256
 
+/**
+ * The writable paths of a container with a read-only root, each a tmpfs of `/tmp`'s size
+ * (all of them count against the memory limit): the agent's `$HOME` under `/home` (the
+ * runner makes it when the tmpfs hides it), root's, `/var/tmp` and `/run`.
+ */
+const READ_ONLY_ROOT_TMPFS = (size: string): Record<string, string> => ({
+  '/var/tmp': `rw,nosuid,nodev,${size},mode=1777`,
+  '/run': `rw,nosuid,nodev,${size},mode=755`,
+  '/home': `rw,nosuid,nodev,${size},mode=755`,
+  '/root': `rw,nosuid,nodev,${size},mode=700`,
+})
+
 /** How containers are locked down; every field has a safe default. */
 export interface HardeningOptions {
   /** Capabilities kept after dropping all (default {@link DEFAULT_CAP_ADD}). */
@@ -49,7 +61,8 @@ export interface HardeningOptions {
 /**
  * The Engine API create body for a spec, hardened: not privileged, all capabilities dropped
  * but {@link DEFAULT_CAP_ADD}, no-new-privileges, an init process (node as PID 1 ignores
- * SIGTERM), memory/CPU/pids limits, no published ports, and `berth.managed=true`.
+ * SIGTERM), memory/CPU/pids limits, no published ports, and `berth.managed=true`. With
+ * `layout.readOnlyRoot` the root filesystem is read-only and its writable paths sized tmpfs.
  *
  * @example
  * ```ts
@@ -61,8 +74,10 @@ export function toCreateOptions(
   spec: ContainerSpec,
   name: string,
   hardening: HardeningOptions = {},
+  layout: { readOnlyRoot?: boolean } = {},
 ): ContainerCreateOptions {
   const limits = { ...DEFAULT_LIMITS, ...hardening.defaultLimits, ...spec.limits }
+  const size = `size=${Math.max(1, Math.floor(limits.tmpBytes / 1024))}k`
   const env = Object.entries(spec.env ?? {}).map(([k, v]) => `${k}=${v}`)
   const gvisor = spec.isolation === 'gvisor'
   return {
@@ -93,7 +108,11 @@ export function toCreateOptions(
       NanoCpus: Math.round(limits.cpus * 1e9),
       PidsLimit: limits.pids + (gvisor ? GVISOR_PIDS_HEADROOM : 0),
       // A sized tmpfs: the host's disk never holds the agent's scratch files.
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${Math.max(1, Math.floor(limits.tmpBytes / 1024))}k,mode=1777` },
+      Tmpfs: {
+        '/tmp': `rw,nosuid,nodev,${size},mode=1777`,
+        ...(layout.readOnlyRoot && READ_ONLY_ROOT_TMPFS(size)),
+      },
+      ReadonlyRootfs: layout.readOnlyRoot === true,
       NetworkMode: spec.network ?? hardening.network ?? 'bridge',
       PublishAllPorts: false,
       PortBindings: {},

@@ -47,6 +47,8 @@ export const podmanRuntime = defineRuntime((options: PodmanRuntimeOptions = {}) 
     transformArchive: slashDirectoryNames,
     verifyPutPath: true,
     gvisorArchiveByExec: true,
+    // Namespaces are made on this machine, as root: a local engine's only.
+    gvisorLoopbackNetns: process.getuid?.() === 0 && Boolean(connection.socketPath),
     ...(gvisorSocketPath && { gvisorDocker: connectEngine({ socketPath: gvisorSocketPath }).docker }),
   })
 })

@@ -6,7 +6,7 @@
  * protocol and the secrets it holds stay out of the agent's reach.
  */
 import { spawn } from 'node:child_process'
-import { chownSync, readFileSync, statSync } from 'node:fs'
+import { chownSync, mkdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import type { SpawnedProcess, SpawnOptions } from '@anthropic-ai/claude-agent-sdk'
 
@@ -99,6 +99,7 @@ export function giveToAgent(user: AgentUser | null, path: string): void {
  */
 export function spawnAs(user: AgentUser, onStderr?: (data: string) => void): (o: SpawnOptions) => SpawnedProcess {
   return (o) => {
+    ensureHome(user)
     const child = spawn(o.command, o.args, {
       cwd: o.cwd,
       env: { ...o.env, HOME: user.home, USER: user.name, LOGNAME: user.name },
@@ -110,5 +111,17 @@ export function spawnAs(user: AgentUser, onStderr?: (data: string) => void): (o:
     if (onStderr) child.stderr.on('data', (d: Buffer) => onStderr(d.toString('utf8')))
     else child.stderr.resume()
     return child
+  }
+}
+
+/**
+ * Make the agent's home when it is missing: with a read-only root the engine puts an empty
+ * sized tmpfs on `/home`, which hides the image's home directories.
+ */
+function ensureHome(user: AgentUser): void {
+  try {
+    if (mkdirSync(user.home, { recursive: true, mode: 0o755 }) !== undefined) chownSync(user.home, user.uid, user.gid)
+  } catch {
+    // A home that cannot be made (`/nonexistent`, a read-only path): the agent goes without, as before.
   }
 }

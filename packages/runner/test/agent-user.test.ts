@@ -1,4 +1,4 @@
-import { chownSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -81,5 +81,24 @@ describe('the agent user (runner as root)', () => {
     await new Promise((r) => child.on('exit', r))
     // No supplementary groups are kept from root.
     expect(out.trim()).toBe('1000:1000:1000:/home/node:node')
+  })
+
+  it('makes a missing HOME, owned by the user (a read-only root puts an empty tmpfs on /home)', async () => {
+    const { top, ws, passwd } = workspace()
+    chmodSync(top, 0o755) // mkdtemp's 0700 would keep the user out whatever its home
+    const home = join(top, 'home', 'node')
+    const user = { ...agentUser(ws, passwd)!, home }
+    const child = spawnAs(user)({
+      command: 'sh',
+      args: ['-c', 'touch "$HOME/.probe" && echo ok'],
+      cwd: ws,
+      env: { PATH: process.env.PATH },
+      signal: new AbortController().signal,
+    })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    await new Promise((r) => child.on('exit', r))
+    expect(out.trim()).toBe('ok')
+    expect(statSync(home).uid).toBe(1000)
   })
 })

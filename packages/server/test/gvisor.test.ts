@@ -3,7 +3,8 @@
  * with the operator's `isolation: gvisor` every task's container, the default environment's
  * warm ones included, meets gVisor's kernel; an environment asking `container` is a 400;
  * and the egress policy still holds under runsc (it uses the network namespace the engine
- * made): the host's address and a loopback listener of the host are out of reach.
+ * made): the host's address and a loopback listener of the host are out of reach; under
+ * `none` the task still completes (on Podman in a namespace of Berth's with loopback up).
  */
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:net'
@@ -39,8 +40,7 @@ describe.each(ENGINES)('gVisor on %s', (engine) => {
       max: 3,
       berth: {
         environments: { caps: { ...DEFAULT_ENVIRONMENT_CAPS, isolation: 'gvisor' } },
-        // The default environment's own policy (public), not the helper's `none`: Podman
-        // leaves loopback down in a `none` namespace, which runsc keeps (docs/ENVIRONMENTS.md).
+        // The default environment's own policy (public), not the helper's `none` (tested below).
         pool: { image: engineRuntime(engine).info.image, min: 1, max: 3, name: uniquePoolName(`gvisor-${engine}`) },
       },
     })
@@ -105,5 +105,17 @@ describe.each(ENGINES)('gVisor on %s', (engine) => {
       v4.find((l) => l.startsWith(`-A ${hook} -i ${bridge} -j `))?.split(' -j ')[1] ?? `(no ${hook} rule)`
     for (const cidr of privateCidrs(4)) expect(text).toContain(`-A ${chain('BERTH-FORWARD')} -d ${cidr} -j REJECT`)
     expect(v4.filter((l) => l.startsWith(`-A ${chain('BERTH-INPUT')} `)).at(-1)).toMatch(/-j REJECT/)
+  }, 180_000)
+
+  it('under none the task completes (loopback is up for the runner) and nothing outside is reachable', async () => {
+    const env = await t.api.environments.create({ body: { name: 'gv-none', network: { policy: 'none' } } })
+    const profile = await t.api.profiles.create({
+      body: { name: 'gvn', slug: 'gvn', api_key_id: t.keyId, default_tools: ['Bash'], environment_id: env.id },
+    })
+    const { task, output } = await run(profile.id, [`${host}:${ports.any}`, `127.0.0.1:${ports.loopback}`])
+    expect(task.status, JSON.stringify(task)).toBe('completed')
+    expect(output).toMatch(/gVisor/)
+    expect(output).toContain(`closed ${host}:${ports.any}`)
+    expect(output).toContain(`closed 127.0.0.1:${ports.loopback}`)
   }, 180_000)
 })

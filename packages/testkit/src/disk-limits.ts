@@ -16,8 +16,10 @@ export interface DiskLimitOptions {
 /**
  * Disk limits that hold: a container with `limits.diskBytes` and `limits.tmpBytes` cannot
  * fill the host's filesystem from `/workspace` or `/tmp` (a 2 GiB `fallocate` fails with
- * ENOSPC at the limit, the host's free space barely moves), and removing the container,
- * from another runtime instance too (a restarted server), removes its workspace disk.
+ * ENOSPC at the limit, the host's free space barely moves), nor from anywhere else (its root
+ * is read-only, `$HOME`, `/var/tmp` and `/run` are sized), nor through a volume made with
+ * `sizeBytes` (a persistent session's); removing the container, from another runtime
+ * instance too (a restarted server), removes its workspace disk, and removing a volume its disk.
  *
  * @example
  * ```ts
@@ -28,8 +30,10 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
   describe(`disk limits: ${name}`, () => {
     const rt = makeRuntime()
     const made: string[] = []
+    const volumes: string[] = []
     afterAll(async () => {
       for (const id of made) await rt.remove(id).catch(() => undefined)
+      for (const v of volumes) await rt.removeVolume(v).catch(() => undefined)
       await rt.close?.()
     })
     const free = async () => {
@@ -75,6 +79,91 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       await other.remove(id)
       await other.close?.()
       expect(await readdir(opts.diskDir)).toEqual([])
+    })
+
+    it('outside /workspace and /tmp: the root is read-only and every writable path stops at its size', async () => {
+      const { id } = await rt.create({
+        image: opts.image,
+        cmd: [...IDLE_COMMAND],
+        workingDir: '/workspace',
+        user: '1000:1000',
+        network: 'none',
+        limits: { diskBytes: 64 * MiB, tmpBytes: 32 * MiB },
+        labels: { 'berth.test.run': randomBytes(4).toString('hex') },
+      })
+      made.push(id)
+      await rt.start(id)
+      const before = await free()
+      // As root, who may write anywhere the container lets anyone write.
+      const fill = async (path: string) =>
+        collectExec(
+          await rt.exec(id, { user: '0', cmd: ['sh', '-c', `fallocate -l 2G ${path}; e=$?; rm -f ${path}; exit $e`] }),
+        )
+      for (const dir of ['/var/tmp', '/run', '/home', '/root']) {
+        const r = await fill(`${dir}/big`)
+        expect(r.exitCode, `${dir}: ${r.stderr}`).not.toBe(0)
+        expect(r.stderr, dir).toMatch(/no space left on device/i)
+      }
+      for (const dir of ['', '/etc', '/usr', '/var', '/workspace/..']) {
+        const r = await fill(`${dir}/big`)
+        expect(r.exitCode, `${dir}/: ${r.stderr}`).not.toBe(0)
+        expect(r.stderr, `${dir}/`).toMatch(/read-only file system/i)
+      }
+      expect((before - (await free())) / MiB).toBeLessThan(1024)
+    })
+
+    it('a volume made with sizeBytes is a disk of that size, and removing the volume removes it', async () => {
+      const volume = `berth-ws-test${randomBytes(4).toString('hex')}`
+      volumes.push(volume)
+      await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 64 * MiB })
+      const { id } = await rt.create({
+        image: opts.image,
+        cmd: [...IDLE_COMMAND],
+        workingDir: '/workspace',
+        user: '1000:1000',
+        network: 'none',
+        mounts: [{ type: 'volume', source: volume, target: '/workspace' }],
+        limits: { diskBytes: 64 * MiB, tmpBytes: 32 * MiB },
+        labels: { 'berth.test.run': volume },
+      })
+      made.push(id)
+      await rt.start(id)
+      const before = await free()
+      const r = await collectExec(
+        await rt.exec(id, {
+          cmd: [
+            'sh',
+            '-c',
+            'echo kept > /workspace/f; fallocate -l 2G /workspace/big; e=$?; df -k /workspace | tail -1; exit $e',
+          ],
+        }),
+      )
+      expect(r.exitCode, r.stderr).not.toBe(0)
+      expect(r.stderr).toMatch(/no space left on device/i)
+      expect(Number(r.stdout.trim().split(/\s+/)[1])).toBeLessThanOrEqual(64 * 1024)
+      expect((before - (await free())) / MiB).toBeLessThan(1024)
+      // The volume outlives its container, with its files; creating it again leaves it as it is.
+      await rt.remove(id)
+      await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 64 * MiB })
+      const again = await rt.create({
+        image: opts.image,
+        cmd: [...IDLE_COMMAND],
+        workingDir: '/workspace',
+        network: 'none',
+        mounts: [{ type: 'volume', source: volume, target: '/workspace' }],
+      })
+      made.push(again.id)
+      await rt.start(again.id)
+      const kept = await collectExec(await rt.exec(again.id, { cmd: ['cat', '/workspace/f'] }))
+      expect(kept.stdout.trim()).toBe('kept')
+      await rt.remove(again.id)
+      expect(await readdir(opts.diskDir)).toEqual(expect.arrayContaining([volume, `${volume}.img`]))
+      // Removed by another instance (a restarted server): the volume's label names its disk.
+      const other = makeRuntime()
+      await other.removeVolume(volume)
+      await other.close?.()
+      expect(await readdir(opts.diskDir)).not.toContain(volume)
+      expect(await readdir(opts.diskDir)).not.toContain(`${volume}.img`)
     })
   })
 }

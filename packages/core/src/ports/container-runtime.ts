@@ -282,9 +282,11 @@ export interface ContainerRuntime {
   stats(id: string): Promise<ContainerStats>
   /**
    * Create a named volume with labels (`berth.managed=true` is added), so a restarted
-   * server can account for it. An existing volume of that name resolves as it is.
+   * server can account for it. An existing volume of that name resolves as it is (its disk
+   * mounted again after a reboot). With `sizeBytes`, a runtime that sizes workspaces
+   * (`limits.diskBytes`) makes the volume a filesystem of that size.
    */
-  createVolume(name: string, options?: { labels?: Record<string, string> }): Promise<void>
+  createVolume(name: string, options?: { labels?: Record<string, string>; sizeBytes?: number }): Promise<void>
   /** Berth's volumes (label `berth.managed=true`), filtered by label like {@link list}. */
   listVolumes(filter?: Pick<ListFilter, 'labels'>): Promise<VolumeSummary[]>
   /** Remove a named volume (a workspace's files); absent volumes resolve. */

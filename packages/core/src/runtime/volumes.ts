@@ -24,16 +24,23 @@ export function workspaceVolumeName(workspaceId: string): string {
 /**
  * Create a workspace's volume with the pool, owner and workspace labels (before a container
  * mounts it, which would create it unlabelled), so a restart can account for it. An existing
- * volume is left as it is.
+ * volume is left as it is. `sizeBytes` (the environment's `disk_mb`) limits a new volume where
+ * the runtime sizes workspaces.
  *
  * @example
  * ```ts
  * await createWorkspaceVolume(runtime, 'berth-ws-abc', { pool: 'default', owner_id: 'usr_1', workspace_id: 'ws_abc' })
  * ```
  */
-export async function createWorkspaceVolume(runtime: ContainerRuntime, name: string, who: VolumeOwner): Promise<void> {
+export async function createWorkspaceVolume(
+  runtime: ContainerRuntime,
+  name: string,
+  who: VolumeOwner,
+  sizeBytes?: number,
+): Promise<void> {
   await runtime.createVolume(name, {
     labels: { 'berth.pool': who.pool, 'berth.owner': who.owner_id, 'berth.workspace': who.workspace_id },
+    ...(sizeBytes && { sizeBytes }),
   })
 }
 

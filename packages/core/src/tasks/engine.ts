@@ -1,6 +1,7 @@
 /** The engine tasks run on (runtime, pool, runner command, warm agents) and how a workspace without a container claims one from it. */
 import { ApiError, type RunnerInput } from '@berth/contract'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
+import { diskLimits } from '../resources/environment-caps.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfileRecord } from '../resources/profiles.js'
 import type { ClaimRequest, Lease } from '../runtime/index.js'
@@ -97,7 +98,10 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
     // Parked agents give their containers back when a cold task needs the room (the pool's max or memory).
     if (agents && pool.room() === 0) await agents.evictOne()
     const volume = ws.persistent ? (ws.volume ?? workspaceVolumeName(ws.id)) : null
-    if (volume) await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id })
+    // The session's volume gets the environment's disk size (the default environment's: the operator's default).
+    const size = env.spec.limits?.diskBytes ?? diskLimits(deps.environments.caps, null).diskBytes
+    if (volume)
+      await createWorkspaceVolume(runtime, volume, { pool: pool.name, owner_id: owner, workspace_id: ws.id }, size)
     const mounts = volume ? [{ type: 'volume' as const, source: volume, target: WORKSPACE_DIR }] : []
     // Without a spec the claim takes a warm container (the default environment's); any
     // other environment, or a volume, gets a container made for the claim.

@@ -97,5 +97,11 @@ export function isolationCases(s: Suite): void {
     // Interfaces of the command's network namespace, loopback excepted.
     const r = await sh(id, "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | grep -v '^lo$' | wc -l")
     expect(r.stdout.trim()).toBe('0')
+    // Loopback is up: the runner's forwarder and the agent's own servers listen on 127.0.0.1.
+    const lo = await sh(
+      id,
+      `node -e "const n=require('net');const s=n.createServer(c=>c.end('up')).listen(0,'127.0.0.1',()=>n.connect(s.address().port,'127.0.0.1').on('data',d=>{console.log(String(d));process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(1)}))"`,
+    )
+    expect(lo.stdout.trim()).toBe('up')
   })
 }
