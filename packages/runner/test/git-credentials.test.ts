@@ -3,10 +3,11 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { setupGitCredentials } from '../src/git-credentials.js'
 
 const parent = mkdtempSync(join(tmpdir(), 'berth-git-cred-test-'))
+afterAll(() => rmSync(parent, { recursive: true, force: true }))
 afterEach(() => {
   for (const d of readdirSync(parent)) rmSync(join(parent, d), { recursive: true, force: true })
 })

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
+import { inject } from 'vitest'
 
 /**
  * Where the tests' runner bundle lives (built by global-setup), under the repository root
@@ -13,9 +13,16 @@ export const BUNDLE_DIR = join(fileURLToPath(new URL('../../..', import.meta.url
 
 export type Result = Extract<RunnerEvent, { type: 'result' }>
 
+declare module 'vitest' {
+  interface ProvidedContext {
+    /** The parent of every workspace the runner tests make (global-setup removes it at the end). */
+    runnerWorkspaces: string
+  }
+}
+
 /** A stub-provider input for `prompt` in a fresh workspace, with overrides. */
 export function makeInput(prompt: string, overrides: Partial<RunnerInput> = {}): RunnerInput {
-  const cwd = overrides.cwd ?? mkdtempSync(join(tmpdir(), 'berth-runner-ws-'))
+  const cwd = overrides.cwd ?? mkdtempSync(join(inject('runnerWorkspaces'), 'ws-'))
   return {
     protocol: 1,
     task_id: 'task_test',

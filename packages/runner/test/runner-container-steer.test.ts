@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { podmanRuntime } from '@berth/adapter-podman'
@@ -61,6 +61,7 @@ describe('berth-runner steering inside a Podman container', () => {
   })
 
   afterAll(async () => {
+    rmSync(workspace, { recursive: true, force: true })
     if (!rt) return
     const mine = await rt.list({ labels }).catch(() => [])
     await Promise.all(mine.map((c) => rt.remove(c.id)))

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { podmanRuntime } from '@berth/adapter-podman'
@@ -24,6 +24,7 @@ describe('berth-runner inside a Podman container (stub provider, network none)',
   })
 
   afterAll(async () => {
+    rmSync(workspace, { recursive: true, force: true })
     if (!rt) return
     const mine = await rt.list({ labels }).catch(() => [])
     await Promise.all(mine.map((c) => rt.remove(c.id)))

@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { expect, it } from 'vitest'
+import { expect, it, onTestFinished } from 'vitest'
 import { SETTINGS, configFromEnv } from '@berth/server'
 
 it('reads the embedded defaults and every variable, refusing values that cannot be right', () => {
@@ -137,7 +137,9 @@ it("derives a self-hosted Git instance's endpoints from its web address; explici
       BERTH_BITBUCKET_URL: 'https://bitbucket.example.com',
     }),
   ).toThrow('BERTH_BITBUCKET_URL is not supported: set BERTH_BITBUCKET_AUTHORIZE_URL, _TOKEN_URL and _API_URL instead')
-  const pem = join(mkdtempSync(join(tmpdir(), 'berth-config-')), 'client.pem')
+  const pemDir = mkdtempSync(join(tmpdir(), 'berth-config-'))
+  onTestFinished(() => rmSync(pemDir, { recursive: true, force: true }))
+  const pem = join(pemDir, 'client.pem')
   writeFileSync(pem, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
   expect(() => configFromEnv({ BERTH_BANK_CERT_FILE: pem })).toThrow(
     'BERTH_BANK_CERT_FILE is set but BERTH_BANK_KEY_FILE (bank.keyFile) is not',
