@@ -38,11 +38,19 @@ async function snapshot(s: TestServer, token: string, ids: Record<string, string
     `/v1/profiles/${ids.profile}`,
   ]
   const out: Record<string, unknown> = {}
-  for (const p of paths) {
+  // A cursor is sealed afresh on every answer: compare the page it leads to, not its bytes.
+  const read = async (p: string, follow: boolean): Promise<Record<string, unknown>> => {
     const res = await s.request(p, { token })
     expect(res.status, p).toBe(200)
-    out[p] = await res.json()
+    const body = (await res.json()) as Record<string, unknown>
+    if (typeof body.next_cursor !== 'string') return body
+    const url = new URL(p, 'http://berth.test')
+    url.searchParams.delete('page')
+    url.searchParams.set('cursor', body.next_cursor)
+    const next = follow ? await read(`${url.pathname}${url.search}`, false) : true
+    return { ...body, next_cursor: next }
   }
+  for (const p of paths) out[p] = await read(p, true)
   out['/admin/users'] = await (await s.request('/admin/users', { token: ADMIN_TOKEN })).json()
   return out
 }

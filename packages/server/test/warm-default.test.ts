@@ -157,6 +157,13 @@ describe.each(ENGINES)('the warm path by default on %s', (engine) => {
           profile_ids: [profile.id],
         },
       })
+      // The earlier tests' last refills (one or two agents of the default profile) park first.
+      await vi.waitFor(
+        () => {
+          if (s.berth.warmAgents!.stats().starting > 0) throw new Error('agents still starting')
+        },
+        { timeout: 120_000, interval: 100 },
+      )
       const before = new Set(s.parked().map((c) => c.id))
       await s.run(profile.id)
       const [agent] = await vi.waitFor(
