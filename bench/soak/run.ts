@@ -4,8 +4,9 @@
  * outside, against the standalone server as a child process on a real engine. Then the
  * checks the job systems we trust make to prove nothing was lost (see checks.ts).
  */
+import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -119,7 +120,11 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
   const runs: Standalone[] = []
   const restartMs: number[] = []
   const rss: number[] = []
-  onCleanup(async () => rmSync(dataDir, { recursive: true, force: true }))
+  onCleanup(async () => {
+    // Workspace disks a SIGKILLed server left mounted (made, but its container never created) go with the dir.
+    for (const mount of mountsUnder(dataDir)) spawnSync('umount', ['--lazy', mount])
+    rmSync(dataDir, { recursive: true, force: true })
+  })
   // Unlabelled volumes (a regression) are not found by label: they are removed by name.
   const volumeNames = new Set<string>()
   onCleanup(async () => {
@@ -397,4 +402,14 @@ async function soak(config: SoakConfig, onCleanup: (fn: () => Promise<unknown>) 
     violations: violations.length,
   }
   return { figures, violations, attacks: attacks.rows }
+}
+
+/** Mount points below `dir` (from this process's mountinfo; octal escapes such as `\040` decoded). */
+function mountsUnder(dir: string): string[] {
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) =>
+      (line.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8))),
+    )
+    .filter((mount) => mount.startsWith(`${dir}/`))
 }
