@@ -41,7 +41,8 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       return s.bavail * s.bsize
     }
 
-    it('a 2 GiB fallocate fails at the limit in /workspace and in /tmp; the host keeps its space', async () => {
+    /** A started container of the agent's user with a 64 MiB workspace disk and 32 MiB scratch. */
+    async function sizedContainer(): Promise<string> {
       const { id } = await rt.create({
         image: opts.image,
         cmd: [...IDLE_COMMAND],
@@ -53,6 +54,11 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       })
       made.push(id)
       await rt.start(id)
+      return id
+    }
+
+    it('a 2 GiB fallocate fails at the limit in /workspace and in /tmp; the host keeps its space', async () => {
+      const id = await sizedContainer()
       const before = await free()
       for (const dir of ['/workspace', '/tmp']) {
         const r = await collectExec(
@@ -82,17 +88,7 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
     })
 
     it('outside /workspace and /tmp: the root is read-only and every writable path stops at its size', async () => {
-      const { id } = await rt.create({
-        image: opts.image,
-        cmd: [...IDLE_COMMAND],
-        workingDir: '/workspace',
-        user: '1000:1000',
-        network: 'none',
-        limits: { diskBytes: 64 * MiB, tmpBytes: 32 * MiB },
-        labels: { 'berth.test.run': randomBytes(4).toString('hex') },
-      })
-      made.push(id)
-      await rt.start(id)
+      const id = await sizedContainer()
       const before = await free()
       // As root, who may write anywhere the container lets anyone write.
       const fill = async (path: string) =>
