@@ -79,6 +79,8 @@ interface EngineResult {
   warmAgents: number
   /** Of those, the agents whose Claude Code was up when the task took them (`berth.runner.ready`). */
   agentsUp: number
+  /** The sequential caller's pace: one task every this many ms (submit to end, gaps included). */
+  cycleMs: number
   /** Warm tasks whose trace lacked a span (named) and so have no steps. */
   unsplit: Record<string, number>
   throughput: {
@@ -166,11 +168,13 @@ async function engineRun(info: EngineInfo, spans: SpanReceiver): Promise<EngineR
     const main = profiles[0]!
     for (let i = 0; i < WARMUP; i++) await run(main)
     const warm: WsTask[] = []
+    const seqStart = epochNow()
     for (let i = 0; i < TASKS; i++) {
       if (GAP_MS > 0) await new Promise((r) => setTimeout(r, GAP_MS))
       warm.push(await run(main))
       if (process.stdout.isTTY) process.stdout.write(`\r  ${info.engine}: ${i + 1}/${TASKS}   `)
     }
+    const cycleMs = (epochNow() - seqStart) / TASKS
     if (process.stdout.isTTY) process.stdout.write('\r')
     const split = await spansOf(spans, warm, 15_000)
     const unsplit: Record<string, number> = {}
@@ -226,6 +230,7 @@ async function engineRun(info: EngineInfo, spans: SpanReceiver): Promise<EngineR
       steps,
       warmAgents,
       agentsUp,
+      cycleMs,
       unsplit,
       throughput,
       load: { start: load0, end: loadavg()[0]! },
@@ -311,6 +316,14 @@ function report(results: EngineResult[]): void {
         }),
       )}`,
     )
+  // Each batch task needs its own agent started (Node, Claude Code) and container made: a
+  // sequential caller faster than the machine can start them is CPU-bound, whatever the order.
+  for (const r of withThroughput) {
+    const demand = r.throughput!.cpuPerTaskMs.total! / r.cycleMs
+    console.log(
+      `  ${r.engine}: the sequential caller ended a task every ${r.cycleMs.toFixed(0)} ms; at ${r.throughput!.cpuPerTaskMs.total!.toFixed(0)} CPU ms per task that asks ${demand.toFixed(2)} of ${cpus().length} cores (${demand >= cpus().length * 0.8 ? 'CPU-bound: refills compete with the next first token' : 'within the machine'})`,
+    )
+  }
 }
 
 /**
