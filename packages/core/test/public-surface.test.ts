@@ -20,6 +20,7 @@ const PINNED = [
   'CoordinationUnavailableError',
   'DEFAULT_ENVIRONMENT_CAPS',
   'DEFAULT_TIME_LIMIT',
+  'DISK_LABEL',
   'EventBus',
   'EventLog',
   'FilePathError',
@@ -63,6 +64,7 @@ const PINNED = [
   'execLifecycle',
   'indexEntryFor',
   'isContainerError',
+  'isDiskName',
   'isFilePathError',
   'isProviderError',
   'jsonLogger',
@@ -77,8 +79,10 @@ const PINNED = [
   'rateDecision',
   'readinessOf',
   'relativePath',
+  'releaseDisk',
   'routes',
   'silentLogger',
+  'sweepOrphanDisks',
   'systemClock',
   'toByteChunks',
   'toWebStream',
@@ -88,6 +92,7 @@ const PINNED = [
   'traceparentOf',
   'tracer',
   'withoutIntegration',
+  'workspaceDisks',
 ]
 
 describe('@berth/core public surface', () => {

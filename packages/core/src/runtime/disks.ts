@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process'
-import { mkdir, open, rm, stat } from 'node:fs/promises'
+import { mkdir, open, rm, stat, truncate } from 'node:fs/promises'
 import { basename, isAbsolute, join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 
 const run = promisify(execFile)
+
+/** Size-limited workspace filesystems (loop-mounted ext4 images), shared by every runtime that sizes workspaces. */
 
 /** Where size-limited workspace filesystems are made (on the engine's own host). */
 export interface DiskOptions {
@@ -31,6 +33,7 @@ export const DISK_LABEL = 'berth.disk'
  * ```ts
  * const disks = workspaceDisks({ dir: '/var/lib/berth/disks' })
  * const hostDir = await disks.make('berth-3f9a0c12ab34', 2 * 1024 ** 3) // bind it at /workspace
+ * await disks.grow('berth-3f9a0c12ab34', 4 * 1024 ** 3) // online, while the container runs
  * await releaseDisk(hostDir) // after the container is removed
  * ```
  */
@@ -40,7 +43,22 @@ export function workspaceDisks(options: DiskOptions) {
     if (!/^[\w.-]+$/.test(name)) throw new Error(`not a disk name: ${name}`)
     return { image: join(dir, `${name}.img`), mount: join(dir, name) }
   }
+  /**
+   * Mount the disk of `name` again when its image exists but is not mounted (after a
+   * reboot), so a bind to it never lands on the host's filesystem; resolves its host
+   * directory, or null when `name` has no disk.
+   */
+  const remount = async (name: string): Promise<string | null> => {
+    const { image, mount } = paths(name)
+    if (await mounted(mount)) return mount
+    if (!(await stat(image).catch(() => null))) return null
+    await mkdir(mount, { recursive: true })
+    await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+    return mount
+  }
   return {
+    /** The absolute directory the disks are in. */
+    dir,
     /** Make (or remount after a reboot) the disk of `name`; resolves the host directory to bind. */
     async make(name: string, sizeBytes: number): Promise<string> {
       const { image, mount } = paths(name)
@@ -59,18 +77,25 @@ export function workspaceDisks(options: DiskOptions) {
       await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
       return mount
     },
+    remount,
     /**
-     * Mount the disk of `name` again when its image exists but is not mounted (after a
-     * reboot), so a bind to it never lands on the host's filesystem; resolves its host
-     * directory, or null when `name` has no disk.
+     * Mount the disk of `name` again if need be, and grow it to `sizeBytes` while mounted
+     * (and in use): the image is
+     * extended, the loop device told (`losetup -c`) and ext4 resized online. A smaller size
+     * leaves it as it is: ext4 cannot shrink while mounted. Resolves whether it grew.
      */
-    async remount(name: string): Promise<string | null> {
-      const { image, mount } = paths(name)
-      if (await mounted(mount)) return mount
-      if (!(await stat(image).catch(() => null))) return null
-      await mkdir(mount, { recursive: true })
-      await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
-      return mount
+    async grow(name: string, sizeBytes: number): Promise<boolean> {
+      const { image } = paths(name)
+      const now = await stat(image).catch(() => null)
+      // Mounted again first (after a reboot), whatever the size.
+      if (!now || (await remount(name)) === null || now.size >= sizeBytes) return false
+      const { stdout } = await run('losetup', ['-j', image])
+      const device = /^(\/dev\/loop\d+):/.exec(stdout)?.[1]
+      if (!device) return false
+      await truncate(image, sizeBytes)
+      await run('losetup', ['-c', device])
+      await run('resize2fs', [device])
+      return true
     },
   }
 }
@@ -86,15 +111,29 @@ export function workspaceDisks(options: DiskOptions) {
  * ```
  */
 export async function releaseDisk(mount: string): Promise<void> {
-  if (!isAbsolute(mount) || !/^berth-(?:[0-9a-f]{12}|ws-[\w-]+)$/.test(basename(mount))) return
+  if (!isAbsolute(mount) || !isDiskName(basename(mount))) return
   if (await mounted(mount)) await run('umount', [mount])
   await rm(mount, { recursive: true, force: true })
   await rm(`${mount}.img`, { force: true })
 }
 
+/**
+ * Whether `name` is one of Berth's disk names: `berth-` and 12 hex digits (a container's) or
+ * `berth-ws-…` (a workspace volume's).
+ *
+ * @example
+ * ```ts
+ * isDiskName('berth-3f9a0c12ab34') // true
+ * ```
+ */
+export function isDiskName(name: string): boolean {
+  return /^berth-(?:[0-9a-f]{12}|ws-[\w-]+)$/.test(name)
+}
+
 /** The type `workspaceDisks` returns. */
 export type WorkspaceDisks = ReturnType<typeof workspaceDisks>
 
+/** Whether `dir` is a mount point (a disk mounted there). */
 async function mounted(dir: string): Promise<boolean> {
   return run('mountpoint', ['-q', dir]).then(
     () => true,
