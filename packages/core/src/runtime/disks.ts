@@ -79,23 +79,40 @@ export function workspaceDisks(options: DiskOptions) {
     },
     remount,
     /**
-     * Mount the disk of `name` again if need be, and grow it to `sizeBytes` while mounted
-     * (and in use): the image is
-     * extended, the loop device told (`losetup -c`) and ext4 resized online. A smaller size
-     * leaves it as it is: ext4 cannot shrink while mounted. Resolves whether it grew.
+     * Mount the disk of `name` again if need be, and grow it to `sizeBytes`, its files kept:
+     * the image is extended, the loop device told (`losetup -c`) and ext4 resized online
+     * (`resize2fs`, which needs CAP_SYS_RESOURCE); where that is refused (a host without the
+     * capability), offline while nothing else holds the disk. A disk still held elsewhere (a
+     * running container, there) keeps its size until next time. A smaller size leaves it as
+     * it is: ext4 cannot shrink while mounted. Resolves whether it grew.
      */
     async grow(name: string, sizeBytes: number): Promise<boolean> {
-      const { image } = paths(name)
-      const now = await stat(image).catch(() => null)
-      // Mounted again first (after a reboot), whatever the size.
-      if (!now || (await remount(name)) === null || now.size >= sizeBytes) return false
-      const { stdout } = await run('losetup', ['-j', image])
-      const device = /^(\/dev\/loop\d+):/.exec(stdout)?.[1]
-      if (!device) return false
+      const { image, mount } = paths(name)
+      if ((await remount(name)) === null) return false
+      const { size } = await stat(image)
+      const device = await loopOf(image)
+      if (size >= sizeBytes || !device) return false
       await truncate(image, sizeBytes)
       await run('losetup', ['-c', device])
-      await run('resize2fs', [device])
-      return true
+      if (await run('resize2fs', [device]).then(ok, no)) return true
+      // Offline: unmounted here, the loop device goes with its last mount (autoclear) unless held elsewhere.
+      await run('umount', [mount])
+      const held = await loopOf(image)
+      try {
+        if (held) {
+          // Back to the size its filesystem has; mounting it again shares the held device and filesystem.
+          await truncate(image, size)
+          await run('losetup', ['-c', held])
+          return false
+        }
+        await run('e2fsck', ['-f', '-y', image]).catch((err: { code?: number }) => {
+          if (err.code !== 1) throw err // 1: errors corrected
+        })
+        await run('resize2fs', [image])
+        return true
+      } finally {
+        await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+      }
     },
   }
 }
@@ -132,6 +149,15 @@ export function isDiskName(name: string): boolean {
 
 /** The type `workspaceDisks` returns. */
 export type WorkspaceDisks = ReturnType<typeof workspaceDisks>
+
+const ok = () => true
+const no = () => false
+
+/** The loop device backing `image` (`/dev/loop3`), or undefined when none does. */
+async function loopOf(image: string): Promise<string | undefined> {
+  const { stdout } = await run('losetup', ['-j', image])
+  return /^(\/dev\/loop\d+):/.exec(stdout)?.[1]
+}
 
 /** Whether `dir` is a mount point (a disk mounted there). */
 async function mounted(dir: string): Promise<boolean> {
