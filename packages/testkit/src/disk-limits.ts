@@ -217,14 +217,14 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       // As a server killed between making a disk and creating its container leaves them.
       const orphan = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
       const fresh = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
-      const id = await sizedContainer()
-      const used = (await rt.list({ labels: { [DISK_LABEL]: true }, all: true })).find((c) => c.id === id)?.labels[
-        DISK_LABEL
-      ]
-      expect(used).toBeTruthy()
-      const hourAgo = new Date(Date.now() - 3_600_000)
-      for (const disk of [orphan, used]) await utimes(`${disk}.img`, hourAgo, hourAgo)
       try {
+        const id = await sizedContainer()
+        const used = (await rt.list({ labels: { [DISK_LABEL]: true }, all: true })).find((c) => c.id === id)?.labels[
+          DISK_LABEL
+        ]
+        expect(used).toBeTruthy()
+        const hourAgo = new Date(Date.now() - 3_600_000)
+        for (const disk of [orphan, used]) await utimes(`${disk}.img`, hourAgo, hourAgo)
         const released = await sweepOrphanDisks({ dir: opts.diskDir, runtime: rt, logger: silentLogger })
         expect(released).toEqual([orphan])
         const left = await readdir(opts.diskDir)
@@ -237,7 +237,8 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
         )
         expect(r.stdout.trim()).toBe('ok')
       } finally {
-        await releaseDisk(fresh)
+        // Whatever the sweep left (all of it, when it is broken): no loop disk outlives the suite.
+        for (const disk of [orphan, fresh]) await releaseDisk(disk)
       }
     })
   })
