@@ -96,8 +96,8 @@ export function workspaceDisks(options: DiskOptions) {
       await run('losetup', ['-c', device])
       if (await run('resize2fs', [device]).then(ok, no)) return true
       // Offline: unmounted here, the loop device goes with its last mount (autoclear) unless held elsewhere.
-      await run('umount', [mount])
-      const held = await loopOf(image)
+      const unmounted = await run('umount', [mount]).then(ok, no) // busy: a host process works in it
+      const held = unmounted ? await released(image) : device
       try {
         if (held) {
           // Back to the size its filesystem has; mounting it again shares the held device and filesystem.
@@ -111,7 +111,7 @@ export function workspaceDisks(options: DiskOptions) {
         await run('resize2fs', [image])
         return true
       } finally {
-        await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+        if (unmounted) await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
       }
     },
   }
@@ -157,6 +157,19 @@ const no = () => false
 async function loopOf(image: string): Promise<string | undefined> {
   const { stdout } = await run('losetup', ['-j', image])
   return /^(\/dev\/loop\d+):/.exec(stdout)?.[1]
+}
+
+/**
+ * The loop device still backing `image` after its last mount here went, or undefined once it
+ * is detached: a container removed a moment ago lets go of it as its processes die, so this
+ * waits up to 2 s before calling the disk held.
+ */
+async function released(image: string): Promise<string | undefined> {
+  for (let i = 0; ; i++) {
+    const device = await loopOf(image)
+    if (!device || i === 20) return device
+    await new Promise((r) => setTimeout(r, 100))
+  }
 }
 
 /** Whether `dir` is a mount point (a disk mounted there). */
