@@ -80,6 +80,7 @@ export {
   DISK_LABEL,
   isDiskName,
   releaseDisk,
+  releaseUnusedDisk,
   workspaceDisks,
   type DiskOptions,
   type WorkspaceDisks,

@@ -80,6 +80,7 @@ const PINNED = [
   'readinessOf',
   'relativePath',
   'releaseDisk',
+  'releaseUnusedDisk',
   'routes',
   'silentLogger',
   'sweepOrphanDisks',

@@ -1,4 +1,8 @@
-import { readFile, readdir, statfs, utimes } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, readdir, rm, statfs, utimes, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import {
   DISK_LABEL,
@@ -13,6 +17,7 @@ import {
 import { afterAll, describe, expect, it } from 'vitest'
 
 const MiB = 1024 ** 2
+const run = promisify(execFile)
 
 /** What {@link diskLimitSuite} runs against. */
 export interface DiskLimitOptions {
@@ -212,11 +217,15 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       expect(await readdir(opts.diskDir)).not.toContain(`${volume}.img`)
     })
 
-    it('a start-up sweep releases an old orphan disk and keeps a fresh one and a referenced one', async () => {
+    it('a start-up sweep releases an old orphan disk and keeps a fresh one, a referenced one and one in use elsewhere', async () => {
       const disks = workspaceDisks({ dir: opts.diskDir })
       // As a server killed between making a disk and creating its container leaves them.
       const orphan = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
       const fresh = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      // Unreferenced here but in use elsewhere (mounted again, as another engine's container would hold it).
+      const busy = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      const elsewhere = await mkdtemp(join(tmpdir(), 'berth-disk-user-'))
+      await run('mount', ['--bind', busy, elsewhere])
       try {
         const id = await sizedContainer()
         const used = (await rt.list({ labels: { [DISK_LABEL]: true }, all: true })).find((c) => c.id === id)?.labels[
@@ -224,13 +233,16 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
         ]
         expect(used).toBeTruthy()
         const hourAgo = new Date(Date.now() - 3_600_000)
-        for (const disk of [orphan, used]) await utimes(`${disk}.img`, hourAgo, hourAgo)
+        for (const disk of [orphan, used, busy]) await utimes(`${disk}.img`, hourAgo, hourAgo)
         const released = await sweepOrphanDisks({ dir: opts.diskDir, runtime: rt, logger: silentLogger })
         expect(released).toEqual([orphan])
         const left = await readdir(opts.diskDir)
         expect(left).not.toContain(`${orphan.split('/').pop()}.img`)
         expect(await readFile('/proc/self/mountinfo', 'utf8')).not.toContain(` ${orphan} `)
-        for (const kept of [fresh, `${used}`]) expect(left).toContain(`${kept.split('/').pop()}.img`)
+        for (const kept of [fresh, `${used}`, busy]) expect(left).toContain(`${kept.split('/').pop()}.img`)
+        // The busy one is mounted here again, the same filesystem its user writes to.
+        await writeFile(join(elsewhere, 'x'), 'same')
+        expect(await readFile(join(busy, 'x'), 'utf8')).toBe('same')
         // The container still writes to its disk.
         const r = await collectExec(
           await rt.exec(id, { cmd: ['sh', '-c', 'echo ok > /workspace/f && cat /workspace/f'] }),
@@ -238,7 +250,9 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
         expect(r.stdout.trim()).toBe('ok')
       } finally {
         // Whatever the sweep left (all of it, when it is broken): no loop disk outlives the suite.
-        for (const disk of [orphan, fresh]) await releaseDisk(disk)
+        await run('umount', [elsewhere])
+        await rm(elsewhere, { recursive: true, force: true })
+        for (const disk of [orphan, fresh, busy]) await releaseDisk(disk)
       }
     })
   })

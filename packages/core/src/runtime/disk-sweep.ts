@@ -3,7 +3,7 @@ import { readdir, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
-import { DISK_LABEL, type DiskOptions, isDiskName, releaseDisk } from './disks.js'
+import { DISK_LABEL, type DiskOptions, releaseUnusedDisk } from './disks.js'
 
 /** Options of {@link sweepOrphanDisks}. */
 export interface DiskSweepOptions extends DiskOptions {
@@ -18,10 +18,11 @@ export interface DiskSweepOptions extends DiskOptions {
 const GRACE_MS = 10 * 60_000
 
 /**
- * Release every disk under `dir` that no container (label `berth.disk`) or volume (its
- * label, or its name) of `runtime` references and whose image is older than the grace
- * period: a server killed between making a disk and creating its container leaks a mounted
- * loop disk otherwise. Several instances may share one engine and one disk directory, and
+ * Release every container disk under `dir` that no container (label `berth.disk`) or volume
+ * (its label, or its name) of `runtime` references, whose image is older than the grace
+ * period and that no container uses (one of another engine sharing the directory, say: see
+ * `releaseUnusedDisk`): a server killed between making a disk and creating its container
+ * leaks a mounted loop disk otherwise. Volumes' disks are left: they hold sessions' files. Several instances may share one engine and one disk directory, and
  * another instance's disk is unreferenced for the moment between its `make` and its
  * container's create: the grace period, far longer than that moment, is what keeps such a
  * disk from being taken. Resolves the released mount directories.
@@ -34,7 +35,9 @@ const GRACE_MS = 10 * 60_000
 export async function sweepOrphanDisks(o: DiskSweepOptions): Promise<string[]> {
   const dir = resolve(o.dir)
   const names = await readdir(dir).catch(() => [] as string[])
-  const images = names.filter((n) => n.endsWith('.img') && isDiskName(n.slice(0, -'.img'.length)))
+  // Containers' disks only (`berth-` and 12 hex digits): a volume's disk is its session's
+  // files, and a volume made again finds its disk and takes it back.
+  const images = names.filter((n) => /^berth-[0-9a-f]{12}\.img$/.test(n))
   if (!images.length) return []
   // Listed after the directory: a disk made since is young, so the grace period keeps it.
   const used = new Set<string>()
@@ -55,8 +58,8 @@ export async function sweepOrphanDisks(o: DiskSweepOptions): Promise<string[]> {
     const info = await stat(join(dir, image)).catch(() => null)
     if (!info || info.mtimeMs > cutoff) continue
     try {
-      await releaseDisk(mount)
-      released.push(mount)
+      if (await releaseUnusedDisk(mount)) released.push(mount)
+      else o.logger.info('an unreferenced disk is in use elsewhere, kept', { disk: mount })
     } catch (err) {
       o.logger.warn('could not release an orphan disk', { disk: mount, error: String(err) })
     }

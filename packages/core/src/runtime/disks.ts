@@ -135,6 +135,31 @@ export async function releaseDisk(mount: string): Promise<void> {
 }
 
 /**
+ * {@link releaseDisk}, unless a container still uses the disk: after its mount here goes, a
+ * loop device that stays attached is held by some mount namespace (a running container of
+ * any engine or sandbox on this host, which this runtime may not see); the disk is then
+ * mounted again as it was and kept. Resolves whether it was released.
+ *
+ * @example
+ * ```ts
+ * if (!(await releaseUnusedDisk(mount))) logger.info('disk in use elsewhere', { mount })
+ * ```
+ */
+export async function releaseUnusedDisk(mount: string): Promise<boolean> {
+  if (!isAbsolute(mount) || !isDiskName(basename(mount))) return false
+  const image = `${mount}.img`
+  if (await mounted(mount)) {
+    if (!(await run('umount', [mount]).then(ok, no))) return false // busy: a host process works in it
+    if (await released(image)) {
+      await run('mount', ['-o', 'loop,nosuid,nodev', image, mount]) // shares the held device and filesystem
+      return false
+    }
+  }
+  await releaseDisk(mount)
+  return true
+}
+
+/**
  * Whether `name` is one of Berth's disk names: `berth-` and 12 hex digits (a container's) or
  * `berth-ws-…` (a workspace volume's).
  *

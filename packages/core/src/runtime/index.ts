@@ -19,7 +19,15 @@ export {
   type FilePathProblem,
 } from './errors.js'
 export { defineRuntime } from './define.js'
-export { DISK_LABEL, isDiskName, releaseDisk, workspaceDisks, type DiskOptions, type WorkspaceDisks } from './disks.js'
+export {
+  DISK_LABEL,
+  isDiskName,
+  releaseDisk,
+  releaseUnusedDisk,
+  workspaceDisks,
+  type DiskOptions,
+  type WorkspaceDisks,
+} from './disks.js'
 export { sweepOrphanDisks, type DiskSweepOptions } from './disk-sweep.js'
 export {
   abortedExec,
