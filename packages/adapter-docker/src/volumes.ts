@@ -42,7 +42,7 @@ export function engineVolumes(ctx: EngineContext, disks: WorkspaceDisks | undefi
               throw err
             })) as { Labels?: Record<string, string> | null } | null
           // An existing volume keeps its files; its disk, if it has one, is mounted again and
-          // grown online to a larger size (the environment's disk_mb grew), never shrunk.
+          // grown to a larger size (the environment's disk_mb grew), never shrunk.
           if (existing) {
             if (existing.Labels?.[DISK_LABEL]) await disks.grow(volume, opts.sizeBytes)
             return

@@ -35,7 +35,7 @@ export function localVolumes(
       const dir = join(baseDir, 'volumes', name)
       const labels = await labelsOf(name)
       // An existing volume keeps its files; its disk, if it has one, is mounted again and
-      // grown online to a larger size (the environment's disk_mb grew), never shrunk.
+      // grown to a larger size (the environment's disk_mb grew), never shrunk.
       const existed =
         labels !== null ||
         (await lstat(dir).then(
