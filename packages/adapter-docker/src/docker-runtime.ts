@@ -1,7 +1,7 @@
 import { defineRuntime } from '@berth/core'
 import { connectEngine, type EngineConnectionOptions } from './connection.js'
 import { createEngineRuntime } from './engine-runtime.js'
-import type { DiskOptions } from './disks.js'
+import type { DiskOptions } from '@berth/core'
 import type { HardeningOptions } from './hardening.js'
 
 /** Options of {@link dockerRuntime}: where the engine is, and how containers are locked down. */

@@ -1,12 +1,21 @@
 import { randomBytes } from 'node:crypto'
 import type { Readable } from 'node:stream'
-import { ContainerError, collectExec, execFileOperations, type ContainerRuntime, type ContainerSpec } from '@berth/core'
+import {
+  ContainerError,
+  DISK_LABEL,
+  collectExec,
+  execFileOperations,
+  releaseDisk,
+  workspaceDisks,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type DiskOptions,
+} from '@berth/core'
 import type Docker from 'dockerode'
 import { getArchive, putArchive } from './archive.js'
 import type { EngineContext } from './context.js'
 import { statusOf, toContainerError } from './errors.js'
 import { startExec } from './exec.js'
-import { DISK_LABEL, releaseDisk, workspaceDisks, type DiskOptions } from './disks.js'
 import { toCreateOptions, type HardeningOptions } from './hardening.js'
 import { getArchiveByExec, putArchiveByExec, runsGvisor } from './exec-archive.js'
 import { imageProvisioner } from './images.js'

@@ -15,4 +15,5 @@ export { hostImageRecipe } from './host-image.js'
 // Building blocks for other Docker-API engines
 export { createEngineRuntime, type EngineRuntimeOptions } from './engine-runtime.js'
 export { toCreateOptions, type HardeningOptions } from './hardening.js'
-export type { DiskOptions } from './disks.js'
+/** Kept for compatibility: the disks are `@berth/core`'s now, shared with the local runtime. */
+export type { DiskOptions } from '@berth/core'

@@ -1,8 +1,16 @@
 /** Named volumes on an Engine-API runtime: labelled, and sized on a workspace disk where the runtime has disks. */
 import { join, resolve } from 'node:path'
-import { MANAGED_LABEL, type ContainerRuntime, type ContainerSpec, type ListFilter } from '@berth/core'
+import {
+  DISK_LABEL,
+  MANAGED_LABEL,
+  releaseDisk,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type DiskOptions,
+  type ListFilter,
+  type WorkspaceDisks,
+} from '@berth/core'
 import type { EngineContext } from './context.js'
-import { DISK_LABEL, releaseDisk, type DiskOptions, type WorkspaceDisks } from './disks.js'
 import { statusOf } from './errors.js'
 
 /** The engine's label filters for `filter`, `berth.managed=true` always among them. */
@@ -33,9 +41,10 @@ export function engineVolumes(ctx: EngineContext, disks: WorkspaceDisks | undefi
               if (statusOf(err) === 404) return null
               throw err
             })) as { Labels?: Record<string, string> | null } | null
-          // An existing volume stays as it is; its disk, if it has one, is mounted again.
+          // An existing volume keeps its files; its disk, if it has one, is mounted again and
+          // grown to a larger size (the environment's disk_mb grew), never shrunk.
           if (existing) {
-            if (existing.Labels?.[DISK_LABEL]) await disks.remount(volume)
+            if (existing.Labels?.[DISK_LABEL]) await disks.grow(volume, opts.sizeBytes)
             return
           }
           const mount = await disks.make(volume, opts.sizeBytes)

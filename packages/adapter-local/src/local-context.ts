@@ -2,7 +2,14 @@
 import { access, constants, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ContainerError, jsonLogger, type Logger } from '@berth/core'
+import {
+  ContainerError,
+  jsonLogger,
+  workspaceDisks,
+  type DiskOptions,
+  type Logger,
+  type WorkspaceDisks,
+} from '@berth/core'
 import { detectCgroups, type Cgroups } from './cgroups.js'
 import { readMeta, type LocalMeta } from './paths.js'
 import { isAlive } from './processes.js'
@@ -21,6 +28,11 @@ export interface LocalRuntimeOptions {
    * `none` as plain host processes, `auto` (default) bwrap where it works, else none.
    */
   sandbox?: SandboxMode | 'auto'
+  /**
+   * Where `limits.diskBytes` workspaces and `sizeBytes` volumes are made: loop-mounted ext4
+   * disks, as the engines' (needs root). Without it the workspace size is not enforced.
+   */
+  disks?: DiskOptions
 }
 
 /** What every part of the local runtime shares. */
@@ -28,6 +40,8 @@ export interface LocalContext {
   baseDir: string
   sandbox: Sandbox
   cgroups: Cgroups | null
+  /** Sized workspace disks, when the runtime was given a disk directory. */
+  disks: WorkspaceDisks | undefined
   /** One line on what is isolated. */
   description: string
   logger: Logger
@@ -112,6 +126,7 @@ export function localContext(options: LocalRuntimeOptions): LocalContext {
     baseDir,
     sandbox,
     cgroups,
+    disks: options.disks ? workspaceDisks(options.disks) : undefined,
     description,
     logger: options.logger ?? jsonLogger(),
     watchIntervalMs: options.watchIntervalMs ?? 250,

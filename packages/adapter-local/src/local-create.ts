@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { spawn } from 'node:child_process'
 import { chmod, mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { IDLE_COMMAND, MANAGED_LABEL, type ContainerSpec } from '@berth/core'
+import { DISK_LABEL, IDLE_COMMAND, MANAGED_LABEL, releaseDisk, type ContainerSpec } from '@berth/core'
 import type { LocalContext } from './local-context.js'
 import { launch } from './local-launch.js'
 import { ROOT } from './sandbox.js'
@@ -26,6 +26,30 @@ const NO_ISOLATION =
  * ```
  */
 export async function createContainer(ctx: LocalContext, spec: ContainerSpec): Promise<{ id: string; name: string }> {
+  // A size-limited workspace, unless something (a session's volume) is mounted there: a disk
+  // of its own bound at the working directory, named in a label so any runtime releases it.
+  const dir = spec.workingDir
+  const bytes = spec.limits?.diskBytes
+  const sized = ctx.disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir)
+  // Named like an engine's generated container (what `releaseDisk` accepts).
+  const disk = sized ? await ctx.disks?.make(`berth-${randomBytes(6).toString('hex')}`, bytes) : undefined
+  // A volume's disk is mounted again after a reboot, so its bind never lands on the host's filesystem.
+  for (const m of spec.mounts ?? [])
+    if (m.type === 'volume' && /^[\w.-]+$/.test(m.source)) await ctx.disks?.remount(m.source)
+  if (!disk || !dir) return createIn(ctx, spec)
+  try {
+    return await createIn(ctx, {
+      ...spec,
+      mounts: [...(spec.mounts ?? []), { type: 'bind', source: disk, target: dir }],
+      labels: { ...spec.labels, [DISK_LABEL]: disk },
+    })
+  } catch (err) {
+    await releaseDisk(disk).catch(() => undefined) // no container came of it
+    throw err
+  }
+}
+
+async function createIn(ctx: LocalContext, spec: ContainerSpec): Promise<{ id: string; name: string }> {
   const { baseDir, sandbox, cgroups, logger, fail, ensureBase } = ctx
   // Refused, never quietly weakened to a bubblewrap sandbox on the host's kernel.
   if (spec.isolation === 'gvisor')
@@ -92,7 +116,7 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
     ...(user && user.uid !== 0 && { user }),
   }
   const { diskBytes: _disk, tmpBytes, ...cgroupLimits } = spec.limits ?? {}
-  // The workspace's size is not enforced here (plain host directories); /tmp's is where it can be.
+  // The workspace's size is its disk's (above), where the runtime has disks; /tmp's is a tmpfs where it can be.
   if (tmpBytes && sandbox.mode === 'bwrap' && (await mountScratch(baseDir, id, tmpBytes))) meta.tmpBytes = tmpBytes
   const limits = Object.fromEntries(Object.entries(cgroupLimits).filter(([, v]) => v !== undefined))
   if (cgroups && Object.keys(limits).length) {

@@ -5,7 +5,9 @@ import { Readable } from 'node:stream'
 import { posix } from 'node:path'
 import {
   ContainerError,
+  DISK_LABEL,
   defineRuntime,
+  releaseDisk,
   execFileOperations,
   toWebStream,
   type ContainerInfo,
@@ -236,6 +238,9 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       exits.delete(id)
       await rm(tomb, { recursive: true, force: true, maxRetries: 3 })
       if (meta?.limits) await cgroups?.remove(id)
+      // Its workspace disk, by its label: a runtime without disks (a restarted server) releases it too.
+      const disk = meta?.labels[DISK_LABEL]
+      if (disk) await releaseDisk(disk)
     },
 
     async exec(id, opts) {

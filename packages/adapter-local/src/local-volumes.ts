@@ -1,11 +1,13 @@
 /** Named volumes of the local runtime: `<baseDir>/volumes/<name>`, labels beside them in `volume-labels/`. */
-import { access, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises'
+import { lstat, mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { MANAGED_LABEL, type ContainerRuntime } from '@berth/core'
+import { DISK_LABEL, MANAGED_LABEL, releaseDisk, type ContainerRuntime } from '@berth/core'
 import type { LocalContext } from './local-context.js'
 
 /**
- * `createVolume`, `listVolumes` and `removeVolume` of a local runtime.
+ * `createVolume`, `listVolumes` and `removeVolume` of a local runtime. With disks, a volume
+ * asked for with `sizeBytes` is its own ext4 disk (`<disk dir>/<name>`, linked from
+ * `volumes/<name>`), as the engines' are: a persistent session's files cannot fill the host.
  *
  * @example
  * ```ts
@@ -16,25 +18,46 @@ import type { LocalContext } from './local-context.js'
 export function localVolumes(
   ctx: LocalContext,
 ): Pick<ContainerRuntime, 'createVolume' | 'listVolumes' | 'removeVolume'> {
-  const { baseDir } = ctx
+  const { baseDir, disks } = ctx
   const checkVolumeName = (name: string) => {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name))
       throw ctx.fail('engine_error', `invalid volume name ${JSON.stringify(name)}`)
   }
+  const labelFile = (name: string) => join(baseDir, 'volume-labels', `${name}.json`)
+  const labelsOf = async (name: string): Promise<Record<string, string> | null> =>
+    readFile(labelFile(name), 'utf8').then(
+      (text) => JSON.parse(text) as Record<string, string>,
+      () => null,
+    )
   return {
     async createVolume(name, opts = {}) {
       checkVolumeName(name)
-      await mkdir(join(baseDir, 'volumes', name), { recursive: true })
-      // Labels beside the volumes (a volume's own directory is the workspace's files).
-      const labelFile = join(baseDir, 'volume-labels', `${name}.json`)
-      if (
-        await access(labelFile).then(
-          () => false,
+      const dir = join(baseDir, 'volumes', name)
+      const labels = await labelsOf(name)
+      // An existing volume keeps its files; its disk, if it has one, is mounted again and
+      // grown to a larger size (the environment's disk_mb grew), never shrunk.
+      const existed =
+        labels !== null ||
+        (await lstat(dir).then(
           () => true,
-        )
-      ) {
-        await mkdir(dirname(labelFile), { recursive: true })
-        await writeFile(labelFile, JSON.stringify({ ...opts.labels, [MANAGED_LABEL]: 'true' }))
+          () => false,
+        ))
+      if (existed && disks && labels?.[DISK_LABEL]) await disks.grow(name, opts.sizeBytes ?? 0)
+      const disk = !existed && disks && opts.sizeBytes ? await disks.make(name, opts.sizeBytes) : undefined
+      try {
+        await mkdir(dirname(dir), { recursive: true })
+        // The volume's directory is its disk's mount, through a link every mount of it follows.
+        if (disk) await symlink(disk, dir)
+        else await mkdir(dir, { recursive: true })
+        // Labels beside the volumes (a volume's own directory is the workspace's files).
+        if (labels === null) {
+          await mkdir(dirname(labelFile(name)), { recursive: true })
+          const all = { ...opts.labels, [MANAGED_LABEL]: 'true', ...(disk && { [DISK_LABEL]: disk }) }
+          await writeFile(labelFile(name), JSON.stringify(all))
+        }
+      } catch (err) {
+        if (disk) await releaseDisk(disk).catch(() => undefined)
+        throw err
       }
     },
 
@@ -52,8 +75,11 @@ export function localVolumes(
 
     async removeVolume(name) {
       checkVolumeName(name)
+      const disk = (await labelsOf(name))?.[DISK_LABEL]
       await rm(join(baseDir, 'volumes', name), { recursive: true, force: true })
-      await rm(join(baseDir, 'volume-labels', `${name}.json`), { force: true })
+      await rm(labelFile(name), { force: true })
+      // Its disk goes too, named by its label, so any runtime (one without disks, a restarted server) releases it.
+      if (disk) await releaseDisk(disk)
     },
   }
 }

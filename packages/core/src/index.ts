@@ -77,6 +77,16 @@ export {
 } from './runtime/errors.js'
 export { defineRuntime } from './runtime/define.js'
 export {
+  DISK_LABEL,
+  isDiskName,
+  releaseDisk,
+  releaseUnusedDisk,
+  workspaceDisks,
+  type DiskOptions,
+  type WorkspaceDisks,
+} from './runtime/disks.js'
+export { sweepOrphanDisks, type DiskSweepOptions } from './runtime/disk-sweep.js'
+export {
   abortedExec,
   execLifecycle,
   type ExecHooks,

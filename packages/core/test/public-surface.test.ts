@@ -20,6 +20,7 @@ const PINNED = [
   'CoordinationUnavailableError',
   'DEFAULT_ENVIRONMENT_CAPS',
   'DEFAULT_TIME_LIMIT',
+  'DISK_LABEL',
   'EventBus',
   'EventLog',
   'FilePathError',
@@ -63,6 +64,7 @@ const PINNED = [
   'execLifecycle',
   'indexEntryFor',
   'isContainerError',
+  'isDiskName',
   'isFilePathError',
   'isProviderError',
   'jsonLogger',
@@ -77,8 +79,11 @@ const PINNED = [
   'rateDecision',
   'readinessOf',
   'relativePath',
+  'releaseDisk',
+  'releaseUnusedDisk',
   'routes',
   'silentLogger',
+  'sweepOrphanDisks',
   'systemClock',
   'toByteChunks',
   'toWebStream',
@@ -88,6 +93,7 @@ const PINNED = [
   'traceparentOf',
   'tracer',
   'withoutIntegration',
+  'workspaceDisks',
 ]
 
 describe('@berth/core public surface', () => {

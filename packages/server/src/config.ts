@@ -71,7 +71,7 @@ export interface BerthConfig extends IntegrationsConfig {
   allowPrivateWebhooks: boolean
   /** Environments: default network policy, the policies offered, the most a caller may ask for (`BERTH_ENV_*`). */
   environmentCaps: EnvironmentCaps
-  /** `BERTH_DISK_DIR`: where Docker/Podman workspaces get their sized disks (default `<dataDir>/disks`; `null` when `off`). */
+  /** `BERTH_DISK_DIR`: where workspaces (Docker, Podman, local) get their sized disks (default `<dataDir>/disks`; `null` when `off`). */
   diskDir: string | null | undefined
   /** `BERTH_SNAPSHOT_QUOTA_MB`: the bytes of kept batch workspace files per caller (MiB). */
   snapshotQuotaMb: number

@@ -1,9 +1,23 @@
-import { readdir, statfs } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import { mkdtemp, readFile, readdir, rm, statfs, utimes, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { randomBytes } from 'node:crypto'
-import { IDLE_COMMAND, collectExec, type ContainerRuntime } from '@berth/core'
+import {
+  DISK_LABEL,
+  IDLE_COMMAND,
+  collectExec,
+  releaseDisk,
+  silentLogger,
+  sweepOrphanDisks,
+  workspaceDisks,
+  type ContainerRuntime,
+} from '@berth/core'
 import { afterAll, describe, expect, it } from 'vitest'
 
 const MiB = 1024 ** 2
+const run = promisify(execFile)
 
 /** What {@link diskLimitSuite} runs against. */
 export interface DiskLimitOptions {
@@ -11,6 +25,11 @@ export interface DiskLimitOptions {
   image: string
   /** The host directory the runtime makes its workspace disks in (their files are checked gone after remove). */
   diskDir: string
+  /**
+   * Whether the container's root is read-only with every other writable path sized (default
+   * true, the engines'); the local runtime's sandbox sizes the workspace and `/tmp` only.
+   */
+  readOnlyRoot?: boolean
 }
 
 /**
@@ -18,8 +37,10 @@ export interface DiskLimitOptions {
  * fill the host's filesystem from `/workspace` or `/tmp` (a 2 GiB `fallocate` fails with
  * ENOSPC at the limit, the host's free space barely moves), nor from anywhere else (its root
  * is read-only, `$HOME`, `/var/tmp` and `/run` are sized), nor through a volume made with
- * `sizeBytes` (a persistent session's); removing the container, from another runtime
- * instance too (a restarted server), removes its workspace disk, and removing a volume its disk.
+ * `sizeBytes` (a persistent session's), which grows online when asked for again larger;
+ * removing the container, from another runtime instance too (a restarted server), removes
+ * its workspace disk, and removing a volume its disk; a start-up sweep releases the disks
+ * no container or volume references once they are older than its grace period.
  *
  * @example
  * ```ts
@@ -87,26 +108,30 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       expect(await readdir(opts.diskDir)).toEqual([])
     })
 
-    it('outside /workspace and /tmp: the root is read-only and every writable path stops at its size', async () => {
-      const id = await sizedContainer()
-      const before = await free()
-      // As root, who may write anywhere the container lets anyone write.
-      const fill = async (path: string) =>
-        collectExec(
-          await rt.exec(id, { user: '0', cmd: ['sh', '-c', `fallocate -l 2G ${path}; e=$?; rm -f ${path}; exit $e`] }),
-        )
-      for (const dir of ['/var/tmp', '/run', '/home', '/root']) {
-        const r = await fill(`${dir}/big`)
-        expect(r.exitCode, `${dir}: ${r.stderr}`).not.toBe(0)
-        expect(r.stderr, dir).toMatch(/no space left on device/i)
-      }
-      for (const dir of ['', '/etc', '/usr', '/var', '/workspace/..']) {
-        const r = await fill(`${dir}/big`)
-        expect(r.exitCode, `${dir}/: ${r.stderr}`).not.toBe(0)
-        expect(r.stderr, `${dir}/`).toMatch(/read-only file system/i)
-      }
-      expect((before - (await free())) / MiB).toBeLessThan(1024)
-    })
+    if (opts.readOnlyRoot ?? true)
+      it('outside /workspace and /tmp: the root is read-only and every writable path stops at its size', async () => {
+        const id = await sizedContainer()
+        const before = await free()
+        // As root, who may write anywhere the container lets anyone write.
+        const fill = async (path: string) =>
+          collectExec(
+            await rt.exec(id, {
+              user: '0',
+              cmd: ['sh', '-c', `fallocate -l 2G ${path}; e=$?; rm -f ${path}; exit $e`],
+            }),
+          )
+        for (const dir of ['/var/tmp', '/run', '/home', '/root']) {
+          const r = await fill(`${dir}/big`)
+          expect(r.exitCode, `${dir}: ${r.stderr}`).not.toBe(0)
+          expect(r.stderr, dir).toMatch(/no space left on device/i)
+        }
+        for (const dir of ['', '/etc', '/usr', '/var', '/workspace/..']) {
+          const r = await fill(`${dir}/big`)
+          expect(r.exitCode, `${dir}/: ${r.stderr}`).not.toBe(0)
+          expect(r.stderr, `${dir}/`).toMatch(/read-only file system/i)
+        }
+        expect((before - (await free())) / MiB).toBeLessThan(1024)
+      })
 
     it('a volume made with sizeBytes is a disk of that size, and removing the volume removes it', async () => {
       const volume = `berth-ws-test${randomBytes(4).toString('hex')}`
@@ -152,7 +177,37 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       await rt.start(again.id)
       const kept = await collectExec(await rt.exec(again.id, { cmd: ['cat', '/workspace/f'] }))
       expect(kept.stdout.trim()).toBe('kept')
+      // Asked for again larger while a container uses it: its files stay whole, whether it grew
+      // online (with CAP_SYS_RESOURCE) or keeps its size until it is free.
+      const sizeKbIn = async (id: string) => {
+        const df = await collectExec(await rt.exec(id, { cmd: ['sh', '-c', 'df -k /workspace | tail -1'] }))
+        return Number(df.stdout.trim().split(/\s+/)[1])
+      }
+      await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 96 * MiB })
+      expect(await sizeKbIn(again.id)).toBeLessThanOrEqual(96 * 1024)
+      const inUse = await collectExec(await rt.exec(again.id, { cmd: ['cat', '/workspace/f'] }))
+      expect(inUse.stdout.trim()).toBe('kept')
       await rt.remove(again.id)
+      // Asked for again larger before its next container (a session coming back with a larger
+      // disk_mb): grown, files kept; asked for smaller: left as it is (ext4 cannot shrink mounted).
+      await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 128 * MiB })
+      const next = await rt.create({
+        image: opts.image,
+        cmd: [...IDLE_COMMAND],
+        workingDir: '/workspace',
+        network: 'none',
+        mounts: [{ type: 'volume', source: volume, target: '/workspace' }],
+      })
+      made.push(next.id)
+      await rt.start(next.id)
+      const grown = await sizeKbIn(next.id)
+      expect(grown).toBeGreaterThan(96 * 1024)
+      expect(grown).toBeLessThanOrEqual(128 * 1024)
+      await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 32 * MiB })
+      expect(await sizeKbIn(next.id)).toBe(grown)
+      const still = await collectExec(await rt.exec(next.id, { cmd: ['cat', '/workspace/f'] }))
+      expect(still.stdout.trim()).toBe('kept')
+      await rt.remove(next.id)
       expect(await readdir(opts.diskDir)).toEqual(expect.arrayContaining([volume, `${volume}.img`]))
       // Removed by another instance (a restarted server): the volume's label names its disk.
       const other = makeRuntime()
@@ -160,6 +215,45 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       await other.close?.()
       expect(await readdir(opts.diskDir)).not.toContain(volume)
       expect(await readdir(opts.diskDir)).not.toContain(`${volume}.img`)
+    })
+
+    it('a start-up sweep releases an old orphan disk and keeps a fresh one, a referenced one and one in use elsewhere', async () => {
+      const disks = workspaceDisks({ dir: opts.diskDir })
+      // As a server killed between making a disk and creating its container leaves them.
+      const orphan = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      const fresh = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      // Unreferenced here but in use elsewhere (mounted again, as another engine's container would hold it).
+      const busy = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      const elsewhere = await mkdtemp(join(tmpdir(), 'berth-disk-user-'))
+      await run('mount', ['--bind', busy, elsewhere])
+      try {
+        const id = await sizedContainer()
+        const used = (await rt.list({ labels: { [DISK_LABEL]: true }, all: true })).find((c) => c.id === id)?.labels[
+          DISK_LABEL
+        ]
+        expect(used).toBeTruthy()
+        const hourAgo = new Date(Date.now() - 3_600_000)
+        for (const disk of [orphan, used, busy]) await utimes(`${disk}.img`, hourAgo, hourAgo)
+        const released = await sweepOrphanDisks({ dir: opts.diskDir, runtime: rt, logger: silentLogger })
+        expect(released).toEqual([orphan])
+        const left = await readdir(opts.diskDir)
+        expect(left).not.toContain(`${orphan.split('/').pop()}.img`)
+        expect(await readFile('/proc/self/mountinfo', 'utf8')).not.toContain(` ${orphan} `)
+        for (const kept of [fresh, `${used}`, busy]) expect(left).toContain(`${kept.split('/').pop()}.img`)
+        // The busy one is mounted here again, the same filesystem its user writes to.
+        await writeFile(join(elsewhere, 'x'), 'same')
+        expect(await readFile(join(busy, 'x'), 'utf8')).toBe('same')
+        // The container still writes to its disk.
+        const r = await collectExec(
+          await rt.exec(id, { cmd: ['sh', '-c', 'echo ok > /workspace/f && cat /workspace/f'] }),
+        )
+        expect(r.stdout.trim()).toBe('ok')
+      } finally {
+        // Whatever the sweep left (all of it, when it is broken): no loop disk outlives the suite.
+        await run('umount', [elsewhere])
+        await rm(elsewhere, { recursive: true, force: true })
+        for (const disk of [orphan, fresh, busy]) await releaseDisk(disk)
+      }
     })
   })
 }

@@ -284,7 +284,8 @@ export interface ContainerRuntime {
    * Create a named volume with labels (`berth.managed=true` is added), so a restarted
    * server can account for it. An existing volume of that name resolves as it is (its disk
    * mounted again after a reboot). With `sizeBytes`, a runtime that sizes workspaces
-   * (`limits.diskBytes`) makes the volume a filesystem of that size.
+   * (`limits.diskBytes`) makes the volume a filesystem of that size, and grows an existing
+   * one asked for larger (its files kept; never shrunk).
    */
   createVolume(name: string, options?: { labels?: Record<string, string>; sizeBytes?: number }): Promise<void>
   /** Berth's volumes (label `berth.managed=true`), filtered by label like {@link list}. */

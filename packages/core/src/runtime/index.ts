@@ -1,4 +1,4 @@
-/** runtime/: what sits on the runtime port — the warm container pool (claims and leases, warm-up, fair queue, engine link, recovery), its image, workspace volumes, and what every adapter shares (bytes, errors, one exec lifecycle, file operations). */
+/** runtime/: what sits on the runtime port — the warm container pool (claims and leases, warm-up, fair queue, engine link, recovery), its image, workspace volumes and disks, and what every adapter shares (bytes, errors, one exec lifecycle, file operations). */
 export { ContainerPool } from './pool.js'
 export {
   defaultPoolName,
@@ -19,6 +19,16 @@ export {
   type FilePathProblem,
 } from './errors.js'
 export { defineRuntime } from './define.js'
+export {
+  DISK_LABEL,
+  isDiskName,
+  releaseDisk,
+  releaseUnusedDisk,
+  workspaceDisks,
+  type DiskOptions,
+  type WorkspaceDisks,
+} from './disks.js'
+export { sweepOrphanDisks, type DiskSweepOptions } from './disk-sweep.js'
 export {
   abortedExec,
   execLifecycle,

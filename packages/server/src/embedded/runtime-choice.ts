@@ -9,7 +9,7 @@ import {
 } from '@berth/adapter-docker'
 import { localRuntime } from '@berth/adapter-local'
 import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
-import type { ContainerRuntime } from '@berth/core'
+import { sweepOrphanDisks, type ContainerRuntime } from '@berth/core'
 import { answerSync } from './engine-probe.js'
 
 /** A runtime by name: `auto` takes the first engine that answers (Docker, then Podman), else `local`. */
@@ -95,19 +95,38 @@ function noSandbox(reason: string, explicit: boolean): Error {
  * ```
  */
 export function localFor(
-  config: { dataDir: string; localUnsandboxed?: boolean | undefined },
+  config: { dataDir: string; localUnsandboxed?: boolean | undefined; diskDir?: string | null | undefined },
   warn: (message: string) => void,
   opts: { explicit: boolean; make?: typeof localRuntime },
 ): ChosenRuntime {
   const baseDir = join(config.dataDir, 'containers')
-  const runtime = (opts.make ?? localRuntime)({ baseDir })
+  // Sized where the server runs as root, as for the engines (the note is theirs: /tmp is not sized here without root).
+  const { disks } = disksFor(config.diskDir === undefined ? join(config.dataDir, 'disks') : config.diskDir)
+  const runtime = (opts.make ?? localRuntime)({ baseDir, ...(disks && { disks }) })
   if (runtime.sandbox === 'none') {
     if (!opts.explicit || !config.localUnsandboxed) throw noSandbox(runtime.description, opts.explicit)
     warn(NO_ISOLATION_WARNING)
     return { runtime, name: 'local', description: `local (${baseDir}, NO ISOLATION)` }
   }
   warn(`berth: runtime local: tasks run in a ${runtime.description}.`)
+  sweepAtStart(runtime, disks, warn)
   return { runtime, name: 'local', description: `local (${baseDir}, bubblewrap sandbox)` }
+}
+
+/**
+ * Release, in the background, the disks a killed server left under the disk directory (made,
+ * never handed to a container or volume). Safe while this server starts and while other
+ * instances run on the same engine: only disks older than the sweep's grace period go.
+ */
+function sweepAtStart(runtime: ContainerRuntime, disks: DiskOptions | undefined, warn: (message: string) => void) {
+  if (!disks) return
+  const logger = {
+    info: (message: string, fields?: Record<string, unknown>) => warn(`berth: ${message}: ${JSON.stringify(fields)}`),
+    warn: (message: string, fields?: Record<string, unknown>) => warn(`berth: ${message}: ${JSON.stringify(fields)}`),
+  }
+  sweepOrphanDisks({ ...disks, runtime, logger }).catch((err: unknown) =>
+    warn(`berth: could not sweep orphan disks in ${disks.dir}: ${String(err)}`),
+  )
 }
 
 /** Options of {@link chooseRuntime}. */
@@ -124,7 +143,7 @@ export interface ChooseRuntimeOptions {
   localUnsandboxed?: boolean
   /**
    * Where sized workspace disks (`disk_mb`) are made: loop-mounted ext4 images, so only for
-   * an engine on this machine and a server running as root (default `<dataDir>/disks` then;
+   * an engine on this machine (or `local`) and a server running as root (default `<dataDir>/disks` then;
    * `null` for none, and the workspace size is not enforced).
    */
   diskDir?: string | null
@@ -168,7 +187,9 @@ export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
   const index = answers.indexOf(true)
   if (index >= 0) {
     if (note) warn(note)
-    return candidates[index]!.make()
+    const chosen = candidates[index]!.make()
+    sweepAtStart(chosen.runtime, disks, warn)
+    return chosen
   }
   const tried = candidates.map((c) => `${c.name} at ${where(c.connection)} does not answer`).join('; ')
   if (runtime !== 'auto') throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer. ${tried}`)
