@@ -21,8 +21,8 @@ diskLimitSuite(
   {
     image: 'ignored-by-local',
     diskDir: dir,
-    // The sandbox's `/` is the host's system directories read-only and the container's own
-    // directory: only the workspace and `/tmp` are sized (the README's threat model says so).
+    // The sandbox's `/` is the host's system directories read-only, bubblewrap's in-memory
+    // root and the container's own directories: the workspace, `/tmp` and `/root` are sized.
     readOnlyRoot: false,
   },
 )

@@ -27,7 +27,8 @@ export interface DiskLimitOptions {
   diskDir: string
   /**
    * Whether the container's root is read-only with every other writable path sized (default
-   * true, the engines'); the local runtime's sandbox sizes the workspace and `/tmp` only.
+   * true, the engines'); false: the local runtime's sandbox, where the agent's user can write
+   * only the workspace and `/tmp`, and root's HOME is sized.
    */
   readOnlyRoot?: boolean
 }
@@ -130,6 +131,25 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
           expect(r.exitCode, `${dir}/: ${r.stderr}`).not.toBe(0)
           expect(r.stderr, `${dir}/`).toMatch(/read-only file system/i)
         }
+        expect((before - (await free())) / MiB).toBeLessThan(1024)
+      })
+
+    if (opts.readOnlyRoot === false)
+      it("outside /workspace and /tmp: the agent's user can write nowhere, and root's HOME stops at its size", async () => {
+        const id = await sizedContainer()
+        const before = await free()
+        const fill = async (user: string, path: string) =>
+          collectExec(
+            await rt.exec(id, { user, cmd: ['sh', '-c', `fallocate -l 2G ${path}; e=$?; rm -f ${path}; exit $e`] }),
+          )
+        for (const dir of ['', '/etc', '/usr', '/var', '/run', '/home', '/root', '/dev/shm']) {
+          const r = await fill('1000', `${dir}/big`)
+          expect(r.exitCode, `${dir}/: ${r.stderr}`).not.toBe(0)
+          expect(r.stderr, `${dir}/`).toMatch(/permission denied|read-only file system|no such file or directory/i)
+        }
+        const home = await fill('0', '/root/big')
+        expect(home.exitCode, home.stderr).not.toBe(0)
+        expect(home.stderr).toMatch(/no space left on device/i)
         expect((before - (await free())) / MiB).toBeLessThan(1024)
       })
 
