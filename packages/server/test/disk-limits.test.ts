@@ -5,7 +5,7 @@
  * (the host's free space is checked by testkit's `diskLimitSuite`), and a disk so full that
  * the runner cannot go on fails the task with DISK_LIMIT_EXCEEDED.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { dockerRuntime } from '@berth/adapter-docker'
@@ -13,10 +13,7 @@ import { podmanRuntime } from '@berth/adapter-podman'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { engineRuntime, sweep, uniquePoolName } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
-
-const bash = (command: string) => `[[berth:tool Bash ${JSON.stringify({ command })}]] [[berth:text checked]]`
-// A failed fallocate on ext4 keeps what it allocated: the file goes, so the runner can go on writing.
-const fill = (dir: string) => bash(`fallocate -l 2G ${dir}/big; e=$?; rm -f ${dir}/big; exit $e`)
+import { bash, diskTaskCases, smallDiskProfiles } from './disk-limits.helpers.js'
 
 describe.each(['docker', 'podman'] as const)('disk limits through tasks: %s', (engine) => {
   const dir = mkdtempSync(join(tmpdir(), 'berth-disks-'))
@@ -34,14 +31,7 @@ describe.each(['docker', 'podman'] as const)('disk limits through tasks: %s', (e
         pool: { image: info.image, min: 0, max: 2, name: pool, spec: { network: 'none' } },
       },
     })
-    const env = await t.api.environments.create({
-      body: { name: 'small', network: { policy: 'none' }, limits: { disk_mb: 64 } },
-    })
-    const body = { api_key_id: t.keyId, default_tools: ['Bash'], environment_id: env.id }
-    profileId = (await t.api.profiles.create({ body: { ...body, name: 'Small', slug: 'small' } })).id
-    sessionProfileId = (
-      await t.api.profiles.create({ body: { ...body, name: 'Kept', slug: 'kept', persistent_sessions: true } })
-    ).id
+    ;({ profileId, sessionProfileId } = await smallDiskProfiles(t))
   }, 120_000)
   afterAll(async () => {
     await t?.s.close()
@@ -50,40 +40,7 @@ describe.each(['docker', 'podman'] as const)('disk limits through tasks: %s', (e
     rmSync(dir, { recursive: true, force: true })
   })
 
-  const toolResults = async (taskId: string) =>
-    (await t.events(taskId)).filter((e) => e.type === 'tool_result') as unknown as {
-      is_error: boolean
-      output: string
-    }[]
-
-  it("disk_mb is the workspace's size; 2 GiB in /workspace, /tmp, $HOME and /var/tmp are tool errors the agent sees", async () => {
-    const done = await t.run({
-      profile_id: profileId,
-      prompt: [bash('df -k /workspace | tail -1'), ...['/workspace', '/tmp', '$HOME', '/var/tmp'].map(fill)].join(' '),
-    })
-    expect(done.status, JSON.stringify(done.error)).toBe('completed')
-    const results = await toolResults(done.task_id)
-    expect(results).toHaveLength(5)
-    expect(Number(results[0]!.output.trim().split(/\s+/)[1])).toBeLessThanOrEqual(64 * 1024)
-    for (const r of results.slice(1)) {
-      expect(r.is_error).toBe(true)
-      expect(r.output).toMatch(/no space left on device/i)
-    }
-  }, 120_000)
-
-  it("a persistent session's volume is a disk of disk_mb", async () => {
-    const done = await t.run({
-      profile_id: sessionProfileId,
-      mode: 'session',
-      prompt: [bash('df -k /workspace | tail -1'), fill('/workspace')].join(' '),
-    })
-    expect(done.status, JSON.stringify(done.error)).toBe('completed')
-    const results = await toolResults(done.task_id)
-    expect(Number(results[0]!.output.trim().split(/\s+/)[1])).toBeLessThanOrEqual(64 * 1024)
-    expect(results[1]!.is_error).toBe(true)
-    expect(results[1]!.output).toMatch(/no space left on device/i)
-    expect(readdirSync(dir).some((f) => /^berth-ws-.*\.img$/.test(f))).toBe(true)
-  }, 120_000)
+  diskTaskCases(() => ({ t, profileId, sessionProfileId, dir }), ['/workspace', '/tmp', '$HOME', '/var/tmp'])
 
   it('a disk so full the runner cannot record its events fails the task with DISK_LIMIT_EXCEEDED', async () => {
     const done = await t.run({

@@ -153,6 +153,20 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
         expect((before - (await free())) / MiB).toBeLessThan(1024)
       })
 
+    /** A started container with `volume` at its workspace. */
+    async function volumeContainer(volume: string): Promise<{ id: string }> {
+      const { id } = await rt.create({
+        image: opts.image,
+        cmd: [...IDLE_COMMAND],
+        workingDir: '/workspace',
+        network: 'none',
+        mounts: [{ type: 'volume', source: volume, target: '/workspace' }],
+      })
+      made.push(id)
+      await rt.start(id)
+      return { id }
+    }
+
     it('a volume made with sizeBytes is a disk of that size, and removing the volume removes it', async () => {
       const volume = `berth-ws-test${randomBytes(4).toString('hex')}`
       volumes.push(volume)
@@ -186,15 +200,7 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       // The volume outlives its container, with its files; creating it again leaves it as it is.
       await rt.remove(id)
       await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 64 * MiB })
-      const again = await rt.create({
-        image: opts.image,
-        cmd: [...IDLE_COMMAND],
-        workingDir: '/workspace',
-        network: 'none',
-        mounts: [{ type: 'volume', source: volume, target: '/workspace' }],
-      })
-      made.push(again.id)
-      await rt.start(again.id)
+      const again = await volumeContainer(volume)
       const kept = await collectExec(await rt.exec(again.id, { cmd: ['cat', '/workspace/f'] }))
       expect(kept.stdout.trim()).toBe('kept')
       // Asked for again larger while a container uses it: its files stay whole, whether it grew
@@ -211,15 +217,7 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
       // Asked for again larger before its next container (a session coming back with a larger
       // disk_mb): grown, files kept; asked for smaller: left as it is (ext4 cannot shrink mounted).
       await rt.createVolume(volume, { labels: { 'berth.test.run': volume }, sizeBytes: 128 * MiB })
-      const next = await rt.create({
-        image: opts.image,
-        cmd: [...IDLE_COMMAND],
-        workingDir: '/workspace',
-        network: 'none',
-        mounts: [{ type: 'volume', source: volume, target: '/workspace' }],
-      })
-      made.push(next.id)
-      await rt.start(next.id)
+      const next = await volumeContainer(volume)
       const grown = await sizeKbIn(next.id)
       expect(grown).toBeGreaterThan(96 * 1024)
       expect(grown).toBeLessThanOrEqual(128 * 1024)

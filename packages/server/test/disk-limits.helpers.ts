@@ -1,0 +1,71 @@
+/** What the task-path disk-limit tests share on every runtime: the prompts, the profiles, and the cases. */
+import { readdirSync } from 'node:fs'
+import { expect, it } from 'vitest'
+import type { agentUser } from './tasks.helpers.js'
+
+type Agent = Awaited<ReturnType<typeof agentUser>>
+
+/** A stub prompt that runs `command` with the Bash tool. */
+export const bash = (command: string) => `[[berth:tool Bash ${JSON.stringify({ command })}]] [[berth:text checked]]`
+// A failed fallocate on ext4 keeps what it allocated: the file goes, so the runner can go on writing.
+const fill = (dir: string) => bash(`fallocate -l 2G ${dir}/big; e=$?; rm -f ${dir}/big; exit $e`)
+
+/** An environment of 64 MiB workspaces and two Bash profiles on it: batch, and persistent sessions. */
+export async function smallDiskProfiles(t: Agent): Promise<{ profileId: string; sessionProfileId: string }> {
+  const env = await t.api.environments.create({
+    body: { name: 'small', network: { policy: 'none' }, limits: { disk_mb: 64 } },
+  })
+  const body = { api_key_id: t.keyId, default_tools: ['Bash'], environment_id: env.id }
+  const profileId = (await t.api.profiles.create({ body: { ...body, name: 'Small', slug: 'small' } })).id
+  const sessionProfileId = (
+    await t.api.profiles.create({ body: { ...body, name: 'Kept', slug: 'kept', persistent_sessions: true } })
+  ).id
+  return { profileId, sessionProfileId }
+}
+
+/**
+ * The cases every runtime with disks passes through tasks: `disk_mb` is the workspace's
+ * size and 2 GiB in each of `paths` is a tool error the agent sees; a persistent session's
+ * volume is a disk of `disk_mb` (its image in `dir`).
+ */
+export function diskTaskCases(
+  get: () => { t: Agent; profileId: string; sessionProfileId: string; dir: string },
+  paths: string[],
+): void {
+  const toolResults = async (taskId: string) =>
+    (await get().t.events(taskId)).filter((e) => e.type === 'tool_result') as unknown as {
+      is_error: boolean
+      output: string
+    }[]
+
+  it(`disk_mb is the workspace's size; 2 GiB in ${paths.join(', ')} are tool errors the agent sees`, async () => {
+    const { t, profileId } = get()
+    const done = await t.run({
+      profile_id: profileId,
+      prompt: [bash('df -k /workspace | tail -1'), ...paths.map(fill)].join(' '),
+    })
+    expect(done.status, JSON.stringify(done.error)).toBe('completed')
+    const results = await toolResults(done.task_id)
+    expect(results).toHaveLength(paths.length + 1)
+    expect(Number(results[0]!.output.trim().split(/\s+/)[1])).toBeLessThanOrEqual(64 * 1024)
+    for (const r of results.slice(1)) {
+      expect(r.is_error).toBe(true)
+      expect(r.output).toMatch(/no space left on device/i)
+    }
+  }, 120_000)
+
+  it("a persistent session's volume is a disk of disk_mb", async () => {
+    const { t, sessionProfileId, dir } = get()
+    const done = await t.run({
+      profile_id: sessionProfileId,
+      mode: 'session',
+      prompt: [bash('df -k /workspace | tail -1'), fill('/workspace')].join(' '),
+    })
+    expect(done.status, JSON.stringify(done.error)).toBe('completed')
+    const results = await toolResults(done.task_id)
+    expect(Number(results[0]!.output.trim().split(/\s+/)[1])).toBeLessThanOrEqual(64 * 1024)
+    expect(results[1]!.is_error).toBe(true)
+    expect(results[1]!.output).toMatch(/no space left on device/i)
+    expect(readdirSync(dir).some((f) => /^berth-ws-.*\.img$/.test(f))).toBe(true)
+  }, 120_000)
+}
