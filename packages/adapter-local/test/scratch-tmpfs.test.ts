@@ -1,7 +1,7 @@
 /**
- * The local runtime's `/tmp` under bubblewrap is a tmpfs of `limits.tmpBytes` (the server
- * runs as root here): a 2 GiB `fallocate` there fails at the limit, and removing the
- * container unmounts it. The workspace's size is not enforced by this runtime.
+ * The local runtime's `/tmp` and `/root` under bubblewrap are tmpfs of `limits.tmpBytes`
+ * (the server runs as root here): a 2 GiB `fallocate` in either fails at the limit, and
+ * removing the container unmounts them. (The workspace's disk: `disk-limits.test.ts`.)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,7 +19,7 @@ const mountsUnder = () =>
     .split('\n')
     .filter((l) => l.includes(baseDir))
 
-it('a 2 GiB fallocate in /tmp fails at 32 MiB; remove unmounts it', async () => {
+it('a 2 GiB fallocate in /tmp or /root fails at 32 MiB; remove unmounts them', async () => {
   expect(rt.sandbox).toBe('bwrap')
   const { id } = await rt.create({
     image: 'local',
@@ -29,13 +29,15 @@ it('a 2 GiB fallocate in /tmp fails at 32 MiB; remove unmounts it', async () => 
   })
   try {
     await rt.start(id)
-    const r = await collectExec(
-      await rt.exec(id, { cmd: ['sh', '-c', 'fallocate -l 2G /tmp/big; e=$?; df -k /tmp | tail -1; exit $e'] }),
-    )
-    expect(r.exitCode).not.toBe(0)
-    expect(r.stderr).toMatch(/no space left on device/i)
-    expect(Number(r.stdout.trim().split(/\s+/)[1])).toBeLessThanOrEqual(32 * 1024)
-    expect(mountsUnder()).toHaveLength(1)
+    for (const dir of ['/tmp', '/root']) {
+      const r = await collectExec(
+        await rt.exec(id, { cmd: ['sh', '-c', `fallocate -l 2G ${dir}/big; e=$?; df -k ${dir} | tail -1; exit $e`] }),
+      )
+      expect(r.exitCode, dir).not.toBe(0)
+      expect(r.stderr, dir).toMatch(/no space left on device/i)
+      expect(Number(r.stdout.trim().split(/\s+/)[1]), dir).toBeLessThanOrEqual(32 * 1024)
+    }
+    expect(mountsUnder()).toHaveLength(2)
   } finally {
     await rt.remove(id)
   }
