@@ -129,7 +129,13 @@ export function workspaceDisks(options: DiskOptions) {
  */
 export async function releaseDisk(mount: string): Promise<void> {
   if (!isAbsolute(mount) || !isDiskName(basename(mount))) return
-  if (await mounted(mount)) await run('umount', [mount])
+  if (await mounted(mount)) {
+    // Two releasers of one disk (a server's reap and another runtime's remove) may race: only
+    // a mount that is still there is a failure.
+    await run('umount', [mount]).catch(async (err: unknown) => {
+      if (await mounted(mount)) throw err
+    })
+  }
   await rm(mount, { recursive: true, force: true })
   await rm(`${mount}.img`, { force: true })
 }
