@@ -10,6 +10,7 @@ import type { ContainerPool } from '../src/runtime/pool.js'
 import { Dispatcher, instanceQueue, SHARED_QUEUE } from '../src/tasks/dispatch.js'
 import type { TaskEngine } from '../src/tasks/engine.js'
 import { EventBus } from '../src/tasks/event-bus.js'
+import { lostClaimKey } from '../src/tasks/lost-instances.js'
 import type { TaskRecord } from '../src/tasks/task.js'
 import { Scheduler } from '../src/tasks/scheduler.js'
 import type { WorkspaceRecord } from '../src/workspaces/workspaces.js'
@@ -144,6 +145,33 @@ describe('Dispatcher queues', () => {
     await vi.waitFor(() => expect(b.cancels.here).toHaveBeenCalledOnce())
     expect(b.cancels.here.mock.calls[0]![0]).toMatchObject({ id: t.id, instance_id: 'B' })
     expect(a.cancels.here).not.toHaveBeenCalled()
+  })
+
+  it('a task fenced out of the instance that took it, and put back, runs there when taken again, each time', async () => {
+    vi.useFakeTimers()
+    const { hub, records } = cluster()
+    const b = instance(hub, 'B', records, 2)
+    await b.dispatch.start()
+    const t = await records.put(taskRecord())
+    await b.dispatch.send(SHARED_QUEUE, t)
+    await vi.advanceTimersByTimeAsync(500)
+    expect(b.scheduler.has(t.id)).toBe(true)
+    // The lease lapsed and Redis came back empty: the scheduler's queue is emptied, the job is
+    // gone, and the takeover puts the task back, untaken.
+    // Twice: each taking is claimed for its takeover once, the second as well as the first.
+    for (let round = 0; round < 2; round++) {
+      expect(b.scheduler.fence(new Error('fenced')).map((x) => x.id)).toEqual([t.id])
+      hub.queues.clear()
+      const taken = await records.get(t.owner_id, t.id)
+      expect(await b.coordination.once.claimOnce(lostClaimKey(taken), 60_000), `round ${round}`).toBe(true)
+      await records.put({ ...taken, instance_id: null })
+      await b.coordination
+        .queue(SHARED_QUEUE)
+        .add({ id: t.id, owner: t.owner_id, priority: t.priority, payload: { owner: t.owner_id } })
+      await vi.advanceTimersByTimeAsync(500)
+      expect(b.scheduler.has(t.id), `round ${round}`).toBe(true)
+      expect((await records.get(t.owner_id, t.id)).instance_id).toBe('B')
+    }
   })
 
   it('a redelivered job whose task ran on a lost instance is handed to the lost-instance takeover', async () => {

@@ -216,7 +216,9 @@ export class Dispatcher {
     const elsewhere = task.instance_id && task.instance_id !== this.instanceId && alive.includes(task.instance_id)
     if (task.status === 'queued' && !elsewhere) {
       // A second job for a task held here (a rebuild put it back meanwhile): done with at once.
-      if (this.held.has(task.id)) {
+      // Held but no longer in the scheduler, it was fenced out (its old job went with the lease):
+      // this job is the one it runs under now.
+      if (this.held.has(task.id) && this.o.scheduler.has(task.id)) {
         await queue.ack(job)
         return
       }
@@ -224,7 +226,7 @@ export class Dispatcher {
       this.held.set(task.id, { job, queue })
       // Already queued here (recovered after a restart under the same id).
       if (this.o.scheduler.has(task.id)) return
-      const mine = { ...task, instance_id: this.instanceId }
+      const mine = { ...task, instance_id: this.instanceId, takes: (task.takes ?? 0) + 1 }
       await this.o.records.put(mine)
       if (!task.slot_pending) this.o.slots.adopt(task.profile_id, task.workspace_id)
       this.o.scheduler.enqueue(mine)

@@ -5,6 +5,9 @@ import type { OwnedCollection } from '../records/collection.js'
 import type { Scheduler } from './scheduler.js'
 import { ACTIVE, type TaskRecord } from './task.js'
 
+/** How long a dropped task whose hand-over failed waits before it is tried again. */
+const HAND_OVER_RETRY_MS = 1_000
+
 /**
  * The reason a run's signal aborts with when its instance lost its lease: the run stops
  * without writing the task's end, its events or its notifications (whoever takes the task
@@ -48,6 +51,9 @@ export interface FencingOptions {
 export class Fencing {
   private readonly dropped = new Map<string, TaskRecord>()
   private readonly off: () => void
+  private retry: ReturnType<typeof setTimeout> | null = null
+  private handing = false
+  private closed = false
 
   constructor(private readonly o: FencingOptions) {
     this.off = o.coordination.onStateChange((change) => this.changed(change))
@@ -59,7 +65,10 @@ export class Fencing {
   }
 
   close(): void {
+    this.closed = true
     this.off()
+    if (this.retry) clearTimeout(this.retry)
+    this.retry = null
   }
 
   private changed(change: CoordinationChange): void {
@@ -76,16 +85,34 @@ export class Fencing {
     if (this.dropped.size > 0) void this.handOver()
   }
 
-  /** Each dropped task, unless it ended already, goes through the takeover (claimed once over every instance). */
+  /**
+   * Each dropped task, unless it ended already, goes through the takeover (claimed once over
+   * every instance). One that fails (the backend just back, the store busy) is tried again
+   * every {@link HAND_OVER_RETRY_MS} while the lease holds: no other instance would ever
+   * take it, as this one is alive and named on it.
+   */
   private async handOver(): Promise<void> {
-    for (const [id, t] of [...this.dropped]) {
-      if (!this.leased) return
-      try {
-        const now = await this.o.records.find(t.owner_id, id)
-        if (now && ACTIVE.includes(now.status) && now.instance_id === t.instance_id) await this.o.lost.takeOver(now)
-        this.dropped.delete(id)
-      } catch (err) {
-        this.o.logger.warn('could not hand over a task dropped while unleased', { task: id, error: String(err) })
+    if (this.handing) return
+    this.handing = true
+    try {
+      for (const [id, t] of [...this.dropped]) {
+        if (!this.leased) return
+        try {
+          const now = await this.o.records.find(t.owner_id, id)
+          if (now && ACTIVE.includes(now.status) && now.instance_id === t.instance_id) await this.o.lost.takeOver(now)
+          this.dropped.delete(id)
+        } catch (err) {
+          this.o.logger.warn('could not hand over a task dropped while unleased', { task: id, error: String(err) })
+        }
+      }
+    } finally {
+      this.handing = false
+      if (this.dropped.size > 0 && this.leased && !this.retry && !this.closed) {
+        this.retry = setTimeout(() => {
+          this.retry = null
+          void this.handOver()
+        }, HAND_OVER_RETRY_MS)
+        this.retry.unref?.()
       }
     }
   }

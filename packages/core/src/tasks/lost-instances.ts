@@ -31,15 +31,17 @@ export interface LostInstancesOptions {
 export const LOST_CLAIM_TTL_MS = 24 * 3_600_000
 
 /**
- * The claim key of a task left by its instance (`once.claimOnce(key, LOST_CLAIM_TTL_MS)`).
+ * The claim key of a task left by its instance (`once.claimOnce(key, LOST_CLAIM_TTL_MS)`):
+ * one per taking, so a queued task put back and taken again by the same instance (fenced
+ * twice, say) is taken over again.
  *
  * @example
  * ```ts
  * if (await coordination.once.claimOnce(lostClaimKey(task), LOST_CLAIM_TTL_MS)) takeOver(task)
  * ```
  */
-export function lostClaimKey(t: Pick<TaskRecord, 'id' | 'instance_id'>): string {
-  return `task-lost:${t.id}:${t.instance_id ?? ''}`
+export function lostClaimKey(t: Pick<TaskRecord, 'id' | 'instance_id' | 'takes'>): string {
+  return `task-lost:${t.id}:${t.instance_id ?? ''}${t.takes ? `:${t.takes}` : ''}`
 }
 
 /**

@@ -82,6 +82,7 @@ export async function recover(o: RecoveryOptions): Promise<void> {
       if (t.instance_id && me && t.instance_id !== me) {
         if (!(await (o.once ?? o.coordination!.once).claimOnce(lostClaimKey(t), LOST_CLAIM_TTL_MS))) continue
         t.instance_id = me
+        t.takes = (t.takes ?? 0) + 1
         await o.records.put(t)
       }
       tasks.push(t)

@@ -43,6 +43,12 @@ export interface TaskRecord extends OwnedRecord {
   first_seq?: number
   /** The Berth instance that took the task (null: waiting in the shared queue). */
   instance_id?: string | null
+  /**
+   * How many times an instance took the task from a queue or a restart's recovery claimed it
+   * (internal): a queued task can be taken, lost and taken again by the same instance, and
+   * each taking is taken over once ({@link lostClaimKey}).
+   */
+  takes?: number
   /** The submission's approval rules and timeout; absent or null: the profile's. */
   require_approval?: string[] | null
   approval_timeout_s?: number | null
