@@ -47,7 +47,10 @@ it('a task whose hand-over fails when the lease returns is handed over again, wi
     .mockResolvedValue(undefined)
   const resumed = vi.fn()
   const fencing = new Fencing({ coordination, scheduler, records, lost: { takeOver }, logger: quietLogger, resumed })
-  closers.push(() => fencing.close(), () => slots.close())
+  closers.push(
+    () => fencing.close(),
+    () => slots.close(),
+  )
 
   set(false)
   expect(scheduler.has(t.id)).toBe(false)
@@ -74,8 +77,18 @@ it('a task that ended meanwhile, or that another instance took, is not handed ov
   scheduler.enqueue(ended)
   scheduler.enqueue(moved)
   const takeOver = vi.fn(async (_t: TaskRecord) => {})
-  const fencing = new Fencing({ coordination, scheduler, records, lost: { takeOver }, logger: quietLogger, resumed: () => {} })
-  closers.push(() => fencing.close(), () => slots.close())
+  const fencing = new Fencing({
+    coordination,
+    scheduler,
+    records,
+    lost: { takeOver },
+    logger: quietLogger,
+    resumed: () => {},
+  })
+  closers.push(
+    () => fencing.close(),
+    () => slots.close(),
+  )
   set(false)
   await records.put({ ...ended, status: 'completed' })
   await records.put({ ...moved, instance_id: 'B' })
