@@ -7,6 +7,8 @@ import {
   ensureDispatchFirst,
   hostNetworks,
   installBridgeRules,
+  removeBridgeRules,
+  restoreBridgeRules,
   type BridgeRules,
   type FirewallOptions,
 } from './firewall.js'
@@ -44,6 +46,11 @@ export function egressNetwork(policy: EgressPolicy, engine = 'docker'): { name: 
     .slice(0, 12)
   return { name: policy.policy === 'public' ? 'berth-public' : `berth-allow-${hash}`, bridge: `brb${hash}` }
 }
+
+/** How long an unused allowlist network is kept (a container may be about to join it). */
+export const EGRESS_SWEEP_GRACE_MS = 60_000
+
+const ALLOW_NETWORK = /^berth-allow-([0-9a-f]{12})$/
 
 /** An existing policy network whose bridge has another name. */
 class BridgeMismatch extends Error {
@@ -98,8 +105,16 @@ async function resolveEntries(policy: EgressPolicy): Promise<BridgeRules['allow'
  * const mode = await egress.networkFor({ policy: 'public' }) // 'berth-public'
  * ```
  */
-export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {}) {
+export function egressEnforcer(
+  ctx: EngineContext,
+  firewall: FirewallOptions = {},
+  opts: { sweepGraceMs?: number } = {},
+) {
   const networks = new Map<string, Promise<{ gateway: string | null }>>()
+  /** Networks a container is being made on here, by name → how many: never swept. */
+  const joining = new Map<string, number>()
+  let sweeping: Promise<number> | null = null
+  let swept = false
   /** The `public` bridges ruled here, with the host networks their rules last refused. */
   const publics = new Map<string, { gateway: string | null; refused: string }>()
   const refresher = hostNetworkRefresher(publics, firewall)
@@ -149,12 +164,75 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
     return found
   }
 
+  /**
+   * Remove the allowlist networks no container uses (in any state) that are older than the
+   * grace, with their firewall chains: an allowlist is hashed into its network's name, so
+   * every new one (a caller's environment, a test's port) makes a network, and an engine's
+   * address pools hold a few dozen. The chains go first (a container joining meanwhile gets
+   * nothing through, never more than its policy); when the engine then refuses to remove
+   * the network (it was joined after all), they are put back. Safe with other servers on the
+   * same engine sweeping or making containers: one whose network went is made again
+   * (`create` retries once on a fresh network).
+   */
+  function joined(name: string): void {
+    const n = (joining.get(name) ?? 0) - 1
+    if (n > 0) joining.set(name, n)
+    else joining.delete(name)
+  }
+
+  async function sweepOnce(graceMs: number): Promise<number> {
+    const list = (await ctx.docker.listNetworks({
+      filters: { label: [`${MANAGED_LABEL}=true`, `${EGRESS_LABEL}=allowlist`] },
+    })) as { Name: string; Created?: string }[]
+    let removed = 0
+    for (const n of list) {
+      const hash = ALLOW_NETWORK.exec(n.Name)?.[1]
+      if (!hash || joining.has(n.Name)) continue
+      const created = Date.parse(n.Created ?? '')
+      if (!Number.isFinite(created) || Date.now() - created < graceMs) continue
+      // Docker lets a network go under a container that is created but not started: ask by reference.
+      const users = await ctx.docker.listContainers({ all: true, filters: { network: [n.Name] } })
+      if (users.length > 0) continue
+      const bridge = `brb${hash}`
+      const saved = await removeBridgeRules(bridge, firewall)
+      try {
+        await ctx.docker.getNetwork(n.Name).remove()
+        removed++
+      } catch (err) {
+        if (statusOf(err) !== 404) {
+          await restoreBridgeRules(bridge, saved, firewall)
+          continue
+        }
+      }
+      networks.delete(n.Name)
+    }
+    return removed
+  }
+
+  /** One sweep at a time; a failure is the caller's to log. */
+  function sweep(graceMs = opts.sweepGraceMs ?? EGRESS_SWEEP_GRACE_MS): Promise<number> {
+    sweeping ??= sweepOnce(graceMs).finally(() => {
+      sweeping = null
+    })
+    return sweeping
+  }
+
   return {
-    /** The `NetworkMode` for a policy, its network and firewall rules in place. */
+    /**
+     * The `NetworkMode` for a policy, its network and firewall rules in place. Call
+     * `joined(name)` once the container is made (or its create failed): until then the
+     * network is not swept.
+     */
     async networkFor(policy: EgressPolicy): Promise<string> {
       const net = egressNetwork(policy, ctx.name)
       if (!net) return 'none'
+      joining.set(net.name, (joining.get(net.name) ?? 0) + 1)
       try {
+        // Before the first network made here, and before each new one: the unused ones go.
+        if (policy.policy === 'allowlist' && (!swept || !networks.has(net.name))) {
+          swept = true
+          await sweep().catch(() => 0)
+        }
         let ready = networks.get(net.name)
         if (!ready) {
           ready = ensureNetwork(net.name, net.bridge, policy.policy)
@@ -180,6 +258,7 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
         }
         return net.name
       } catch (err) {
+        joined(net.name)
         if (err instanceof ContainerError) throw err
         // Fail closed: a container whose policy cannot be enforced is not created.
         throw new ContainerError(
@@ -189,6 +268,23 @@ export function egressEnforcer(ctx: EngineContext, firewall: FirewallOptions = {
         )
       }
     },
+    joined,
+    /** Whether an allowlist network is still there (another server's sweep may have taken it); a `public` one always is. */
+    async exists(name: string): Promise<boolean> {
+      if (!ALLOW_NETWORK.test(name)) return true
+      try {
+        await ctx.docker.getNetwork(name).inspect()
+        return true
+      } catch (err) {
+        if (statusOf(err) === 404) return false
+        throw err
+      }
+    },
+    /** A network this server made is gone (another server swept it): make it again at the next use. */
+    forget(name: string): void {
+      networks.delete(name)
+    },
+    sweep,
     /** After a start: the dispatch jumps still come first (an engine may have re-inserted its own). */
     async recheck(): Promise<void> {
       if (networks.size) await ensureDispatchFirst(firewall)

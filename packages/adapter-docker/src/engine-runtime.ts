@@ -199,10 +199,13 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       // What this create made on the host: released when no container came of it.
       const held: { disk?: string; netns?: string } = {}
       let made = false
+      let joining: string | undefined
       try {
         if (options.resolveImage) image = await options.resolveImage(spec.image)
         if (spec.isolation) await assertIsolation(ctx, spec.isolation, isolations)
         let network = spec.egress ? await egress.networkFor(spec.egress) : spec.network
+        // Not swept until the container is made on it (or its create failed).
+        joining = spec.egress && network !== 'none' ? network : undefined
         // Podman under gVisor: a `none` sandbox gets a namespace of Berth's, loopback up.
         const noNet = (network ?? options.hardening?.network) === 'none'
         const netns = options.gvisorLoopbackNetns && spec.isolation === 'gvisor' && noNet ? containerName() : undefined
@@ -234,21 +237,38 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         // Berth in a container of this engine names bind sources as it sees them; the engine needs its host's paths.
         const engineMounts = await hostMounts(mounts ?? [])
         const creator = spec.isolation === 'gvisor' && options.gvisorDocker ? options.gvisorDocker : docker
-        const created = await creator.createContainer(
-          toCreateOptions(
-            {
-              ...spec,
-              user: user ? undefined : spec.user,
-              image,
-              labels,
-              mounts: engineMounts,
-              ...(network !== undefined && { network }),
-            },
-            containerNameValue,
-            options.hardening,
-            { readOnlyRoot },
-          ),
-        )
+        const createOn = (net: string | undefined) =>
+          creator.createContainer(
+            toCreateOptions(
+              {
+                ...spec,
+                user: user ? undefined : spec.user,
+                image,
+                labels,
+                mounts: engineMounts,
+                ...(net !== undefined && { network: net }),
+              },
+              containerNameValue,
+              options.hardening,
+              { readOnlyRoot },
+            ),
+          )
+        // Another server on this engine may have swept the policy's network since this one last
+        // used it: Podman refuses the create, Docker makes a container that cannot start. Made again, once.
+        let created = await createOn(network).catch((err: unknown) => {
+          if (joining && /network not found/i.test((err as Error).message)) return null
+          throw err
+        })
+        if (joining && (!created || !(await egress.exists(joining)))) {
+          if (created) await created.remove({ force: true }).catch(() => undefined)
+          egress.forget(joining)
+          egress.joined(joining)
+          joining = undefined
+          network = await egress.networkFor(spec.egress!)
+          joining = network
+          created = await createOn(network)
+        }
+        if (!created) throw new Error('unreachable: a create without a container')
         made = true
         hostOf.set(created.id, { disk, netns })
         // Known for every container made here, so an exec needs no inspect to learn its user.
@@ -265,6 +285,8 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       } catch (err) {
         if (!made) await release(held).catch(() => undefined)
         throw ctx.error(err, 'create', { image, name: containerNameValue })
+      } finally {
+        if (joining) egress.joined(joining)
       }
     },
 

@@ -70,6 +70,17 @@ function covers(outer: string, inner: string): boolean {
 
 const DISPATCH = { FORWARD: 'BERTH-FORWARD', INPUT: 'BERTH-INPUT' } as const
 
+/**
+ * The last rule of each dispatch chain: a Berth bridge (`brb…`) without a rule of its own
+ * there (its rules being installed or removed) gets nothing through (fail closed), never
+ * the engine's rules alone. A bridge's own rule is a goto, so what its chain lets through
+ * never reaches this.
+ */
+export function catchAllRule(dispatch: string, family: Family): string {
+  const reject = family === 4 ? 'icmp-port-unreachable' : 'icmp6-port-unreachable'
+  return `-A ${dispatch} -i brb+ -j REJECT --reject-with ${reject}`
+}
+
 function run(bin: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(bin, ['-w', ...args], { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
@@ -182,6 +193,16 @@ async function syncChain(bin: string, table: Table, chain: string, rules: string
   await restore(bin, ['*filter', `:${chain} - [0:0]`, `-F ${chain}`, ...rules, 'COMMIT', ''].join('\n'))
 }
 
+/** Make `rule` (an `-A <chain> …` line) the last rule of its chain; drop other copies. */
+async function ensureLast(bin: string, table: Table, chain: string, rule: string): Promise<void> {
+  const lines = table.rules.get(chain) ?? []
+  const copies = lines.filter((l) => l === rule).length
+  if (lines.at(-1) === rule && copies === 1) return
+  await run(bin, rule.split(' '))
+  // By spec, not by number (a jump may have been inserted above): each removes the first copy, an old one.
+  for (let i = 0; i < copies; i++) await run(bin, ['-D', ...rule.split(' ').slice(1)])
+}
+
 /** Make `rule` (an `-A <chain> …` line) the first rule of its chain; drop other copies. */
 async function ensureFirst(bin: string, table: Table, chain: string, rule: string): Promise<void> {
   const lines = table.rules.get(chain) ?? []
@@ -209,21 +230,98 @@ export interface FirewallOptions {
  * ```
  */
 export async function installBridgeRules(r: BridgeRules, options: FirewallOptions = {}): Promise<void> {
-  const names = chainNames(r.bridge)
+  for (const family of [4, 6] as const)
+    await applyBridge(binOf(family, options), family, r.bridge, bridgeRules(r, family))
+}
+
+const binOf = (family: Family, options: FirewallOptions) =>
+  family === 4 ? (options.iptables ?? 'iptables') : (options.ip6tables ?? 'ip6tables')
+
+/** One family's chains of a bridge made exactly `rules`, its jumps in the dispatch chains, the dispatch hooked first. */
+async function applyBridge(
+  bin: string,
+  family: Family,
+  bridge: string,
+  rules: { forward: string[]; input: string[] },
+): Promise<void> {
+  const names = chainNames(bridge)
+  // One read of the table; each step below touches its own chains, so it stays true for them.
+  const table = await readTable(bin)
+  await syncChain(bin, table, names.forward, rules.forward)
+  await syncChain(bin, table, names.input, rules.input)
+  for (const [hook, dispatch] of Object.entries(DISPATCH)) {
+    if (!table.chains.has(dispatch)) await run(bin, ['-N', dispatch]).catch(() => {}) // made meanwhile
+    const target = hook === 'FORWARD' ? names.forward : names.input
+    const { jump, legacy } = jumps(dispatch, bridge, target)
+    const present = table.rules.get(dispatch) ?? []
+    // Above the catch-all, which stays last.
+    if (!present.includes(jump)) await run(bin, ['-I', dispatch, '1', ...jump.split(' ').slice(2)])
+    for (const l of present) if (l === legacy) await run(bin, ['-D', ...legacy.split(' ').slice(1)])
+    await ensureLast(bin, table, dispatch, catchAllRule(dispatch, family))
+    await ensureFirst(bin, table, hook, `-A ${hook} -j ${dispatch}`)
+  }
+}
+
+/**
+ * A bridge's rule in a dispatch chain: a goto, so that its chain's `RETURN` (allowed
+ * traffic) goes back to `FORWARD`/`INPUT`, past the catch-all. `legacy`: the jump of
+ * earlier versions, replaced where found.
+ */
+function jumps(dispatch: string, bridge: string, target: string): { jump: string; legacy: string } {
+  return { jump: `-A ${dispatch} -i ${bridge} -g ${target}`, legacy: `-A ${dispatch} -i ${bridge} -j ${target}` }
+}
+
+/** A bridge's rules as they were before {@link removeBridgeRules}, per family, to put back. */
+export type SavedBridgeRules = Partial<Record<Family, { forward: string[]; input: string[] }>>
+
+/**
+ * Remove a bridge's chains and its jumps, IPv4 and IPv6, each family in one transaction (its
+ * network is being removed). Returns the rules removed, for {@link restoreBridgeRules} when
+ * the network turns out to be still in use. A container still on the bridge meanwhile gets
+ * nothing through (the dispatch chains' catch-all), never more than its policy.
+ *
+ * @example
+ * ```ts
+ * const saved = await removeBridgeRules('brbabc')
+ * ```
+ */
+export async function removeBridgeRules(bridge: string, options: FirewallOptions = {}): Promise<SavedBridgeRules> {
+  const names = chainNames(bridge)
+  const saved: SavedBridgeRules = {}
   for (const family of [4, 6] as const) {
-    const bin = family === 4 ? (options.iptables ?? 'iptables') : (options.ip6tables ?? 'ip6tables')
-    const rules = bridgeRules(r, family)
-    // One read of the table; each step below touches its own chains, so it stays true for them.
+    const bin = binOf(family, options)
     const table = await readTable(bin)
-    await syncChain(bin, table, names.forward, rules.forward)
-    await syncChain(bin, table, names.input, rules.input)
+    const lines = ['*filter']
     for (const [hook, dispatch] of Object.entries(DISPATCH)) {
-      if (!table.chains.has(dispatch)) await run(bin, ['-N', dispatch]).catch(() => {}) // made meanwhile
-      const target = hook === 'FORWARD' ? names.forward : names.input
-      const jump = `-A ${dispatch} -i ${r.bridge} -j ${target}`
-      if (!(table.rules.get(dispatch) ?? []).includes(jump)) await run(bin, jump.split(' '))
-      await ensureFirst(bin, table, hook, `-A ${hook} -j ${dispatch}`)
+      const { jump, legacy } = jumps(dispatch, bridge, hook === 'FORWARD' ? names.forward : names.input)
+      for (const l of table.rules.get(dispatch) ?? []) if (l === jump || l === legacy) lines.push(`-D${l.slice(2)}`)
     }
+    for (const chain of [names.forward, names.input])
+      if (table.chains.has(chain)) lines.push(`-F ${chain}`, `-X ${chain}`)
+    if (!table.chains.has(names.forward) && !table.chains.has(names.input) && lines.length === 1) continue
+    saved[family] = { forward: table.rules.get(names.forward) ?? [], input: table.rules.get(names.input) ?? [] }
+    await restore(bin, [...lines, 'COMMIT', ''].join('\n'))
+  }
+  return saved
+}
+
+/**
+ * Put back what {@link removeBridgeRules} removed (its network could not be removed: a
+ * container joined it meanwhile).
+ *
+ * @example
+ * ```ts
+ * await restoreBridgeRules('brbabc', saved)
+ * ```
+ */
+export async function restoreBridgeRules(
+  bridge: string,
+  saved: SavedBridgeRules,
+  options: FirewallOptions = {},
+): Promise<void> {
+  for (const family of [4, 6] as const) {
+    const rules = saved[family]
+    if (rules) await applyBridge(binOf(family, options), family, bridge, rules)
   }
 }
 

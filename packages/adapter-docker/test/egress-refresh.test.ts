@@ -14,7 +14,7 @@ import { readEngine } from '@berth/testkit'
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { egressNetwork } from '../src/egress.js'
 import { hostNetworkRefresher } from '../src/egress-refresh.js'
-import { chainNames, hostNetworks, installBridgeRules } from '../src/firewall.js'
+import { chainNames, hostNetworks, installBridgeRules, removeBridgeRules } from '../src/firewall.js'
 import { dockerRuntime } from '../src/index.js'
 
 const engine = readEngine('docker')
@@ -50,19 +50,7 @@ afterAll(async () => {
   } catch {} // already gone when the test passed
   for (const c of await rt.list({ labels: { 'berth.test.run': run } })) await rt.remove(c.id)
   await rt.close?.()
-  for (const bin of ['iptables', 'ip6tables'])
-    for (const [dispatch, target] of [
-      ['BERTH-FORWARD', ownChains.forward],
-      ['BERTH-INPUT', ownChains.input],
-    ] as const) {
-      try {
-        execFileSync(bin, ['-w', '-D', dispatch, '-i', own, '-j', target], { stdio: 'pipe' })
-      } catch {}
-      try {
-        execFileSync(bin, ['-w', '-F', target], { stdio: 'pipe' })
-        execFileSync(bin, ['-w', '-X', target], { stdio: 'pipe' })
-      } catch {}
-    }
+  await removeBridgeRules(own)
 })
 
 it("a network the host joins while a public container runs is refused in its bridge's rules, and dropped when it leaves", async () => {

@@ -11,10 +11,13 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
   bridgeRules,
+  catchAllRule,
   chainNames,
   ensureDispatchFirst,
   hostNetworks,
   installBridgeRules,
+  removeBridgeRules,
+  restoreBridgeRules,
   type BridgeRules,
 } from '../src/firewall.js'
 
@@ -36,21 +39,8 @@ const rules: BridgeRules = { bridge, gateway: '10.231.0.1', policy: 'public', al
 const names = chainNames(bridge)
 const ipt = (bin: string, args: string[]) => execFileSync(bin, ['-w', ...args], { encoding: 'utf8' })
 
-afterAll(() => {
-  for (const bin of ['iptables', 'ip6tables']) {
-    for (const dispatch of ['BERTH-FORWARD', 'BERTH-INPUT']) {
-      const target = dispatch === 'BERTH-FORWARD' ? names.forward : names.input
-      try {
-        ipt(bin, ['-D', dispatch, '-i', bridge, '-j', target])
-      } catch {}
-    }
-    for (const chain of [names.forward, names.input]) {
-      try {
-        ipt(bin, ['-F', chain])
-        ipt(bin, ['-X', chain])
-      } catch {}
-    }
-  }
+afterAll(async () => {
+  await removeBridgeRules(bridge).catch(() => ({}))
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -58,7 +48,7 @@ describe('egress firewall rules', () => {
   it("installs a bridge's chains, then re-checks them with one table read per family", async () => {
     await installBridgeRules(rules, firewall)
     expect(ipt('iptables', ['-S', names.forward])).toContain(`-A ${names.forward} -d 10.0.0.0/8 -j REJECT`)
-    expect(ipt('ip6tables', ['-S', 'BERTH-FORWARD'])).toContain(`-A BERTH-FORWARD -i ${bridge} -j ${names.forward}`)
+    expect(ipt('ip6tables', ['-S', 'BERTH-FORWARD'])).toContain(`-A BERTH-FORWARD -i ${bridge} -g ${names.forward}`)
     // Towards the host: replies to the host's own connections (a preview's proxy) pass, then the DNS forwarder, then nothing.
     expect(
       ipt('iptables', ['-S', names.input])
@@ -97,6 +87,67 @@ describe('egress firewall rules', () => {
     } finally {
       ipt('iptables', ['-D', 'FORWARD', '-j', 'RETURN', '-m', 'comment', '--comment', 'berth-test'])
     }
+  })
+
+  it('keeps the catch-all last in each dispatch chain, below every bridge jump, moving it when a jump lands below it', async () => {
+    const dispatchRules = (bin: string, chain: string) =>
+      ipt(bin, ['-S', chain])
+        .split('\n')
+        .filter((l) => l.startsWith('-A '))
+    await installBridgeRules(rules, firewall)
+    for (const [bin, family] of [
+      ['iptables', 4],
+      ['ip6tables', 6],
+    ] as const)
+      for (const chain of ['BERTH-FORWARD', 'BERTH-INPUT']) {
+        expect(dispatchRules(bin, chain).at(-1)).toBe(catchAllRule(chain, family))
+        expect(dispatchRules(bin, chain).filter((l) => l === catchAllRule(chain, family))).toHaveLength(1)
+      }
+    // An older server appends its jump (not a goto) at the end, below the catch-all: the next
+    // install replaces it and puts the catch-all back last.
+    const legacy = `-A BERTH-FORWARD -i ${bridge} -j ${names.forward}`
+    ipt('iptables', legacy.split(' '))
+    await installBridgeRules(rules, firewall)
+    const after = dispatchRules('iptables', 'BERTH-FORWARD')
+    expect(after).not.toContain(legacy)
+    expect(after).toContain(`-A BERTH-FORWARD -i ${bridge} -g ${names.forward}`)
+    expect(after.at(-1)).toBe(catchAllRule('BERTH-FORWARD', 4))
+    expect(after.filter((l) => l === catchAllRule('BERTH-FORWARD', 4))).toHaveLength(1)
+  })
+
+  it("removes a bridge's chains and jumps in one transaction per family, and puts them back as they were", async () => {
+    await installBridgeRules(rules, firewall)
+    const before = ['iptables', 'ip6tables'].map((bin) =>
+      ipt(bin, ['-S'])
+        .split('\n')
+        .filter((l) => l.includes(bridge) || l.includes(names.forward) || l.includes(names.input)),
+    )
+    writeFileSync(log, '')
+    const saved = await removeBridgeRules(bridge, firewall)
+    // One read and one restore per family.
+    expect(calls()).toEqual([
+      'iptables -w -S',
+      'iptables-restore -w --noflush',
+      'ip6tables -w -S',
+      'ip6tables-restore -w --noflush',
+    ])
+    for (const bin of ['iptables', 'ip6tables']) {
+      const table = ipt(bin, ['-S'])
+      expect(table).not.toContain(names.forward)
+      expect(table).not.toContain(names.input)
+      expect(table).not.toContain(`-i ${bridge} `)
+    }
+    // Nothing left: a second removal changes nothing.
+    writeFileSync(log, '')
+    expect(await removeBridgeRules(bridge, firewall)).toEqual({})
+    expect(calls()).toEqual(['iptables -w -S', 'ip6tables -w -S'])
+    await restoreBridgeRules(bridge, saved, firewall)
+    const back = ['iptables', 'ip6tables'].map((bin) =>
+      ipt(bin, ['-S'])
+        .split('\n')
+        .filter((l) => l.includes(bridge) || l.includes(names.forward) || l.includes(names.input)),
+    )
+    expect(back.map((x) => [...x].sort())).toEqual(before.map((x) => [...x].sort()))
   })
 
   it("refuses the host's own networks under `public`: a network the host joins is in the next rules", async () => {

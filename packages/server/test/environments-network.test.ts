@@ -11,6 +11,7 @@ import { collectExec, DEFAULT_ENVIRONMENT_CAPS, privateCidrs, touchesPrivateRang
 import { startOfflineModel } from '@berth/stub-model'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressNetwork } from '../../adapter-docker/src/egress.js'
+import { removeBridgeRules } from '../../adapter-docker/src/firewall.js'
 import { engineRuntime, ENGINES, sweep, uniquePoolName } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 import { hostAddress } from './net.helpers.js'
@@ -83,7 +84,13 @@ describe.each(ENGINES)('environments on %s', (engine) => {
       },
       engine,
     )
-    if (own) execFileSync(engine, ['network', 'rm', own.name], { stdio: 'ignore' })
+    // Gone already when another server's sweep took it meanwhile (unused between tasks); its chains go too.
+    if (own) {
+      try {
+        execFileSync(engine, ['network', 'rm', own.name], { stdio: 'ignore' })
+      } catch {}
+      await removeBridgeRules(own.bridge)
+    }
   }, 240_000)
 
   /** Run a probe task in `profileId`'s environment; the tool's output. */
@@ -144,12 +151,12 @@ describe.each(ENGINES)('environments on %s', (engine) => {
     ])
     const fwd = v4
       .split('\n')
-      .find((l) => l.startsWith(`-A BERTH-FORWARD -i ${bridge} -j `))!
-      .split(' -j ')[1]!
+      .find((l) => l.startsWith(`-A BERTH-FORWARD -i ${bridge} -g `))!
+      .split(' -g ')[1]!
     const inp = v4
       .split('\n')
-      .find((l) => l.startsWith(`-A BERTH-INPUT -i ${bridge} -j `))!
-      .split(' -j ')[1]!
+      .find((l) => l.startsWith(`-A BERTH-INPUT -i ${bridge} -g `))!
+      .split(' -g ')[1]!
     for (const cidr of privateCidrs(4)) expect(v4).toContain(`-A ${fwd} -d ${cidr} -j REJECT`)
     expect(privateCidrs(4)).toContain('169.254.0.0/16') // 169.254.169.254, the metadata address
     for (const cidr of privateCidrs(6)) expect(v6).toContain(`-A ${fwd} -d ${cidr} -j REJECT`)

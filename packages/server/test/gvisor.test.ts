@@ -102,7 +102,7 @@ describe.each(ENGINES)('gVisor on %s', (engine) => {
     const text = execFileSync('iptables', ['-w', '-S'], { encoding: 'utf8' })
     const v4 = text.split('\n')
     const chain = (hook: string) =>
-      v4.find((l) => l.startsWith(`-A ${hook} -i ${bridge} -j `))?.split(' -j ')[1] ?? `(no ${hook} rule)`
+      v4.find((l) => l.startsWith(`-A ${hook} -i ${bridge} -g `))?.split(' -g ')[1] ?? `(no ${hook} rule)`
     for (const cidr of privateCidrs(4)) expect(text).toContain(`-A ${chain('BERTH-FORWARD')} -d ${cidr} -j REJECT`)
     expect(v4.filter((l) => l.startsWith(`-A ${chain('BERTH-INPUT')} `)).at(-1)).toMatch(/-j REJECT/)
   }, 180_000)
