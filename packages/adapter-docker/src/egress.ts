@@ -174,6 +174,18 @@ export function egressEnforcer(
    * same engine sweeping or making containers: one whose network went is made again
    * (`create` retries once on a fresh network).
    */
+  /** Whether an allowlist network is still there (another server's sweep may have taken it); a `public` one always is. */
+  async function exists(name: string): Promise<boolean> {
+    if (!ALLOW_NETWORK.test(name)) return true
+    try {
+      await ctx.docker.getNetwork(name).inspect()
+      return true
+    } catch (err) {
+      if (statusOf(err) === 404) return false
+      throw err
+    }
+  }
+
   function joined(name: string): void {
     const n = (joining.get(name) ?? 0) - 1
     if (n > 0) joining.set(name, n)
@@ -269,20 +281,34 @@ export function egressEnforcer(
       }
     },
     joined,
-    /** Whether an allowlist network is still there (another server's sweep may have taken it); a `public` one always is. */
-    async exists(name: string): Promise<boolean> {
-      if (!ALLOW_NETWORK.test(name)) return true
+    /**
+     * Make a container with `create` on `network`, the policy's allowlist network as
+     * {@link networkFor} returned it (its hold passes to this, which releases it when done).
+     * Another server on the engine may have swept it since this one last used it (Podman
+     * then refuses the create; Docker makes a container that cannot start): the network is
+     * made again and the container with it, once.
+     */
+    async createOn<C extends { remove(opts: object): Promise<unknown> }>(
+      policy: EgressPolicy,
+      network: string,
+      create: (network: string) => Promise<C>,
+    ): Promise<C> {
+      let held = network
       try {
-        await ctx.docker.getNetwork(name).inspect()
-        return true
-      } catch (err) {
-        if (statusOf(err) === 404) return false
-        throw err
+        const first = await create(network).catch((err: unknown) => {
+          if (/network not found/i.test((err as Error).message)) return null
+          throw err
+        })
+        if (first && (await exists(network))) return first
+        if (first) await first.remove({ force: true }).catch(() => undefined)
+        networks.delete(network)
+        joined(network)
+        held = ''
+        held = await this.networkFor(policy)
+        return await create(held)
+      } finally {
+        if (held) joined(held)
       }
-    },
-    /** A network this server made is gone (another server swept it): make it again at the next use. */
-    forget(name: string): void {
-      networks.delete(name)
     },
     sweep,
     /** After a start: the dispatch jumps still come first (an engine may have re-inserted its own). */

@@ -253,22 +253,9 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
               { readOnlyRoot },
             ),
           )
-        // Another server on this engine may have swept the policy's network since this one last
-        // used it: Podman refuses the create, Docker makes a container that cannot start. Made again, once.
-        let created = await createOn(network).catch((err: unknown) => {
-          if (joining && /network not found/i.test((err as Error).message)) return null
-          throw err
-        })
-        if (joining && (!created || !(await egress.exists(joining)))) {
-          if (created) await created.remove({ force: true }).catch(() => undefined)
-          egress.forget(joining)
-          egress.joined(joining)
-          joining = undefined
-          network = await egress.networkFor(spec.egress!)
-          joining = network
-          created = await createOn(network)
-        }
-        if (!created) throw new Error('unreachable: a create without a container')
+        const on = joining
+        joining = undefined
+        const created = on ? await egress.createOn(spec.egress!, on, createOn) : await createOn(network)
         made = true
         hostOf.set(created.id, { disk, netns })
         // Known for every container made here, so an exec needs no inspect to learn its user.
