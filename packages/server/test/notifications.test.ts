@@ -227,9 +227,15 @@ describe('notifications on podman', () => {
     const runs = async () => (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
     await vi.waitFor(async () => expect((await runs())[0]?.status).toBe('completed'), 60_000)
 
-    // What a server stopped between the task's end and the run's update leaves behind.
+    // What a server stopped between the task's end and the run's update leaves behind, written
+    // once this server has ended the run itself (the list shows the task's status before that):
+    // two writers of one file at once can leave it torn.
     const storage = t.s.berth.storage
     const key = (await storage.getKeys(`playbook-runs:${pb.id}`)).find((k) => k.endsWith(run_id))!
+    await vi.waitFor(async () => {
+      expect(await storage.getItem(key)).toMatchObject({ status: 'completed' })
+      expect(await storage.hasItem(`active-runs:${run_id}`)).toBe(false)
+    }, 15_000)
     const run = (await storage.getItem(key)) as { owner_id: string; status: string }
     await storage.setItem(key, { ...run, status: 'running', finished_at: null })
     await storage.setItem(`active-runs:${run_id}`, { owner: run.owner_id, playbook_id: pb.id })
