@@ -82,7 +82,7 @@ async function measure(server: Standalone, cpu: () => [number, number]) {
     await api.call('POST', '/v1/tasks', {
       mode: 'session',
       profile_id: profileId,
-      prompt: '[[berth:tool Bash {"command":"sleep 120"}]] [[berth:text done]]',
+      prompt: '[[berth:tool Bash {"command":"echo busy; sleep 120"}]] [[berth:text done]]',
     }),
     202,
   )

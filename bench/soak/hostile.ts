@@ -198,12 +198,15 @@ const fillDisk: Attack = async (a) => {
   ]
 }
 
-/** A task that runs past its `max_duration_s`. */
+/**
+ * A task that runs past its `max_duration_s`. Not a bare `sleep 120`: Claude Code may refuse
+ * a standalone sleep as a tool error, and the task then completes at once.
+ */
 const wallTime: Attack = async (a) => {
   const id = await submit(a.api, {
     profile_id: a.small,
     max_duration_s: 5,
-    prompt: `Stall. ${bash('sleep 120')} ${REAL}`,
+    prompt: `Stall. ${bash('echo stalling; sleep 120')} ${REAL}`,
   })
   const t = await ended(a.api, id)
   return [
@@ -221,7 +224,9 @@ const burst: Attack = async (a, o) => {
   const cap = Math.floor(o.poolMax * 0.5)
   const ids: string[] = []
   for (let i = 0; i < cap + 3; i++)
-    ids.push(await submit(a.api, { profile_id: a.burst[i % 3]!, prompt: `Burst ${i}. ${bash('sleep 6')} ${REAL}` }))
+    ids.push(
+      await submit(a.api, { profile_id: a.burst[i % 3]!, prompt: `Burst ${i}. ${bash('echo busy; sleep 6')} ${REAL}` }),
+    )
   let maxRunning = 0
   let capped = 0
   for (;;) {

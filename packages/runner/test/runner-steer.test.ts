@@ -172,7 +172,7 @@ describe('berth-runner steering (stub provider)', () => {
 
   it('hands a message sent mid-task to the agent at its next turn boundary', async () => {
     const input = makeInput(
-      'Work [[berth:tool Bash {"command":"sleep 2"}]] [[berth:reply_last_user]] [[berth:text Working.]]',
+      'Work [[berth:tool Bash {"command":"echo working; sleep 2"}]] [[berth:reply_last_user]] [[berth:text Working.]]',
     )
     const run = await runRunner(input, {
       keepOpen: true,

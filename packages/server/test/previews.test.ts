@@ -128,7 +128,7 @@ describe.each(ENGINES)('previews on %s', (engine) => {
   it('a batch task is 400 while it runs and 409 once its container is gone; a link expires', async () => {
     const sub = await t.submit({
       mode: 'batch',
-      prompt: `Wait. [[berth:tool Bash ${JSON.stringify({ command: 'sleep 6' })}]]`,
+      prompt: `Wait. [[berth:tool Bash ${JSON.stringify({ command: 'echo waiting; sleep 6' })}]]`,
     })
     let ws = await t.api.workspaces.get({ params: { id: sub.workspace_id! } })
     while (ws.status !== 'running') {
