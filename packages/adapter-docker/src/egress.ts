@@ -164,16 +164,6 @@ export function egressEnforcer(
     return found
   }
 
-  /**
-   * Remove the allowlist networks no container uses (in any state) that are older than the
-   * grace, with their firewall chains: an allowlist is hashed into its network's name, so
-   * every new one (a caller's environment, a test's port) makes a network, and an engine's
-   * address pools hold a few dozen. The chains go first (a container joining meanwhile gets
-   * nothing through, never more than its policy); when the engine then refuses to remove
-   * the network (it was joined after all), they are put back. Safe with other servers on the
-   * same engine sweeping or making containers: one whose network went is made again
-   * (`create` retries once on a fresh network).
-   */
   /** Whether an allowlist network is still there (another server's sweep may have taken it); a `public` one always is. */
   async function exists(name: string): Promise<boolean> {
     if (!ALLOW_NETWORK.test(name)) return true
@@ -192,6 +182,16 @@ export function egressEnforcer(
     else joining.delete(name)
   }
 
+  /**
+   * Remove the allowlist networks no container uses (in any state) that are older than the
+   * grace, with their firewall chains: an allowlist is hashed into its network's name, so
+   * every new one (a caller's environment, a test's port) makes a network, and an engine's
+   * address pools hold a few dozen. The chains go first (a container joining meanwhile gets
+   * nothing through, never more than its policy); when the engine then refuses to remove
+   * the network (it was joined after all), they are put back. Safe with other servers on the
+   * same engine sweeping or making containers: one whose network went is made again
+   * (`createOn` makes it again, once).
+   */
   async function sweepOnce(graceMs: number): Promise<number> {
     const list = (await ctx.docker.listNetworks({
       filters: { label: [`${MANAGED_LABEL}=true`, `${EGRESS_LABEL}=allowlist`] },
