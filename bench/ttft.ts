@@ -81,6 +81,8 @@ interface EngineResult {
   agentsUp: number
   /** The sequential caller's pace: one task every this many ms (submit to end, gaps included). */
   cycleMs: number
+  /** Warm tasks from their first token to their end at the caller (the rest of a task, which a refill's CPU also competes with). */
+  tail: Summary
   /** Warm tasks whose trace lacked a span (named) and so have no steps. */
   unsplit: Record<string, number>
   throughput: {
@@ -227,6 +229,7 @@ async function engineRun(info: EngineInfo, spans: SpanReceiver): Promise<EngineR
       serverEnv: SERVER_ENV,
       cold,
       warm: summarize(warm.map((t) => t.token! - t.sent)),
+      tail: summarize(warm.map((t) => t.end! - t.token!)),
       steps,
       warmAgents,
       agentsUp,
@@ -321,7 +324,7 @@ function report(results: EngineResult[]): void {
   for (const r of withThroughput) {
     const demand = r.throughput!.cpuPerTaskMs.total! / r.cycleMs
     console.log(
-      `  ${r.engine}: the sequential caller ended a task every ${r.cycleMs.toFixed(0)} ms; at ${r.throughput!.cpuPerTaskMs.total!.toFixed(0)} CPU ms per task that asks ${demand.toFixed(2)} of ${cpus().length} cores (${demand >= cpus().length * 0.8 ? 'CPU-bound: refills compete with the next first token' : 'within the machine'})`,
+      `  ${r.engine}: the sequential caller ended a task every ${r.cycleMs.toFixed(0)} ms (first token p50 ${r.warm.p50.toFixed(0)} ms, then ${r.tail.p50.toFixed(0)} ms to its end); at ${r.throughput!.cpuPerTaskMs.total!.toFixed(0)} CPU ms per task that asks ${demand.toFixed(2)} of ${cpus().length} cores (${demand >= cpus().length * 0.8 ? 'CPU-bound: refills compete with the next first token' : 'within the machine'})`,
     )
   }
 }
