@@ -153,7 +153,7 @@ export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
 export { DEFAULT_TIME_LIMIT, type TimeLimitSettings } from './tasks/time-limit.js'
 export { RunTokens } from './tasks/run-tokens.js'
 export { RunGrants, type GatewayGrant, type ProxyGrant } from './tasks/run-grants.js'
-export type { BudgetExceeded, Budgets, ModelCallUsage, Usage, UsageLedger } from './usage/index.js'
+export type { BudgetExceeded, Budgets, MonthlyLimit, ModelCallUsage, Usage, UsageLedger } from './usage/index.js'
 export type { BrokerPlan } from './tasks/materialize.js'
 export { brokeredPlaceholder } from './resources/catalog.js'
 
