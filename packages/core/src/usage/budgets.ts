@@ -2,7 +2,7 @@
  * Monthly spending limits: a caller's (set by the operator) and a profile's (its
  * `monthly_budget_usd`), checked against the ledger's spend of the calendar month (UTC),
  * which every instance reads from the store: a submit past a limit is refused, and the
- * model gateway refuses a running task's next model call.
+ * model gateway holds running tasks' model calls to what is left of each.
  */
 import { ApiError, type UserLimits } from '@berth/contract'
 import type { Clock } from '../ports/clock.js'
