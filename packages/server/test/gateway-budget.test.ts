@@ -141,7 +141,9 @@ describe("a task's budget", () => {
 
   it('holds six honest streamed calls at once to one remainder: the task ends within one call of its budget', async () => {
     grants.set('t1', () => grant('task_1', { max_budget_usd: 0.05 }))
-    const replies = await Promise.all(Array.from({ length: 6 }, () => call(gateway.socketPath, 't1', CHEAP)))
+    // Slow enough that all six are asked before the first answer ends.
+    const slow = `${CHEAP} [[berth:slow 200]]`
+    const replies = await Promise.all(Array.from({ length: 6 }, () => call(gateway.socketPath, 't1', slow)))
     const done = replies.filter((r) => r.status === 200 && r.text.includes('message_stop'))
     expect(done.length).toBeGreaterThanOrEqual(3)
     expect(done.length + replies.filter(cut).length + replies.filter(refused).length).toBe(6)
@@ -178,8 +180,9 @@ describe('monthly limits', () => {
   it("hold two tasks' calls at once to the caller's remainder", async () => {
     grants.set('t1', () => grant('task_1', { monthly_limits: monthly(0.05) }))
     grants.set('t2', () => grant('task_2', { monthly_limits: monthly(0.05) }))
+    const slow = `${CHEAP} [[berth:slow 200]]`
     const replies = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => call(gateway.socketPath, i % 2 ? 't1' : 't2', CHEAP)),
+      Array.from({ length: 6 }, (_, i) => call(gateway.socketPath, i % 2 ? 't1' : 't2', slow)),
     )
     const spent = gateway.usage('task_1')!.cost_usd + gateway.usage('task_2')!.cost_usd
     expect(spent).toBeGreaterThanOrEqual(0.05)
