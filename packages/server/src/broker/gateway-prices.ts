@@ -103,8 +103,9 @@ export function costOf(model: string, usage: TokenUsage): number {
   return perMillion / 1_000_000 + (usage.web_search_requests ?? 0) * WEB_SEARCH_PRICE_USD
 }
 
-/** The context window, in tokens: what a prompt can hold at most (1M with the `context-1m` beta). */
+/** The context window, in tokens: what a prompt can hold at most. */
 export const CONTEXT_WINDOW = 200_000
+/** The context window of a request with the `context-1m` beta. */
 export const LONG_CONTEXT_WINDOW = 1_000_000
 
 /**

@@ -24,7 +24,14 @@ function drained(res: ServerResponse): Promise<void> {
   })
 }
 
-/** An error as a streamed answer carries it (the SDKs throw it as an API error). */
+/**
+ * An error as a streamed answer carries it (the SDKs throw it as an API error).
+ *
+ * @example
+ * ```ts
+ * res.end(errorEvent('invalid_request_error', "Berth model gateway: this task's budget of $0.5 is spent"))
+ * ```
+ */
 export function errorEvent(type: GatewayErrorType, message: string): string {
   return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message } })}\n\n`
 }
