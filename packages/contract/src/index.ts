@@ -66,12 +66,27 @@ export * from './schemas/limits.js'
 export * from './schemas/messenger-bot.js'
 export * from './schemas/oauth-return-path.js'
 
+// Model patterns and the price table behind every cost (the gateway's and the runner's)
+export { modelAllowed } from './models.js'
+export {
+  costOf,
+  emptyUsage,
+  mergeUsage,
+  MODEL_PRICES,
+  priceOf,
+  UNKNOWN_MODEL_PRICE,
+  WEB_SEARCH_PRICE_USD,
+  type ModelPrice,
+  type TokenUsage,
+} from './prices.js'
+
 // Runner protocol (the runner's stdin and stdout)
 export {
   RunnerAgent,
   RunnerControl,
   RunnerEvent,
   RunnerInput,
+  RunnerModelUsage,
   RunnerModel,
   RunnerOutcome,
   RunnerSkill,

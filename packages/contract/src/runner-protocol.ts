@@ -102,7 +102,28 @@ export const RunnerInput = v.object({
   ),
 })
 
-const Usage = { input_tokens: v.number(), output_tokens: v.number() }
+/** A count or an amount of money a runner reports: never negative (a forged negative would lower a caller's spend). */
+const Amount = v.pipe(v.number(), v.minValue(0))
+const Usage = { input_tokens: Amount, output_tokens: Amount }
+
+/**
+ * One model's share of a run's own model calls, as the runner metered them: each answer
+ * the offline model it serves gave (provider `stub`), or each answer streamed to it
+ * (otherwise), priced with the contract's table (`costOf`). A resumed or forked
+ * conversation starts from zero: the SDK's running total, which carries the earlier
+ * tasks' spend, is not used. The server records these for a run that did not go through
+ * its model gateway; where the gateway served the run, its own count stands instead.
+ */
+export const RunnerModelUsage = v.object({
+  model: v.string(),
+  /** Model calls (answers) of this model. */
+  calls: Amount,
+  input_tokens: Amount,
+  output_tokens: Amount,
+  cache_read_tokens: Amount,
+  cache_write_tokens: Amount,
+  cost_usd: Amount,
+})
 
 export const ToolCall = v.object({ id: v.string(), name: v.string(), input: v.unknown() })
 
@@ -141,8 +162,11 @@ export const RunnerEvent = v.variant('type', [
     outcome: RunnerOutcome,
     text: v.string(),
     tool_calls: v.array(ToolCall),
+    /** This run's own model calls in all (input counts cache reads and writes), and their cost: {@link RunnerModelUsage} summed. */
     ...Usage,
-    cost_usd: v.number(),
+    cost_usd: Amount,
+    /** The same calls by model (absent from runners before it: then the sums above are one group of the profile's model). */
+    model_usage: v.optional(v.array(RunnerModelUsage)),
     turns: v.number(),
     /** The SDK session id, for resuming this conversation later. */
     session_id: v.nullable(v.string()),
@@ -178,4 +202,5 @@ export type RunnerControl = v.InferOutput<typeof RunnerControl>
 export type RunnerInput = v.InferOutput<typeof RunnerInput>
 export type RunnerEvent = v.InferOutput<typeof RunnerEvent>
 export type RunnerOutcome = v.InferOutput<typeof RunnerOutcome>
+export type RunnerModelUsage = v.InferOutput<typeof RunnerModelUsage>
 export type ToolCall = v.InferOutput<typeof ToolCall>

@@ -133,7 +133,7 @@ export type {
 
 // Services (everything behind the route table, wired once)
 export { createServices, type Services, type ServicesOptions } from './services.js'
-export { modelAllowed, type ModelCatalog } from './models.js'
+export type { ModelCatalog } from './models.js'
 
 // Records
 export { indexEntryFor } from './records/indexes.js'

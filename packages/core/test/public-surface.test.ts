@@ -72,7 +72,6 @@ const PINNED = [
   'memoryBlobs',
   'memoryCoordination',
   'memoryHub',
-  'modelAllowed',
   'noopMetrics',
   'privateCidrs',
   'queueRank',

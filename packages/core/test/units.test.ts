@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createAesGcmCipher, manualClock, newId, tokenBucket } from '@berth/core'
-import { modelAllowed } from '../src/models.js'
+import { modelAllowed } from '@berth/contract'
 
 describe('AES-256-GCM cipher', () => {
   const cipher = createAesGcmCipher(randomBytes(32))

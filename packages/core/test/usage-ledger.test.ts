@@ -2,13 +2,14 @@
  * The usage ledger over a store in a Map whose reads and writes yield between themselves (as
  * a network store's do): two instances' ledgers record calls at once and lose none; the
  * report groups by day, profile and model and refuses bad ranges; limits answer from the
- * sum of every instance; a task's end takes the metered figures over the runner's.
+ * sum of every instance; a task's end counts its own calls once: the gateway's where it
+ * served the run (whatever the runner says), else the runner's, recorded as calls.
  */
 import { describe, expect, it } from 'vitest'
 import { isApiError, type UsageReport } from '@berth/contract'
 import { manualClock } from '../src/ports/clock.js'
 import type { Store } from '../src/ports/store.js'
-import type { TaskEnd } from '../src/tasks/task.js'
+import { endOf, type ResultEvent, type TaskEnd } from '../src/tasks/task.js'
 import { Budgets, UsageLedger, settleUsage, usageReport } from '../src/usage/index.js'
 import { countingStore, quietLogger, taskRecord } from './task-fakes.js'
 
@@ -80,12 +81,9 @@ describe('usage ledger', () => {
     clock.set(NOW + 86_400_000)
     await l.recordCall(mine('task_2', 'prof_2'), call(0.02, 'claude-haiku-4-5'))
     await l.recordTaskEnd(mine('task_2', 'prof_2'), { model: 'claude-haiku-4-5', seconds: 6 })
-    // A task the gateway did not meter: its runner's figures.
-    await l.recordTaskEnd(mine('task_3', 'prof_2'), {
-      model: 'default',
-      seconds: 1,
-      reported: { input_tokens: 5, output_tokens: 6, cost_usd: 0.5 },
-    })
+    // A task the gateway did not serve: its runner's three calls, recorded at its end.
+    await l.recordCall(mine('task_3', 'prof_2'), { ...call(0.5, 'default'), input_tokens: 5, output_tokens: 6 }, 3)
+    await l.recordTaskEnd(mine('task_3', 'prof_2'), { model: 'default', seconds: 1 })
     await l.recordCall({ owner_id: 'usr_2', task_id: 'task_9', profile_id: 'prof_9' }, call(7))
 
     const byDay = await report(l, { owner: 'usr_1', from: '2026-11-01', to: '2026-11-30' })
@@ -100,7 +98,7 @@ describe('usage ledger', () => {
     ])
     const byModel = await report(l, { owner: 'usr_1', group_by: 'model', from: '2026-11-01', to: '2026-11-30' })
     expect(byModel.groups.map((g) => g.key)).toEqual(['default', 'claude-haiku-4-5', 'claude-sonnet-4-5'])
-    expect(byModel.total).toMatchObject({ tasks: 3, model_calls: 2, cost_usd: 0.53 })
+    expect(byModel.total).toMatchObject({ tasks: 3, model_calls: 5, cost_usd: 0.53 })
     expect(JSON.stringify([byDay, byProfile, byModel])).not.toContain('usr_2')
     // The range counts: the 21st alone.
     expect((await report(l, { owner: 'usr_1', from: '2026-11-21', to: '2026-11-21' })).total.tasks).toBe(2)
@@ -171,31 +169,68 @@ describe('a task’s end', () => {
     status: 'completed',
     result: { text: 'done', tool_calls: [], input_tokens: 0, output_tokens: 0, cost_usd: 0, turns: 2 },
   }
+  /** A runner's result line: its own calls of `groups`, summed on top as the runner does. */
+  const runnerResult = (groups: NonNullable<ResultEvent['model_usage']>): ResultEvent => ({
+    type: 'result',
+    outcome: 'success',
+    text: 'done',
+    tool_calls: [],
+    input_tokens: groups.reduce((n, g) => n + g.input_tokens + g.cache_read_tokens + g.cache_write_tokens, 0),
+    output_tokens: groups.reduce((n, g) => n + g.output_tokens, 0),
+    cost_usd: groups.reduce((n, g) => n + g.cost_usd, 0),
+    model_usage: groups,
+    turns: 2,
+    session_id: null,
+    error: null,
+  })
+  const group = (model: string, calls: number, cost: number) => ({
+    model,
+    calls,
+    input_tokens: 1000 * calls,
+    output_tokens: 100 * calls,
+    cache_read_tokens: 10 * calls,
+    cache_write_tokens: 1 * calls,
+    cost_usd: cost,
+  })
 
   it('takes the gateway’s tokens and cost over what the runner reported, and counts the task once', async () => {
     const { ledger } = setup()
     const l = ledger('inst-a')
-    const task = taskRecord({ started_at: new Date(NOW - 5000).toISOString() })
+    const task = taskRecord({ started_at: new Date(NOW - 5000).toISOString(), metered_by: 'gateway' })
     const subject = { owner_id: task.owner_id, task_id: task.id, profile_id: task.profile_id }
     await l.recordCall(subject, call(0.012))
     await l.recordCall(subject, call(0.008))
-    const end = await settleUsage({ ledger: l }, task, runnerSaid, { profile: null, endedAt: NOW })
+    const runner = runnerResult([group('claude-sonnet-4-5', 9, 4.5)])
+    const end = await settleUsage({ ledger: l }, task, endOf(runner), { profile: null, endedAt: NOW, runner })
     expect(end.result).toMatchObject({ input_tokens: 206, output_tokens: 20, cost_usd: expect.closeTo(0.02, 9) })
     const r = await report(l, { owner: task.owner_id })
     expect(r.total).toMatchObject({ tasks: 1, task_seconds: 5, model_calls: 2, cost_usd: 0.02 })
   })
 
-  it('without metered calls, keeps the runner’s figures and adds them to the ledger', async () => {
+  it('a run the gateway served but never metered cost nothing, whatever its runner says', async () => {
     const { ledger } = setup()
     const l = ledger('inst-a')
-    const task = taskRecord({ started_at: new Date(NOW - 1000).toISOString() })
-    const said: TaskEnd = { ...runnerSaid, result: { ...runnerSaid.result!, input_tokens: 3, cost_usd: 0.7 } }
-    expect(await settleUsage({ ledger: l }, task, said, { profile: null, endedAt: NOW })).toBe(said)
-    expect((await report(l, { owner: task.owner_id })).total).toMatchObject({
-      tasks: 1,
-      input_tokens: 3,
-      cost_usd: 0.7,
-    })
+    const task = taskRecord({ started_at: new Date(NOW - 1000).toISOString(), metered_by: 'gateway' })
+    const runner = runnerResult([group('claude-sonnet-4-5', 3, 0.7)])
+    const end = await settleUsage({ ledger: l }, task, endOf(runner), { profile: null, endedAt: NOW, runner })
+    expect(end.result).toMatchObject({ input_tokens: 0, output_tokens: 0, cost_usd: 0 })
+    expect((await report(l, { owner: task.owner_id })).total).toMatchObject({ tasks: 1, model_calls: 0, cost_usd: 0 })
+  })
+
+  it('without the gateway, records the runner’s own calls by model once, and the result carries their sums', async () => {
+    const { ledger } = setup()
+    const l = ledger('inst-a')
+    const task = taskRecord({ started_at: new Date(NOW - 1000).toISOString(), metered_by: 'runner' })
+    const runner = runnerResult([group('claude-sonnet-4-5', 2, 0.06), group('claude-haiku-4-5', 1, 0.01)])
+    const end = await settleUsage({ ledger: l }, task, endOf(runner), { profile: null, endedAt: NOW, runner })
+    expect(end.result).toMatchObject({ input_tokens: 3033, output_tokens: 300, cost_usd: expect.closeTo(0.07, 9) })
+    const byModel = await report(l, { owner: task.owner_id, group_by: 'model' })
+    expect(byModel.groups.map((g) => [g.key, g.model_calls, g.cost_usd])).toEqual([
+      ['claude-sonnet-4-5', 2, 0.06],
+      ['claude-haiku-4-5', 1, 0.01],
+    ])
+    expect(byModel.total).toMatchObject({ tasks: 1, model_calls: 3, input_tokens: 3000, cache_read_tokens: 30 })
+    expect((await l.monthSpend(task.owner_id)).cost_usd).toBeCloseTo(0.07, 9)
   })
 
   it('ends BUDGET_EXCEEDED when the gateway cut it at a spent limit', async () => {
@@ -203,12 +238,12 @@ describe('a task’s end', () => {
     const l = ledger('inst-a')
     const budgets = new Budgets({ store, clock, ledger: l })
     const failed: TaskEnd = { ...runnerSaid, status: 'failed', error: { code: 'MODEL_ERROR', error: '400' } }
-    const own = taskRecord({ started_at: new Date(NOW).toISOString(), max_budget_usd: 0.01 })
+    const own = taskRecord({ started_at: new Date(NOW).toISOString(), max_budget_usd: 0.01, metered_by: 'gateway' })
     await l.recordCall({ owner_id: own.owner_id, task_id: own.id, profile_id: own.profile_id }, call(0.011))
     const end = await settleUsage({ ledger: l, budgets }, own, failed, { profile: null, endedAt: NOW })
     expect(end).toMatchObject({ status: 'failed', error: { code: 'BUDGET_EXCEEDED' }, result: { text: 'done' } })
 
-    const monthly = taskRecord({ started_at: new Date(NOW).toISOString(), owner_id: 'usr_m' })
+    const monthly = taskRecord({ started_at: new Date(NOW).toISOString(), owner_id: 'usr_m', metered_by: 'gateway' })
     await l.recordCall({ owner_id: 'usr_m', task_id: monthly.id, profile_id: monthly.profile_id }, call(0.03))
     const profile = { model: null, monthly_budget_usd: 0.02 }
     const cut = await settleUsage({ ledger: l, budgets }, monthly, failed, { profile, endedAt: NOW })

@@ -8,6 +8,7 @@ import { giveToAgent, type AgentUser } from './agent-user.js'
 import { setupGitCredentials, type GitCredentialSetup } from './git-credentials.js'
 import { sdkOptions } from './options.js'
 import type { Redactor } from './redact.js'
+import { Meter } from './meter.js'
 import { killToolProcesses } from './processes.js'
 import { mark } from './probe.js'
 import { Steering } from './steer.js'
@@ -50,6 +51,9 @@ export interface TaskPrompt {
  * Run one prompt through the Claude Agent SDK and emit its transcript: `user_message`,
  * then turns, tokens, tool calls and results, and always exactly one `result` last.
  * With provider `stub` the offline model is served on 127.0.0.1 for the run's duration.
+ * The result's tokens and cost are this run's own model calls: every answer the offline
+ * model gave (`stub`), or every answer streamed to the SDK (otherwise; where the model
+ * gateway serves the run, the server takes the gateway's own count instead).
  *
  * @example
  * ```ts
@@ -73,7 +77,10 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     return p
   }
   if (!opts.prompt) await sendUser()
-  const transcript = new Transcript(emit, redactor.stream())
+  const stub = input.model.provider === 'stub'
+  const meter = new Meter()
+  // The offline model sees every call the run makes, a subagent's too; the SDK streams only the main agent's.
+  const transcript = new Transcript(emit, redactor.stream(), stub ? undefined : (m, u) => meter.add(m, u))
   const steer = opts.steer ?? new Steering(() => {})
   const abortController = new AbortController()
   // Stops waiting for the SDK (after a grace): a cancel, or an interrupt it did not honour.
@@ -94,8 +101,13 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   let broker: BrokerAccess | undefined
   let failure: string | undefined
   try {
-    if (input.model.provider === 'stub')
-      model = await startOfflineModel({ host: '127.0.0.1', port: 0, onRequest: () => mark('request') })
+    if (stub)
+      model = await startOfflineModel({
+        host: '127.0.0.1',
+        port: 0,
+        onRequest: () => mark('request'),
+        onAnswer: (a) => meter.add(a.model, { ...a.usage, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }),
+      })
     mark('model')
     if (input.broker) broker = await openBroker(input.broker)
     const skills = writeSkills(input.cwd, input.skills)
@@ -196,7 +208,7 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   }
   mark('result')
   emit(
-    transcript.result(cancelled() ? 'cancelled' : failure, {
+    transcript.result(() => meter.usage(), cancelled() ? 'cancelled' : failure, {
       interrupted: interrupted && !cancelled(),
       ...(input.output_schema ? { schema: input.output_schema } : {}),
     }),

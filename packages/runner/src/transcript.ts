@@ -1,5 +1,13 @@
 import type { SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sdk'
-import type { RunnerEvent, RunnerOutcome, ToolCall } from '@berth/contract'
+import {
+  emptyUsage,
+  mergeUsage,
+  type RunnerEvent,
+  type RunnerOutcome,
+  type TokenUsage,
+  type ToolCall,
+} from '@berth/contract'
+import type { MeteredUsage } from './meter.js'
 import type { StreamRedactor } from './redact.js'
 import { schemaErrors } from './schema-check.js'
 
@@ -16,15 +24,8 @@ export interface ResultContext {
   schema?: Record<string, unknown>
 }
 
-interface Usage {
-  input_tokens?: number | null
-  output_tokens?: number | null
-  cache_creation_input_tokens?: number | null
-  cache_read_input_tokens?: number | null
-}
-
-const inputTokens = (u: Usage | undefined) =>
-  (u?.input_tokens ?? 0) + (u?.cache_creation_input_tokens ?? 0) + (u?.cache_read_input_tokens ?? 0)
+/** Every input token of an answer: fresh, cache writes and cache reads. */
+const inputTokens = (u: TokenUsage) => u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
 
 function toolOutput(content: unknown): string {
   let text: string
@@ -41,7 +42,9 @@ function toolOutput(content: unknown): string {
 /**
  * Turns the SDK's message stream into Berth's transcript events and, at the end, the one
  * `result`. Only the main agent's messages become turns and tokens; a subagent's work
- * shows as the main agent's `Task`/`Agent` tool call and its result.
+ * shows as the main agent's `Task`/`Agent` tool call and its result. Each turn is one
+ * model call: at its end, `onAnswer` is told its model and usage (the run's meter, when it
+ * has no better view of its calls than what the SDK streams).
  *
  * @example
  * ```ts
@@ -52,18 +55,19 @@ function toolOutput(content: unknown): string {
  */
 export class Transcript {
   private turn = 0
-  private open: { input: number; output: number } | null = null
+  /** The model call under way: its model and its usage so far. */
+  private open: { model: string; usage: TokenUsage } | null = null
   private readonly calls: ToolCall[] = []
   private lastText = ''
   private sessionId: string | null = null
   private final: SDKResultMessage | null = null
   /** The text of a synthetic "API Error: ..." message: the model endpoint failed. */
   private apiError: string | null = null
-  private turnUsage = { input: 0, output: 0 }
 
   constructor(
     private readonly emit: (e: RunnerEvent) => void,
     private readonly tokens: StreamRedactor,
+    private readonly onAnswer?: (model: string, usage: TokenUsage) => void,
   ) {}
 
   /** True once the SDK's own result message arrived. */
@@ -118,17 +122,17 @@ export class Transcript {
     const e = event as { type: string; [k: string]: unknown }
     if (e.type === 'message_start') {
       this.closeTurn()
-      const usage = (e.message as { usage?: Usage } | undefined)?.usage
+      const message = e.message as { model?: unknown; usage?: unknown } | undefined
+      const usage = emptyUsage()
+      mergeUsage(usage, message?.usage)
       this.turn += 1
-      this.open = { input: inputTokens(usage), output: usage?.output_tokens ?? 0 }
+      this.open = { model: typeof message?.model === 'string' ? message.model : 'unknown', usage }
       this.emit({ type: 'turn_start', turn: this.turn })
     } else if (e.type === 'content_block_delta') {
       const delta = e.delta as { type?: string; text?: string }
       if (delta.type === 'text_delta' && delta.text) this.token(delta.text)
     } else if (e.type === 'message_delta' && this.open) {
-      const usage = e.usage as Usage | undefined
-      if (usage?.output_tokens != null) this.open.output = usage.output_tokens
-      if (usage?.input_tokens != null) this.open.input = Math.max(this.open.input, inputTokens(usage))
+      mergeUsage(this.open.usage, e.usage)
     } else if (e.type === 'message_stop') {
       this.closeTurn()
     }
@@ -144,34 +148,38 @@ export class Transcript {
     if (rest) this.emit({ type: 'token', text: rest })
   }
 
-  /** End the open turn, if any (also when a run is cut off mid-turn). */
+  /** End the open turn, if any (also when a run is cut off mid-turn: what streamed until then is billed). */
   closeTurn(): void {
     this.flushTokens()
     if (!this.open) return
-    this.turnUsage.input += this.open.input
-    this.turnUsage.output += this.open.output
-    this.emit({ type: 'turn_end', turn: this.turn, input_tokens: this.open.input, output_tokens: this.open.output })
+    const { model, usage } = this.open
     this.open = null
+    this.emit({
+      type: 'turn_end',
+      turn: this.turn,
+      input_tokens: inputTokens(usage),
+      output_tokens: usage.output_tokens,
+    })
+    this.onAnswer?.(model, usage)
   }
 
   /**
-   * The final `result`. Without an SDK result message (crash, cancellation) the outcome
-   * is `error_during_execution` with `failure` as the error, usage summed from the turns
-   * seen and cost 0 (the SDK's cost estimate never arrived). An interrupted run is
-   * `interrupted` with what it did so far; with a schema, a success needs a valid answer.
+   * The final `result`, with `usage`: the run's own model calls as its meter counted them
+   * (read after this closes the open turn). Without an SDK result message (crash,
+   * cancellation) the outcome is `error_during_execution` with `failure` as the error. An
+   * interrupted run is `interrupted` with what it did so far; with a schema, a success
+   * needs a valid answer.
    */
-  result(failure?: string, ctx: ResultContext = {}): ResultEvent {
+  result(usage: () => MeteredUsage, failure?: string, ctx: ResultContext = {}): ResultEvent {
     this.closeTurn()
     const r = this.final
-    const base = { tool_calls: this.calls, turns: this.turn, session_id: this.sessionId }
+    const base = { tool_calls: this.calls, turns: this.turn, session_id: this.sessionId, ...usage() }
     if (ctx.interrupted) {
       return {
         type: 'result',
         outcome: 'interrupted',
         text: this.lastText,
         ...base,
-        ...this.usage(r),
-        cost_usd: r?.total_cost_usd ?? 0,
         error: 'interrupted',
       }
     }
@@ -181,8 +189,6 @@ export class Transcript {
         outcome: 'error_during_execution',
         text: this.lastText,
         ...base,
-        ...this.usage(r),
-        cost_usd: r?.total_cost_usd ?? 0,
         error: failure ?? 'the agent ended without a result',
       }
     }
@@ -201,21 +207,8 @@ export class Transcript {
       outcome,
       text: r.subtype === 'success' && outcome === 'success' ? r.result : this.lastText,
       ...base,
-      ...this.usage(r),
-      cost_usd: r.total_cost_usd ?? 0,
       error,
       ...structured,
-    }
-  }
-
-  /**
-   * Token totals: the SDK's, or the sum of the turns seen when larger (the SDK's result
-   * after a budget stop counts only part of the turns).
-   */
-  private usage(r: SDKResultMessage | null): { input_tokens: number; output_tokens: number } {
-    return {
-      input_tokens: Math.max(r ? inputTokens(r.usage) : 0, this.turnUsage.input),
-      output_tokens: Math.max(r?.usage.output_tokens ?? 0, this.turnUsage.output),
     }
   }
 

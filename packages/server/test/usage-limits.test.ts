@@ -114,7 +114,7 @@ describe('usage', () => {
       byProfile.groups,
     )
 
-    // A task the gateway does not see (the built-in offline model, served by the runner): its runner's figures, once.
+    // A task the gateway does not see (the built-in offline model, served by the runner): the calls its runner counted, once.
     const stu = await c.user('Stu')
     const stuApi = b.client(stu.token)
     const stub = await stuApi.apiKeys.create({ body: { name: 'offline', provider: 'stub' } })
@@ -124,7 +124,8 @@ describe('usage', () => {
     expect(unmetered.status).toBe('completed')
     expect(unmetered.result!.cost_usd).toBeGreaterThan(0)
     const stus = await a.client(stu.token).usage.get({ query: {} })
-    expect(stus.total).toMatchObject({ tasks: 1, model_calls: 0, input_tokens: unmetered.result!.input_tokens })
+    expect(stus.total).toMatchObject({ tasks: 1, model_calls: 1, input_tokens: 500, output_tokens: 50 })
+    expect(unmetered.result).toMatchObject({ input_tokens: 500, output_tokens: 50 })
     expect(stus.total.cost_usd).toBeCloseTo(unmetered.result!.cost_usd, 6)
 
     // Bad ranges are 400 naming the field.

@@ -14,12 +14,22 @@ export interface RecordedRequest {
   body: unknown
 }
 
+/** One model call the offline model answered: the model it answered as and the usage it reported. */
+export interface RecordedAnswer {
+  model: string
+  usage: { input_tokens: number; output_tokens: number }
+  /** The answer's message id (`msg_…`). */
+  id: string
+}
+
 /** Options of {@link createOfflineModel}. */
 export interface OfflineModelOptions {
   /** When set, requests must carry it (`x-api-key` or `Authorization: Bearer`), else 401. */
   apiKey?: string
   /** Called with every request, before it is answered. */
   onRequest?: (req: RecordedRequest) => void
+  /** Called with every message it answers (not errors), as it starts answering, streamed or not. */
+  onAnswer?: (answer: RecordedAnswer) => void
 }
 
 /** A node:http request handler. */
@@ -55,7 +65,11 @@ function authorized(req: IncomingMessage, key: string | undefined): boolean {
   return req.headers['x-api-key'] === key || bearer === key
 }
 
-async function messages(body: MessagesRequest, res: ServerResponse): Promise<void> {
+async function messages(
+  body: MessagesRequest,
+  res: ServerResponse,
+  onAnswer: OfflineModelOptions['onAnswer'],
+): Promise<void> {
   if (!Array.isArray(body.messages) || body.messages.length === 0) {
     return sendJson(res, 400, errorBody('invalid_request_error', 'messages: at least one message is required'))
   }
@@ -70,6 +84,7 @@ async function messages(body: MessagesRequest, res: ServerResponse): Promise<voi
     const { type, status } = API_ERRORS[a.error]
     return sendJson(res, status, errorBody(type, a.message))
   }
+  onAnswer?.({ model: a.model, usage: { ...a.usage }, id: a.id })
   if (!body.stream) return sendJson(res, 200, messageBody(a))
   res.writeHead(200, {
     'content-type': 'text/event-stream',
@@ -115,7 +130,7 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): RequestHandl
     if (!authorized(req, opts.apiKey)) return sendJson(res, 401, errorBody('authentication_error', 'invalid x-api-key'))
     if (badJson) return sendJson(res, 400, errorBody('invalid_request_error', 'request body is not valid JSON'))
     const route = `${req.method} ${url.pathname.replace(/\/+$/, '')}`
-    if (route === 'POST /v1/messages') return messages((body ?? {}) as MessagesRequest, res)
+    if (route === 'POST /v1/messages') return messages((body ?? {}) as MessagesRequest, res, opts.onAnswer)
     if (route === 'POST /v1/messages/count_tokens') {
       const size = JSON.stringify((body as MessagesRequest | undefined)?.messages ?? []).length
       return sendJson(res, 200, { input_tokens: Math.max(1, Math.ceil(size / 4)) })

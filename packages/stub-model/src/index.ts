@@ -3,7 +3,13 @@
  * Only `node:` imports: the runner embeds it for the `stub` provider, and
  * `@berth/testkit/model` re-exports it for tests.
  */
-export { createOfflineModel, type OfflineModelOptions, type RecordedRequest, type RequestHandler } from './handler.js'
+export {
+  createOfflineModel,
+  type OfflineModelOptions,
+  type RecordedAnswer,
+  type RecordedRequest,
+  type RequestHandler,
+} from './handler.js'
 export { startOfflineModel, type OfflineModelServer } from './server.js'
 export { answer, FILLER_TOOL, type Answer, type AnswerBlock, type MessagesRequest } from './respond.js'
 export {

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createOfflineModel, type OfflineModelOptions, type RecordedRequest } from './handler.js'
+import { createOfflineModel, type OfflineModelOptions, type RecordedAnswer, type RecordedRequest } from './handler.js'
 
 /** A running offline model. */
 export interface OfflineModelServer {
@@ -8,6 +8,8 @@ export interface OfflineModelServer {
   url: string
   /** Every request received so far, oldest first. */
   requests: RecordedRequest[]
+  /** Every message answered so far (the model calls it served and the usage it reported), oldest first. */
+  answers: RecordedAnswer[]
   /** Stop listening and drop open connections. */
   close(): Promise<void>
 }
@@ -20,6 +22,7 @@ export interface OfflineModelServer {
  * const model = await startOfflineModel()
  * process.env.ANTHROPIC_BASE_URL = model.url
  * // ... run the agent ...
+ * model.answers // [{ model: 'claude-sonnet-4-5', usage: { input_tokens: 12, output_tokens: 5 }, id: 'msg_…' }]
  * await model.close()
  * ```
  */
@@ -27,12 +30,17 @@ export async function startOfflineModel(
   opts: OfflineModelOptions & { host?: string; port?: number } = {},
 ): Promise<OfflineModelServer> {
   const requests: RecordedRequest[] = []
+  const answers: RecordedAnswer[] = []
   const server = createServer(
     createOfflineModel({
       ...opts,
       onRequest: (r) => {
         requests.push(r)
         opts.onRequest?.(r)
+      },
+      onAnswer: (a) => {
+        answers.push(a)
+        opts.onAnswer?.(a)
       },
     }),
   )
@@ -45,6 +53,7 @@ export async function startOfflineModel(
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     requests,
+    answers,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

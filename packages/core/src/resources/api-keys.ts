@@ -6,9 +6,10 @@ import {
   ApiKey,
   type CreateApiKey,
   type ModelInfo,
+  modelAllowed,
   type UpdateApiKey,
 } from '@berth/contract'
-import { modelAllowed, type ModelCatalog } from '../models.js'
+import type { ModelCatalog } from '../models.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Store } from '../ports/store.js'

@@ -47,6 +47,19 @@ function agentModelAllowed(model: string, allowed: string[]): boolean {
   return allowed.includes(model)
 }
 
+/**
+ * True when a run reaches its model through the broker's gateway (which then holds the key
+ * and counts every call); the `stub` provider's model is served by the runner itself.
+ */
+function usesGateway(provider: RunnerInput['model']['provider'], broker: object | undefined): boolean {
+  return broker !== undefined && provider !== 'stub'
+}
+
+/** Who counts a run's model calls: the gateway when the input sends the model through it, else the runner. */
+export function meteredBy(input: RunnerInput): 'gateway' | 'runner' {
+  return usesGateway(input.model.provider, input.broker) ? 'gateway' : 'runner'
+}
+
 /** Where the runner works inside the container. */
 export const WORKSPACE_DIR = '/workspace'
 
@@ -124,7 +137,7 @@ export async function materialize(
   const mcp = broker?.proxy_socket ? brokerMcpHeaders(opened).servers : opened
   // A brokered secret's variable holds its placeholder, never its value (with or without a proxy to fill it in).
   const env = Object.fromEntries(secrets.map((s) => [s.name, s.delivery === 'env' ? s.value : s.placeholder]))
-  const gateway = broker !== undefined && credential.provider !== 'stub'
+  const gateway = usesGateway(credential.provider, broker)
   // Git tokens go to the proxy when there is one; otherwise to the runner's credential helper.
   const gitInContainer = broker?.proxy_socket ? [] : git
   // The redaction list is part of the input: only values the container holds anyway go in it.

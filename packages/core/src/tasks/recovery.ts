@@ -146,10 +146,12 @@ async function recoverRun(o: RecoveryOptions, t: TaskRecord): Promise<void> {
     // The task's profile is not read again: of the monthly limits, the caller's applies.
     const settled =
       o.usage && t.started_at
-        ? await settleUsage(o.usage, t, end, { profile: null, endedAt: o.usage.clock.now() }).catch((err: unknown) => {
-            o.logger.warn('could not record task usage', { task: t.id, error: String(err) })
-            return end
-          })
+        ? await settleUsage(o.usage, t, end, { profile: null, endedAt: o.usage.clock.now(), runner: result }).catch(
+            (err: unknown) => {
+              o.logger.warn('could not record task usage', { task: t.id, error: String(err) })
+              return end
+            },
+          )
         : end
     await o.states.finish(t, settled)
   } else {

@@ -7,7 +7,7 @@ import type { ProfileRecord, ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
-import { materialize, type MaterializeDeps } from './materialize.js'
+import { materialize, meteredBy, type MaterializeDeps } from './materialize.js'
 import type { Approvals } from './approvals.js'
 import {
   endOf,
@@ -138,7 +138,7 @@ export class TaskRuns implements TaskRunner {
       // Controls sent once the task shows `running` wait in the session until the runner starts.
       const detach = this.o.controls.attach(task.id, (control) => session.send(control))
       try {
-        task = await states.move(task, 'running', { started_at: isoNow(this.o.clock) })
+        task = await states.move(task, 'running', { started_at: isoNow(this.o.clock), metered_by: meteredBy(input) })
         limit.start((control) => session.send(control))
         const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
         for await (const event of session) {
@@ -199,6 +199,7 @@ export class TaskRuns implements TaskRunner {
       end = await settleUsage(this.o.usage, task, end, {
         profile,
         endedAt: this.o.clock.now(),
+        runner: result,
       }).catch((err: unknown) => {
         this.o.logger.warn('could not record task usage', { task: task.id, error: String(err) })
         return end

@@ -63,6 +63,12 @@ export interface TaskRecord extends OwnedRecord {
    * span, then the run's once it starts, so every instance continues one trace per task.
    */
   trace?: string | undefined
+  /**
+   * Who counts the run's model calls (internal, set when it starts running): the credential
+   * broker's model `gateway`, or its `runner` (provider `stub`, or no broker). Absent on
+   * records from before it: the gateway when it metered any call, else the runner.
+   */
+  metered_by?: 'gateway' | 'runner'
 }
 
 /** The statuses of a task not yet ended (the contract's list, typed for `includes(status)`). */

@@ -45,7 +45,7 @@ interface MonthDoc {
   profiles: Record<string, number>
 }
 
-/** What the gateway metered for one task (one instance's part). */
+/** The model calls recorded for one task (one instance's part). */
 export interface TaskUsage {
   model: string
   requests: number
@@ -123,8 +123,11 @@ export class UsageLedger {
     this.instance = o.instanceId.replace(/:/g, '_')
   }
 
-  /** Add one metered model call: to its day, its month and its task. */
-  recordCall(subject: UsageSubject, usage: ModelCallUsage): Promise<void> {
+  /**
+   * Add one metered model call (or `calls` of one model, summed, as a runner reports them
+   * at its end): to its day, its month and its task.
+   */
+  recordCall(subject: UsageSubject, usage: ModelCallUsage, calls = 1): Promise<void> {
     const figures: UsageFigures = {
       ...emptyFigures(),
       input_tokens: usage.input_tokens,
@@ -132,7 +135,7 @@ export class UsageLedger {
       cache_read_tokens: usage.cache_read_input_tokens,
       cache_write_tokens: usage.cache_creation_input_tokens,
       cost_usd: usage.cost_usd,
-      model_calls: 1,
+      model_calls: calls,
     }
     const done = Promise.all([
       this.addDay(subject, usage.model, figures),
@@ -141,28 +144,13 @@ export class UsageLedger {
     return this.track(subject.task_id, done)
   }
 
-  /**
-   * Add a task's end: one task and its running time; with `reported` (a task the gateway
-   * did not meter), the tokens and cost its runner reported too.
-   */
-  recordTaskEnd(
-    subject: UsageSubject,
-    end: {
-      model: string
-      seconds: number
-      reported?: { input_tokens: number; output_tokens: number; cost_usd: number }
-    },
-  ): Promise<void> {
+  /** Add a task's end: one task and its running time (its model calls are recorded as calls). */
+  recordTaskEnd(subject: UsageSubject, end: { model: string; seconds: number }): Promise<void> {
     const figures: UsageFigures = { ...emptyFigures(), tasks: 1, task_seconds: Math.max(0, end.seconds) }
-    if (end.reported) {
-      figures.input_tokens = end.reported.input_tokens
-      figures.output_tokens = end.reported.output_tokens
-      figures.cost_usd = end.reported.cost_usd
-    }
     return this.addDay(subject, end.model, figures)
   }
 
-  /** What the gateway metered for a task on every instance, or null when nothing was. */
+  /** The model calls recorded for a task on every instance, summed, or null when none were. */
   async taskUsage(taskId: string): Promise<TaskUsage | null> {
     await Promise.allSettled([...(this.pending.get(taskId) ?? [])])
     const parts = await this.readAll<TaskUsage>(`${TASK_PREFIX}${taskId}:`)
@@ -238,7 +226,7 @@ export class UsageLedger {
     }
     return this.update<TaskUsage>(`${TASK_PREFIX}${taskId}:${this.instance}`, empty, (t) => {
       t.model = model
-      t.requests += 1
+      t.requests += f.model_calls
       t.input_tokens += f.input_tokens
       t.output_tokens += f.output_tokens
       t.cache_read_tokens += f.cache_read_tokens

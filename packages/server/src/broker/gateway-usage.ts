@@ -4,7 +4,7 @@
  * hands it here second, so metering never delays a token; with one, a stream is metered
  * event by event before each is passed on, so the gateway can end it at the budget.
  */
-import type { TokenUsage } from './gateway-prices.js'
+import { emptyUsage, mergeUsage as merge, type TokenUsage } from './gateway-prices.js'
 
 /** What one answer reported: the model that answered and its usage. */
 export interface AnswerUsage {
@@ -22,40 +22,6 @@ export interface UsageReader {
 const MAX_SSE_LINE = 1 << 20
 /** A JSON answer longer than this is passed through unread (answers are far smaller). */
 const MAX_JSON_BODY = 16 << 20
-
-const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0)
-
-type UsageFields = Record<string, unknown> & {
-  cache_creation?: Record<string, unknown> | null
-  server_tool_use?: Record<string, unknown> | null
-}
-
-/**
- * Lay the fields present in `from` over `into`. Usage in `message_delta` is cumulative
- * (output tokens so far, and input and cache counts when the provider updates them), so a
- * later value replaces an earlier one rather than adding to it.
- */
-function merge(into: TokenUsage, from: unknown): void {
-  if (typeof from !== 'object' || from === null) return
-  const u = from as UsageFields
-  if ('input_tokens' in u) into.input_tokens = count(u.input_tokens)
-  if ('output_tokens' in u) into.output_tokens = count(u.output_tokens)
-  if ('cache_creation_input_tokens' in u) into.cache_creation_input_tokens = count(u.cache_creation_input_tokens)
-  if ('cache_read_input_tokens' in u) into.cache_read_input_tokens = count(u.cache_read_input_tokens)
-  if (u.cache_creation && typeof u.cache_creation === 'object') {
-    into.cache_creation = {
-      ephemeral_5m_input_tokens: count(u.cache_creation.ephemeral_5m_input_tokens),
-      ephemeral_1h_input_tokens: count(u.cache_creation.ephemeral_1h_input_tokens),
-    }
-  }
-  if (u.server_tool_use && typeof u.server_tool_use === 'object') {
-    into.web_search_requests = count(u.server_tool_use.web_search_requests)
-  }
-}
-
-function emptyUsage(): TokenUsage {
-  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-}
 
 /**
  * Output tokens estimated from streamed content while the provider has not reported them
