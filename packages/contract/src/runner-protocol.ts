@@ -104,7 +104,13 @@ export const RunnerInput = v.object({
 
 const Usage = { input_tokens: v.number(), output_tokens: v.number() }
 
-export const ToolCall = v.object({ id: v.string(), name: v.string(), input: v.unknown() })
+/** A tool call with the input it ran with; `original_input` is the agent's when an approval replaced it. */
+export const ToolCall = v.object({
+  id: v.string(),
+  name: v.string(),
+  input: v.unknown(),
+  original_input: v.optional(v.unknown()),
+})
 
 /** How a run ended. `interrupted`: an `interrupt` control line stopped it; `error_output_invalid`: no answer valid for `output_schema`. */
 export const RunnerOutcome = v.picklist([
@@ -126,13 +132,19 @@ export const RunnerEvent = v.variant('type', [
   v.object({ type: v.literal('tool_call'), id: v.string(), name: v.string(), input: v.unknown() }),
   /** A tool call that waits for a decision (a `require_approval` rule matched). */
   v.object({ type: v.literal('permission_request'), request_id: v.string(), tool: v.string(), input: v.unknown() }),
-  /** How a permission request was decided: by a person (`caller`), or denied at its timeout. */
+  /**
+   * How a permission request was decided: by a person (`caller`), or denied at its timeout.
+   * An `allow` carries the `input` the tool runs with, and the agent's `original_input` when
+   * the decision replaced it.
+   */
   v.object({
     type: v.literal('permission_decision'),
     request_id: v.string(),
     decision: v.picklist(['allow', 'deny']),
     message: v.nullable(v.string()),
     by: v.picklist(['caller', 'timeout']),
+    input: v.optional(v.unknown()),
+    original_input: v.optional(v.unknown()),
   }),
   v.object({ type: v.literal('tool_result'), id: v.string(), output: v.string(), is_error: v.boolean() }),
   v.object({ type: v.literal('turn_end'), turn: v.number(), ...Usage }),

@@ -54,6 +54,8 @@ export class Transcript {
   private turn = 0
   private open: { input: number; output: number } | null = null
   private readonly calls: ToolCall[] = []
+  /** Inputs that ran instead of the agent's (an approval replaced them), by tool-use id. */
+  private readonly replaced = new Map<string, unknown>()
   private lastText = ''
   private sessionId: string | null = null
   private final: SDKResultMessage | null = null
@@ -65,6 +67,11 @@ export class Transcript {
     private readonly emit: (e: RunnerEvent) => void,
     private readonly tokens: StreamRedactor,
   ) {}
+
+  /** The call `id` ran with `input` instead of the agent's (an approval replaced it): the result's `tool_calls` say so. */
+  ran(id: string, input: unknown): void {
+    this.replaced.set(id, input)
+  }
 
   /** True once the SDK's own result message arrived. */
   hasResult(): boolean {
@@ -163,7 +170,7 @@ export class Transcript {
   result(failure?: string, ctx: ResultContext = {}): ResultEvent {
     this.closeTurn()
     const r = this.final
-    const base = { tool_calls: this.calls, turns: this.turn, session_id: this.sessionId }
+    const base = { tool_calls: this.toolCalls(), turns: this.turn, session_id: this.sessionId }
     if (ctx.interrupted) {
       return {
         type: 'result',
@@ -206,6 +213,13 @@ export class Transcript {
       error,
       ...structured,
     }
+  }
+
+  /** The calls as they ran: a replaced input is the call's `input`, the agent's its `original_input`. */
+  private toolCalls(): ToolCall[] {
+    return this.calls.map((c) =>
+      this.replaced.has(c.id) ? { ...c, input: this.replaced.get(c.id), original_input: c.input } : c,
+    )
   }
 
   /**
