@@ -54,7 +54,8 @@ export function deniedCount(
   const kind = resource.kind.replace(/\s+/g, '_')
   const entry = (id: string | null, owners: string[]): CountedEntry => ({
     action: 'access.denied',
-    actor: { type: caller.role, id: caller.id },
+    // Past the cap one entry pools every caller's: it names none.
+    actor: { type: caller.role, id: owners[0] ?? null },
     target: { type: kind, id },
     request_id: requestId,
     source,
