@@ -85,7 +85,7 @@ describe('audit on local (bwrap)', () => {
     })
   })
 
-  it('records preview links created and revoked, and two cancels at once as one success and one failure', async () => {
+  it('records preview links created and revoked, two cancels at once as one success and one failure, the workspace deleted', async () => {
     const sub = await a.submit({ mode: 'session', prompt: `Wait. ${bash('sleep 60')} [[berth:text Never.]]` })
     const wsId = sub.workspace_id
     await vi.waitFor(
@@ -118,6 +118,7 @@ describe('audit on local (bwrap)', () => {
       ['success', null],
     ])
     await a.api.workspaces.delete({ params: { id: wsId } })
+    expect((await entries('workspace.deleted')).map((e) => e.target.id)).toContain(wsId)
   }, 120_000)
 
   it("an agent's refused egress: one entry per task, host and reason with a count, at most 20 hosts a minute", async () => {
