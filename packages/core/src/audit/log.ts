@@ -33,7 +33,7 @@ export interface AuditInput {
   owner?: string | undefined
   /** Default `success`. */
   outcome?: 'success' | 'failure'
-  details?: AuditDetails
+  details?: AuditDetails | undefined
   /** Who acted when no caller is known (an OAuth callback, a WebSocket message); default `system`. */
   actor?: AuditActor
 }
@@ -173,7 +173,8 @@ export class AuditLog {
       throw err
     }
     const more = after?.(answer)
-    await this.record({ ...input, ...more, details: { ...input.details, ...more?.details } })
+    const details = { ...input.details, ...more?.details }
+    await this.record({ ...input, ...more, details: Object.keys(details).length ? details : undefined })
     return answer
   }
 
