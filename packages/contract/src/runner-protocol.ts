@@ -134,8 +134,8 @@ export const RunnerEvent = v.variant('type', [
   v.object({ type: v.literal('permission_request'), request_id: v.string(), tool: v.string(), input: v.unknown() }),
   /**
    * How a permission request was decided: by a person (`caller`), or denied at its timeout.
-   * An `allow` carries the `input` the tool runs with, and the agent's `original_input` when
-   * the decision replaced it.
+   * An `allow` that replaced the tool's input carries the `input` the tool runs with and the
+   * agent's as `original_input` (otherwise the tool runs with the request's `input`).
    */
   v.object({
     type: v.literal('permission_decision'),

@@ -54,7 +54,6 @@ export function approvalGate(
       return { behavior: 'deny', message }
     }
     const replaced = decided.decision === 'allow' ? decided.input : undefined
-    const runs = replaced ?? toolInput
     const event: PermissionDecision = {
       type: 'permission_decision',
       request_id: requestId,
@@ -62,12 +61,14 @@ export function approvalGate(
       message: decided.message ?? null,
       by: 'caller',
     }
-    if (decided.decision === 'allow') event.input = runs
-    if (replaced) event.original_input = toolInput
+    if (replaced) {
+      event.input = replaced
+      event.original_input = toolInput
+    }
     emit(event)
     if (decided.decision === 'allow') {
       if (replaced) ran?.(toolUseID, replaced)
-      return { behavior: 'allow', updatedInput: runs }
+      return { behavior: 'allow', updatedInput: replaced ?? toolInput }
     }
     return {
       behavior: 'deny',
