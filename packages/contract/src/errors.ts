@@ -62,6 +62,11 @@ export class ApiError extends Error {
   readonly details?: Record<string, unknown>
   /** Extra response headers, e.g. `Retry-After` on a 429. */
   readonly headers?: Record<string, string>
+  /**
+   * The resource a {@link notFound} error names (its kind and the id asked for): never sent,
+   * read by the server to count requests for ids a caller does not have.
+   */
+  resource?: { kind: string; id: string }
 
   constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
     super(message)
@@ -127,5 +132,7 @@ export function validationError(issues: ValidationIssue[], message?: string): Ap
  * ```
  */
 export function notFound(kind: string, id: string): ApiError {
-  return new ApiError('NOT_FOUND', `${kind} ${id} not found`)
+  const err = new ApiError('NOT_FOUND', `${kind} ${id} not found`)
+  err.resource = { kind, id }
+  return err
 }

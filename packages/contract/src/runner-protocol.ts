@@ -125,7 +125,13 @@ export const RunnerModelUsage = v.object({
   cost_usd: Amount,
 })
 
-export const ToolCall = v.object({ id: v.string(), name: v.string(), input: v.unknown() })
+/** A tool call with the input it ran with; `original_input` is the agent's when an approval replaced it. */
+export const ToolCall = v.object({
+  id: v.string(),
+  name: v.string(),
+  input: v.unknown(),
+  original_input: v.optional(v.unknown()),
+})
 
 /** How a run ended. `interrupted`: an `interrupt` control line stopped it; `error_output_invalid`: no answer valid for `output_schema`. */
 export const RunnerOutcome = v.picklist([
@@ -147,13 +153,19 @@ export const RunnerEvent = v.variant('type', [
   v.object({ type: v.literal('tool_call'), id: v.string(), name: v.string(), input: v.unknown() }),
   /** A tool call that waits for a decision (a `require_approval` rule matched). */
   v.object({ type: v.literal('permission_request'), request_id: v.string(), tool: v.string(), input: v.unknown() }),
-  /** How a permission request was decided: by a person (`caller`), or denied at its timeout. */
+  /**
+   * How a permission request was decided: by a person (`caller`), or denied at its timeout.
+   * An `allow` that replaced the tool's input carries the `input` the tool runs with and the
+   * agent's as `original_input` (otherwise the tool runs with the request's `input`).
+   */
   v.object({
     type: v.literal('permission_decision'),
     request_id: v.string(),
     decision: v.picklist(['allow', 'deny']),
     message: v.nullable(v.string()),
     by: v.picklist(['caller', 'timeout']),
+    input: v.optional(v.unknown()),
+    original_input: v.optional(v.unknown()),
   }),
   v.object({ type: v.literal('tool_result'), id: v.string(), output: v.string(), is_error: v.boolean() }),
   v.object({ type: v.literal('turn_end'), turn: v.number(), ...Usage }),

@@ -1,4 +1,4 @@
-/** The audit log's store side: owners and filters, time ranges, retention, failed authentication per address and minute, approvals. */
+/** The audit log's store side: owners and filters, time ranges, retention, failed authentication per address and minute, integrations. */
 import { isApiError, type AuditQuery } from '@berth/contract'
 import { describe, expect, it } from 'vitest'
 import { inRequest } from '../src/audit/context.js'
@@ -6,11 +6,10 @@ import { AuditLog } from '../src/audit/log.js'
 import { memoryHub } from '../src/coordination/memory-hub.js'
 import { memoryCoordination } from '../src/coordination/memory.js'
 import { manualClock } from '../src/ports/clock.js'
-import { Approvals } from '../src/tasks/approvals.js'
 import { DeliveryLog } from '../src/integrations/deliveries.js'
 import { IntegrationsService } from '../src/integrations/integrations.js'
 import { createAesGcmCipher } from '../src/ports/cipher.js'
-import { countingStore, quietLogger, taskRecord } from './task-fakes.js'
+import { countingStore, quietLogger } from './task-fakes.js'
 
 const START = Date.parse('2026-01-01T00:00:00Z')
 
@@ -152,22 +151,6 @@ describe('audit log', () => {
       source: '198.51.100.1',
     })
     expect((await one.list(null, q({ target: '198.51.100.1' }))).total).toBe(2)
-  })
-
-  it('an approval decided is recorded for its owner, once', async () => {
-    const { audit, clock, coordination, store } = setup()
-    const approvals = new Approvals({ store, clock, once: coordination.once, audit })
-    const task = taskRecord({ owner_id: 'usr_a', status: 'running' })
-    await approvals.open(task, { type: 'permission_request', request_id: 'apr_1', tool: 'Bash', input: {} }, 60)
-    await approvals.claim('usr_a', task.id, 'apr_1', { decision: 'deny' })
-    await approvals.claim('usr_a', task.id, 'apr_1', { decision: 'allow' }).catch(() => null)
-    const { items } = await audit.list('usr_a', q({ action: 'approval.decided' }))
-    expect(items).toHaveLength(1)
-    expect(items[0]).toMatchObject({
-      actor: { type: 'user', id: 'usr_a' },
-      target: { type: 'approval', id: 'apr_1' },
-      details: { task_id: task.id, decision: 'deny', tool: 'Bash' },
-    })
   })
 
   it('integrations a connect flow creates or connects again are recorded for their owner', async () => {

@@ -3,6 +3,8 @@ import { newId, type RunnerEvent, type RunnerInput } from '@berth/contract'
 import { firstMatch } from './rules.js'
 import type { Steering } from './steer.js'
 
+type PermissionDecision = Extract<RunnerEvent, { type: 'permission_decision' }>
+
 /** How long a permission request waits for a decision when the input sets no `approval_timeout_s`. */
 export const DEFAULT_APPROVAL_TIMEOUT_S = 900
 
@@ -14,12 +16,14 @@ export const NOT_ALLOWED = 'This tool is not allowed for this task (not in its a
  * `permission_request`, waits for the `decision` control line with its id (or denies at
  * `approval_timeout_s`) and writes `permission_decision` (none when the run is cancelled or
  * interrupted while it waits: the request ends with the run); the denial's message reaches the
- * model as the tool's result, so the agent can go another way. A call matching no rule
- * is allowed when `allowed_tools` covers it and denied otherwise, as `dontAsk` does.
+ * model as the tool's result, so the agent can go another way. An `allow` that replaces the
+ * input runs the tool with the new one: the decision event carries both, and `ran` is told
+ * (the result's `tool_calls` show what ran). A call matching no rule is allowed when
+ * `allowed_tools` covers it and denied otherwise, as `dontAsk` does.
  *
  * @example
  * ```ts
- * options.canUseTool = approvalGate(input, steer, emit, stop.signal)
+ * options.canUseTool = approvalGate(input, steer, emit, stop.signal, (id, input) => transcript.ran(id, input))
  * ```
  */
 export function approvalGate(
@@ -28,10 +32,12 @@ export function approvalGate(
   emit: (e: RunnerEvent) => void,
   /** Aborts when the run is cancelled or interrupted: no request waits past that. */
   stop: AbortSignal,
+  /** Told of a tool call (by its tool-use id) allowed with a replaced input. */
+  ran?: (toolUseId: string, input: Record<string, unknown>) => void,
 ): CanUseTool {
   const rules = input.require_approval ?? []
   const timeoutS = input.approval_timeout_s ?? DEFAULT_APPROVAL_TIMEOUT_S
-  return async (tool, toolInput, { signal }): Promise<PermissionResult> => {
+  return async (tool, toolInput, { signal, toolUseID }): Promise<PermissionResult> => {
     if (!firstMatch(rules, tool, toolInput)) {
       if (firstMatch(input.allowed_tools, tool, toolInput)) return { behavior: 'allow', updatedInput: toolInput }
       return { behavior: 'deny', message: NOT_ALLOWED }
@@ -47,14 +53,23 @@ export function approvalGate(
       emit({ type: 'permission_decision', request_id: requestId, decision: 'deny', message, by: 'timeout' })
       return { behavior: 'deny', message }
     }
-    emit({
+    const replaced = decided.decision === 'allow' ? decided.input : undefined
+    const event: PermissionDecision = {
       type: 'permission_decision',
       request_id: requestId,
       decision: decided.decision,
       message: decided.message ?? null,
       by: 'caller',
-    })
-    if (decided.decision === 'allow') return { behavior: 'allow', updatedInput: decided.input ?? toolInput }
+    }
+    if (replaced) {
+      event.input = replaced
+      event.original_input = toolInput
+    }
+    emit(event)
+    if (decided.decision === 'allow') {
+      if (replaced) ran?.(toolUseID, replaced)
+      return { behavior: 'allow', updatedInput: replaced ?? toolInput }
+    }
     return {
       behavior: 'deny',
       message: decided.message

@@ -122,7 +122,9 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       abortController,
       stderr: opts.stderr ? (d) => opts.stderr!(redactor.text(d)) : undefined,
       agentUser: agent,
-      canUseTool: input.require_approval?.length ? approvalGate(input, steer, emit, gateStop.signal) : undefined,
+      canUseTool: input.require_approval?.length
+        ? approvalGate(input, steer, emit, gateStop.signal, (id, ran) => transcript.ran(id, ran))
+        : undefined,
     })
     if (cancelled()) throw new Error('cancelled')
     let sawResult!: () => void

@@ -58,6 +58,8 @@ export class Transcript {
   /** The model call under way: its model and its usage so far. */
   private open: { model: string; usage: TokenUsage } | null = null
   private readonly calls: ToolCall[] = []
+  /** Inputs that ran instead of the agent's (an approval replaced them), by tool-use id. */
+  private readonly replaced = new Map<string, unknown>()
   private lastText = ''
   private sessionId: string | null = null
   private final: SDKResultMessage | null = null
@@ -69,6 +71,11 @@ export class Transcript {
     private readonly tokens: StreamRedactor,
     private readonly onAnswer?: (model: string, usage: TokenUsage) => void,
   ) {}
+
+  /** The call `id` ran with `input` instead of the agent's (an approval replaced it): the result's `tool_calls` say so. */
+  ran(id: string, input: unknown): void {
+    this.replaced.set(id, input)
+  }
 
   /** True once the SDK's own result message arrived. */
   hasResult(): boolean {
@@ -173,7 +180,7 @@ export class Transcript {
   result(usage: () => MeteredUsage, failure?: string, ctx: ResultContext = {}): ResultEvent {
     this.closeTurn()
     const r = this.final
-    const base = { tool_calls: this.calls, turns: this.turn, session_id: this.sessionId, ...usage() }
+    const base = { tool_calls: this.toolCalls(), turns: this.turn, session_id: this.sessionId, ...usage() }
     if (ctx.interrupted) {
       return {
         type: 'result',
@@ -210,6 +217,13 @@ export class Transcript {
       error,
       ...structured,
     }
+  }
+
+  /** The calls as they ran: a replaced input is the call's `input`, the agent's its `original_input`. */
+  private toolCalls(): ToolCall[] {
+    return this.calls.map((c) =>
+      this.replaced.has(c.id) ? { ...c, input: this.replaced.get(c.id), original_input: c.input } : c,
+    )
   }
 
   private outcome(r: SDKResultMessage): { outcome: RunnerOutcome; error: string | null } {

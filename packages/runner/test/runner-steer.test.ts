@@ -168,6 +168,19 @@ describe('berth-runner steering (stub provider)', () => {
     expect(ofType(run.events, 'tool_result')[0]).toMatchObject({ output: 'unasked', is_error: false })
     expect(existsSync(join(input.cwd, 'replaced.txt'))).toBe(true)
     expect(existsSync(join(input.cwd, 'asked.txt'))).toBe(false)
+    // The decision and the result show the input that ran, and the agent's beside it.
+    expect(ofType(run.events, 'permission_decision')).toEqual([
+      expect.objectContaining({
+        decision: 'allow',
+        input: { command: 'touch replaced.txt' },
+        original_input: { command: 'touch asked.txt' },
+      }),
+    ])
+    const calls = ofType(run.events, 'result')[0]!.tool_calls
+    expect(calls.map((c) => [c.input, c.original_input])).toEqual([
+      [{ command: 'echo unasked' }, undefined],
+      [{ command: 'touch replaced.txt' }, { command: 'touch asked.txt' }],
+    ])
   })
 
   it('hands a message sent mid-task to the agent at its next turn boundary', async () => {

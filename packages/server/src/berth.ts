@@ -126,6 +126,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
           metrics,
           upstreamCa: options.broker ? options.broker.upstreamCa : undefined,
           onUsage: modelCallObservers,
+          onEgressRefused: (refusal) => services.audit.egressRefused(refusal),
         })
       : Promise.resolve(undefined)
   // Pool first (adopt or remove what a previous run left), then the tasks it served.

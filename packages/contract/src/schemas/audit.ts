@@ -4,10 +4,15 @@ import { maxLength } from './length.js'
 
 /**
  * Every action the audit log records: who changed users, keys, credentials, secrets,
- * environments, integrations and Git accounts, who force-removed a container or decided an
- * approval, and the requests that failed authentication (`auth.failed`, one entry per source
- * address and minute with a `count`) or asked for an admin operation without the role
- * (`auth.forbidden`).
+ * environments, profiles, tools, skills, agents, memory, playbooks, integrations, Git
+ * accounts, workspaces, preview links and limits; who force-removed a container, decided an
+ * approval, cancelled or interrupted a task; and what was refused: requests that failed
+ * authentication (`auth.failed`, one entry per source address and minute with a `count`),
+ * asked for an admin operation without the role (`auth.forbidden`), or named a resource the
+ * caller does not have (`access.denied`, one entry per caller, kind and minute with a
+ * `count`), and agents' requests the egress proxy refused (`egress.refused`, one entry per
+ * task, host, reason and minute with a `count`). A decision that lost a race (a second
+ * approval decision, a cancel of a task already ended) is its action with outcome `failure`.
  */
 export const AUDIT_ACTIONS = [
   'user.created',
@@ -32,6 +37,35 @@ export const AUDIT_ACTIONS = [
   'approval.decided',
   'auth.failed',
   'auth.forbidden',
+  'profile.created',
+  'profile.updated',
+  'profile.deleted',
+  'tool.created',
+  'tool.updated',
+  'tool.deleted',
+  'skill.created',
+  'skill.updated',
+  'skill.deleted',
+  'agent.created',
+  'agent.updated',
+  'agent.deleted',
+  'memory.created',
+  'memory.updated',
+  'memory.deleted',
+  'playbook.created',
+  'playbook.updated',
+  'playbook.deleted',
+  'playbook.webhook_secret_rotated',
+  'workspace.updated',
+  'workspace.deleted',
+  'workspace.forked',
+  'preview.created',
+  'preview.revoked',
+  'limits.set',
+  'task.cancelled',
+  'task.interrupted',
+  'access.denied',
+  'egress.refused',
 ] as const
 
 export const AuditAction = v.picklist(AUDIT_ACTIONS)

@@ -55,7 +55,10 @@ export const SubmitTask = v.pipe(
 
 export const TaskResult = v.object({
   text: v.string(),
-  tool_calls: v.array(v.object({ id: v.string(), name: v.string(), input: v.unknown() })),
+  /** Each call with the input it ran with; `original_input` is the agent's when an approval replaced it. */
+  tool_calls: v.array(
+    v.object({ id: v.string(), name: v.string(), input: v.unknown(), original_input: v.optional(v.unknown()) }),
+  ),
   input_tokens: v.number(),
   output_tokens: v.number(),
   cost_usd: v.number(),
@@ -150,7 +153,10 @@ export const Approval = v.object({
   request_id: Id('approval'),
   task_id: Id('task'),
   tool: v.string(),
+  /** The tool's input: the agent's, or the one the decision replaced it with (which ran). */
   input: v.unknown(),
+  /** The agent's input, when an `allow` replaced it (`input` is then what ran). */
+  original_input: v.optional(v.unknown()),
   /** `pending` until decided; `expired`: denied at its timeout; `cancelled`: the task ended first. */
   status: v.picklist(['pending', 'allowed', 'denied', 'expired', 'cancelled']),
   created_at: Timestamp,

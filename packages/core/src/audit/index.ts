@@ -1,3 +1,3 @@
-/** audit/: the audit log (entries, retention, failed authentication) and the request scope it reads the actor from. */
-export { AuditLog, type AuditDetails, type AuditInput, type AuditLogOptions } from './log.js'
+/** audit/: the audit log (entries, retention, counted refusals) and the request scope it reads the actor from. */
+export { AuditLog, type AuditDetails, type AuditInput, type AuditLogOptions, type EgressRefusal } from './log.js'
 export { currentRequest, inRequest, type RequestScope } from './context.js'

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto'
 import {
   AuditEntry,
+  isApiError,
   newId,
   validationError,
   type AuditAction,
@@ -9,6 +10,7 @@ import {
   type AuditQuery,
   type AuditTarget,
 } from '@berth/contract'
+import type { Caller } from '../caller.js'
 import type { Coordination } from '../coordination/port.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -17,10 +19,11 @@ import { offsetOf, pageFrom, type Page, type Paged } from '../records/collection
 import { indexEntryFor, listOrder, term } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 import { currentRequest } from './context.js'
-import { FailedAuthCounter, type PendingFailures } from './failed-auth.js'
+import { MinuteCounts, type AuditDetails, type PendingCount } from './counted.js'
+import { deniedCount, egressCount, failedAuthCount, type EgressRefusal } from './refusals.js'
 
-/** Names, ids and counts: never a secret value. */
-export type AuditDetails = Record<string, string | number | boolean | null>
+export type { AuditDetails } from './counted.js'
+export type { EgressRefusal } from './refusals.js'
 
 /** One action to record; the actor, request id and source come from the request being served. */
 export interface AuditInput {
@@ -30,7 +33,7 @@ export interface AuditInput {
   owner?: string | undefined
   /** Default `success`. */
   outcome?: 'success' | 'failure'
-  details?: AuditDetails
+  details?: AuditDetails | undefined
   /** Who acted when no caller is known (an OAuth callback, a WebSocket message); default `system`. */
   actor?: AuditActor
 }
@@ -51,16 +54,16 @@ export interface AuditLogOptions {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000
-/** How often failed authentications are written, and how often old entries are swept. */
+/** How often counted refusals are written, and how often old entries are swept. */
 const FLUSH_MS = 5_000
 const SWEEP_MS = 60 * 60 * 1000
 /** Entries removed per sweep at most (the next sweep goes on). */
 const SWEEP_MAX = 20_000
 const SWEEP_BATCH = 200
 
-/** The deterministic id of an address's failures in one minute, so every instance adds to one entry. */
-function failuresId(minute: number, address: string): string {
-  const hash = BigInt(`0x${createHash('sha256').update(address).digest('hex').slice(0, 16)}`)
+/** The deterministic id of a counted entry in one minute (an address's failures, ...), so every instance adds to one entry. */
+function countedId(minute: number, key: string): string {
+  const hash = BigInt(`0x${createHash('sha256').update(key).digest('hex').slice(0, 16)}`)
   return `aud_${minute.toString(36).padStart(9, '0').slice(-9)}00${hash.toString(36).padStart(9, '0').slice(-9)}`
 }
 
@@ -96,8 +99,9 @@ async function firstWhere(
  * admins) and once per user it concerns (`audit-own:<user>:<id>`), indexed by time with
  * the actor, action and target as filter terms; a time range is found by bisection of the
  * ordered index (O(log n) one-entry reads besides the page). Entries older than the retention are
- * swept hourly (by one instance). Failed authentications are counted per address and minute
- * and written every few seconds, into one entry per address and minute across instances.
+ * swept hourly (by one instance). Refusals (failed authentication per address, ids a caller
+ * does not have per caller and kind, egress refused per task, host and reason) are counted
+ * per minute and written every few seconds, into one entry per key and minute across instances.
  *
  * @example
  * ```ts
@@ -107,13 +111,13 @@ async function firstWhere(
  * ```
  */
 export class AuditLog {
-  private readonly failures: FailedAuthCounter
+  private readonly counts: MinuteCounts
   private readonly retentionMs: number
   private timers: ReturnType<typeof setInterval>[] = []
 
   constructor(private readonly o: AuditLogOptions) {
     this.retentionMs = (o.retentionDays ?? 365) * DAY_MS
-    this.failures = new FailedAuthCounter(o.clock, (p) => this.addFailures(p))
+    this.counts = new MinuteCounts(o.clock, (p) => this.addCount(p))
   }
 
   /**
@@ -149,14 +153,56 @@ export class AuditLog {
     }
   }
 
-  /** Count a request that failed authentication from `address` (written with the others of its minute). */
-  authFailed(address: string | null): void {
-    this.failures.note(address ?? 'unknown', currentRequest()?.request_id ?? null)
+  /**
+   * Run a decision and record it: `input` when `act` resolves (with what `after` adds from
+   * its answer), or `input` with outcome `failure` when it throws a 409 CONFLICT (a decision
+   * another caller or instance took first, a state that refuses it). Other errors leave no
+   * entry here: nothing changed (a 404 is counted by {@link denied}).
+   */
+  async attempt<T>(
+    input: AuditInput,
+    act: () => T | Promise<T>,
+    after?: (answer: T) => Partial<AuditInput>,
+  ): Promise<T> {
+    let answer: T
+    try {
+      answer = await act()
+    } catch (err) {
+      if (isApiError(err) && err.code === 'CONFLICT')
+        await this.record({ ...input, outcome: 'failure', details: { ...input.details, error: err.message } })
+      throw err
+    }
+    const more = after?.(answer)
+    const details = { ...input.details, ...more?.details }
+    await this.record({ ...input, ...more, details: Object.keys(details).length ? details : undefined })
+    return answer
   }
 
-  /** Write the failed authentications counted so far (also done every few seconds and on close). */
+  /** Count a request that failed authentication from `address` (written with the others of its minute). */
+  authFailed(address: string | null): void {
+    this.counts.note(...failedAuthCount(address ?? 'unknown', currentRequest()?.request_id ?? null))
+  }
+
+  /**
+   * Count `err` when it is the 404 of a resource id `caller` asked for and does not have
+   * (another caller's, or none at all: Berth cannot tell them apart without a read per
+   * user), answered by `where` (a route's name, or `ws.<message type>`). One entry per caller,
+   * kind, `where` and minute, with the first id asked for and a `count`.
+   */
+  denied(caller: Caller, where: string, err: unknown): void {
+    if (!isApiError(err) || err.code !== 'NOT_FOUND' || !err.resource) return
+    const scope = currentRequest()
+    this.counts.note(...deniedCount(caller, where, err.resource, scope?.request_id ?? null, scope?.source ?? null))
+  }
+
+  /** Count a request of a task's agent the egress proxy refused (one entry per task, host, reason and minute; a task's hosts beyond 20 a minute as `*`). */
+  egressRefused(refusal: EgressRefusal): void {
+    this.counts.note(...egressCount(refusal))
+  }
+
+  /** Write the refusals counted so far (also done every few seconds and on close). */
   flush(): Promise<void> {
-    return this.failures.flush()
+    return this.counts.flush()
   }
 
   /**
@@ -248,29 +294,32 @@ export class AuditLog {
     await this.o.store.put(key, record, indexEntryFor(key, record)!)
   }
 
-  /** Add an address's failures of a minute to its entry, holding the entry's lock across instances. */
-  private async addFailures(p: PendingFailures): Promise<boolean> {
-    const id = failuresId(p.minute, p.address)
+  /** Add a key's refusals of a minute to its entry, holding the entry's lock across instances. */
+  private async addCount(p: PendingCount): Promise<boolean> {
+    const id = countedId(p.minute, p.key)
     const { slots, instanceId } = this.o.coordination
-    const lease = await slots.acquire(`audit-failures:${id}`, 1, instanceId, 30_000)
+    const lease = await slots.acquire(`audit-counts:${id}`, 1, instanceId, 30_000)
     if (!lease) return false
     try {
       const key = `audit:${id}`
       const old = await this.o.store.get<AuditRecord>(key)
       const at = new Date(p.minute).toISOString()
-      await this.write(key, {
+      const { entry } = p
+      const record: AuditRecord = {
         id,
         at,
         created_at: at,
-        actor: { type: 'anonymous', id: null },
-        action: 'auth.failed',
-        target: { type: 'address', id: p.address },
+        actor: entry.actor,
+        action: entry.action,
+        target: entry.target,
         outcome: 'failure',
-        request_id: old?.request_id ?? p.request_id,
-        source: p.address,
-        details: { count: Number(old?.details?.count ?? 0) + p.count },
-        owners: [],
-      })
+        request_id: old?.request_id ?? entry.request_id,
+        source: old?.source ?? entry.source,
+        details: { ...(old?.details ?? entry.details), count: Number(old?.details?.count ?? 0) + p.count },
+        owners: entry.owners,
+      }
+      await this.write(key, record)
+      for (const owner of record.owners) await this.write(`audit-own:${owner}:${id}`, record)
       return true
     } finally {
       await slots.release(lease)

@@ -41,42 +41,25 @@ export type CrudServiceOf<A extends string> = CrudService<
 
 type Ctx = RouteContext<{ id: string }, ListQuery & Record<string, unknown>, never, 'caller'>
 
-/** Kinds whose changes go to the audit log through their CRUD routes (the only way they change). */
-type AuditedKind = 'credential' | 'secret' | 'environment'
-
 /**
  * The handlers of the five routes `crudRoutes` declares for `area`
- * (`<area>.list|create|get|update|delete`), each one call into the area's service. With
- * `audited`, creates, updates and deletes are recorded in the audit log as `<kind>.created` etc.
+ * (`<area>.list|create|get|update|delete`), each one call into the area's service (the
+ * audit log records the changes of the areas `audited.ts` lists).
  */
 export function crudHandlers<const A extends CrudArea>(
   area: A,
   service: (s: Services) => CrudServiceOf<A>,
-  audited?: AuditedKind,
 ): Pick<HandlerMap, `${A}.${Operation}`> {
-  const record = async (services: Services, change: 'created' | 'updated' | 'deleted', id: string) => {
-    if (audited) await services.audit.record({ action: `${audited}.${change}`, target: { type: audited, id } })
-  }
   const handlers = {
     [`${area}.list`]: (ctx: Ctx) =>
       listPage(`${area}.list`, area, ctx, (page, filter) =>
         service(ctx.services).list(ctx.caller.id, page, filter as never),
       ),
-    [`${area}.create`]: async ({ caller, body, services }: Ctx) => {
-      const created = await service(services).create(caller.id, body)
-      await record(services, 'created', (created as { id: string }).id)
-      return created
-    },
+    [`${area}.create`]: ({ caller, body, services }: Ctx) => service(services).create(caller.id, body),
     [`${area}.get`]: ({ caller, params, services }: Ctx) => service(services).get(caller.id, params.id),
-    [`${area}.update`]: async ({ caller, params, body, services }: Ctx) => {
-      const updated = await service(services).update(caller.id, params.id, body)
-      await record(services, 'updated', params.id)
-      return updated
-    },
-    [`${area}.delete`]: async ({ caller, params, services }: Ctx) => {
-      await service(services).remove(caller.id, params.id)
-      await record(services, 'deleted', params.id)
-    },
+    [`${area}.update`]: ({ caller, params, body, services }: Ctx) =>
+      service(services).update(caller.id, params.id, body),
+    [`${area}.delete`]: ({ caller, params, services }: Ctx) => service(services).remove(caller.id, params.id),
   }
   // The keys are built from `area`: the compiler cannot follow them, the declared types above hold.
   return handlers as unknown as Pick<HandlerMap, `${A}.${Operation}`>

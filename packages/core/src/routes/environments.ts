@@ -1,3 +1,3 @@
 import { crudHandlers } from './crud.js'
 
-export const environmentHandlers = crudHandlers('environments', (s) => s.environments, 'environment')
+export const environmentHandlers = crudHandlers('environments', (s) => s.environments)

@@ -4,6 +4,7 @@
  */
 import { routes as declared } from '@berth/contract'
 import { attachHandlers } from '../route.js'
+import { withAudit } from './audited.js'
 import { adminViewHandlers } from './admin-views.js'
 import { auditHandlers } from './audit.js'
 import { bankProviderHandlers } from './bank-provider.js'
@@ -28,27 +29,29 @@ import { wsHandlers } from './ws.js'
 /**
  * The route table with its handlers, in the contract's order: the server mounts it and the
  * OpenAPI document is built from it. The compiler checks that every declared route has
- * exactly one handler.
+ * exactly one handler; the audited ones record their calls (`audited.ts`).
  */
-export const routes = attachHandlers(declared, {
-  ...systemHandlers,
-  ...taskHandlers,
-  ...workspaceHandlers,
-  ...workspaceFileHandlers,
-  ...workspaceForkHandlers,
-  ...previewHandlers,
-  ...resourceHandlers,
-  ...environmentHandlers,
-  ...poolHandlers,
-  ...playbookHandlers,
-  ...webhookTriggerHandlers,
-  ...integrationHandlers,
-  ...gitAccountHandlers,
-  ...chatMailHandlers,
-  ...bankProviderHandlers,
-  ...messengerHandlers,
-  ...wsHandlers,
-  ...adminViewHandlers,
-  ...auditHandlers,
-  ...usageHandlers,
-})
+export const routes = withAudit(
+  attachHandlers(declared, {
+    ...systemHandlers,
+    ...taskHandlers,
+    ...workspaceHandlers,
+    ...workspaceFileHandlers,
+    ...workspaceForkHandlers,
+    ...previewHandlers,
+    ...resourceHandlers,
+    ...environmentHandlers,
+    ...poolHandlers,
+    ...playbookHandlers,
+    ...webhookTriggerHandlers,
+    ...integrationHandlers,
+    ...gitAccountHandlers,
+    ...chatMailHandlers,
+    ...bankProviderHandlers,
+    ...messengerHandlers,
+    ...wsHandlers,
+    ...adminViewHandlers,
+    ...auditHandlers,
+    ...usageHandlers,
+  }),
+)

@@ -3,9 +3,9 @@ import { crudHandlers } from './crud.js'
 
 export const resourceHandlers = defineHandlers({
   ...crudHandlers('profiles', (s) => s.profiles),
-  ...crudHandlers('api-keys', (s) => s.apiKeys, 'credential'),
+  ...crudHandlers('api-keys', (s) => s.apiKeys),
   ...crudHandlers('memory', (s) => s.memory),
-  ...crudHandlers('secrets', (s) => s.secrets, 'secret'),
+  ...crudHandlers('secrets', (s) => s.secrets),
   ...crudHandlers('tools', (s) => s.tools),
   ...crudHandlers('skills', (s) => s.skills),
   ...crudHandlers('agents', (s) => s.agents),

@@ -7,13 +7,15 @@ import { OwnedCollection, type OwnedRecord } from '../records/collection.js'
 import { term } from '../records/indexes.js'
 import { toView } from '../records/view.js'
 import type { TaskRecord } from './task.js'
-import type { AuditLog } from '../audit/log.js'
 
 /** A stored permission request (its id is the runner's `request_id`). */
 export interface ApprovalRecord extends OwnedRecord {
   task_id: string
   tool: string
+  /** The agent's input, or the one an `allow` replaced it with (which ran). */
   input: unknown
+  /** The agent's input, when an `allow` replaced it. */
+  original_input?: unknown
   status: Approval['status']
   expires_at: string
   decided_at: string | null
@@ -44,7 +46,7 @@ const CLAIM_MARGIN_MS = 60 * 60 * 1000
 export class Approvals {
   readonly records: OwnedCollection<ApprovalRecord>
 
-  constructor(private readonly o: { store: Store; clock: Clock; once: OnceKeys; audit?: AuditLog | undefined }) {
+  constructor(private readonly o: { store: Store; clock: Clock; once: OnceKeys }) {
     this.records = new OwnedCollection<ApprovalRecord>(o.store, 'approvals', 'approval request')
   }
 
@@ -89,7 +91,8 @@ export class Approvals {
   /**
    * Decide a request once: 404 when it is unknown, another caller's or another task's; 409
    * CONFLICT when it was decided already (here or on another instance), has expired, or
-   * its task ended. The stored request says the decision from then on.
+   * its task ended. The stored request says the decision from then on: an `allow` with an
+   * `input` stores that input (what runs) and the agent's as `original_input`.
    */
   async claim(owner: string, taskId: string, requestId: string, body: DecideApproval): Promise<ApprovalRecord> {
     const r = await this.records.find(owner, requestId)
@@ -101,21 +104,15 @@ export class Approvals {
     const earlier = await this.o.once.setIfAbsent(claimKey(requestId), body.decision, ttl)
     if (earlier !== null) throw new ApiError('CONFLICT', `Approval request ${requestId} is already decided`)
     const at = isoNow(this.o.clock)
-    const decided = await this.records.put({
+    const replaced = body.decision === 'allow' && body.input !== undefined
+    return this.records.put({
       ...r,
+      ...(replaced && { input: body.input, original_input: r.input }),
       status: body.decision === 'allow' ? 'allowed' : 'denied',
       decided_at: at,
       updated_at: at,
       message: body.message ?? null,
     })
-    // Over the WebSocket or from the messenger no request is being served: the task's owner decided.
-    await this.o.audit?.record({
-      action: 'approval.decided',
-      target: { type: 'approval', id: requestId },
-      details: { task_id: taskId, decision: body.decision, tool: r.tool },
-      actor: { type: 'user', id: owner },
-    })
-    return decided
   }
 
   /**

@@ -39,6 +39,8 @@ export interface GatewayGrant {
 /** What the egress proxy may do for a run. */
 export interface ProxyGrant {
   task_id: string
+  /** The task's owner (the audit log's entries of refused requests are theirs to see); absent in grants made by hand. */
+  owner_id?: string
   egress: EgressPolicy
   brokered: { placeholder: string; value: string; hosts: string[] }[]
   git: { host: string; username: string; token: string; ca_pem?: string | undefined }[]
@@ -116,6 +118,7 @@ export class RunGrants {
       .catch(() => null)
     return {
       task_id: task.id,
+      owner_id: owner,
       // An environment that is gone grants no network at all.
       egress: env?.network ?? { policy: 'none' },
       brokered: [

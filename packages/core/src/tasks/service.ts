@@ -89,7 +89,7 @@ export class TasksService {
     const mark = (t: TaskRecord, waiting: TaskWaiting) => states.markWaiting(t, waiting)
     const scheduler = new Scheduler({ slots, callers, mark, logger, clock, metrics })
     const controls = new RunControls()
-    const approvals = new Approvals({ store, clock, once: o.once ?? coordination.once, audit: o.audit })
+    const approvals = new Approvals({ store, clock, once: o.once ?? coordination.once })
     const containers = new SessionContainers({
       engine,
       workspaces,
@@ -157,6 +157,8 @@ export class TasksService {
       cancels,
       scheduler,
       dispatch: this.dispatch,
+      once: o.once ?? coordination.once,
+      audit: o.audit,
     })
     // Lease lost: stop driving tasks before a survivor takes them over (docs/COORDINATION.md).
     this.fencing = new Fencing({ coordination, scheduler, records, lost, logger, resumed: () => this.dispatch.take() })
@@ -322,6 +324,7 @@ export class TasksService {
   /** Cancel a queued or running task; a task already done is returned unchanged. */
   async cancel(owner: string, id: string): Promise<Task> {
     const t = await this.records.get(owner, id)
+    await this.steer.recordStop('task.cancelled', t)
     if (!ACTIVE.includes(t.status)) return taskView(t)
     const here = t.instance_id === this.coordination.instanceId
     if (this.scheduler.dequeue(id) || (!here && (await this.dispatch.cancel(t)))) {

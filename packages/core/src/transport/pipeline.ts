@@ -255,6 +255,8 @@ export function createPipeline(opts: PipelineOptions) {
       const result = await route.handle({ caller: caller as Caller, params, query, body, services, request: input })
       response = toResponse(route, result, headers)
     } catch (err) {
+      // A 404 for an id the caller does not have is counted in the audit log (per caller, kind and minute).
+      if (caller) services.audit.denied(caller, route.name, err)
       if (isClientAbort(err))
         logger.info('client aborted', {
           method: request.method,

@@ -66,9 +66,11 @@ export function createTaskSocket(o: TaskSocketOptions) {
     services.metrics.socketMessage('out', message.type)
   }
 
-  /** An error message, carrying the `request_id` or `task_id` of the message it answers. */
-  const fail = (thrown: unknown, ids: { request_id?: string; task_id?: string } = {}) => {
+  /** An error message, carrying the `request_id` or `task_id` of the message it answers (of type `type`). */
+  const fail = (thrown: unknown, type: string, ids: { request_id?: string; task_id?: string } = {}) => {
     const err = asAnswer(thrown)
+    // A 404 for another caller's task (or none) is counted in the audit log, as over HTTP.
+    services.audit.denied(caller, `ws.${type}`, err)
     const body = isApiError(err) ? err.toJSON() : { code: 'INTERNAL_ERROR' as const, error: 'Internal error' }
     if (!isApiError(err)) services.logger.error('websocket message failed', { error: String(err) })
     send({ type: 'error', ...ids, ...body })
@@ -177,9 +179,9 @@ export function createTaskSocket(o: TaskSocketOptions) {
           subscriptions.get(m.task_id)?.()
           subscriptions.delete(m.task_id)
         } else if (m.type === 'submit') await submit(m.request_id, m.task)
-        else steer(m).catch((err: unknown) => fail(err, ids))
+        else steer(m).catch((err: unknown) => fail(err, m.type, ids))
       } catch (err) {
-        fail(err, ids)
+        fail(err, m.type, ids)
       }
     }
   }

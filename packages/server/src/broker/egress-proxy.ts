@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect } from 'node:net'
 import type { Duplex } from 'node:stream'
+import type { EgressRefusal } from '@berth/core'
 import type { BrokerCa } from './broker-ca.js'
 import { type ForwardContext, forwardRequest, rawResponse } from './proxy-forward.js'
 import { injectionFor, needsInjection, type ProxyGrant, rewriteRequestHeaders } from './proxy-grant.js'
@@ -11,7 +12,7 @@ import { listenOnSocket } from './socket.js'
 export type { BrokerCa } from './broker-ca.js'
 export { loadOrCreateBrokerCa } from './broker-ca.js'
 export type { ProxyGrant } from './proxy-grant.js'
-export type { ProxyLookup } from './proxy-policy.js'
+export type { ProxyLookup, RefusalCode } from './proxy-policy.js'
 
 /** How to run the egress proxy (see {@link startEgressProxy}). */
 export interface EgressProxyOptions {
@@ -27,6 +28,8 @@ export interface EgressProxyOptions {
   lookup?: ProxyLookup
   /** Refusals and upstream failures; never a header value, token or secret. */
   logger?: { warn(msg: string, fields?: object): void }
+  /** Told of every destination refused (the audit log counts them); must not throw. */
+  onRefused?: (refusal: EgressRefusal) => void
 }
 
 /** A running egress proxy. */
@@ -78,8 +81,10 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     }
   }
 
-  function refused(grant: ProxyGrant, dest: Exclude<Destination, { ok: true }>, host: string) {
+  function refused(grant: ProxyGrant, dest: Exclude<Destination, { ok: true }>, host: string, port: number) {
     warn('egress proxy: request refused', { task_id: grant.task_id, host, status: dest.status, reason: dest.reason })
+    const { task_id, owner_id } = grant
+    options.onRefused?.({ task_id, owner_id, host, port, status: dest.status, code: dest.code, reason: dest.reason })
   }
 
   async function onConnect(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -90,7 +95,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     if (!authority) return void socket.end(rawResponse(400, 'Bad Request', [], 'CONNECT needs host:port\n'))
     const dest = await checkDestination(grant.egress, authority.host, authority.port, lookup)
     if (!dest.ok) {
-      refused(grant, dest, authority.host)
+      refused(grant, dest, authority.host, authority.port)
       return void socket.end(rejection(dest.status, dest.reason))
     }
     const injection = injectionFor(grant, dest.host, dest.port, true)
@@ -142,7 +147,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     if (url.protocol !== 'http:') return void answer(res, 400, 'this proxy takes absolute http:// URLs and CONNECT')
     const dest = await checkDestination(grant.egress, url.hostname, Number(url.port || 80), lookup)
     if (!dest.ok) {
-      refused(grant, dest, url.hostname)
+      refused(grant, dest, url.hostname, Number(url.port || 80))
       return void answer(res, dest.status, dest.reason)
     }
     const injection = injectionFor(grant, dest.host, dest.port, false)

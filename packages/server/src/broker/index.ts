@@ -19,7 +19,7 @@ import {
   type RunTokens,
 } from '@berth/core'
 import { loadOrCreateBrokerCa } from './broker-ca.js'
-import { startEgressProxy } from './egress-proxy.js'
+import { type EgressProxyOptions, startEgressProxy } from './egress-proxy.js'
 import { startModelGateway, type ModelCallTiming, type ModelGateway, type ModelUsage } from './model-gateway.js'
 
 /** A metered answer as the metrics see it: the gateway serves `anthropic` credentials only (the stub model never reaches it). */
@@ -112,6 +112,8 @@ export async function startBroker(
     onUsage?: readonly ModelCallObserver[]
     /** Model tokens and cost by provider and model. */
     metrics?: Metrics
+    /** Told of every request the egress proxy refused (the audit log counts them). */
+    onEgressRefused?: EgressProxyOptions['onRefused']
   },
 ): Promise<Broker> {
   const observers = opts.onUsage ?? []
@@ -146,6 +148,7 @@ export async function startBroker(
     authorize: (token) => grants.proxy(token),
     upstreamCa: opts.upstreamCa,
     logger: opts.logger,
+    onRefused: opts.onEgressRefused,
   }).catch(async (err: unknown) => {
     await gateway.close()
     throw err

@@ -7,10 +7,20 @@ import { normalHost, type ProxyGrant } from './proxy-grant.js'
 /** Every address of a host name; tests answer from a table. */
 export type ProxyLookup = (host: string) => Promise<string[]>
 
+/** Why the proxy refused a destination, as a word (the audit log counts refusals per task, host and code). */
+export type RefusalCode =
+  | 'no_network'
+  | 'bad_port'
+  | 'not_allowlisted'
+  | 'unresolved'
+  | 'no_address'
+  | 'private_address'
+  | 'host_network'
+
 /** Where the proxy may connect for one request, or why not (`status` is the proxy's answer). */
 export type Destination =
   | { ok: true; host: string; port: number; address: string }
-  | { ok: false; status: 403 | 502; reason: string }
+  | { ok: false; status: 403 | 502; code: RefusalCode; reason: string }
 
 /** The system resolver, every address in its own order. */
 export const systemLookup: ProxyLookup = async (host) =>
@@ -35,28 +45,28 @@ export async function checkDestination(
   interfaces?: Interfaces,
 ): Promise<Destination> {
   const host = normalHost(rawHost)
-  if (egress.policy === 'none') return refuse('this task has no network access')
-  if (!Number.isInteger(port) || port < 1 || port > 65535) return refuse(`port ${port} is not a TCP port`)
+  if (egress.policy === 'none') return refuse('no_network', 'this task has no network access')
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return refuse('bad_port', `port ${port} is not a TCP port`)
   if (egress.policy === 'allowlist' && !allowlisted(egress.allow ?? [], host, port)) {
-    return refuse(`${host}:${port} is not in this task's allowlist`)
+    return refuse('not_allowlisted', `${host}:${port} is not in this task's allowlist`)
   }
   let addresses: string[]
   try {
     addresses = isIP(host) ? [host] : await lookup(host)
   } catch {
-    return { ok: false, status: 502, reason: `${host} could not be resolved` }
+    return { ok: false, status: 502, code: 'unresolved', reason: `${host} could not be resolved` }
   }
-  if (addresses.length === 0) return { ok: false, status: 502, reason: `${host} has no address` }
+  if (addresses.length === 0) return { ok: false, status: 502, code: 'no_address', reason: `${host} has no address` }
   const mayBePrivate = egress.policy === 'allowlist' && egress.allowPrivate === true
   const bad = mayBePrivate ? undefined : addresses.find((a) => isPrivateAddress(a))
-  if (bad) return refuse(`${host} resolves to ${bad}, a private, loopback or link-local address`)
+  if (bad) return refuse('private_address', `${host} resolves to ${bad}, a private, loopback or link-local address`)
   const near = egress.policy === 'public' ? addresses.find((a) => onHostNetwork(a, interfaces)) : undefined
-  if (near) return refuse(`${host} resolves to ${near}, on one of this host's own networks`)
+  if (near) return refuse('host_network', `${host} resolves to ${near}, on one of this host's own networks`)
   return { ok: true, host, port, address: addresses[0]! }
 }
 
-function refuse(reason: string): Destination {
-  return { ok: false, status: 403, reason }
+function refuse(code: RefusalCode, reason: string): Destination {
+  return { ok: false, status: 403, code, reason }
 }
 
 function allowlisted(allow: NonNullable<ProxyGrant['egress']['allow']>, host: string, port: number): boolean {
