@@ -177,7 +177,7 @@ export function createServices(opts: ServicesOptions): Services {
   const secrets = createSecretsService(store, clock, cipher)
   const tools = createToolsService(store, clock, cipher)
   const skills = createSkillsService(store, clock)
-  const agents = createAgentsService(store, clock)
+  const agents = createAgentsService(store, clock, profiles)
   const workspaces = new WorkspacesService(store, clock)
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
