@@ -102,11 +102,6 @@ const MEDIA_TYPES = {
  * 415 UNSUPPORTED_MEDIA_TYPE unless the request's `Content-Type` is the one the operation
  * takes: JSON (`application/json`, `application/*+json`) or `multipart/form-data`. A body
  * without a content type is refused too: it is never guessed.
- *
- * @example
- * ```ts
- * assertMediaType(request, 'json') // throws for text/plain, a form, or no Content-Type
- * ```
  */
 export function assertMediaType(request: Request, expected: keyof typeof MEDIA_TYPES): void {
   const type = request.headers.get('content-type')
@@ -151,11 +146,6 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
 /**
  * Whether the request's headers announce a body: `true` for a length over 0, `false` for
  * none, `'chunked'` for a chunked body, which may still turn out empty.
- *
- * @example
- * ```ts
- * carriesBody(new Request('http://x/', { method: 'POST', body: '{}' })) // true
- * ```
  */
 export function carriesBody(request: Request): boolean | 'chunked' {
   const declared = request.headers.get('content-length')

@@ -261,9 +261,8 @@ export function createPipeline(opts: PipelineOptions) {
       } else if (route.multipart) {
         // Without a body the handler answers (its 404 for another caller's workspace first).
         if (carriesBody(request)) assertMediaType(request, 'multipart')
-      }
-      // A body the operation does not take is refused, not ignored (the raw-body routes read theirs).
-      else if (!route.rawBody) {
+      } else if (!route.rawBody) {
+        // A body the operation does not take is refused, not ignored (the raw-body routes read theirs).
         const reading = assertNoBody(request)
         if (reading) await reading
       }

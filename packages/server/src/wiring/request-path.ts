@@ -20,13 +20,8 @@ function pathOf(target: string): string | null {
 
 /**
  * What makes a request target's path one Berth refuses, or `null` for a plain path. A
- * trailing slash is not an empty segment (`/v1/tasks/` is `/v1/tasks`).
- *
- * @example
- * ```ts
- * pathProblem('/v1/tasks/../../admin/users') // 'a dot segment ("..")'
- * pathProblem('/v1/tasks?x=/../') // null
- * ```
+ * trailing slash is not an empty segment (`/v1/tasks/` is `/v1/tasks`), and the query is
+ * not part of the path (`/v1/tasks?x=/../` is plain).
  */
 export function pathProblem(target: string): string | null {
   const path = pathOf(target)
