@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   /** The resource is in use (e.g. a model credential profiles still use). */
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  /** A body sent with a content type the operation does not take (or none). */
+  UNSUPPORTED_MEDIA_TYPE: 415,
   /** A WebSocket endpoint asked without `Upgrade: websocket`. */
   UPGRADE_REQUIRED: 426,
   VALIDATION_FAILED: 400,
@@ -39,8 +41,8 @@ export interface ErrorBody {
 
 /** One field-level validation problem, carried in `details.issues`. */
 export interface ValidationIssue {
-  /** Where the bad value came from. */
-  location: 'body' | 'query' | 'params' | 'headers'
+  /** Where the bad value came from (`path`: the request path itself, e.g. a `..` segment). */
+  location: 'body' | 'query' | 'params' | 'headers' | 'path'
   /** Dotted path to the field, e.g. `profile_ids.0`; empty for the whole input. */
   path: string
   message: string

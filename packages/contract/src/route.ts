@@ -56,6 +56,11 @@ export interface RouteDef<
    * streams) and hands it over unread: the handler reads the parts from `request.body`.
    */
   multipart?: MultipartBody
+  /**
+   * The handler reads a JSON body itself (a signature over its raw bytes, a size limit of its
+   * own): the pipeline leaves it unread. The text describes it in the document.
+   */
+  rawBody?: string
   /** JSON response body; omit for 204 or non-JSON routes. */
   response?: R
   /** Success status (default 200). */

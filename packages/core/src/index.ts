@@ -158,6 +158,9 @@ export type { BudgetExceeded, Budgets, MonthlyLimit, ModelCallUsage, Usage, Usag
 export type { BrokerPlan } from './tasks/materialize.js'
 export { brokeredPlaceholder } from './resources/catalog.js'
 
+// Playbooks
+export { DEFAULT_SCHEDULE_LIMITS, MAX_SCHEDULE_MIN_INTERVAL_S, type ScheduleLimits } from './playbooks/index.js'
+
 // Workspaces
 export { EventLog, type EventLogOptions, type NewEvent } from './workspaces/event-log.js'
 export { adoptRunningWorkspaces } from './workspaces/adopt.js'

@@ -33,3 +33,23 @@ export interface ModelCatalog {
 export function staticCatalog(models: readonly CatalogModel[] = DEFAULT_MODELS): ModelCatalog {
   return { models: () => models }
 }
+
+/** The SDK's model aliases for subagents: `inherit` (the main agent's) or a family name. */
+const AGENT_ALIASES = new Set(['inherit', 'sonnet', 'opus', 'haiku'])
+
+/**
+ * True when an agent's (subagent's) `model` may run with a credential allowing the models
+ * `allowed`: one of them, `inherit`, or a family alias with a model of that family among them.
+ * Checked when an agent is saved and again when a task starts.
+ *
+ * @example
+ * ```ts
+ * agentModelAllowed('haiku', ['claude-haiku-4-5']) // true
+ * agentModelAllowed('claude-opus-4-5', ['claude-haiku-4-5']) // false
+ * ```
+ */
+export function agentModelAllowed(model: string, allowed: readonly string[]): boolean {
+  if (model === 'inherit') return true
+  if (AGENT_ALIASES.has(model)) return allowed.some((id) => id.includes(`-${model}-`) || id.endsWith(`-${model}`))
+  return allowed.includes(model)
+}

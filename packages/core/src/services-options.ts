@@ -80,9 +80,17 @@ export interface ServicesOptions {
   notificationRetry?: { attempts?: number; backoffMs?: number }
   /**
    * Scheduled playbooks: how often each instance looks for due slots (default 1 s), how late
-   * a slot may be and still run as on time (default 60 s), and the timers ticking (tests).
+   * a slot may be and still run as on time (default 60 s), the timers ticking (tests), the
+   * least time between two runs of a schedule a caller may save (default 60 s, at most a
+   * day) and how many active schedules one caller may have (default 20; `null`: no cap).
    */
-  playbookSchedule?: { tickMs?: number; graceMs?: number; timers?: SchedulerTimers }
+  playbookSchedule?: {
+    tickMs?: number
+    graceMs?: number
+    timers?: SchedulerTimers
+    minIntervalS?: number
+    maxPerCaller?: number | null
+  }
   /** Per-playbook limit of its webhook trigger (default `{ rpm: 60, burst: 10 }`). */
   playbookWebhookRate?: { rpm: number; burst: number }
   /**

@@ -177,7 +177,7 @@ export function createServices(opts: ServicesOptions): Services {
   const secrets = createSecretsService(store, clock, cipher)
   const tools = createToolsService(store, clock, cipher)
   const skills = createSkillsService(store, clock)
-  const agents = createAgentsService(store, clock)
+  const agents = createAgentsService(store, clock, profiles)
   const workspaces = new WorkspacesService(store, clock)
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
@@ -267,7 +267,8 @@ export function createServices(opts: ServicesOptions): Services {
     once,
     startGraceMs: opts.coordination ? 60_000 : undefined,
   })
-  const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns)
+  const { minIntervalS, maxPerCaller, ...scheduling } = opts.playbookSchedule ?? {}
+  const playbooks = new PlaybooksService(store, clock, profiles, playbookRuns, { minIntervalS, maxPerCaller })
   const playbookScheduler = new PlaybookScheduler({
     store,
     clock,
@@ -277,7 +278,7 @@ export function createServices(opts: ServicesOptions): Services {
     playbooks,
     runs: playbookRuns,
     rateLimiter: opts.rateLimiter,
-    ...opts.playbookSchedule,
+    ...scheduling,
   })
   // Messenger and banking deliveries need core's own records (a run's task, a chat's
   // threads, the provider's token check); chat and mail get fresh OAuth tokens around the

@@ -134,6 +134,13 @@ describe('the OpenAPI document of the route table', () => {
     expect(doc.paths['/health']!.get!.responses['200']?.content?.['application/json']?.schema).toEqual({
       $ref: `${REF}Health`,
     })
+    // A body the handler reads itself is documented too: optional, any JSON.
+    expect(doc.paths['/api/playbooks/{id}/webhook/{secret}']!.post!.requestBody).toMatchObject({
+      required: false,
+      description: expect.stringContaining('64 KiB'),
+      content: { 'application/json': { schema: { description: 'Any JSON value.' } } },
+    })
+    expect(doc.paths['/v1/tasks']!.get!.requestBody).toBeUndefined()
   })
 
   it('publishes the named resource schemas as components', () => {
@@ -174,13 +181,13 @@ describe('the OpenAPI document of the route table', () => {
       const statuses = Object.keys(op.responses)
         .filter((s) => Number(s) >= 400 && s !== '431')
         .map(Number)
-      const expected = new Set<number>([500])
+      // Any operation: 400 for a path with an empty or dot segment or a body it does not
+      // take, 404 for a path no operation has.
+      const expected = new Set<number>([400, 404, 500])
       if (r.auth !== 'public') expected.add(401)
       if (r.auth === 'admin') expected.add(403)
       if (r.auth !== 'public' && !r.unlimited) expected.add(429)
-      if (r.params || r.query || r.body) expected.add(400)
-      if (r.path.includes('/:')) expected.add(404)
-      if (r.body) expected.add(413)
+      if (r.body || r.rawBody || r.multipart) expected.add(413).add(415)
       for (const code of r.errors ?? []) expected.add(ERROR_STATUS[code])
       expect(new Set(statuses), `${r.name}`).toEqual(expected)
       for (const s of statuses) {
@@ -249,6 +256,8 @@ describe('the OpenAPI document of the route table', () => {
     expect(text).toMatch(/\{ error, code, details\? \}/)
     expect(text).toMatch(/METHOD_NOT_ALLOWED.*405/)
     expect(text).toMatch(/PAYLOAD_TOO_LARGE.*413/)
+    expect(text).toMatch(/UNSUPPORTED_MEDIA_TYPE.*415/)
+    expect(text).toMatch(/dot segment.*refused with 400/)
     expect(text).toMatch(/Idempotency-Key.*not honoured/)
     for (const [code, status] of Object.entries(ERROR_STATUS)) expect(text).toContain(`| \`${code}\` | ${status} |`)
     expect(buildOpenApi([], { ...INFO, description: 'Hello.' }).info.description).toMatch(

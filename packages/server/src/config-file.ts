@@ -57,6 +57,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_TASK_TIME_LIMIT_MAX: 'tasks.timeLimitMax',
   BERTH_PREVIEW_TTL_S: 'previews.ttl',
   BERTH_PREVIEW_TTL_MAX_S: 'previews.ttlMax',
+  BERTH_SCHEDULE_MIN_INTERVAL_S: 'schedules.minInterval',
+  BERTH_SCHEDULE_MAX_PER_CALLER: 'schedules.maxPerCaller',
   BERTH_INSTANCE_URL: 'instanceUrl',
   BERTH_POOL_NAME: 'pool.name',
   BERTH_BODY_LIMIT: 'bodyLimit',

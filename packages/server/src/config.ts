@@ -3,7 +3,9 @@ import { bothNames, settingName, withConfigFile, type ConfigFile } from './confi
 import { integrationsFromEnv, type IntegrationsConfig } from './config-integrations.js'
 import {
   DEFAULT_ENVIRONMENT_CAPS,
+  DEFAULT_SCHEDULE_LIMITS,
   ISOLATIONS,
+  MAX_SCHEDULE_MIN_INTERVAL_S,
   NETWORK_POLICIES,
   type EnvironmentCaps,
   type NetworkPolicy,
@@ -56,6 +58,8 @@ export interface BerthConfig extends IntegrationsConfig {
   taskTimeLimit: { defaultS: number | null; maxS: number | null }
   /** `BERTH_PREVIEW_TTL_S` / `_MAX_S`: a preview link's lifetime, default and cap, in seconds. */
   previewTtl: { defaultS: number; maxS: number }
+  /** `BERTH_SCHEDULE_MIN_INTERVAL_S` / `BERTH_SCHEDULE_MAX_PER_CALLER`: the least time between two runs of a schedule (s), active schedules per caller (null: none). */
+  schedules: { minIntervalS: number; maxPerCaller: number | null }
   /** `BERTH_INSTANCE_URL`: where the other instances reach this one (preview requests for its containers are forwarded there). */
   instanceUrl: string | undefined
   /** `BERTH_POOL_NAME`: the `berth.pool` label of this server's containers; unset, derived from the data dir. */
@@ -281,6 +285,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
       defaultS: int(env, 'BERTH_PREVIEW_TTL_S', 3_600, 1),
       maxS: int(env, 'BERTH_PREVIEW_TTL_MAX_S', 86_400, 1),
     },
+    schedules: {
+      minIntervalS: int(env, 'BERTH_SCHEDULE_MIN_INTERVAL_S', DEFAULT_SCHEDULE_LIMITS.minIntervalS, 0),
+      maxPerCaller: int(env, 'BERTH_SCHEDULE_MAX_PER_CALLER', DEFAULT_SCHEDULE_LIMITS.maxPerCaller, 0) || null,
+    },
     instanceUrl: env.BERTH_INSTANCE_URL || undefined,
     poolName: env.BERTH_POOL_NAME || undefined,
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
@@ -320,6 +328,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
   if (config.previewTtl.defaultS > config.previewTtl.maxS)
     throw new Error(
       `${settingName(env, 'BERTH_PREVIEW_TTL_S')} (${config.previewTtl.defaultS}) must not exceed ${settingName(env, 'BERTH_PREVIEW_TTL_MAX_S')} (${config.previewTtl.maxS})`,
+    )
+  if (config.schedules.minIntervalS > MAX_SCHEDULE_MIN_INTERVAL_S)
+    throw new Error(
+      `${settingName(env, 'BERTH_SCHEDULE_MIN_INTERVAL_S')} must be at most ${MAX_SCHEDULE_MIN_INTERVAL_S} (a day), got ${config.schedules.minIntervalS}`,
     )
   if (config.instanceUrl !== undefined && !/^https?:\/\/[^/?#]+\/?$/.test(config.instanceUrl))
     throw new Error(

@@ -94,14 +94,14 @@ describe('concurrency', () => {
 })
 
 describe('model rules at run time', () => {
-  it('an agent whose model the credential does not allow fails the task with MODEL_ERROR', async () => {
-    const key = await t.api.apiKeys.create({
-      body: { name: 'haiku only', provider: 'stub', allowed_models: ['claude-haiku-*'] },
-    })
+  it('an agent whose model the credential no longer allows fails the task with MODEL_ERROR', async () => {
+    const key = await t.api.apiKeys.create({ body: { name: 'narrowed', provider: 'stub' } })
     const p = await profile('agents', { api_key_id: key.id })
     const agent = await t.api.agents.create({
       body: { name: 'big-thinker', prompt: 'Think hard.', model: 'claude-opus-4-5', profile_ids: [p] },
     })
+    // Saving the agent checked its model; narrowing the credential afterwards is caught when a task starts.
+    await t.api.apiKeys.update({ params: { id: key.id }, body: { allowed_models: ['claude-haiku-*'] } })
     const done = await t.run({ profile_id: p, prompt: 'Go.' })
     expect(done.status).toBe('failed')
     expect(done.error).toMatchObject({ code: 'MODEL_ERROR', error: expect.stringContaining('big-thinker') })

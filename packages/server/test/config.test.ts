@@ -210,6 +210,18 @@ it("the README's Configuration table lists every setting with its config file ke
   }
 })
 
+it('reads the limits on schedules (a minute between runs, 20 per caller by default; 0: none), refusing a floor over a day', () => {
+  expect(configFromEnv({}).schedules).toEqual({ minIntervalS: 60, maxPerCaller: 20 })
+  expect(configFromEnv({ BERTH_SCHEDULE_MIN_INTERVAL_S: '0', BERTH_SCHEDULE_MAX_PER_CALLER: '0' }).schedules).toEqual({
+    minIntervalS: 0,
+    maxPerCaller: null,
+  })
+  const file = { path: 'berth.config.json', values: { schedules: { minInterval: 3600, maxPerCaller: 5 } } }
+  expect(configFromEnv({}, file).schedules).toEqual({ minIntervalS: 3600, maxPerCaller: 5 })
+  expect(() => configFromEnv({ BERTH_SCHEDULE_MIN_INTERVAL_S: '86401' })).toThrow(/BERTH_SCHEDULE_MIN_INTERVAL_S/)
+  expect(() => configFromEnv({ BERTH_SCHEDULE_MAX_PER_CALLER: '-1' })).toThrow(/BERTH_SCHEDULE_MAX_PER_CALLER/)
+})
+
 it('reads BERTH_POOL_NAME (unset: derived from the data dir at start), refusing names a label cannot carry', () => {
   expect(configFromEnv({}).poolName).toBeUndefined()
   expect(configFromEnv({ BERTH_POOL_NAME: 'team-a.pool_1' }).poolName).toBe('team-a.pool_1')

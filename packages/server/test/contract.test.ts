@@ -264,7 +264,7 @@ describe('validation', () => {
     expect(probed).toBeGreaterThan(100)
   })
 
-  it('unknown fields, non-object bodies, malformed JSON and missing bodies are 400', async () => {
+  it('unknown fields, non-object bodies, malformed JSON and missing bodies are 400; bodies not sent as JSON 415', async () => {
     for (const { r, path, valid, token } of await bodyTargets()) {
       const unknown = await expectError(
         await s.request(path, { method: r.method, token, json: { ...valid, surprise: 1 } }),
@@ -282,16 +282,18 @@ describe('validation', () => {
       // A route whose body is optional reads an absent one as `{}` (the fork tests cover that).
       if (!r.bodyOptional)
         await expectError(await s.request(path, { method: r.method, token }), 400, 'VALIDATION_FAILED')
-      await expectError(
-        await s.request(path, {
+      // A body is never guessed to be JSON: another content type, or none, is 415.
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', null]) {
+        const res = await s.request(path, {
           method: r.method,
           token,
-          headers: { 'content-type': 'text/plain' },
-          body: JSON.stringify(valid),
-        }),
-        400,
-        'VALIDATION_FAILED',
-      )
+          ...(type && { headers: { 'content-type': type } }),
+          // Bytes, so that fetch adds no content type of its own.
+          body: new TextEncoder().encode(JSON.stringify(valid)),
+        })
+        const err = await expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE')
+        expect(err.details, `${r.name} ${type}`).toEqual({ expected: 'application/json', received: type })
+      }
     }
   })
 

@@ -2,12 +2,18 @@
  * An independent fuzzer driven by the served OpenAPI document: for every operation it
  * sends requests built from the document's own schemas (valid values, boundary values and
  * deliberately wrong ones), with a fixed seed and a bounded time, against a live server.
- * It fails on any 500, any other 5xx the operation does not document, and any status the
- * document does not list for that operation. The server has no container engine and no
- * provider configured, so the documented 502s of those operations are expected answers.
+ * Some requests are mutated the way a careless or hostile client would send them, as
+ * written on the wire: the path (`//`, dot segments plain and encoded, `\`, another case,
+ * a `;param`), the content type of a body (none, text/plain, a form) and a body sent to an
+ * operation that takes none. It fails on any 500, any other 5xx the operation does not
+ * document, any status the document does not list for that operation, a mutated path that
+ * is not refused (400 before routing, 404 for another case) and a mutated body that is
+ * taken. The server has no container engine and no provider configured, so the documented
+ * 502s of those operations are expected answers.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_TOKEN, startServer, type TestServer, type Json } from './helpers.js'
+import { rawRequest } from './raw-http.helpers.js'
 
 /** The OpenAPI document and its parts, walked as plain JSON. */
 type Schema = Json
@@ -169,6 +175,59 @@ function pathValue(rng: Rng, gen: ReturnType<typeof generator>, schema: Schema):
   }
 }
 
+/**
+ * How a request is sent other than its operation says, and what the server must answer:
+ * `refused` (400 before routing), `unknown` (404: no operation has that path), `declared`
+ * (any status the operation lists), `not-taken` (any listed status but a success).
+ */
+const MUTATIONS = {
+  'double-slash': 'refused',
+  'dot-segment': 'refused',
+  'encoded-dot-segment': 'refused',
+  backslash: 'refused',
+  'upper-case': 'unknown',
+  'semicolon-param': 'declared',
+  'no-content-type': 'not-taken',
+  'text-content-type': 'not-taken',
+  'form-content-type': 'not-taken',
+  'body-without-operation-body': 'not-taken',
+} as const
+type Mutation = keyof typeof MUTATIONS
+
+/** The path with one mutation: at a `/` of it (every path has one), or of its last segment. */
+function mutatePath(rng: Rng, path: string, m: Mutation): string {
+  const slashes = [...path].flatMap((c, i) => (c === '/' ? [i] : []))
+  const at = rng.pick(slashes)
+  const insert = (text: string, i = at) => path.slice(0, i) + text + path.slice(i)
+  switch (m) {
+    case 'double-slash':
+      return insert('/')
+    case 'dot-segment':
+      return insert(rng.pick(['/.', '/..', '/x/..']), rng.chance(0.5) ? at : path.length)
+    case 'encoded-dot-segment':
+      return insert(rng.pick(['/%2e', '/%2E%2E', '/.%2e', '/%2e.', '/x/%2e%2e']), rng.chance(0.5) ? at : path.length)
+    case 'backslash':
+      return slashes.length > 1 ? `${path.slice(0, slashes.at(-1))}\\${path.slice(slashes.at(-1)! + 1)}` : `${path}\\x`
+    case 'upper-case':
+      return path.toUpperCase()
+    case 'semicolon-param':
+      return `${path};${rng.pick(['x=1', 'jsessionid=abc', ''])}`
+    default:
+      return path
+  }
+}
+
+/** A mutation for an operation: its path, or its body when it takes JSON or takes none. */
+function mutationFor(rng: Rng, op: Schema): Mutation | null {
+  if (!rng.chance(0.25)) return null
+  const content = op.requestBody?.content ?? {}
+  const options: Mutation[] = ['double-slash', 'dot-segment', 'encoded-dot-segment', 'backslash', 'upper-case']
+  options.push('semicolon-param')
+  if (content['application/json']) options.push('no-content-type', 'text-content-type', 'form-content-type')
+  if (!op.requestBody) options.push('body-without-operation-body', 'body-without-operation-body')
+  return rng.pick(options)
+}
+
 let s: TestServer
 let token: string
 let doc: Schema
@@ -197,6 +256,7 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
     expect(ops.length).toBeGreaterThan(50)
     const problems: string[] = []
     const seen = new Map<string, number>()
+    const mutated = new Map<Mutation, number>()
     const started = Date.now()
     let sent = 0
     for (; sent < MAX_REQUESTS && Date.now() - started < MAX_MS; sent++) {
@@ -235,22 +295,19 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
       // An empty or dot segment makes another path (`/v1/agents/`, `/v1/pool`): not this operation.
       const template = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`)
       if (!template.test(new URL(target).pathname)) continue
-      let res: Response
-      try {
-        res = await fetch(target, { method, headers, ...(body !== undefined && { body }), redirect: 'manual' })
-      } catch (err) {
-        // A URL fetch itself refuses to send (e.g. a malformed percent escape it rejects) is not the server's answer.
-        if (
-          err instanceof TypeError &&
-          /URL|Invalid/i.test(String(err.message) + String((err as { cause?: Error }).cause?.message))
-        )
-          continue
-        throw err
-      }
-      const text = await res.text()
-      const key = `${method} ${path} → ${res.status}`
+      const mutation = mutationFor(rng, op)
+      let answer: { status: number; text: string } | null
+      if (mutation) {
+        mutated.set(mutation, (mutated.get(mutation) ?? 0) + 1)
+        answer = await sendMutated(rng, mutation, { method, path: new URL(target).pathname, query, headers, body })
+      } else answer = await sendAsIs(target, method, headers, body)
+      // A URL fetch itself refuses to send (e.g. a malformed percent escape it rejects) is not the server's answer.
+      if (!answer) continue
+      const { status, text } = answer
+      const shown = `${method} ${target.slice(s.url.length, 300)}${mutation ? ` (${mutation})` : ''}`
+      const key = `${method} ${path} → ${status}`
       seen.set(key, (seen.get(key) ?? 0) + 1)
-      const documented = op.responses?.[String(res.status)] ?? op.responses?.default
+      const documented = op.responses?.[String(status)] ?? op.responses?.default
       const code = (() => {
         try {
           return (JSON.parse(text) as Schema).code as string | undefined
@@ -258,13 +315,21 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
           return undefined
         }
       })()
-      if (res.status === 500) problems.push(`${method} ${target.slice(s.url.length, 300)} → 500 ${text.slice(0, 200)}`)
-      else if (!documented)
-        problems.push(`${method} ${target.slice(s.url.length, 300)} → undocumented ${res.status} ${text.slice(0, 200)}`)
-      else if (res.status >= 500 && !['CONTAINER_FAILED', 'BAD_GATEWAY', 'MODEL_ERROR'].includes(code ?? '')) {
-        problems.push(`${method} ${target.slice(s.url.length, 300)} → ${res.status} ${text.slice(0, 200)}`)
-      } else if (res.status >= 400 && res.status !== 431 && !code)
-        problems.push(`${method} ${path} → ${res.status} without the error shape: ${text.slice(0, 200)}`)
+      const expected = mutation ? MUTATIONS[mutation] : 'declared'
+      if (status === 500) problems.push(`${shown} → 500 ${text.slice(0, 200)}`)
+      else if (!documented) problems.push(`${shown} → undocumented ${status} ${text.slice(0, 200)}`)
+      else if (status >= 500 && !['CONTAINER_FAILED', 'BAD_GATEWAY', 'MODEL_ERROR'].includes(code ?? '')) {
+        problems.push(`${shown} → ${status} ${text.slice(0, 200)}`)
+      } else if (status >= 400 && status !== 431 && !code)
+        problems.push(`${shown} → ${status} without the error shape: ${text.slice(0, 200)}`)
+      // Node answers 431 for a request line too long, before Berth sees the request.
+      else if (status === 431) continue
+      else if (expected === 'refused' && code !== 'VALIDATION_FAILED')
+        problems.push(`${shown} → ${status}, not refused before routing: ${text.slice(0, 200)}`)
+      // Upper case routes nowhere: 404, or 400 when its percent-encoding was malformed to begin with.
+      else if (expected === 'unknown' && code !== 'NOT_FOUND' && code !== 'VALIDATION_FAILED')
+        problems.push(`${shown} → ${status}, not 404`)
+      else if (expected === 'not-taken' && status < 400) problems.push(`${shown} → ${status}: the body was taken`)
       if (problems.length >= 20) break
     }
     expect(problems, `after ${sent} requests`).toEqual([])
@@ -272,11 +337,64 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
     expect(sent).toBeGreaterThan(ops.length * 3)
     const statuses = new Set([...seen.keys()].map((k) => Number(k.split('→ ')[1])))
     expect([...statuses].filter((x) => x < 300).length).toBeGreaterThan(0)
-    expect(statuses.has(400) && statuses.has(404) && statuses.has(401)).toBe(true)
+    expect(statuses.has(400) && statuses.has(404) && statuses.has(401) && statuses.has(415)).toBe(true)
+    // Every mutation was sent, many times.
+    expect(Object.keys(MUTATIONS).filter((m) => (mutated.get(m as Mutation) ?? 0) < 20)).toEqual([])
     // No error-level log: nothing the fuzzer sent was a server failure.
     expect(s.logs.filter((l) => l.includes('"level":"error"')).slice(0, 3)).toEqual([])
   }, 90_000)
 })
+
+/** A generated request as fetch sends it; `null` when fetch refuses to send it. */
+async function sendAsIs(
+  target: string,
+  method: string,
+  headers: Headers,
+  body: BodyInit | undefined,
+): Promise<{ status: number; text: string } | null> {
+  try {
+    const res = await fetch(target, { method, headers, ...(body !== undefined && { body }), redirect: 'manual' })
+    return { status: res.status, text: await res.text() }
+  } catch (err) {
+    if (
+      err instanceof TypeError &&
+      /URL|Invalid/i.test(String(err.message) + String((err as { cause?: Error }).cause?.message))
+    )
+      return null
+    throw err
+  }
+}
+
+/** A generated request with `mutation`, sent as written (no URL parser resolves its path); `null` when Node refuses to send it. */
+async function sendMutated(
+  rng: Rng,
+  mutation: Mutation,
+  r: { method: string; path: string; query: URLSearchParams; headers: Headers; body: BodyInit | undefined },
+): Promise<{ status: number; text: string } | null> {
+  const headers = Object.fromEntries(r.headers)
+  let body = typeof r.body === 'string' ? r.body : undefined
+  // A form's bytes have no fixed text: the path mutations of a multipart operation go without a body.
+  if (r.body !== undefined && body === undefined) delete headers['content-type']
+  if (mutation === 'no-content-type') delete headers['content-type']
+  if (mutation === 'text-content-type') headers['content-type'] = rng.pick(['text/plain', 'text/plain;charset=UTF-8'])
+  if (mutation === 'form-content-type') {
+    headers['content-type'] = 'application/x-www-form-urlencoded'
+    if (rng.chance(0.5)) body = 'a=1&b=2'
+  }
+  if (mutation === 'body-without-operation-body') {
+    body = rng.pick(['{}', '{"x":1}', 'x'.repeat(rng.int(1, 70_000)), '[]'])
+    if (rng.chance(0.5)) headers['content-type'] = 'application/json'
+    if (rng.chance(0.3)) headers['transfer-encoding'] = 'chunked'
+  }
+  const path = mutatePath(rng, r.path, mutation) + (r.query.size ? `?${r.query}` : '')
+  try {
+    const res = await rawRequest(s.url, { method: r.method, path, headers, body })
+    return { status: res.status, text: res.body }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_UNESCAPED_CHARACTERS') return null
+    throw err
+  }
+}
 
 describe('the document matches the server', () => {
   const op = (path: string, method = 'get') => doc.paths[path][method] as Schema

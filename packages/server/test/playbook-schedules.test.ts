@@ -44,7 +44,7 @@ async function server(dir: string, clock: ReturnType<typeof manualClock>, extra:
     storage: createStorage({ driver: fsDriver({ base: join(dir, 'store') }) }),
     clock,
     // No timer: the test calls tick(), so the slots are the clock's and nothing else's.
-    playbookSchedule: { timers: { setInterval: () => 0, clearInterval: () => {} } },
+    playbookSchedule: { ...extra.playbookSchedule, timers: { setInterval: () => 0, clearInterval: () => {} } },
   })
   await s.berth.ready
   open.push(s)
@@ -96,6 +96,78 @@ describe('scheduled playbooks', () => {
     const missing = await failure(api.playbooks.update({ params: { id: pb.id }, body: { trigger_type: 'schedule' } }))
     expect(pathOf(missing)).toBe('schedule')
     expect(await api.playbooks.get({ params: { id: pb.id } })).toMatchObject({ trigger_type: 'manual', schedule: null })
+  })
+
+  it("refuse a cron whose closest runs are nearer than the server's least interval, 400 naming schedule.cron", async () => {
+    const s = await server(dataDir(), manualClock(T0))
+    const { api, profileId } = await userWithProfile(s)
+    const base = { profile_id: profileId, name: 'Often', prompt: 'Report.', trigger_type: 'schedule' } as const
+    // A minute by default: seconds fields, and seconds that wrap into the next minute, are too close.
+    for (const cron of ['* * * * * *', '*/30 * * * * *', '0,59 * * * * *', '15,45 * 1 * * *']) {
+      const err = await failure(api.playbooks.create({ body: { ...base, schedule: { cron } } }))
+      expect([err.status, err.code, pathOf(err)], cron).toEqual([400, 'VALIDATION_FAILED', 'schedule.cron'])
+      expect(err.message, cron).toContain('at least 60 s')
+    }
+    expect((await api.profiles.playbooks({ params: { id: profileId }, query: {} })).total).toBe(0)
+    for (const cron of ['* * * * *', '0 * * * * *', '0,59 * * * *', '0 7 * * 1-5'])
+      expect((await api.playbooks.create({ body: { ...base, schedule: { cron } } })).schedule?.cron).toBe(cron)
+    const manual = await api.playbooks.create({ body: { ...base, trigger_type: 'manual' } })
+    const err = await failure(
+      api.playbooks.update({
+        params: { id: manual.id },
+        body: { trigger_type: 'schedule', schedule: { cron: '* * * * * *' } },
+      }),
+    )
+    expect([err.status, pathOf(err)]).toEqual([400, 'schedule.cron'])
+    expect((await api.playbooks.get({ params: { id: manual.id } })).trigger_type).toBe('manual')
+
+    // The operator's setting moves the floor.
+    const hourly = await server(dataDir(), manualClock(T0), { playbookSchedule: { minIntervalS: 3600 } })
+    const h = await userWithProfile(hourly)
+    const hbase = { ...base, profile_id: h.profileId }
+    const tooOften = await failure(h.api.playbooks.create({ body: { ...hbase, schedule: { cron: '*/30 * * * *' } } }))
+    expect([tooOften.status, pathOf(tooOften)]).toEqual([400, 'schedule.cron'])
+    expect(tooOften.message).toContain('runs 1800 s apart')
+    expect((await h.api.playbooks.create({ body: { ...hbase, schedule: { cron: '0 * * * *' } } })).enabled).toBe(true)
+  })
+
+  it('cap the active schedules of one caller: one more is 409 CONFLICT, disabled ones and other callers do not count', async () => {
+    const s = await server(dataDir(), manualClock(T0), { playbookSchedule: { maxPerCaller: 2 } })
+    const { api, profileId } = await userWithProfile(s)
+    const body = (name: string, extra: object = {}) => ({
+      profile_id: profileId,
+      name,
+      prompt: 'Report.',
+      trigger_type: 'schedule' as const,
+      schedule: { cron: '0 * * * *' },
+      ...extra,
+    })
+    const [a, b] = [await api.playbooks.create({ body: body('a') }), await api.playbooks.create({ body: body('b') })]
+    const third = await failure(api.playbooks.create({ body: body('c') }))
+    expect([third.status, third.code, third.details]).toEqual([409, 'CONFLICT', { limit: 2, active: 2 }])
+    // Paused ones and other triggers are not active schedules; making one active is held to the cap.
+    const paused = await api.playbooks.create({ body: body('paused', { enabled: false }) })
+    const manual = await api.playbooks.create({ body: body('manual', { trigger_type: 'manual', schedule: undefined }) })
+    for (const change of [
+      { id: paused.id, body: { enabled: true } },
+      { id: manual.id, body: { trigger_type: 'schedule' as const, schedule: { cron: '0 8 * * *' } } },
+    ]) {
+      const err = await failure(api.playbooks.update({ params: { id: change.id }, body: change.body }))
+      expect([err.status, err.code]).toEqual([409, 'CONFLICT'])
+    }
+    expect((await api.playbooks.get({ params: { id: paused.id } })).enabled).toBe(false)
+    expect((await api.playbooks.get({ params: { id: manual.id } })).trigger_type).toBe('manual')
+    // An active schedule may still change; another caller has a cap of its own.
+    expect(
+      (await api.playbooks.update({ params: { id: a.id }, body: { schedule: { cron: '0 9 * * *' } } })).enabled,
+    ).toBe(true)
+    const other = await userWithProfile(s, 'Grace')
+    expect((await other.api.playbooks.create({ body: { ...body('a'), profile_id: other.profileId } })).enabled).toBe(
+      true,
+    )
+    // Room again once one is paused.
+    await api.playbooks.update({ params: { id: b.id }, body: { enabled: false } })
+    expect((await api.playbooks.update({ params: { id: paused.id }, body: { enabled: true } })).enabled).toBe(true)
   })
 
   it('shows its next runs in its zone, clears the schedule when the trigger changes, and is 404 to another caller', async () => {
@@ -274,10 +346,10 @@ describe('a scheduled playbook on podman', () => {
     const pb = await t.api.playbooks.create({
       body: {
         profile_id: t.profileId,
-        name: 'Every second',
+        name: 'Every minute',
         prompt: 'Report. [[berth:text Reported.]]',
         trigger_type: 'schedule',
-        schedule: { cron: '* * * * * *', timezone: 'UTC' },
+        schedule: EVERY_MINUTE,
       },
     })
     // The next slot on the test's clock, then pause it so no later slot runs.

@@ -337,7 +337,7 @@ describe('the webhook trigger', () => {
     expect(await runCount(a.id)).toBe(4)
   })
 
-  it('hands JSON bodies up to 64 KiB to the run; larger is 413, not JSON is 400', async () => {
+  it('hands JSON bodies up to 64 KiB to the run; larger is 413, malformed JSON 400, not sent as JSON 415', async () => {
     const pb = await webhookPlaybook('Bodies')
     const big = JSON.stringify({ blob: 'x'.repeat(64 * 1024) })
     const tooLarge = await fire(pb.id, pb.webhook_secret, {
@@ -352,7 +352,7 @@ describe('the webhook trigger', () => {
     })
     expect(notJson.status).toBe(400)
     const text = await fire(pb.id, pb.webhook_secret, { headers: { 'content-type': 'text/plain' }, body: 'hello' })
-    expect(text.status).toBe(400)
+    expect(text.status).toBe(415)
     // Every call holding the secret spends from the bucket (3): refill it.
     s.clock.advance(3000)
     expect((await fire(pb.id, pb.webhook_secret)).status).toBe(202)

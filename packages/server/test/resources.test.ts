@@ -267,6 +267,52 @@ describe('memory, secrets, tools, skills, agents', () => {
   })
 })
 
+describe("agents are held to their profiles' credentials, as profiles are", () => {
+  it('a model the credential of a profile in scope does not allow is 400 naming model, on create and update', async () => {
+    const api = clientFor(s, (await s.user('Agents')).token)
+    const narrow = await api.apiKeys.create({
+      body: { name: 'haiku only', provider: 'stub', allowed_models: ['claude-haiku-*'] },
+    })
+    const wide = await api.apiKeys.create({ body: { name: 'any', provider: 'stub' } })
+    const p = await api.profiles.create({ body: { name: 'Narrow', slug: 'narrow', api_key_id: narrow.id } })
+    const q = await api.profiles.create({ body: { name: 'Wide', slug: 'wide', api_key_id: wide.id } })
+    // The profile refuses the model; an agent on that profile must too.
+    const profile = await failure(api.profiles.update({ params: { id: p.id }, body: { model: 'claude-opus-4-5' } }))
+    expect([profile.status, issuePaths(profile)]).toEqual([400, ['model']])
+    for (const body of [
+      { name: 'selected', prompt: 'x', model: 'claude-opus-4-5', profile_ids: [p.id] },
+      { name: 'everywhere', prompt: 'x', model: 'claude-opus-4-5' },
+      { name: 'alias', prompt: 'x', model: 'opus', profile_ids: [p.id, q.id] },
+    ]) {
+      const err = await failure(api.agents.create({ body }))
+      expect([err.status, err.code, issuePaths(err)], body.name).toEqual([400, 'VALIDATION_FAILED', ['model']])
+      expect(err.message).toContain(p.id)
+    }
+    expect((await api.agents.list()).total).toBe(0)
+    // Allowed everywhere it applies: the credential's model, its family's alias, the main agent's.
+    for (const model of ['claude-haiku-4-5', 'haiku', 'inherit', null])
+      expect((await api.agents.create({ body: { name: `ok-${model}`, prompt: 'x', model } })).model).toBe(model)
+    const onWide = await api.agents.create({
+      body: { name: 'critic', prompt: 'x', model: 'claude-opus-4-5', profile_ids: [q.id] },
+    })
+    // An update that brings the model to a profile whose credential refuses it is refused, and changes nothing.
+    for (const body of [{ profile_ids: [q.id, p.id] }, { scope: 'all' as const }]) {
+      const err = await failure(api.agents.update({ params: { id: onWide.id }, body }))
+      expect([err.status, issuePaths(err)]).toEqual([400, ['model']])
+    }
+    const ok = (await api.agents.list()).agents.find((a) => a.name === 'ok-haiku')!
+    const err = await failure(api.agents.update({ params: { id: ok.id }, body: { model: 'claude-sonnet-4-5' } }))
+    expect([err.status, issuePaths(err)]).toEqual([400, ['model']])
+    expect(await api.agents.get({ params: { id: onWide.id } })).toMatchObject({
+      scope: 'selected',
+      profile_ids: [q.id],
+    })
+    expect((await api.agents.get({ params: { id: ok.id } })).model).toBe('haiku')
+    // Other changes to an agent whose model and scope stay are not checked again.
+    expect((await api.agents.update({ params: { id: onWide.id }, body: { prompt: 'y' } })).prompt).toBe('y')
+  })
+})
+
 describe('admin', () => {
   it('issues keys shown once, revokes them at once, deletes users with their keys', async () => {
     const admin = clientFor(s, ADMIN_TOKEN)

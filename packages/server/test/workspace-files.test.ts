@@ -195,10 +195,10 @@ describe('upload, browse, download', () => {
       token: t.token,
       json: { path: 'x' },
     })
-    expect(notMultipart.status).toBe(400)
-    expect((await read<ErrorBody>(notMultipart)).details.issues[0]).toMatchObject({
-      location: 'headers',
-      path: 'content-type',
+    expect(notMultipart.status).toBe(415)
+    expect(await read<{ code: string; details: unknown }>(notMultipart)).toMatchObject({
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      details: { expected: 'multipart/form-data', received: 'application/json' },
     })
     // Nothing was staged and left behind.
     expect((await inContainer('ls -A /workspace/.berth/uploads 2>/dev/null | wc -l')).stdout.trim()).toBe('0')

@@ -69,6 +69,7 @@ export const chatProviderEvents = defineRoute({
   description:
     'The provider\'s Events API request URL. Verified before anything else: `X-Request-Timestamp` (Unix seconds) must be within 5 minutes of the server time and `X-Signature` must be `v0=<hex HMAC-SHA256(signing_secret, "v0:" + timestamp + ":" + raw body)>` (compared in constant time), with the deployment\'s signing secret (`createBerth({ chatProvider: { signingSecret } })`); a missing header, stale timestamp or wrong signature is a 401 UNAUTHORIZED and nothing is done. ' +
     'A `url_verification` request is answered with `{ challenge }`. An `event_callback` is recorded once per `event_id` (the provider retries) for every chat integration connected to its workspace (`team_id`); read them with `GET /v1/integrations/:id/events`. Events start nothing; every verified request is acknowledged with 200 `{ ok: true, recorded }` so the provider does not retry. Bodies up to 256 KiB.',
+  rawBody: 'An Events API request of the chat provider, as JSON (signed over its raw bytes).',
   response: ChatEventAck,
   errors: ['UNAUTHORIZED', 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE'],
 })

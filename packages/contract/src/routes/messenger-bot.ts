@@ -52,6 +52,7 @@ export const messengerRoutes = [
     description:
       'Called by the messenger provider with one update (JSON) per request and the secret token registered at setup in `X-Telegram-Bot-Api-Secret-Token`. A missing or wrong token is a 401 and nothing is read or done. ' +
       "A message carrying a claim code binds its chat to the bot (once; reuse and expired codes get a reply saying so); in the bound chat, a reply to a playbook result continues that run's session with the reply as the prompt, and the answer is posted back. Every other update is acknowledged with `{ ok: true }`; a redelivered update is not acted on twice.",
+    rawBody: "One update of the messenger's Bot API, as JSON.",
     response: MessengerWebhookAck,
     errors: ['UNAUTHORIZED', 'VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE'],
   }),

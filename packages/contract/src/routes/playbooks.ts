@@ -33,10 +33,11 @@ export const playbookRoutes = [
     tag: 'playbooks',
     summary: 'Create a playbook',
     description:
-      'A playbook belongs to one of your profiles (`profile_id`) and runs `prompt` as a task of it, with the optional limits `max_turns`, `max_budget_usd` and `allowed_tools`. With `trigger_type: "webhook"` the answer carries `webhook_secret` (this once): `POST /api/playbooks/:id/webhook/:secret` then starts a run with the posted JSON body as context. With `trigger_type: "schedule"`, `schedule: { cron, timezone, missed }` (required then, refused otherwise) starts a run at each slot of the cron expression (5 fields, or 6 with seconds) in the IANA `timezone` (default `UTC`), exactly once across instances; a slot that passed while no instance could run it is skipped (`missed: "skip"`, the default) or run once at start (`"run_once"`). `enabled: false` pauses the schedule and the webhook.',
+      'A playbook belongs to one of your profiles (`profile_id`) and runs `prompt` as a task of it, with the optional limits `max_turns`, `max_budget_usd` and `allowed_tools`. With `trigger_type: "webhook"` the answer carries `webhook_secret` (this once): `POST /api/playbooks/:id/webhook/:secret` then starts a run with the posted JSON body as context. With `trigger_type: "schedule"`, `schedule: { cron, timezone, missed }` (required then, refused otherwise) starts a run at each slot of the cron expression (5 fields, or 6 with seconds) in the IANA `timezone` (default `UTC`), exactly once across instances; a slot that passed while no instance could run it is skipped (`missed: "skip"`, the default) or run once at start (`"run_once"`). `enabled: false` pauses the schedule and the webhook. The server sets the least time between two runs of a schedule (one minute by default): a `cron` whose closest runs are nearer is a 400 naming `schedule.cron`. It also caps the active (enabled) scheduled playbooks of one caller (20 by default): one more is a 409 `CONFLICT` with `details.limit` and `details.active`.',
     body: CreatePlaybook,
     response: Playbook,
     status: 201,
+    errors: ['CONFLICT'],
   }),
   defineRoute({
     name: 'playbooks.get',
@@ -56,10 +57,11 @@ export const playbookRoutes = [
     tag: 'playbooks',
     summary: 'Update a playbook',
     description:
-      '`null` clears a limit. Switching to `trigger_type: "webhook"` without a secret yet generates one: it is in this answer only. Switching away from `schedule` clears the schedule; a new `schedule`, or enabling again, counts slots from now on.',
+      '`null` clears a limit. Switching to `trigger_type: "webhook"` without a secret yet generates one: it is in this answer only. Switching away from `schedule` clears the schedule; a new `schedule`, or enabling again, counts slots from now on. A schedule is held to the server\'s least interval between runs (400 naming `schedule.cron`), and making a playbook an active schedule to the cap on active schedules per caller (409 `CONFLICT`), as on create.',
     params,
     body: UpdatePlaybook,
     response: Playbook,
+    errors: ['CONFLICT'],
   }),
   defineRoute({
     name: 'playbooks.delete',

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { readBodyBytes } from '../internal/input.js'
+import { readJsonBytes } from '../internal/input.js'
 import { ApiError, validationError, ChatEvent, type ChatEventAck } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
@@ -121,7 +121,7 @@ export class ChatEventsService {
     ) {
       throw refuse('X-Request-Timestamp is not within 5 minutes of the server time')
     }
-    const raw = await readBodyBytes(request, this.bodyLimit)
+    const raw = await readJsonBytes(request, this.bodyLimit)
     if (!verifyChatSignature(secret, timestamp, raw, signature)) throw refuse('the signature does not match')
     let body: unknown
     try {

@@ -93,26 +93,46 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Bu
   return Buffer.concat(chunks)
 }
 
-/** 400 unless the request says its body is JSON (or says nothing). */
-export function assertJsonType(request: Request): void {
-  const type = request.headers.get('content-type')
-  if (type !== null && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
-    throw new ApiError('VALIDATION_FAILED', 'Content-Type must be application/json', {
-      issues: [
-        { location: 'headers', path: 'content-type', message: `expected application/json, got ${type.slice(0, 100)}` },
-      ],
-    })
-  }
+const MEDIA_TYPES = {
+  json: { name: 'application/json', re: /^application\/([\w.+-]+\+)?json\s*(;|$)/i },
+  multipart: { name: 'multipart/form-data', re: /^multipart\/form-data\s*(;|$)/i },
 }
 
 /**
- * Read a JSON body of at most `limit` bytes: 413 beyond it (declared or streamed), 400
- * for malformed JSON or a non-JSON content type, `undefined` for an empty body.
+ * 415 UNSUPPORTED_MEDIA_TYPE unless the request's `Content-Type` is the one the operation
+ * takes: JSON (`application/json`, `application/*+json`) or `multipart/form-data`. A body
+ * without a content type is refused too: it is never guessed.
+ */
+export function assertMediaType(request: Request, expected: keyof typeof MEDIA_TYPES): void {
+  const type = request.headers.get('content-type')
+  const { name, re } = MEDIA_TYPES[expected]
+  if (type !== null && re.test(type.trim())) return
+  throw new ApiError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    type === null
+      ? `The body needs a Content-Type: send ${name}`
+      : `Content-Type ${type.slice(0, 100)} is not taken here: send ${name}`,
+    { expected: name, received: type?.slice(0, 100) ?? null },
+  )
+}
+
+/**
+ * A JSON body's raw bytes, at most `limit`: 413 beyond it, 415 unless it is sent as JSON
+ * (an empty body, taken as none, needs no content type).
+ */
+export async function readJsonBytes(request: Request, limit: number): Promise<Buffer> {
+  const bytes = await readBodyBytes(request, limit)
+  if (bytes.length > 0) assertMediaType(request, 'json')
+  return bytes
+}
+
+/**
+ * Read a JSON body of at most `limit` bytes: 413 beyond it (declared or streamed), 415 for
+ * a content type other than JSON, 400 for malformed JSON, `undefined` for an empty body.
  */
 export async function readJsonBody(request: Request, limit: number): Promise<unknown> {
-  const bytes = await readBodyBytes(request, limit)
+  const bytes = await readJsonBytes(request, limit)
   if (bytes.length === 0) return undefined
-  assertJsonType(request)
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes)
   try {
     return JSON.parse(text)
@@ -121,6 +141,59 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
       issues: [{ location: 'body', path: '', message: (err as Error).message.slice(0, 200) }],
     })
   }
+}
+
+/**
+ * Whether the request's headers announce a body: `true` for a length over 0, `false` for
+ * none, `'chunked'` for a chunked body, which may still turn out empty.
+ */
+export function carriesBody(request: Request): boolean | 'chunked' {
+  const declared = request.headers.get('content-length')
+  if (declared !== null) return declared.trim() !== '0'
+  return request.headers.has('transfer-encoding') ? 'chunked' : false
+}
+
+/**
+ * 400 when a request to an operation that takes no body carries one: at once when its
+ * length is declared, else at its first byte. The rest is never read: the answer closes
+ * the connection, as a 413 does.
+ */
+export function assertNoBody(request: Request): void | Promise<void> {
+  const carries = carriesBody(request)
+  if (carries === true) throw bodyRefused()
+  // A request without a length or a chunked body (every GET) is answered without a promise.
+  if (carries === false) return
+  // A GET's or HEAD's body cannot be read (the server hands none over): its header says enough.
+  if (!request.body) throw bodyRefused()
+  return refuseFirstByte(request.body)
+}
+
+async function refuseFirstByte(body: ReadableStream<Uint8Array>): Promise<void> {
+  const reader = body.getReader()
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>
+      try {
+        chunk = await reader.read()
+      } catch {
+        throw clientAborted()
+      }
+      if (chunk.done) return
+      if (chunk.value.byteLength > 0) throw bodyRefused()
+    }
+  } finally {
+    // Never cancel (see readBodyBytes).
+    reader.releaseLock()
+  }
+}
+
+function bodyRefused(): ApiError {
+  return new ApiError(
+    'VALIDATION_FAILED',
+    'This operation takes no request body',
+    { issues: [{ location: 'body', path: '', message: 'this operation takes no body: send none' }] },
+    { connection: 'close' },
+  )
 }
 
 /** Marks the error of a request whose client went away mid-body (logged at info, not as a failure). */

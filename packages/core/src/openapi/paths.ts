@@ -1,7 +1,7 @@
 /** The request side of an operation: the path in OpenAPI form, its path and query parameters, and the request body. */
 import type { JsonSchema } from '@valibot/to-json-schema'
 import type { AnyRoute } from '../route.js'
-import { SCHEMA_REF, type Converter } from './schemas.js'
+import { ANY_VALUE_DESCRIPTION, SCHEMA_REF, type Converter } from './schemas.js'
 import type { OpenApiOperation, OpenApiParameter, OpenApiSchema } from './types.js'
 
 /**
@@ -67,12 +67,18 @@ export function parameters(route: AnyRoute, { convert, components }: Converter):
   return out
 }
 
-/** The request body: JSON from the body schema, or the form of a multipart route. */
+/** The request body: JSON from the body schema, any JSON a handler reads itself, or the form of a multipart route. */
 export function requestBody(route: AnyRoute, converter: Converter): OpenApiOperation['requestBody'] {
   if (route.body)
     return {
       required: route.bodyOptional !== true,
       content: { 'application/json': { schema: converter.convert(route.body, 'input') } },
+    }
+  if (route.rawBody)
+    return {
+      required: false,
+      description: route.rawBody,
+      content: { 'application/json': { schema: { description: ANY_VALUE_DESCRIPTION } } },
     }
   if (!route.multipart) return undefined
   const { fields, files } = route.multipart

@@ -1,7 +1,6 @@
 /** The response side of an operation: its success response, the error responses its auth level and inputs imply, and the error model text. */
 import { ERROR_STATUS, type ErrorCode } from '@berth/contract'
 import type { AnyRoute } from '../route.js'
-import { pathParamNames } from './paths.js'
 import { ANY_VALUE_DESCRIPTION, SCHEMA_REF, type Converter } from './schemas.js'
 import type { OpenApiDocument, OpenApiResponse } from './types.js'
 
@@ -10,8 +9,10 @@ const CODE_TEXT: Partial<Record<ErrorCode, string>> = {
   UNAUTHORIZED: 'Missing or invalid credentials: send Authorization: Bearer <key>',
   FORBIDDEN: 'This operation requires an admin caller',
   NOT_FOUND: "Not found (also for another caller's resource)",
-  VALIDATION_FAILED: 'Invalid input: details.issues lists every problem',
+  VALIDATION_FAILED:
+    'Invalid input (a field, a path with an empty or dot segment, a body this operation does not take): details.issues lists every problem',
   PAYLOAD_TOO_LARGE: 'Request body exceeds the configured limit',
+  UNSUPPORTED_MEDIA_TYPE: 'The body is not sent with the content type this operation takes (details.expected)',
   RATE_LIMITED: 'Rate limit exceeded: retry after Retry-After seconds',
   CONCURRENCY_LIMIT: 'The profile runs as many workspaces as it may: details.limit, details.running',
   BUDGET_EXCEEDED:
@@ -22,6 +23,7 @@ const CODE_TEXT: Partial<Record<ErrorCode, string>> = {
 const EXAMPLE_DETAILS: Partial<Record<ErrorCode, Record<string, unknown>>> = {
   VALIDATION_FAILED: { issues: [{ location: 'body', path: 'name', message: 'must not be empty' }] },
   PAYLOAD_TOO_LARGE: { limit: 1048576 },
+  UNSUPPORTED_MEDIA_TYPE: { expected: 'application/json', received: 'text/plain' },
   RATE_LIMITED: { limit: 10, retry_after: 6 },
   CONCURRENCY_LIMIT: { limit: 5, running: 5 },
   BUDGET_EXCEEDED: { scope: 'user', limit: 200, spent: 200.12, resets_at: '2026-12-01T00:00:00.000Z' },
@@ -57,11 +59,11 @@ function errorCodes(route: AnyRoute): ErrorCode[] {
   if (route.auth !== 'public') codes.push('UNAUTHORIZED')
   if (route.auth === 'admin') codes.push('FORBIDDEN')
   if (route.auth !== 'public' && !route.unlimited) codes.push('RATE_LIMITED')
-  const hasPathParams = pathParamNames(route.path).length > 0
-  // A path parameter that is not valid percent-encoding is refused before any handler runs.
-  if (route.params || route.query || route.body || hasPathParams) codes.push('VALIDATION_FAILED')
-  if (hasPathParams) codes.push('NOT_FOUND')
-  if (route.body) codes.push('PAYLOAD_TOO_LARGE')
+  // Any operation: a path with an empty or dot segment, or malformed percent-encoding, is
+  // refused before routing; a body it does not take is refused; and a path no operation
+  // has (a mistyped id, another case, a `;param`) is 404.
+  codes.push('VALIDATION_FAILED', 'NOT_FOUND')
+  if (route.body || route.rawBody || route.multipart) codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE')
   codes.push('INTERNAL_ERROR')
   return [...new Set([...codes, ...(route.errors ?? [])])]
 }
@@ -160,7 +162,7 @@ export function errorModelText(): string {
     '|---|---|',
     ...rows,
     '',
-    "Two codes extend the service spec's error table so that these answers keep the same shape: `METHOD_NOT_ALLOWED` (405, the path exists but not with this method; the `Allow` header lists the methods) and `PAYLOAD_TOO_LARGE` (413, the body exceeds the configured limit, 1 MiB by default). An unknown route is 404 `NOT_FOUND`; another caller's resource is 404 too, never 403. Malformed JSON is 400 `VALIDATION_FAILED`. Nothing a caller sends should produce a 500.",
+    "Codes beyond the service spec's error table keep these answers in the same shape: `METHOD_NOT_ALLOWED` (405, the path exists but not with this method; the `Allow` header lists the methods), `PAYLOAD_TOO_LARGE` (413, the body exceeds the configured limit, 1 MiB by default) and `UNSUPPORTED_MEDIA_TYPE` (415, a body sent without the content type its operation takes: `application/json`, or `multipart/form-data` for uploads; a body is never guessed to be JSON). An unknown route is 404 `NOT_FOUND` (paths are matched as written: case, `;params` and a trailing segment make another path); another caller's resource is 404 too, never 403. A path with an empty segment (`//`), a dot segment (`.`, `..`, also encoded as `%2e`) or a backslash is refused with 400 `VALIDATION_FAILED` before routing, never resolved; so is a body sent to an operation that takes none (answered at once, the body unread). Malformed JSON is 400 `VALIDATION_FAILED`. Nothing a caller sends should produce a 500.",
     '',
     '## Rate limits',
     'Authenticated routes share a token bucket per caller. Their responses carry `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`; an empty bucket answers 429 `RATE_LIMITED` with `Retry-After` (seconds).',

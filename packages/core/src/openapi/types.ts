@@ -34,7 +34,7 @@ export interface OpenApiOperation {
   description?: string
   security: Array<Record<string, string[]>>
   parameters?: OpenApiParameter[]
-  requestBody?: { required: boolean; content: Record<string, OpenApiMediaType> }
+  requestBody?: { required: boolean; description?: string; content: Record<string, OpenApiMediaType> }
   responses: Record<string, OpenApiResponse>
   /** The messages of a WebSocket route, each side one JSON Schema (a union of its message types). */
   'x-websocket'?: { client_messages: OpenApiSchema; server_messages: OpenApiSchema }

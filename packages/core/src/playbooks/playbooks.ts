@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import {
+  ApiError,
   validationError,
   newId,
   randomToken,
@@ -9,6 +10,7 @@ import {
   type PlaybookTrigger,
   type UpdatePlaybook,
 } from '@berth/contract'
+import { KeyedMutex } from '../internal/mutex.js'
 import { term } from '../records/indexes.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
@@ -20,6 +22,15 @@ import type { PlaybookRunsService } from './playbook-runs.js'
 import type { ProfilesService } from '../resources/profiles.js'
 
 export type { PlaybookRecord }
+
+/** The operator's limits on schedules: the least interval between two runs (s), active schedules per caller (`null`: none). */
+export interface ScheduleLimits {
+  minIntervalS?: number | undefined
+  maxPerCaller?: number | null | undefined
+}
+
+/** The limits on schedules unless the server sets others: runs a minute apart at least, 20 active schedules per caller. */
+export const DEFAULT_SCHEDULE_LIMITS = { minIntervalS: 60, maxPerCaller: 20 } as const
 
 /**
  * `playbook-index:<id>`: what the public webhook route needs without knowing the owner.
@@ -53,7 +64,8 @@ export function webhookPath(id: string, secret = '{secret}'): string {
  * Playbooks: stored prompts of a profile that run as tasks, on demand, by webhook or on a
  * schedule (run by the {@link PlaybookScheduler}). A webhook playbook gets a generated
  * secret, shown in the answer that created it and by rotation, stored as a hash and
- * compared in constant time.
+ * compared in constant time. A schedule whose runs come closer than the server's least
+ * interval is 400; one active schedule more than a caller may have is 409.
  *
  * @example
  * ```ts
@@ -63,14 +75,37 @@ export function webhookPath(id: string, secret = '{secret}'): string {
  */
 export class PlaybooksService {
   readonly records: OwnedCollection<PlaybookRecord>
+  private readonly minIntervalS: number
+  private readonly maxPerCaller: number | null
+  /** A caller's active-schedule count and the write that adds one must not interleave (on this instance). */
+  private readonly scheduleLock = new KeyedMutex()
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly profiles: ProfilesService,
     private readonly runs: PlaybookRunsService,
+    limits: ScheduleLimits = {},
   ) {
     this.records = new OwnedCollection<PlaybookRecord>(store, 'playbooks', 'playbook')
+    this.minIntervalS = limits.minIntervalS ?? DEFAULT_SCHEDULE_LIMITS.minIntervalS
+    this.maxPerCaller = limits.maxPerCaller === undefined ? DEFAULT_SCHEDULE_LIMITS.maxPerCaller : limits.maxPerCaller
+  }
+
+  /**
+   * 409 CONFLICT when the owner already has as many active schedules as it may (the one
+   * being saved, `selfId`, not counted), so a schedule more would be one too many.
+   */
+  private async assertScheduleRoom(owner: string, selfId: string | null): Promise<void> {
+    if (this.maxPerCaller === null) return
+    const active = (await this.records.all(owner)).filter((r) => r.id !== selfId && isActiveSchedule(r)).length
+    if (active >= this.maxPerCaller) {
+      throw new ApiError(
+        'CONFLICT',
+        `You have ${active} active scheduled playbooks, as many as this server allows: disable or delete one first`,
+        { limit: this.maxPerCaller, active },
+      )
+    }
   }
 
   /** The API view; `last` is the schedule's latest slot (see {@link present}). */
@@ -124,9 +159,9 @@ export class PlaybooksService {
     await this.assertProfile(owner, input.profile_id)
     const now = isoNow(this.clock)
     const trigger = input.trigger_type ?? 'manual'
-    const schedule = scheduleFor(trigger, input.schedule, null)
+    const schedule = scheduleFor(trigger, input.schedule, null, this.minIntervalS)
     const secret = trigger === 'webhook' ? newSecret() : undefined
-    const record = await this.save({
+    const record = await this.saveNew({
       id: newId('playbook'),
       owner_id: owner,
       profile_id: input.profile_id,
@@ -166,7 +201,7 @@ export class PlaybooksService {
       await this.assertProfile(owner, input.profile_id)
     const trigger = input.trigger_type ?? current.trigger_type
     const earlier = current.trigger_type === 'schedule' ? (current.schedule ?? null) : null
-    const schedule = scheduleFor(trigger, input.schedule, earlier)
+    const schedule = scheduleFor(trigger, input.schedule, earlier, this.minIntervalS)
     const enabled = input.enabled ?? current.enabled ?? true
     // A new schedule, or one enabled again, counts its slots from now: what passed before is not missed.
     const rearm = !sameTimes(schedule, earlier) || (enabled && !(current.enabled ?? true))
@@ -191,8 +226,18 @@ export class PlaybooksService {
     }
     const secret = next.trigger_type === 'webhook' && !next.webhook_secret_hash ? newSecret() : undefined
     if (secret) next.webhook_secret_hash = hash(secret)
-    const [view] = await this.present([await this.save(next)], secret)
+    const saved = isActiveSchedule(current) ? await this.save(next) : await this.saveNew(next)
+    const [view] = await this.present([saved], secret)
     return view!
+  }
+
+  /** Save a record that was not an active schedule before: within the owner's cap when it is one now. */
+  private saveNew(r: PlaybookRecord): Promise<PlaybookRecord> {
+    if (!isActiveSchedule(r)) return this.save(r)
+    return this.scheduleLock.run(r.owner_id, async () => {
+      await this.assertScheduleRoom(r.owner_id, r.id)
+      return this.save(r)
+    })
   }
 
   /** A new webhook secret; the old one stops working at once. */
@@ -239,16 +284,21 @@ function scheduleFor(
   trigger: PlaybookTrigger,
   input: CreatePlaybook['schedule'],
   earlier: PlaybookSchedule | null,
+  minIntervalS: number,
 ): PlaybookSchedule | null {
   const refuse = (message: string) => validationError([{ location: 'body', path: 'schedule', message }])
   if (trigger !== 'schedule') {
     if (input !== undefined) throw refuse('is only taken with trigger_type "schedule"')
     return null
   }
-  if (input !== undefined) return parseSchedule(input)
+  if (input !== undefined) return parseSchedule(input, minIntervalS)
   if (!earlier) throw refuse('is required with trigger_type "schedule"')
   return earlier
 }
+
+/** An enabled playbook on a schedule: what the per-caller cap counts. */
+const isActiveSchedule = (r: Pick<PlaybookRecord, 'trigger_type' | 'schedule' | 'enabled'>) =>
+  r.trigger_type === 'schedule' && !!r.schedule && (r.enabled ?? true)
 
 const sameTimes = (a: PlaybookSchedule | null, b: PlaybookSchedule | null) =>
   a?.cron === b?.cron && a?.timezone === b?.timezone

@@ -1,5 +1,5 @@
 import { ApiError, notFound } from '@berth/contract'
-import { assertJsonType, readBodyBytes } from '../internal/input.js'
+import { readJsonBytes } from '../internal/input.js'
 import type { RateLimiter } from '../limits/rate-limit.js'
 import type { PlaybookRunsService } from './playbook-runs.js'
 import type { PlaybooksService } from './playbooks.js'
@@ -55,12 +55,11 @@ export class WebhookTrigger {
 
 /**
  * The request's body as text when it is JSON (any JSON value), `undefined` when empty:
- * 413 beyond `limit` bytes, 400 when it is not JSON.
+ * 413 beyond `limit` bytes, 415 when not sent as JSON, 400 when it is not JSON.
  */
 async function readJsonText(request: Request, limit: number): Promise<string | undefined> {
-  const bytes = await readBodyBytes(request, limit)
+  const bytes = await readJsonBytes(request, limit)
   if (bytes.length === 0) return undefined
-  assertJsonType(request)
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes)
   try {
     JSON.parse(text)

@@ -27,6 +27,8 @@ export interface NamedScopedKind<R extends NamedScopedRecord, V, C extends Scope
   update(input: U, current: R): Partial<Omit<R, keyof NamedScopedRecord>>
   /** The response view: an explicit allow-list of fields. */
   view(record: R): V
+  /** Rules that need the store, on the record about to be written (`current`: before an update). */
+  check?(owner: string, next: R, current: R | undefined): Promise<void>
 }
 
 /**
@@ -79,6 +81,7 @@ export class NamedScopedService<
         created_at: now,
         updated_at: now,
       } as R
+      await this.def.check?.(owner, record, undefined)
       return this.def.view(await this.records.put(record))
     })
   }
@@ -107,6 +110,7 @@ export class NamedScopedService<
         ...scope,
         updated_at: isoNow(this.clock),
       } as R
+      await this.def.check?.(owner, next, current)
       return this.def.view(await this.records.put(next))
     })
   }

@@ -16,6 +16,7 @@ import type * as v from 'valibot'
 import { NamedScopedService, pickDefined, type NamedScopedRecord } from '../records/named.js'
 import { toView } from '../records/view.js'
 import { maskServer, sealServer } from './mcp-secrets.js'
+import type { ProfilesService } from './profiles.js'
 
 export interface ToolRecord
   extends NamedScopedRecord,
@@ -112,14 +113,15 @@ export function createSkillsService(store: Store, clock: Clock) {
 }
 
 /**
- * Agents (subagents with their own prompt, tools and model).
+ * Agents (subagents with their own prompt, tools and model). The model must be one the
+ * credential of every profile the agent applies to allows (400 naming `model` otherwise).
  *
  * @example
  * ```ts
- * await agents.create(caller.id, { name: 'reviewer', prompt: 'You review diffs.', tools: ['Read'] })
+ * await agents.create(caller.id, { name: 'reviewer', prompt: 'You review diffs.', tools: ['Read'], model: 'haiku' })
  * ```
  */
-export function createAgentsService(store: Store, clock: Clock) {
+export function createAgentsService(store: Store, clock: Clock, profiles: ProfilesService) {
   return new NamedScopedService<AgentRecord, Agent, In<typeof S.CreateAgent>, In<typeof S.UpdateAgent>>(store, clock, {
     kind: 'agents',
     label: 'agent',
@@ -132,6 +134,15 @@ export function createAgentsService(store: Store, clock: Clock) {
     }),
     update: (i) => pickDefined(i, ['description', 'prompt', 'tools', 'model'] as const),
     view: (r) => toView(S.Agent, r),
+    // The model must run with every profile the agent applies to, or each of their tasks would fail.
+    check: async (owner, next, current) => {
+      const same =
+        current &&
+        next.model === current.model &&
+        next.scope === current.scope &&
+        next.profile_ids.join() === current.profile_ids.join()
+      if (!same) await profiles.assertAgentModel(owner, next, next.model)
+    },
   })
 }
 

@@ -20,6 +20,8 @@ import { assertOwnGitAccounts } from '../integrations/git-accounts.js'
 import type { Cipher } from '../ports/cipher.js'
 import { maskServers, sealServers } from './mcp-secrets.js'
 import type { EnvironmentsService } from './environments.js'
+import { agentModelAllowed } from '../models.js'
+import type { Scoped } from '../records/scope.js'
 
 export interface ProfileRecord extends OwnedRecord, Profile {}
 
@@ -205,6 +207,34 @@ export class ProfilesService {
           location: 'body',
           path,
           message: `model "${model}" is not available with api key ${profile.api_key_id} of profile ${profile.id}`,
+        },
+      ])
+    }
+  }
+
+  /**
+   * 400 naming `model` unless the credential of every profile an agent applies to (`scope`:
+   * all the owner's profiles, or the selected ones) allows the agent's `model`, by the rule a
+   * task's start checks again ({@link agentModelAllowed}). `null` (the main agent's model) passes.
+   */
+  async assertAgentModel(owner: string, scope: Scoped, model: string | null): Promise<void> {
+    if (model === null) return
+    const profiles =
+      scope.scope === 'all'
+        ? await this.records.all(owner)
+        : (await Promise.all(scope.profile_ids.map((id) => this.records.find(owner, id)))).filter((p) => p !== null)
+    const allowed = new Map<string, string[]>()
+    for (const p of profiles) {
+      if (!allowed.has(p.api_key_id)) {
+        const key = await this.apiKeys.records.find(owner, p.api_key_id)
+        allowed.set(p.api_key_id, key ? this.apiKeys.modelsOf(key).map((m) => m.id) : [])
+      }
+      if (agentModelAllowed(model, allowed.get(p.api_key_id)!)) continue
+      throw validationError([
+        {
+          location: 'body',
+          path: 'model',
+          message: `model "${model}" is not available with api key ${p.api_key_id} of profile ${p.id}, which this agent applies to`,
         },
       ])
     }

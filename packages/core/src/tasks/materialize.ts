@@ -9,6 +9,7 @@ import type { Cipher } from '../ports/cipher.js'
 import type { TaskRecord } from './task.js'
 import { brokerMcpHeaders, openServers, serverSecrets } from '../resources/mcp-secrets.js'
 import type { RunTokens } from './run-tokens.js'
+import { agentModelAllowed } from '../models.js'
 
 export interface MaterializeDeps {
   apiKeys: ApiKeysService
@@ -35,16 +36,6 @@ export interface BrokerPlan {
   gateway_socket: string
   proxy_socket: string | null
   ca_file: string | null
-}
-
-/** The SDK's model aliases for subagents: `inherit` (the main agent's) or a family name. */
-const ALIASES = new Set(['inherit', 'sonnet', 'opus', 'haiku'])
-
-/** An agent's model is allowed when the credential allows it, or one model of its alias's family. */
-function agentModelAllowed(model: string, allowed: string[]): boolean {
-  if (model === 'inherit') return true
-  if (ALIASES.has(model)) return allowed.some((id) => id.includes(`-${model}-`) || id.endsWith(`-${model}`))
-  return allowed.includes(model)
 }
 
 /**

@@ -2,7 +2,15 @@
 import * as v from 'valibot'
 import { ApiError, randomToken } from '@berth/contract'
 import { inRequest, type RequestScope } from '../audit/context.js'
-import { coerceQuery, isClientAbort, parseInput, readJsonBody } from '../internal/input.js'
+import {
+  assertMediaType,
+  assertNoBody,
+  carriesBody,
+  coerceQuery,
+  isClientAbort,
+  parseInput,
+  readJsonBody,
+} from '../internal/input.js'
 import type { RateDecision, RateLimiter } from '../limits/rate-limit.js'
 import type { Logger } from '../ports/logger.js'
 import { secondsFrom } from '../ports/metrics.js'
@@ -250,6 +258,13 @@ export function createPipeline(opts: PipelineOptions) {
           })
         }
         body = parseInput('body', route.body, raw)
+      } else if (route.multipart) {
+        // Without a body the handler answers (its 404 for another caller's workspace first).
+        if (carriesBody(request)) assertMediaType(request, 'multipart')
+      } else if (!route.rawBody) {
+        // A body the operation does not take is refused, not ignored (the raw-body routes read theirs).
+        const reading = assertNoBody(request)
+        if (reading) await reading
       }
       const input = route.multipart ? limitBody(request, uploadLimit) : request
       const result = await route.handle({ caller: caller as Caller, params, query, body, services, request: input })

@@ -77,6 +77,7 @@ export async function berthFromConfig(
     concurrency: config.concurrency,
     taskTimeLimit: config.taskTimeLimit,
     previews: { ttl: config.previewTtl, publicUrl: config.publicUrl, instanceUrl: config.instanceUrl },
+    playbookSchedule: config.schedules,
     reconcileMs: config.reconcileSeconds === 0 ? null : config.reconcileSeconds * 1000,
     console: true,
     allowPrivateWebhooks: config.allowPrivateWebhooks,
