@@ -43,11 +43,12 @@ export function localVolumes(
           () => false,
         ))
       if (existed && disks && labels?.[DISK_LABEL]) await disks.grow(name, opts.sizeBytes ?? 0)
-      const disk = !existed && disks && opts.sizeBytes ? await disks.make(name, opts.sizeBytes) : undefined
+      const made = !existed && disks && opts.sizeBytes ? await disks.make(name, opts.sizeBytes) : undefined
+      const disk = made?.mount
       try {
         await mkdir(dirname(dir), { recursive: true })
-        // The volume's directory is its disk's mount, through a link every mount of it follows.
-        if (disk) await symlink(disk, dir)
+        // The volume's directory is its disk's workspace, through a link every mount of it follows.
+        if (made) await symlink(made.source, dir)
         else await mkdir(dir, { recursive: true })
         // Labels beside the volumes (a volume's own directory is the workspace's files).
         if (labels === null) {

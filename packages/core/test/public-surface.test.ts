@@ -85,6 +85,7 @@ const PINNED = [
   'silentLogger',
   'sweepOrphanDisks',
   'systemClock',
+  'tidyOldDisks',
   'toByteChunks',
   'toWebStream',
   'tokenBucket',
