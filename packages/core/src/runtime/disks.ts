@@ -113,6 +113,12 @@ export function workspaceDisks(options: DiskOptions) {
     },
     remount,
     /**
+     * Unmount the disk of `name` (its image kept) unless a container still uses it, as
+     * {@link releaseUnusedDisk} tells; it is mounted again on its next use. Resolves whether
+     * it is unmounted now.
+     */
+    unmount: (name: string): Promise<boolean> => unmountUnused(paths(name).mount),
+    /**
      * Mount the disk of `name` again if need be, and grow it to `sizeBytes`, its files kept:
      * the image is extended, the loop device told (`losetup -c`) and ext4 resized online
      * (`resize2fs`, which needs CAP_SYS_RESOURCE); where that is refused (a host without the
@@ -187,15 +193,20 @@ export async function releaseDisk(mount: string): Promise<void> {
  */
 export async function releaseUnusedDisk(mount: string): Promise<boolean> {
   if (!isAbsolute(mount) || !isDiskName(basename(mount))) return false
-  const image = `${mount}.img`
-  if (await mounted(mount)) {
-    if (!(await run('umount', [mount]).then(ok, no))) return false // busy: a host process works in it
-    if (await released(image)) {
-      await run('mount', ['-o', LOOP, image, mount]) // shares the held device and filesystem
-      return false
-    }
-  }
+  if (!(await unmountUnused(mount))) return false
   await releaseDisk(mount)
+  return true
+}
+
+/** Unmount the disk at `mount` unless a host process works in it or a container holds its loop device; whether it is unmounted now. */
+async function unmountUnused(mount: string): Promise<boolean> {
+  const image = `${mount}.img`
+  if (!(await mounted(mount))) return true
+  if (!(await run('umount', [mount]).then(ok, no))) return false // busy: a host process works in it
+  if (await released(image)) {
+    await run('mount', ['-o', LOOP, image, mount]) // shares the held device and filesystem
+    return false
+  }
   return true
 }
 

@@ -315,10 +315,7 @@ export class ContainerPool {
     }
   }
 
-  /**
-   * Record the workspace an in-use container now serves and what for (a warm agent, claimed
-   * as a batch container, handed to a session's task), so previews and a restart see it as it is.
-   */
+  /** Record the workspace an in-use container now serves and what for (a warm agent handed to a session's task), for previews and a restart. */
   async assign(id: string, workspaceId: string, purpose: ClaimRequest['purpose']): Promise<void> {
     const c = this.get(id)
     c.workspace_id = workspaceId

@@ -217,6 +217,22 @@ export class SessionContainers {
     }
   }
 
+  /**
+   * Release at once every warm session no task is running in, as its idle timer would: its
+   * conversation and files kept, the workspace idle, the container reaped.
+   */
+  async releaseIdleSessions(): Promise<void> {
+    const idle = [...this.warm].filter(([wsId]) => !this.o.scheduler.isBusy(wsId))
+    await Promise.all(
+      idle.map(([wsId, w]) => {
+        if (w.timer) clearTimeout(w.timer)
+        w.timer = null
+        const owner = w.lease.container.owner_id
+        return owner ? this.releaseIdle(owner, wsId) : undefined
+      }),
+    )
+  }
+
   /** Stop the idle clocks (containers stay for the next start). */
   close(): void {
     for (const w of this.warm.values()) if (w.timer) clearTimeout(w.timer)
