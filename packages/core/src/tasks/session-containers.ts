@@ -209,6 +209,10 @@ export class SessionContainers {
     const warm = this.warm.get(ws.id)
     if (warm) warm.profile_id = ws.profile_id
     if (warm && ws.profile_id) {
+      // Only a session's container comes back warm (a batch run's went with its recovery): one
+      // recorded otherwise (a warm agent's `batch`, before its purpose followed the task) is put right.
+      const c = warm.lease.container
+      if (c.purpose !== 'session') await this.o.engine?.pool.assign(c.id, ws.id, 'session')
       this.o.slots.acquire(ws.profile_id, ws.id)
       this.o.callers?.adopt(ws.owner_id, ws.id)
       if (!followUpQueued) this.keepWarm(ws.owner_id, ws.id, ws.session_id)
