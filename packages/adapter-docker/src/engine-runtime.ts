@@ -219,17 +219,17 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         const bytes = spec.limits?.diskBytes
         const sized = disks && bytes && dir && !spec.mounts?.some((m) => m.target === dir) ? disks : undefined
         // Named like a generated container (what `releaseDisk` accepts), whatever the spec's name.
-        const disk = sized && bytes ? await sized.make(containerName(), bytes) : undefined
-        held.disk = disk
-        const mounts =
-          disk && dir ? [...(spec.mounts ?? []), { type: 'bind' as const, source: disk, target: dir }] : spec.mounts
+        const own = sized && bytes ? await sized.make(containerName(), bytes) : undefined
+        held.disk = own?.mount
+        const bound = own && dir ? [{ type: 'bind' as const, source: own.source, target: dir }] : []
+        const mounts = bound.length ? [...(spec.mounts ?? []), ...bound] : spec.mounts
         await volumes.remountDisks(spec.mounts)
         // With disks, a workspace on a mount (its disk, a session's volume) gets a read-only root:
         // overlay over ext4 cannot size the writable layer, so the writable paths are sized tmpfs.
         const readOnlyRoot = Boolean(disks && dir && mounts?.some((m) => m.target === dir))
         const labels = {
           ...spec.labels,
-          ...(disk && { [DISK_LABEL]: disk }),
+          ...(held.disk && { [DISK_LABEL]: held.disk }),
           ...(netns && { [NETNS_LABEL]: netns }),
           ...(spec.egress && { [EGRESS_LABEL]: spec.egress.policy }),
           ...(user && { [USER_LABEL]: user }),
@@ -257,7 +257,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
         joining = undefined
         const created = on ? await egress.createOn(spec.egress!, on, createOn) : await createOn(network)
         made = true
-        hostOf.set(created.id, { disk, netns })
+        hostOf.set(created.id, { ...held })
         // Known for every container made here, so an exec needs no inspect to learn its user.
         owners.set(created.id, {
           user: user ?? '',

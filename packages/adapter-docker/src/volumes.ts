@@ -47,13 +47,13 @@ export function engineVolumes(ctx: EngineContext, disks: WorkspaceDisks | undefi
             if (existing.Labels?.[DISK_LABEL]) await disks.grow(volume, opts.sizeBytes)
             return
           }
-          const mount = await disks.make(volume, opts.sizeBytes)
+          const { mount, source } = await disks.make(volume, opts.sizeBytes)
           await docker
             .createVolume({
               Name: volume,
               Labels: { ...labels, [DISK_LABEL]: mount },
               Driver: 'local',
-              DriverOpts: { type: 'none', o: 'bind', device: mount },
+              DriverOpts: { type: 'none', o: 'bind', device: source },
             })
             .catch(async (err: unknown) => {
               await releaseDisk(mount)

@@ -40,11 +40,11 @@ export async function createContainer(ctx: LocalContext, spec: ContainerSpec): P
   try {
     return await createIn(ctx, {
       ...spec,
-      mounts: [...(spec.mounts ?? []), { type: 'bind', source: disk, target: dir }],
-      labels: { ...spec.labels, [DISK_LABEL]: disk },
+      mounts: [...(spec.mounts ?? []), { type: 'bind', source: disk.source, target: dir }],
+      labels: { ...spec.labels, [DISK_LABEL]: disk.mount },
     })
   } catch (err) {
-    await releaseDisk(disk).catch(() => undefined) // no container came of it
+    await releaseDisk(disk.mount).catch(() => undefined) // no container came of it
     throw err
   }
 }

@@ -78,6 +78,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
   const ctx = localContext(options)
   const { baseDir, sandbox, cgroups, execs, exits, fail, ensureBase, load, refresh } = ctx
   const forwarders = portForwarders()
+  const volumes = localVolumes(ctx)
 
   /** The container's process groups: its main process (while it is the one we started) and its execs. */
   const roots = (id: string, meta: LocalMeta | null): number[] => [
@@ -137,11 +138,15 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
       limits: cgroups !== null,
       ...(sandbox.setpriv && { unprivilegedUser: true }),
       egress: sandbox.mode === 'bwrap' ? ['none', 'public', 'allowlist'] : [],
+      // Its sandboxes are this server's host processes, with their mounts: a clean stop ends them.
+      outlivesServer: false,
     },
 
     ping: ensureBase,
     create: (spec) => createContainer(ctx, spec),
-    ...localVolumes(ctx),
+    createVolume: volumes.createVolume,
+    listVolumes: volumes.listVolumes,
+    removeVolume: volumes.removeVolume,
 
     async start(id) {
       const meta = await load(id, 'start')
@@ -322,6 +327,7 @@ export const localRuntime = defineRuntime((options: LocalRuntimeOptions = {}): L
 
     async close() {
       forwarders.closeAll()
+      await volumes.unmountDisks()
     },
 
     async portTarget(id, port) {

@@ -5,9 +5,10 @@ import { DISK_LABEL, MANAGED_LABEL, releaseDisk, type ContainerRuntime } from '@
 import type { LocalContext } from './local-context.js'
 
 /**
- * `createVolume`, `listVolumes` and `removeVolume` of a local runtime. With disks, a volume
- * asked for with `sizeBytes` is its own ext4 disk (`<disk dir>/<name>`, linked from
- * `volumes/<name>`), as the engines' are: a persistent session's files cannot fill the host.
+ * `createVolume`, `listVolumes` and `removeVolume` of a local runtime, and `unmountDisks`
+ * for its close. With disks, a volume asked for with `sizeBytes` is its own ext4 disk
+ * (`<disk dir>/<name>`, its workspace directory linked from `volumes/<name>`), as the
+ * engines' are: a persistent session's files cannot fill the host.
  *
  * @example
  * ```ts
@@ -15,9 +16,12 @@ import type { LocalContext } from './local-context.js'
  * await volumes.createVolume('ws-1', { labels: { 'berth.owner': 'usr_1' } })
  * ```
  */
-export function localVolumes(
-  ctx: LocalContext,
-): Pick<ContainerRuntime, 'createVolume' | 'listVolumes' | 'removeVolume'> {
+export function localVolumes(ctx: LocalContext): Pick<
+  ContainerRuntime,
+  'createVolume' | 'listVolumes' | 'removeVolume'
+> & {
+  unmountDisks(): Promise<void>
+} {
   const { baseDir, disks } = ctx
   const checkVolumeName = (name: string) => {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name))
@@ -43,11 +47,12 @@ export function localVolumes(
           () => false,
         ))
       if (existed && disks && labels?.[DISK_LABEL]) await disks.grow(name, opts.sizeBytes ?? 0)
-      const disk = !existed && disks && opts.sizeBytes ? await disks.make(name, opts.sizeBytes) : undefined
+      const made = !existed && disks && opts.sizeBytes ? await disks.make(name, opts.sizeBytes) : undefined
+      const disk = made?.mount
       try {
         await mkdir(dirname(dir), { recursive: true })
-        // The volume's directory is its disk's mount, through a link every mount of it follows.
-        if (disk) await symlink(disk, dir)
+        // The volume's directory is its disk's workspace, through a link every mount of it follows.
+        if (made) await symlink(made.source, dir)
         else await mkdir(dir, { recursive: true })
         // Labels beside the volumes (a volume's own directory is the workspace's files).
         if (labels === null) {
@@ -80,6 +85,21 @@ export function localVolumes(
       await rm(labelFile(name), { force: true })
       // Its disk goes too, named by its label, so any runtime (one without disks, a restarted server) releases it.
       if (disk) await releaseDisk(disk)
+    },
+
+    /**
+     * Unmount the volumes' disks no sandbox holds (their images kept): a stopped server
+     * leaves no mount behind, and a volume's next use (`createVolume`, a container that
+     * mounts it) mounts its disk again.
+     */
+    async unmountDisks() {
+      if (!disks) return
+      const dir = join(baseDir, 'volume-labels')
+      for (const file of await readdir(dir).catch(() => [] as string[])) {
+        const name = file.slice(0, -'.json'.length)
+        if (file.endsWith('.json') && (await labelsOf(name))?.[DISK_LABEL] === join(disks.dir, name))
+          await disks.unmount(name)
+      }
     },
   }
 }

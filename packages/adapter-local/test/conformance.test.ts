@@ -20,7 +20,13 @@ runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: s
   image: 'ignored-by-local',
   // bubblewrap isolates (namespaces, no capabilities, no new privileges); the limits come
   // from a cgroup per container, which root on the project's machines can write.
-  capabilities: { isolation: true, limits: true, unprivilegedUser: true, egress: ['none', 'public', 'allowlist'] },
+  capabilities: {
+    isolation: true,
+    limits: true,
+    unprivilegedUser: true,
+    egress: ['none', 'public', 'allowlist'],
+    outlivesServer: false,
+  },
   // A base directory that cannot be created (its parent is a file) is the local "engine down".
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'bwrap' }),
   killFromOutside: killMain,
@@ -29,7 +35,7 @@ runtimeConformanceSuite('local (bwrap)', () => localRuntime({ baseDir, logger: s
 runtimeConformanceSuite('local (no sandbox)', () => localRuntime({ baseDir, logger: silentLogger, sandbox: 'none' }), {
   image: 'ignored-by-local',
   // Plain host processes: nothing isolated, nothing limited, and the runtime must say so.
-  capabilities: { isolation: false, limits: false, egress: [] },
+  capabilities: { isolation: false, limits: false, egress: [], outlivesServer: false },
   makeUnreachable: () => localRuntime({ baseDir: '/dev/null/berth-local', logger: silentLogger, sandbox: 'none' }),
   killFromOutside: killMain,
 })

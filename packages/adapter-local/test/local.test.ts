@@ -31,7 +31,7 @@ describe('local runtime', () => {
     expect(warnings).toHaveLength(1)
     expect(warnings[0]?.msg).toMatch(/NO isolation/)
     expect(warnings[0]?.fields).toMatchObject({ id, ignoredLimits: { memoryBytes: 1 << 20 } })
-    expect(rt.capabilities).toEqual({ isolation: false, limits: false, egress: [] })
+    expect(rt.capabilities).toEqual({ isolation: false, limits: false, egress: [], outlivesServer: false })
     expect(rt.sandbox).toBe('none')
     expect(rt.description).toMatch(/NO ISOLATION/)
     await rt.remove(id)
@@ -48,6 +48,7 @@ describe('local runtime', () => {
       limits: true,
       unprivilegedUser: true,
       egress: ['none', 'public', 'allowlist'],
+      outlivesServer: false,
     })
     expect(rt.sandbox).toBe('bwrap')
     expect(rt.description).toMatch(/bubblewrap sandbox: own mount, PID/)

@@ -81,7 +81,9 @@ export {
   isDiskName,
   releaseDisk,
   releaseUnusedDisk,
+  tidyOldDisks,
   workspaceDisks,
+  type Disk,
   type DiskOptions,
   type WorkspaceDisks,
 } from './runtime/disks.js'

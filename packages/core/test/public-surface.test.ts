@@ -86,6 +86,7 @@ const PINNED = [
   'silentLogger',
   'sweepOrphanDisks',
   'systemClock',
+  'tidyOldDisks',
   'toByteChunks',
   'toWebStream',
   'tokenBucket',

@@ -145,4 +145,36 @@ describe('upload → parser → workspace → tar', () => {
       { numRuns: 50, seed: 24 },
     )
   }, 120_000)
+
+  it("refuses writes into Berth's own .berth and into lost+found, and directories named with bidirectional characters", async () => {
+    const before = tree(base)
+    const attempts: [string, string, string][] = [
+      ['/workspace/.berth/', 'events.jsonl', 'path'],
+      ['/workspace/.berth/uploads/x', 'f.txt', 'path'],
+      ['.berth', 'conversation', 'path'],
+      ['/workspace/lost+found/', 'f.txt', 'path'],
+      ['/workspace/', '.berth', 'files'],
+      ['.', 'lost+found', 'files'],
+      ['/workspace/dir\u202Etxt/', 'f.txt', 'path'],
+      ['/workspace/a/\u2066b/', 'f.txt', 'path'],
+    ]
+    for (const [path, name, field] of attempts) {
+      const err = await files
+        .upload('usr_1', 'ws_1', await uploadRequest(path, [{ name, bytes: bytesOf(10, 1) }], 4096))
+        .then(
+          () => null,
+          (e: unknown) => e,
+        )
+      expect(isApiError(err) && err.status, `${path} ${name}`).toBe(400)
+      expect(isApiError(err) && JSON.stringify(err.details), `${path} ${name}`).toContain(`"path":"${field}"`)
+      expect(tree(base)).toEqual(before)
+    }
+    // A .berth or lost+found below the top level is the caller's own.
+    const ok = await files.upload(
+      'usr_1',
+      'ws_1',
+      await uploadRequest('/workspace/nested/.berth/', [{ name: 'lost+found', bytes: bytesOf(3, 2) }], 4096),
+    )
+    expect(ok.files.map((f) => f.path)).toEqual(['/workspace/nested/.berth/lost+found'])
+  })
 })

@@ -274,6 +274,11 @@ export interface Berth {
   closeWebSockets(opts?: { force?: boolean }): void
   /** Stop being ready: `GET /health/ready` answers 503 from now on (a shutdown calls it first, and `close` does). */
   drain(): void
-  /** Release storage and timers. Pooled containers stay for the next start to adopt. */
+  /**
+   * Release storage and timers. Pooled containers stay for the next start to adopt, unless
+   * `removeContainers`, or the runtime's containers do not outlive the server (`local`, see
+   * `RuntimeCapabilities.outlivesServer`): then idle warm sessions are released first, their
+   * conversations and files kept, and every container is removed.
+   */
   close(opts?: { removeContainers?: boolean }): Promise<void>
 }

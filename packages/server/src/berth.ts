@@ -209,13 +209,16 @@ export function createBerth(given: BerthOptions = {}): Berth {
       websocket.closeAll()
       services.rebuild.close()
       await services.playbookScheduler.close()
-      await services.tasks.close()
+      // A runtime whose containers end with the server (`local`): sessions keep their
+      // conversations for the next start, and no sandbox or mount is left behind.
+      const ending = options.runtime?.capabilities.outlivesServer === false
+      await services.tasks.close({ releaseSessions: ending })
       await services.notifications.close()
       await services.messenger.close()
       await services.audit.close()
       await services.profiles.close()
       services.channels.close()
-      await pool?.close({ removeAll: opts.removeContainers ?? false })
+      await pool?.close({ removeAll: opts.removeContainers ?? ending })
       await (await brokerStarted.catch(() => undefined))?.close()
       await storage.dispose()
       await store.close?.()

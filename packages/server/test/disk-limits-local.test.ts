@@ -29,7 +29,7 @@ describe('disk limits through tasks: local (bwrap)', () => {
   beforeAll(async () => {
     s = await startServer({
       runtime,
-      pool: { image: 'local', min: 0, max: 2, name: pool },
+      pool: { image: 'local', min: 0, max: 4, name: pool },
       runner: { bundleDir: RUNNER_BUNDLE },
     })
     await s.berth.ready

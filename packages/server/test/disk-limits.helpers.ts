@@ -1,5 +1,6 @@
 /** What the task-path disk-limit tests share on every runtime: the prompts, the profiles, and the cases. */
 import { readdirSync } from 'node:fs'
+import { readTar } from '@berth/testkit'
 import { expect, it } from 'vitest'
 import type { agentUser } from './tasks.helpers.js'
 
@@ -68,4 +69,45 @@ export function diskTaskCases(
     expect(results[1]!.output).toMatch(/no space left on device/i)
     expect(readdirSync(dir).some((f) => /^berth-ws-.*\.img$/.test(f))).toBe(true)
   }, 120_000)
+
+  // The disk's filesystem keeps its own entries (ext4's root-owned lost+found) out of
+  // /workspace: a fork, a whole-workspace download and an upload all read or write every
+  // entry there as the agent's user.
+  it.each([
+    ['a container disk', false],
+    ["a persistent session's volume disk", true],
+  ])(
+    'on %s, /workspace holds only the agent files: fork, whole download and upload work',
+    async (_, kept) => {
+      const { t, profileId, sessionProfileId } = get()
+      const profile_id = kept ? sessionProfileId : profileId
+      const first = await t.run({ mode: 'session', profile_id, prompt: bash('echo kept > note.txt; ls -A /workspace') })
+      expect(first.status, JSON.stringify(first.error)).toBe('completed')
+      const seen = (await toolResults(first.task_id))[0]!.output
+      expect(seen).toContain('note.txt')
+      expect(seen).not.toContain('lost+found')
+      const wsId = first.workspace_id!
+      const names = async (id: string) => (await t.api.files.list(id)).entries.map((e) => e.name)
+      expect(await names(wsId)).not.toContain('lost+found')
+      const tar = await readTar(await t.api.files.download(wsId, ['/workspace']))
+      expect(tar.map((e) => e.name)).toEqual(expect.arrayContaining([expect.stringMatching(/(^|\/)note\.txt$/)]))
+      expect(tar.filter((e) => e.name.includes('lost+found'))).toEqual([])
+      await t.api.files.upload(wsId, { name: 'up.txt', data: new TextEncoder().encode('uploaded') })
+
+      const fork = await t.api.workspaces.fork({ params: { id: wsId }, body: {} })
+      expect(await names(fork.id)).toEqual(expect.arrayContaining(['note.txt', 'up.txt']))
+      const next = await t.run({
+        mode: 'session',
+        profile_id,
+        session_id: fork.session_id,
+        prompt: bash('cat note.txt up.txt'),
+      })
+      expect(next.status, JSON.stringify(next.error)).toBe('completed')
+      expect((await toolResults(next.task_id))[0]!.output).toContain('kept\nuploaded')
+      expect(await names(fork.id)).not.toContain('lost+found')
+      // Their containers go back to the pool (the suites' pools are small).
+      for (const id of [wsId, fork.id]) await t.api.workspaces.delete({ params: { id } })
+    },
+    180_000,
+  )
 }

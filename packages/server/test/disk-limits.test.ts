@@ -28,7 +28,7 @@ describe.each(['docker', 'podman'] as const)('disk limits through tasks: %s', (e
     t = await taskServer(engine, {
       berth: {
         runtime,
-        pool: { image: info.image, min: 0, max: 2, name: pool, spec: { network: 'none' } },
+        pool: { image: info.image, min: 0, max: 4, name: pool, spec: { network: 'none' } },
       },
     })
     ;({ profileId, sessionProfileId } = await smallDiskProfiles(t))

@@ -54,7 +54,7 @@ describe('choosing the local runtime', () => {
   it('as root: workspaces on disks under the disk directory, old orphan disks released at start', async () => {
     expect(process.getuid?.()).toBe(0) // the project's machines run the tests as root
     const diskDir = join(dataDir, 'disks')
-    const orphan = await workspaceDisks({ dir: diskDir }).make('berth-0123456789ab', 16 * 1024 ** 2)
+    const { mount: orphan } = await workspaceDisks({ dir: diskDir }).make('berth-0123456789ab', 16 * 1024 ** 2)
     const hourAgo = new Date(Date.now() - 3_600_000)
     await utimes(`${orphan}.img`, hourAgo, hourAgo)
     const warnings: string[] = []

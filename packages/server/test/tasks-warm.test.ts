@@ -73,4 +73,27 @@ describe.each(ENGINES)('warm agents on %s', (engine) => {
     expect(await echo(other.id)).toContain(`val=berth_brokered_${two.id}`)
     for (const id of before) expect(parked()).toContain(id)
   }, 180_000)
+
+  it("a session whose first task takes a parked agent holds a session's container: a preview of it can be made", async () => {
+    const say = async (mode: 'batch' | 'session') => {
+      const task = await t.run({ mode, prompt: 'Say it. [[berth:text ok]]' })
+      expect(task.status, JSON.stringify(task.error)).toBe('completed')
+      return task
+    }
+    const before = new Set(parked())
+    await say('batch')
+    // The agent started for the next task like that one.
+    const fresh = await vi.waitFor(() => {
+      const p = parked().filter((id) => !before.has(id))
+      if (!p.length) throw new Error('no agent parked yet')
+      return p
+    }, 60_000)
+    const session = await say('session')
+    const ws = await t.api.workspaces.get({ params: { id: session.workspace_id! } })
+    expect(fresh).toContain(ws.container_id)
+    const preview = await t.api.workspaces.previews.create({ params: { id: ws.id }, body: { port: 8000 } })
+    expect(preview.port).toBe(8000)
+    const held = (t.s.berth.pool!.list() as PooledContainer[]).find((c) => c.id === ws.container_id)
+    expect(held).toMatchObject({ purpose: 'session', workspace_id: ws.id })
+  }, 180_000)
 })

@@ -238,10 +238,10 @@ export function diskLimitSuite(name: string, makeRuntime: () => ContainerRuntime
     it('a start-up sweep releases an old orphan disk and keeps a fresh one, a referenced one and one in use elsewhere', async () => {
       const disks = workspaceDisks({ dir: opts.diskDir })
       // As a server killed between making a disk and creating its container leaves them.
-      const orphan = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
-      const fresh = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      const { mount: orphan } = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      const { mount: fresh } = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
       // Unreferenced here but in use elsewhere (mounted again, as another engine's container would hold it).
-      const busy = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
+      const { mount: busy } = await disks.make(`berth-${randomBytes(6).toString('hex')}`, 16 * MiB)
       const elsewhere = await mkdtemp(join(tmpdir(), 'berth-disk-user-'))
       await run('mount', ['--bind', busy, elsewhere])
       try {

@@ -174,6 +174,13 @@ export interface RuntimeCapabilities {
   unprivilegedUser?: boolean
   /** Egress policies the runtime enforces (`local` under bubblewrap: all three, its sandboxes having no network but the broker's sockets). */
   egress?: readonly EgressPolicy['policy'][]
+  /**
+   * Containers outlive the server: a clean stop leaves them running for the next start to
+   * adopt (default true). `false` on `local`, whose sandboxes are the server's own host
+   * processes: a clean stop releases warm sessions (their conversations and files kept, as
+   * when they idle out) and removes every container.
+   */
+  outlivesServer?: boolean
 }
 
 /** Filter for {@link ContainerRuntime.list}. */

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdir, open, rm, stat, truncate } from 'node:fs/promises'
+import { mkdir, open, readdir, rm, rmdir, stat, truncate } from 'node:fs/promises'
 import { basename, isAbsolute, join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 
@@ -23,6 +23,25 @@ export interface DiskOptions {
  */
 export const DISK_LABEL = 'berth.disk'
 
+/** A workspace disk on the host. */
+export interface Disk {
+  /** Its mount directory: what {@link DISK_LABEL} names and {@link releaseDisk} takes. */
+  mount: string
+  /** The directory to bind at the container's working directory (the workspace). */
+  source: string
+}
+
+/**
+ * The filesystem label of disks whose workspace is the `workspace` directory of their
+ * filesystem. Earlier disks have none: their workspace is the filesystem's root, beside
+ * ext4's own `lost+found` (see {@link tidyOldDisks}).
+ */
+const LAYOUT_LABEL = 'berth-workspace'
+/** The workspace's directory on a disk with {@link LAYOUT_LABEL}. */
+const WORKSPACE_SUBDIR = 'workspace'
+/** How disks are mounted: no set-uid programs, no device files. */
+const LOOP = 'loop,nosuid,nodev'
+
 /**
  * Size-limited workspace filesystems: ext4 is the one limit that holds on any host
  * filesystem (overlay's `--storage-opt size` needs xfs with project quotas, a tmpfs would
@@ -32,9 +51,9 @@ export const DISK_LABEL = 'berth.disk'
  * @example
  * ```ts
  * const disks = workspaceDisks({ dir: '/var/lib/berth/disks' })
- * const hostDir = await disks.make('berth-3f9a0c12ab34', 2 * 1024 ** 3) // bind it at /workspace
+ * const { mount, source } = await disks.make('berth-3f9a0c12ab34', 2 * 1024 ** 3) // bind `source` at /workspace
  * await disks.grow('berth-3f9a0c12ab34', 4 * 1024 ** 3) // online, while the container runs
- * await releaseDisk(hostDir) // after the container is removed
+ * await releaseDisk(mount) // after the container is removed
  * ```
  */
 export function workspaceDisks(options: DiskOptions) {
@@ -42,6 +61,11 @@ export function workspaceDisks(options: DiskOptions) {
   const paths = (name: string) => {
     if (!/^[\w.-]+$/.test(name)) throw new Error(`not a disk name: ${name}`)
     return { image: join(dir, `${name}.img`), mount: join(dir, name) }
+  }
+  /** Mount `image` at `mount`; an earlier version's disk loses its `lost+found` there. */
+  const mountAt = async (image: string, mount: string) => {
+    await run('mount', ['-o', LOOP, image, mount])
+    await tidyOldDisk(image, mount)
   }
   /**
    * Mount the disk of `name` again when its image exists but is not mounted (after a
@@ -53,31 +77,47 @@ export function workspaceDisks(options: DiskOptions) {
     if (await mounted(mount)) return mount
     if (!(await stat(image).catch(() => null))) return null
     await mkdir(mount, { recursive: true })
-    await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+    await mountAt(image, mount)
     return mount
   }
   return {
     /** The absolute directory the disks are in. */
     dir,
-    /** Make (or remount after a reboot) the disk of `name`; resolves the host directory to bind. */
-    async make(name: string, sizeBytes: number): Promise<string> {
+    /**
+     * Make (or mount again, after a reboot or a lost volume record) the disk of `name`. Its
+     * workspace is a directory of the filesystem, so ext4's own entries (`lost+found`, which
+     * e2fsck makes again whenever it is missing) stay out of the agent's `/workspace`.
+     */
+    async make(name: string, sizeBytes: number): Promise<Disk> {
       const { image, mount } = paths(name)
       await mkdir(mount, { recursive: true })
-      if (await mounted(mount)) return mount
-      const file = await open(image, 'wx').catch((err: NodeJS.ErrnoException) => {
-        if (err.code === 'EEXIST') return null // made before: mount it again
-        throw err
-      })
-      if (file) {
-        await file.truncate(Math.max(sizeBytes, 8 * 1024 ** 2))
-        await file.close()
-        // No reserved blocks: the agent gets the whole size.
-        await run('mkfs.ext4', ['-q', '-F', '-m', '0', image])
+      let fresh = false
+      if (!(await mounted(mount))) {
+        const file = await open(image, 'wx').catch((err: NodeJS.ErrnoException) => {
+          if (err.code === 'EEXIST') return null // made before: mount it again
+          throw err
+        })
+        if (file) {
+          await file.truncate(Math.max(sizeBytes, 8 * 1024 ** 2))
+          await file.close()
+          // No reserved blocks: the agent gets the whole size.
+          await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-L', LAYOUT_LABEL, image])
+          fresh = true
+        }
+        await (fresh ? run('mount', ['-o', LOOP, image, mount]) : mountAt(image, mount))
       }
-      await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
-      return mount
+      if (!fresh && !(await hasSubdir(image))) return { mount, source: mount }
+      const source = join(mount, WORKSPACE_SUBDIR)
+      await mkdir(source, { recursive: true })
+      return { mount, source }
     },
     remount,
+    /**
+     * Unmount the disk of `name` (its image kept) unless a container still uses it, as
+     * {@link releaseUnusedDisk} tells; it is mounted again on its next use. Resolves whether
+     * it is unmounted now.
+     */
+    unmount: (name: string): Promise<boolean> => unmountUnused(paths(name).mount),
     /**
      * Mount the disk of `name` again if need be, and grow it to `sizeBytes`, its files kept:
      * the image is extended, the loop device told (`losetup -c`) and ext4 resized online
@@ -111,7 +151,7 @@ export function workspaceDisks(options: DiskOptions) {
         await run('resize2fs', [image])
         return true
       } finally {
-        if (unmounted) await run('mount', ['-o', 'loop,nosuid,nodev', image, mount])
+        if (unmounted) await mountAt(image, mount)
       }
     },
   }
@@ -153,15 +193,20 @@ export async function releaseDisk(mount: string): Promise<void> {
  */
 export async function releaseUnusedDisk(mount: string): Promise<boolean> {
   if (!isAbsolute(mount) || !isDiskName(basename(mount))) return false
-  const image = `${mount}.img`
-  if (await mounted(mount)) {
-    if (!(await run('umount', [mount]).then(ok, no))) return false // busy: a host process works in it
-    if (await released(image)) {
-      await run('mount', ['-o', 'loop,nosuid,nodev', image, mount]) // shares the held device and filesystem
-      return false
-    }
-  }
+  if (!(await unmountUnused(mount))) return false
   await releaseDisk(mount)
+  return true
+}
+
+/** Unmount the disk at `mount` unless a host process works in it or a container holds its loop device; whether it is unmounted now. */
+async function unmountUnused(mount: string): Promise<boolean> {
+  const image = `${mount}.img`
+  if (!(await mounted(mount))) return true
+  if (!(await run('umount', [mount]).then(ok, no))) return false // busy: a host process works in it
+  if (await released(image)) {
+    await run('mount', ['-o', LOOP, image, mount]) // shares the held device and filesystem
+    return false
+  }
   return true
 }
 
@@ -176,6 +221,25 @@ export async function releaseUnusedDisk(mount: string): Promise<boolean> {
  */
 export function isDiskName(name: string): boolean {
   return /^berth-(?:[0-9a-f]{12}|ws-[\w-]+)$/.test(name)
+}
+
+/**
+ * Take ext4's `lost+found` out of the workspaces of the disks under `dir` that an earlier
+ * version made (their workspace is the filesystem's root) and that are mounted now: a
+ * container or volume adopted at start keeps its disk mounted, so no mount here tidies it.
+ * Disks this version makes keep their workspace in a directory of the filesystem instead.
+ *
+ * @example
+ * ```ts
+ * await tidyOldDisks('/var/lib/berth/disks')
+ * ```
+ */
+export async function tidyOldDisks(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[])
+  for (const image of names.filter((n) => n.endsWith('.img') && isDiskName(n.slice(0, -'.img'.length)))) {
+    const mount = join(dir, image.slice(0, -'.img'.length))
+    if (await mounted(mount)) await tidyOldDisk(join(dir, image), mount)
+  }
 }
 
 /** The type `workspaceDisks` returns. */
@@ -201,6 +265,23 @@ async function released(image: string): Promise<string | undefined> {
     if (!device || i === 20) return device
     await new Promise((r) => setTimeout(r, 100))
   }
+}
+
+/** Whether the disk's workspace is the `workspace` directory of its filesystem (a disk this version made), by its label. */
+async function hasSubdir(image: string): Promise<boolean> {
+  const { stdout } = await run('e2label', [image])
+  return stdout.trim() === LAYOUT_LABEL
+}
+
+/**
+ * An earlier version's disk, mounted at `mount`, without ext4's `lost+found` in its
+ * workspace: that directory is root's and unreadable to the agent, so a fork or a download
+ * of the workspace would stop at it, and nothing but e2fsck uses it (which makes it again).
+ * Kept when it holds what e2fsck recovered; the file routes refuse writes there.
+ */
+async function tidyOldDisk(image: string, mount: string): Promise<void> {
+  if (await hasSubdir(image)) return
+  await rmdir(join(mount, 'lost+found')).catch(() => undefined) // absent, or not empty
 }
 
 /** Whether `dir` is a mount point (a disk mounted there). */

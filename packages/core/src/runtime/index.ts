@@ -24,7 +24,9 @@ export {
   isDiskName,
   releaseDisk,
   releaseUnusedDisk,
+  tidyOldDisks,
   workspaceDisks,
+  type Disk,
   type DiskOptions,
   type WorkspaceDisks,
 } from './disks.js'

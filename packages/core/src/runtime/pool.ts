@@ -315,10 +315,11 @@ export class ContainerPool {
     }
   }
 
-  /** Record the workspace an in-use container now serves (a warm agent handed to a task), so a restart accounts for it. */
-  async assign(id: string, workspaceId: string): Promise<void> {
+  /** Record the workspace an in-use container now serves and what for (a warm agent handed to a session's task), for previews and a restart. */
+  async assign(id: string, workspaceId: string, purpose: ClaimRequest['purpose']): Promise<void> {
     const c = this.get(id)
     c.workspace_id = workspaceId
+    c.purpose = purpose
     await this.o.store.set(poolKey(this.o.name, c.id), c)
   }
 

@@ -92,7 +92,7 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
   }
   let lease: Lease
   if (agent) {
-    await pool.assign(agent.lease.container.id, ws.id)
+    await pool.assign(agent.lease.container.id, ws.id, task.mode)
     lease = agent.lease
   } else {
     // Parked agents give their containers back when a cold task needs the room (the pool's max or memory).

@@ -384,8 +384,8 @@ export class TasksService {
     await recover({ store, records: this.records, engine, logger, slots, workspaces, recoveryGraceMs, ...parts })
   }
 
-  /** Stop taking work; running tasks are left to a restart's recovery. Containers stay. */
-  async close(): Promise<void> {
+  /** Stop taking work; running tasks are left to recovery. `releaseSessions`: idle warm sessions go first (`local`). */
+  async close(opts: { releaseSessions?: boolean } = {}): Promise<void> {
     this.scheduler.close()
     this.dispatch.close()
     this.fencing.close()
@@ -393,6 +393,7 @@ export class TasksService {
     this.o.slots.close()
     this.o.callers?.close()
     await this.remote.close()
+    if (opts.releaseSessions) await this.containers.releaseIdleSessions()
     this.containers.close()
     await this.o.engine?.warmAgents?.close()
     await this.o.eventLog.flushAll()

@@ -209,12 +209,32 @@ export class SessionContainers {
     const warm = this.warm.get(ws.id)
     if (warm) warm.profile_id = ws.profile_id
     if (warm && ws.profile_id) {
+      // Only a session's container comes back warm (a batch run's went with its recovery): one
+      // recorded otherwise (a warm agent's `batch`, before its purpose followed the task) is put right.
+      const c = warm.lease.container
+      if (c.purpose !== 'session') await this.o.engine?.pool.assign(c.id, ws.id, 'session')
       this.o.slots.acquire(ws.profile_id, ws.id)
       this.o.callers?.adopt(ws.owner_id, ws.id)
       if (!followUpQueued) this.keepWarm(ws.owner_id, ws.id, ws.session_id)
     } else if (!followUpQueued) {
       await this.o.workspaces.setStatus(ws.owner_id, ws.id, 'idle', { container_id: null })
     }
+  }
+
+  /**
+   * Release at once every warm session no task is running in, as its idle timer would: its
+   * conversation and files kept, the workspace idle, the container reaped.
+   */
+  async releaseIdleSessions(): Promise<void> {
+    const idle = [...this.warm].filter(([wsId]) => !this.o.scheduler.isBusy(wsId))
+    await Promise.all(
+      idle.map(([wsId, w]) => {
+        if (w.timer) clearTimeout(w.timer)
+        w.timer = null
+        const owner = w.lease.container.owner_id
+        return owner ? this.releaseIdle(owner, wsId) : undefined
+      }),
+    )
   }
 
   /** Stop the idle clocks (containers stay for the next start). */

@@ -8,7 +8,17 @@ import { toWebStream } from '../runtime/bytes.js'
 import { isFilePathError } from '../runtime/errors.js'
 import { WORKSPACE_DIR } from '../tasks/materialize.js'
 import { fileTarget, type FileTargetOptions } from './workspace-file-target.js'
-import { fileName, pathError, readPathField, refused, shown, workspacePath, type RelPath } from './workspace-paths.js'
+import {
+  assertWritable,
+  fileName,
+  pathError,
+  readPathField,
+  refused,
+  shown,
+  uploadPath,
+  workspacePath,
+  type RelPath,
+} from './workspace-paths.js'
 
 /** A directory listing: at most `MAX_ENTRIES` (`runtime/files.ts`) entries, sorted by name. */
 export interface FileListing {
@@ -104,7 +114,7 @@ export class WorkspaceFilesService {
         if (part.filename === null) {
           if (part.name !== 'path') throw pathError('body', part.name, 'unknown field')
           rawPath = await readPathField(part.body)
-          rel = workspacePath(rawPath, 'body', 'path')
+          rel = uploadPath(rawPath, 'body', 'path')
           continue
         }
         const name = fileName(part.filename, part.name)
@@ -113,6 +123,8 @@ export class WorkspaceFilesService {
       }
       if (rel === null) throw pathError('body', 'path', 'missing: the directory under /workspace to store the files in')
       if (files.length === 0 || !write) throw pathError('body', 'files', 'no file parts: send one or more files')
+      // Into the workspace itself, the names are its top-level entries.
+      if (rel === '') for (const f of files) assertWritable(f.name, 'body', 'files')
       // One file and a path that is not a directory (nor ends in "/"): the file goes to that path.
       if (files.length === 1 && rel !== '' && !rawPath.endsWith('/')) {
         const at = rel

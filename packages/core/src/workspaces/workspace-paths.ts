@@ -59,7 +59,46 @@ export function workspacePath(input: string, location: ValidationIssue['location
 }
 
 /**
- * A file name from an upload: one plain name, no separators or control characters.
+ * Control characters (C0, DEL, C1), bidirectional formatting characters (U+061C, U+200E,
+ * U+200F, U+202A–U+202E, U+2066–U+2069) and the line and paragraph separators: a name
+ * holding one shows as something it is not (`report\u202Efdp.exe` reads "reportexe.pdf")
+ * or breaks a listing's lines.
+ */
+const UNSAFE_CHARS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+
+/**
+ * Top-level names of the workspace that uploads never write: Berth's own directory (the
+ * runner's events, a session's conversation, upload staging) and ext4's `lost+found`, which
+ * only a disk made by an earlier version can still show there (see `runtime/disks.ts`).
+ */
+const RESERVED: Record<string, string> = {
+  '.berth': "is Berth's own directory",
+  'lost+found': "belongs to the disk's filesystem",
+}
+
+/**
+ * Whether `name` is one a file may be uploaded as: a single name, not "." or "..", with no
+ * "/", control or bidirectional formatting character, at most 255 bytes.
+ *
+ * @example
+ * ```ts
+ * isPlainName('notes.txt') // true
+ * isPlainName('report\u202Efdp.exe') // false
+ * ```
+ */
+export function isPlainName(name: string): boolean {
+  return (
+    name !== '' &&
+    name !== '.' &&
+    name !== '..' &&
+    !name.includes('/') &&
+    !UNSAFE_CHARS.test(name) &&
+    Buffer.byteLength(name) <= 255
+  )
+}
+
+/**
+ * A file name from an upload ({@link isPlainName}), or a 400 naming `field`.
  *
  * @example
  * ```ts
@@ -67,19 +106,49 @@ export function workspacePath(input: string, location: ValidationIssue['location
  * ```
  */
 export function fileName(name: string, field: string): string {
-  const ok =
-    name !== '' &&
-    name !== '.' &&
-    name !== '..' &&
-    !/[/\u0000-\u001f\u007f]/.test(name) &&
-    Buffer.byteLength(name) <= 255
-  if (!ok)
+  if (!isPlainName(name))
     throw pathError(
       'body',
       field,
-      `file name ${JSON.stringify(name.slice(0, 100))} must be a plain name: no "/", no control characters, not "." or "..", at most 255 bytes`,
+      `file name ${JSON.stringify(name.slice(0, 100))} must be a plain name: no "/", no control or bidirectional formatting characters, not "." or "..", at most 255 bytes`,
     )
   return name
+}
+
+/**
+ * The directory (or file) an upload writes to, as {@link workspacePath} reads it, or a 400
+ * naming `field`: no segment with a control or bidirectional formatting character (the
+ * directories it makes get those names), and nothing under a reserved top-level name
+ * (see {@link assertWritable}).
+ *
+ * @example
+ * ```ts
+ * uploadPath('/workspace/src/', 'body', 'path') // 'src'
+ * uploadPath('/workspace/.berth/events', 'body', 'path') // throws 400 VALIDATION_FAILED
+ * ```
+ */
+export function uploadPath(input: string, location: ValidationIssue['location'], field: string): RelPath {
+  const rel = workspacePath(input, location, field)
+  if (UNSAFE_CHARS.test(rel))
+    throw pathError(location, field, 'must not contain control or bidirectional formatting characters')
+  assertWritable(rel, location, field)
+  return rel
+}
+
+/**
+ * A 400 naming `field` when `rel` is, or lies under, a top-level name uploads never write:
+ * `/workspace/.berth` (Berth's own) or `/workspace/lost+found` (the disk's filesystem's).
+ *
+ * @example
+ * ```ts
+ * assertWritable('notes.txt', 'body', 'files') // passes
+ * assertWritable('.berth', 'body', 'files') // throws 400 VALIDATION_FAILED
+ * ```
+ */
+export function assertWritable(rel: RelPath, location: ValidationIssue['location'], field: string): void {
+  const top = rel.split('/')[0]!
+  const why = Object.hasOwn(RESERVED, top) ? RESERVED[top] : undefined
+  if (why) throw pathError(location, field, `${shown(top)} ${why}: uploads cannot write there`)
 }
 
 /**

@@ -9,7 +9,7 @@ import {
 } from '@berth/adapter-docker'
 import { localRuntime } from '@berth/adapter-local'
 import { discoverPodman, podmanRuntime } from '@berth/adapter-podman'
-import { sweepOrphanDisks, type ContainerRuntime } from '@berth/core'
+import { sweepOrphanDisks, tidyOldDisks, type ContainerRuntime } from '@berth/core'
 import { answerSync } from './engine-probe.js'
 
 /** A runtime by name: `auto` takes the first engine that answers (Docker, then Podman), else `local`. */
@@ -114,9 +114,11 @@ export function localFor(
 }
 
 /**
- * Release, in the background, the disks a killed server left under the disk directory (made,
- * never handed to a container or volume). Safe while this server starts and while other
- * instances run on the same engine: only disks older than the sweep's grace period go.
+ * In the background: take ext4's `lost+found` out of the workspaces of mounted disks an
+ * earlier version made (the containers and volumes this start adopts keep them mounted), and
+ * release the disks a killed server left under the disk directory (made, never handed to a
+ * container or volume). Safe while this server starts and while other instances run on the
+ * same engine: only disks older than the sweep's grace period go.
  */
 function sweepAtStart(runtime: ContainerRuntime, disks: DiskOptions | undefined, warn: (message: string) => void) {
   if (!disks) return
@@ -124,9 +126,9 @@ function sweepAtStart(runtime: ContainerRuntime, disks: DiskOptions | undefined,
     info: (message: string, fields?: Record<string, unknown>) => warn(`berth: ${message}: ${JSON.stringify(fields)}`),
     warn: (message: string, fields?: Record<string, unknown>) => warn(`berth: ${message}: ${JSON.stringify(fields)}`),
   }
-  sweepOrphanDisks({ ...disks, runtime, logger }).catch((err: unknown) =>
-    warn(`berth: could not sweep orphan disks in ${disks.dir}: ${String(err)}`),
-  )
+  tidyOldDisks(disks.dir)
+    .then(() => sweepOrphanDisks({ ...disks, runtime, logger }))
+    .catch((err: unknown) => warn(`berth: could not sweep orphan disks in ${disks.dir}: ${String(err)}`))
 }
 
 /** Options of {@link chooseRuntime}. */
