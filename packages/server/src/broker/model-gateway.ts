@@ -9,11 +9,12 @@
 import { unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { modelAllowed, type GatewayGrant } from '@berth/core'
-import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf, upstreamHeaders } from './gateway-http.js'
+import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf } from './gateway-http.js'
 import { costOf, priceOf } from './gateway-prices.js'
 import { listenOnSocket } from './socket.js'
 import { modelCallSpan } from './gateway-trace.js'
-import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } from './gateway-usage.js'
+import type { AnswerUsage, UsageReader } from './gateway-usage.js'
+import { gatewayProviders } from './providers/index.js'
 
 /**
  * What a capability token grants: one task's access to one credential (core's
@@ -79,17 +80,8 @@ export interface ModelGateway {
 /** Request bodies above 32 MiB are refused (413), as Anthropic's API refuses them. */
 export const GATEWAY_BODY_LIMIT = 32 << 20
 
-/**
- * The requests the gateway forwards; anything else is a 404. Kept to what Claude Code
- * needs: batches, files and other endpoints would spend the caller's key on work the
- * gateway cannot meter or check.
- */
-export const GATEWAY_ROUTES: readonly { method: string; path: RegExp; checksModel: boolean; metered: boolean }[] = [
-  { method: 'POST', path: /^\/v1\/messages$/, checksModel: true, metered: true },
-  { method: 'POST', path: /^\/v1\/messages\/count_tokens$/, checksModel: true, metered: false },
-  { method: 'GET', path: /^\/v1\/models$/, checksModel: false, metered: false },
-  { method: 'GET', path: /^\/v1\/models\/[\w.:@-]+$/, checksModel: false, metered: false },
-]
+/** The requests the gateway forwards to the Anthropic API (Bedrock's and Vertex's are in `providers/`). */
+export { GATEWAY_ROUTES } from './providers/index.js'
 
 const PREFIX = 'Berth model gateway'
 
@@ -140,6 +132,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   const maxBody = o.maxBodyBytes ?? GATEWAY_BODY_LIMIT
   const totals = new Map<string, GatewayUsageTotals>()
   const unpriced = new Set<string>()
+  const providers = gatewayProviders()
 
   const record = (
     grant: GatewayGrant,
@@ -190,7 +183,9 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     const url = new URL(req.url ?? '/', 'http://gateway')
     const span = modelCallSpan(grant, req.method ?? 'GET', url.pathname)
     res.once('close', () => span.end(res.statusCode))
-    const route = GATEWAY_ROUTES.find((r) => r.method === req.method && r.path.test(url.pathname))
+    const provider = providers.for(grant)
+    const matched = provider.match(req.method ?? 'GET', url.pathname)
+    const route = matched?.route
     if (!route) {
       req.resume()
       return sendError(res, 404, 'not_found_error', `${PREFIX}: not found: ${req.method} ${url.pathname}`)
@@ -231,7 +226,8 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
         return sendError(res, 400, 'invalid_request_error', `${PREFIX}: request body must be a JSON object`)
-      const model = (parsed as { model?: unknown }).model
+      // Bedrock and Vertex name the model in the path, the Anthropic API in the body.
+      const model = matched.model ?? (parsed as { model?: unknown }).model
       if (route.checksModel) {
         if (typeof model !== 'string')
           return sendError(res, 400, 'invalid_request_error', `${PREFIX}: model: a model name is required`)
@@ -258,14 +254,9 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     })
     let upstream: Response
     try {
-      upstream = await upstreamFetch(`${grant.upstream.base_url.replace(/\/+$/, '')}${url.pathname}${url.search}`, {
-        method: req.method,
-        headers: upstreamHeaders(req.headers, grant.upstream.api_key),
-        body,
-        // A redirect would carry the key to wherever it points: hand it to the client instead.
-        redirect: 'manual',
-        signal: abort.signal,
-      })
+      // The provider adds the credential: the key, a SigV4 signature or a minted token.
+      const forwarded = { method: req.method!, url, model: requested, headers: req.headers, body, signal: abort.signal }
+      upstream = await provider.send(forwarded, upstreamFetch)
     } catch (err) {
       if (abort.signal.aborted) return
       o.logger?.warn(`${PREFIX}: upstream unreachable`, { task_id: grant.task_id, error: String(err) })
@@ -275,10 +266,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
     res.flushHeaders()
     let reader: UsageReader | undefined
-    if (route.metered && upstream.ok) {
-      const sse = upstream.headers.get('content-type')?.startsWith('text/event-stream')
-      reader = sse ? sseUsageReader() : jsonUsageReader()
-    }
+    if (route.metered && upstream.ok) reader = provider.usageReader(upstream.headers.get('content-type'))
     try {
       const chunks = upstream.body?.getReader()
       while (chunks) {
