@@ -92,7 +92,7 @@ export async function main(): Promise<Row[]> {
     upstream: { base_url: stub.url, api_key: KEY },
     allowed_models: ['claude-sonnet-*'],
     max_budget_usd: null,
-    monthly_budget_exceeded: null,
+    monthly_limits: [],
   }
   const gateway = await startModelGateway({
     socketPath: join(dir, 'model.sock'),

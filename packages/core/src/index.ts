@@ -161,7 +161,7 @@ export {
   type ProxyGrant,
   type VertexUpstream,
 } from './tasks/run-grants.js'
-export type { BudgetExceeded, Budgets, ModelCallUsage, Usage, UsageLedger } from './usage/index.js'
+export type { BudgetExceeded, Budgets, MonthlyLimit, ModelCallUsage, Usage, UsageLedger } from './usage/index.js'
 export type { BrokerPlan } from './tasks/materialize.js'
 export { brokeredPlaceholder } from './resources/catalog.js'
 

@@ -113,10 +113,9 @@ export function createBerth(given: BerthOptions = {}): Berth {
   })
   // Whoever counts model calls (metrics, traces, the usage ledger) adds its observer here.
   const modelCallObservers: ModelCallObserver[] = [
-    // The ledger's write is awaited by the task's end (its result takes the metered figures).
-    (grant, usage) => {
-      services.usage.ledger.recordCall(grant, usage).catch(() => {})
-    },
+    // The ledger's write is awaited by the task's end (its result takes the metered figures)
+    // and by the gateway's monthly limits (the call counts apart until the ledger has it).
+    (grant, usage) => services.usage.ledger.recordCall(grant, usage).catch(() => {}),
   ]
   // Up before the pool and the tasks: a recovered task's runner may be asking it already.
   const brokerStarted =

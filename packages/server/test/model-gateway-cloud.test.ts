@@ -115,7 +115,7 @@ let gateway: ModelGateway
 let grant: GatewayGrant
 let usages: ModelUsage[]
 
-const base = { task_id: 'task_1', owner_id: 'usr_1', profile_id: 'prof_1', monthly_budget_exceeded: null }
+const base = { task_id: 'task_1', owner_id: 'usr_1', profile_id: 'prof_1', monthly_limits: [] }
 const bedrockGrant = (over: Partial<GatewayGrant['upstream']> = {}, rest: Partial<GatewayGrant> = {}) =>
   ({
     ...base,

@@ -87,7 +87,7 @@ function grant(taskId: string, over: Partial<GatewayGrant> = {}): GatewayGrant {
     upstream: { base_url: stub.url, api_key: REAL_KEY },
     allowed_models: null,
     max_budget_usd: null,
-    monthly_budget_exceeded: null,
+    monthly_limits: [],
     ...over,
   }
 }
@@ -121,7 +121,9 @@ beforeEach(async () => {
   gateway = await startModelGateway({
     socketPath: join(dir, 'model.sock'),
     authorize: async (token) => grants.get(token) ?? null,
-    onUsage: (g, usage) => usages.push({ grant: g, usage }),
+    onUsage: (g, usage) => {
+      usages.push({ grant: g, usage })
+    },
   })
 })
 
@@ -458,7 +460,7 @@ describe('budgets and totals', () => {
 
   it('refuses model calls while the grant says a monthly limit is spent, naming it', async () => {
     const spent = { scope: 'profile' as const, limit: 0.05, spent: 0.06, resets_at: '2026-12-01T00:00:00.000Z' }
-    grants.set(TOKEN, grant('task_1', { monthly_budget_exceeded: spent }))
+    grants.set(TOKEN, grant('task_1', { monthly_limits: [spent] }))
     const refused = await call(gateway.socketPath, '/v1/messages', { headers: withToken(TOKEN), body: ask('hi') })
     expect(refused.status).toBe(400)
     expect(JSON.parse(refused.text).error.message).toMatch(/profile's monthly spending limit of \$0.05 is spent/)

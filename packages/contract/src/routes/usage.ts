@@ -47,7 +47,7 @@ export const usageRoutes = [
     tag: 'admin',
     summary: "Set (or clear with null) a caller's monthly spending limit in USD and its caps",
     description:
-      'Once the calendar month’s spend (UTC) reaches it, submits are 402 BUDGET_EXCEEDED with `details: { scope, limit, spent, resets_at }` and the model gateway refuses further model calls of the caller’s running tasks, which end failed with BUDGET_EXCEEDED and their partial result. A profile’s `monthly_budget_usd` works the same for its tasks. `max_running` and `pool_share` replace the operator’s defaults for this caller (null: the default): a caller at its cap has its tasks wait in the queue (`waiting.reason: "caller_cap"`) while other callers’ tasks start.',
+      'Once the calendar month’s spend (UTC) reaches it, submits are 402 BUDGET_EXCEEDED with `details: { scope, limit, spent, resets_at }` and the model gateway holds the caller’s running tasks to what is left during each model call (a streamed answer is ended at the limit, further calls are refused), so they end failed with BUDGET_EXCEEDED and their partial result. A profile’s `monthly_budget_usd` works the same for its tasks. `max_running` and `pool_share` replace the operator’s defaults for this caller (null: the default): a caller at its cap has its tasks wait in the queue (`waiting.reason: "caller_cap"`) while other callers’ tasks start.',
     params: IdParams('user'),
     body: SetUserLimits,
     response: UserLimits,

@@ -36,6 +36,7 @@ export const SubmitTask = v.pipe(
     session_id: v.optional(SessionId),
     allowed_tools: v.optional(v.pipe(v.array(ToolName), maxLength(200))),
     max_turns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
+    /** Spend cap in USD, held during each model call (a streamed answer is ended there); the task then fails BUDGET_EXCEEDED with its partial result. */
     max_budget_usd: v.optional(v.pipe(v.number(), v.minValue(0.0001), v.maxValue(10_000))),
     /** Wall time the agent may work, in seconds (default and cap: the operator's); past it the task fails TIME_LIMIT_EXCEEDED with its partial result. */
     max_duration_s: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(7 * 86_400))),

@@ -16,7 +16,7 @@ import { endpointHosts } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './task.js'
 import { subjectKey, type RunTokens } from './run-tokens.js'
-import type { BudgetExceeded, Budgets } from '../usage/budgets.js'
+import type { Budgets, MonthlyLimit } from '../usage/budgets.js'
 
 /** The Anthropic API (or an Anthropic-compatible endpoint) and its key. */
 export interface AnthropicUpstream {
@@ -62,8 +62,12 @@ export interface GatewayGrant {
   max_budget_usd: number | null
   /** The task's trace context (W3C `traceparent`): model calls are traced as its children. */
   trace?: string | undefined
-  /** The caller's or the profile's monthly limit, when spent: the gateway refuses model calls. */
-  monthly_budget_exceeded: BudgetExceeded | null
+  /**
+   * The caller's and the profile's monthly limits (those set), with the month's spend
+   * against each as the shared ledger had it when the grant was read: the gateway holds
+   * each call to what is left of them and refuses calls once one is spent.
+   */
+  monthly_limits: MonthlyLimit[]
 }
 
 /** What the egress proxy may do for a run. */
@@ -138,8 +142,8 @@ export class RunGrants {
       allowed_models: record.allowed_models,
       max_budget_usd: task.max_budget_usd,
       trace: task.trace,
-      // Read from the store on every call: spend on other instances counts at once.
-      monthly_budget_exceeded: (await this.o.budgets?.exceeded(owner, profile)) ?? null,
+      // Read from the store on every call: what other instances' calls spent counts once they settled.
+      monthly_limits: (await this.o.budgets?.limits(owner, profile)) ?? [],
     }
   }
 

@@ -2,21 +2,24 @@
  * Monthly spending limits: a caller's (set by the operator) and a profile's (its
  * `monthly_budget_usd`), checked against the ledger's spend of the calendar month (UTC),
  * which every instance reads from the store: a submit past a limit is refused, and the
- * model gateway refuses a running task's next model call.
+ * model gateway holds running tasks' model calls to what is left of each.
  */
 import { ApiError, type UserLimits } from '@berth/contract'
 import type { Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import { UsageLedger, type UsageLedgerOptions } from './ledger.js'
 
-/** Which limit is spent, what it is and what was spent against it. */
-export interface BudgetExceeded {
+/** A monthly limit (the caller's or a profile's) and what was spent against it this month. */
+export interface MonthlyLimit {
   scope: 'user' | 'profile'
   limit: number
   spent: number
   /** The start of next month (UTC), ISO-8601. */
   resets_at: string
 }
+
+/** Which limit is spent, what it is and what was spent against it. */
+export type BudgetExceeded = MonthlyLimit
 
 /** The start of the calendar month (UTC) after `ms`, ISO-8601. */
 export function nextMonthStart(ms: number): string {
@@ -63,24 +66,34 @@ export class Budgets {
     return this.get(userId)
   }
 
+  /**
+   * The monthly limits a caller's task on `profile` runs under (the caller's, then the
+   * profile's, those that are set), each with this month's spend against it.
+   */
+  async limits(
+    owner: string,
+    profile: { id: string; monthly_budget_usd?: number | null | undefined },
+  ): Promise<MonthlyLimit[]> {
+    const stored = await this.o.store.get<{ monthly_budget_usd: number | null }>(limitsKey(owner))
+    const userLimit = stored?.monthly_budget_usd ?? null
+    const profileLimit = profile.monthly_budget_usd ?? null
+    if (userLimit === null && profileLimit === null) return []
+    const now = this.o.clock.now()
+    const spend = await this.o.ledger.monthSpend(owner, now)
+    const resets_at = nextMonthStart(now)
+    const limits: MonthlyLimit[] = []
+    if (userLimit !== null) limits.push({ scope: 'user', limit: userLimit, spent: spend.cost_usd, resets_at })
+    if (profileLimit !== null)
+      limits.push({ scope: 'profile', limit: profileLimit, spent: spend.profiles[profile.id] ?? 0, resets_at })
+    return limits
+  }
+
   /** The first spent limit of a caller's task on `profile`, or null while both have room. */
   async exceeded(
     owner: string,
     profile: { id: string; monthly_budget_usd?: number | null | undefined },
   ): Promise<BudgetExceeded | null> {
-    const stored = await this.o.store.get<{ monthly_budget_usd: number | null }>(limitsKey(owner))
-    const userLimit = stored?.monthly_budget_usd ?? null
-    const profileLimit = profile.monthly_budget_usd ?? null
-    if (userLimit === null && profileLimit === null) return null
-    const now = this.o.clock.now()
-    const spend = await this.o.ledger.monthSpend(owner, now)
-    const resets_at = nextMonthStart(now)
-    if (userLimit !== null && spend.cost_usd >= userLimit)
-      return { scope: 'user', limit: userLimit, spent: spend.cost_usd, resets_at }
-    const profileSpent = spend.profiles[profile.id] ?? 0
-    if (profileLimit !== null && profileSpent >= profileLimit)
-      return { scope: 'profile', limit: profileLimit, spent: profileSpent, resets_at }
-    return null
+    return (await this.limits(owner, profile)).find((l) => l.spent >= l.limit) ?? null
   }
 
   /** 402 BUDGET_EXCEEDED with the figures when a limit of the caller or the profile is spent. */

@@ -1,5 +1,13 @@
 /** usage/: the usage ledger, the report read from it and the monthly spending limits checked against it. */
-export { Budgets, budgetError, createUsage, nextMonthStart, type BudgetExceeded, type Usage } from './budgets.js'
+export {
+  Budgets,
+  budgetError,
+  createUsage,
+  nextMonthStart,
+  type BudgetExceeded,
+  type MonthlyLimit,
+  type Usage,
+} from './budgets.js'
 export {
   UsageLedger,
   type ModelCallUsage,

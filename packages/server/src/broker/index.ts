@@ -78,8 +78,10 @@ export function brokerLayout(opts: { dataDir: string; dir?: string | undefined; 
  * Told of every metered model call the gateway answered, with the grant it ran under
  * (task, caller's credential) and what it cost. Metrics, traces and the usage ledger
  * subscribe; each observer is called in turn and one that throws is logged, not fatal.
+ * A promise an observer returns (the ledger's write) is awaited before the call stops
+ * counting apart against monthly limits; anything else it returns is ignored.
  */
-export type ModelCallObserver = (grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming) => void
+export type ModelCallObserver = (grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming) => unknown
 
 /** A running broker. */
 export interface Broker {
@@ -121,9 +123,11 @@ export async function startBroker(
     socketPath: join(layout.publicDir, 'gateway.sock'),
     authorize: (token) => grants.gateway(token),
     onUsage: (grant, usage, timing) => {
+      const writes: Promise<unknown>[] = []
       for (const observe of observers) {
         try {
-          observe(grant, usage, timing)
+          const written = observe(grant, usage, timing)
+          if (written instanceof Promise) writes.push(written)
         } catch (err) {
           opts.logger.warn('Berth model gateway: a model-call observer failed', {
             task_id: grant.task_id,
@@ -132,6 +136,7 @@ export async function startBroker(
         }
       }
       opts.metrics?.modelUsage(meteredUsage(grant, usage))
+      return Promise.allSettled(writes)
     },
     logger: opts.logger,
   })

@@ -4,13 +4,16 @@
  * the agent would put its API key, and holds the real key itself: it checks the token and
  * the credential's `allowed_models` on every request, injects the key, streams the
  * provider's answer back unchanged, and meters tokens and cost from what the provider
- * returned, so a task's budget holds between one model call and the next.
+ * returned. Budgets hold during a call: each call holds room in what its task's and its
+ * caller's budgets have left (gateway-budget.ts), and a stream that would pass it is ended.
  */
 import { unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { modelAllowed, type GatewayGrant } from '@berth/core'
+import { limitsOf, Reservations, spentMessage, type Hold } from './gateway-budget.js'
 import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf } from './gateway-http.js'
-import { costOf, priceOf } from './gateway-prices.js'
+import { costOf, priceOf, worstCostOf } from './gateway-prices.js'
+import { relayAnswer, type StreamCheck } from './gateway-stream.js'
 import { listenOnSocket } from './socket.js'
 import { modelCallSpan } from './gateway-trace.js'
 import type { AnswerUsage, UsageReader } from './gateway-usage.js'
@@ -18,11 +21,9 @@ import { gatewayProviders } from './providers/index.js'
 
 /**
  * What a capability token grants: one task's access to one credential (core's
- * `RunGrants.gateway` answers it). `max_budget_usd` is checked before each model call
- * against what the task's answers cost so far (this gateway's totals), and
- * `monthly_budget_exceeded` (the caller's or profile's monthly limit, from the shared
- * ledger) likewise; a call under way is not cut, so calls running at the same time can
- * pass a limit by what they cost.
+ * `RunGrants.gateway` answers it). `max_budget_usd` (against what the task's answers cost
+ * so far, this gateway's totals) and `monthly_limits` (the caller's and the profile's,
+ * against the shared ledger) hold during each model call: see {@link startModelGateway}.
  */
 export type { GatewayGrant }
 
@@ -57,8 +58,12 @@ export interface ModelGatewayOptions {
   socketPath: string
   /** The grant behind a token, or null (answered 401). Asked on every request: nothing is cached. */
   authorize(token: string): Promise<GatewayGrant | null>
-  /** Called after each metered answer from the provider, streamed or not. */
-  onUsage?(grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming): void
+  /**
+   * Called after each metered answer from the provider, streamed or not. A promise it
+   * returns says when the usage ledger has the call: monthly limits count the call apart
+   * until then (anything else it returns is ignored).
+   */
+  onUsage?(grant: GatewayGrant, usage: ModelUsage, timing: ModelCallTiming): unknown
   /** The fetch used upstream (default: the global one). */
   fetch?: typeof fetch
   /** Largest request body accepted, in bytes (default {@link GATEWAY_BODY_LIMIT}). */
@@ -97,23 +102,18 @@ function emptyTotals(): GatewayUsageTotals {
   }
 }
 
-/** Resolves once the client can take more bytes, or has gone. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done)
-      res.off('close', done)
-      resolve()
-    }
-    res.on('drain', done)
-    res.on('close', done)
-  })
-}
-
 /**
  * Start the model gateway on a unix socket. Point the agent's `ANTHROPIC_BASE_URL` at it
  * (through a forwarder when the agent cannot dial a socket) and give it a capability token
  * as `ANTHROPIC_API_KEY`; `authorize` turns that token into the task's grant.
+ *
+ * A Messages call under a budget (the task's, the caller's or the profile's monthly one)
+ * first holds its worst case (`worstCostOf`) in what that budget has left, or waits while
+ * the calls under way hold it; once its prompt is metered it holds no more than its prompt
+ * and `max_tokens` of output. A streamed answer is metered event by event as it passes (the
+ * prompt when `message_start` reports it, the output from the provider's counts, else
+ * estimated from the content) and ended with an `error` event at the first event that
+ * would pass what is left. A call made once a budget is spent is refused with a 400.
  *
  * @example
  * ```ts
@@ -132,14 +132,27 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   const maxBody = o.maxBodyBytes ?? GATEWAY_BODY_LIMIT
   const totals = new Map<string, GatewayUsageTotals>()
   const unpriced = new Set<string>()
+  const book = new Reservations()
   const providers = gatewayProviders()
+
+  /** At each event of a budget-held stream: hold its running cost, or end it there. */
+  const budgetCheck =
+    (hold: Hold, requested: string, maxTokens: number): StreamCheck =>
+    (answer) => {
+      const model = answer.model ?? requested
+      const crossed = hold.charge(costOf(model, answer.usage))
+      if (crossed) return { type: 'invalid_request_error', message: `${PREFIX}: ${spentMessage(crossed)}` }
+      // Its prompt metered, the call holds no more than that and max_tokens of output.
+      hold.shrink(costOf(model, { ...answer.usage, output_tokens: Math.max(maxTokens, answer.usage.output_tokens) }))
+      return null
+    }
 
   const record = (
     grant: GatewayGrant,
     requested: string | undefined,
     answer: AnswerUsage,
     startedAt: number,
-  ): ModelUsage => {
+  ): { usage: ModelUsage; written: Promise<unknown> | undefined } => {
     const model = answer.model ?? requested ?? 'unknown'
     if (!priceOf(model) && !unpriced.has(model)) {
       unpriced.add(model)
@@ -164,17 +177,21 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     sum.web_search_requests += usage.web_search_requests
     sum.cost_usd += usage.cost_usd
     totals.set(grant.task_id, sum)
+    let written: Promise<unknown> | undefined
     try {
-      o.onUsage?.(grant, usage, { started_at: startedAt, ended_at: Date.now() })
+      const returned = o.onUsage?.(grant, usage, { started_at: startedAt, ended_at: Date.now() })
+      if (returned instanceof Promise) written = returned
     } catch (err) {
       o.logger?.warn(`${PREFIX}: onUsage failed`, { task_id: grant.task_id, error: String(err) })
     }
-    return usage
+    return { usage, written }
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const startedAt = Date.now()
     const token = tokenOf(req.headers)
+    // Taken before the grant reads the month's spend: calls settled after it are counted apart.
+    const monthReadAt = book.epoch()
     const grant = token ? await o.authorize(token) : null
     if (!grant) {
       req.resume()
@@ -190,31 +207,19 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       req.resume()
       return sendError(res, 404, 'not_found_error', `${PREFIX}: not found: ${req.method} ${url.pathname}`)
     }
-    const spent = totals.get(grant.task_id)?.cost_usd ?? 0
-    if (route.metered && grant.max_budget_usd !== null && spent >= grant.max_budget_usd) {
+    const limits = route.metered
+      ? limitsOf(grant, totals.get(grant.task_id)?.cost_usd ?? 0, book.epoch(), monthReadAt)
+      : []
+    const spent = book.spent(limits)
+    if (spent) {
       req.resume()
       // 400 like the provider's own "credit balance is too low": clients do not retry it, as they would a 429.
-      return sendError(
-        res,
-        400,
-        'invalid_request_error',
-        `${PREFIX}: this task's budget of $${grant.max_budget_usd} is spent ($${spent.toFixed(4)} used)`,
-      )
-    }
-    const monthly = grant.monthly_budget_exceeded
-    if (route.metered && monthly) {
-      req.resume()
-      const whose = monthly.scope === 'user' ? "the caller's" : "the profile's"
-      return sendError(
-        res,
-        400,
-        'invalid_request_error',
-        `${PREFIX}: ${whose} monthly spending limit of $${monthly.limit} is spent ($${monthly.spent.toFixed(4)} this month)`,
-      )
+      return sendError(res, 400, 'invalid_request_error', `${PREFIX}: ${spentMessage(spent)}`)
     }
 
     let body: string | undefined
     let requested: string | undefined
+    let maxTokens = 0
     if (req.method === 'POST') {
       let parsed: unknown
       try {
@@ -226,8 +231,9 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
         return sendError(res, 400, 'invalid_request_error', `${PREFIX}: request body must be a JSON object`)
+      const { model: named, max_tokens } = parsed as { model?: unknown; max_tokens?: unknown }
       // Bedrock and Vertex name the model in the path, the Anthropic API in the body.
-      const model = matched.model ?? (parsed as { model?: unknown }).model
+      const model = matched.model ?? named
       if (route.checksModel) {
         if (typeof model !== 'string')
           return sendError(res, 400, 'invalid_request_error', `${PREFIX}: model: a model name is required`)
@@ -241,6 +247,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
         requested = model
         span.model(model, route.metered)
       }
+      if (typeof max_tokens === 'number' && max_tokens > 0) maxTokens = max_tokens
       // The provider gets the body the gateway checked, re-serialised: a duplicate "model"
       // key or an escaped one could otherwise read differently to another JSON parser.
       body = JSON.stringify(parsed)
@@ -252,43 +259,52 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     res.on('close', () => {
       if (!res.writableFinished) abort.abort()
     })
-    let upstream: Response
-    try {
-      // The provider adds the credential: the key, a SigV4 signature or a minted token.
-      const forwarded = { method: req.method!, url, model: requested, headers: req.headers, body, signal: abort.signal }
-      upstream = await provider.send(forwarded, upstreamFetch)
-    } catch (err) {
-      if (abort.signal.aborted) return
-      o.logger?.warn(`${PREFIX}: upstream unreachable`, { task_id: grant.task_id, error: String(err) })
-      return sendError(res, 502, 'api_error', `${PREFIX}: the model provider could not be reached`)
-    }
-
-    res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
-    res.flushHeaders()
-    let reader: UsageReader | undefined
-    if (route.metered && upstream.ok) reader = provider.usageReader(upstream.headers.get('content-type'))
-    try {
-      const chunks = upstream.body?.getReader()
-      while (chunks) {
-        const { done, value } = await chunks.read()
-        if (done) break
-        if (res.destroyed) {
-          await chunks.cancel()
-          break
-        }
-        // The client gets the bytes first; metering reads them after.
-        if (!res.write(value)) await drained(res)
-        reader?.push(value)
+    const priced = requested ?? 'unknown'
+    let hold: Hold | undefined
+    if (limits.length) {
+      const beta = req.headers['anthropic-beta']
+      const worst = worstCostOf(priced, maxTokens, body ?? '', Array.isArray(beta) ? beta.join(',') : beta)
+      const admitted = await book.admit(grant.task_id, limits, worst, abort.signal)
+      if ('gone' in admitted) {
+        if (admitted.gone === 'ended')
+          sendError(res, 401, 'authentication_error', `${PREFIX}: missing, unknown or expired token`)
+        return
       }
-      res.end()
-    } catch (err) {
-      if (!abort.signal.aborted)
-        o.logger?.warn(`${PREFIX}: upstream stream failed`, { task_id: grant.task_id, error: String(err) })
-      res.destroy()
+      if ('spent' in admitted)
+        return sendError(res, 400, 'invalid_request_error', `${PREFIX}: ${spentMessage(admitted.spent)}`)
+      hold = admitted.hold
+    }
+    let reader: UsageReader | undefined
+    try {
+      let upstream: Response
+      try {
+        // The provider adds the credential: the key, a SigV4 signature or a minted token.
+        const forwarded = { method: req.method!, url, model: requested, headers: req.headers, body, signal: abort.signal }
+        upstream = await provider.send(forwarded, upstreamFetch)
+      } catch (err) {
+        if (abort.signal.aborted) return
+        o.logger?.warn(`${PREFIX}: upstream unreachable`, { task_id: grant.task_id, error: String(err) })
+        return sendError(res, 502, 'api_error', `${PREFIX}: the model provider could not be reached`)
+      }
+
+      res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
+      res.flushHeaders()
+      if (route.metered && upstream.ok) reader = provider.usageReader(upstream.headers.get('content-type'))
+      const check = hold && budgetCheck(hold, priced, maxTokens)
+      try {
+        const cut = await relayAnswer(upstream.body, res, reader, check)
+        if (cut) o.logger?.warn(`${PREFIX}: answer cut at a budget`, { task_id: grant.task_id, reason: cut.message })
+      } catch (err) {
+        if (!abort.signal.aborted)
+          o.logger?.warn(`${PREFIX}: upstream stream failed`, { task_id: grant.task_id, error: String(err) })
+        res.destroy()
+      }
     } finally {
-      // What was streamed before a disconnect is billed by the provider, so it is metered too.
+      // What was streamed before a disconnect or a cut is billed by the provider, so it is metered too.
       const answer = reader?.end()
-      if (answer) span.usage(record(grant, requested, answer, startedAt))
+      const metered = answer && record(grant, requested, answer, startedAt)
+      if (metered) span.usage(metered.usage)
+      hold?.settle(metered?.usage.cost_usd ?? 0, metered?.written)
     }
   }
 
@@ -308,6 +324,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     },
     forget: (taskId) => {
       totals.delete(taskId)
+      book.forget(taskId)
     },
     close: () =>
       new Promise<void>((resolve) => {
