@@ -5,7 +5,8 @@
  * the service account's key) every call to a local fake of the provider that checks it.
  * A task completes through each, metered by provider; while it runs, neither the AWS
  * secret, the session token, the service account's key nor a minted token is anywhere the
- * agent can read. A wrong secret, a key the token endpoint refuses and tokens that are
+ * agent can read. A dear call is cut at the task's budget (BUDGET_EXCEEDED) in each
+ * provider's framing. A wrong secret, a key the token endpoint refuses and tokens that are
  * expired when issued each end the task with MODEL_ERROR.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto'
@@ -29,6 +30,10 @@ const AWS = {
 const PROJECT = 'berth-cloud-tasks'
 const REGION = 'us-east5'
 const EMAIL = `agent@${PROJECT}.iam.gserviceaccount.com`
+/** A million input tokens ($3) and 100,000 output tokens ($1.50) on Sonnet 4.5, streamed slowly. */
+const DEAR = '[[berth:usage input=1000000 output=100000]] [[berth:slow 3000]]'
+const DEAR_CALL = 4.5
+const BUDGET = 0.5
 /** An `env` secret's value: in the sandbox by design, so the search must find it. */
 const VISIBLE = `visible-${randomBytes(12).toString('hex')}`
 
@@ -106,17 +111,19 @@ describe('Bedrock and Vertex AI credentials on local (bwrap)', () => {
       body: { mode: 'batch', profile_id: profileId, prompt: searchedPrompt(seconds) },
     })
     let answer: SearchAnswer | null = null
-    await vi.waitFor(
+    // The Bash call runs once its file is written (its `sleep` follows): search then.
+    const container = await vi.waitFor(
       async () => {
-        const events = (await api.tasks.events({ params: { id: submitted.task_id }, query: { limit: 100 } })).events
-        expect(events.some((e) => e.type === 'tool_call')).toBe(true)
+        const [found] = (await onEngine(runtime, pool)).filter(
+          (c) => c.labels['berth.workspace'] === submitted.workspace_id,
+        )
+        expect(found, 'the task has a sandbox').toBeDefined()
+        const written = await collectExec(await runtime.exec(found!.id, { cmd: ['test', '-s', '/workspace/env.txt'] }))
+        expect(written.exitCode).toBe(0)
+        return found
       },
       { timeout: 120_000, interval: 200 },
     )
-    const [container] = (await onEngine(runtime, pool)).filter(
-      (c) => c.labels['berth.workspace'] === submitted.workspace_id,
-    )
-    expect(container, 'the task has a sandbox').toBeDefined()
     const wanted = [...needles(), { name: 'env secret', form: VISIBLE }]
     const envs = hostSearch(wanted)
     const files = await collectExec(
@@ -258,6 +265,44 @@ describe('Bedrock and Vertex AI credentials on local (bwrap)', () => {
     expect(seen.length).toBeGreaterThan(0)
     expect(seen.every((r) => r.path === '/token' && r.refused?.startsWith('invalid_grant'))).toBe(true)
   }, 300_000)
+
+  it.each(['bedrock', 'vertex'] as const)(
+    "on %s, Claude Code's dear call is cut mid-stream at the task's budget: the task ends BUDGET_EXCEEDED",
+    async (provider) => {
+      const key =
+        provider === 'vertex'
+          ? await vertexKey('gcp-budget', privateKey)
+          : await api.apiKeys.create({
+              body: {
+                name: 'aws-budget',
+                provider: 'bedrock',
+                aws_access_key_id: AWS.accessKeyId,
+                aws_secret_access_key: AWS.secretAccessKey,
+                aws_session_token: AWS.sessionToken,
+                aws_region: 'us-east-1',
+                base_url: bedrock.url,
+              },
+            })
+      const fake = provider === 'vertex' ? vertex.requests : bedrock.requests
+      const before = fake.length
+      const submitted = await api.tasks.submit({
+        body: {
+          mode: 'batch',
+          profile_id: await profileOn(key.id),
+          prompt: `Answer. ${DEAR} [[berth:text Hi.]]`,
+          max_budget_usd: BUDGET,
+        },
+      })
+      const task = await waitForTask(api, submitted.task_id, { timeout: 150_000 })
+      expect([task.status, task.error?.code], JSON.stringify(task.error)).toEqual(['failed', 'BUDGET_EXCEEDED'])
+      expect(task.result!.cost_usd).toBeGreaterThanOrEqual(BUDGET)
+      expect(task.result!.cost_usd).toBeLessThan(DEAR_CALL)
+      // Its retries (if any) were refused by the gateway: the provider saw the dear call once.
+      const dear = fake.slice(before).filter((r) => JSON.stringify(r.body ?? null).includes('input=1000000'))
+      expect(dear).toHaveLength(1)
+    },
+    300_000,
+  )
 
   it('tokens that are expired when issued end the task with MODEL_ERROR', async () => {
     const key = await vertexKey('gcp-expired', privateKey)

@@ -4,7 +4,8 @@
  * (`@berth/testkit/providers`): the gateway signs every Bedrock request with SigV4 and mints
  * Vertex access tokens from a service account key (both made at test time), maps the
  * profile's model ids to the provider's, checks the model the path names, passes the
- * answer through unchanged and meters it (Bedrock's event-stream framing included).
+ * answer through unchanged and meters it (Bedrock's event-stream framing included), ending a
+ * stream that passes a budget in the provider's own framing.
  */
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -33,6 +34,9 @@ const SONNET_BEDROCK = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const HAIKU_BEDROCK = 'us.anthropic.claude-haiku-4-5-20251001-v1:0'
 const SONNET_VERTEX = 'claude-sonnet-4-5@20250929'
 const PROJECT = 'berth-test-project'
+/** A million input tokens ($3) and 100,000 output tokens ($1.50) on Sonnet, slowly. */
+const DEAR = '[[berth:usage input=1000000 output=100000]] [[berth:slow 3000]]'
+const DEAR_CALL = 4.5
 const REGION = 'us-east5'
 
 const EMAIL = 'berth@berth-test-project.iam.gserviceaccount.com'
@@ -78,18 +82,29 @@ function call(socketPath: string, path: string, body: unknown, accept = 'applica
   })
 }
 
-/** The Messages API events in an event-stream answer, decoded as Claude Code's Bedrock client would. */
-function events(bytes: Buffer): { type: string }[] {
+/** The messages of an event-stream answer: their type header and JSON payload. */
+function frames(bytes: Buffer): { type: string; exception?: string; payload: Record<string, unknown> }[] {
   const codec = new EventStreamCodec(toUtf8, fromUtf8)
-  const out: { type: string }[] = []
+  const out: { type: string; exception?: string; payload: Record<string, unknown> }[] = []
   for (let at = 0; at < bytes.length; ) {
     const total = bytes.readUInt32BE(at)
-    const { body } = codec.decode(bytes.subarray(at, at + total))
-    out.push(JSON.parse(Buffer.from(JSON.parse(toUtf8(body)).bytes, 'base64').toString('utf8')))
+    const { headers, body } = codec.decode(bytes.subarray(at, at + total))
+    const exception = headers[':exception-type']?.value
+    out.push({
+      type: String(headers[':message-type']?.value),
+      ...(exception !== undefined && { exception: String(exception) }),
+      payload: JSON.parse(toUtf8(body)),
+    })
     at += total
   }
   return out
 }
+
+/** The Messages API events in an event-stream answer, decoded as Claude Code's Bedrock client would. */
+const events = (bytes: Buffer): { type: string }[] =>
+  frames(bytes)
+    .filter((f) => f.type === 'event')
+    .map((f) => JSON.parse(Buffer.from(String(f.payload.bytes), 'base64').toString('utf8')))
 
 const bedrockBody = (prompt: string) => ({
   anthropic_version: 'bedrock-2023-05-31',
@@ -240,6 +255,28 @@ describe('Bedrock', () => {
     expect(bedrock.requests).toHaveLength(1)
   })
 
+  it('ends a dear stream at the task’s budget with an exception message, between two whole messages', async () => {
+    grant = bedrockGrant({}, { max_budget_usd: 0.5 })
+    const r = await call(
+      gateway.socketPath,
+      '/model/claude-sonnet-4-5/invoke-with-response-stream',
+      bedrockBody(`Spend. ${DEAR}`),
+      'application/vnd.amazon.eventstream',
+    )
+    expect(r.status).toBe(200)
+    const got = frames(r.bytes)
+    const last = got.at(-1)!
+    expect(last).toMatchObject({ type: 'exception', exception: 'validationException' })
+    expect(String(last.payload.message)).toMatch(/this task's budget of \$0.5 is spent/)
+    expect(events(r.bytes).map((e) => e.type)).not.toContain('message_stop')
+    const spent = gateway.usage('task_1')!.cost_usd
+    expect(spent).toBeGreaterThanOrEqual(0.5)
+    expect(spent).toBeLessThan(DEAR_CALL)
+    const next = await call(gateway.socketPath, '/model/claude-sonnet-4-5/invoke', bedrockBody('Again.'))
+    expect(next.status).toBe(400)
+    expect(bedrock.requests).toHaveLength(1)
+  })
+
   it('reads usage from an event stream however its bytes are split', () => {
     const codec = new EventStreamCodec(toUtf8, fromUtf8)
     const frame = (event: object) =>
@@ -284,6 +321,17 @@ describe('Vertex AI', () => {
     ])
     expect(predicts.every((q) => q.status === 200 && q.token === vertex.issuedTokens()[0])).toBe(true)
     expect(usages.map((u) => u.model)).toEqual(['claude-sonnet-4-5-20250929', 'claude-sonnet-4-5-20250929'])
+  })
+
+  it('ends a dear stream at the task’s budget with an error event', async () => {
+    grant = { ...vertexGrant(), max_budget_usd: 0.5 }
+    const r = await call(gateway.socketPath, vertexPath('claude-sonnet-4-5'), vertexBody(`Spend. ${DEAR}`))
+    expect(r.status).toBe(200)
+    const text = r.bytes.toString()
+    expect(text).toContain('event: error')
+    expect(text).toMatch(/this task's budget of \$0.5 is spent/)
+    expect(text).not.toContain('message_stop')
+    expect(gateway.usage('task_1')!.cost_usd).toBeLessThan(DEAR_CALL)
   })
 
   it('counts tokens with the body’s model mapped, unmetered', async () => {

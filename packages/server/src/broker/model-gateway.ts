@@ -279,8 +279,8 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       let upstream: Response
       try {
         // The provider adds the credential: the key, a SigV4 signature or a minted token.
-        const forwarded = { method: req.method!, url, model: requested, headers: req.headers, body, signal: abort.signal }
-        upstream = await provider.send(forwarded, upstreamFetch)
+        const forwarded = { method: req.method!, url, model: requested, headers: req.headers, body }
+        upstream = await provider.send({ ...forwarded, signal: abort.signal }, upstreamFetch)
       } catch (err) {
         if (abort.signal.aborted) return
         o.logger?.warn(`${PREFIX}: upstream unreachable`, { task_id: grant.task_id, error: String(err) })

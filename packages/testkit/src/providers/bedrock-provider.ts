@@ -143,7 +143,7 @@ async function verify(
 }
 
 /** The answer as `invoke-with-response-stream` frames it: one `chunk` event per Messages API event. */
-function eventStream(a: Extract<Answer, { kind: 'message' }>): Uint8Array[] {
+function eventStream(a: Extract<Answer, { kind: 'message' }>): { delta: boolean; frame: Uint8Array }[] {
   const codec = new EventStreamCodec(toUtf8, fromUtf8)
   return streamEvents(a).map((e) => {
     const data =
@@ -159,7 +159,7 @@ function eventStream(a: Extract<Answer, { kind: 'message' }>): Uint8Array[] {
           }
         : e.data
     const payload = { bytes: Buffer.from(JSON.stringify(data)).toString('base64'), p: 'abcdefghijklmnop' }
-    return codec.encode({
+    const frame = codec.encode({
       headers: {
         ':event-type': { type: 'string', value: 'chunk' },
         ':content-type': { type: 'string', value: 'application/json' },
@@ -167,6 +167,7 @@ function eventStream(a: Extract<Answer, { kind: 'message' }>): Uint8Array[] {
       },
       body: fromUtf8(JSON.stringify(payload)),
     })
+    return { delta: e.event === 'content_block_delta', frame }
   })
 }
 
@@ -206,9 +207,9 @@ async function invoke(
     return 200
   }
   res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'fake' })
-  for (const frame of eventStream(a)) {
+  for (const { delta, frame } of eventStream(a)) {
     if (res.destroyed) return 200
-    if (a.slowMs) await sleep(a.slowMs)
+    if (a.slowMs && delta) await sleep(a.slowMs)
     res.write(frame)
   }
   res.end()

@@ -4,7 +4,7 @@
  */
 import type { AnthropicUpstream } from '@berth/core'
 import { upstreamHeaders } from '../gateway-http.js'
-import { jsonUsageReader, sseUsageReader } from '../gateway-usage.js'
+import { jsonUsageReader, sseUsageReader, type SseMeter, type UsageReader } from '../gateway-usage.js'
 import type { GatewayRoute, UpstreamProvider } from './types.js'
 
 /**
@@ -28,7 +28,7 @@ export const GATEWAY_ROUTES: readonly GatewayRoute[] = [
  * const reader = messagesUsageReader(upstream.headers.get('content-type'))
  * ```
  */
-export function messagesUsageReader(contentType: string | null) {
+export function messagesUsageReader(contentType: string | null): UsageReader | SseMeter {
   return contentType?.startsWith('text/event-stream') ? sseUsageReader() : jsonUsageReader()
 }
 

@@ -4,7 +4,7 @@
  * each. The gateway checks `allowed_models` and prices answers on the profile's names, so
  * an id the agent sends in the provider's form is read back to that form first.
  */
-import type { UsageReader } from '../gateway-usage.js'
+import type { AnswerUsage, SseMeter, UsageReader } from '../gateway-usage.js'
 
 /**
  * A provider's model id as the Anthropic API would name it: Bedrock's `[geo.]anthropic.`
@@ -53,20 +53,18 @@ export function providerModelId(checked: string | undefined, sent: string, map: 
 }
 
 /**
- * A usage reader whose answer names its model as the Anthropic API would (a provider may
- * report its own id), so prices and metrics read one name per model whatever the provider.
+ * A usage reader (or stream meter) whose answer names its model as the Anthropic API would
+ * (a provider may report its own id), so prices, budgets and metrics read one name per
+ * model whatever the provider.
  *
  * @example
  * ```ts
  * const reader = anthropicNamed(eventStreamUsageReader())
  * ```
  */
-export function anthropicNamed(reader: UsageReader): UsageReader {
-  return {
-    push: (chunk) => reader.push(chunk),
-    end: () => {
-      const answer = reader.end()
-      return answer && { ...answer, model: answer.model && anthropicModelId(answer.model) }
-    },
-  }
+export function anthropicNamed<R extends UsageReader | SseMeter>(reader: R): R {
+  const named = (answer: AnswerUsage | undefined) =>
+    answer && { ...answer, model: answer.model && anthropicModelId(answer.model) }
+  const meter = 'now' in reader ? { now: () => named(reader.now()) } : {}
+  return { ...reader, ...meter, end: () => named(reader.end()) }
 }

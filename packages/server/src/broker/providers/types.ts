@@ -5,7 +5,7 @@
  * `anthropic.ts`, `bedrock.ts`, `vertex.ts`.
  */
 import type { IncomingHttpHeaders } from 'node:http'
-import type { UsageReader } from '../gateway-usage.js'
+import type { SseMeter, UsageReader } from '../gateway-usage.js'
 
 /** A request the gateway forwards: its method and path, whether it names a model, whether its answer is metered. */
 export interface GatewayRoute {
@@ -49,6 +49,10 @@ export interface UpstreamProvider {
    * error shape.
    */
   send(req: ForwardedRequest, fetch: typeof globalThis.fetch): Promise<Response>
-  /** A reader of the usage in an answer with this content type, as Anthropic stream events carry it. */
-  usageReader(contentType: string | null): UsageReader
+  /**
+   * A reader of the usage in an answer with this content type, as Anthropic stream events
+   * carry it; for a stream, a meter that splits it into whole events (so a budget can end
+   * it between two).
+   */
+  usageReader(contentType: string | null): UsageReader | SseMeter
 }
