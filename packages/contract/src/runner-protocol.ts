@@ -9,15 +9,23 @@ import { McpServer } from './schemas/profile.js'
  * so a result is never lost when the server is down.
  */
 
-/** The model endpoint a run talks to. `stub`: the runner serves the offline model itself. */
+/**
+ * The model endpoint a run talks to. `stub`: the runner serves the offline model itself.
+ * `bedrock` and `vertex` run only through the broker's model gateway, which holds their
+ * credentials: Claude Code speaks the provider's protocol to it (docs/CREDENTIALS.md).
+ */
 export const RunnerModel = v.object({
-  provider: v.picklist(['anthropic', 'stub']),
+  provider: v.picklist(['anthropic', 'bedrock', 'vertex', 'stub']),
   /** Model id, e.g. `claude-sonnet-4-5` (null: the SDK's default). */
   model: v.nullable(v.string()),
   /** Anthropic-compatible base URL (null: the provider's default). */
   base_url: v.nullable(v.string()),
-  /** The credential (null for `stub`). Never echoed in any event. */
+  /** The credential (null for `stub`, and through the gateway). Never echoed in any event. */
   api_key: v.nullable(v.string()),
+  /** `bedrock`, `vertex`: the region Claude Code is told (`AWS_REGION`, `CLOUD_ML_REGION`); the gateway uses the credential's. */
+  region: v.optional(v.nullable(v.string())),
+  /** `vertex`: the project Claude Code is told (`ANTHROPIC_VERTEX_PROJECT_ID`); the gateway uses the credential's. */
+  project_id: v.optional(v.nullable(v.string())),
 })
 
 export const RunnerSkill = v.object({ name: v.string(), description: v.string(), body: v.string() })

@@ -154,7 +154,15 @@ export { EventBus, type TaskBusMessage } from './tasks/event-bus.js'
 export { WarmAgents, type WarmAgentsOptions } from './tasks/warm-agents.js'
 export { DEFAULT_TIME_LIMIT, type TimeLimitSettings } from './tasks/time-limit.js'
 export { RunTokens } from './tasks/run-tokens.js'
-export { RunGrants, type GatewayGrant, type ProxyGrant } from './tasks/run-grants.js'
+export {
+  RunGrants,
+  type AnthropicUpstream,
+  type BedrockUpstream,
+  type GatewayGrant,
+  type GatewayUpstream,
+  type ProxyGrant,
+  type VertexUpstream,
+} from './tasks/run-grants.js'
 export type { EgressRefusal } from './audit/refusals.js'
 export type { BudgetExceeded, Budgets, MonthlyLimit, ModelCallUsage, Usage, UsageLedger } from './usage/index.js'
 export type { BrokerPlan } from './tasks/materialize.js'

@@ -1,7 +1,7 @@
 import type { ModelInfo, ModelProvider } from '@berth/contract'
 
 /** A model a provider offers. */
-export type CatalogModel = Omit<ModelInfo, 'provider'>
+export type CatalogModel = Omit<ModelInfo, 'provider' | 'provider_model_id'>
 
 /**
  * The models Berth knows per provider. The `stub` provider (the offline model) accepts the

@@ -57,6 +57,7 @@ describe('record views', () => {
       key_encrypted: sealed,
     }
     const view = keys.view(record)
+    // A record from before Bedrock and Vertex: their fields read as unset.
     expect(view).toEqual({
       id: record.id,
       name: 'Main',
@@ -64,12 +65,32 @@ describe('record views', () => {
       base_url: null,
       allowed_models: null,
       has_key: true,
+      has_session_token: false,
+      aws_access_key_id: null,
+      aws_region: null,
+      gcp_client_email: null,
+      gcp_project_id: null,
+      gcp_region: null,
+      model_map: null,
       created_at: now,
       updated_at: now,
     })
     expect(leaks(view, sealed, 'key_encrypted')).toEqual([])
     expect(v.is(ApiKey, view)).toBe(true)
     expect(keys.view({ ...record, key_encrypted: null }).has_key).toBe(false)
+    // Bedrock: the secret and the session token stay out; their presence shows.
+    const token = cipher.encrypt('FwoGZXIvYXdzEXAMPLE')
+    const bedrock = keys.view({
+      ...record,
+      provider: 'bedrock',
+      aws_access_key_id: 'AKIAIOSFODNN7EXAMPLE',
+      aws_region: 'us-east-1',
+      session_token_encrypted: token,
+    })
+    expect(bedrock).toMatchObject({ has_key: true, has_session_token: true, aws_access_key_id: 'AKIAIOSFODNN7EXAMPLE' })
+    expect(leaks(bedrock, sealed, 'key_encrypted')).toEqual([])
+    expect(leaks(bedrock, token, 'session_token_encrypted')).toEqual([])
+    expect(v.is(ApiKey, bedrock)).toBe(true)
   })
 
   it('playbooks: no webhook secret hash; the secret only when given', () => {

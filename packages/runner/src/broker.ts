@@ -3,6 +3,7 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { RunnerInput } from '@berth/contract'
+import { gatewayEnv } from './provider-env.js'
 
 /** Where the agent's tools reach the broker, and the trust store that accepts its proxy. */
 export interface BrokerAccess {
@@ -89,20 +90,21 @@ function caBundle(caFile: string): string {
 
 /**
  * The agent's environment for the broker: the model gateway as its endpoint with the run's
- * token as its key, the proxy for HTTP(S) (loopback excluded), and the CA in every trust
- * variable the common tools read.
+ * token as its key (for the credential's provider, `provider-env.ts`; none for the offline
+ * model), the proxy for HTTP(S) (loopback excluded), and the CA in every trust variable
+ * the common tools read.
  *
  * @example
  * ```ts
- * Object.assign(env, brokerEnv(access, input.broker.token))
+ * Object.assign(env, brokerEnv(access, input.broker.token, input.model))
  * ```
  */
-export function brokerEnv(access: BrokerAccess, token: string, gateway: boolean): Record<string, string> {
-  const env: Record<string, string> = {}
-  if (gateway) {
-    env.ANTHROPIC_BASE_URL = access.gatewayUrl
-    env.ANTHROPIC_API_KEY = token
-  }
+export function brokerEnv(
+  access: BrokerAccess,
+  token: string,
+  model: RunnerInput['model'] | null,
+): Record<string, string> {
+  const env: Record<string, string> = model ? gatewayEnv(model, access.gatewayUrl, token) : {}
   if (access.proxyUrl) {
     for (const k of ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']) env[k] = access.proxyUrl
     for (const k of ['NO_PROXY', 'no_proxy']) env[k] = '127.0.0.1,localhost,::1'

@@ -3,6 +3,7 @@ import type { CanUseTool, Options } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerInput } from '@berth/contract'
 import { askForRules } from './approvals.js'
 import { brokerEnv, type BrokerAccess } from './broker.js'
+import { PROVIDER_VARIABLES } from './provider-env.js'
 import { autoAllowed } from './rules.js'
 import { claudeExecutable } from './platform.js'
 import { configDir, systemAppend } from './workspace.js'
@@ -46,15 +47,15 @@ export function sdkEnv(
 ): Record<string, string | undefined> {
   const stub = input.model.provider === 'stub'
   const env: Record<string, string | undefined> = { ...(ctx.baseEnv ?? process.env), ...input.env, ...ctx.extraEnv }
-  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'])
-    delete env[k]
+  for (const k of PROVIDER_VARIABLES) delete env[k]
   const baseUrl = stub ? ctx.stubUrl : input.model.base_url
   if (baseUrl) env.ANTHROPIC_BASE_URL = baseUrl
   // The stub accepts any key; the SDK refuses to start without one.
   const key = stub ? 'sk-berth-stub' : input.model.api_key
   if (key) env.ANTHROPIC_API_KEY = key
   // Through the broker the key is the run's capability token, the endpoint a loopback port.
-  if (ctx.broker && input.broker) Object.assign(env, brokerEnv(ctx.broker, input.broker.token, !stub))
+  if (ctx.broker && input.broker)
+    Object.assign(env, brokerEnv(ctx.broker, input.broker.token, stub ? null : input.model))
   env.CLAUDE_CONFIG_DIR = configDir(input.cwd)
   env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1'
   env.DISABLE_AUTOUPDATER = '1'

@@ -53,7 +53,7 @@ export const apiKeyRoutes = crudRoutes({
   create: CreateApiKey,
   update: UpdateApiKey,
   createNote:
-    'The key is write-only: encrypted at rest, never returned (`has_key` tells whether one is set). Provider `stub` is the built-in offline model and needs no key. `base_url` follows the webhook address policy (no private, loopback or link-local hosts unless the server allows them). Narrowing `allowed_models` so that a profile’s model is left out is 400 naming `allowed_models`; deleting a credential profiles still use is 409 CONFLICT with `details.profile_ids`.',
+    "The key is write-only: encrypted at rest, never returned (`has_key` tells whether one is set). Provider `anthropic` takes `key`; `bedrock` takes `aws_access_key_id`, `aws_secret_access_key`, `aws_region` and optionally `aws_session_token` (the secret and the token write-only); `vertex` takes `gcp_service_account` (the JSON key, write-only), `gcp_region` and optionally `gcp_project_id` (default: the key's); both take `model_map` (model id → the provider's id, over Berth's defaults). A field of another provider is 400. Their credentials reach only the model gateway, never a task's container (docs/CREDENTIALS.md). Provider `stub` is the built-in offline model and needs no key. `base_url` and a service account's `token_uri` follow the webhook address policy (no private, loopback or link-local hosts unless the server allows them). Narrowing `allowed_models` so that a profile’s model is left out is 400 naming `allowed_models`; deleting a credential profiles still use is 409 CONFLICT with `details.profile_ids`.",
   errors: { delete: ['CONFLICT'] },
 })
 

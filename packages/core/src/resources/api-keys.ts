@@ -10,16 +10,34 @@ import {
   type UpdateApiKey,
 } from '@berth/contract'
 import type { ModelCatalog } from '../models.js'
+import {
+  bedrockOf,
+  modelMapOfRecord,
+  providerFields,
+  vertexOf,
+  type BedrockCredential,
+  type ProviderRecordFields,
+  type VertexCredential,
+} from './cloud-credentials.js'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Cipher } from '../ports/cipher.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
 import { toView } from '../records/view.js'
 
-/** A stored model credential: the key only as ciphertext. */
-export interface ApiKeyRecord extends OwnedRecord, Omit<ApiKey, 'has_key'> {
-  key_encrypted: string | null
-}
+/** The fields of the `ApiKey` view that a record computes or may lack (credentials from before Bedrock and Vertex). */
+type ProviderViewFields =
+  | 'has_key'
+  | 'has_session_token'
+  | 'aws_access_key_id'
+  | 'aws_region'
+  | 'gcp_client_email'
+  | 'gcp_project_id'
+  | 'gcp_region'
+  | 'model_map'
+
+/** A stored model credential: its secrets only as ciphertext. */
+export interface ApiKeyRecord extends OwnedRecord, Omit<ApiKey, ProviderViewFields>, ProviderRecordFields {}
 
 /** Checks a base URL against the deployment's address policy (the webhooks' one); issues name `url`. */
 export type UrlCheck = (url: string) => Promise<ValidationIssue[]>
@@ -30,11 +48,18 @@ interface ProfileUse extends OwnedRecord {
   model: string | null
 }
 
-/** The resolved credential a task uses: provider, plaintext key and base URL. */
+/**
+ * The resolved credential a task uses: provider, base URL and the plaintext secrets. `key`
+ * is the Anthropic key (null for the other providers, whose credentials only the model
+ * gateway gets: `bedrock`, `vertex`), `model_map` the ids the provider knows the models by.
+ */
 export interface ResolvedCredential {
   provider: ApiKey['provider']
   key: string | null
   base_url: string | null
+  bedrock: BedrockCredential | null
+  vertex: VertexCredential | null
+  model_map: Record<string, string>
 }
 
 /**
@@ -83,7 +108,21 @@ export class ApiKeysService {
 
   /** The response view: the `ApiKey` schema's fields only, so the ciphertext never leaves. */
   view(r: ApiKeyRecord): ApiKey {
-    return toView(ApiKey, r, { has_key: r.key_encrypted !== null })
+    return toView(ApiKey, r, {
+      has_key: r.key_encrypted !== null,
+      has_session_token: Boolean(r.session_token_encrypted),
+      aws_access_key_id: r.aws_access_key_id ?? null,
+      aws_region: r.aws_region ?? null,
+      gcp_client_email: r.gcp_client_email ?? null,
+      gcp_project_id: r.gcp_project_id ?? null,
+      gcp_region: r.gcp_region ?? null,
+      model_map: r.model_map ?? null,
+    })
+  }
+
+  /** The provider's own fields of a body (secrets encrypted), or a 400. */
+  private fields(provider: ApiKey['provider'], input: CreateApiKey | UpdateApiKey, current: ApiKeyRecord | null) {
+    return providerFields(provider, input, current, { cipher: this.cipher, checkUrl: this.checkUrl })
   }
 
   async create(owner: string, input: CreateApiKey): Promise<ApiKey> {
@@ -91,6 +130,7 @@ export class ApiKeysService {
       throw validationError([{ location: 'body', path: 'key', message: 'a key is required for provider "anthropic"' }])
     }
     await this.checkBaseUrl(input.base_url)
+    const fields = await this.fields(input.provider, input, null)
     const now = isoNow(this.clock)
     const record: ApiKeyRecord = {
       id: newId('apiKey'),
@@ -99,7 +139,8 @@ export class ApiKeysService {
       provider: input.provider,
       base_url: input.base_url ?? null,
       allowed_models: input.allowed_models ?? null,
-      key_encrypted: input.key ? this.cipher.encrypt(input.key) : null,
+      key_encrypted: null,
+      ...fields,
       created_at: now,
       updated_at: now,
     }
@@ -118,6 +159,7 @@ export class ApiKeysService {
   async update(owner: string, id: string, input: UpdateApiKey): Promise<ApiKey> {
     const r = await this.records.get(owner, id)
     await this.checkBaseUrl(input.base_url)
+    const fields = await this.fields(r.provider, input, r)
     if (input.allowed_models !== undefined) {
       // Narrowing must not leave a profile on a model the credential no longer allows.
       const stranded = (await this.usedBy(owner, id)).filter(
@@ -138,7 +180,7 @@ export class ApiKeysService {
       ...(input.name !== undefined && { name: input.name }),
       ...(input.base_url !== undefined && { base_url: input.base_url }),
       ...(input.allowed_models !== undefined && { allowed_models: input.allowed_models }),
-      ...(input.key !== undefined && { key_encrypted: this.cipher.encrypt(input.key) }),
+      ...fields,
       updated_at: isoNow(this.clock),
     }
     return this.view(await this.records.put(next))
@@ -166,20 +208,25 @@ export class ApiKeysService {
     return this.modelsOf(r)
   }
 
-  modelsOf(r: Pick<ApiKeyRecord, 'provider' | 'allowed_models'>): ModelInfo[] {
+  modelsOf(r: ApiKeyRecord): ModelInfo[] {
+    const map = modelMapOfRecord(r)
     return this.catalog
       .models(r.provider)
       .filter((m) => modelAllowed(m.id, r.allowed_models))
-      .map((m) => ({ ...m, provider: r.provider }))
+      .map((m) => ({ ...m, provider: r.provider, ...(map[m.id] && { provider_model_id: map[m.id] }) }))
   }
 
   /** The plaintext credential for running a task. Never put the result in a response. */
   async resolve(owner: string, id: string): Promise<ResolvedCredential> {
     const r = await this.records.get(owner, id)
+    const anthropic = r.provider === 'anthropic' || r.provider === 'stub'
     return {
       provider: r.provider,
       base_url: r.base_url,
-      key: r.key_encrypted ? this.cipher.decrypt(r.key_encrypted) : null,
+      key: anthropic && r.key_encrypted ? this.cipher.decrypt(r.key_encrypted) : null,
+      bedrock: bedrockOf(r, this.cipher),
+      vertex: vertexOf(r, this.cipher),
+      model_map: modelMapOfRecord(r),
     }
   }
 }

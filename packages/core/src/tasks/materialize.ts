@@ -105,6 +105,12 @@ export async function materialize(
     )
   }
   const { broker } = deps
+  // Their credentials only ever go to the gateway: without a broker there is no way to use them.
+  if (!broker && (credential.bedrock || credential.vertex))
+    throw new ApiError(
+      'MODEL_ERROR',
+      `Model credential ${profile.api_key_id} (${credential.provider}) needs the credential broker, which is off (BERTH_BROKER=off)`,
+    )
   const [secrets, memory, tools, skills, agents, git] = await Promise.all([
     deps.secrets.forTask(owner, profile.id),
     profile.memory_enabled ? deps.memory.forProfile(owner, profile.id) : Promise.resolve([]),
@@ -149,6 +155,9 @@ export async function materialize(
       model,
       base_url: gateway ? null : credential.base_url,
       api_key: gateway ? null : credential.key,
+      // Not secret: Claude Code names them in its requests, and the gateway uses the credential's own.
+      ...(credential.bedrock && { region: credential.bedrock.region }),
+      ...(credential.vertex && { region: credential.vertex.region, project_id: credential.vertex.project_id }),
     },
     allowed_tools: task.allowed_tools ?? profile.default_tools,
     mcp_servers: mcp,

@@ -5,9 +5,10 @@
  * the real model credential, the brokered secrets, remote MCP servers' headers and Git
  * tokens, the task's network policy. Nothing is granted once the task ended. See docs/CREDENTIALS.md.
  */
-import { isEndedStatus } from '@berth/contract'
+import { isEndedStatus, type ServiceAccountKey } from '@berth/contract'
 import type { EgressPolicy } from '../ports/container-runtime.js'
 import type { Store } from '../ports/store.js'
+import type { ResolvedCredential } from '../resources/api-keys.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import { brokerMcpHeaders, openServers } from '../resources/mcp-secrets.js'
 import type { ProfilesService } from '../resources/profiles.js'
@@ -17,12 +18,45 @@ import type { TaskRecord } from './task.js'
 import { subjectKey, type RunTokens } from './run-tokens.js'
 import type { Budgets, MonthlyLimit } from '../usage/budgets.js'
 
+/** The Anthropic API (or an Anthropic-compatible endpoint) and its key. */
+export interface AnthropicUpstream {
+  provider?: 'anthropic'
+  base_url: string
+  api_key: string
+}
+
+/** Amazon Bedrock: requests are signed with SigV4 for service `bedrock` in `region`. */
+export interface BedrockUpstream {
+  provider: 'bedrock'
+  /** `https://bedrock-runtime.<region>.amazonaws.com`, or the credential's `base_url`. */
+  base_url: string
+  region: string
+  access_key_id: string
+  secret_access_key: string
+  session_token: string | null
+}
+
+/** Google Vertex AI: requests carry an access token minted from the service account's key. */
+export interface VertexUpstream {
+  provider: 'vertex'
+  /** `https://<region>-aiplatform.googleapis.com/v1` (`https://aiplatform.googleapis.com/v1` for `global`), or the credential's `base_url`. */
+  base_url: string
+  project_id: string
+  region: string
+  service_account: ServiceAccountKey
+}
+
+/** Where the gateway forwards a run's model calls, with what it needs to authenticate there. */
+export type GatewayUpstream = AnthropicUpstream | BedrockUpstream | VertexUpstream
+
 /** What the model gateway may do for a run. */
 export interface GatewayGrant {
   task_id: string
   owner_id: string
   profile_id: string
-  upstream: { base_url: string; api_key: string }
+  upstream: GatewayUpstream
+  /** Model ids as the profile names them → the provider's ids (Bedrock, Vertex; empty for Anthropic). */
+  model_map?: Record<string, string> | undefined
   /** Model patterns (`*` wildcards) the credential allows, or null for any. */
   allowed_models: string[] | null
   max_budget_usd: number | null
@@ -58,6 +92,25 @@ export interface RunGrantsOptions {
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com'
 
+/** The upstream of a resolved credential, or null when it has nothing the gateway can use (`stub`, a missing secret). */
+function upstreamOf(c: ResolvedCredential): GatewayUpstream | null {
+  if (c.bedrock) {
+    const { region } = c.bedrock
+    return {
+      provider: 'bedrock',
+      base_url: c.base_url ?? `https://bedrock-runtime.${region}.amazonaws.com`,
+      ...c.bedrock,
+    }
+  }
+  if (c.vertex) {
+    const { region } = c.vertex
+    const host = region === 'global' ? 'aiplatform.googleapis.com' : `${region}-aiplatform.googleapis.com`
+    return { provider: 'vertex', base_url: c.base_url ?? `https://${host}/v1`, ...c.vertex }
+  }
+  if (c.provider !== 'anthropic' || !c.key) return null
+  return { base_url: c.base_url ?? DEFAULT_BASE_URL, api_key: c.key }
+}
+
 /**
  * Grants by capability token, for a task that has not ended. Each call reads the task (so
  * the moment it ends, its token is worth nothing, on every instance) and what the grant
@@ -80,12 +133,14 @@ export class RunGrants {
     const apiKeys = this.o.catalog.apiKeys
     const record = await apiKeys.records.find(owner, profile.api_key_id)
     const credential = record && (await apiKeys.resolve(owner, profile.api_key_id))
-    if (!record || !credential?.key || credential.provider === 'stub') return null
+    const upstream = credential && upstreamOf(credential)
+    if (!record || !credential || !upstream) return null
     return {
       task_id: task.id,
       owner_id: owner,
       profile_id: profile.id,
-      upstream: { base_url: credential.base_url ?? DEFAULT_BASE_URL, api_key: credential.key },
+      upstream,
+      model_map: credential.model_map,
       allowed_models: record.allowed_models,
       max_budget_usd: task.max_budget_usd,
       trace: task.trace,

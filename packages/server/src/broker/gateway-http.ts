@@ -95,8 +95,28 @@ function connectionTokens(value: string | string[] | null | undefined): Set<stri
 }
 
 /**
- * The headers to send upstream: the client's, minus the token, hop-by-hop headers (and
- * those its `Connection` header names) and the ones fetch sets itself, plus the real key.
+ * The client's headers that may go upstream: minus the token, hop-by-hop headers (and
+ * those its `Connection` header names) and the ones fetch sets itself. The provider adds
+ * its own authentication.
+ *
+ * @example
+ * ```ts
+ * const headers = forwardedHeaders(req.headers)
+ * headers.set('authorization', `Bearer ${accessToken}`)
+ * ```
+ */
+export function forwardedHeaders(incoming: IncomingHttpHeaders): Headers {
+  const named = connectionTokens(incoming.connection)
+  const out = new Headers()
+  for (const [name, value] of Object.entries(incoming)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || NOT_UPSTREAM.has(name) || named.has(name)) continue
+    for (const v of Array.isArray(value) ? value : [value]) out.append(name, v)
+  }
+  return out
+}
+
+/**
+ * The headers to send to the Anthropic API: {@link forwardedHeaders} plus the real key.
  *
  * @example
  * ```ts
@@ -104,12 +124,7 @@ function connectionTokens(value: string | string[] | null | undefined): Set<stri
  * ```
  */
 export function upstreamHeaders(incoming: IncomingHttpHeaders, apiKey: string): Headers {
-  const named = connectionTokens(incoming.connection)
-  const out = new Headers()
-  for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || NOT_UPSTREAM.has(name) || named.has(name)) continue
-    for (const v of Array.isArray(value) ? value : [value]) out.append(name, v)
-  }
+  const out = forwardedHeaders(incoming)
   out.set('x-api-key', apiKey)
   return out
 }

@@ -79,7 +79,7 @@ export async function relayAnswer(
     }
     if (pass.length && !res.write(pass.length === 1 ? pass[0]! : Buffer.concat(pass))) await drained(res)
     if (cut) {
-      res.end(errorEvent(cut.type, cut.message))
+      res.end(meter.errorEvent?.(cut.type, cut.message) ?? errorEvent(cut.type, cut.message))
       await chunks.cancel()
       return cut
     }

@@ -25,6 +25,9 @@ export interface ModelCallSpan {
   end(status: number): void
 }
 
+/** OpenTelemetry's `gen_ai.provider.name` for each provider the gateway reaches. */
+const GEN_AI_PROVIDER = { anthropic: 'anthropic', bedrock: 'aws.bedrock', vertex: 'gcp.vertex_ai' } as const
+
 /**
  * Open the span of one request a run makes through the gateway.
  *
@@ -41,7 +44,7 @@ export function modelCallSpan(grant: GatewayGrant, method: string, path: string)
     {
       kind: SpanKind.CLIENT,
       attributes: {
-        'gen_ai.provider.name': 'anthropic',
+        'gen_ai.provider.name': GEN_AI_PROVIDER[grant.upstream.provider ?? 'anthropic'],
         'http.request.method': method,
         'url.path': path,
         'berth.task.id': grant.task_id,

@@ -4,6 +4,7 @@
  * hands it here second, so metering never delays a token; with one, a stream is metered
  * event by event before each is passed on, so the gateway can end it at the budget.
  */
+import type { GatewayErrorType } from './gateway-http.js'
 import { emptyUsage, mergeUsage as merge, type TokenUsage } from './gateway-prices.js'
 
 /** What one answer reported: the model that answered and its usage. */
@@ -38,6 +39,8 @@ export interface SseMeter extends UsageReader {
   read(event: Uint8Array): void
   /** Usage so far (undefined before any): as reported, plus output estimated from content streamed since. */
   now(): AnswerUsage | undefined
+  /** How this stream carries an error that ends it (default: an SSE `error` event; Bedrock frames its own). */
+  errorEvent?(type: GatewayErrorType, message: string): Uint8Array
 }
 
 const LF = 0x0a

@@ -22,9 +22,9 @@ import { loadOrCreateBrokerCa } from './broker-ca.js'
 import { type EgressProxyOptions, startEgressProxy } from './egress-proxy.js'
 import { startModelGateway, type ModelCallTiming, type ModelGateway, type ModelUsage } from './model-gateway.js'
 
-/** A metered answer as the metrics see it: the gateway serves `anthropic` credentials only (the stub model never reaches it). */
-const meteredUsage = (usage: ModelUsage): ModelUsageObservation => ({
-  provider: 'anthropic',
+/** A metered answer as the metrics see it, by the credential's provider (the stub model never reaches the gateway). */
+const meteredUsage = (grant: GatewayGrant, usage: ModelUsage): ModelUsageObservation => ({
+  provider: grant.upstream.provider ?? 'anthropic',
   model: usage.model,
   input_tokens: usage.input_tokens,
   output_tokens: usage.output_tokens,
@@ -137,7 +137,7 @@ export async function startBroker(
           })
         }
       }
-      opts.metrics?.modelUsage(meteredUsage(usage))
+      opts.metrics?.modelUsage(meteredUsage(grant, usage))
       return Promise.allSettled(writes)
     },
     logger: opts.logger,

@@ -11,12 +11,13 @@ import { unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { modelAllowed, type GatewayGrant } from '@berth/core'
 import { limitsOf, Reservations, spentMessage, type Hold } from './gateway-budget.js'
-import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf, upstreamHeaders } from './gateway-http.js'
+import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf } from './gateway-http.js'
 import { costOf, priceOf, worstCostOf } from './gateway-prices.js'
 import { relayAnswer, type StreamCheck } from './gateway-stream.js'
 import { listenOnSocket } from './socket.js'
 import { modelCallSpan } from './gateway-trace.js'
-import { jsonUsageReader, sseUsageReader, type AnswerUsage, type UsageReader } from './gateway-usage.js'
+import type { AnswerUsage, UsageReader } from './gateway-usage.js'
+import { gatewayProviders } from './providers/index.js'
 
 /**
  * What a capability token grants: one task's access to one credential (core's
@@ -84,17 +85,8 @@ export interface ModelGateway {
 /** Request bodies above 32 MiB are refused (413), as Anthropic's API refuses them. */
 export const GATEWAY_BODY_LIMIT = 32 << 20
 
-/**
- * The requests the gateway forwards; anything else is a 404. Kept to what Claude Code
- * needs: batches, files and other endpoints would spend the caller's key on work the
- * gateway cannot meter or check.
- */
-export const GATEWAY_ROUTES: readonly { method: string; path: RegExp; checksModel: boolean; metered: boolean }[] = [
-  { method: 'POST', path: /^\/v1\/messages$/, checksModel: true, metered: true },
-  { method: 'POST', path: /^\/v1\/messages\/count_tokens$/, checksModel: true, metered: false },
-  { method: 'GET', path: /^\/v1\/models$/, checksModel: false, metered: false },
-  { method: 'GET', path: /^\/v1\/models\/[\w.:@-]+$/, checksModel: false, metered: false },
-]
+/** The requests the gateway forwards to the Anthropic API (Bedrock's and Vertex's are in `providers/`). */
+export { GATEWAY_ROUTES } from './providers/index.js'
 
 const PREFIX = 'Berth model gateway'
 
@@ -141,6 +133,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
   const totals = new Map<string, GatewayUsageTotals>()
   const unpriced = new Set<string>()
   const book = new Reservations()
+  const providers = gatewayProviders()
 
   /** At each event of a budget-held stream: hold its running cost, or end it there. */
   const budgetCheck =
@@ -207,7 +200,9 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     const url = new URL(req.url ?? '/', 'http://gateway')
     const span = modelCallSpan(grant, req.method ?? 'GET', url.pathname)
     res.once('close', () => span.end(res.statusCode))
-    const route = GATEWAY_ROUTES.find((r) => r.method === req.method && r.path.test(url.pathname))
+    const provider = providers.for(grant)
+    const matched = provider.match(req.method ?? 'GET', url.pathname)
+    const route = matched?.route
     if (!route) {
       req.resume()
       return sendError(res, 404, 'not_found_error', `${PREFIX}: not found: ${req.method} ${url.pathname}`)
@@ -236,7 +231,9 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
         return sendError(res, 400, 'invalid_request_error', `${PREFIX}: request body must be a JSON object`)
-      const { model, max_tokens } = parsed as { model?: unknown; max_tokens?: unknown }
+      const { model: named, max_tokens } = parsed as { model?: unknown; max_tokens?: unknown }
+      // Bedrock and Vertex name the model in the path, the Anthropic API in the body.
+      const model = matched.model ?? named
       if (route.checksModel) {
         if (typeof model !== 'string')
           return sendError(res, 400, 'invalid_request_error', `${PREFIX}: model: a model name is required`)
@@ -281,14 +278,9 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
     try {
       let upstream: Response
       try {
-        upstream = await upstreamFetch(`${grant.upstream.base_url.replace(/\/+$/, '')}${url.pathname}${url.search}`, {
-          method: req.method,
-          headers: upstreamHeaders(req.headers, grant.upstream.api_key),
-          body,
-          // A redirect would carry the key to wherever it points: hand it to the client instead.
-          redirect: 'manual',
-          signal: abort.signal,
-        })
+        // The provider adds the credential: the key, a SigV4 signature or a minted token.
+        const forwarded = { method: req.method!, url, model: requested, headers: req.headers, body }
+        upstream = await provider.send({ ...forwarded, signal: abort.signal }, upstreamFetch)
       } catch (err) {
         if (abort.signal.aborted) return
         o.logger?.warn(`${PREFIX}: upstream unreachable`, { task_id: grant.task_id, error: String(err) })
@@ -297,8 +289,7 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
 
       res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
       res.flushHeaders()
-      const sse = upstream.headers.get('content-type')?.startsWith('text/event-stream')
-      if (route.metered && upstream.ok) reader = sse ? sseUsageReader() : jsonUsageReader()
+      if (route.metered && upstream.ok) reader = provider.usageReader(upstream.headers.get('content-type'))
       const check = hold && budgetCheck(hold, priced, maxTokens)
       try {
         const cut = await relayAnswer(upstream.body, res, reader, check)

@@ -10,6 +10,8 @@
  * - {@link startFakeMessenger}: a Telegram-shaped Bot API that delivers updates to the registered webhook.
  * - {@link startFakeChatProvider}: a Slack-like chat workspace (OAuth with token rotation, `chat.postMessage`, signed events).
  * - {@link startFakeMailProvider}: a Gmail-like mail provider (Google OAuth, userinfo, `messages.send`).
+ * - {@link startFakeBedrock}: Amazon Bedrock's runtime for Claude (SigV4 checked, event-stream answers).
+ * - {@link startFakeVertex}: Vertex AI's Claude endpoints and Google's token endpoint (JWT-bearer grant checked).
  */
 export { startFakeGitProvider } from './oauth-provider.js'
 export type {
@@ -76,3 +78,17 @@ export type {
   FakeMessengerFailure,
   FakeDelivery,
 } from './messenger-provider-types.js'
+export {
+  startFakeBedrock,
+  type FakeBedrock,
+  type FakeBedrockOptions,
+  type FakeBedrockRequest,
+  type FakeAwsCredentials,
+} from './bedrock-provider.js'
+export {
+  startFakeVertex,
+  type FakeVertex,
+  type FakeVertexOptions,
+  type FakeVertexRequest,
+  type FakeServiceAccount,
+} from './vertex-provider.js'
