@@ -75,6 +75,7 @@ const PINNED = [
   'modelAllowed',
   'noopMetrics',
   'privateCidrs',
+  'pruneDeployment',
   'queueRank',
   'rateDecision',
   'readinessOf',
