@@ -30,7 +30,12 @@ function ensureTool(bin: string, pkg: string): void {
   if (spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0) return
   if (process.getuid?.() !== 0 || !existsSync('/etc/debian_version'))
     throw new Error(`the bare-machine test needs ${bin}: apt-get install ${pkg}`)
-  run('apt-get', ['install', '-y', '-q', '--no-install-recommends', pkg])
+  const install = () => spawnSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', pkg]).status === 0
+  // A machine whose package lists are empty or old: update them once.
+  if (!install()) {
+    run('apt-get', ['update', '-q'])
+    run('apt-get', ['install', '-y', '-q', '--no-install-recommends', pkg])
+  }
 }
 
 /** This host's Debian release and the mirror its apt sources name for it (`/etc/apt/sources.list*`). */
