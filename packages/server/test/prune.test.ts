@@ -4,7 +4,8 @@
  * disk, a sized volume, an allowlist network with its firewall chains (engines), a running
  * bubblewrap sandbox with its mounts (`local`), and a disk a killed server left; B has a
  * container and a volume, and shares one allowlist network with A. `--dry-run` lists A's and
- * removes nothing; `prune` removes all of A and nothing of B; a running server of A refuses it.
+ * removes nothing; `prune` removes all of A and nothing of B; a running server of A refuses it,
+ * and so does A's instance alive on its Redis.
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -15,14 +16,15 @@ import { dockerRuntime } from '@berth/adapter-docker'
 import { localRuntime } from '@berth/adapter-local'
 import { podmanRuntime } from '@berth/adapter-podman'
 import { IDLE_COMMAND, releaseDisk, workspaceDisks, type ContainerRuntime, type EgressPolicy } from '@berth/core'
-import { readEngine } from '@berth/testkit'
-import { afterAll, describe, expect, it } from 'vitest'
+import { readEngine, startRedis, type LocalRedis } from '@berth/testkit'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { egressNetwork } from '../../adapter-docker/src/egress.js'
 import { chainNames } from '../../adapter-docker/src/firewall.js'
 import { berthFromConfig } from '../src/embedded/from-config.js'
 import { pruneCommand } from '../src/embedded/prune-command.js'
 import { SERVER_LEASE_FILE } from '../src/embedded/server-lease.js'
 import { configFromEnv } from '../src/config.js'
+import { createCoordination } from '../src/coordination/index.js'
 import { uniquePoolName } from './pool.helpers.js'
 
 const RUNTIMES = ['docker', 'podman', 'local'] as const
@@ -189,5 +191,39 @@ describe('prune while a server of the deployment runs', () => {
     const after = await prune(env)
     expect(after.code, after.output).toBe(0)
     expect(existsSync(lease)).toBe(true) // the data dir stays as it was
+  })
+})
+
+describe('prune while an instance of the deployment is alive on its Redis', () => {
+  let redis: LocalRedis
+  const dir = mkdtempSync(join(tmpdir(), 'berth-prune-redis-'))
+  beforeAll(async () => {
+    redis = await startRedis()
+  })
+  afterAll(async () => {
+    await redis?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('is refused while its instance id is alive there (not for another instance), and runs once it stopped', async () => {
+    const prefix = `prune-${randomBytes(3).toString('hex')}:`
+    const env = {
+      ...settings('local', dir, uniquePoolName('prune-redis')),
+      BERTH_STORAGE: 'redis',
+      BERTH_REDIS_URL: redis.path,
+      BERTH_REDIS_PREFIX: prefix,
+      BERTH_INSTANCE_ID: 'prune-a',
+    }
+    const instance = (instanceId: string) =>
+      createCoordination({ driver: 'redis', url: redis.path, prefix, instanceId })
+    const other = await instance('prune-b')
+    expect((await prune(env, ['--dry-run'])).code).toBe(0)
+    const mine = await instance('prune-a')
+    const refused = await prune(env, ['--dry-run'])
+    expect(refused.code, refused.output).toBe(3)
+    expect(refused.output).toContain(`instance prune-a of this deployment is alive on its Redis (prefix ${prefix})`)
+    await mine.close()
+    expect((await prune(env, ['--dry-run'])).code).toBe(0)
+    await other.close()
   })
 })

@@ -78,8 +78,8 @@ export async function pruneCommand(
     }
     const targets = await pruneTargets({ ...config, dataDir }, env)
     opened.push(...targets)
-    const where = [...targets.map((t) => t.description), ...(diskDir ? [`disks in ${diskDir}`] : [])]
-    log(`prune: deployment ${pool} (label berth.pool=${pool}) on ${where.join(', ') || 'no runtime'}`)
+    const on = targets.map((t) => t.description).join(', ') || 'no runtime (none answers or has its containers)'
+    log(`prune: deployment ${pool} (label berth.pool=${pool}) on ${on}${diskDir ? `; disks in ${diskDir}` : ''}`)
     log(dryRun ? 'prune: dry run: would remove' : 'prune: removing')
     const report = await pruneDeployment({
       runtimes: targets.map(({ name, runtime }) => ({ name, runtime })),
