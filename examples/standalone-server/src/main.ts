@@ -6,6 +6,7 @@
  *   pnpm start                      # from the repository root
  *   PORT=8080 BERTH_STORAGE=memory pnpm start
  *   BERTH_RUNTIME=podman BERTH_IMAGE=localhost/berth-test:latest BERTH_POOL_MIN=1 pnpm start
+ *   node dist/main.js prune --dry-run   # the `prune` subcommand (src/prune.ts)
  */
 // First: the OpenTelemetry SDK registers before any module that creates spans is loaded.
 import { telemetry, telemetryLine } from './telemetry.js'
@@ -13,6 +14,12 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { berthFromConfig, integrationsLine, loadSettings, onShutdown, serveMetrics } from '@berth/server'
+
+// `node dist/main.js prune [--dry-run]`, the server image's entry point with a subcommand: prune, then exit.
+if (process.argv[2] === 'prune') {
+  await import('./prune.js')
+  process.exit()
+}
 
 function fail(message: string): never {
   console.error(`berth: ${message}`)

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import { ContainerError, MANAGED_LABEL, touchesPrivateRange, type EgressPolicy } from '@berth/core'
+import { ContainerError, MANAGED_LABEL, touchesPrivateRange, type EgressPolicy, type PrunedNetwork } from '@berth/core'
 import type { EngineContext } from './context.js'
 import {
+  chainNames,
   ensureDispatchFirst,
   hostNetworks,
   installBridgeRules,
@@ -51,6 +52,9 @@ export function egressNetwork(policy: EgressPolicy, engine = 'docker'): { name: 
 export const EGRESS_SWEEP_GRACE_MS = 60_000
 
 const ALLOW_NETWORK = /^berth-allow-([0-9a-f]{12})$/
+
+const ok = () => true
+const no = () => false
 
 /** An existing policy network whose bridge has another name. */
 class BridgeMismatch extends Error {
@@ -186,39 +190,77 @@ export function egressEnforcer(
    * Remove the allowlist networks no container uses (in any state) that are older than the
    * grace, with their firewall chains: an allowlist is hashed into its network's name, so
    * every new one (a caller's environment, a test's port) makes a network, and an engine's
-   * address pools hold a few dozen. The chains go first (a container joining meanwhile gets
-   * nothing through, never more than its policy); when the engine then refuses to remove
-   * the network (it was joined after all), they are put back. Safe with other servers on the
+   * address pools hold a few dozen (see `removeUnused`). Safe with other servers on the
    * same engine sweeping or making containers: one whose network went is made again
    * (`createOn` makes it again, once).
    */
   async function sweepOnce(graceMs: number): Promise<number> {
-    const list = (await ctx.docker.listNetworks({
-      filters: { label: [`${MANAGED_LABEL}=true`, `${EGRESS_LABEL}=allowlist`] },
-    })) as { Name: string; Created?: string }[]
+    const list = await allowlistNetworks()
     let removed = 0
     for (const n of list) {
       const hash = ALLOW_NETWORK.exec(n.Name)?.[1]
       if (!hash || joining.has(n.Name)) continue
       const created = Date.parse(n.Created ?? '')
       if (!Number.isFinite(created) || Date.now() - created < graceMs) continue
-      // Docker lets a network go under a container that is created but not started: ask by reference.
-      const users = await ctx.docker.listContainers({ all: true, filters: { network: [n.Name] } })
-      if (users.length > 0) continue
-      const bridge = `brb${hash}`
-      const saved = await removeBridgeRules(bridge, firewall)
-      try {
-        await ctx.docker.getNetwork(n.Name).remove()
-        removed++
-      } catch (err) {
-        if (statusOf(err) !== 404) {
-          await restoreBridgeRules(bridge, saved, firewall)
-          continue
-        }
-      }
-      networks.delete(n.Name)
+      if ((await usersOf(n.Name)).length > 0) continue
+      if (await removeUnused(n.Name, hash).then(ok, no)) removed++
     }
     return removed
+  }
+
+  /** Docker lets a network go under a container that is created but not started: ask by reference. */
+  const usersOf = (name: string) =>
+    ctx.docker.listContainers({ all: true, filters: { network: [name] } }) as Promise<
+      { Names?: string[]; Labels?: Record<string, string> }[]
+    >
+  const allowlistNetworks = () =>
+    ctx.docker.listNetworks({
+      filters: { label: [`${MANAGED_LABEL}=true`, `${EGRESS_LABEL}=allowlist`] },
+    }) as Promise<{ Name: string; Created?: string }[]>
+
+  /**
+   * Remove an allowlist network and its chains. The chains go first (a container joining
+   * meanwhile gets nothing through, never more than its policy); when the engine then refuses
+   * to remove the network (it was joined after all), they are put back and this rejects.
+   */
+  async function removeUnused(name: string, hash: string): Promise<void> {
+    const bridge = `brb${hash}`
+    const saved = await removeBridgeRules(bridge, firewall)
+    try {
+      await ctx.docker.getNetwork(name).remove()
+    } catch (err) {
+      if (statusOf(err) !== 404) {
+        await restoreBridgeRules(bridge, saved, firewall)
+        throw err
+      }
+    }
+    networks.delete(name)
+  }
+
+  /**
+   * The allowlist networks that only containers of `pool` use, or none, with their chains:
+   * listed, and unless `dryRun` removed (a network some container still uses is reported).
+   */
+  async function prune(pool: string, dryRun: boolean): Promise<PrunedNetwork[]> {
+    const out: PrunedNetwork[] = []
+    for (const n of await allowlistNetworks()) {
+      const hash = ALLOW_NETWORK.exec(n.Name)?.[1]
+      if (!hash) continue
+      const users = await usersOf(n.Name)
+      if (users.some((u) => u.Labels?.['berth.pool'] !== pool)) continue
+      const chains = chainNames(`brb${hash}`)
+      const found = { name: n.Name, detail: `firewall chains ${chains.forward}, ${chains.input}` }
+      const error = dryRun
+        ? undefined
+        : users.length
+          ? `still used by ${users.map((u) => u.Names?.[0]?.replace(/^\//, '')).join(', ')}`
+          : await removeUnused(n.Name, hash).then(
+              () => undefined,
+              (err: Error) => err.message,
+            )
+      out.push(error ? { ...found, error } : found)
+    }
+    return out
   }
 
   /** One sweep at a time; a failure is the caller's to log. */
@@ -311,6 +353,7 @@ export function egressEnforcer(
       }
     },
     sweep,
+    prune,
     /** After a start: the dispatch jumps still come first (an engine may have re-inserted its own). */
     async recheck(): Promise<void> {
       if (networks.size) await ensureDispatchFirst(firewall)

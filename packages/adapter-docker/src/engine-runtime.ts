@@ -327,6 +327,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     createVolume: volumes.createVolume,
     listVolumes: volumes.listVolumes,
     removeVolume: volumes.removeVolume,
+    pruneNetworks: (pool, o) => egress.prune(pool, o?.dryRun === true),
 
     isolations,
     exec,
@@ -394,7 +395,6 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
       }
     },
 
-    // dockerode keeps no pooled connections by default; only the host-network watch stops.
-    close: async () => egress.close(),
+    close: async () => egress.close(), // dockerode pools no connections: only the host-network watch stops
   }
 }

@@ -61,6 +61,7 @@ export {
   type ImageReport,
   type ListFilter,
   type PortTarget,
+  type PrunedNetwork,
   type ResourceLimits,
   type RuntimeCapabilities,
   type StdinSource,
@@ -88,6 +89,7 @@ export {
   type WorkspaceDisks,
 } from './runtime/disks.js'
 export { sweepOrphanDisks, type DiskSweepOptions } from './runtime/disk-sweep.js'
+export { pruneDeployment, type PruneItem, type PruneOptions, type PruneReport } from './runtime/prune.js'
 export {
   abortedExec,
   execLifecycle,

@@ -1,6 +1,6 @@
-/** Workspace disks on this host (the tests run as root): releases that race, and what the workspace holds. */
+/** Workspace disks on this host (the tests run as root): releases that race, what the workspace holds, and which disks have a journal. */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
@@ -79,3 +79,25 @@ function e2fsck(image: string): void {
     if ((err as { status?: number }).status !== 1) throw err
   }
 }
+
+it("a container's disk has no ext4 journal (it goes with its container), a volume's disk keeps one", async () => {
+  const disks = workspaceDisks({ dir })
+  const features = (mount: string) =>
+    /^Filesystem features:\s*(.*)$/m
+      .exec(
+        execFileSync('dumpe2fs', ['-h', `${mount}.img`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+      )![1]!
+      .split(/\s+/)
+  const blocks = (mount: string) => statSync(`${mount}.img`).blocks
+  const container = (await disks.make('berth-0123456789ab', 1024 ** 3)).mount
+  const volume = (await disks.make('berth-ws-journal-test', 1024 ** 3)).mount
+  try {
+    expect(features(container)).not.toContain('has_journal')
+    expect(features(volume)).toContain('has_journal')
+    // The journal is most of what a fresh disk writes to the host.
+    expect(blocks(container)).toBeLessThan(blocks(volume) / 4)
+  } finally {
+    await releaseDisk(container)
+    await releaseDisk(volume)
+  }
+})

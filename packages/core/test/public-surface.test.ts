@@ -76,6 +76,7 @@ const PINNED = [
   'memoryHub',
   'noopMetrics',
   'privateCidrs',
+  'pruneDeployment',
   'queueRank',
   'rateDecision',
   'readinessOf',

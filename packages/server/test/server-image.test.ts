@@ -178,4 +178,32 @@ describe('the server image, two containers of the compose file against one Redis
     expect(refused).toMatchObject({ status: 400, code: 'VALIDATION_FAILED' })
     expect(JSON.stringify((refused as BerthError).details)).toContain('network.policy')
   }, 600_000)
+
+  it("prune in the image: refused while its server runs; once stopped, removes that instance's containers, not the other's", () => {
+    // The image's entry point with the subcommand, on berth-1's settings and data volume.
+    const prune = (...args: string[]) =>
+      spawnSync(composeBin, [...composeArgs, '-f', FILE, 'run', '--rm', '--no-deps', 'berth-1', 'prune', ...args], {
+        env,
+        encoding: 'utf8',
+        timeout: 300_000,
+      })
+    const refused = prune('--dry-run')
+    expect(refused.status, `${refused.stdout}${refused.stderr}`).toBe(3)
+    expect(refused.stderr).toContain('prune: refused: a server of this deployment is running')
+    compose('stop', 'berth-1')
+    const names = (n: number) =>
+      docker('ps', '-a', '--filter', `label=berth.pool=${project}-${n}`, '--format', '{{.Names}}')
+        .split('\n')
+        .filter(Boolean)
+    const left = names(1)
+    expect(left.length).toBeGreaterThan(0)
+    const dry = prune('--dry-run')
+    expect(dry.status, `${dry.stdout}${dry.stderr}`).toBe(0)
+    for (const name of left) expect(dry.stdout).toContain(name)
+    expect(names(1)).toEqual(left)
+    const run = prune()
+    expect(run.status, `${run.stdout}${run.stderr}`).toBe(0)
+    expect(names(1)).toEqual([])
+    expect(names(2).length).toBeGreaterThan(0)
+  }, 600_000)
 })

@@ -241,6 +241,15 @@ export interface VolumeSummary {
 
 export type { DirectoryListing, FileEntry, FileWrite } from './container-files.js'
 
+/** A network {@link ContainerRuntime.pruneNetworks} found, and removed unless it was a dry run. */
+export interface PrunedNetwork {
+  name: string
+  /** What goes with it, e.g. its host firewall chains. */
+  detail: string
+  /** Why it could not be removed. */
+  error?: string
+}
+
 /** A TCP address on the host's side of a container's network (see {@link ContainerRuntime.portTarget}). */
 export interface PortTarget {
   host: string
@@ -319,6 +328,13 @@ export interface ContainerRuntime {
    * runtime is registered with it). Runtimes without it give `container` only.
    */
   isolations?(): Promise<readonly Isolation[]>
+  /**
+   * The networks Berth made on this engine that no container uses but those labelled
+   * `berth.pool=<pool>` (an allowlist's network, with its host firewall chains): listed, and
+   * unless `dryRun` removed once no container uses them. Networks other deployments may
+   * rely on without a container on them (`berth-public`) stay. Runtimes without networks omit it.
+   */
+  pruneNetworks?(pool: string, options?: { dryRun?: boolean }): Promise<PrunedNetwork[]>
   /** Release connections and timers. */
   close?(): Promise<void>
 }

@@ -31,6 +31,7 @@ export {
   type WorkspaceDisks,
 } from './disks.js'
 export { sweepOrphanDisks, type DiskSweepOptions } from './disk-sweep.js'
+export { pruneDeployment, type PruneItem, type PruneOptions, type PruneReport } from './prune.js'
 export {
   abortedExec,
   execLifecycle,

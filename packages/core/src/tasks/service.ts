@@ -222,8 +222,7 @@ export class TasksService {
     let ws = await sessionWorkspace(this.o.workspaces, owner, input, profile)
     await assertFitsMemory(this.o.engine, this.o.environments, owner, profile)
     const wsId = ws?.id ?? newId('workspace')
-    // A workspace that holds no slot (new, or idle) would start one more: count it now,
-    // synchronously, so parallel submissions are admitted exactly up to the limit.
+    // A new or idle workspace takes a slot now, synchronously: parallel submits stop exactly at the limit.
     const held = this.o.slots.has(profile.id, wsId)
     let slotPending = false
     try {

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os'
 import type { Coordination } from '@berth/core'
 import type { BerthConfig } from '../config.js'
+import { Redis } from 'ioredis'
 import { createCoordination } from '../coordination/index.js'
+import { coordinationScripts } from '../coordination/redis-scripts.js'
 
 /** How long a restart waits for its previous run's heartbeat (same instance id) to lapse: the driver's 30 s lease and some. */
 const SAME_ID_WAIT_MS = 40_000
@@ -19,6 +21,39 @@ const SAME_ID_WAIT_MS = 40_000
  */
 export function instanceIdFor(config: BerthConfig, poolName: string): string {
   return config.instanceId ?? `${hostname().replace(/[^A-Za-z0-9_.:-]/g, '-')}-${poolName}`
+}
+
+/** Whether `config` runs instances coordinated on Redis (`BERTH_STORAGE=redis`, or `postgres` with `BERTH_REDIS_URL`). */
+function onRedis(config: BerthConfig): boolean {
+  return config.storage === 'redis' || (config.storage === 'postgres' && Boolean(config.redisUrl))
+}
+
+/**
+ * Whether the instance `instanceId` is alive on the deployment's Redis (its heartbeat lease
+ * under `BERTH_REDIS_PREFIX` has not lapsed), read without joining; false when the deployment
+ * coordinates on no Redis. A clean stop ends the lease at once; a killed instance's lapses in 30 s.
+ *
+ * @example
+ * ```ts
+ * await instanceAlive(config, instanceIdFor(config, poolName)) // true while that instance runs
+ * ```
+ */
+export async function instanceAlive(config: BerthConfig, instanceId: string): Promise<boolean> {
+  if (!onRedis(config)) return false
+  const client = new Redis(config.redisUrl!, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: config.redisTimeoutMs,
+  })
+  client.on('error', () => {}) // the failed call below says why
+  try {
+    await client.connect()
+    const alive = (await coordinationScripts(client).berthAlive([`${config.redisPrefix}instances`])) as string[]
+    return alive.includes(instanceId)
+  } finally {
+    client.disconnect()
+  }
 }
 
 /**
@@ -39,7 +74,7 @@ export async function coordinationFor(
   warn: (line: string) => void,
 ): Promise<Coordination | undefined> {
   // Postgres keeps the records; with a Redis beside it, several instances coordinate there.
-  if (config.storage !== 'redis' && !(config.storage === 'postgres' && config.redisUrl)) return undefined
+  if (!onRedis(config)) return undefined
   const open = () =>
     createCoordination({
       driver: 'redis',

@@ -8,6 +8,7 @@ import type { BerthConfig } from '../config.js'
 import { containerDefaults } from './container-defaults.js'
 import { coordinationFor, instanceIdFor } from './coordination-choice.js'
 import { chooseRuntime, engineAtUrl, type ChosenRuntime } from './runtime-choice.js'
+import { holdServerLease } from './server-lease.js'
 import { storageFor } from './storage-choice.js'
 
 /** What {@link berthFromConfig} started, and how to stop all of it. */
@@ -17,7 +18,7 @@ export interface ConfiguredBerth {
   coordination: Coordination | undefined
   /** Start-up lines safe to log: storage, runtime and pool, coordination, runner, credentials, environments. */
   summary: string[]
-  /** Close the Berth, then the coordination and the runtime it was given. */
+  /** Close the Berth, then the coordination and the runtime it was given; then release the data dir's lease. */
   close(): Promise<void>
 }
 
@@ -38,6 +39,22 @@ export async function berthFromConfig(
 ): Promise<ConfiguredBerth> {
   const warn = opts.warn ?? console.warn
   const dataDir = resolve(config.dataDir)
+  // Held from the first step: `prune` refuses while this server runs (server-lease.ts).
+  const lease = await holdServerLease(dataDir)
+  try {
+    return await configured(config, dataDir, warn, lease)
+  } catch (err) {
+    await lease.release()
+    throw err
+  }
+}
+
+async function configured(
+  config: BerthConfig,
+  dataDir: string,
+  warn: (line: string) => void,
+  lease: { release(): Promise<void> },
+): Promise<ConfiguredBerth> {
   const { store, description } = await storageFor({ ...config, dataDir })
   const chosen = config.engineUrl
     ? await engineAtUrl(config.engineUrl, config.runtime)
@@ -115,6 +132,7 @@ export async function berthFromConfig(
       await berth.close()
       await coordination?.close()
       await chosen.runtime.close?.()
+      await lease.release()
     },
   }
 }

@@ -1,4 +1,5 @@
 /** Which container runtime Berth runs tasks on: the engine that answers, or `local`. */
+import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import {
   connectEngine,
@@ -197,6 +198,51 @@ export function chooseRuntime(options: ChooseRuntimeOptions): ChosenRuntime {
   if (runtime !== 'auto') throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer. ${tried}`)
   warn(`No container engine answers (${tried}); falling back to BERTH_RUNTIME=local.`)
   return localFor(options, warn, { explicit: false })
+}
+
+/**
+ * The runtimes a deployment's containers may be on, for `prune`, made without sweeping
+ * anything: the engine at `engineUrl`, else the engine `runtime` names (it must answer), or
+ * with `auto` every engine that answers; and `local` (`auto` or `local`) where its container
+ * directory `<dataDir>/containers` exists.
+ *
+ * @example
+ * ```ts
+ * for (const { name, runtime } of await pruneTargets({ runtime: 'auto', dataDir: './.data' })) console.log(name)
+ * ```
+ */
+export async function pruneTargets(
+  config: { runtime?: RuntimeName; dataDir: string; engineUrl?: string | undefined },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ChosenRuntime[]> {
+  const runtime = config.runtime ?? 'auto'
+  if (config.engineUrl) return [await engineAtUrl(config.engineUrl, runtime, env)]
+  const out: ChosenRuntime[] = []
+  if (runtime !== 'local') {
+    const candidates =
+      runtime === 'auto'
+        ? [docker(env, undefined), podman(env, undefined)]
+        : runtime === 'docker'
+          ? [docker(env, undefined)]
+          : [podman(env, undefined)]
+    const answers = answerSync(
+      candidates.map((c) => c.connection),
+      PING_TIMEOUT_MS,
+    )
+    if (runtime !== 'auto' && !answers[0])
+      throw new Error(`BERTH_RUNTIME=${runtime}, but the engine does not answer at ${where(candidates[0]!.connection)}`)
+    for (const [i, c] of candidates.entries()) if (answers[i]) out.push(c.make())
+  }
+  const baseDir = join(config.dataDir, 'containers')
+  if ((runtime === 'auto' || runtime === 'local') && existsSync(baseDir)) {
+    const made = localRuntime({ baseDir })
+    out.push({
+      runtime: made,
+      name: 'local',
+      description: `local (${baseDir}, ${made.sandbox === 'bwrap' ? 'bubblewrap sandbox' : 'no sandbox'})`,
+    })
+  }
+  return out
 }
 
 function where(c: EngineConnectionOptions): string {
