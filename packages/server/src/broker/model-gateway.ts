@@ -9,6 +9,7 @@
 import { unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { modelAllowed, type GatewayGrant } from '@berth/core'
+import { writeAnswerHead } from '../upstream-answer.js'
 import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf, upstreamHeaders } from './gateway-http.js'
 import { costOf, priceOf } from './gateway-prices.js'
 import { listenOnSocket } from './socket.js'
@@ -272,7 +273,10 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
       return sendError(res, 502, 'api_error', `${PREFIX}: the model provider could not be reached`)
     }
 
-    res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
+    if (!writeAnswerHead(res, upstream.status, downstreamHeaders(upstream.headers))) {
+      await upstream.body?.cancel().catch(() => {})
+      return sendError(res, 502, 'api_error', `${PREFIX}: the model provider answered with status ${upstream.status}`)
+    }
     res.flushHeaders()
     let reader: UsageReader | undefined
     if (route.metered && upstream.ok) {
