@@ -40,12 +40,25 @@ export function serveGuarded(server: Server): void {
   server.prependListener('request', (req: IncomingMessage) => {
     if (installed) serving.enterWith({ context: 'request', socket: req.socket })
   })
-  server.prependListener('upgrade', (_req: IncomingMessage, socket: Duplex) => {
-    if (installed) serving.enterWith({ context: 'upgrade', socket })
-  })
-  server.prependListener('connect', (_req: IncomingMessage, socket: Duplex) => {
-    if (installed) serving.enterWith({ context: 'connect', socket })
-  })
+  const enter = {
+    upgrade: (_req: IncomingMessage, socket: Duplex) => {
+      if (installed) serving.enterWith({ context: 'upgrade', socket })
+    },
+    connect: (_req: IncomingMessage, socket: Duplex) => {
+      if (installed) serving.enterWith({ context: 'connect', socket })
+    },
+  }
+  // A server with no `upgrade` or `connect` listener treats such requests its own way (an
+  // upgrade as a plain request, a CONNECT closed): the scope joins only a listener the server has.
+  const joined = new Set<string | symbol>()
+  const join = (event: string | symbol) => {
+    if ((event !== 'upgrade' && event !== 'connect') || joined.has(event)) return
+    joined.add(event)
+    server.prependListener(event, enter[event])
+  }
+  if (server.listenerCount('upgrade') > 0) join('upgrade')
+  if (server.listenerCount('connect') > 0) join('connect')
+  server.on('newListener', join)
 }
 
 /** Options of {@link guardUncaught}. */

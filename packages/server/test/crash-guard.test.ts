@@ -7,6 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it, vi } from 'vitest'
 
@@ -85,6 +86,24 @@ it.each([
   expect(await s.exited).toBe(1)
   expect(s.output()).toContain(`berth: ${line}`)
   expect(s.output()).toContain(error)
+})
+
+it('a marked server is otherwise unchanged: a CONNECT it has no handler for is still closed at once', async () => {
+  const s = await start()
+  const { hostname, port } = new URL(s.url)
+  const outcome = await new Promise<string>((resolve) => {
+    const req = httpRequest({ host: hostname, port, method: 'CONNECT', path: 'example.test:443' })
+    req.on('connect', () => resolve('connected'))
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message))
+    // A guard that took the CONNECT without answering it would leave it open.
+    req.setTimeout(10_000, () => {
+      req.destroy()
+      resolve('no answer within 10 s')
+    })
+    req.end()
+  })
+  expect(outcome).toBe('ECONNRESET')
+  expect((await fetch(`${s.url}/health`)).status).toBe(200)
 })
 
 it('docs/OPERATIONS.md states when the guard contains an exception and when it exits', () => {
