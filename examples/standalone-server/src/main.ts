@@ -1,7 +1,7 @@
 /**
  * Berth as a standalone server: settings from the environment, `.env` and an optional
  * `berth.config.{ts,json}` (README "Configuration"), `berthFromConfig` (storage, runtime,
- * warm pool, coordination), node:http, clean shutdown on SIGINT/SIGTERM.
+ * warm pool, coordination), node:http, the last-resort crash guard, clean shutdown on SIGINT/SIGTERM.
  *
  *   pnpm start                      # from the repository root
  *   PORT=8080 BERTH_STORAGE=memory pnpm start
@@ -13,7 +13,7 @@ import { telemetry, telemetryLine } from './telemetry.js'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
-import { berthFromConfig, integrationsLine, loadSettings, onShutdown, serveMetrics } from '@berth/server'
+import { berthFromConfig, guardUncaught, integrationsLine, loadSettings, onShutdown, serveMetrics } from '@berth/server'
 
 // `node dist/main.js prune [--dry-run]`, the server image's entry point with a subcommand: prune, then exit.
 if (process.argv[2] === 'prune') {
@@ -77,6 +77,9 @@ console.log(
 
 const server = createServer(berth.handler)
 server.on('upgrade', berth.handleUpgrade)
+// An exception Node raises about one connection ends that connection, not every caller's
+// tasks; anything else still exits (docs/OPERATIONS.md, "Uncaught exceptions").
+guardUncaught(server, { metrics: berth.metrics })
 server.on('error', (err: NodeJS.ErrnoException) =>
   fail(err.code === 'EADDRINUSE' ? `${config.host}:${config.port} is already in use (set PORT or HOST)` : err.message),
 )

@@ -7,7 +7,7 @@
 export { createBerth } from './berth.js'
 export type { Berth, BerthOptions } from './berth-options.js'
 
-// What `pnpm start` runs, for embedders: the runtime choice, settings, signals, migrate
+// What `pnpm start` runs, for embedders: the runtime choice, settings, signals, the crash guard, migrate
 export {
   chooseRuntime,
   engineAtUrl,
@@ -24,6 +24,7 @@ export { storageFor, redactUrl, type ChosenStorage } from './embedded/storage-ch
 export { openStoreUrl, type OpenedStore } from './embedded/store-url.js'
 export { coordinationFor, instanceIdFor } from './embedded/coordination-choice.js'
 export { onShutdown, type ShutdownOptions } from './embedded/shutdown.js'
+export { guardUncaught, type GuardOptions } from './crash-guard.js'
 export { migrateCommand } from './embedded/migrate-command.js'
 export { pruneCommand } from './embedded/prune-command.js'
 export { holdServerLease, serverHolding, SERVER_LEASE_FILE, SERVER_LEASE_MS } from './embedded/server-lease.js'

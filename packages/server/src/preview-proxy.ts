@@ -3,12 +3,18 @@
  * The target comes from the preview record alone (its workspace's container and port, or the
  * instance holding that container); the request only picks the path on that port.
  */
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
+import {
+  type ClientRequest,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import { connect as netConnect } from 'node:net'
-import { connect as tlsConnect } from 'node:tls'
 import type { Duplex } from 'node:stream'
 import { ApiError, errorResponse, type Logger, type PreviewRoute, type Services } from '@berth/core'
+import { answerHeaders, copyAnswer, copyRawAnswer, HOP_BY_HOP, rawHead } from './upstream-answer.js'
 
 /** `/preview/<token>` and the rest of the raw request target (never decoded, never normalised). */
 const PREVIEW_PATH = /^\/preview\/([A-Za-z0-9_-]+)(\/[^#]*|\?[^#]*)?$/
@@ -16,19 +22,8 @@ const PREVIEW_PATH = /^\/preview\/([A-Za-z0-9_-]+)(\/[^#]*|\?[^#]*)?$/
 /** Set on a request one instance forwards to another: the holder never forwards it again. */
 const HOP_HEADER = 'x-berth-preview-hop'
 
-/** Connection-level headers (RFC 9110 7.6.1) and the proxy's own: never passed on. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  HOP_HEADER,
-])
+/** What the agent's server never gets from the caller, and the caller never gets from it. */
+const NOT_PASSED = new Set([HOP_HEADER])
 
 /**
  * Every preview answer is sandboxed (a unique, opaque origin): the agent's pages share Berth's
@@ -36,7 +31,7 @@ const HOP_BY_HOP = new Set([
  */
 const SANDBOX = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'
 
-/** The headers to pass on: no hop-by-hop ones (nor those `Connection` names), no Berth bearer key. */
+/** The request headers to pass on: no hop-by-hop ones (nor those `Connection` names), no Berth bearer key. */
 function passOn(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const named = String(headers.connection ?? '')
     .toLowerCase()
@@ -44,7 +39,7 @@ function passOn(headers: IncomingHttpHeaders): Record<string, string | string[]>
     .map((s) => s.trim())
   const out: Record<string, string | string[]> = {}
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || named.includes(name)) continue
+    if (value === undefined || HOP_BY_HOP.has(name) || NOT_PASSED.has(name) || named.includes(name)) continue
     // A caller's Berth key never reaches the agent's server (other schemes are the app's own).
     if (name === 'authorization' && /^bearer\s/i.test(String(value))) continue
     out[name] = value
@@ -52,21 +47,36 @@ function passOn(headers: IncomingHttpHeaders): Record<string, string | string[]>
   return out
 }
 
+/** The headers of the agent's answer to pass back (the one copy every proxy makes), sandboxed. */
+function passBack(answer: IncomingMessage, upgrade = false): string[] {
+  const back = answerHeaders(answer.rawHeaders, { drop: NOT_PASSED, upgrade })
+  return upgrade ? back : [...back, 'content-security-policy', SANDBOX]
+}
+
 /** A Berth error as a raw HTTP/1.1 answer on a socket that asked to upgrade. */
 async function refuseUpgrade(socket: Duplex, err: unknown, logger: Logger): Promise<void> {
   const res = errorResponse(err, logger)
   const body = await res.text()
-  const reason = res.status === 404 ? 'Not Found' : 'Error'
-  socket.end(
-    `HTTP/1.1 ${res.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  )
+  if (socket.destroyed) return
+  const headers = ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]
+  socket.end(`${rawHead(res.status, [...headers, 'connection', 'close'])}${body}`)
 }
 
 const UNKNOWN = () => new ApiError('NOT_FOUND', 'No such preview (unknown, expired or revoked)')
 
+/** Where a preview request goes: the route, the rest of its target, its token and the container's port. */
+interface Hop {
+  route: PreviewRoute & { kind: 'here' | 'forward' }
+  rest: string
+  token: string
+  port: number
+}
+
 /**
  * The preview proxy for a Node server: `matches` tells a preview request from the rest;
- * `request` serves HTTP, `upgrade` WebSocket (and any other upgrade) by piping raw bytes.
+ * `request` serves HTTP, `upgrade` WebSocket (and any other upgrade). The agent's answers
+ * pass through the one copy every proxy makes (`upstream-answer.ts`): whatever bytes its
+ * server sends, the caller gets a well-formed answer or a 502 `CONTAINER_FAILED`.
  *
  * @example
  * ```ts
@@ -80,9 +90,7 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void
 } {
   /** Where the request goes; a thrown ApiError when nowhere. */
-  async function routeOf(
-    req: IncomingMessage,
-  ): Promise<{ route: PreviewRoute & { kind: 'here' | 'forward' }; rest: string; token: string }> {
+  async function routeOf(req: IncomingMessage): Promise<Hop> {
     const m = PREVIEW_PATH.exec(req.url ?? '')
     const token = m?.[1] ?? ''
     const preview = m ? await o.services.previews.find(token) : null
@@ -95,31 +103,39 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
         reason: 'unreachable',
       })
     const rest = m?.[2] ?? '/'
-    return { route, rest: rest.startsWith('?') ? `/${rest}` : rest, token }
+    return { route, rest: rest.startsWith('?') ? `/${rest}` : rest, token, port: preview.port }
   }
 
-  /** Host, port, path and TLS of the next hop: the container's port, or the holder instance. */
-  function hop(route: PreviewRoute & { kind: 'here' | 'forward' }, rest: string, token: string) {
-    if (route.kind === 'here') {
-      const { host, port, socketPath } = route.target
-      return { host, port, socketPath, path: rest, tls: false }
+  /**
+   * The request to the next hop (the container's port, or the holder instance), not yet ended.
+   * Node's client parses the answer, so the copy sees a status and headers, never raw bytes.
+   */
+  function open(hop: Hop, method: string | undefined, headers: OutgoingHttpHeaders, own = false): ClientRequest {
+    if (hop.route.kind === 'here') {
+      const { host, port, socketPath } = hop.route.target
+      const to = socketPath ? { socketPath } : { host, port }
+      return httpRequest({ ...to, method, path: hop.rest, headers, agent: own ? false : undefined })
     }
-    const url = new URL(route.url)
+    const url = new URL(hop.route.url)
     const tls = url.protocol === 'https:'
-    return {
+    const send = tls ? httpsRequest : httpRequest
+    return send({
       host: url.hostname.replace(/^\[|\]$/g, ''),
       port: Number(url.port) || (tls ? 443 : 80),
-      socketPath: undefined,
-      path: `/preview/${token}${rest}`,
-      tls,
-    }
+      method,
+      path: `/preview/${hop.token}${hop.rest}`,
+      headers: { ...headers, [HOP_HEADER]: '1' },
+      agent: own ? false : undefined,
+    })
   }
 
   const fail = async (res: ServerResponse, err: unknown) => {
     if (res.headersSent) return void res.destroy()
     const answer = errorResponse(err, o.logger)
+    const body = await answer.text()
+    if (res.destroyed) return
     res.writeHead(answer.status, { 'content-type': 'application/json' })
-    res.end(await answer.text())
+    res.end(body)
   }
 
   const refused = (err: unknown, port: number) =>
@@ -128,68 +144,87 @@ export function createPreviewProxy(o: { services: Services; logger: Logger }): {
       cause: (err as NodeJS.ErrnoException).code ?? 'error',
     })
 
+  const invalid = (port: number) =>
+    new ApiError('CONTAINER_FAILED', `No valid HTTP answer on port ${port} in the session's container`, {
+      reason: 'invalid_answer',
+    })
+
+  async function serveRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let hop: Hop
+    try {
+      hop = await routeOf(req)
+    } catch (err) {
+      req.resume()
+      return fail(res, err)
+    }
+    const headers = passOn(req.headers)
+    headers['x-forwarded-for'] = req.socket.remoteAddress ?? ''
+    const upstream = open(hop, req.method, headers)
+    // Settled once an answer is passed on (its body's failures are then the copy's to handle) or refused.
+    let settled = false
+    const badGateway = (err: ApiError) => {
+      if (settled || res.destroyed) return
+      settled = true
+      void fail(res, err)
+    }
+    upstream.on('response', (answer) => {
+      if (copyAnswer(answer, res, passBack(answer))) settled = true
+      else badGateway(invalid(hop.port))
+    })
+    upstream.on('error', (err) => badGateway(refused(err, hop.port)))
+    // Closed without an answer or an error: a `101` to a request that asked for no upgrade.
+    upstream.on('close', () => badGateway(invalid(hop.port)))
+    // A caller that goes away ends the upstream request too.
+    res.on('close', () => upstream.destroy())
+    req.pipe(upstream)
+  }
+
+  async function serveUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy())
+    let hop: Hop
+    try {
+      hop = await routeOf(req)
+    } catch (err) {
+      return refuseUpgrade(socket, err, o.logger)
+    }
+    const headers = passOn(req.headers)
+    // The upgrade itself passes on; the rest of the connection headers do not.
+    headers.connection = 'Upgrade'
+    if (req.headers.upgrade) headers.upgrade = req.headers.upgrade
+    // A connection of its own: once switched, it is this socket's and no pool's.
+    const upstream = open(hop, req.method, headers, true)
+    let settled = false
+    const refuse = (err: ApiError) => {
+      if (settled) return
+      settled = true
+      void refuseUpgrade(socket, err, o.logger)
+    }
+    upstream.on('upgrade', (answer, joined, upHead) => {
+      settled = true
+      socket.write(rawHead(101, passBack(answer, true)))
+      if (upHead.length) socket.write(upHead)
+      if (head.length) joined.write(head)
+      joined.on('error', () => socket.destroy())
+      joined.pipe(socket)
+      socket.pipe(joined)
+      socket.on('close', () => joined.destroy())
+      joined.on('close', () => socket.destroy())
+    })
+    // Any other answer is passed back (sandboxed) and the connection closed after it.
+    upstream.on('response', (answer) => {
+      if (copyRawAnswer(answer, socket, passBack(answer))) settled = true
+      else refuse(invalid(hop.port))
+    })
+    upstream.on('error', (err) => refuse(refused(err, hop.port)))
+    upstream.on('close', () => refuse(invalid(hop.port)))
+    socket.on('close', () => upstream.destroy())
+    upstream.end()
+  }
+
   return {
     matches: (req) => (req.url ?? '').startsWith('/preview/') && req.method !== 'CONNECT',
-
-    request(req, res) {
-      routeOf(req).then(
-        ({ route, rest, token }) => {
-          const next = hop(route, rest, token)
-          const headers = passOn(req.headers)
-          headers['x-forwarded-for'] = req.socket.remoteAddress ?? ''
-          if (route.kind === 'forward') headers[HOP_HEADER] = '1'
-          const send = next.tls ? httpsRequest : httpRequest
-          const to = next.socketPath ? { socketPath: next.socketPath } : { host: next.host, port: next.port }
-          const upstream = send({ ...to, method: req.method, path: next.path, headers })
-          upstream.on('response', (answer) => {
-            const back = passOn(answer.headers)
-            back['content-security-policy'] = [back['content-security-policy'] ?? []].flat().concat(SANDBOX)
-            res.writeHead(answer.statusCode ?? 502, answer.statusMessage, back)
-            answer.pipe(res)
-          })
-          upstream.on('error', (err) => void fail(res, refused(err, route.kind === 'here' ? next.port : 0)))
-          // A caller that goes away ends the upstream request too.
-          res.on('close', () => upstream.destroy())
-          req.pipe(upstream)
-        },
-        (err: unknown) => {
-          req.resume()
-          return fail(res, err)
-        },
-      )
-    },
-
-    upgrade(req, socket, head) {
-      socket.on('error', () => socket.destroy())
-      routeOf(req).then(
-        ({ route, rest, token }) => {
-          const next = hop(route, rest, token)
-          const headers = passOn(req.headers)
-          // The upgrade itself passes on; the rest of the connection headers do not.
-          headers.connection = 'Upgrade'
-          if (req.headers.upgrade) headers.upgrade = req.headers.upgrade
-          if (route.kind === 'forward') headers[HOP_HEADER] = '1'
-          const upstream = next.tls
-            ? tlsConnect({ host: next.host, port: next.port, servername: next.host })
-            : netConnect(next.socketPath ? { path: next.socketPath } : { host: next.host, port: next.port })
-          upstream.once('error', (err) => {
-            if (upstream.bytesRead === 0) void refuseUpgrade(socket, refused(err, next.port), o.logger)
-            else socket.destroy()
-          })
-          upstream.once(next.tls ? 'secureConnect' : 'connect', () => {
-            const lines = Object.entries(headers).flatMap(([k, v]) =>
-              (Array.isArray(v) ? v : [v]).map((x) => `${k}: ${x}`),
-            )
-            upstream.write(`${req.method} ${next.path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`)
-            if (head.length) upstream.write(head)
-            upstream.pipe(socket)
-            socket.pipe(upstream)
-            socket.on('close', () => upstream.destroy())
-            upstream.on('close', () => socket.destroy())
-          })
-        },
-        (err: unknown) => refuseUpgrade(socket, err, o.logger),
-      )
-    },
+    request: (req, res) =>
+      void serveRequest(req, res).catch((err: unknown) => fail(res, err).catch(() => res.destroy())),
+    upgrade: (req, socket, head) => void serveUpgrade(req, socket, head).catch(() => socket.destroy()),
   }
 }

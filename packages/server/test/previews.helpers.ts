@@ -30,7 +30,26 @@ s.listen(${port});
  * with `holdS`, the call then stays that long (a sandbox whose processes end with the call).
  */
 export function serveInContainer(port = 8000, holdS = 0): string {
-  const b64 = Buffer.from(SERVER_SOURCE(port)).toString('base64')
+  return daemonInContainer(SERVER_SOURCE(port), port, holdS)
+}
+
+/**
+ * Node source of a server on `port` that answers every request with raw bytes no HTTP server
+ * would write: `HTTP/1.1 200 OK\x01` (a reason phrase with a control character), or status
+ * `099` for `GET /status` (audit FINDINGS 15).
+ */
+export const HOSTILE_SOURCE = (port: number) => `
+require('net').createServer((s) => {
+  s.on('error', () => {});
+  s.once('data', (d) => s.end(String(d).startsWith('GET /status ')
+    ? 'HTTP/1.1 099 Low\\r\\ncontent-length: 2\\r\\n\\r\\nhi'
+    : 'HTTP/1.1 200 OK\\x01\\r\\ncontent-length: 2\\r\\n\\r\\nhi'));
+}).listen(${port});
+`
+
+/** A prompt whose Bash call starts `source` (listening on `port`) as a daemon, as {@link serveInContainer} does. */
+export function daemonInContainer(source: string, port: number, holdS = 0): string {
+  const b64 = Buffer.from(source).toString('base64')
   // Its own session, detached: it outlives the Bash call and the task (as a dev server an agent starts would).
   const start = `require('child_process').spawn(process.execPath, ['-e', Buffer.from('${b64}', 'base64').toString()], { detached: true, stdio: 'ignore' }).unref()`
   const command = `node -e "${start}"; for i in $(seq 50); do if node -e "require('http').get('http://127.0.0.1:${port}/',()=>process.exit(0)).on('error',()=>process.exit(1))"; then echo started; break; fi; sleep 0.2; done${holdS ? `; sleep ${holdS}` : ''}`

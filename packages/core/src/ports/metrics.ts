@@ -47,6 +47,12 @@ export interface Metrics {
   coordinationError(kind: 'unreachable' | 'lease_lost' | 'reset'): void
   /** A call to the store failed, by the store's method (`get`, `put`, `list`, …). */
   storeError(operation: string): void
+  /**
+   * An exception nothing caught, thrown while the server served a request, an upgrade or a
+   * `CONNECT`, that the server's last-resort guard contained (it ended that connection and kept
+   * serving; see `guardUncaught` in `@berth/server`).
+   */
+  uncaughtError(context: 'request' | 'upgrade' | 'connect'): void
   /** Where this instance's queue depth is read from at scrape time. */
   watchQueue(depth: () => number): void
   /** Where the pool's container counts are read from at scrape time. */
@@ -76,6 +82,7 @@ export const noopMetrics: Metrics = {
   delivery() {},
   coordinationError() {},
   storeError() {},
+  uncaughtError() {},
   watchQueue() {},
   watchPool() {},
 }

@@ -92,7 +92,7 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
     const grant = await grantOf(req)
     if ('status' in grant) return void socket.end(rejection(grant.status, grant.reason))
     const authority = parseAuthority(req.url ?? '')
-    if (!authority) return void socket.end(rawResponse(400, 'Bad Request', [], 'CONNECT needs host:port\n'))
+    if (!authority) return void socket.end(rawResponse(400, [], 'CONNECT needs host:port\n'))
     const dest = await checkDestination(grant.egress, authority.host, authority.port, lookup)
     if (!dest.ok) {
       refused(grant, dest, authority.host, authority.port)
@@ -205,20 +205,12 @@ function parseAuthority(text: string): { host: string; port: number } | null {
   return match ? { host: match[1]!, port: Number(match[2]) } : null
 }
 
-const REASONS: Record<number, string> = {
-  400: 'Bad Request',
-  403: 'Forbidden',
-  407: 'Proxy Authentication Required',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-}
-
 function challenge(status: number): string[] {
   return status === 407 ? ['Proxy-Authenticate', 'Basic realm="berth"'] : []
 }
 
 function rejection(status: number, reason: string): string {
-  return rawResponse(status, REASONS[status] ?? 'Error', challenge(status), `${reason}\n`)
+  return rawResponse(status, challenge(status), `${reason}\n`)
 }
 
 function answer(res: ServerResponse, status: number, reason: string): void {

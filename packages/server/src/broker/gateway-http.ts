@@ -3,6 +3,7 @@
  * read under a limit, and which headers cross the gateway in each direction.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import { answerHeaders, HOP_BY_HOP } from '../upstream-answer.js'
 
 /** The error `type`s the gateway answers with itself, as Anthropic names them. */
 export type GatewayErrorType =
@@ -55,19 +56,6 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
   }
   return Buffer.concat(chunks)
 }
-
-/** Headers that describe one connection, never the message (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-])
 
 /**
  * Headers the gateway never passes to the provider: the capability token (`x-api-key`,
@@ -130,22 +118,21 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, apiKey: string): 
 }
 
 /**
- * The provider's response headers as node:http writes them, minus hop-by-hop headers and
- * those that described the encoded body.
+ * The provider's response headers as node:http writes them, through the one copy every proxy
+ * makes ({@link answerHeaders}: hop-by-hop headers and those the `Connection` header names
+ * dropped, and any name or value Node would refuse), minus those that described the encoded body.
  *
  * @example
  * ```ts
- * res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
+ * writeAnswerHead(res, upstream.status, downstreamHeaders(upstream.headers))
  * ```
  */
-export function downstreamHeaders(headers: Headers): Record<string, string> {
-  const named = connectionTokens(headers.get('connection'))
-  const out: Record<string, string> = {}
+export function downstreamHeaders(headers: Headers): string[] {
+  const raw: string[] = []
   headers.forEach((value, name) => {
-    if (HOP_BY_HOP.has(name) || NOT_DOWNSTREAM.has(name) || named.has(name)) return
-    out[name] = value
+    raw.push(name, value)
   })
-  return out
+  return answerHeaders(raw, { drop: NOT_DOWNSTREAM })
 }
 
 /**

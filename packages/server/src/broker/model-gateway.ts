@@ -10,6 +10,7 @@
 import { unlink } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { modelAllowed, type GatewayGrant } from '@berth/core'
+import { writeAnswerHead } from '../upstream-answer.js'
 import { limitsOf, Reservations, spentMessage, type Hold } from './gateway-budget.js'
 import { BodyTooLarge, downstreamHeaders, readBody, sendError, tokenOf } from './gateway-http.js'
 import { costOf, priceOf, worstCostOf } from './gateway-prices.js'
@@ -287,7 +288,10 @@ export async function startModelGateway(o: ModelGatewayOptions): Promise<ModelGa
         return sendError(res, 502, 'api_error', `${PREFIX}: the model provider could not be reached`)
       }
 
-      res.writeHead(upstream.status, downstreamHeaders(upstream.headers))
+      if (!writeAnswerHead(res, upstream.status, downstreamHeaders(upstream.headers))) {
+        await upstream.body?.cancel().catch(() => {})
+        return sendError(res, 502, 'api_error', `${PREFIX}: the model provider answered with status ${upstream.status}`)
+      }
       res.flushHeaders()
       if (route.metered && upstream.ok) reader = provider.usageReader(upstream.headers.get('content-type'))
       const check = hold && budgetCheck(hold, priced, maxTokens)

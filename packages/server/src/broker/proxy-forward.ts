@@ -4,6 +4,7 @@ import { request as httpsRequest } from 'node:https'
 import { isIP } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { rootCertificates } from 'node:tls'
+import { copyAnswer, copyRawAnswer, rawHead } from '../upstream-answer.js'
 import { type Injection, responseHeaders, rewriteRequestHeaders } from './proxy-grant.js'
 
 /** One checked destination and what the proxy adds to its requests. */
@@ -52,7 +53,8 @@ function failure(target: ForwardTarget, err: NodeJS.ErrnoException, ctx: Forward
 
 /**
  * Send one request to its checked destination with its headers rewritten, and stream the
- * answer back as it comes.
+ * answer back as it comes, through the one copy every proxy makes (`upstream-answer.ts`): an
+ * answer that is no valid HTTP (a bad status, none at all) is the proxy's 502.
  */
 export function forwardRequest(
   req: IncomingMessage,
@@ -69,14 +71,20 @@ export function forwardRequest(
     res.writeHead(400, { 'content-type': 'text/plain' }).end(failure(target, err as NodeJS.ErrnoException, ctx))
     return
   }
+  // Settled once an answer is passed on (its body's failures are then the copy's to handle) or refused.
+  let settled = false
+  const badGateway = (err: NodeJS.ErrnoException) => {
+    if (settled || res.destroyed) return
+    settled = true
+    res.writeHead(502, { 'content-type': 'text/plain' }).end(failure(target, err, ctx))
+  }
   upstream.on('response', (up) => {
-    res.writeHead(up.statusCode ?? 502, up.statusMessage, responseHeaders(up.rawHeaders, target.injection))
-    up.pipe(res)
+    if (copyAnswer(up, res, responseHeaders(up.rawHeaders, target.injection))) settled = true
+    else badGateway(invalidAnswer())
   })
-  upstream.on('error', (err) => {
-    if (res.headersSent) res.destroy()
-    else res.writeHead(502, { 'content-type': 'text/plain' }).end(failure(target, err, ctx))
-  })
+  upstream.on('error', badGateway)
+  // Closed without an answer and without an error: a `101` to a request that asked for no upgrade.
+  upstream.on('close', () => badGateway(invalidAnswer()))
   res.on('close', () => upstream.destroy())
   req.pipe(upstream)
 }
@@ -97,13 +105,18 @@ export function forwardUpgrade(
   try {
     upstream = open(target, req, ctx, rewriteRequestHeaders(req.rawHeaders, target.injection, true))
   } catch (err) {
-    client.end(rawResponse(400, 'Bad Request', [], failure(target, err as NodeJS.ErrnoException, ctx)))
+    client.end(rawResponse(400, [], failure(target, err as NodeJS.ErrnoException, ctx)))
     return
   }
+  let settled = false
+  const badGateway = (err: NodeJS.ErrnoException) => {
+    if (settled || client.destroyed) return
+    settled = true
+    client.end(rawResponse(502, [], failure(target, err, ctx)))
+  }
   upstream.on('upgrade', (up, socket, upHead) => {
-    client.write(
-      rawHead(up.statusCode ?? 101, up.statusMessage ?? '', responseHeaders(up.rawHeaders, target.injection, true)),
-    )
+    settled = true
+    client.write(rawHead(101, responseHeaders(up.rawHeaders, target.injection, true)))
     if (upHead.length > 0) client.write(upHead)
     if (head.length > 0) socket.write(head)
     socket.pipe(client).pipe(socket)
@@ -111,31 +124,26 @@ export function forwardUpgrade(
     client.on('close', () => socket.destroy())
   })
   upstream.on('response', (up) => {
-    client.write(
-      rawHead(up.statusCode ?? 502, up.statusMessage ?? '', [
-        ...responseHeaders(up.rawHeaders, target.injection),
-        'Connection',
-        'close',
-      ]),
-    )
-    up.pipe(client)
+    const headers = responseHeaders(up.rawHeaders, target.injection)
+    if (copyRawAnswer(up, client, headers)) settled = true
+    else badGateway(invalidAnswer())
   })
-  upstream.on('error', (err) => client.end(rawResponse(502, 'Bad Gateway', [], failure(target, err, ctx))))
+  upstream.on('error', badGateway)
+  upstream.on('close', () => badGateway(invalidAnswer()))
   client.on('error', () => upstream.destroy())
   upstream.end()
 }
 
-function rawHead(status: number, message: string, headers: string[]): string {
-  let text = `HTTP/1.1 ${status} ${message}\r\n`
-  for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`
-  return `${text}\r\n`
+/** An upstream whose answer the proxy does not pass on: a status outside 200-599, or no answer at all. */
+function invalidAnswer(): NodeJS.ErrnoException {
+  return Object.assign(new Error('no valid answer'), { code: 'EINVALIDANSWER' })
 }
 
 /**
  * A whole HTTP/1.1 answer written on a raw socket (for CONNECT and upgrades, where Node
  * gives the proxy the socket rather than a response object); the connection closes after.
  */
-export function rawResponse(status: number, message: string, headers: string[], body: string): string {
+export function rawResponse(status: number, headers: string[], body: string): string {
   const all = [
     ...headers,
     'Content-Type',
@@ -145,5 +153,5 @@ export function rawResponse(status: number, message: string, headers: string[], 
     'Connection',
     'close',
   ]
-  return rawHead(status, message, all) + body
+  return rawHead(status, all) + body
 }

@@ -1,4 +1,5 @@
 import type { EgressPolicy, ProxyGrant } from '@berth/core'
+import { answerHeaders, HOP_BY_HOP } from '../upstream-answer.js'
 
 /**
  * What one task may do through the egress proxy (core's `RunGrants.proxy` answers it from
@@ -82,19 +83,8 @@ function gitHostMatches(account: string, host: string, port: number): boolean {
 }
 
 // Headers that belong to one hop (RFC 9110 section 7.6.1) and are never forwarded, plus
-// the proxy's own credential. Message framing is left to Node, which sets it again.
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'expect',
-])
+// the proxy's own credential and `Expect`. Message framing is left to Node, which sets it again.
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'expect'])
 
 /**
  * The request headers to forward, as Node's flat `rawHeaders` list: hop-by-hop headers
@@ -115,23 +105,20 @@ export function rewriteRequestHeaders(raw: string[], injection: Injection, upgra
 }
 
 /**
- * Response headers to pass back: hop-by-hop ones dropped (Node frames the body again), and
- * any injected value an upstream echoes in a header shown as its placeholder again. Bodies
- * are passed as they come: an allowed host that echoes its request's headers in a body
- * can show the value to the agent, which is why a secret lists the hosts it may reach.
+ * Response headers to pass back, through the one copy every proxy makes ({@link answerHeaders}:
+ * hop-by-hop ones dropped, as Node frames the body again, and any name or value Node would
+ * refuse), with any injected value an upstream echoes in a header shown as its placeholder
+ * again. Bodies are passed as they come: an allowed host that echoes its request's headers in
+ * a body can show the value to the agent, which is why a secret lists the hosts it may reach.
  */
 export function responseHeaders(raw: string[], injection?: Injection, upgrade = false): string[] {
-  const out: string[] = []
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (dropped(raw[i]!, upgrade)) continue
-    out.push(raw[i]!, injection ? replaceAll(raw[i + 1]!, injection.redactions) : raw[i + 1]!)
-  }
-  return out
+  const redactions = injection?.redactions ?? []
+  return answerHeaders(raw, { upgrade, value: (v) => replaceAll(v, redactions) })
 }
 
 function dropped(name: string, upgrade: boolean): boolean {
   const lower = name.toLowerCase()
-  return HOP_BY_HOP.has(lower) && !(upgrade && (lower === 'connection' || lower === 'upgrade'))
+  return NOT_FORWARDED.has(lower) && !(upgrade && (lower === 'connection' || lower === 'upgrade'))
 }
 
 function replacePlaceholders(value: string, secrets: Injection['secrets']): string {

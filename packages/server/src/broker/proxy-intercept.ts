@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { createSecureContext, TLSSocket } from 'node:tls'
+import { serveGuarded } from '../crash-guard.js'
 import type { BrokerCa } from './broker-ca.js'
 import { type ForwardContext, type ForwardTarget, forwardRequest, forwardUpgrade } from './proxy-forward.js'
 import { normalHost } from './proxy-grant.js'
@@ -20,6 +21,7 @@ export interface Interceptor {
 export function createInterceptor(ca: BrokerCa, ctx: ForwardContext): Interceptor {
   const targets = new WeakMap<Duplex, ForwardTarget>()
   const inner = createServer()
+  serveGuarded(inner)
 
   inner.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const target = targets.get(req.socket)

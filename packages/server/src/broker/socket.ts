@@ -1,6 +1,7 @@
 import { chmod, lstat, unlink } from 'node:fs/promises'
 import type { Server } from 'node:http'
 import { connect } from 'node:net'
+import { serveGuarded } from '../crash-guard.js'
 
 /** True when something accepts connections on the socket. */
 function answers(socketPath: string): Promise<boolean> {
@@ -29,7 +30,8 @@ async function claimSocketPath(socketPath: string, what: string): Promise<void> 
 /**
  * Listen on a unix socket for the broker: the path claimed first (a stale socket from a
  * crash is replaced, a live one refused), then made world-writable, because containers run
- * as any user and the token, not the file mode, is what admits a request.
+ * as any user and the token, not the file mode, is what admits a request. What it serves
+ * is marked for the process's last-resort guard, when one is installed (`crash-guard.ts`).
  *
  * @example
  * ```ts
@@ -38,6 +40,7 @@ async function claimSocketPath(socketPath: string, what: string): Promise<void> 
  */
 export async function listenOnSocket(server: Server, socketPath: string, what: string): Promise<void> {
   await claimSocketPath(socketPath, what)
+  serveGuarded(server)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(socketPath, () => {

@@ -44,8 +44,9 @@ function processRegistry(): Registry {
 /**
  * Berth's metrics in their own prom-client Registry: requests by route name, tasks, queue,
  * first token, runner start, pool, WebSocket, model tokens and cost, deliveries, store and
- * coordination errors, and Node's process metrics. Label values are bounded: free-form ones
- * (model, provider) are checked for shape and capped in number, the rest come from fixed lists.
+ * coordination errors, exceptions the server's guard contained, and Node's process metrics.
+ * Label values are bounded: free-form ones (model, provider) are checked for shape and capped
+ * in number, the rest come from fixed lists.
  *
  * @example
  * ```ts
@@ -167,6 +168,12 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
     labelNames: ['operation'],
     registers,
   })
+  const uncaught = new Counter({
+    name: 'berth_uncaught_errors_total',
+    help: "Exceptions nothing caught while a connection was served, contained by the server's guard (that connection ended), by context (request, upgrade, connect)",
+    labelNames: ['context'],
+    registers,
+  })
   // Read at scrape time from whoever registered a source; zero until then.
   let queueDepth = () => 0
   let poolStats = (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 })
@@ -234,6 +241,7 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
     },
     coordinationError: (kind) => coordinationErrors.inc({ kind }),
     storeError: (operation) => storeErrors.inc({ operation }),
+    uncaughtError: (context) => uncaught.inc({ context }),
     watchQueue(depth) {
       queueDepth = depth
     },
