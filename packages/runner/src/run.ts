@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { query, type Query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
@@ -151,12 +152,18 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
     // waits for it), then the messages of `message` control lines, which the SDK takes at
     // the next turn boundary. The input ends after the turn, so Claude Code exits as after
     // a one-shot prompt.
+    const watch = new TurnWatch()
+    const send = (text: string) => {
+      const m = userMessage(text)
+      watch.sent(m.uuid)
+      return m
+    }
     const streamed = async function* () {
       const p = await prompt
-      yield userMessage(p.prompt)
+      yield send(p.prompt)
       for (let text = await steer.takeMessage(over); text !== null; text = await steer.takeMessage(over)) {
         emit({ type: 'user_message', text })
-        yield userMessage(text)
+        yield send(text)
       }
       await inputDone
     }
@@ -199,7 +206,6 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       await sendUser()
       mark('prompt')
     }
-    const watch = new TurnWatch()
     let drainEnded!: () => void
     const drained = new Promise<void>((r) => (drainEnded = r))
     let heldTimer: NodeJS.Timeout | undefined
@@ -223,8 +229,9 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
         for await (const m of messages) {
           if (m.type === 'system' && m.subtype === 'init') mark('init')
           const end = watch.push(m)
-          // After the turn, only background tasks end: that belongs to no task.
-          if (turn) continue
+          // After the turn, only background tasks end: that belongs to no task. Nor does a
+          // result that answers none of its messages.
+          if (turn || (m.type === 'result' && end !== 'result')) continue
           transcript.push(m)
           if (end === 'result') endTurn(end)
           else if (end === 'final_message')
@@ -264,8 +271,14 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   )
 }
 
+/** A user message with a uuid of its own, which the SDK's result for it echoes. */
 function userMessage(text: string) {
-  return { type: 'user' as const, message: { role: 'user' as const, content: text }, parent_tool_use_id: null }
+  return {
+    type: 'user' as const,
+    uuid: randomUUID(),
+    message: { role: 'user' as const, content: text },
+    parent_tool_use_id: null,
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
-import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk'
+import type { SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sdk'
 
 /**
- * What says the agent's turn is over. `result`: the SDK's result message. `final_message`:
+ * What says the agent's turn is over. `result`: the SDK's result for the task's messages. `final_message`:
  * the agent's last message ended its turn (stop reason `end_turn`, no tool of its own
  * running) while background work it started runs on; Claude Code may hold its result back
  * until that work ends, which for a dev server is never.
@@ -21,11 +21,15 @@ export interface BackgroundTask {
  * agent's turns until it ends its turn, and work it left running in the background does
  * not hold that end back. It also keeps the set of live background tasks (from the SDK's
  * level signal, `background_tasks_changed`), so that whoever ends the task can stop them.
- * Only the main agent's messages count; a subagent's turns are part of its tool call.
+ * Only the main agent's messages count; a subagent's turns are part of its tool call. A
+ * result counts when it answers a message the task sent ({@link TurnWatch.sent}): Claude
+ * Code also writes results of its own, such as one for the notice, on a resumed
+ * conversation, that a background task of the previous process was stopped.
  *
  * @example
  * ```ts
  * const watch = new TurnWatch()
+ * watch.sent(prompt.uuid)
  * for await (const m of query(...)) {
  *   const end = watch.push(m) // 'result' | 'final_message' | null
  *   if (end) console.log('turn over', end, watch.background())
@@ -34,15 +38,22 @@ export interface BackgroundTask {
  */
 export class TurnWatch {
   private live: BackgroundTask[] = []
+  /** The uuids of the user messages the task sent. */
+  private readonly asked = new Set<string>()
   /** The main agent's tool calls that have no result yet. */
   private readonly tools = new Set<string>()
   /** The stop reason of the main agent's model call under way (or just ended). */
   private stopReason: string | null = null
   private final = false
 
+  /** A user message of the task went to Claude Code with this uuid. */
+  sent(uuid: string): void {
+    this.asked.add(uuid)
+  }
+
   /** Feed one SDK message; says whether it ends the turn. */
   push(m: SDKMessage): TurnEnd | null {
-    if (m.type === 'result') return 'result'
+    if (m.type === 'result') return this.answersTask(m) ? 'result' : null
     if (m.type === 'system') {
       // A level signal with replace semantics: a missed start or end cannot leave a stale entry.
       if (m.subtype === 'background_tasks_changed')
@@ -86,6 +97,13 @@ export class TurnWatch {
   /** The background tasks running now. */
   background(): BackgroundTask[] {
     return [...this.live]
+  }
+
+  private answersTask(r: SDKResultMessage): boolean {
+    const echoed = r.user_message_uuids ?? (r.user_message_uuid ? [r.user_message_uuid] : [])
+    if (echoed.length) return echoed.some((u) => this.asked.has(u))
+    // Echoes nothing (a crash at start, an older CLI): any result but one of Claude Code's own turns.
+    return r.origin === undefined || r.origin.kind === 'human'
   }
 
   private turnOver(): TurnEnd | null {

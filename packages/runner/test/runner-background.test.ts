@@ -83,5 +83,20 @@ describe('berth-runner: background work ends no task', () => {
     expect(await probe(port)).toBe('ECONNREFUSED')
     expect(processesIn(input.cwd)).toEqual([])
     expect(readFileSync(input.events_file, 'utf8').trim().split('\n').at(-1)).toContain('"type":"result"')
-  }, 180_000)
+
+    // The next prompt of the conversation (a session's follow-up) is a turn of its own: Claude
+    // Code's notice that the server was stopped, and its result, are not it.
+    const gone = `node -e "require('http').get('http://127.0.0.1:${port}').on('error',e=>console.log('stopped:'+e.code))"`
+    const next = await runRunner(
+      makeInput(`Still up? [[berth:tool Bash ${JSON.stringify({ command: gone })}]] [[berth:text Checked.]]`, {
+        allowed_tools: ['Bash'],
+        cwd: input.cwd,
+        task_id: 'task_next',
+        resume: run.result!.session_id,
+      }),
+      { keepOpen: true },
+    )
+    expect(next.result).toMatchObject({ outcome: 'success', text: 'Checked.', turns: 2, error: null })
+    expect(next.events.find((e) => e.type === 'tool_result')).toMatchObject({ output: 'stopped:ECONNREFUSED' })
+  }, 240_000)
 })

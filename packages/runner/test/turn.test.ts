@@ -52,7 +52,15 @@ function backgroundTurns(watch: TurnWatch): Array<string | null> {
 }
 
 describe('TurnWatch: when the agent has ended its turn', () => {
-  it('the SDK result ends the turn', () => {
+  it("the SDK result for the task's messages ends the turn; one of Claude Code's own does not", () => {
+    const watch = new TurnWatch()
+    watch.sent('u-prompt')
+    // On a resumed conversation: the notice that the previous process's background task was stopped.
+    expect(watch.push(msg({ ...result, result: '', origin: { kind: 'task-notification' } }))).toBeNull()
+    expect(watch.push(msg({ ...result, user_message_uuid: 'u-other', user_message_uuids: ['u-other'] }))).toBeNull()
+    const folded = { user_message_uuid: 'u-later', user_message_uuids: ['u-prompt', 'u-later'] }
+    expect(watch.push(msg({ ...result, ...folded }))).toBe('result')
+    // A result that echoes no message (a crash at start, an older CLI) is the turn's.
     expect(new TurnWatch().push(result)).toBe('result')
   })
 
