@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import { query } from '@anthropic-ai/claude-agent-sdk'
+import { query, type Query } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import { startOfflineModel, type OfflineModelServer } from '@berth/stub-model'
 import { approvalGate } from './approvals.js'
@@ -13,6 +14,7 @@ import { killToolProcesses } from './processes.js'
 import { mark } from './probe.js'
 import { Steering } from './steer.js'
 import { Transcript } from './transcript.js'
+import { TurnWatch, type TurnEnd } from './turn.js'
 import { writeSkills } from './workspace.js'
 
 /** What {@link runTask} needs besides the input. */
@@ -39,6 +41,14 @@ export interface RunTaskOptions {
   interruptGraceMs?: number
   /** Start Claude Code as this user, and hand it what the run writes for it (`agent-user.ts`). */
   agentUser?: AgentUser | null
+  /**
+   * How long the SDK's result may lag behind the agent's final message while background
+   * work runs (Claude Code may hold it back until that work ends) before the run's result
+   * is built from the transcript.
+   */
+  heldResultGraceMs?: number
+  /** How long Claude Code may take to exit once the turn is over before it (and its tools) are stopped. */
+  exitGraceMs?: number
 }
 
 /** What a warm runner learns only when its task arrives. */
@@ -50,6 +60,9 @@ export interface TaskPrompt {
 /**
  * Run one prompt through the Claude Agent SDK and emit its transcript: `user_message`,
  * then turns, tokens, tool calls and results, and always exactly one `result` last.
+ * The run is one task: the prompt and the agent's turns until it ends its turn
+ * ({@link TurnWatch}); background work it started (a `run_in_background` server) does not
+ * hold that end back, and is stopped with the run.
  * With provider `stub` the offline model is served on 127.0.0.1 for the run's duration.
  * The result's tokens and cost are this run's own model calls: every answer the offline
  * model gave (`stub`), or every answer streamed to the SDK (otherwise; where the model
@@ -95,6 +108,8 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   }
   opts.signal?.addEventListener('abort', onAbort, { once: true })
   let interrupted = false
+  /** What ended the agent's turn (null while it runs). */
+  let turn: TurnEnd | null = null
   let interruptTimer: NodeJS.Timeout | undefined
   let model: OfflineModelServer | undefined
   let git: GitCredentialSetup | undefined
@@ -127,26 +142,38 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
         : undefined,
     })
     if (cancelled()) throw new Error('cancelled')
-    let sawResult!: () => void
-    const resultSeen = new Promise<void>((r) => (sawResult = r))
-    abortController.signal.addEventListener('abort', () => sawResult(), { once: true })
+    // Settles when the turn is over (or the run is stopped): no message goes to the agent after it.
+    let settle!: () => void
+    const over = new Promise<void>((r) => (settle = r))
+    abortController.signal.addEventListener('abort', () => settle(), { once: true })
+    // Settles once the background work is stopped (or the run is): the input ends then.
+    let endInput!: () => void
+    const inputDone = new Promise<void>((r) => (endInput = r))
+    abortController.signal.addEventListener('abort', () => endInput(), { once: true })
     // Streaming input, cold and warm alike: the first user message is the prompt (warm: it
     // waits for it), then the messages of `message` control lines, which the SDK takes at
-    // the next turn boundary. The input ends after the result, so Claude Code exits as
-    // after a one-shot prompt.
+    // the next turn boundary. The input ends after the turn, so Claude Code exits as after
+    // a one-shot prompt.
+    const watch = new TurnWatch()
+    const send = (text: string) => {
+      const m = userMessage(text)
+      watch.sent(m.uuid)
+      return m
+    }
     const streamed = async function* () {
       const p = await prompt
-      yield userMessage(p.prompt)
-      for (let text = await steer.takeMessage(resultSeen); text !== null; text = await steer.takeMessage(resultSeen)) {
+      yield send(p.prompt)
+      for (let text = await steer.takeMessage(over); text !== null; text = await steer.takeMessage(over)) {
         emit({ type: 'user_message', text })
-        yield userMessage(text)
+        yield send(text)
       }
+      await inputDone
     }
     mark('spawn')
     const messages = query({ prompt: streamed(), options })
     steer.onInterrupt(() => {
-      // Too late once the SDK's result is in: the run finished as it was.
-      if (interrupted || transcript.hasResult()) return
+      // Too late once the turn is over: the run finished as it was.
+      if (interrupted || turn) return
       interrupted = true
       gateStop.abort()
       void messages.interrupt().catch(() => {})
@@ -181,18 +208,46 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
       await sendUser()
       mark('prompt')
     }
+    let drainEnded!: () => void
+    const drained = new Promise<void>((r) => (drainEnded = r))
+    let heldTimer: NodeJS.Timeout | undefined
+    const endTurn = (end: TurnEnd) => {
+      if (turn) return
+      turn = end
+      clearTimeout(heldTimer)
+      settle()
+      void windDown(messages, watch, {
+        exitGraceMs: opts.exitGraceMs ?? 5000,
+        endInput,
+        abortController,
+        stop,
+        exited: drained,
+      })
+    }
     const drain = (async () => {
-      // The SDK throws after it yielded an error result; the result is what counts then.
+      // The SDK throws after it yielded an error result, or when Claude Code is stopped after
+      // the turn; the turn is what counts then.
       try {
         for await (const m of messages) {
           if (m.type === 'system' && m.subtype === 'init') mark('init')
+          const end = watch.push(m)
+          // After the turn, only background tasks end: that belongs to no task. Nor does a
+          // result that answers none of its messages.
+          if (turn || (m.type === 'result' && end !== 'result')) continue
           transcript.push(m)
-          if (m.type === 'result') sawResult()
+          if (end === 'result') endTurn(end)
+          else if (end === 'final_message')
+            heldTimer = setTimeout(
+              () => watch.atFinalMessage && endTurn('final_message'),
+              opts.heldResultGraceMs ?? 2000,
+            )
         }
       } catch (err) {
-        if (!transcript.hasResult() || cancelled()) throw err
+        if (!turn || cancelled()) throw err
       } finally {
-        sawResult()
+        clearTimeout(heldTimer)
+        settle()
+        drainEnded()
       }
     })()
     await untilAbortedPlusGrace(drain, stop.signal, () => (interrupted ? 300 : (opts.cancelGraceMs ?? 5000)))
@@ -212,13 +267,53 @@ export async function runTask(input: RunnerInput, opts: RunTaskOptions): Promise
   emit(
     transcript.result(() => meter.usage(), cancelled() ? 'cancelled' : failure, {
       interrupted: interrupted && !cancelled(),
+      heldResult: turn === 'final_message',
       ...(input.output_schema ? { schema: input.output_schema } : {}),
     }),
   )
 }
 
+/** A user message with a uuid of its own, which the SDK's result for it echoes. */
 function userMessage(text: string) {
-  return { type: 'user' as const, message: { role: 'user' as const, content: text }, parent_tool_use_id: null }
+  return {
+    type: 'user' as const,
+    uuid: randomUUID(),
+    message: { role: 'user' as const, content: text },
+    parent_tool_use_id: null,
+  }
+}
+
+/**
+ * End a Claude Code process whose turn is over: its background tasks are stopped through
+ * the SDK (no new turn comes of it, and Claude Code writes its session out), then its input
+ * ends and it exits as after a one-shot prompt. One that is still there `exitGraceMs` later
+ * is stopped with what its tools started (the run must end, and nothing hold its exec).
+ */
+async function windDown(
+  q: Query,
+  watch: TurnWatch,
+  ctx: {
+    exitGraceMs: number
+    endInput: () => void
+    abortController: AbortController
+    stop: AbortController
+    /** Settles when Claude Code's messages end (it exited). */
+    exited: Promise<unknown>
+  },
+): Promise<void> {
+  const tasks = watch.background()
+  if (tasks.length) {
+    const stopped = Promise.allSettled(tasks.map((t) => q.stopTask(t.task_id)))
+    await Promise.race([stopped, new Promise((r) => setTimeout(r, ctx.exitGraceMs).unref())])
+  }
+  ctx.endInput()
+  const timer = setTimeout(() => {
+    // Children first: Claude Code stopped by the abort would orphan its tools' processes.
+    killToolProcesses()
+    ctx.abortController.abort()
+    ctx.stop.abort()
+  }, ctx.exitGraceMs)
+  await ctx.exited.finally(() => clearTimeout(timer))
 }
 
 /** `work`, but settles at most `graceMs()` after `signal` aborts (a stuck SDK must not keep us). */

@@ -14,6 +14,9 @@ import { schemaErrors } from './schema-check.js'
 /** Tool output longer than this is cut (with a note) in `tool_result` events. */
 export const MAX_TOOL_OUTPUT = 16_000
 
+/** The tool through which Claude Code takes an answer to `output_schema`. */
+const STRUCTURED_OUTPUT_TOOL = 'StructuredOutput'
+
 type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
 
 /** How a run ended beyond the SDK's messages: interrupted, or answering to a schema. */
@@ -22,6 +25,11 @@ export interface ResultContext {
   interrupted?: boolean
   /** The input's `output_schema`: the result must carry a valid `structured_output`. */
   schema?: Record<string, unknown>
+  /**
+   * The agent ended its turn (its final message) and the SDK's result was held back
+   * (background work runs on): a success with what the transcript holds.
+   */
+  heldResult?: boolean
 }
 
 /** Every input token of an answer: fresh, cache writes and cache reads. */
@@ -173,7 +181,8 @@ export class Transcript {
   /**
    * The final `result`, with `usage`: the run's own model calls as its meter counted them
    * (read after this closes the open turn). Without an SDK result message (crash,
-   * cancellation) the outcome is `error_during_execution` with `failure` as the error. An
+   * cancellation) the outcome is `error_during_execution` with `failure` as the error,
+   * unless the agent ended its turn and the result was held back (`heldResult`). An
    * interrupted run is `interrupted` with what it did so far; with a schema, a success
    * needs a valid answer.
    */
@@ -190,7 +199,7 @@ export class Transcript {
         error: 'interrupted',
       }
     }
-    if (!r || failure) {
+    if ((!r && !ctx.heldResult) || failure) {
       return {
         type: 'result',
         outcome: 'error_during_execution',
@@ -199,10 +208,11 @@ export class Transcript {
         error: failure ?? 'the agent ended without a result',
       }
     }
-    let { outcome, error } = this.outcome(r)
+    let { outcome, error } = r ? this.outcome(r) : { outcome: 'success' as RunnerOutcome, error: null }
     let structured: { structured_output?: unknown } = {}
-    if (ctx.schema && outcome === 'success' && r.subtype === 'success') {
-      const value = r.structured_output
+    if (ctx.schema && outcome === 'success') {
+      // Without the SDK's result, the answer is the input of the agent's structured output call.
+      const value = r?.subtype === 'success' ? r.structured_output : this.structuredCall()
       const problems = value === undefined ? ['the agent gave no structured output'] : schemaErrors(ctx.schema, value)
       if (problems.length) {
         outcome = 'error_output_invalid'
@@ -212,7 +222,7 @@ export class Transcript {
     return {
       type: 'result',
       outcome,
-      text: r.subtype === 'success' && outcome === 'success' ? r.result : this.lastText,
+      text: r?.subtype === 'success' && outcome === 'success' ? r.result : this.lastText,
       ...base,
       error,
       ...structured,
@@ -224,6 +234,10 @@ export class Transcript {
     return this.calls.map((c) =>
       this.replaced.has(c.id) ? { ...c, input: this.replaced.get(c.id), original_input: c.input } : c,
     )
+  }
+
+  private structuredCall(): unknown {
+    return this.calls.findLast((c) => c.name === STRUCTURED_OUTPUT_TOOL)?.input
   }
 
   private outcome(r: SDKResultMessage): { outcome: RunnerOutcome; error: string | null } {

@@ -13,6 +13,7 @@ import { failure, startServer, type TestServer } from './helpers.js'
 import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 import { agentUser } from './tasks.helpers.js'
+import { sessionAndBatchEndWithTurn } from './background-work.helpers.js'
 
 /** A server on the local runtime (sandbox as asked: `bwrap` throws where it cannot work, never skips). */
 async function localTaskServer(sandbox: SandboxMode, opts: { sessionIdleMs?: number } = {}) {
@@ -97,6 +98,10 @@ describe('tasks on local (bwrap sandbox)', () => {
     expect(two.workspace_id).toBe(one.workspace_id)
     expect((await t.api.workspaces.get({ params: { id: one.workspace_id! } })).container_id).toBe(ws.container_id)
   })
+
+  it('a session task and a batch task whose agent starts a run_in_background server end completed with their turn', async () => {
+    await sessionAndBatchEndWithTurn(t)
+  }, 600_000)
 
   it('a secret printed by a tool reaches the tool but neither the stored events nor the result', async () => {
     const value = 'tok-LOCAL-SECRET-9e8d7c'

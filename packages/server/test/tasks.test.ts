@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { ENGINES, onEngine, sweep } from './pool.helpers.js'
 import { failure } from './helpers.js'
 import { taskServer } from './tasks.helpers.js'
+import { sessionAndBatchEndWithTurn } from './background-work.helpers.js'
 
 type TaskServer = Awaited<ReturnType<typeof taskServer>>
 /** A workspace as its owner reads it. */
@@ -89,6 +90,10 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
       'What did I ask first? [[berth:recall]]',
     ])
   })
+
+  it('a session task and a batch task whose agent starts a run_in_background server end completed with their turn', async () => {
+    await sessionAndBatchEndWithTurn(t)
+  }, 600_000)
 
   it('max_turns fails with TURN_LIMIT_EXCEEDED and keeps the partial turns', async () => {
     const task = await t.run({ prompt: 'Loop. [[berth:turns 6]]', max_turns: 2 })
