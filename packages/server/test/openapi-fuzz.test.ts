@@ -217,15 +217,21 @@ function mutatePath(rng: Rng, path: string, m: Mutation): string {
   }
 }
 
-/** A mutation for an operation: its path, or its body when it takes JSON or takes none. */
-function mutationFor(rng: Rng, op: Schema): Mutation | null {
+/**
+ * A mutation for an operation (a quarter of the requests): its path, or its body when it
+ * takes JSON or takes none. Of the kinds that fit the operation, the one sent least so far,
+ * so every kind is sent many times whatever the document's mix of operations.
+ */
+function mutationFor(rng: Rng, op: Schema, sent: ReadonlyMap<Mutation, number>): Mutation | null {
   if (!rng.chance(0.25)) return null
   const content = op.requestBody?.content ?? {}
   const options: Mutation[] = ['double-slash', 'dot-segment', 'encoded-dot-segment', 'backslash', 'upper-case']
   options.push('semicolon-param')
   if (content['application/json']) options.push('no-content-type', 'text-content-type', 'form-content-type')
-  if (!op.requestBody) options.push('body-without-operation-body', 'body-without-operation-body')
-  return rng.pick(options)
+  if (!op.requestBody) options.push('body-without-operation-body')
+  const count = (m: Mutation) => sent.get(m) ?? 0
+  const least = Math.min(...options.map(count))
+  return rng.pick(options.filter((m) => count(m) === least))
 }
 
 let s: TestServer
@@ -295,7 +301,7 @@ describe('OpenAPI-driven fuzzing against the live server', () => {
       // An empty or dot segment makes another path (`/v1/agents/`, `/v1/pool`): not this operation.
       const template = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\\?\{[^}]+\\?\}/g, '[^/]+')}$`)
       if (!template.test(new URL(target).pathname)) continue
-      const mutation = mutationFor(rng, op)
+      const mutation = mutationFor(rng, op, mutated)
       let answer: { status: number; text: string } | null
       if (mutation) {
         mutated.set(mutation, (mutated.get(mutation) ?? 0) + 1)
