@@ -238,16 +238,18 @@ export function egressEnforcer(
   }
 
   /**
-   * The allowlist networks that only containers of `pool` use, or none, with their chains:
-   * listed, and unless `dryRun` removed (a network some container still uses is reported).
+   * The allowlist networks that only containers of `pool` use (or used: `used`), with their
+   * chains: listed, and unless `dryRun` removed (a network some container still uses is reported).
    */
-  async function prune(pool: string, dryRun: boolean): Promise<PrunedNetwork[]> {
+  async function prune(pool: string, dryRun: boolean, used?: ReadonlySet<string>): Promise<PrunedNetwork[]> {
     const out: PrunedNetwork[] = []
     for (const n of await allowlistNetworks()) {
       const hash = ALLOW_NETWORK.exec(n.Name)?.[1]
       if (!hash) continue
       const users = await usersOf(n.Name)
       if (users.some((u) => u.Labels?.['berth.pool'] !== pool)) continue
+      // Unused: another deployment's between two tasks, unless this pool's containers were on it.
+      if (users.length === 0 && !used?.has(n.Name)) continue
       const chains = chainNames(`brb${hash}`)
       const found = { name: n.Name, detail: `firewall chains ${chains.forward}, ${chains.input}` }
       const error = dryRun

@@ -327,7 +327,7 @@ export function createEngineRuntime(options: EngineRuntimeOptions): ContainerRun
     createVolume: volumes.createVolume,
     listVolumes: volumes.listVolumes,
     removeVolume: volumes.removeVolume,
-    pruneNetworks: (pool, o) => egress.prune(pool, o?.dryRun === true),
+    pruneNetworks: (pool, o) => egress.prune(pool, o?.dryRun === true, o?.used),
 
     isolations,
     exec,

@@ -84,6 +84,8 @@ describe.each(RUNTIMES)('prune on %s', (name) => {
   })
   const own = allow(port())
   const shared = allow(port())
+  // B's, its container gone: unused for now, as between two of B's tasks.
+  const idle = allow(port())
   const net = (policy: EgressPolicy) => egressNetwork(policy, name)!.name
   const volA = `berth-ws-prune-${randomBytes(4).toString('hex')}`
   const volB = `berth-ws-prune-${randomBytes(4).toString('hex')}`
@@ -94,9 +96,10 @@ describe.each(RUNTIMES)('prune on %s', (name) => {
       [rtA, a.pool],
       [rtB, b.pool],
     ] as const) {
+      const used = new Set((await rt.pruneNetworks?.(pool, { dryRun: true }))?.map((n) => n.name))
       for (const c of await rt.list({ labels: { 'berth.pool': pool }, all: true })) await rt.remove(c.id)
       for (const v of await rt.listVolumes({ labels: { 'berth.pool': pool } })) await rt.removeVolume(v.name)
-      await rt.pruneNetworks?.(pool)
+      await rt.pruneNetworks?.(pool, { used })
       await rt.close?.()
     }
     for (const { dir } of [a, b])
@@ -122,6 +125,11 @@ describe.each(RUNTIMES)('prune on %s', (name) => {
     const ctrA = await make(rtA, a.pool, engine ? { egress: own } : {})
     const ctrA2 = engine ? await make(rtA, a.pool, { egress: shared }) : undefined
     const ctrB = await make(rtB, b.pool, engine ? { egress: shared } : {})
+    if (engine) {
+      const gone = await make(rtB, b.pool, { egress: idle })
+      const made = (await rtB.list({ labels: { 'berth.pool': b.pool }, all: true })).find((c) => c.name === gone)!
+      await rtB.remove(made.id)
+    }
     await rtA.createVolume(volA, { labels: { 'berth.pool': a.pool }, sizeBytes: 32 * 1024 ** 2 })
     await rtB.createVolume(volB, { labels: { 'berth.pool': b.pool }, sizeBytes: 32 * 1024 ** 2 })
     // A disk a server killed between making it and creating its container leaves.
@@ -135,7 +143,7 @@ describe.each(RUNTIMES)('prune on %s', (name) => {
     expect(dry.code, dry.output).toBe(0)
     for (const item of [ctrA, volA, join(a.dir, 'disks', orphan), ...(engine ? [ctrA2!, net(own)] : [])])
       expect(dry.output).toContain(item)
-    for (const item of [ctrB, volB, ...(engine ? [net(shared)] : [])]) expect(dry.output).not.toContain(item)
+    for (const item of [ctrB, volB, ...(engine ? [net(shared), net(idle)] : [])]) expect(dry.output).not.toContain(item)
     expect(dry.output).toContain('nothing removed')
     // Nothing went.
     expect(await rtA.list({ labels: { 'berth.pool': a.pool }, all: true })).toHaveLength(engine ? 2 : 1)
@@ -155,6 +163,11 @@ describe.each(RUNTIMES)('prune on %s', (name) => {
       expect(networks).not.toContain(net(own))
       expect(networks).toContain(net(shared)) // B's container still uses it
       expect(chainsOf(net(shared))).toHaveLength(2)
+      // An unused network A's containers were never on is not A's to remove.
+      expect(networks).toContain(net(idle))
+      expect(chainsOf(net(idle))).toHaveLength(2)
+      await rtB.pruneNetworks?.(b.pool, { used: new Set([net(idle)]) })
+      expect(chainsOf(net(idle))).toEqual([])
     }
     // Everything of B is still there, running.
     const left = await rtB.list({ labels: { 'berth.pool': b.pool }, all: true })

@@ -329,12 +329,15 @@ export interface ContainerRuntime {
    */
   isolations?(): Promise<readonly Isolation[]>
   /**
-   * The networks Berth made on this engine that no container uses but those labelled
-   * `berth.pool=<pool>` (an allowlist's network, with its host firewall chains): listed, and
-   * unless `dryRun` removed once no container uses them. Networks other deployments may
-   * rely on without a container on them (`berth-public`) stay. Runtimes without networks omit it.
+   * The networks Berth made on this engine that containers labelled `berth.pool=<pool>` use
+   * and no other container does (an allowlist's network, with its host firewall chains):
+   * listed, and unless `dryRun` removed once no container uses them. A network no container
+   * uses is this pool's only when `used` names it (the networks its containers were on before
+   * they were removed): an unused one cannot be told apart from another deployment's between
+   * two tasks, and is left to that deployment's sweep. Networks other deployments may rely on
+   * without a container on them (`berth-public`) stay. Runtimes without networks omit it.
    */
-  pruneNetworks?(pool: string, options?: { dryRun?: boolean }): Promise<PrunedNetwork[]>
+  pruneNetworks?(pool: string, options?: { dryRun?: boolean; used?: ReadonlySet<string> }): Promise<PrunedNetwork[]>
   /** Release connections and timers. */
   close?(): Promise<void>
 }

@@ -43,7 +43,7 @@ export interface PruneReport {
  * on each runtime its containers (any state; with each its workspace disk, network namespace,
  * and on `local` its sandbox processes and mounts) and its volumes (with their disks), then
  * the engine networks only its containers used (`pruneNetworks`: allowlist networks and their
- * firewall chains), then the disks left in `diskDir` that no other deployment's container or
+ * firewall chains; a network no container used is left to whichever deployment's sweep), then the disks left in `diskDir` that no other deployment's container or
  * volume names (made by a server killed before its container was). Containers and volumes of
  * other pools are never touched. A failure is recorded and the rest goes on.
  *
@@ -73,6 +73,9 @@ export async function pruneDeployment(o: PruneOptions): Promise<PruneReport> {
     return detail ? { detail } : {}
   }
   for (const { name, runtime } of o.runtimes) {
+    // The networks this pool's containers are on, read before they go: then no container uses them.
+    const onNetworks = await runtime.pruneNetworks?.(o.pool, { dryRun: true })
+    const used = new Set(onNetworks?.map((n) => n.name))
     for (const c of await runtime.list({ all: true })) {
       const disk = c.labels[DISK_LABEL]
       if (c.labels[POOL_LABEL] !== o.pool) {
@@ -92,7 +95,7 @@ export async function pruneDeployment(o: PruneOptions): Promise<PruneReport> {
       await step(item, () => runtime.removeVolume(v.name))
     }
     // Only this pool's containers used them (in a dry run they are still there); removed once those are gone.
-    for (const n of (await runtime.pruneNetworks?.(o.pool, { dryRun: o.dryRun })) ?? []) {
+    for (const n of (await runtime.pruneNetworks?.(o.pool, { dryRun: o.dryRun, used })) ?? []) {
       const item: PruneItem = { kind: 'network', name: n.name, runtime: name, detail: n.detail }
       if (n.error) report.failures.push({ item, error: n.error })
       else await step(item, async () => {})
