@@ -46,8 +46,8 @@ export class WorkspacesService {
   }
 
   view(r: WorkspaceRecord): Workspace {
-    // Records from before forks have no `forked_from`.
-    return toView(Workspace, r, { forked_from: r.forked_from ?? null })
+    // Records from before forks have no `forked_from`, from before living agents no `agent`.
+    return toView(Workspace, r, { forked_from: r.forked_from ?? null, agent: r.agent ?? null })
   }
 
   summary(r: WorkspaceRecord): WorkspaceSummary {
@@ -76,6 +76,7 @@ export class WorkspacesService {
       container_id: null,
       persistent: input.persistent,
       forked_from: null,
+      agent: null,
       sdk_session_id: null,
       volume: null,
       thread_claimed: false,
