@@ -149,4 +149,31 @@ describe('berth-runner --warm with stay: a living session', () => {
     expect(r.events().at(-1)).toMatchObject({ type: 'result', outcome: 'success', text: 'Done.' })
     expect(await probe(port)).toBe('ECONNREFUSED')
   })
+
+  it('a living agent that ended (stdin closed) left its conversation for the next agent to resume', async () => {
+    const input = makeInput('placeholder', { task_id: 'warm', allowed_tools: ['Bash'] })
+    const r = warmRunner()
+    r.send({ type: 'init', input })
+    r.send({
+      type: 'prompt',
+      task_id: 'task_1',
+      stay: true,
+      events_file: '.berth/events/t1.jsonl',
+      prompt: 'Remember OSPREY-7.',
+    })
+    await vi.waitFor(() => expect(results(r.events())).toHaveLength(1), 60_000)
+    const sessionId = results(r.events())[0]!.session_id
+    r.child.stdin.end()
+    expect(await r.closed, r.stderr()).toBe(0)
+    const next = warmRunner()
+    next.send({ type: 'init', input: { ...input, resume: sessionId } })
+    next.send({
+      type: 'prompt',
+      task_id: 'task_2',
+      events_file: '.berth/events/t2.jsonl',
+      prompt: 'Again? [[berth:recall]]',
+    })
+    expect(await next.closed, next.stderr()).toBe(0)
+    expect(results(next.events())[0]).toMatchObject({ outcome: 'success', text: expect.stringContaining('OSPREY-7') })
+  })
 })

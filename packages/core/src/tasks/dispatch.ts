@@ -44,7 +44,7 @@ export interface DispatchOptions {
   /** How often to look for jobs other instances added (default 500 ms). */
   pollMs?: number
   /** The sessions' containers held here: released when another instance asks (a session stopped there). */
-  sessions?: { has(wsId: string): boolean; release(owner: string, wsId: string): Promise<void> }
+  sessions?: { has(wsId: string): boolean; stop(owner: string, wsId: string): Promise<void> }
 }
 
 interface JobData {
@@ -163,7 +163,7 @@ export class Dispatcher {
       if ('release' in m) {
         if (!this.o.sessions?.has(m.release)) return
         void this.o.sessions
-          .release(m.owner, m.release)
+          .stop(m.owner, m.release)
           .catch((err) =>
             this.o.logger.warn('could not release a session', { workspace: m.release, error: String(err) }),
           )

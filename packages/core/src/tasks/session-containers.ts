@@ -181,6 +181,12 @@ export class SessionContainers {
     await (await this.detach(owner, wsId))?.release()
   }
 
+  /** Stop a session now, as its idle timer would: its agent ends, its conversation and files are kept, its container reaped. */
+  async stop(owner: string, wsId: string): Promise<void> {
+    if (this.warm.get(wsId)?.timer) clearTimeout(this.warm.get(wsId)!.timer!)
+    await (await this.detach(owner, wsId, { keepConversation: true }))?.release()
+  }
+
   /** A cancelled queued task may leave a workspace that never started: free its slot. */
   async releaseIfUnused(t: TaskRecord): Promise<void> {
     if (this.o.scheduler.isWanted(t.workspace_id) || this.warm.has(t.workspace_id)) return

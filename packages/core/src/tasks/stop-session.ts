@@ -36,7 +36,7 @@ async function release(d: StopSessionDeps, owner: string, wsId: string): Promise
   const { containers, dispatch } = d.tasks
   const ws = await d.workspaces.records.get(owner, wsId)
   await assertNoTask(d, owner, ws)
-  if (containers.has(wsId)) return containers.release(owner, wsId)
+  if (containers.has(wsId)) return containers.stop(owner, wsId)
   if (!ws.container_id || !ws.instance_id || ws.instance_id === dispatch.instanceId) return
   // Its holder is gone (its lost tasks are another matter): the container went with it.
   if (!(await dispatch.isAlive(ws.instance_id))) {
