@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { query, type Query, type SDKMessage } from '@anthropic-ai/claude-agent-sdk'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'

@@ -44,7 +44,10 @@ export class ModelGate {
   admit(client: Socket, go: () => void): void {
     this.live.add(client)
     client.once('close', () => this.live.delete(client))
-    if (!this.shutNow) return go()
+    if (!this.shutNow) {
+      go()
+      return
+    }
     this.held.push(() => {
       if (!client.destroyed) go()
     })

@@ -77,7 +77,7 @@ export class SessionContainers {
   readonly living: LivingAgents
 
   constructor(private readonly o: SessionContainersOptions) {
-    const tokens = o.catalog.broker?.tokens
+    const tokens = o.catalog?.broker?.tokens
     this.living = new LivingAgents({
       engine: o.engine,
       workspaces: o.workspaces,
