@@ -196,6 +196,24 @@ export const RunnerEvent = v.variant('type', [
     structured_output: v.optional(v.unknown()),
   }),
   v.object({ type: v.literal('error'), message: v.string() }),
+  /**
+   * Work the agent left running in the background (a `run_in_background` shell, a server, a
+   * watcher, a background subagent) started (`running`) or ended. In a living session one
+   * that ends between two tasks is written at the start of the next task, before its
+   * `user_message` (the agent takes it up in that task).
+   */
+  v.object({
+    type: v.literal('background_task'),
+    id: v.string(),
+    /** Claude Code's kind of task: `local_bash`, `local_agent`, `monitor`... */
+    kind: v.string(),
+    description: v.string(),
+    status: v.picklist(['running', 'completed', 'failed', 'stopped']),
+    /** What Claude Code said of its end (null while it runs). */
+    summary: v.nullable(v.string()),
+    /** When it started or ended (ISO 8601). */
+    at: v.string(),
+  }),
 ])
 
 /**

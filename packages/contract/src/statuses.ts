@@ -24,6 +24,7 @@ export const TRANSCRIPT_EVENT_TYPES = [
   'turn_end',
   'result',
   'error',
+  'background_task',
 ] as const
 
 /** One of {@link ENDED_TASK_STATUSES}. */

@@ -32,6 +32,7 @@ import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import { noPool, type PoolView } from './runtime/pool-view.js'
 import { deleteWorkspace } from './workspaces/delete.js'
 import { forkWorkspace } from './workspaces/fork.js'
+import { stopSession } from './tasks/stop-session.js'
 import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService } from './resources/index.js'
 import { UsersService } from './resources/users.js'
@@ -118,6 +119,8 @@ export interface Services {
   deleteWorkspace(owner: string, id: string): Promise<void>
   /** Fork a session: a new workspace with a copy of its files, conversation and transcript. */
   forkWorkspace(owner: string, id: string, input: ForkWorkspace): Promise<Workspace>
+  /** Release a session's container wherever it is held (`stopSession`). */
+  stopSession(owner: string, id: string): Promise<Workspace>
   /** Signed, expiring, single-use OAuth `state` values (shared by every OAuth flow). */
   oauthStates: OAuthStates
   gitAccounts: GitAccountsService
@@ -389,6 +392,7 @@ export function createServices(opts: ServicesOptions): Services {
     publicUrl: opts.previews?.publicUrl,
     deleteWorkspace: (owner, id) =>
       deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
+    stopSession: (owner, id) => stopSession({ tasks, workspaces }, owner, id),
     forkWorkspace: (owner, id, input) =>
       forkWorkspace({ store, workspaces, tasks, eventLog, engine: opts.engine, snapshots }, owner, id, input),
   }

@@ -63,7 +63,7 @@ it('releases every idle warm session at once, its conversation and files kept, a
   ] as const) {
     expect(o.conversations.save).toHaveBeenCalledWith({}, `e${n}`, expect.objectContaining({ id: ws }))
     expect(o.snapshots.save).toHaveBeenCalledWith({}, `e${n}`, 'usr_a', ws)
-    expect(o.workspaces.setStatus).toHaveBeenCalledWith('usr_a', ws, 'idle', { container_id: null })
+    expect(o.workspaces.setStatus).toHaveBeenCalledWith('usr_a', ws, 'idle', { container_id: null, agent: null })
     expect(leases.get(`c${n}`)!.release).toHaveBeenCalledTimes(1)
   }
   expect(leases.get('c2')!.release).not.toHaveBeenCalled()

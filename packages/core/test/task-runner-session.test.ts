@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ContainerRuntime, ExecOptions, ExecProcess, ExecResult } from '../src/ports/container-runtime.js'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
-import { lineFramer, runnerEvents } from '../src/tasks/runner-session.js'
+import { lineFramer } from '../src/tasks/runner-lines.js'
+import { runnerEvents } from '../src/tasks/runner-session.js'
 import { quietLogger } from './task-fakes.js'
 
 const encode = (s: string) => new TextEncoder().encode(s)

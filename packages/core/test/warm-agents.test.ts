@@ -3,7 +3,8 @@ import type { RunnerInput } from '@berth/contract'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ContainerRuntime, ExecOptions, ExecProcess } from '../src/ports/container-runtime.js'
 import type { ContainerPool, Lease } from '../src/runtime/index.js'
-import { holdsCredential, warmKey, WarmAgents } from '../src/tasks/warm-agents.js'
+import { warmKey } from '../src/tasks/agent-process.js'
+import { holdsCredential, WarmAgents } from '../src/tasks/warm-agents.js'
 import { quietLogger } from './task-fakes.js'
 
 const input = {

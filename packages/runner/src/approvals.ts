@@ -23,15 +23,16 @@ export const NOT_ALLOWED = 'This tool is not allowed for this task (not in its a
  *
  * @example
  * ```ts
- * options.canUseTool = approvalGate(input, steer, emit, stop.signal, (id, input) => transcript.ran(id, input))
+ * options.canUseTool = approvalGate(input, steer, emit, () => stop.signal, (id, input) => transcript.ran(id, input))
  * ```
  */
 export function approvalGate(
   input: RunnerInput,
-  steer: Steering,
+  /** The task's steering (in a living session, the task under way's). */
+  steer: Pick<Steering, 'decision'>,
   emit: (e: RunnerEvent) => void,
-  /** Aborts when the run is cancelled or interrupted: no request waits past that. */
-  stop: AbortSignal,
+  /** The task's signal that aborts when it is cancelled or interrupted: no request waits past that. */
+  stop: () => AbortSignal,
   /** Told of a tool call (by its tool-use id) allowed with a replaced input. */
   ran?: (toolUseId: string, input: Record<string, unknown>) => void,
 ): CanUseTool {
@@ -45,7 +46,7 @@ export function approvalGate(
     const requestId = newId('approval')
     emit({ type: 'permission_request', request_id: requestId, tool, input: toolInput })
     const timeout = AbortSignal.timeout(timeoutS * 1000)
-    const decided = await steer.decision(requestId, AbortSignal.any([signal, stop, timeout]))
+    const decided = await steer.decision(requestId, AbortSignal.any([signal, stop(), timeout]))
     if (!decided) {
       // Cancelled or interrupted while waiting: the run ends; the request closes with it.
       if (!timeout.aborted) return { behavior: 'deny', message: 'The run was stopped before anyone decided.' }

@@ -1,8 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs'
-import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net'
+import type { AddressInfo, Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { RunnerInput } from '@berth/contract'
+import { forwarder, type ModelGate } from './gate.js'
 import { gatewayEnv } from './provider-env.js'
 
 /** Where the agent's tools reach the broker, and the trust store that accepts its proxy. */
@@ -22,7 +23,7 @@ const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/cert
 /**
  * Open the broker to the agent: a loopback port forwarded to each of the broker's unix
  * sockets (Claude Code, curl, git and the rest speak TCP; the sockets work under every
- * network policy, `none` included), and a CA bundle with the deployment's CA, for the
+ * network policy, `none` included; the gateway's through `gate` when given), and a CA bundle with the deployment's CA, for the
  * variables that replace the system's (`SSL_CERT_FILE` and friends).
  *
  * @example
@@ -31,14 +32,14 @@ const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/cert
  * env.ANTHROPIC_BASE_URL = access.gatewayUrl
  * ```
  */
-export async function openBroker(broker: NonNullable<RunnerInput['broker']>): Promise<BrokerAccess> {
+export async function openBroker(broker: NonNullable<RunnerInput['broker']>, gate?: ModelGate): Promise<BrokerAccess> {
   const servers: Server[] = []
-  const forward = async (socketPath: string) => {
-    const server = await forwarder(socketPath)
+  const forward = async (socketPath: string, through?: ModelGate) => {
+    const server = await forwarder(socketPath, through)
     servers.push(server)
     return (server.address() as AddressInfo).port
   }
-  const gatewayPort = await forward(broker.gateway_socket)
+  const gatewayPort = await forward(broker.gateway_socket, gate)
   const proxyPort = broker.proxy_socket ? await forward(broker.proxy_socket) : null
   return {
     gatewayUrl: `http://127.0.0.1:${gatewayPort}`,
@@ -46,29 +47,6 @@ export async function openBroker(broker: NonNullable<RunnerInput['broker']>): Pr
     ca: broker.ca_file ? { file: broker.ca_file, bundle: caBundle(broker.ca_file) } : null,
     close: () => Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r())))).then(() => {}),
   }
-}
-
-/** A TCP listener on 127.0.0.1 (a free port) whose every connection is piped to `socketPath`. */
-function forwarder(socketPath: string): Promise<Server> {
-  const open = new Set<Socket>()
-  const server = createServer((client) => {
-    const upstream = connect(socketPath)
-    open.add(client)
-    client.once('close', () => open.delete(client))
-    client.pipe(upstream).pipe(client)
-    // Either side failing ends both: the client sees a closed connection, as with a refused one.
-    client.on('error', () => upstream.destroy())
-    upstream.on('error', () => client.destroy())
-  })
-  const close = server.close.bind(server)
-  server.close = (cb) => {
-    for (const c of open) c.destroy()
-    return close(cb)
-  }
-  return new Promise((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve(server))
-  })
 }
 
 /** The system's roots plus the deployment CA, written once per run where the agent may read it. */

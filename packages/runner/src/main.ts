@@ -9,9 +9,13 @@
  *
  * `berth-runner --warm` (a warm agent): stdin is line by line. The first line,
  * `{"type":"init","input":RunnerInput}`, starts Claude Code at once (SDK streaming input);
- * the second, `{"type":"prompt","task_id","prompt","events_file"}`, hands it the task, and
- * from there it runs as above, control lines included. Stdin ending before a prompt exits 0 without output. Once
- * Claude Code is up, it writes `{"warm":"ready"}` on stderr.
+ * the next, `{"type":"prompt","task_id","prompt","events_file","stay"?}`, hands it a task,
+ * and from there it runs as above, control lines included. With `"stay":true` the agent
+ * lives on after the task's result (a session's living agent: Claude Code, and what it left
+ * running in the background, stay up) and takes the next prompt line; events that belong to
+ * no task (a background task ending between two) go to stdout alone. Stdin ending exits 0
+ * (before a prompt, without output), after the agent's background tasks are stopped and
+ * Claude Code exited. Once Claude Code is up, it writes `{"warm":"ready"}` on stderr.
  */
 mark('imports')
 import { mark } from './probe.js'
@@ -19,9 +23,9 @@ import { mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { InputError, parseInput, underRoot } from './input.js'
 import { agentUser, giveToAgent } from './agent-user.js'
+import { startAgent, type Agent, type AgentOptions } from './agent.js'
 import { openEventSink, type EventSink } from './event-sink.js'
 import { createRedactor } from './redact.js'
-import { runTask } from './run.js'
 import { Steering } from './steer.js'
 import { lineReader, pumpControls, readFirstDocument, readWarmLines, WARM_READY, type WarmLines } from './warm.js'
 import type { RunnerEvent, RunnerInput } from '@berth/contract'
@@ -32,14 +36,19 @@ async function main(): Promise<number> {
 
   const root = process.env.BERTH_CONTAINER_ROOT
   const lines = lineReader(process.stdin)
-  const warm: WarmLines | null = process.argv.includes('--warm') ? readWarmLines(lines) : null
+  // The steering of the task under way: control lines go to it.
+  let steer: Steering | null = null
+  const warm: WarmLines | null = process.argv.includes('--warm')
+    ? readWarmLines(lines, (line) => steer?.line(line))
+    : null
   let input: RunnerInput
   try {
     input = underRoot(parseInput(warm ? await warm.init : await readFirstDocument(lines)), root)
   } catch (err) {
     if (!(err instanceof InputError)) throw err
-    process.stdout.write(`${JSON.stringify({ type: 'error', message: err.message })}\n`)
-    return 2
+    // Evicted before any task (stdin closed): nothing to say.
+    if (err.message.startsWith('stdin ended')) return 0
+    return invalid(err.message)
   }
   const gitTokens = (input.git_credentials ?? []).map((c) => c.token)
   const redactor = createRedactor([
@@ -51,63 +60,79 @@ async function main(): Promise<number> {
   mark('input')
   mkdirSync(input.cwd, { recursive: true })
   // Root in an engine container: the agent runs as the workspace's owner, apart from the runner.
-  const agent = agentUser(input.cwd)
-  giveToAgent(agent, input.cwd)
+  const agentAs = agentUser(input.cwd)
+  giveToAgent(agentAs, input.cwd)
   // The events directory stays the runner's; the rest of `.berth` (Claude Code's config) is the agent's.
   const openSink = (file: string) => {
     const opened = openEventSink(file, redactor)
-    giveToAgent(agent, dirname(dirname(file)))
+    giveToAgent(agentAs, dirname(dirname(file)))
     return opened
   }
   const debug = process.env.BERTH_RUNNER_DEBUG === '1'
-  let sink: EventSink | null = null
-  const early: RunnerEvent[] = []
-  let prompt: WarmLines['prompt'] | undefined
-  if (warm) {
-    const cwd = input.cwd
-    prompt = warm.prompt.then(
-      (p) => {
-        const file = root ? join(root, p.events_file) : resolve(cwd, p.events_file)
-        sink = openSink(file)
-        for (const e of early.splice(0)) sink.emit(e)
-        return p
-      },
-      (err: unknown) => {
-        // Evicted before any task (stdin closed): nothing to say.
-        if (err instanceof InputError && err.message.startsWith('stdin ended')) process.exit(0)
-        process.stdout.write(
-          `${JSON.stringify({ type: 'error', message: err instanceof Error ? err.message : String(err) })}\n`,
-        )
-        process.exit(2)
-      },
-    )
-  } else sink = openSink(input.events_file)
-  const emit = (e: RunnerEvent) => (sink ? sink.emit(e) : early.push(e))
-  let done = false
-  // Control lines come after the input (warm: after the prompt); none count once the result is out.
-  const steer = new Steering((message) => {
-    if (!done) emit({ type: 'error', message })
-  })
-  void (prompt ?? Promise.resolve()).then(() => pumpControls(lines, steer))
-  try {
-    await runTask(input, {
-      emit: (e) => {
-        if (e.type === 'result') done = true
-        emit(e)
-      },
-      steer,
-      // Tests shorten it to exercise an interrupt Claude Code does not honour in time.
-      interruptGraceMs: Number(process.env.BERTH_RUNNER_INTERRUPT_GRACE_MS) || undefined,
-      ...(prompt && { prompt, onReady: () => process.stderr.write(`${WARM_READY}\n`) }),
-      redactor,
-      agentUser: agent,
-      signal: cancel.signal,
-      stderr: debug ? (d) => process.stderr.write(d) : undefined,
-    })
-  } finally {
-    await (sink as EventSink | null)?.close()
+  const options: AgentOptions = {
+    redactor,
+    agentUser: agentAs,
+    signal: cancel.signal,
+    // Tests shorten it to exercise an interrupt Claude Code does not honour in time.
+    interruptGraceMs: Number(process.env.BERTH_RUNNER_INTERRUPT_GRACE_MS) || undefined,
+    stderr: debug ? (d) => process.stderr.write(d) : undefined,
   }
+  /** One task on `agent`: its events to its file and stdout, its control lines to its steering. */
+  const serve = async (agent: Agent, task: { task_id: string; prompt: string; events_file: string }, stay: boolean) => {
+    const sink: EventSink = openSink(task.events_file)
+    let done = false
+    const emit = (e: RunnerEvent) => {
+      if (e.type === 'result') done = true
+      sink.emit(e)
+    }
+    // Control lines count until the result is out.
+    steer = new Steering((message) => {
+      if (!done) emit({ type: 'error', message })
+    })
+    try {
+      return await agent.run({ task_id: task.task_id, prompt: task.prompt, emit, steer }, stay)
+    } finally {
+      steer = null
+      await sink.close()
+    }
+  }
+  if (!warm) {
+    const agent = await startAgent(input, options)
+    const served = serve(agent, input, false)
+    void pumpControls(lines, { line: (l: string) => steer?.line(l) } as Steering)
+    await served
+    return 0
+  }
+  // Events of no task (a background task's end between two tasks) go to stdout alone.
+  const idle = openEventSink(null, redactor)
+  const agent = await startAgent(input, {
+    ...options,
+    idle: (e) => idle.emit(e),
+    onReady: () => process.stderr.write(`${WARM_READY}\n`),
+  })
+  const cancelled = new Promise<null>((r) => cancel.signal.addEventListener('abort', () => r(null), { once: true }))
+  const cwd = input.cwd
+  for (;;) {
+    let prompt: Awaited<ReturnType<WarmLines['next']>>
+    try {
+      prompt = await Promise.race([warm.next(), cancelled])
+    } catch (err) {
+      await agent.end()
+      return invalid(err instanceof Error ? err.message : String(err))
+    }
+    if (!prompt) break
+    const file = root ? join(root, prompt.events_file) : resolve(cwd, prompt.events_file)
+    if (!(await serve(agent, { ...prompt, events_file: file }, prompt.stay))) break
+  }
+  await agent.end()
+  await idle.close()
   return 0
+}
+
+/** Input that is not a RunnerInput: one `error` event, exit 2. */
+function invalid(message: string): number {
+  process.stdout.write(`${JSON.stringify({ type: 'error', message })}\n`)
+  return 2
 }
 
 main().then(

@@ -13,6 +13,8 @@ export interface BackgroundTask {
   task_id: string
   task_type: string
   description: string
+  /** When this process first saw it running (ISO 8601). */
+  since: string
 }
 
 /**
@@ -24,7 +26,10 @@ export interface BackgroundTask {
  * Only the main agent's messages count; a subagent's turns are part of its tool call. A
  * result counts when it answers a message the task sent ({@link TurnWatch.sent}): Claude
  * Code also writes results of its own, such as one for the notice, on a resumed
- * conversation, that a background task of the previous process was stopped.
+ * conversation, that a background task of the previous process was stopped, or one for a
+ * background task's end that came between a living session's tasks: the agent's final
+ * message counts only once Claude Code works on the task's own message (its
+ * `command_lifecycle` messages say which).
  *
  * @example
  * ```ts
@@ -45,6 +50,22 @@ export class TurnWatch {
   /** The stop reason of the main agent's model call under way (or just ended). */
   private stopReason: string | null = null
   private final = false
+  /** Claude Code says which queued command (user message) it works on: seen at least once. */
+  private lifecycle = false
+  /** Claude Code started on one of the task's messages (a turn of its own may come first). */
+  private ours = false
+
+  /**
+   * A new task begins in this process (a living session's next follow-up): what the
+   * previous task sent no longer counts. The background tasks carry on.
+   */
+  beginTask(): void {
+    this.asked.clear()
+    this.tools.clear()
+    this.stopReason = null
+    this.final = false
+    this.ours = false
+  }
 
   /** A user message of the task went to Claude Code with this uuid. */
   sent(uuid: string): void {
@@ -54,10 +75,24 @@ export class TurnWatch {
   /** Feed one SDK message; says whether it ends the turn. */
   push(m: SDKMessage): TurnEnd | null {
     if (m.type === 'result') return this.answersTask(m) ? 'result' : null
+    const lifecycle = m as unknown as { type: string; command_uuid?: string; state?: string }
+    if (lifecycle.type === 'command_lifecycle') {
+      this.lifecycle = true
+      if (lifecycle.state === 'started' && this.asked.has(lifecycle.command_uuid ?? '')) this.ours = true
+      return null
+    }
     if (m.type === 'system') {
       // A level signal with replace semantics: a missed start or end cannot leave a stale entry.
-      if (m.subtype === 'background_tasks_changed')
-        this.live = m.tasks.map((t) => ({ task_id: t.task_id, task_type: t.task_type, description: t.description }))
+      if (m.subtype === 'background_tasks_changed') {
+        const since = new Map(this.live.map((t) => [t.task_id, t.since]))
+        const now = new Date().toISOString()
+        this.live = m.tasks.map((t) => ({
+          task_id: t.task_id,
+          task_type: t.task_type,
+          description: t.description,
+          since: since.get(t.task_id) ?? now,
+        }))
+      }
       return null
     }
     if ('parent_tool_use_id' in m && m.parent_tool_use_id) return null
@@ -107,6 +142,8 @@ export class TurnWatch {
   }
 
   private turnOver(): TurnEnd | null {
+    // A turn Claude Code took of its own (a background task's notification) before the task's own.
+    if (this.lifecycle && !this.ours) return null
     if (this.final || this.stopReason !== 'end_turn' || this.tools.size > 0) return null
     this.final = true
     // With nothing in the background, the SDK's result follows at once: wait for it.

@@ -1,18 +1,25 @@
 import { createInterface } from 'node:readline'
 import * as v from 'valibot'
 import { InputError } from './input.js'
-import type { TaskPrompt } from './run.js'
 import type { Steering } from './steer.js'
+
+/** What a warm runner learns only when its task arrives. */
+export interface TaskPrompt {
+  task_id: string
+  prompt: string
+}
 
 /** The stderr line a warm runner writes once Claude Code is up and waits for the prompt. */
 export const WARM_READY = '{"warm":"ready"}'
 
-/** The second line a warm runner reads: the task it serves. */
-const PromptLine = v.object({
+/** A line after the init line that hands a warm runner a task. */
+const PromptLineSchema = v.object({
   type: v.literal('prompt'),
   task_id: v.string(),
   prompt: v.string(),
   events_file: v.string(),
+  /** Take another prompt after this task (a living session's agent). */
+  stay: v.optional(v.boolean()),
 })
 
 /** Stdin, one line at a time: `next()` is null once it ended. */
@@ -79,49 +86,86 @@ export async function pumpControls(lines: LineReader, steer: Steering): Promise<
   for (let line = await lines.next(); line !== null; line = await lines.next()) steer.line(line)
 }
 
-/** The two lines of a warm runner's stdin. */
+/** One task a warm runner takes: the prompt line. */
+export type PromptLine = TaskPrompt & { events_file: string; stay: boolean }
+
+/** A warm runner's stdin: the `init` line, then prompt lines with each task's control lines after its own. */
 export interface WarmLines {
   /** The first line, `{"type":"init","input":RunnerInput}`, as the RunnerInput's JSON text. */
   init: Promise<string>
-  /** The second line, `{"type":"prompt","task_id","prompt","events_file"}`. Rejects when stdin ends first. */
-  prompt: Promise<TaskPrompt & { events_file: string }>
+  /** The next `{"type":"prompt","task_id","prompt","events_file","stay"?}` line; null once stdin ended. Rejects on an invalid one. */
+  next(): Promise<PromptLine | null>
 }
 
 /**
  * Read a warm runner's stdin: an `init` line (a RunnerInput whose `task_id` and `prompt`
- * are placeholders) as soon as it comes, then, possibly much later, the `prompt` line.
- * Control lines follow (see {@link pumpControls}).
+ * are placeholders) as soon as it comes, then, possibly much later, a `prompt` line per
+ * task; every other line is a control line of the task under way, handed to `control`.
+ * With `stay: true` the runner takes another prompt line after the task's result (a living
+ * session's agent); without, it ends after it.
  *
  * @example
  * ```ts
- * const { init, prompt } = readWarmLines(lineReader(process.stdin))
- * const input = parseInput(await init)
- * await runTask(input, { ...opts, prompt })
+ * const warm = readWarmLines(lineReader(process.stdin), (line) => steer?.line(line))
+ * const input = parseInput(await warm.init)
+ * for (let p = await warm.next(); p; p = await warm.next()) await agent.run(...)
  * ```
  */
-export function readWarmLines(lines: LineReader): WarmLines {
-  const next = async (what: string): Promise<unknown> => {
-    const value = await lines.next()
-    if (value === null) throw new InputError(`stdin ended before the ${what} line`)
+export function readWarmLines(lines: LineReader, control: (line: string) => void): WarmLines {
+  const init = lines.next().then((value) => {
+    if (value === null) throw new InputError('stdin ended before the init line')
+    let line: unknown
     try {
-      return JSON.parse(value)
+      line = JSON.parse(value)
     } catch (err) {
-      throw new InputError(`the ${what} line is not JSON: ${(err as Error).message}`)
+      throw new InputError(`the init line is not JSON: ${(err as Error).message}`)
     }
-  }
-  const init = next('init').then((line) => {
     if (!line || typeof line !== 'object' || (line as { type?: unknown }).type !== 'init')
       throw new InputError('the first line must be {"type":"init","input":...}')
     return JSON.stringify((line as { input?: unknown }).input ?? null)
   })
-  const prompt = init
-    .then(() => next('prompt'))
-    .then((line) => {
-      const parsed = v.safeParse(PromptLine, line)
-      if (!parsed.success)
-        throw new InputError(`invalid prompt line: ${parsed.issues.map((i) => i.message).join('; ')}`)
-      return { task_id: parsed.output.task_id, prompt: parsed.output.prompt, events_file: parsed.output.events_file }
-    })
-  prompt.catch(() => {})
-  return { init, prompt }
+  init.catch(() => {})
+  const prompts: (PromptLine | InputError | null)[] = []
+  let wake: (() => void) | null = null
+  const put = (p: PromptLine | InputError | null) => {
+    prompts.push(p)
+    wake?.()
+  }
+  void init.then(
+    async () => {
+      for (let line = await lines.next(); line !== null; line = await lines.next()) {
+        const prompt = promptOf(line)
+        if (prompt) put(prompt)
+        else control(line)
+      }
+      put(null)
+    },
+    () => put(null),
+  )
+  return {
+    init,
+    async next() {
+      while (prompts.length === 0) await new Promise<void>((r) => (wake = r))
+      const p = prompts.shift()!
+      // Stdin ended: every later call says so too.
+      if (p === null) prompts.unshift(null)
+      if (p instanceof InputError) throw p
+      return p
+    },
+  }
+}
+
+/** A prompt line (or why it is an invalid one); null for any other line (a control line). */
+function promptOf(line: string): PromptLine | InputError | null {
+  let json: unknown
+  try {
+    json = JSON.parse(line)
+  } catch {
+    return null
+  }
+  if (!json || typeof json !== 'object' || (json as { type?: unknown }).type !== 'prompt') return null
+  const parsed = v.safeParse(PromptLineSchema, json)
+  if (!parsed.success) return new InputError(`invalid prompt line: ${parsed.issues.map((i) => i.message).join('; ')}`)
+  const { task_id, prompt, events_file, stay } = parsed.output
+  return { task_id, prompt, events_file, stay: stay === true }
 }

@@ -70,7 +70,9 @@ describe('TurnWatch: when the agent has ended its turn', () => {
     expect(ends.slice(0, -1).every((e) => e === null)).toBe(true)
     expect(ends.at(-1)).toBe('final_message')
     expect(watch.atFinalMessage).toBe(true)
-    expect(watch.background()).toEqual([{ task_id: 'b1', task_type: 'local_bash', description: 'server b1' }])
+    expect(watch.background()).toEqual([
+      { task_id: 'b1', task_type: 'local_bash', description: 'server b1', since: expect.any(String) },
+    ])
     // Reported once; a new model call (a follow-up, a notification) opens the turn again.
     expect(watch.push(stop())).toBeNull()
     watch.push(start())
@@ -110,6 +112,49 @@ describe('TurnWatch: when the agent has ended its turn', () => {
     expect(watch.background().map((t) => t.task_id)).toEqual(['b2'])
     watch.push(background())
     expect(watch.background()).toEqual([])
+  })
+})
+
+describe('TurnWatch in a living session: several tasks in one Claude Code process', () => {
+  const lifecycle = (uuid: string, state: string) => msg({ type: 'command_lifecycle', command_uuid: uuid, state })
+
+  it("a turn Claude Code takes of its own (a background task's end) before the task's message does not end the task", () => {
+    const watch = new TurnWatch()
+    // Task 1 left a server running and ended its turn.
+    watch.sent('u-1')
+    watch.push(lifecycle('u-1', 'started'))
+    expect(backgroundTurns(watch).at(-1)).toBe('final_message')
+    // Task 2's prompt is queued while the agent answers a notification on its own.
+    watch.beginTask()
+    watch.sent('u-2')
+    watch.push(lifecycle('u-2', 'queued'))
+    expect(
+      [start(), assistant([{ type: 'text', text: 'Noted.' }]), stopReason('end_turn'), stop()].map((m) =>
+        watch.push(m),
+      ),
+    ).toEqual([null, null, null, null])
+    expect(watch.push(msg({ ...result, origin: { kind: 'task-notification' } }))).toBeNull()
+    // Now the task's own turn: its final message ends it.
+    watch.push(lifecycle('u-2', 'started'))
+    expect(
+      [start(), assistant([{ type: 'text', text: 'Second.' }]), stopReason('end_turn'), stop()]
+        .map((m) => watch.push(m))
+        .at(-1),
+    ).toBe('final_message')
+    // Task 1's uuid no longer counts for task 2.
+    expect(watch.push(msg({ ...result, user_message_uuids: ['u-1'] }))).toBeNull()
+    expect(watch.push(msg({ ...result, user_message_uuids: ['u-2'] }))).toBe('result')
+  })
+
+  it('a background task keeps the time it was first seen running across level signals', async () => {
+    const watch = new TurnWatch()
+    watch.push(background('b1'))
+    const since = watch.background()[0]!.since
+    await new Promise((r) => setTimeout(r, 5))
+    watch.push(background('b1', 'b2'))
+    const [b1, b2] = watch.background()
+    expect(b1!.since).toBe(since)
+    expect(b2!.since >= since).toBe(true)
   })
 })
 

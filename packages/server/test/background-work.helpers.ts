@@ -70,32 +70,88 @@ export interface BackgroundCase {
   pool: string
 }
 
+/** A Bash command printing the pid of the Claude Code process it runs under (`agent-pid:N`). */
+const AGENT_PID =
+  `node -e "const fs=require('fs');let p=process.ppid;for(;p>1;){const a=fs.readFileSync('/proc/'+p+'/cmdline','utf8').split(String.fromCharCode(0))[0];` +
+  `if(/(^|\\/)claude$/.test(a))break;p=+fs.readFileSync('/proc/'+p+'/stat','utf8').split(') ')[1].split(' ')[1]}console.log('agent-pid:'+p)"`
+
+/** A Bash command that GETs the server on `port`: its answer, or `stopped:<code>`. */
+const getServer = (port: number) =>
+  `node -e "require('http').get('http://127.0.0.1:${port}',r=>r.pipe(process.stdout)).on('error',e=>console.log('stopped:'+e.code))"`
+
+const bash = (command: string, background = false) =>
+  `[[berth:tool Bash ${JSON.stringify(background ? { command, run_in_background: true } : { command })}]]`
+
+/** The outputs of a task's tool calls, in order. */
+async function toolOutputs(api: BerthClient, taskId: string): Promise<string[]> {
+  const events = (await api.tasks.events({ params: { id: taskId }, query: { limit: 100 } })).events
+  return events.flatMap((e) => (e.type === 'tool_result' ? [String(e.output).trim()] : []))
+}
+
 /**
- * A session task and a batch task whose agent starts a background server both end
- * `completed` with their turn. The session goes on: its next follow-up runs, and finds the
- * server stopped with the task that started it (each task is its own runner for now). The
- * batch task's container, and the server in it, is reaped.
+ * A session's agent lives between follow-ups (issue 42). Its first task starts a server and
+ * a short build with `run_in_background` and ends `completed` with its turn; between the
+ * tasks the server runs on (the workspace shows it; previews.test.ts serves one) and the build ends;
+ * the follow-up runs in the same Claude Code process, reaches the server, and its agent
+ * knows the build's end (shown first in its transcript). `stop` ends the agent and its
+ * server; the next follow-up resumes the conversation in a new one. A batch task's
+ * background server goes with its container.
  */
 export async function sessionAndBatchEndWithTurn(t: BackgroundCase): Promise<void> {
   const port = serverPort()
-  const session = await runBackgroundServer(t.api, t.submit, { mode: 'session', prompt: backgroundServerPrompt(port) })
-  await expectEndedWithTurn(t.api, session)
-  const check = `node -e "require('http').get('http://127.0.0.1:${port}',r=>r.pipe(process.stdout)).on('error',e=>console.log('stopped:'+e.code))"`
-  const next = await t.submit({
+  const server = `node -e "require('http').createServer((q,r)=>r.end('bg-'+'served')).listen(${port})"`
+  const first = await runBackgroundServer(t.api, t.submit, {
     mode: 'session',
-    session_id: session.session_id!,
-    prompt: `Is it still up? [[berth:tool Bash ${JSON.stringify({ command: check })}]] [[berth:text Checked.]]`,
+    prompt: `Start the server and the build. ${bash(server, true)} ${bash('sleep 3; echo build-' + 'done', true)} ${bash(AGENT_PID)} [[berth:text Serving.]]`,
   })
-  const followUp = await waitForTask(t.api, next.task_id, { timeout: 120_000, interval: 250 })
-  expect(followUp.status).toBe('completed')
-  expect(followUp.workspace_id).toBe(session.workspace_id)
-  const events = (await t.api.tasks.events({ params: { id: next.task_id }, query: { limit: 100 } })).events
-  expect(
-    events.find((e) => e.type === 'tool_result'),
-    JSON.stringify(events),
-  ).toMatchObject({
-    output: 'stopped:ECONNREFUSED',
+  expect(first.error, JSON.stringify(first.error)).toBeNull()
+  expect(first.status).toBe('completed')
+  expect(first.result!.text).toContain('Serving.')
+  const [pid1] = (await toolOutputs(t.api, first.task_id)).filter((o) => o.startsWith('agent-pid:'))
+  expect(pid1).toMatch(/^agent-pid:\d+$/)
+  const wsId = first.workspace_id!
+  // Between the tasks: the agent lives, its server runs and the build ended.
+  const between = await vi.waitFor(
+    async () => {
+      const ws = await t.api.workspaces.get({ params: { id: wsId } })
+      expect(ws.agent?.background.map((b) => b.description)).toEqual([expect.stringContaining(`listen(${port})`)])
+      return ws
+    },
+    { timeout: 60_000, interval: 250 },
+  )
+  expect(between).toMatchObject({ status: 'running', agent: { tasks: 1 } })
+
+  const second = await t.submit({
+    mode: 'session',
+    session_id: first.session_id!,
+    prompt: `Is it up? ${bash(getServer(port))} ${bash(AGENT_PID)} [[berth:text Checked.]] [[berth:notifications]]`,
   })
+  const followUp = await waitForTask(t.api, second.task_id, { timeout: 120_000, interval: 250 })
+  expect(followUp.status, JSON.stringify(followUp.error)).toBe('completed')
+  const outputs = await toolOutputs(t.api, second.task_id)
+  expect(outputs).toContain(SERVED)
+  // The same Claude Code process: no agent started for the follow-up.
+  expect(outputs.filter((o) => o.startsWith('agent-pid:'))).toEqual([pid1])
+  // The build's end came between the tasks: first in the follow-up's transcript, and known to its agent.
+  const events = (await t.api.tasks.events({ params: { id: second.task_id }, query: { limit: 100 } })).events
+  expect(events[0]).toMatchObject({ type: 'background_task', status: 'completed', kind: 'local_bash' })
+  expect(events.findIndex((e) => e.type === 'user_message')).toBeGreaterThan(0)
+  expect(followUp.result!.text).toContain('build-done')
+  expect((await t.api.workspaces.get({ params: { id: wsId } })).agent).toMatchObject({ tasks: 2 })
+
+  // Stopped: the agent and its server are gone; the next follow-up resumes the conversation.
+  const stopped = await t.api.workspaces.stop({ params: { id: wsId } })
+  expect(stopped).toMatchObject({ status: 'idle', container_id: null, agent: null })
+  const third = await t.submit({
+    mode: 'session',
+    session_id: first.session_id!,
+    prompt: `And now? ${bash(getServer(port))} [[berth:recall_all]]`,
+  })
+  const resumed = await waitForTask(t.api, third.task_id, { timeout: 120_000, interval: 250 })
+  expect(resumed.status, JSON.stringify(resumed.error)).toBe('completed')
+  expect(await toolOutputs(t.api, third.task_id)).toEqual(['stopped:ECONNREFUSED'])
+  expect(resumed.result!.text).toContain('Start the server and the build.')
+  await t.api.workspaces.stop({ params: { id: wsId } })
 
   const batch = await runBackgroundServer(t.api, t.submit)
   await expectEndedWithTurn(t.api, batch)

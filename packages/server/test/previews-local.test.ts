@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { localRuntime } from '@berth/adapter-local'
 import { silentLogger } from '@berth/core'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { startServer, type TestServer } from './helpers.js'
+import { startServer, waitForTask, type TestServer } from './helpers.js'
 import { onEngine, uniquePoolName } from './pool.helpers.js'
 import { echoOverWebSocket, serveInContainer } from './previews.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
@@ -44,16 +44,12 @@ describe('previews on local (bwrap)', () => {
     const t = await agentUser(s, { waitMs: 90_000 })
     // The sandbox shares the host's network: a port nothing else on this host uses.
     const port = await freePort()
-    const sub = await t.submit({ mode: 'session', prompt: serveInContainer(port, 60) })
+    const sub = await t.submit({ mode: 'session', prompt: serveInContainer(port) })
     const wsId = sub.workspace_id!
-    // The session's sandbox is warm once its task runs; the server answers once the agent started it.
-    await vi.waitFor(
-      async () => expect((await t.api.workspaces.get({ params: { id: wsId } })).status).toBe('running'),
-      {
-        timeout: 60_000,
-        interval: 250,
-      },
-    )
+    // The task ends with its turn; the session's living agent keeps the server it started running.
+    const task = await waitForTask(t.api, sub.task_id, { timeout: 120_000, interval: 250 })
+    expect(task.status, JSON.stringify(task.error)).toBe('completed')
+    expect((await t.api.workspaces.get({ params: { id: wsId } })).agent?.background).toHaveLength(1)
     const p = await t.api.workspaces.previews.create({ params: { id: wsId }, body: { port } })
     await vi.waitFor(async () => expect((await fetch(`${p.url}x`)).status).toBe(200), {
       timeout: 60_000,
@@ -63,7 +59,10 @@ describe('previews on local (bwrap)', () => {
     expect(await echoOverWebSocket(`${p.url.replace(/^http/, 'ws')}ws`, 'local')).toBe('echo:local')
     await t.api.workspaces.previews.revoke({ params: { id: wsId, preview_id: p.id } })
     expect((await fetch(p.url)).status).toBe(404)
-    await t.api.tasks.cancel({ params: { id: sub.task_id } })
-    await t.waitDone(sub.task_id)
-  }, 120_000)
+    // Stopped: the agent and its server go with the sandbox.
+    const p2 = await t.api.workspaces.previews.create({ params: { id: wsId }, body: { port } })
+    expect((await fetch(`${p2.url}x`)).status).toBe(200)
+    expect(await t.api.workspaces.stop({ params: { id: wsId } })).toMatchObject({ status: 'idle', agent: null })
+    expect((await fetch(`${p2.url}x`)).status).not.toBe(200)
+  }, 180_000)
 })

@@ -26,8 +26,9 @@ s.listen(${port});
 `
 
 /**
- * A prompt whose Bash call starts the server in the background and waits until it answers;
- * with `holdS`, the call then stays that long (a sandbox whose processes end with the call).
+ * A prompt whose agent starts the server with Claude Code's own `run_in_background` Bash (a
+ * session's living agent keeps it running after the task), then waits until it answers;
+ * with `holdS`, that call then stays that long (the task runs on meanwhile).
  */
 export function serveInContainer(port = 8000, holdS = 0): string {
   return daemonInContainer(SERVER_SOURCE(port), port, holdS)
@@ -47,13 +48,13 @@ require('net').createServer((s) => {
 }).listen(${port});
 `
 
-/** A prompt whose Bash call starts `source` (listening on `port`) as a daemon, as {@link serveInContainer} does. */
+/** A prompt whose agent starts `source` (listening on `port`) in the background, as {@link serveInContainer} does. */
 export function daemonInContainer(source: string, port: number, holdS = 0): string {
   const b64 = Buffer.from(source).toString('base64')
-  // Its own session, detached: it outlives the Bash call and the task (as a dev server an agent starts would).
-  const start = `require('child_process').spawn(process.execPath, ['-e', Buffer.from('${b64}', 'base64').toString()], { detached: true, stdio: 'ignore' }).unref()`
-  const command = `node -e "${start}"; for i in $(seq 50); do if node -e "require('http').get('http://127.0.0.1:${port}/',()=>process.exit(0)).on('error',()=>process.exit(1))"; then echo started; break; fi; sleep 0.2; done${holdS ? `; sleep ${holdS}` : ''}`
-  return `Serve it. [[berth:tool Bash ${JSON.stringify({ command })}]]`
+  // As a dev server an agent starts: Claude Code's background shell, kept by the session's living agent.
+  const serve = `node -e "eval(Buffer.from('${b64}', 'base64').toString())"`
+  const wait = `for i in $(seq 50); do if node -e "require('http').get('http://127.0.0.1:${port}/',()=>process.exit(0)).on('error',()=>process.exit(1))"; then echo started; break; fi; sleep 0.2; done${holdS ? `; sleep ${holdS}` : ''}`
+  return `Serve it. [[berth:tool Bash ${JSON.stringify({ command: serve, run_in_background: true })}]] [[berth:tool Bash ${JSON.stringify({ command: wait })}]]`
 }
 
 /** A GET (or `method`) with the raw request target `path`, exactly as written; status and body. */

@@ -91,7 +91,7 @@ describe.each(ENGINES)('tasks on %s', (engine) => {
     ])
   })
 
-  it('a session task and a batch task whose agent starts a run_in_background server end completed with their turn', async () => {
+  it("a session's agent lives between follow-ups with its background server; a batch task's goes with its container", async () => {
     await sessionAndBatchEndWithTurn(t)
   }, 600_000)
 

@@ -433,7 +433,7 @@ describe('released workspaces', () => {
     expect(task.status).toBe('completed')
     const id = task.workspace_id!
     // What the idle timer does after `sessionIdleMs`.
-    await t.s.berth.services.tasks.releaseWorkspace(callerId, id)
+    await t.s.berth.services.tasks.containers.release(callerId, id)
     const ws = await t.api.workspaces.get({ params: { id } })
     expect(ws).toMatchObject({ status: 'idle', container_id: null })
 

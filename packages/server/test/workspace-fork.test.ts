@@ -60,7 +60,7 @@ describe.each(ENGINES)('forking a session on %s', (engine) => {
     const volumes = (await t.runtime.listVolumes({ labels: { 'berth.pool': t.pool } })).map((v) => v.name)
     expect(volumes).toEqual(expect.arrayContaining([original, fork.id].map((id) => `berth-${id.replace('_', '-')}`)))
     // Released, the fork's files stay on its volume.
-    await t.s.berth.services.tasks.releaseWorkspace(t.id, fork.id)
+    await t.s.berth.services.tasks.containers.release(t.id, fork.id)
     expect(await fileNames(t.api, fork.id)).toEqual(expect.arrayContaining(['one.txt', 'two.txt', 'four.txt']))
   }, 300_000)
 

@@ -34,6 +34,8 @@ export interface ConversationState {
   lastUserText: string
   /** The text of the latest tool result (e.g. a denial's reason), or '' when none. */
   lastToolResult: string
+  /** The summaries of the background-task notifications Claude Code put in the conversation, oldest first. */
+  notifications: string[]
 }
 
 const REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g
@@ -80,7 +82,11 @@ export function readConversation(messages: MessageParam[]): ConversationState {
   }
   const earlierPrompts = prompts.slice(0, -1).map((i) => stripDirectives(typedText(messages[i]!)))
   const size = messages.reduce((n, m) => n + JSON.stringify(m.content).length, 0)
-  const latest = { lastUserText: lastTyped(messages), lastToolResult: lastToolResult(messages) }
+  const latest = {
+    lastUserText: lastTyped(messages),
+    lastToolResult: lastToolResult(messages),
+    notifications: notificationsIn(messages),
+  }
   if (last < 0) return { prompt: '', turn: 0, firstPrompt: '', earlierPrompts, size, ...latest }
   const turn = messages.slice(last + 1).filter((m) => m.role === 'assistant').length
   return {
@@ -91,6 +97,17 @@ export function readConversation(messages: MessageParam[]): ConversationState {
     size,
     ...latest,
   }
+}
+
+const NOTIFICATION = /<task-notification>[\s\S]*?<summary>([\s\S]*?)<\/summary>[\s\S]*?<\/task-notification>/g
+
+/** The summaries of `<task-notification>`s in user messages (Claude Code sends them as reminders). */
+function notificationsIn(messages: MessageParam[]): string[] {
+  return messages
+    .filter((m) => m.role === 'user')
+    .flatMap((m) => blocks(m.content))
+    .flatMap((b) => (b.type === 'text' && typeof b.text === 'string' ? [...b.text.matchAll(NOTIFICATION)] : []))
+    .map((x) => x[1]!.trim())
 }
 
 /** How Claude Code hands over a message sent mid-turn: a reminder beside the next tool result. */

@@ -36,6 +36,8 @@ export interface Script {
   replyLastUser?: boolean
   /** `[[berth:echo_last_result]]`: the final text quotes the latest tool result (a denial's reason, say). */
   echoLastResult?: boolean
+  /** `[[berth:notifications]]`: the final text lists the background-task notifications the conversation holds. */
+  notifications?: boolean
 }
 
 const DIRECTIVE = /\[\[berth:([a-z_]+)(?:\s+([\s\S]*?))?\]\](?!\])/g
@@ -130,6 +132,9 @@ export function parseScript(prompt: string): Script {
         break
       case 'echo_last_result':
         script.echoLastResult = true
+        break
+      case 'notifications':
+        script.notifications = true
         break
       case 'slow':
         script.slowMs = toCount(args, '[[berth:slow MS]]')

@@ -104,6 +104,7 @@ export function answer(req: MessagesRequest): Answer {
     const parts = [script.text ?? (script.json !== undefined ? JSON.stringify(script.json) : summary(convo.prompt))]
     if (script.echoLastResult) parts.push(`Last tool result: ${convo.lastToolResult}`)
     if (script.replyLastUser) parts.push(`Last message: ${convo.lastUserText}`)
+    if (script.notifications) parts.push(`Notifications: ${convo.notifications.join(' | ') || '(none)'}`)
     content.push({ type: 'text', text: parts.join('\n') })
   }
 

@@ -180,4 +180,25 @@ describe('offline model: directives and the tool loop', () => {
       content: [{ type: 'text', text: 'Tried.\nLast tool result: Denied: not on a Friday' }],
     })
   })
+
+  it('[[berth:notifications]] lists the background-task notifications Claude Code put in the conversation', () => {
+    const notice = (summary: string) =>
+      user(
+        `<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n<summary>${summary}</summary>\n</task-notification>\n</system-reminder>`,
+      )
+    const ask = user('Anything? [[berth:text Checked.]] [[berth:notifications]]')
+    expect(answer({ tools, messages: [ask] })).toMatchObject({
+      content: [{ type: 'text', text: 'Checked.\nNotifications: (none)' }],
+    })
+    const messages: MessageParam[] = [
+      user('Build.'),
+      { role: 'assistant', content: [{ type: 'text', text: 'Started.' }] },
+      notice('Background command "make" completed (exit code 0)'),
+      { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
+      ask,
+    ]
+    expect(answer({ tools, messages })).toMatchObject({
+      content: [{ type: 'text', text: 'Checked.\nNotifications: Background command "make" completed (exit code 0)' }],
+    })
+  })
 })

@@ -51,6 +51,19 @@ export const workspaceRoutes = [
     status: 204,
   }),
   defineRoute({
+    name: 'workspaces.stop',
+    method: 'POST',
+    path: '/v1/workspaces/:id/stop',
+    auth: 'caller',
+    tag: 'workspaces',
+    summary: 'Stop a session now: its living agent and what it left running end, its container is released',
+    description:
+      'What the idle timer does after 15 idle minutes (`sessionIdleMs`), now: the session’s living agent ends (its background shells, servers and watchers stop), its files and conversation are kept, and its container, memory and running-workspace slot go back. The next follow-up resumes the conversation in a new container. A workspace without a warm container is answered as it is. 409 while a task of the workspace is queued or under way (cancel it first). A container another instance holds is released there; 502 `CONTAINER_FAILED` if that instance does not within 10 s.',
+    params: IdParams('workspace'),
+    response: Workspace,
+    errors: ['CONFLICT', 'CONTAINER_FAILED'],
+  }),
+  defineRoute({
     name: 'workspaces.transcript',
     method: 'GET',
     path: '/v1/workspaces/:id/transcript',

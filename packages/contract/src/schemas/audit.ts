@@ -58,6 +58,7 @@ export const AUDIT_ACTIONS = [
   'playbook.webhook_secret_rotated',
   'workspace.updated',
   'workspace.deleted',
+  'workspace.stopped',
   'workspace.forked',
   'preview.created',
   'preview.revoked',

@@ -26,6 +26,29 @@ export const WorkspaceSummary = v.object({
   last_active_at: Timestamp,
 })
 
+/** Work a session's living agent left running in the background: a `run_in_background` shell, a server, a watcher, a subagent. */
+export const BackgroundTask = v.object({
+  id: v.string(),
+  /** Claude Code's kind of task: `local_bash`, `local_agent`, `monitor`... */
+  kind: v.string(),
+  description: v.string(),
+  /** When it started. */
+  since: Timestamp,
+})
+
+/**
+ * A session's agent while it lives between tasks: Claude Code kept up in the warm container
+ * with its input open, so a follow-up is its next message and what it started runs on.
+ */
+export const LivingAgent = v.object({
+  /** When this agent started. */
+  since: Timestamp,
+  /** Tasks it has served. */
+  tasks: v.number(),
+  /** What it left running in the background, now. */
+  background: v.array(BackgroundTask),
+})
+
 /** The full workspace. */
 export const Workspace = v.object({
   ...WorkspaceSummary.entries,
@@ -35,6 +58,8 @@ export const Workspace = v.object({
   persistent: v.boolean(),
   /** The workspace and task this one was forked from (`POST /v1/workspaces/:id/fork`), or null. */
   forked_from: v.nullable(v.object({ workspace_id: Id('workspace'), task_id: Id('task') })),
+  /** The session's living agent, while its container is warm (null otherwise: the next follow-up starts one and resumes the conversation). */
+  agent: v.nullable(LivingAgent),
 })
 
 /** Body of `PATCH /v1/workspaces/:id`: only these fields. */
@@ -58,3 +83,5 @@ export type WorkspaceSummary = v.InferOutput<typeof WorkspaceSummary>
 export type WorkspaceStatus = v.InferOutput<typeof WorkspaceStatus>
 export type UpdateWorkspace = v.InferOutput<typeof UpdateWorkspace>
 export type ForkWorkspace = v.InferOutput<typeof ForkWorkspace>
+export type LivingAgent = v.InferOutput<typeof LivingAgent>
+export type BackgroundTask = v.InferOutput<typeof BackgroundTask>

@@ -50,6 +50,7 @@ const AUDITED: Partial<Record<keyof HandlerMap, RouteAudit>> = {
   'playbooks.rotateWebhookSecret': { action: 'playbook.webhook_secret_rotated', target: 'playbook', id: 'id' },
   'workspaces.update': { action: 'workspace.updated', target: 'workspace', id: 'id' },
   'workspaces.delete': { action: 'workspace.deleted', target: 'workspace', id: 'id' },
+  'workspaces.stop': { action: 'workspace.stopped', target: 'workspace', id: 'id' },
   'workspaces.fork': {
     action: 'workspace.forked',
     target: 'workspace',

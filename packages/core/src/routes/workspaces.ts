@@ -17,6 +17,7 @@ export const workspaceHandlers = defineHandlers({
   'workspaces.delete': async ({ caller, params, services }) => {
     await services.deleteWorkspace(caller.id, params.id)
   },
+  'workspaces.stop': ({ caller, params, services }) => services.stopSession(caller.id, params.id),
   'workspaces.transcript': async ({ caller, params, query, services }) => {
     await services.workspaces.assert(caller.id, params.id)
     const events = await services.eventLog.read(caller.id, params.id, { after: query.after, limit: query.limit })

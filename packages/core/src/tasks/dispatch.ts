@@ -17,8 +17,11 @@ export const SHARED_QUEUE = 'tasks'
 /** The channel of requests to instances (cancel a task they run, or steer it). */
 export const CONTROL_CHANNEL = 'task-control'
 
-/** A cancel, or a control line for a task's runner (a decision, an interrupt, a message). */
-type ControlMessage = { cancel: string; owner: string } | { steer: string; owner: string; control: RunnerControl }
+/** A cancel, a control line for a task's runner (a decision, an interrupt, a message), or a session's container to release. */
+type ControlMessage =
+  | { cancel: string; owner: string }
+  | { steer: string; owner: string; control: RunnerControl }
+  | { release: string; owner: string }
 
 export const instanceQueue = (instanceId: string) =>
   `tasks.${instanceId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 100)
@@ -40,6 +43,8 @@ export interface DispatchOptions {
   steer: Pick<LocalSteer, 'here'>
   /** How often to look for jobs other instances added (default 500 ms). */
   pollMs?: number
+  /** The sessions' containers held here: released when another instance asks (a session stopped there). */
+  sessions?: { has(wsId: string): boolean; stop(owner: string, wsId: string): Promise<void> }
 }
 
 interface JobData {
@@ -142,9 +147,28 @@ export class Dispatcher {
     })
   }
 
-  /** Look for jobs now and every `pollMs`; hear cancel and steering requests. */
+  /** Whether an instance is alive (it renews its lease on the coordination). */
+  async isAlive(instanceId: string): Promise<boolean> {
+    return (await this.o.coordination.instances.alive()).includes(instanceId)
+  }
+
+  /** Ask the instance holding a session's container to release it (its agent ended, files and conversation kept). */
+  async requestRelease(owner: string, wsId: string): Promise<void> {
+    await this.o.coordination.pubsub.publish<ControlMessage>(CONTROL_CHANNEL, { release: wsId, owner })
+  }
+
+  /** Look for jobs now and every `pollMs`; hear cancel, steering and release requests. */
   async start(): Promise<void> {
     this.offControl = await this.o.coordination.pubsub.subscribe<ControlMessage>(CONTROL_CHANNEL, (m) => {
+      if ('release' in m) {
+        if (!this.o.sessions?.has(m.release)) return
+        void this.o.sessions
+          .stop(m.owner, m.release)
+          .catch((err) =>
+            this.o.logger.warn('could not release a session', { workspace: m.release, error: String(err) }),
+          )
+        return
+      }
       const id = 'cancel' in m ? m.cancel : m.steer
       if (!this.o.scheduler.has(id)) return
       void this.controlHere(m).catch((err) =>
@@ -238,7 +262,7 @@ export class Dispatcher {
   }
 
   /** Another instance asks to cancel or steer a task held here. */
-  private async controlHere(m: ControlMessage): Promise<void> {
+  private async controlHere(m: Exclude<ControlMessage, { release: string }>): Promise<void> {
     const t = await this.o.records.find(m.owner, 'cancel' in m ? m.cancel : m.steer)
     if (!t || !ACTIVE.includes(t.status)) return
     if ('cancel' in m) await this.o.cancels.here(t)

@@ -10,7 +10,8 @@ import { createWorkspaceVolume, workspaceVolumeName } from '../runtime/volumes.j
 import type { WorkspaceRecord } from '../workspaces/workspaces.js'
 import { materialize, WORKSPACE_DIR, type MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './task.js'
-import { warmKey, type WarmAgent, type WarmAgents } from './warm-agents.js'
+import { warmKey, type AgentProcess } from './agent-process.js'
+import type { WarmAgents } from './warm-agents.js'
 
 /** Where task containers come from and how the runner is started in them. */
 export interface TaskEngine {
@@ -58,8 +59,10 @@ export interface Claimed {
   workspace: WorkspaceRecord
   /** The runner input, when the claim had to resolve it to look for a warm agent (null: the run resolves it). */
   input: RunnerInput | null
-  /** The warm agent that takes the task's prompt (null: start the runner). */
-  agent: WarmAgent | null
+  /** The agent that takes the task's prompt: a warm one, or the session's living one (null: start the runner). */
+  agent: AgentProcess | null
+  /** `agent` is the session's living agent, started for an earlier task (the run checks it still fits). */
+  living?: boolean
   /** Starts a warm agent for the next task like this one: the run calls it at its first token or its end. */
   refill?: () => void
 }
@@ -84,7 +87,7 @@ export async function claimContainer(deps: ClaimDeps, plan: RunPlan, signal: Abo
   const env = await deps.environments.resolve(owner, profile.environment_id, await endpointHosts(deps.catalog, profile))
   // Warm agents live in the default environment's containers: only its tasks may take one.
   let input: RunnerInput | null = null
-  let agent: WarmAgent | null = null
+  let agent: AgentProcess | null = null
   // A fork's copied files go in before the agent starts, so no warm agent for it either.
   if (Object.keys(env.spec).length === 0 && agents && !ws.persistent && !ws.sdk_session_id && !ws.seed_files) {
     input = await materialize(deps.catalog, task, profile, ws)

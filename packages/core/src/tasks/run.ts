@@ -1,12 +1,13 @@
 /** One task run end to end: its plan loaded once, its container leased, its moves, the runner's events and result, the container kept warm or released. */
-import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, isApiError, type RunnerEvent } from '@berth/contract'
+import { ApiError, DEFAULT_APPROVAL_TIMEOUT_S, isApiError, type RunnerEvent, type RunnerInput } from '@berth/contract'
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import { noopMetrics, secondsFrom, secondsSince, type Metrics } from '../ports/metrics.js'
 import type { ProfileRecord, ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
-import { requireEngine, type RunPlan, type TaskEngine } from './engine.js'
+import { requireEngine, type Claimed, type RunPlan, type TaskEngine } from './engine.js'
+import { canLive, livingKey, type AgentProcess } from './agent-process.js'
 import { materialize, meteredBy, type MaterializeDeps } from './materialize.js'
 import type { Approvals } from './approvals.js'
 import {
@@ -101,6 +102,9 @@ export class TaskRuns implements TaskRunner {
     let profile: ProfileRecord | null = null
     // The warm agent refill this run's claim asked for: started at the first token, or at the end.
     let refill: (() => void) | undefined
+    // The agent the runner runs in, and whether it lives on for the session's next task.
+    let agent: { agent: AgentProcess | null; stay: boolean } = { agent: null, stay: false }
+    let staying = () => false
     try {
       profile = await this.o.profiles.records.find(owner, task.profile_id)
       if (!profile)
@@ -123,18 +127,17 @@ export class TaskRuns implements TaskRunner {
         container_id: leased.lease.container.id,
         instance_id: this.o.instanceId ?? null,
       })
-      const input = spans.runnerInput(
-        leased.input ?? (await materialize(this.o.catalog, task, profile, ws)),
-        !leased.agent,
-        leased.agent?.ready,
-      )
+      const resolved = leased.input ?? (await materialize(this.o.catalog, task, profile, ws))
+      agent = await this.agentFor(task, leased, resolved)
+      const input = spans.runnerInput(resolved, !agent.agent, agent.agent?.ready)
       signal.throwIfAborted()
       const runSignal = AbortSignal.any([signal, limit.forced.signal])
       const observe = this.firstLines(task)
       const session = runnerEvents(
         { runtime, command, logger: this.o.logger },
-        { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal: runSignal, agent: leased.agent },
+        { engineId: leased.lease.container.engine_id, taskId: task.id, input, signal: runSignal, ...agent },
       )
+      staying = () => session.staying
       // Controls sent once the task shows `running` wait in the session until the runner starts.
       const detach = this.o.controls.attach(task.id, (control) => session.send(control))
       try {
@@ -146,6 +149,7 @@ export class TaskRuns implements TaskRunner {
           if (signal.reason instanceof TaskFenced) throw signal.reason
           observe(event)
           if (event.type === 'token') refill?.()
+          if (event.type === 'background_task') containers.living.note(ws.id, event)
           spans.event(event)
           // A request is stored before anyone sees it, so a decision never meets a 404.
           if (event.type === 'permission_request' && !(await this.o.approvals.open(task, event, timeoutS)))
@@ -188,6 +192,11 @@ export class TaskRuns implements TaskRunner {
     // the container is removed right after.
     let lease: Lease | undefined
     const keep = keepWarm && containers.has(ws.id) && !this.o.scheduler.closed
+    // The session's agent lives on with its container (else it ends before its files and conversation are kept).
+    if (agent.agent && staying()) {
+      if (keep) containers.living.keep(owner, ws.id, agent.agent)
+      else await agent.agent.end()
+    }
     if (keep && sdkSessionId) ws = await workspaces.patch(owner, ws.id, { sdk_session_id: sdkSessionId })
     if (!keep) lease = await containers.detach(owner, ws.id, { fromRun: true, workspace: ws, sdkSessionId })
     if (open.size > 0)
@@ -211,6 +220,35 @@ export class TaskRuns implements TaskRunner {
     // Only now is the workspace free for its idle clock (the runner has exited).
     if (keep) containers.keepWarm(owner, ws.id, ws.session_id)
     await lease?.release()
+  }
+
+  /**
+   * The agent a task runs on. A session task (where its agent can live: see `canLive`) runs
+   * on the session's living agent while that still fits it (same settings; otherwise it is
+   * ended and the conversation resumed in a new one), or on an agent started for it, and it
+   * stays; a batch task on the warm agent its claim took, if any.
+   */
+  private async agentFor(
+    task: TaskRecord,
+    leased: Claimed,
+    input: RunnerInput,
+  ): Promise<{ agent: AgentProcess | null; stay: boolean }> {
+    const owner = task.owner_id
+    const stay = task.mode === 'session' && canLive(input) && !this.o.scheduler.closed
+    let agent = leased.agent
+    if (agent && leased.living && (!stay || agent.key !== livingKey(owner, input))) {
+      await agent.end()
+      agent = null
+    }
+    if (!agent && stay)
+      agent = await this.o.containers.living.start(
+        leased.lease,
+        owner,
+        task.workspace_id,
+        input,
+        livingKey(owner, input),
+      )
+    return { agent, stay }
   }
 
   /** Observes the runner's first line (how long it took to start) and the model's first token (since the submit). */

@@ -1,12 +1,12 @@
 /** One run of the runner in a container: started (or handed to a warm agent), its stdout framed into events, its result. */
-import * as v from 'valibot'
-import { ApiError, RunnerEvent, type RunnerControl, type RunnerInput, secretForms } from '@berth/contract'
+import { ApiError, type RunnerControl, type RunnerEvent, type RunnerInput, secretForms } from '@berth/contract'
 import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
 import { runnerUser } from './runner-user.js'
 import type { Logger } from '../ports/logger.js'
 import { WORKSPACE_DIR } from './materialize.js'
 import { RunnerStdin } from './runner-stdin.js'
-import type { WarmAgent } from './warm-agents.js'
+import type { AgentProcess } from './agent-process.js'
+import { lineFramer, MAX_LINE_CHARS, parseRunnerLine } from './runner-lines.js'
 
 /** How long a runner may take to exit after writing its result before it is killed. */
 const RUNNER_EXIT_GRACE_MS = 10_000
@@ -28,91 +28,16 @@ export function redactAll(text: string, values: string[]): string {
   return out
 }
 
-/**
- * A line of the runner's output: an event, or why it is none.
- *
- * @example
- * ```ts
- * parseRunnerLine('{"type":"token","text":"Hi"}') // { type: 'token', text: 'Hi' }
- * parseRunnerLine('oops')                          // 'not json'
- * ```
- */
-export function parseRunnerLine(line: string): RunnerEvent | 'not json' | 'unknown event' {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(line)
-  } catch {
-    return 'not json'
-  }
-  const event = v.safeParse(RunnerEvent, parsed)
-  return event.success ? event.output : 'unknown event'
-}
-
-/** The longest line the runner may write (one event); a longer one is dropped with a warning. */
-export const MAX_LINE_CHARS = 16 * 1024 * 1024
-
-/**
- * Frames a byte stream into lines: `push` each chunk, `end` for what follows the last newline.
- * Each byte is scanned once however long the line (the scan resumes where the last chunk
- * ended); a line longer than `maxChars` is dropped up to its newline, `onOversize` told.
- *
- * @example
- * ```ts
- * const lines = lineFramer((line) => console.log(line))
- * lines.push(new TextEncoder().encode('{"a":1}\n{"b"'))
- * lines.end()
- * ```
- */
-export function lineFramer(
-  onLine: (line: string) => void,
-  opts: { maxChars?: number; onOversize?: (chars: number) => void } = {},
-): { push(chunk: Uint8Array): void; end(): void } {
-  const max = opts.maxChars ?? MAX_LINE_CHARS
-  const decoder = new TextDecoder()
-  let pending = ''
-  /** Where the newline search resumes: `pending` before it holds none. */
-  let scanned = 0
-  /** Characters of an oversized line dropped so far (its newline not seen yet). */
-  let dropped = 0
-  return {
-    push(chunk) {
-      pending += decoder.decode(chunk, { stream: true })
-      let start = 0
-      const nextNewline = () => pending.indexOf('\n', Math.max(scanned, start))
-      for (let nl = nextNewline(); nl >= 0; nl = nextNewline()) {
-        if (dropped > 0 || nl - start > max) {
-          opts.onOversize?.(dropped + nl - start)
-          dropped = 0
-        } else onLine(pending.slice(start, nl))
-        start = nl + 1
-      }
-      pending = pending.slice(start)
-      scanned = pending.length
-      if (pending.length > max || dropped > 0) {
-        // Keep no more of an oversized line than its length: its newline ends the drop.
-        dropped += pending.length
-        pending = ''
-        scanned = 0
-      }
-    },
-    end() {
-      if (dropped > 0) opts.onOversize?.(dropped + pending.length)
-      else onLine(pending)
-      pending = ''
-      scanned = 0
-      dropped = 0
-    },
-  }
-}
-
 export interface RunnerRun {
   /** The task container's engine id. */
   engineId: string
   taskId: string
   input: RunnerInput
   signal: AbortSignal
-  /** A warm agent to hand the prompt to instead of starting the runner. */
-  agent: WarmAgent | null
+  /** An agent to hand the prompt to (a warm one, or the session's living one) instead of starting the runner. */
+  agent: AgentProcess | null
+  /** The agent lives on after this task's result, for the session's next (see {@link AgentProcess.park}). */
+  stay?: boolean
 }
 
 /** A runner's events as they come, ending on its result; `exited` is its exit after that. */
@@ -126,6 +51,8 @@ export interface RunnerSession extends AsyncIterable<RunnerEvent> {
   send(control: RunnerControl): boolean
   /** The run ends without its events having been read: the runner (started already) is killed. */
   close(): void
+  /** The agent lives on after the result (parked for the session's next task; see {@link RunnerRun.stay}). */
+  readonly staying: boolean
 }
 
 /**
@@ -197,7 +124,12 @@ export function runnerEvents(
   const starting = (async (): Promise<ExecProcess> => {
     let proc: ExecProcess
     if (run.agent) {
-      proc = run.agent.handOff({ id: run.taskId, prompt: input.prompt, events_file: input.events_file }, out, signal)
+      proc = run.agent.handOff(
+        { id: run.taskId, prompt: input.prompt, events_file: input.events_file },
+        out,
+        signal,
+        run.stay === true,
+      )
       start(run.agent.stdin)
     } else {
       const cold = new RunnerStdin()
@@ -228,6 +160,8 @@ export function runnerEvents(
   // A failed start is thrown where the events are read.
   starting.catch(() => {})
   let reading = false
+  // The agent was parked after the result: it lives on for the session's next task.
+  let staying = false
 
   async function* events(): AsyncGenerator<RunnerEvent> {
     reading = true
@@ -241,6 +175,12 @@ export function runnerEvents(
           if (event.type !== 'result') continue
           sawResult = true
           signal.throwIfAborted()
+          if (run.stay && run.agent && !run.agent.dead) {
+            // A living agent: it waits for the session's next task (what it wrote after the result is kept for it).
+            run.agent.park(ready.splice(0))
+            staying = true
+            return
+          }
           // A runner that hangs after its result is killed rather than holding the workspace.
           exited = new Promise<void>((resolve) => {
             const timer = setTimeout(() => void proc.kill().catch(() => {}), RUNNER_EXIT_GRACE_MS)
@@ -260,9 +200,9 @@ export function runnerEvents(
         await new Promise<void>((r) => (wake = r))
       }
     } finally {
-      // The run is over for the server: nothing more goes to the runner.
+      // The run is over for the server: nothing more goes to the runner (a living agent's stdin stays open for its next task).
       done = true
-      stdin?.close()
+      if (!staying) stdin?.close()
       // The consumer stopped early (its recording failed): the runner goes too.
       if (!sawResult && !ended) void proc.kill().catch(() => {})
     }
@@ -282,6 +222,9 @@ export function runnerEvents(
   return {
     get exited() {
       return exited
+    },
+    get staying() {
+      return staying
     },
     close() {
       if (reading || done) return

@@ -67,10 +67,11 @@ export class TasksService {
   private readonly transcript: Transcript
   private readonly states: TaskStates
   private readonly scheduler: Scheduler
-  private readonly containers: SessionContainers
+  /** The workspaces' containers held here (and their living agents). */
+  readonly containers: SessionContainers
   private readonly cancels: LocalCancel
   private readonly coordination: Coordination
-  private readonly dispatch: Dispatcher
+  readonly dispatch: Dispatcher
   private readonly lost: LostInstances
   private readonly remote: RemoteEvents
   /** Puts back what the coordination lost about tasks, from the store. */
@@ -102,6 +103,7 @@ export class TasksService {
       logger,
       sessionIdleMs: o.sessionIdleMs,
       snapshots: o.snapshots,
+      store,
     })
     scheduler.serve(
       new TaskRuns({
@@ -148,6 +150,7 @@ export class TasksService {
       lost,
       cancels,
       steer: local,
+      sessions: containers,
     })
     this.steer = new TaskSteering({
       instanceId: coordination.instanceId,
@@ -353,11 +356,6 @@ export class TasksService {
     await this.remote.start()
     await this.dispatch.start()
     this.lost.start()
-  }
-
-  /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
-  async releaseWorkspace(owner: string, wsId: string): Promise<void> {
-    await this.containers.release(owner, wsId)
   }
 
   /** Cancel everything of a workspace and release it (workspace deletion). */

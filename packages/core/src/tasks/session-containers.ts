@@ -8,6 +8,8 @@ import type { Lease } from '../runtime/index.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
 import type { Conversations } from './conversation.js'
+import { LivingAgents } from './living-agents.js'
+import type { Store } from '../ports/store.js'
 import { claimContainer, requireEngine, type Claimed, type RunPlan, type TaskEngine } from './engine.js'
 import type { MaterializeDeps } from './materialize.js'
 import type { TaskRecord } from './task.js'
@@ -29,6 +31,8 @@ export interface SessionContainersOptions {
   sessionIdleMs?: number | undefined
   /** Keeps the files of a workspace without a volume when its container is released. */
   snapshots?: WorkspaceSnapshots | undefined
+  /** Where a living agent's token is bound to each task it serves (with a credential broker). */
+  store?: Store | undefined
 }
 
 /** A workspace's claimed container and its idle timer. */
@@ -69,8 +73,18 @@ export class SessionContainers {
   private readonly releasing = new Map<string, Promise<unknown>>()
   /** Profiles whose idle session is being released for a task waiting for its slot. */
   private readonly evicting = new Set<string>()
+  /** Sessions' agents living between their tasks, in these containers. */
+  readonly living: LivingAgents
 
-  constructor(private readonly o: SessionContainersOptions) {}
+  constructor(private readonly o: SessionContainersOptions) {
+    const tokens = o.catalog?.broker?.tokens
+    this.living = new LivingAgents({
+      engine: o.engine,
+      workspaces: o.workspaces,
+      logger: o.logger,
+      tokens: tokens && o.store ? { issuer: tokens, store: o.store } : undefined,
+    })
+  }
 
   /** Whether the workspace holds a container. */
   has(wsId: string): boolean {
@@ -92,7 +106,9 @@ export class SessionContainers {
     const warm = this.warm.get(ws.id)
     if (warm) {
       if (warm.timer) clearTimeout(warm.timer)
-      return { lease: warm.lease, workspace: ws, input: null, agent: null }
+      // The session's living agent takes the follow-up, if it still fits it (see TaskRuns).
+      const agent = this.living.take(ws.id)
+      return { lease: warm.lease, workspace: ws, input: null, agent, living: agent !== null }
     }
     const engine = requireEngine(this.o.engine)
     const claimed = await claimContainer({ ...this.o, engine }, plan, signal)
@@ -163,6 +179,12 @@ export class SessionContainers {
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */
   async release(owner: string, wsId: string): Promise<void> {
     await (await this.detach(owner, wsId))?.release()
+  }
+
+  /** Stop a session now, as its idle timer would: its agent ends, its conversation and files are kept, its container reaped. */
+  async stop(owner: string, wsId: string): Promise<void> {
+    if (this.warm.get(wsId)?.timer) clearTimeout(this.warm.get(wsId)!.timer!)
+    await (await this.detach(owner, wsId, { keepConversation: true }))?.release()
   }
 
   /** A cancelled queued task may leave a workspace that never started: free its slot. */
@@ -269,6 +291,8 @@ export class SessionContainers {
     const warm = this.warm.get(wsId)
     this.warm.delete(wsId)
     if (warm?.timer) clearTimeout(warm.timer)
+    // The agent goes first (its background work stopped, its conversation written out), then its files are kept.
+    await this.living.end(wsId)
     const found = opts.workspace ?? (await this.o.workspaces.records.find(owner, wsId))
     const ws = found && opts.sdkSessionId ? { ...found, sdk_session_id: opts.sdkSessionId } : found
     // Without a volume the container's files go with it: keep the conversation at least.
@@ -289,7 +313,9 @@ export class SessionContainers {
           owner,
           wsId,
           'idle',
-          opts.sdkSessionId ? { sdk_session_id: opts.sdkSessionId, container_id: null } : { container_id: null },
+          opts.sdkSessionId
+            ? { sdk_session_id: opts.sdkSessionId, container_id: null, agent: null }
+            : { container_id: null, agent: null },
         )
         .catch((err: unknown) => {
           // Deleted meanwhile (a delete racing an idle release): its container, slot and cap still go back.

@@ -1,34 +1,11 @@
-import { createHash } from 'node:crypto'
-import type { ContainerRuntime, ExecProcess } from '../ports/container-runtime.js'
+import type { ContainerRuntime } from '../ports/container-runtime.js'
 import type { Logger } from '../ports/logger.js'
 import type { RunnerInput } from '@berth/contract'
-import type { ContainerPool, Lease } from '../runtime/index.js'
+import type { ContainerPool } from '../runtime/index.js'
 import type { Store } from '../ports/store.js'
 import { brokeredPlaceholder } from '../resources/catalog.js'
-import { bindSubject, RunTokens } from './run-tokens.js'
-import { RunnerStdin } from './runner-stdin.js'
-import { runnerUser } from './runner-user.js'
-
-/** Where a warm agent's output goes once a task took it. */
-export interface AgentOutput {
-  onStdout: (chunk: Uint8Array) => void
-  onStderr: (chunk: Uint8Array) => void
-}
-
-/** A runner whose Claude Code is up and waiting for its first prompt, in a claimed container. */
-export interface WarmAgent {
-  key: string
-  lease: Lease
-  /** Claude Code is up and waits for the prompt (false: it is still starting). */
-  readonly ready: boolean
-  /** The runner's stdin, open after the prompt: the task's control lines go here; its run closes it. */
-  stdin: RunnerStdin
-  /**
-   * Hand the task's prompt to the agent: its output goes to `out` from now on (anything it
-   * wrote while parked first), and `signal` kills it. Returns the runner's process.
-   */
-  handOff(task: { id: string; prompt: string; events_file: string }, out: AgentOutput, signal: AbortSignal): ExecProcess
-}
+import { startAgentProcess, warmKey, type AgentProcess } from './agent-process.js'
+import type { RunTokens } from './run-tokens.js'
 
 export interface WarmAgentsOptions {
   runtime: ContainerRuntime
@@ -44,27 +21,6 @@ export interface WarmAgentsOptions {
   cwd: string
   /** With a credential broker: an agent's token is its own, bound to its task in `store` when a task takes it. */
   tokens?: { issuer: RunTokens; store: Store }
-}
-
-/**
- * What fixes an agent at start: the owner and the whole runner input except what only the
- * task brings (its id, prompt and events file). Profile settings, tools, MCP servers,
- * model and credential, secrets (as env and redactions), skills, agents, limits and the
- * conversation to resume all count, so a task whose input differs in any of them never
- * meets an agent started for another.
- *
- * @example
- * ```ts
- * warmKey(owner, input) === warmKey(owner, { ...input, task_id: 'other', prompt: 'other' }) // true
- * ```
- */
-export function warmKey(owner: string, input: RunnerInput): string {
-  // The capability token is the run's own (an agent gets one of its own): not a setting.
-  const { task_id: _t, prompt: _p, events_file: _e, broker, ...fixed } = input
-  const brokerSetting = broker && { ...broker, token: null }
-  return createHash('sha256')
-    .update(JSON.stringify([owner, fixed, brokerSetting ?? null]))
-    .digest('hex')
 }
 
 /**
@@ -87,17 +43,11 @@ export function holdsCredential(input: RunnerInput): boolean {
   )
 }
 
-interface Parked extends WarmAgent {
-  proc: ExecProcess
-  dead: boolean
-  /** Reclaims the agent when no task took it for `idleMs`. */
+/** An agent waiting for a task, and the timer that reclaims it when none comes. */
+interface Parked {
+  agent: AgentProcess
   idle?: ReturnType<typeof setTimeout>
-  /** Claude Code is up (the runner said so on stderr). */
-  ready: boolean
 }
-
-/** What a warm runner writes on stderr once Claude Code waits for the prompt. */
-const READY_LINE = '{"warm":"ready"}'
 
 /**
  * Warm agents: pooled containers whose runner has already started Claude Code in the
@@ -131,7 +81,11 @@ export class WarmAgents {
   /** Agents parked (`ready`: Claude Code up and waiting), and being started (container claim, exec). */
   stats(): { parked: number; ready: number; starting: number } {
     this.prune()
-    return { parked: this.parked.length, ready: this.parked.filter((a) => a.ready).length, starting: this.starting }
+    return {
+      parked: this.parked.length,
+      ready: this.parked.filter((p) => p.agent.ready).length,
+      starting: this.starting,
+    }
   }
 
   /**
@@ -139,14 +93,14 @@ export class WarmAgents {
    * one first, the newest first: after a burst, the agents a steady caller no longer needs
    * are the oldest, and they idle out.
    */
-  take(key: string): WarmAgent | null {
+  take(key: string): AgentProcess | null {
     this.prune()
-    let i = this.parked.findLastIndex((a) => a.key === key && a.ready)
-    if (i < 0) i = this.parked.findLastIndex((a) => a.key === key)
+    let i = this.parked.findLastIndex((p) => p.agent.key === key && p.agent.ready)
+    if (i < 0) i = this.parked.findLastIndex((p) => p.agent.key === key)
     if (i < 0) return null
-    const [agent] = this.parked.splice(i, 1)
-    clearTimeout(agent!.idle)
-    return agent!
+    const [taken] = this.parked.splice(i, 1)
+    clearTimeout(taken!.idle)
+    return taken!.agent
   }
 
   /**
@@ -154,10 +108,10 @@ export class WarmAgents {
    * before the refill was up), that one once it is: its container is claimed and its
    * runner started, so the wait is shorter than a cold start. `null`: run cold.
    */
-  async takeOrWait(key: string): Promise<WarmAgent | null> {
+  async takeOrWait(key: string): Promise<AgentProcess | null> {
     // Agents of the key exist but none is up: tasks come faster than one refill each.
-    const mine = this.parked.filter((a) => a.key === key && !a.dead)
-    if (!mine.some((a) => a.ready) && (mine.length > 0 || this.startingFor.has(key))) this.short.add(key)
+    const mine = this.parked.filter((p) => p.agent.key === key && !p.agent.dead)
+    if (!mine.some((p) => p.agent.ready) && (mine.length > 0 || this.startingFor.has(key))) this.short.add(key)
     const now = this.take(key)
     if (now) return now
     // A refill still held back by a running task: this task needs it now.
@@ -204,10 +158,10 @@ export class WarmAgents {
   /** Give back the oldest parked agent's container (the pool needs room). True when one went. */
   async evictOne(): Promise<boolean> {
     this.prune()
-    const a = this.parked.shift()
-    if (!a) return false
-    clearTimeout(a.idle)
-    await a.lease.release()
+    const p = this.parked.shift()
+    if (!p) return false
+    clearTimeout(p.idle)
+    await p.agent.lease.release()
     return true
   }
 
@@ -245,113 +199,54 @@ export class WarmAgents {
       signal: this.stopping.signal,
     })
     if (this.closed) return lease.release()
-    // The token of the task this input was made for would die with that task: the agent gets its own.
-    const subject = RunTokens.warmSubject()
-    const tokens = this.o.tokens
-    const broker = input.broker && tokens && { ...input.broker, token: tokens.issuer.issue(subject) }
-    // Stdin stays open: the init line now, the prompt line when a task takes the agent,
-    // then the task's control lines until its run closes it.
-    const stdin = new RunnerStdin()
-    stdin.line(
-      JSON.stringify({ type: 'init', input: { ...input, task_id: 'warm', prompt: '', ...(broker && { broker }) } }),
-    )
-    // Until a task takes it, output is kept (a crash message, probe lines) for that task.
-    let out: AgentOutput | null = null
-    const early: { stream: 'out' | 'err'; chunk: Uint8Array }[] = []
-    let errText = ''
-    // Claude Code may say it is up before exec returns: the flag lives here, the agent reads it.
-    let ready = false
-    const parkedErr = (chunk: Uint8Array) => {
-      early.push({ stream: 'err', chunk })
-      errText = (errText + Buffer.from(chunk).toString('utf8')).slice(-4000)
-      if (errText.includes(READY_LINE)) ready = true
-    }
-    const proc = await this.o.runtime.exec(lease.container.engine_id, {
-      cmd: [...this.o.command, '--warm'],
+    const agent = await startAgentProcess({
+      runtime: this.o.runtime,
+      command: this.o.command,
+      logger: this.o.logger,
       cwd: this.o.cwd,
-      ...runnerUser(this.o.runtime),
-      stdin: stdin.lines(),
-      onStdout: (chunk) => (out ? out.onStdout(chunk) : early.push({ stream: 'out', chunk })),
-      onStderr: (chunk) => (out ? out.onStderr(chunk) : parkedErr(chunk)),
-    })
-    const agent: Parked = {
-      key,
       lease,
-      proc,
-      stdin,
-      dead: false,
-      get ready() {
-        return ready
-      },
-      handOff: (task, to, signal) => {
-        for (const e of early.splice(0)) (e.stream === 'out' ? to.onStdout : to.onStderr)(e.chunk)
-        out = to
-        const prompt = JSON.stringify({
-          type: 'prompt',
-          task_id: task.id,
-          prompt: task.prompt,
-          events_file: task.events_file,
-        })
-        // The agent's token speaks for the task before the agent learns it has one; a failed
-        // binding shows as the model refusing the token, so the task fails rather than hangs.
-        // The prompt keeps its place before any control line the run sends meanwhile.
-        if (broker && tokens) {
-          stdin.line(
-            bindSubject(tokens.store, subject, task.id)
-              .catch((err: unknown) =>
-                this.o.logger.warn('could not bind a warm agent to its task', { error: String(err) }),
-              )
-              .then(() => prompt),
-          )
-        } else stdin.line(prompt)
-        const kill = () => void proc.kill().catch(() => {})
-        if (signal.aborted) kill()
-        else signal.addEventListener('abort', kill, { once: true })
-        void proc.exit.finally(() => signal.removeEventListener('abort', kill)).catch(() => {})
-        return proc
-      },
-    }
+      key,
+      input,
+      tokens: this.o.tokens,
+    })
+    const parked: Parked = { agent }
     // An agent that ends while parked is dropped, its container reaped.
-    void proc.exit
-      .catch(() => null)
-      .then(() => {
-        agent.dead = true
-        stdin.close()
-        const i = this.parked.indexOf(agent)
-        if (i >= 0) {
-          this.parked.splice(i, 1)
-          void lease.release().catch(() => {})
-        }
-      })
+    void agent.exited.then(() => {
+      const i = this.parked.indexOf(parked)
+      if (i >= 0) {
+        this.parked.splice(i, 1)
+        void lease.release().catch(() => {})
+      }
+    })
     if (this.closed) {
       await lease.release()
       return
     }
-    agent.idle = setTimeout(() => this.reclaim(agent), this.o.idleMs ?? 10 * 60_000)
-    agent.idle.unref?.()
-    this.parked.push(agent)
+    parked.idle = setTimeout(() => this.reclaim(parked), this.o.idleMs ?? 10 * 60_000)
+    parked.idle.unref?.()
+    this.parked.push(parked)
   }
 
   /** A parked agent no task took in time: its container goes back (the key is refilled only when a task uses it). */
-  private reclaim(agent: Parked): void {
-    const i = this.parked.indexOf(agent)
+  private reclaim(parked: Parked): void {
+    const i = this.parked.indexOf(parked)
     if (i < 0) return
     this.parked.splice(i, 1)
-    void agent.lease
+    void parked.agent.lease
       .release()
       .catch((err) => this.o.logger.warn('could not reclaim an idle warm agent', { error: String(err) }))
   }
 
   private prune(): void {
-    for (let i = this.parked.length - 1; i >= 0; i--) if (this.parked[i]!.dead) this.parked.splice(i, 1)
+    for (let i = this.parked.length - 1; i >= 0; i--) if (this.parked[i]!.agent.dead) this.parked.splice(i, 1)
   }
 
   /** Stop starting agents and give every parked one's container back. */
   async close(): Promise<void> {
     this.closed = true
     this.stopping.abort()
-    for (const a of this.parked) clearTimeout(a.idle)
-    await Promise.all(this.parked.splice(0).map((a) => a.lease.release().catch(() => {})))
+    for (const p of this.parked) clearTimeout(p.idle)
+    await Promise.all(this.parked.splice(0).map((p) => p.agent.lease.release().catch(() => {})))
     // Agents still starting see `closed` and give theirs back too: waited for here, so a
     // removal (and its workspace disk) is not cut short by the process exiting after close.
     await Promise.all([...this.startingFor.values()].flatMap((runs) => [...runs]))

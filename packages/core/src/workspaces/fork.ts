@@ -145,8 +145,15 @@ async function latestTaskId(d: ForkDeps, owner: string, wsId: string): Promise<s
   return last?.task_id ?? null
 }
 
-/** 409 while a task of the workspace is queued, starting or running (in the records every instance shares). */
-async function assertNoTask(d: ForkDeps, owner: string, src: WorkspaceRecord): Promise<void> {
+/**
+ * 409 while a task of the workspace is queued, starting or running (in the records every instance shares).
+ *
+ * @example
+ * ```ts
+ * await assertNoTask({ tasks }, 'usr_1', ws) // throws CONFLICT while a task of ws is under way
+ * ```
+ */
+export async function assertNoTask(d: Pick<ForkDeps, 'tasks'>, owner: string, src: WorkspaceRecord): Promise<void> {
   for (const status of ACTIVE_TASK_STATUSES) {
     for (let page = 1; ; page++) {
       const { items, total } = await d.tasks.records.list(owner, { page, limit: 100 }, `status=${status}`)
@@ -154,7 +161,7 @@ async function assertNoTask(d: ForkDeps, owner: string, src: WorkspaceRecord): P
       if (busy)
         throw new ApiError(
           'CONFLICT',
-          `Task ${busy.id} is ${status} in workspace ${src.id}: fork once it has finished (or cancel it)`,
+          `Task ${busy.id} is ${status} in workspace ${src.id}: wait until it has finished (or cancel it)`,
           { task_id: busy.id, status },
         )
       if (page * 100 >= total) break

@@ -37,6 +37,8 @@ export interface WorkspaceRecord extends OwnedRecord, Workspace {
  */
 export class WorkspacesService {
   readonly records: OwnedCollection<WorkspaceRecord>
+  /** Each workspace's last write under way here (see {@link WorkspacesService.patch}). */
+  private readonly writing = new Map<string, Promise<void>>()
 
   constructor(
     private readonly store: Store,
@@ -46,8 +48,8 @@ export class WorkspacesService {
   }
 
   view(r: WorkspaceRecord): Workspace {
-    // Records from before forks have no `forked_from`.
-    return toView(Workspace, r, { forked_from: r.forked_from ?? null })
+    // Records from before forks have no `forked_from`, from before living agents no `agent`.
+    return toView(Workspace, r, { forked_from: r.forked_from ?? null, agent: r.agent ?? null })
   }
 
   summary(r: WorkspaceRecord): WorkspaceSummary {
@@ -76,6 +78,7 @@ export class WorkspacesService {
       container_id: null,
       persistent: input.persistent,
       forked_from: null,
+      agent: null,
       sdk_session_id: null,
       volume: null,
       thread_claimed: false,
@@ -94,11 +97,26 @@ export class WorkspacesService {
     return ref ? this.records.find(owner, ref.workspace_id) : null
   }
 
-  /** Change fields of the stored record (read-modify-write of the latest copy). */
-  async patch(owner: string, id: string, changes: Partial<WorkspaceRecord>): Promise<WorkspaceRecord> {
-    const r = await this.records.get(owner, id)
-    const next = { ...r, ...changes, updated_at: isoNow(this.clock) }
-    return this.records.put(next)
+  /**
+   * Change fields of the stored record (read-modify-write of the latest copy). The writes of
+   * one workspace on this instance go one at a time, so two of them (a run's status and its
+   * living agent's background list, say) never undo each other.
+   */
+  patch(owner: string, id: string, changes: Partial<WorkspaceRecord>): Promise<WorkspaceRecord> {
+    const before = this.writing.get(id) ?? Promise.resolve()
+    const write = before.then(async () => {
+      const r = await this.records.get(owner, id)
+      return this.records.put({ ...r, ...changes, updated_at: isoNow(this.clock) })
+    })
+    const settled = write.then(
+      () => {},
+      () => {},
+    )
+    this.writing.set(id, settled)
+    void settled.then(() => {
+      if (this.writing.get(id) === settled) this.writing.delete(id)
+    })
+    return write
   }
 
   async setStatus(

@@ -1,0 +1,179 @@
+import { spawn } from 'node:child_process'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { request } from 'node:http'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import type { RunnerEvent } from '@berth/contract'
+import { describe, expect, it, vi } from 'vitest'
+import { BUNDLE_DIR, makeInput, parseLines } from './helpers.js'
+
+/** A port free on this machine now (the agent's server listens on the host here). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number }
+      s.close(() => resolve(port))
+    })
+    s.on('error', reject)
+  })
+}
+
+/** What a GET of the port gives: the body, or the connection error's code. */
+function probe(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    request({ host: '127.0.0.1', port }, (res) => {
+      let body = ''
+      res.on('data', (c) => (body += c))
+      res.on('end', () => resolve(body))
+    })
+      .on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
+      .end()
+  })
+}
+
+/** The pids of Claude Code processes (the native binary) whose working directory is `dir`. */
+function claudeIn(dir: string): number[] {
+  const pids: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      if (readlinkSync(`/proc/${name}/cwd`) !== dir) continue
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0')
+      if (cmd.some((a) => /claude(-code)?$/.test(a) || a.endsWith('/cli.js'))) pids.push(Number(name))
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return pids
+}
+
+function warmRunner() {
+  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js'), '--warm'], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
+  const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+  return {
+    child,
+    closed,
+    events: () => parseLines(stdout),
+    stderr: () => stderr,
+    send: (line: unknown) => child.stdin.write(`${JSON.stringify(line)}\n`),
+  }
+}
+
+const results = (events: RunnerEvent[]) => events.filter((e) => e.type === 'result')
+
+// Issue 42: a session's agent lives between follow-ups. One runner, one Claude Code: each
+// prompt line is a task that ends with its turn; with `stay` the agent and what it left
+// running in the background live on for the next one.
+describe('berth-runner --warm with stay: a living session', () => {
+  it('keeps Claude Code and its background server between tasks, and hands a background end to the next task', async () => {
+    const port = await freePort()
+    const server = `node -e "require('http').createServer((q,r)=>r.end('living-'+'server')).listen(${port})"`
+    const input = makeInput('placeholder', { task_id: 'warm', allowed_tools: ['Bash'] })
+    const r = warmRunner()
+    r.send({ type: 'init', input })
+    r.send({
+      type: 'prompt',
+      task_id: 'task_1',
+      stay: true,
+      events_file: '.berth/events/task_1.jsonl',
+      prompt:
+        `First. [[berth:tool Bash ${JSON.stringify({ command: server, run_in_background: true })}]] ` +
+        `[[berth:tool Bash ${JSON.stringify({ command: 'sleep 2; echo build-done', run_in_background: true })}]] [[berth:text Serving.]]`,
+    })
+    await vi.waitFor(() => expect(results(r.events())).toHaveLength(1), 60_000)
+    const first = results(r.events())[0]!
+    expect(first).toMatchObject({ outcome: 'success', text: 'Serving.', error: null })
+    // The result is out and the runner still runs, and so does the server it started.
+    await vi.waitFor(async () => expect(await probe(port)).toBe('living-server'), 30_000)
+    const agents = claudeIn(input.cwd)
+    expect(agents).toHaveLength(1)
+    // The build ends between the tasks: said on stdout (no task's), not in task 1's file.
+    await vi.waitFor(
+      () =>
+        expect(r.events().at(-1)).toMatchObject({ type: 'background_task', status: 'completed', kind: 'local_bash' }),
+      30_000,
+    )
+    const firstFile = parseLines(readFileSync(join(input.cwd, '.berth/events/task_1.jsonl'), 'utf8'))
+    expect(firstFile.at(-1)?.type).toBe('result')
+    expect(firstFile.filter((e) => e.type === 'background_task' && e.status !== 'running')).toEqual([])
+    const before = r.events().length
+    r.send({
+      type: 'prompt',
+      task_id: 'task_2',
+      stay: true,
+      events_file: '.berth/events/task_2.jsonl',
+      prompt: `Second. [[berth:tool Bash ${JSON.stringify({ command: `node -e "require('http').get('http://127.0.0.1:${port}',r=>r.pipe(process.stdout))"` })}]] [[berth:recall_all]]`,
+    })
+    await vi.waitFor(() => expect(results(r.events())).toHaveLength(2), 60_000)
+    const second = parseLines(readFileSync(join(input.cwd, '.berth/events/task_2.jsonl'), 'utf8'))
+    // The background end came first in task 2, then its prompt.
+    expect(second[0]).toMatchObject({ type: 'background_task', status: 'completed' })
+    expect(second.findIndex((e) => e.type === 'user_message')).toBeGreaterThan(0)
+    expect(
+      r
+        .events()
+        .slice(before)
+        .filter((e) => e.type === 'tool_result'),
+    ).toContainEqual(expect.objectContaining({ output: 'living-server' }))
+    // The same conversation, in the same Claude Code process.
+    expect(second.at(-1)).toMatchObject({ type: 'result', outcome: 'success' })
+    expect((second.at(-1) as { text: string }).text).toContain('First.')
+    expect(claudeIn(input.cwd)).toEqual(agents)
+    // Each task's figures are its own calls.
+    expect(first.session_id).toBe((second.at(-1) as { session_id: string }).session_id)
+    // Stdin ends (the session is stopped): the background server and Claude Code go.
+    r.child.stdin.end()
+    expect(await r.closed, r.stderr()).toBe(0)
+    await vi.waitFor(async () => expect(await probe(port)).toBe('ECONNREFUSED'), 30_000)
+    expect(claudeIn(input.cwd)).toEqual([])
+  })
+
+  it('without stay the agent ends after the task: its background work is stopped before the result', async () => {
+    const port = await freePort()
+    const server = `node -e "require('http').createServer((q,r)=>r.end('x')).listen(${port})"`
+    const input = makeInput('placeholder', { task_id: 'warm', allowed_tools: ['Bash'] })
+    const r = warmRunner()
+    r.send({ type: 'init', input })
+    r.send({
+      type: 'prompt',
+      task_id: 'task_b',
+      events_file: '.berth/events/task_b.jsonl',
+      prompt: `Go. [[berth:tool Bash ${JSON.stringify({ command: server, run_in_background: true })}]] [[berth:text Done.]]`,
+    })
+    // The runner exits on its own (stdin still open): no second task for it.
+    expect(await r.closed, r.stderr()).toBe(0)
+    expect(r.events().at(-1)).toMatchObject({ type: 'result', outcome: 'success', text: 'Done.' })
+    expect(await probe(port)).toBe('ECONNREFUSED')
+  })
+
+  it('a living agent that ended (stdin closed) left its conversation for the next agent to resume', async () => {
+    const input = makeInput('placeholder', { task_id: 'warm', allowed_tools: ['Bash'] })
+    const r = warmRunner()
+    r.send({ type: 'init', input })
+    r.send({
+      type: 'prompt',
+      task_id: 'task_1',
+      stay: true,
+      events_file: '.berth/events/t1.jsonl',
+      prompt: 'Remember OSPREY-7.',
+    })
+    await vi.waitFor(() => expect(results(r.events())).toHaveLength(1), 60_000)
+    const sessionId = results(r.events())[0]!.session_id
+    r.child.stdin.end()
+    expect(await r.closed, r.stderr()).toBe(0)
+    const next = warmRunner()
+    next.send({ type: 'init', input: { ...input, resume: sessionId } })
+    next.send({
+      type: 'prompt',
+      task_id: 'task_2',
+      events_file: '.berth/events/t2.jsonl',
+      prompt: 'Again? [[berth:recall]]',
+    })
+    expect(await next.closed, next.stderr()).toBe(0)
+    expect(results(next.events())[0]).toMatchObject({ outcome: 'success', text: expect.stringContaining('OSPREY-7') })
+  })
+})
