@@ -33,7 +33,7 @@ export type { IndexEntry, IndexQuery, Store, StoredEntry } from './ports/store.j
 export { manualClock, systemClock, type Clock } from './ports/clock.js'
 export { createAesGcmCipher, type Cipher } from './ports/cipher.js'
 export { jsonLogger, silentLogger, type Logger } from './ports/logger.js'
-export { noopMetrics, type Metrics, type ModelUsageObservation } from './ports/metrics.js'
+export { noopMetrics, type IdleSessionsStats, type Metrics, type ModelUsageObservation } from './ports/metrics.js'
 export { memoryBlobs, type BlobStore } from './ports/blob-store.js'
 
 // Ports: container runtime, and what every adapter shares (bytes, errors, one exec lifecycle, file operations)

@@ -109,7 +109,7 @@ describe('Scheduler', () => {
     expect(slots.has('prof_1', 'ws_w')).toBe(true)
   })
 
-  it('asks shared slots again after a second when another instance holds the last one', async () => {
+  it('asks shared slots again after a second when another instance holds the last one, asking for room meanwhile', async () => {
     vi.useFakeTimers()
     const hub = memoryHub()
     const coords = [memoryCoordination({ hub }), memoryCoordination({ hub })]
@@ -124,10 +124,11 @@ describe('Scheduler', () => {
     const waiting = taskRecord({ workspace_id: 'ws_w', slot_pending: true })
     scheduler.enqueue(waiting)
     await vi.advanceTimersByTimeAsync(10)
-    // Refused: back in the queue, the workspace not held meanwhile.
+    // Refused: back in the queue, the workspace not held meanwhile, and an idle session that holds the slot asked to yield it.
     expect(fake.started).toEqual([])
     expect(scheduler.isQueued('ws_w')).toBe(true)
     expect(scheduler.isBusy('ws_w')).toBe(false)
+    expect(fake.makeRoom).toHaveBeenCalledWith('prof_1', 'usr_a')
     other.release('prof_1', 'ws_elsewhere')
     await vi.advanceTimersByTimeAsync(500)
     expect(fake.started).toEqual([])

@@ -1,12 +1,12 @@
 /**
  * Tasks after the audit, for real on Podman with the offline model: playbook runs wait in
  * the queue for a concurrency slot (an idle session yields its slot), model rules hold at
- * run time, the submit answer names the session, a 429 CONCURRENCY_LIMIT says when to
- * retry, and an event page's `total` is counted rather than read from the whole log.
+ * run time, the submit answer names the session, a 429 CONCURRENCY_LIMIT says when the
+ * running task ends at the latest, and an event page's `total` is counted rather than read from the whole log.
  */
 import type { RouteInput } from '@berth/client'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { failure } from './helpers.js'
+import { failure, waitForTask } from './helpers.js'
 import { sweep } from './pool.helpers.js'
 import { taskServer } from './tasks.helpers.js'
 
@@ -55,12 +55,18 @@ describe('submit answer', () => {
 describe('concurrency', () => {
   it('a playbook run at the profile’s limit waits for the slot instead of failing; a plain submit gets 429 with Retry-After', async () => {
     const p = await profile('limited')
-    // A session holds the profile's only slot while its container stays warm.
-    const session = await t.submit({ mode: 'session', profile_id: p, prompt: 'Hold the slot.' })
-    await t.waitDone(session.task_id)
+    // A session's task running holds the profile's only slot (an idle session would yield it).
+    const session = await t.submit({
+      mode: 'session',
+      profile_id: p,
+      max_duration_s: 600,
+      prompt: 'Hold the slot. [[berth:tool Bash {"command":"sleep 300"}]]',
+    })
+    await waitForTask(t.api, session.task_id, { until: (x) => x.status === 'running', timeout: 60_000 })
     const refused = await failure(t.submit({ profile_id: p, prompt: 'No room.' }))
     expect(refused.status).toBe(429)
-    expect(Number(refused.headers?.get('retry-after'))).toBeGreaterThan(0)
+    // The running task ends by its 600 s limit and the 15 s grace at the latest (the test server's clock stands still).
+    expect(refused.headers?.get('retry-after')).toBe('615')
     expect(refused.code).toBe('CONCURRENCY_LIMIT')
 
     const pb = await t.api.playbooks.create({
@@ -71,6 +77,8 @@ describe('concurrency', () => {
       await t.api.playbooks.run({ params: { id: pb.id } }),
     ]
     expect([a.status, b.status]).toEqual(['started', 'started'])
+    // The session's task is cancelled: the session stays warm, idle, and yields its slot to the runs.
+    await t.api.tasks.cancel({ params: { id: session.task_id } })
     const runs = await vi.waitFor(async () => {
       const list = (await t.api.playbooks.runs({ params: { id: pb.id } })).runs
       expect(list.filter((r) => ['completed', 'failed', 'cancelled'].includes(r.status))).toHaveLength(2)

@@ -23,7 +23,7 @@ export const taskRoutes = [
     tag: 'tasks',
     summary: 'Submit a task',
     description:
-      '`batch`: a fresh workspace and container, reaped when the task ends; poll `GET /v1/tasks/:id` (at most once a second) or subscribe over the WebSocket. `session`: without `session_id` starts a session, with it continues one in its warm container. A submit that would start one more running workspace than the profile allows answers 429 CONCURRENCY_LIMIT with `details.limit` and `details.running`; one while the monthly spending limit of the caller or of the profile is spent, 402 BUDGET_EXCEEDED with `details.scope`, `limit`, `spent` and `resets_at`.',
+      '`batch`: a fresh workspace and container, reaped when the task ends; poll `GET /v1/tasks/:id` (at most once a second) or subscribe over the WebSocket. `session`: without `session_id` starts a session, with it continues one in its warm container. A submit that would start one more running workspace than the profile allows takes the slot of an idle session of the profile (released for it; the task waits in the queue meanwhile), or, when tasks under way hold every slot, answers 429 CONCURRENCY_LIMIT with `details.limit`, `details.running`, and `Retry-After` (`details.retry_after`, `details.frees_at`): when the first of them ends at the latest; one while the monthly spending limit of the caller or of the profile is spent, 402 BUDGET_EXCEEDED with `details.scope`, `limit`, `spent` and `resets_at`.',
     body: SubmitTask,
     response: SubmittedTask,
     status: 202,

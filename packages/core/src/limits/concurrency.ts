@@ -1,7 +1,7 @@
 import type { Slots, SlotLease } from '../coordination/port.js'
 import { ApiError } from '@berth/contract'
 
-/** When to try again after a 429 CONCURRENCY_LIMIT: a slot frees when a task ends or a session idles out. */
+/** When to try again after a 429 CONCURRENCY_LIMIT, unless the tasks holding the slots say when one frees (see `slotRefusal`). */
 const RETRY_AFTER_SECONDS = 10
 
 /** How long a slot lease lives without renewal (an instance that died stops counting after it). */

@@ -21,6 +21,12 @@ export interface ModelUsageObservation {
   cost_usd: number
 }
 
+/** Idle warm sessions: how many, and the memory caps their containers reserve against the host's memory budget. */
+export interface IdleSessionsStats {
+  sessions: number
+  memoryBytes: number
+}
+
 /** What core observes; each method is called where it happens and must never throw. */
 export interface Metrics {
   /** A request answered: its route's name (`unmatched` when none), method, status and latency. */
@@ -57,6 +63,8 @@ export interface Metrics {
   watchQueue(depth: () => number): void
   /** Where the pool's container counts are read from at scrape time. */
   watchPool(stats: () => PoolStats): void
+  /** Where this instance's idle warm sessions (no task running or queued) and the memory their containers reserve are read from at scrape time. */
+  watchIdleSessions(idle: () => IdleSessionsStats): void
   /** The scrape: the exposition and its content type; absent when nothing is exported (`GET /metrics` is then a 404). */
   exposition?(): Promise<{ contentType: string; body: string }>
 }
@@ -85,6 +93,7 @@ export const noopMetrics: Metrics = {
   uncaughtError() {},
   watchQueue() {},
   watchPool() {},
+  watchIdleSessions() {},
 }
 
 /** Seconds from `from` (an ISO time) to `now` (epoch milliseconds), never negative. */

@@ -48,6 +48,13 @@ export class MemoryBudget {
     return Math.max(0, Math.floor((this.budgetBytes - this.reserved(containers, creatingBytes)) / needBytes))
   }
 
+  /** Why a claim for a container of `needBytes` waits: what the containers hold of the budget. */
+  waitMessage(containers: Iterable<PooledContainer>, creatingBytes: number, needBytes: number): string {
+    const mb = (n: number) => Math.ceil(n / MB)
+    const used = this.reserved(containers, creatingBytes)
+    return `Containers hold ${mb(used)} MiB of the host's ${mb(this.budgetBytes)} MiB memory budget and this task's needs ${mb(needBytes)} MiB; it starts when enough is released`
+  }
+
   /** 400 for a container that could never fit, even with the pool empty. */
   assertFits(needBytes: number): void {
     if (needBytes <= this.budgetBytes) return

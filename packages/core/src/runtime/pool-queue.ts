@@ -30,6 +30,13 @@ export class ClaimQueue {
     return this.waiters.length
   }
 
+  /** Waiting claims made for a workspace (a task's), not ahead of one (a warm agent's). */
+  get forWorkspaces(): number {
+    let n = 0
+    for (const w of this.waiters) if (w.req.workspace_id) n++
+    return n
+  }
+
   /** Join the queue; the promise settles when the pool serves this claim or its signal aborts. */
   wait(req: ClaimRequest): Promise<Lease> {
     return new Promise<Lease>((resolve, reject) => {

@@ -111,6 +111,11 @@ export class ContainerPool {
     return this.idle.length + Math.max(0, Math.min(this.o.max - this.containers.size - this.creating, fit))
   }
 
+  /** Tasks' claims waiting for a container: the pool is at `max`, or the memory budget is taken. */
+  get waiting(): number {
+    return this.queue.forWorkspaces
+  }
+
   /** Every container the pool holds, oldest first. */
   list(): PooledContainer[] {
     return [...this.containers.values()].sort((a, b) =>
@@ -372,14 +377,10 @@ export class ContainerPool {
       req.onWait({ reason: 'pool_full', message })
       return
     }
-    const mb = (n: number) => Math.ceil(n / 1024 ** 2)
     const budget = this.memoryBudget
     if (!budget || this.memoryFits(req.spec)) return
-    const used = budget.reserved(this.containers.values(), this.creatingBytes)
-    req.onWait({
-      reason: 'memory',
-      message: `Containers hold ${mb(used)} MiB of the host's ${mb(budget.budgetBytes)} MiB memory budget and this task's needs ${mb(budget.capOf(req.spec))} MiB; it starts when enough is released`,
-    })
+    const message = budget.waitMessage(this.containers.values(), this.creatingBytes, budget.capOf(req.spec))
+    req.onWait({ reason: 'memory', message })
   }
 
   /**

@@ -23,6 +23,7 @@ import { runnerEvents } from './runner-session.js'
 import { RunTrace } from './run-trace.js'
 import type { Scheduler, TaskRunner } from './scheduler.js'
 import type { SessionContainers } from './session-containers.js'
+import type { IdleYield } from './idle-yield.js'
 import { TaskInterrupted, type RunControls } from './steering.js'
 import { RunTimeLimit } from './time-limit.js'
 import { TaskFenced } from './fencing.js'
@@ -42,6 +43,8 @@ export interface TaskRunsOptions {
   workspaces: WorkspacesService
   catalog: MaterializeDeps
   containers: SessionContainers
+  /** Idle sessions that yield to the tasks waiting for what they hold. */
+  room: IdleYield
   states: TaskStates
   events: Transcript
   scheduler: Scheduler
@@ -71,12 +74,16 @@ export interface TaskRunsOptions {
 export class TaskRuns implements TaskRunner {
   constructor(private readonly o: TaskRunsOptions) {}
 
-  makeRoom(profileId: string, owner: string): boolean {
-    return this.o.containers.evictIdle(profileId, owner)
+  makeRoom(profileId: string): boolean {
+    return this.o.room.forSlot(profileId)
   }
 
   makeRoomFor(owner: string): boolean {
-    return this.o.containers.evictIdleOf(owner)
+    return this.o.room.forCaller(owner)
+  }
+
+  makeRoomInPool(): void {
+    this.o.room.forRoom()
   }
 
   /** Run one task end to end. Never throws: every path ends the task in a definite state. */

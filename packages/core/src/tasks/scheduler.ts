@@ -59,6 +59,8 @@ export interface TaskRunner {
   makeRoom(profileId: string, owner: string): boolean
   /** A task waits for its caller's cap that an idle session of the caller may hold: free one. Whether one is being freed. */
   makeRoomFor?(owner: string): boolean
+  /** Looked at the queue: tasks' claims may wait for room in the pool (memory, `max`) that an idle session holds. */
+  makeRoomInPool?(): void
 }
 
 export interface SchedulerOptions {
@@ -294,6 +296,9 @@ export class Scheduler {
         if (fenced) return
         this.queue.unshift(task)
         if (refused === 'caller_cap') this.markWaiting(task, 'caller_cap', this.o.callers!.describe(task.owner_id))
+        // What was refused may be held by an idle session, on any instance: it yields.
+        if (refused === 'caller_cap') this.runner!.makeRoomFor?.(task.owner_id)
+        else if (refused === 'slot' && task.slot_pending) this.runner!.makeRoom(task.profile_id, task.owner_id)
         this.retryLater()
       })
   }
@@ -372,8 +377,9 @@ export class Scheduler {
     return slots.has(t.profile_id, t.workspace_id) || slots.running(t.profile_id) < slots.limit
   }
 
-  /** Tasks waiting for a slot that a warm but idle session holds: release one such session. */
+  /** Tasks waiting for a slot (or for room in the pool) that a warm but idle session holds: release one such session. */
   private makeRoom(): void {
+    this.runner!.makeRoomInPool?.()
     for (const t of this.queue)
       if (!this.busy.has(t.workspace_id) && !this.callerFree(t))
         this.markWaiting(t, 'caller_cap', this.o.callers!.describe(t.owner_id))

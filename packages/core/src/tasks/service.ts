@@ -3,9 +3,8 @@ import { memoryCoordination } from '../coordination/memory.js'
 import type { Coordination } from '../coordination/port.js'
 import { requireCoordination } from '../coordination/unavailable.js'
 import { Fencing } from './fencing.js'
-import { assertFitsMemory, sessionWorkspace } from './admission.js'
+import { assertFitsMemory, sessionWorkspace, takeSlot } from './admission.js'
 import {
-  isApiError,
   newId,
   validationError,
   type SubmitTask,
@@ -35,6 +34,7 @@ import { LocalSteer, RunControls } from './steering.js'
 import { Scheduler } from './scheduler.js'
 import { TaskRebuild } from './rebuild.js'
 import { SessionContainers } from './session-containers.js'
+import { IdleYield } from './idle-yield.js'
 import { Transcript } from './transcript.js'
 import type { TasksOptions } from './service-options.js'
 import { taskDuration } from './time-limit.js'
@@ -69,6 +69,7 @@ export class TasksService {
   private readonly scheduler: Scheduler
   /** The workspaces' containers held here (and their living agents). */
   readonly containers: SessionContainers
+  private readonly room: IdleYield
   private readonly cancels: LocalCancel
   private readonly coordination: Coordination
   readonly dispatch: Dispatcher
@@ -105,6 +106,7 @@ export class TasksService {
       snapshots: o.snapshots,
       store,
     })
+    const room = new IdleYield({ containers, coordination, shared: slots.isShared, engine, bus, metrics, logger })
     scheduler.serve(
       new TaskRuns({
         instanceId: coordination.instanceId,
@@ -116,6 +118,7 @@ export class TasksService {
         profiles: o.profiles,
         catalog: o.catalog,
         containers,
+        room,
         states,
         events,
         scheduler,
@@ -173,6 +176,7 @@ export class TasksService {
     this.states = states
     this.scheduler = scheduler
     this.containers = containers
+    this.room = room
     this.cancels = cancels
     this.lost = lost
   }
@@ -226,15 +230,8 @@ export class TasksService {
     await assertFitsMemory(this.o.engine, this.o.environments, owner, profile)
     const wsId = ws?.id ?? newId('workspace')
     // A new or idle workspace takes a slot now, synchronously: parallel submits stop exactly at the limit.
-    const held = this.o.slots.has(profile.id, wsId)
-    let slotPending = false
-    try {
-      await this.o.slots.take(profile.id, wsId)
-    } catch (err) {
-      // Playbook and webhook runs wait for a slot in the queue instead of failing.
-      if (!opts.queueWhenFull || !isApiError(err) || err.code !== 'CONCURRENCY_LIMIT') throw err
-      slotPending = true
-    }
+    const deps = { slots: this.o.slots, room: this.room, records: this.records, clock: this.o.clock }
+    const slot = await takeSlot(deps, { owner, profileId: profile.id, wsId, queueWhenFull: opts.queueWhenFull })
     try {
       ws ??= await this.o.workspaces.create(owner, {
         id: wsId,
@@ -266,7 +263,7 @@ export class TasksService {
         finished_at: null,
         result: null,
         error: null,
-        ...(slotPending && { slot_pending: true }),
+        ...(slot.pending && { slot_pending: true }),
         instance_id: where === 'here' ? this.coordination.instanceId : null,
         trace: traceparentOf(span),
         created_at: now,
@@ -279,7 +276,7 @@ export class TasksService {
       const { id: task_id, status, created_at, mode, session_id, workspace_id } = record
       return { task_id, status, created_at, session_id: mode === 'session' ? session_id : null, workspace_id }
     } catch (err) {
-      if (!held && !slotPending) this.o.slots.release(profile.id, wsId)
+      slot.undo()
       throw err
     }
   }
@@ -354,6 +351,7 @@ export class TasksService {
   async start(): Promise<void> {
     await this.recover()
     await this.remote.start()
+    await this.room.start()
     await this.dispatch.start()
     this.lost.start()
   }
@@ -390,6 +388,7 @@ export class TasksService {
     this.o.slots.close()
     this.o.callers?.close()
     await this.remote.close()
+    await this.room.close()
     if (opts.releaseSessions) await this.containers.releaseIdleSessions()
     this.containers.close()
     await this.o.engine?.warmAgents?.close()

@@ -41,6 +41,19 @@ interface Warm {
   timer: ReturnType<typeof setTimeout> | null
   /** The workspace's profile (whose concurrency slot it holds). */
   profile_id?: string | null
+  /** When its idle clock started (`performance.now()`), for the longest-idle session to yield first. */
+  idleSince?: number
+}
+
+/** A warm session no task is running or queued in: what a waiting task may have released (see `IdleYield`). */
+export interface IdleSession {
+  workspace_id: string
+  owner_id: string
+  profile_id: string | null
+  /** How long it has been idle, in ms. */
+  idle_ms: number
+  /** The memory cap its container reserves against the host's memory budget (absent: the pool's default). */
+  memory_bytes: number | undefined
 }
 
 export interface DetachOptions {
@@ -71,8 +84,6 @@ export class SessionContainers {
   private readonly warm = new Map<string, Warm>()
   /** Workspaces whose container is being released (conversation saved, then reaped). */
   private readonly releasing = new Map<string, Promise<unknown>>()
-  /** Profiles whose idle session is being released for a task waiting for its slot. */
-  private readonly evicting = new Set<string>()
   /** Sessions' agents living between their tasks, in these containers. */
   readonly living: LivingAgents
 
@@ -130,6 +141,7 @@ export class SessionContainers {
   keepWarm(owner: string, wsId: string, sessionId: string): void {
     const warm = this.warm.get(wsId)
     if (!warm) return
+    warm.idleSince = performance.now()
     warm.timer = setTimeout(
       () => {
         // Not while a follow-up is running or waiting to.
@@ -141,39 +153,37 @@ export class SessionContainers {
     warm.timer.unref?.()
   }
 
-  /**
-   * A task waits for a slot of `profileId` that a warm but idle session holds: release that
-   * session now (its conversation kept) rather than let the run wait out the idle timer.
-   * Whether one is being released.
-   */
-  evictIdle(profileId: string, fallbackOwner: string): boolean {
-    if (this.evicting.has(profileId)) return false
+  /** The warm sessions no task is running or queued in, longest idle first. */
+  idleSessions(): IdleSession[] {
+    const now = performance.now()
+    const idle: IdleSession[] = []
     for (const [wsId, w] of this.warm) {
-      if (w.profile_id !== profileId || !w.timer || this.o.scheduler.isWanted(wsId)) continue
-      clearTimeout(w.timer)
-      w.timer = null
-      this.evicting.add(profileId)
-      void this.releaseIdle(w.lease.container.owner_id ?? fallbackOwner, wsId).finally(() =>
-        this.evicting.delete(profileId),
-      )
-      return true
+      const owner = w.lease.container.owner_id
+      if (!w.timer || w.idleSince === undefined || !owner || this.o.scheduler.isWanted(wsId)) continue
+      const { memory_bytes } = w.lease.container
+      idle.push({
+        workspace_id: wsId,
+        owner_id: owner,
+        profile_id: w.profile_id ?? null,
+        idle_ms: now - w.idleSince,
+        memory_bytes,
+      })
     }
-    return false
+    return idle.sort((a, b) => b.idle_ms - a.idle_ms)
   }
 
-  /** A task waits for its caller's cap that a warm but idle session of the caller holds: release that session now. */
-  evictIdleOf(owner: string): boolean {
-    const key = `caller:${owner}`
-    if (this.evicting.has(key)) return false
-    for (const [wsId, w] of this.warm) {
-      if (w.lease.container.owner_id !== owner || !w.timer || this.o.scheduler.isWanted(wsId)) continue
-      clearTimeout(w.timer)
-      w.timer = null
-      this.evicting.add(key)
-      void this.releaseIdle(owner, wsId).finally(() => this.evicting.delete(key))
-      return true
-    }
-    return false
+  /**
+   * Release an idle session now, as its idle timer would (its conversation and files kept; the
+   * next follow-up resumes it), because a task waits for what it holds. Null when it is no
+   * longer idle; else the release, settled once its container, slots and memory are given back.
+   */
+  yieldIdle(wsId: string): Promise<void> | null {
+    const w = this.warm.get(wsId)
+    const owner = w?.lease.container.owner_id
+    if (!w?.timer || !owner || this.o.scheduler.isWanted(wsId)) return null
+    clearTimeout(w.timer)
+    w.timer = null
+    return this.releaseIdle(owner, wsId)
   }
 
   /** Release a workspace's container (reaped), its concurrency slot, and mark it idle. */

@@ -1,5 +1,5 @@
 /** The metrics port on prom-client: one Registry per server (never the global one), Node's process metrics included. */
-import type { Metrics, PoolStats } from '@berth/core'
+import type { IdleSessionsStats, Metrics, PoolStats } from '@berth/core'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { VERSION } from '../version.js'
 import { boundedLabel, methodLabel } from './labels.js'
@@ -177,6 +177,7 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
   // Read at scrape time from whoever registered a source; zero until then.
   let queueDepth = () => 0
   let poolStats = (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 })
+  let idleSessions = (): IdleSessionsStats => ({ sessions: 0, memoryBytes: 0 })
   new Gauge({
     name: 'berth_task_queue_depth',
     help: "Tasks waiting in this instance's queue",
@@ -193,6 +194,22 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
     collect() {
       const s = poolStats()
       for (const state of ['idle', 'in_use', 'min', 'max'] as const) this.set({ state }, s[state])
+    },
+  })
+  new Gauge({
+    name: 'berth_idle_sessions',
+    help: 'Warm sessions of this instance with no task running or queued (each yields to a task that waits for what it holds)',
+    registers,
+    collect() {
+      this.set(idleSessions().sessions)
+    },
+  })
+  new Gauge({
+    name: 'berth_idle_session_memory_bytes',
+    help: "The memory caps the idle sessions' containers reserve against this instance's memory budget",
+    registers,
+    collect() {
+      this.set(idleSessions().memoryBytes)
     },
   })
   const models = boundedLabel(100)
@@ -247,6 +264,9 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
     },
     watchPool(stats) {
       poolStats = stats
+    },
+    watchIdleSessions(idle) {
+      idleSessions = idle
     },
   }
 }
