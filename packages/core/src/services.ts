@@ -1,5 +1,5 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { CONNECT_TYPES, type ForkWorkspace, type Workspace } from '@berth/contract'
+import { CONNECT_TYPES, type ForkWorkspace, type RewindWorkspace, type Workspace } from '@berth/contract'
 import { DEFAULT_MODELS, staticCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import { silentLogger, type Logger } from './ports/logger.js'
@@ -32,6 +32,8 @@ import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import { noPool, type PoolView } from './runtime/pool-view.js'
 import { deleteWorkspace } from './workspaces/delete.js'
 import { forkWorkspace } from './workspaces/fork.js'
+import { rewindWorkspace } from './workspaces/rewind.js'
+import { Checkpoints } from './workspaces/checkpoints.js'
 import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService } from './resources/index.js'
 import { UsersService } from './resources/users.js'
@@ -118,6 +120,10 @@ export interface Services {
   deleteWorkspace(owner: string, id: string): Promise<void>
   /** Fork a session: a new workspace with a copy of its files, conversation and transcript. */
   forkWorkspace(owner: string, id: string, input: ForkWorkspace): Promise<Workspace>
+  /** Take a session back to one of its finished tasks: its files, conversation and checkpoints. */
+  rewindWorkspace(owner: string, id: string, input: RewindWorkspace): Promise<Workspace>
+  /** Every finished session task's files and conversation, which a fork or a rewind starts from. */
+  checkpoints: Checkpoints
   /** Signed, expiring, single-use OAuth `state` values (shared by every OAuth flow). */
   oauthStates: OAuthStates
   gitAccounts: GitAccountsService
@@ -207,13 +213,10 @@ export function createServices(opts: ServicesOptions): Services {
     providers: opts.gitProviders ?? {},
     audit,
   })
-  const snapshots = new WorkspaceSnapshots({
-    store,
-    clock,
-    logger,
-    ...opts.workspaceFiles,
-    blobs: opts.workspaceFiles?.blobs ?? memoryBlobs(),
-  })
+  const blobs = opts.workspaceFiles?.blobs ?? memoryBlobs()
+  const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles, blobs })
+  const kept = { retentionMs: opts.workspaceFiles?.retentionMs, ...opts.checkpoints }
+  const checkpoints = new Checkpoints({ store, blobs, clock, logger, engine: opts.engine, eventLog, ...kept })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
   const usage = createUsage({ store, clock, logger, instanceId: coordination.instanceId })
   const runGrants = opts.broker
@@ -234,6 +237,7 @@ export function createServices(opts: ServicesOptions): Services {
     catalog,
     engine: opts.engine,
     snapshots,
+    checkpoints,
     coordination,
     usage,
     once,
@@ -333,6 +337,7 @@ export function createServices(opts: ServicesOptions): Services {
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
   const parts = { tasks: tasks.rebuilder, notifications, once }
   const rebuild = new CoordinationRebuild({ coordination, logger, parts })
+  const sessionDeps = { store, clock, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots, checkpoints }
   return {
     runGrants,
     version: opts.version ?? '0.0.0',
@@ -387,9 +392,9 @@ export function createServices(opts: ServicesOptions): Services {
       instanceUrl: opts.previews?.instanceUrl,
     }),
     publicUrl: opts.previews?.publicUrl,
-    deleteWorkspace: (owner, id) =>
-      deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
-    forkWorkspace: (owner, id, input) =>
-      forkWorkspace({ store, workspaces, tasks, eventLog, engine: opts.engine, snapshots }, owner, id, input),
+    checkpoints,
+    deleteWorkspace: (owner, id) => deleteWorkspace(sessionDeps, owner, id),
+    forkWorkspace: (owner, id, input) => forkWorkspace(sessionDeps, owner, id, input),
+    rewindWorkspace: (owner, id, input) => rewindWorkspace(sessionDeps, owner, id, input),
   }
 }

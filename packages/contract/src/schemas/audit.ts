@@ -59,6 +59,7 @@ export const AUDIT_ACTIONS = [
   'workspace.updated',
   'workspace.deleted',
   'workspace.forked',
+  'workspace.rewound',
   'preview.created',
   'preview.revoked',
   'limits.set',
