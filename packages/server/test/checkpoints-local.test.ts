@@ -53,8 +53,16 @@ describe('checkpoints of a session on local (bwrap)', () => {
     await forkAtSecond(user)
   }, 300_000)
 
-  it('a rewind to task 2 of 3 takes the session back: files, memory, later tasks marked', async () => {
-    await rewindToSecond(user)
+  it('a rewind to task 2 of 3 takes the session back: files, memory, later tasks marked; the owner sees it audited', async () => {
+    const { workspace } = await rewindToSecond(user)
+    await server.s.berth.services.audit.flush()
+    const { entries } = await user.api.audit.list({ query: { action: 'workspace.rewound', limit: 100 } })
+    // The rewind, and the refused one to task 3 (a 409 is recorded as a failure).
+    const outcomes = entries.map((e) => [e.target.id, e.outcome]).sort()
+    expect(outcomes).toEqual([
+      [workspace, 'failure'],
+      [workspace, 'success'],
+    ])
   }, 300_000)
 
   it('a persistent session rewinds onto a volume made anew with task 2’s files', async () => {
