@@ -69,6 +69,8 @@ export async function rewindWorkspace(
   // Read whole before anything changes: a checkpoint that cannot be read leaves the session as it was.
   const files = await d.checkpoints.files(owner, ws.id, to.id)
   if (!files) throw noCheckpoint(to, 'rewind')
+  if (!d.snapshots.fits(files.byteLength))
+    throw new ApiError('PAYLOAD_TOO_LARGE', `Task ${to.id}'s files are larger than your kept files may be`)
   if (warm) await d.tasks.releaseWorkspace(owner, ws.id)
   // A follow-up submitted meanwhile would run on files about to change.
   await assertNoTask(d, owner, ws, 'rewind')

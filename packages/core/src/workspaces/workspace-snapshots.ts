@@ -120,6 +120,11 @@ export class WorkspaceSnapshots {
     return tar ? this.put(owner, toWs, tar) : false
   }
 
+  /** Whether kept files of `bytes` fit in a caller's quota at all (what {@link put} takes). */
+  fits(bytes: number): boolean {
+    return bytes <= (this.o.quotaBytes ?? 1024 * 1024 * 1024)
+  }
+
   /**
    * Keep `tar` (relative to `/workspace`) as a workspace's files: a fork's or a rewind's,
    * which its next task puts into its container. It counts against the caller's quota like
@@ -127,7 +132,7 @@ export class WorkspaceSnapshots {
    */
   async put(owner: string, wsId: string, tar: Uint8Array): Promise<boolean> {
     const quota = this.o.quotaBytes ?? 1024 * 1024 * 1024
-    if (tar.byteLength > quota) return false
+    if (!this.fits(tar.byteLength)) return false
     await this.makeRoom(owner, wsId, quota - tar.byteLength)
     await this.o.blobs.put(blobKey(owner, wsId), tar)
     await this.o.store.set<Snapshot>(key(owner, wsId), {
