@@ -112,6 +112,7 @@ async function forkPoint(
     throw new ApiError(
       'CONFLICT',
       `Task ${latest.id} is ${latest.status} in workspace ${src.id}: fork once it has finished`,
+      { task_id: latest.id, status: latest.status },
     )
   return { at: latest, checkpoint: null }
 }
