@@ -42,7 +42,7 @@ const TASK_MS = 180_000
 const pidsIn = (outputs: string[]) => outputs.filter((o) => o.startsWith('agent-pid:'))
 
 /** The processes of the session's background server (pgrep takes a regular expression). */
-const serving = (l: Living) => processesWith(`listen\\(${l.port}\\)`)
+export const serving = (l: Living) => processesWith(`listen\\(${l.port}\\)`)
 
 /** A `sleep` no other test's process has on its command line (not a bare `sleep`: Claude Code refuses those). */
 const uniqueSleep = () => `sleep 29.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`
@@ -211,7 +211,7 @@ export async function messageReachesAgent(t: LivingCase): Promise<void> {
   await expectSameAgent(t, l, task)
 }
 
-/** A follow-up past its `max_duration_s` ends TIME_LIMIT_EXCEEDED; the session goes on after it. */
+/** A follow-up past its `max_duration_s` ends TIME_LIMIT_EXCEEDED; the session (its agent, its server) goes on after it. */
 export async function timeLimitInLivingAgent(t: LivingCase): Promise<void> {
   const l = await startLiving(t)
   const sleep = uniqueSleep()
@@ -226,8 +226,9 @@ export async function timeLimitInLivingAgent(t: LivingCase): Promise<void> {
   const ended = await waitForTask(t.api, sub.task_id, { timeout: TASK_MS })
   expect(ended).toMatchObject({ status: 'failed', error: { code: 'TIME_LIMIT_EXCEEDED' } })
   await vi.waitFor(() => expect(processesWith(sleep)).toEqual([]), { timeout: 30_000, interval: 100 })
-  const next = await followUp(t, l, `And now? ${bash(AGENT_PID)} [[berth:recall_all]]`)
-  expect(next.status, JSON.stringify(next.error)).toBe('completed')
+  // Stopped as an interrupt stops it: the agent and its server live on, and the conversation goes on.
+  const next = await followUp(t, l, `And now? ${probes(l)} [[berth:recall_all]]`)
+  await expectSameAgent(t, l, next)
   expect(next.result!.text).toContain(FIRST_PROMPT)
 }
 
