@@ -17,6 +17,9 @@ import { onEngine } from './pool.helpers.js'
 import { MARKER_PROMPT, expectMarkerOutcome, processesWith } from './steering.helpers.js'
 import type { agentUser } from './tasks.helpers.js'
 
+/** A caller of one server (or instance): how it submits and reads. */
+export type Caller = Pick<Awaited<ReturnType<typeof agentUser>>, 'api' | 'submit' | 'events'>
+
 /** A caller on a server with a runtime: what every case needs. */
 export type LivingCase = Awaited<ReturnType<typeof agentUser>> & {
   s: TestServer
@@ -48,7 +51,7 @@ export const serving = (l: Living) => processesWith(`listen\\(${l.port}\\)`)
 const uniqueSleep = () => `sleep 29.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`
 
 /** The task once it ended, approving every request it makes on the way. */
-export async function allowingAll(t: LivingCase, taskId: string): Promise<Task> {
+export async function allowingAll(t: Caller, taskId: string): Promise<Task> {
   return vi.waitFor(
     async () => {
       const { approvals } = await t.api.tasks.approvals.list({ params: { id: taskId } })
@@ -65,7 +68,7 @@ export async function allowingAll(t: LivingCase, taskId: string): Promise<Task> 
 }
 
 /** Start a session whose agent leaves a server running in the background; wait until the workspace shows it. */
-export async function startLiving(t: LivingCase, body: Partial<SubmitTaskInput> = {}): Promise<Living> {
+export async function startLiving(t: Caller, body: Partial<SubmitTaskInput> = {}): Promise<Living> {
   const port = serverPort()
   const server = `node -e "require('http').createServer((q,r)=>r.end('bg-'+'served')).listen(${port})"`
   const sub = await t.submit({
@@ -88,12 +91,12 @@ export async function startLiving(t: LivingCase, body: Partial<SubmitTaskInput> 
 }
 
 /** Submit a follow-up of the session (not waited for). */
-export function submitFollowUp(t: LivingCase, l: Living, prompt: string, body: Partial<SubmitTaskInput> = {}) {
+export function submitFollowUp(t: Caller, l: Living, prompt: string, body: Partial<SubmitTaskInput> = {}) {
   return t.submit({ mode: 'session', session_id: l.session, prompt, ...body })
 }
 
 /** Run a follow-up of the session to its end. */
-export async function followUp(t: LivingCase, l: Living, prompt: string, body: Partial<SubmitTaskInput> = {}) {
+export async function followUp(t: Caller, l: Living, prompt: string, body: Partial<SubmitTaskInput> = {}) {
   const sub = await submitFollowUp(t, l, prompt, body)
   return waitForTask(t.api, sub.task_id, { timeout: TASK_MS, interval: 250 })
 }
@@ -102,7 +105,7 @@ export async function followUp(t: LivingCase, l: Living, prompt: string, body: P
 export const probes = (l: Living) => `${bash(getServer(l.port))} ${bash(AGENT_PID)}`
 
 /** The follow-up ran in the session's living agent: the same Claude Code process, and the server answered. */
-export async function expectSameAgent(t: LivingCase, l: Living, task: Task): Promise<void> {
+export async function expectSameAgent(t: Caller, l: Living, task: Task): Promise<void> {
   expect(task.status, JSON.stringify(task.error)).toBe('completed')
   const outputs = await toolOutputs(t.api, task.task_id)
   expect(outputs).toContain(SERVED)
@@ -114,7 +117,7 @@ export async function expectSameAgent(t: LivingCase, l: Living, task: Task): Pro
  * that resumed the conversation: another Claude Code process, the old agent's server gone
  * with it, and the first prompt remembered.
  */
-export async function expectNewAgent(t: LivingCase, l: Living, task: Task): Promise<string> {
+export async function expectNewAgent(t: Caller, l: Living, task: Task): Promise<string> {
   expect(task.status, JSON.stringify(task.error)).toBe('completed')
   const outputs = await toolOutputs(t.api, task.task_id)
   expect(outputs[0]).toBe('stopped:ECONNREFUSED')
