@@ -9,20 +9,36 @@ import { createDemuxer } from './internal/demux.js'
 export const EXEC_MARKER_ENV = 'BERTH_EXEC_ID'
 
 /**
- * Kills every process whose environment carries the marker `$1` (the exec and all its
- * children). The Engine API has no "kill exec"; this runs as a second exec and needs only
- * `sh`, `tr`, `grep` and `kill` in the image (busybox or coreutils). Each round stops what
- * it found before killing it, so a parent cannot run on when its child dies first (`/proc`
- * lists in no useful order), and rounds repeat until none is left (a process forked while
- * a round was listing is found by the next).
+ * Kills every process whose environment carries the marker `$1` (the exec), and every
+ * process below one of those (its children, theirs...). A process of another user (the
+ * agent a root runner starts as the container's user, and its tools) keeps the marker but
+ * hides its environment from root without CAP_SYS_PTRACE: it is found as a descendant,
+ * from `/proc/<pid>/stat`, which anyone may read. The Engine API has no "kill exec"; this
+ * runs as a second exec and needs only `sh`, `tr`, `grep` and `kill` in the image (busybox
+ * or coreutils). Each round stops what it found before killing it, so a parent cannot run
+ * on when its child dies first (`/proc` lists in no useful order), and rounds repeat until
+ * none is left (a process forked while a round was listing is found by the next).
  */
 const KILL_SCRIPT = [
+  'marker=$1',
   'for round in 1 2 3 4 5 6 7 8 9 10; do',
-  '  pids=',
+  '  pids= tree=',
   '  for d in /proc/[0-9]*; do',
-  `    if tr '\\0' '\\n' < "$d/environ" 2>/dev/null | grep -qx "${EXEC_MARKER_ENV}=$1"; then pids="$pids \${d#/proc/}"; fi`,
+  `    p=\${d#/proc/}`,
+  `    if tr '\\0' '\\n' < "$d/environ" 2>/dev/null | grep -qx "${EXEC_MARKER_ENV}=$marker"; then pids="$pids $p"; fi`,
+  '    { read -r stat < "$d/stat"; } 2>/dev/null || continue',
+  `    stat=\${stat##*) }; stat=\${stat#* }`,
+  `    tree="$tree $p:\${stat%% *}"`,
   '  done',
   '  [ -z "$pids" ] && exit 0',
+  '  more=1',
+  '  while [ -n "$more" ]; do',
+  '    more=',
+  '    for e in $tree; do',
+  `      case " $pids " in *" \${e%%:*} "*) continue ;; esac`,
+  `      case " $pids " in *" \${e#*:} "*) pids="$pids \${e%%:*}"; more=1 ;; esac`,
+  '    done',
+  '  done',
   '  kill -STOP $pids 2>/dev/null; kill -9 $pids 2>/dev/null',
   'done; exit 0',
 ].join('\n')

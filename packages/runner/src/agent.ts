@@ -38,6 +38,12 @@ export interface AgentOptions {
   heldResultGraceMs?: number
   /** How long Claude Code may take to exit once asked to before it (and its tools) are stopped. */
   exitGraceMs?: number
+  /**
+   * Claude Code may serve several tasks (`--warm`): each task's `max_budget_usd` is held by
+   * its turn against the task's own model calls instead of being given to Claude Code, whose
+   * `maxBudgetUsd` counts every call since it started (a living session's earlier tasks too).
+   */
+  budgetPerTask?: boolean
 }
 
 /** One Claude Code process, kept for one task or, in a living session, for many. */
@@ -106,7 +112,7 @@ export async function startAgent(input: RunnerInput, opts: AgentOptions): Promis
         port: 0,
         onRequest: () => mark('request'),
         onAnswer: (a) =>
-          current?.addUsage(a.model, { ...a.usage, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }),
+          current?.meter.add(a.model, { ...a.usage, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }),
       })
       const url = new URL(model.url)
       modelFront = await forwarder({ host: url.hostname, port: Number(url.port) }, gate)
@@ -138,8 +144,10 @@ export async function startAgent(input: RunnerInput, opts: AgentOptions): Promis
           )
         : undefined,
     })
-    // Interrupts and a background task's stop concern only the turn and that task: what
-    // else the agent left running stays up (a living session's dev server).
+    if (opts.budgetPerTask)
+      delete options.maxBudgetUsd
+      // Interrupts and a background task's stop concern only the turn and that task: what
+      // else the agent left running stays up (a living session's dev server).
     ;(options as { perTaskStopAffordance?: boolean }).perTaskStopAffordance = true
     mark('spawn')
     messages = query({ prompt: inbox.messages(), options })
@@ -250,6 +258,7 @@ export async function startAgent(input: RunnerInput, opts: AgentOptions): Promis
         interruptGraceMs: opts.interruptGraceMs,
         heldResultGraceMs: opts.heldResultGraceMs,
         cancelGraceMs: opts.cancelGraceMs,
+        budgetUsd: opts.budgetPerTask ? input.max_budget_usd : null,
       })
       const q = messages
       turn.onInterrupt = () => void q?.interrupt().catch(() => {})

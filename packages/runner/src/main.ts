@@ -107,6 +107,7 @@ async function main(): Promise<number> {
   const idle = openEventSink(null, redactor)
   const agent = await startAgent(input, {
     ...options,
+    budgetPerTask: true,
     idle: (e) => idle.emit(e),
     onReady: () => process.stderr.write(`${WARM_READY}\n`),
   })

@@ -1,5 +1,5 @@
 import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk'
-import type { RunnerEvent, RunnerInput, TokenUsage } from '@berth/contract'
+import type { RunnerEvent, RunnerInput } from '@berth/contract'
 import type { Inbox } from './inbox.js'
 import { Meter } from './meter.js'
 import { killToolProcesses } from './processes.js'
@@ -36,6 +36,11 @@ export interface TurnDeps {
   interruptGraceMs?: number | undefined
   heldResultGraceMs?: number | undefined
   cancelGraceMs?: number | undefined
+  /**
+   * The task's `max_budget_usd`, held here against the task's own model calls when Claude
+   * Code serves several tasks (its own `maxBudgetUsd` counts every call since it started).
+   */
+  budgetUsd?: number | null | undefined
 }
 
 /**
@@ -61,7 +66,10 @@ export class TaskTurn {
   private end: TurnEnd | null = null
   private failure: string | undefined
   private interrupted = false
+  /** The task's own calls reached its budget: the turn was stopped there (see {@link TurnDeps.budgetUsd}). */
   private overBudget = false
+  /** The stop reason of the main agent's model call under way. */
+  private stopReason: string | null = null
   private heldTimer: NodeJS.Timeout | undefined
   private interruptTimer: NodeJS.Timeout | undefined
   private settle!: () => void
@@ -75,27 +83,8 @@ export class TaskTurn {
     this.transcript = new Transcript(
       (e) => this.emit(e),
       d.redactor.stream(),
-      d.stub ? undefined : (m, u) => this.addUsage(m, u),
+      d.stub ? undefined : (m, u) => this.meter.add(m, u),
     )
-  }
-
-  /**
-   * One of the task's model calls answered: metered, and held to the task's `max_budget_usd`
-   * (its own calls only: a living agent's earlier tasks do not count). Past it, the turn is
-   * stopped as an interrupt stops it, and the result says `error_max_budget_usd`.
-   */
-  addUsage(model: string, usage: TokenUsage): void {
-    this.meter.add(model, usage)
-  }
-
-  /** After each of the agent's messages: past `max_budget_usd`, stop the turn (see {@link addUsage}). */
-  private checkBudget(): void {
-    const budget = this.d.input.max_budget_usd
-    if (budget === null || this.overBudget || this.end || this.meter.usage().cost_usd < budget) return
-    this.overBudget = true
-    this.gateStop.abort()
-    this.onInterrupt?.()
-    this.interruptTimer ??= setTimeout(() => this.kill(), this.d.interruptGraceMs ?? 1000)
   }
 
   get steer(): Steering {
@@ -130,17 +119,9 @@ export class TaskTurn {
         watch.sent(inbox.send(text))
       }
     })()
-    steer.onInterrupt(() => {
-      // Too late once the turn is over: the task finished as it was.
-      if (this.interrupted || this.overBudget || this.end) return
-      this.interrupted = true
-      this.gateStop.abort()
-      this.onInterrupt?.()
-      // A turn that does not wind down in time (a tool ignoring it) ends with Claude Code.
-      this.interruptTimer = setTimeout(() => this.kill(), this.d.interruptGraceMs ?? 1000)
-    })
+    steer.onInterrupt(() => this.interrupt())
     await untilAbortedPlusGrace(this.done, this.d.stop.signal, () =>
-      this.interrupted || this.overBudget ? 300 : (this.d.cancelGraceMs ?? 5000),
+      this.interrupted ? 300 : (this.d.cancelGraceMs ?? 5000),
     )
     clearTimeout(this.heldTimer)
     clearTimeout(this.interruptTimer)
@@ -151,13 +132,41 @@ export class TaskTurn {
   /** Set by the agent: interrupt Claude Code's current turn. */
   onInterrupt?: () => void
 
+  /** Stop the turn (a caller's interrupt, or the task's budget spent). */
+  private interrupt(): void {
+    // Too late once the turn is over: the task finished as it was.
+    if (this.interrupted || this.end) return
+    this.interrupted = true
+    this.gateStop.abort()
+    this.onInterrupt?.()
+    // A turn that does not wind down in time (a tool ignoring it) ends with Claude Code.
+    this.interruptTimer = setTimeout(() => this.kill(), this.d.interruptGraceMs ?? 1000)
+  }
+
+  /**
+   * At the end of each of the main agent's model calls: once the task's own calls cost its
+   * budget, a call that asked for tools is the last (the turn is stopped, as Claude Code's
+   * `maxBudgetUsd` would stop it); one that ended the turn ends it anyway.
+   */
+  private holdBudget(m: SDKMessage): void {
+    const budget = this.d.budgetUsd
+    if (budget === null || budget === undefined || m.type !== 'stream_event' || m.parent_tool_use_id) return
+    const e = m.event as { type: string; delta?: { stop_reason?: string | null } }
+    if (e.type === 'message_start') this.stopReason = null
+    else if (e.type === 'message_delta' && e.delta?.stop_reason) this.stopReason = e.delta.stop_reason
+    else if (e.type === 'message_stop' && this.meter.usage().cost_usd >= budget) {
+      this.overBudget = true
+      if (this.stopReason === 'tool_use') this.interrupt()
+    }
+  }
+
   /** One SDK message while this task is the agent's, with what the watch made of it. */
   message(m: SDKMessage, end: TurnEnd | null): void {
     // After the turn, only background tasks end: that belongs to no task. Nor does a result
     // that answers none of its messages.
     if (!this.open || this.end || (m.type === 'result' && end !== 'result')) return
     this.transcript.push(m)
-    this.checkBudget()
+    this.holdBudget(m)
     if (end === 'result') this.endTurn('result')
     else if (end === 'final_message') {
       clearTimeout(this.heldTimer)
@@ -188,12 +197,15 @@ export class TaskTurn {
   /** The task's one result, from its transcript and its own model calls. */
   result(): ResultEvent {
     const cancelled = this.d.cancelled()
-    return this.transcript.result(() => this.meter.usage(), cancelled ? 'cancelled' : this.failure, {
+    const r = this.transcript.result(() => this.meter.usage(), cancelled ? 'cancelled' : this.failure, {
       interrupted: this.interrupted && !cancelled,
-      ...(this.overBudget && !cancelled && { overBudget: this.d.input.max_budget_usd ?? 0 }),
       heldResult: this.end === 'final_message',
       ...(this.d.input.output_schema ? { schema: this.d.input.output_schema } : {}),
     })
+    // Claude Code's own words for it (its budget was not given to it: see TurnDeps.budgetUsd).
+    if (this.overBudget && (r.outcome === 'success' || r.outcome === 'interrupted'))
+      return { ...r, outcome: 'error_max_budget_usd', error: `Reached maximum budget ($${this.d.budgetUsd})` }
+    return r
   }
 
   /** Stop Claude Code and what its tools started (children first: the abort would orphan them). */

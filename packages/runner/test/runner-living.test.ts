@@ -150,6 +150,32 @@ describe('berth-runner --warm with stay: a living session', () => {
     expect(await probe(port)).toBe('ECONNREFUSED')
   })
 
+  it("each task's max_budget_usd holds against its own calls, not the agent's earlier tasks", async () => {
+    // $0.27 a call at Sonnet prices: two tasks of one call each stay under $0.50 apiece.
+    const spend = '[[berth:usage input=60000 output=6000]]'
+    const input = makeInput('placeholder', { task_id: 'warm', allowed_tools: ['Bash'], max_budget_usd: 0.5 })
+    const r = warmRunner()
+    r.send({ type: 'init', input })
+    const prompts = [`One. ${spend}`, `Two. ${spend}`, `Three. ${spend} [[berth:turns 4]]`, `Four. ${spend}`]
+    for (const [i, prompt] of prompts.entries()) {
+      const id = `task_${i + 1}`
+      r.send({ type: 'prompt', task_id: id, stay: true, events_file: `.berth/events/${id}.jsonl`, prompt })
+      await vi.waitFor(() => expect(results(r.events())).toHaveLength(i + 1), 60_000)
+    }
+    const [one, two, three, four] = results(r.events())
+    for (const ok of [one, two, four])
+      expect(ok).toMatchObject({ outcome: 'success', cost_usd: expect.closeTo(0.27, 6) })
+    // The third task's second call passed its budget: no third call, and the agent lives on.
+    expect(three).toMatchObject({
+      outcome: 'error_max_budget_usd',
+      error: 'Reached maximum budget ($0.5)',
+      turns: 2,
+      cost_usd: expect.closeTo(0.54, 6),
+    })
+    r.child.stdin.end()
+    expect(await r.closed, r.stderr()).toBe(0)
+  })
+
   it('a living agent that ended (stdin closed) left its conversation for the next agent to resume', async () => {
     const input = makeInput('placeholder', { task_id: 'warm', allowed_tools: ['Bash'] })
     const r = warmRunner()

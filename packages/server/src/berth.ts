@@ -210,16 +210,18 @@ export function createBerth(given: BerthOptions = {}): Berth {
       websocket.closeAll()
       services.rebuild.close()
       await services.playbookScheduler.close()
-      // A runtime whose containers end with the server (`local`): sessions keep their
-      // conversations for the next start, and no sandbox or mount is left behind.
+      // A runtime whose containers end with the server (`local`), or containers removed on
+      // request: sessions are released first, so their conversations and files are kept for
+      // the next start (or another instance), and no sandbox or mount is left behind.
       const ending = options.runtime?.capabilities.outlivesServer === false
-      await services.tasks.close({ releaseSessions: ending })
+      const removing = opts.removeContainers ?? ending
+      await services.tasks.close({ releaseSessions: removing })
       await services.notifications.close()
       await services.messenger.close()
       await services.audit.close()
       await services.profiles.close()
       services.channels.close()
-      await pool?.close({ removeAll: opts.removeContainers ?? ending })
+      await pool?.close({ removeAll: removing })
       await (await brokerStarted.catch(() => undefined))?.close()
       await storage.dispose()
       await store.close?.()

@@ -70,20 +70,25 @@ export interface BackgroundCase {
   pool: string
 }
 
-/** A Bash command printing the pid of the Claude Code process it runs under (`agent-pid:N`). */
-const AGENT_PID =
-  `node -e "const fs=require('fs');let p=process.ppid;for(;p>1;){const a=fs.readFileSync('/proc/'+p+'/cmdline','utf8').split(String.fromCharCode(0))[0];` +
-  `if(/(^|\\/)claude$/.test(a))break;p=+fs.readFileSync('/proc/'+p+'/stat','utf8').split(') ')[1].split(' ')[1]}console.log('agent-pid:'+p)"`
+/**
+ * A Bash command printing the Claude Code process it runs under: its pid and its start time
+ * (`agent-pid:N@T`, T in clock ticks since boot). Each runner on `local` has a pid namespace
+ * of its own, where Claude Code gets the same pid every time: the start time tells them apart.
+ */
+export const AGENT_PID =
+  `node -e "const fs=require('fs');const stat=p=>fs.readFileSync('/proc/'+p+'/stat','utf8').split(') ')[1].split(' ');let p=process.ppid;for(;p>1;){const a=fs.readFileSync('/proc/'+p+'/cmdline','utf8').split(String.fromCharCode(0))[0];` +
+  `if(/(^|\\/)claude$/.test(a))break;p=+stat(p)[1]}console.log('agent-pid:'+p+'@'+stat(p)[19])"`
 
 /** A Bash command that GETs the server on `port`: its answer, or `stopped:<code>`. */
-const getServer = (port: number) =>
+export const getServer = (port: number) =>
   `node -e "require('http').get('http://127.0.0.1:${port}',r=>r.pipe(process.stdout)).on('error',e=>console.log('stopped:'+e.code))"`
 
-const bash = (command: string, background = false) =>
+/** A `[[berth:tool Bash …]]` directive running `command` (in the background: with `run_in_background`). */
+export const bash = (command: string, background = false) =>
   `[[berth:tool Bash ${JSON.stringify(background ? { command, run_in_background: true } : { command })}]]`
 
 /** The outputs of a task's tool calls, in order. */
-async function toolOutputs(api: BerthClient, taskId: string): Promise<string[]> {
+export async function toolOutputs(api: BerthClient, taskId: string): Promise<string[]> {
   const events = (await api.tasks.events({ params: { id: taskId }, query: { limit: 100 } })).events
   return events.flatMap((e) => (e.type === 'tool_result' ? [String(e.output).trim()] : []))
 }
@@ -108,7 +113,7 @@ export async function sessionAndBatchEndWithTurn(t: BackgroundCase): Promise<voi
   expect(first.status).toBe('completed')
   expect(first.result!.text).toContain('Serving.')
   const [pid1] = (await toolOutputs(t.api, first.task_id)).filter((o) => o.startsWith('agent-pid:'))
-  expect(pid1).toMatch(/^agent-pid:\d+$/)
+  expect(pid1).toMatch(/^agent-pid:\d+@\d+$/)
   const wsId = first.workspace_id!
   // Between the tasks: the agent lives, its server runs and the build ended.
   const between = await vi.waitFor(

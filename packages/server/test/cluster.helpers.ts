@@ -3,7 +3,7 @@
  * own HTTP server, data dir and store connection, all on one store and one coordination
  * backend (a `memoryHub`, or a real redis-server with the redis store and driver). With
  * `local`, each instance drives its own `local` runtime (host processes, the real runner and
- * the offline model), for tasks that run.
+ * the offline model), for tasks that run; with `engine`, a pool of its own on Docker or Podman.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -25,7 +25,7 @@ import {
 import type { BerthClient } from '@berth/client'
 import type { LocalRedis } from '@berth/testkit'
 import { ADMIN_TOKEN, clientFor } from './helpers.js'
-import { onEngine, uniquePoolName } from './pool.helpers.js'
+import { engineRuntime, onEngine, sweep, uniquePoolName } from './pool.helpers.js'
 import { RUNNER_BUNDLE } from './runner.global-setup.js'
 
 export { ADMIN_TOKEN }
@@ -40,6 +40,8 @@ export interface ClusterOptions {
   leaseMs?: number
   /** Each instance runs tasks on its own `local` runtime: `maxes[i]` is instance i's pool max. */
   local?: { maxes: number[]; sandbox: 'bwrap' | 'none' }
+  /** Each instance runs tasks on the engine, with a pool of its own: `maxes[i]` is instance i's pool max. */
+  engine?: { name: 'docker' | 'podman'; maxes: number[] }
   /** Options every instance is created with, on top of the cluster's. */
   berth?: Partial<BerthOptions>
   /** The redis backend: each instance's own Redis address (a proxy a test can sever) instead of `redis.path`. */
@@ -111,7 +113,7 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
   const shared = unstorageStore(createStorage())
   // One key for the deployment, as operators set BERTH_ENCRYPTION_KEY on every instance.
   const encryptionKey = randomBytes(32).toString('base64')
-  const count = opts.local?.maxes.length ?? opts.count ?? 1
+  const count = opts.local?.maxes.length ?? opts.engine?.maxes.length ?? opts.count ?? 1
   const instances: Instance[] = []
   const closers: (() => Promise<void>)[] = []
   const redis = () => {
@@ -155,6 +157,15 @@ export async function startCluster(backend: Backend, opts: ClusterOptions): Prom
           await Promise.all((await onEngine(rt, pool)).map((c) => rt.remove(c.id)))
           rmSync(baseDir, { recursive: true, force: true })
         })
+      } else if (opts.engine) {
+        const { info, runtime: rt } = engineRuntime(opts.engine.name)
+        const pool = uniquePoolName(`cluster-${opts.engine.name}-${i}`)
+        runtime = {
+          runtime: rt,
+          pool: { image: info.image, min: 0, max: opts.engine.maxes[i]!, name: pool, spec: { network: 'none' } },
+          runner: { bundleDir: RUNNER_BUNDLE },
+        }
+        cleanups.push(async () => void (await sweep(rt, pool)))
       }
       const berth = createBerth({
         store: opts.slowSingleUse ? slowSingleUseReads(store, 150) : store,

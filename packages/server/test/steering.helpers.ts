@@ -189,7 +189,7 @@ export async function socketMarkerFlow(s: Pick<TestServer, 'url'>, a: Agent): Pr
 }
 
 /** Host processes whose command line contains `needle` (a container's processes show on the host too). */
-function processesWith(needle: string): string[] {
+export function processesWith(needle: string): string[] {
   const found = spawnSync('pgrep', ['-f', needle], { encoding: 'utf8' })
   return found.stdout.split('\n').filter(Boolean)
 }

@@ -44,23 +44,25 @@ function blocks(content: MessageParam['content']): ContentBlock[] {
   return typeof content === 'string' ? [{ type: 'text', text: content }] : content
 }
 
-/** The text a person typed in a user message: text blocks without the harness's reminders. */
+/** Claude Code's own note that a person stopped the turn (`[Request interrupted by user for tool use]`): no one typed it. */
+const INTERRUPTED = /^\[Request interrupted by user[^\]]*\]$/
+
+/** The text a person typed in a user message: text blocks without the harness's reminders and interruption notes. */
 function typedText(message: MessageParam): string {
   return blocks(message.content)
     .filter((b) => b.type === 'text' && typeof b.text === 'string')
     .map((b) => (b.text as string).replace(REMINDER, '').trim())
-    .filter(Boolean)
+    .filter((t) => t && !INTERRUPTED.test(t))
     .join('\n')
 }
 
 /**
- * A user message that carries a prompt, not just tool results the harness sends back. Claude
- * Code joins a prompt to the tool results of a turn it interrupted (a living session's next
- * task): typed text beside tool results is a prompt too.
+ * A user message that carries a prompt, not just tool results the harness sends back. After
+ * an interrupted tool call, Claude Code puts the next prompt beside that call's result (a
+ * living session's next task, say): typed text there is a prompt too.
  */
 function isPrompt(message: MessageParam): boolean {
-  if (message.role !== 'user') return false
-  return typedText(message) !== ''
+  return message.role === 'user' && typedText(message) !== ''
 }
 
 /**

@@ -58,6 +58,26 @@ describe('offline model: directives and the tool loop', () => {
     })
   })
 
+  it('reads a prompt Claude Code put beside an interrupted call’s result as the latest prompt', () => {
+    const interrupted = (then: string | null): MessageParam =>
+      user([
+        { type: 'tool_result', tool_use_id: 'toolu_1', content: 'stopped while running', is_error: true },
+        { type: 'text', text: '[Request interrupted by user for tool use]\n' },
+        ...(then === null ? [] : [{ type: 'text', text: then }]),
+      ])
+    const before: MessageParam[] = [user('first prompt [[berth:turns 3]]'), toolTurn('toolu_1')[0]!]
+    expect(readConversation([...before, interrupted('next prompt [[berth:recall_all]]')])).toMatchObject({
+      prompt: 'next prompt [[berth:recall_all]]',
+      turn: 0,
+      earlierPrompts: ['first prompt'],
+    })
+    // The interruption alone is no prompt: the turn goes on counting from the first.
+    expect(readConversation([...before, interrupted(null)])).toMatchObject({
+      prompt: 'first prompt [[berth:turns 3]]',
+      turn: 1,
+    })
+  })
+
   it('[[berth:turns N]] calls a harmless tool N times, then answers', () => {
     const prompt = user('loop [[berth:turns 2]] [[berth:text finished]]')
     const a0 = answer({ tools, messages: [prompt] })

@@ -100,12 +100,26 @@ export class LivingAgents {
   }
 
   /** End the workspace's agent, if it has one waiting (its container is released, or the session stopped). */
-  async end(wsId: string): Promise<void> {
+  async end(wsId: string, graceMs?: number): Promise<void> {
     const l = this.byWorkspace.get(wsId)
     if (!l) return
     this.byWorkspace.delete(wsId)
-    await l.agent?.end()
+    await l.agent?.end(graceMs)
     await l.writes
+  }
+
+  /**
+   * This instance closes: every agent waiting here ends (its exec would not outlive the
+   * process anyway), and its workspace shows none. The containers stay for the next start
+   * to adopt; a follow-up there resumes the conversation in a new agent.
+   */
+  async endAll(graceMs = 3_000): Promise<void> {
+    await Promise.all(
+      [...this.byWorkspace].map(async ([wsId, l]) => {
+        await this.end(wsId, graceMs)
+        await this.o.workspaces.patch(l.owner, wsId, { agent: null }).catch(() => {})
+      }),
+    )
   }
 
   /** Whether the workspace's agent waits between tasks here (alive, no task running on it). */

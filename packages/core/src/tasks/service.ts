@@ -389,6 +389,7 @@ export class TasksService {
     await this.remote.close()
     await this.room.close()
     if (opts.releaseSessions) await this.containers.releaseIdleSessions()
+    await this.containers.living.endAll()
     this.containers.close()
     await this.o.engine?.warmAgents?.close()
     await this.o.eventLog.flushAll()

@@ -238,6 +238,8 @@ export class SessionContainers {
    * for it (`followUpQueued`: recovery queues its tasks once every workspace is settled).
    */
   async resume(ws: WorkspaceRecord, followUpQueued: boolean): Promise<void> {
+    // Its living agent went with the process that ran it: the next follow-up starts one (resuming the conversation).
+    if (ws.agent) await this.o.workspaces.patch(ws.owner_id, ws.id, { agent: null })
     const warm = this.warm.get(ws.id)
     if (warm) warm.profile_id = ws.profile_id
     if (warm && ws.profile_id) {

@@ -86,6 +86,31 @@ export function isolationCases(s: Suite): void {
     ).toMatch(/^1000\nappended/)
   })
 
+  it('kill() of a root command ends what it started as the non-root user too', async () => {
+    if (!s.rt.capabilities.unprivilegedUser) return
+    // As Berth's runner starts its agent: root, and a child of the container's user.
+    const id = await make({ user: '1000:1000' })
+    const nap = `41.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`
+    const spawnChild = `require('child_process').spawn('sleep',['${nap}'],{uid:1000,gid:1000,stdio:'ignore'})`
+    const proc = await s.rt.exec(id, {
+      user: '0',
+      cmd: ['node', '-e', `${spawnChild};console.log('ready');setInterval(()=>{},1000)`],
+    })
+    for await (const c of proc.stdout) if (Buffer.from(c).toString().includes('ready')) break
+    // One line per process; `4[1]` keeps the grep from counting its own command line.
+    const naps = async () =>
+      (
+        await sh(
+          id,
+          `for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -c '^sleep 4[1]\\.${nap.slice(3)}'`,
+        )
+      ).stdout
+    await expect.poll(naps, { timeout: 10_000 }).toBe('1\n')
+    await proc.kill()
+    expect((await proc.exit).killed).toBe(true)
+    await expect.poll(naps, { timeout: 10_000 }).toBe('0\n')
+  })
+
   it('enforces the egress policies it names, and refuses the others', async () => {
     const enforced = s.rt.capabilities.egress ?? []
     for (const policy of ['none', 'public', 'allowlist'] as const) {
