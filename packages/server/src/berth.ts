@@ -103,6 +103,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     previews: options.previews,
     auditRetentionDays: options.auditRetentionDays,
     profileCacheMs: options.profileCacheMs,
+    readCacheBytes: options.readCacheBytes,
     cipher: createAesGcmCipher(key),
     clock,
     logger,

@@ -82,7 +82,7 @@ export class TasksService {
   constructor(private readonly o: TasksOptions) {
     const { store, clock, logger, eventLog, bus, engine, workspaces, slots, callers } = o
     const coordination = o.coordination ?? memoryCoordination({ clock })
-    const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
+    const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task', o.reads)
     const events = new Transcript(eventLog, bus)
     const metrics = o.metrics ?? noopMetrics
     const states = new TaskStates({ records, store, clock, bus, eventLog, events, metrics })
@@ -290,8 +290,9 @@ export class TasksService {
     requireCoordination(this.coordination, 'Tasks cannot be submitted')
   }
 
-  async get(owner: string, id: string): Promise<Task> {
-    return taskView(await this.records.get(owner, id))
+  /** What a caller polls: from the read cache, which keeps a task's view until it is written (an ended task's for good). */
+  get(owner: string, id: string): Promise<Task> {
+    return this.records.view(owner, id, taskView, (t) => !ACTIVE.includes(t.status))
   }
 
   async list(
