@@ -344,7 +344,7 @@ export function createServices(opts: ServicesOptions): Services {
     clock,
     logger,
     metrics,
-    users: new UsersService({ store, clock, adminToken: opts.adminToken }),
+    users: new UsersService({ store, clock, adminToken: opts.adminToken, shared: opts.coordination }),
     apiKeys,
     profiles,
     environments,

@@ -218,6 +218,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
       await services.messenger.close()
       await services.audit.close()
       await services.profiles.close()
+      await services.users.close()
       services.channels.close()
       await pool?.close({ removeAll: opts.removeContainers ?? ending })
       await (await brokerStarted.catch(() => undefined))?.close()
