@@ -290,9 +290,8 @@ export class TasksService {
     requireCoordination(this.coordination, 'Tasks cannot be submitted')
   }
 
-  /** What a caller polls: from the read cache, which keeps a task's view until it is written (an ended task's for good). */
   get(owner: string, id: string): Promise<Task> {
-    return this.records.view(owner, id, taskView, (t) => !ACTIVE.includes(t.status))
+    return this.records.view(owner, id, taskView, (t) => !ACTIVE.includes(t.status)) // ended: final, kept by every instance
   }
 
   async list(
