@@ -104,6 +104,51 @@ describe('caller key cache', () => {
     expect(await users.authenticate(key.token)).toBeNull()
   })
 
+  it('a first use recorded while its key is revoked does not bring the key back', async () => {
+    // Late enough that the first use is recorded (at most once a minute per key).
+    const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'))
+    const data = new Map<string, unknown>()
+    const store = mapStore(data)
+    let release: (() => void) | undefined
+    const touched = new Promise<void>((r) => (release = r))
+    let writing: (() => void) | undefined
+    const holding = new Promise<void>((r) => (writing = r))
+    const slow = {
+      ...store,
+      // The record of the key's use is written late: after the revocation has removed the key.
+      set: async (key: string, value: unknown) => {
+        const use = key.startsWith('callerkey-used:') || (value as { last_used_at?: unknown }).last_used_at
+        if (use) {
+          writing!()
+          await touched
+        }
+        return store.set(key, value)
+      },
+    } as Store
+    const users = new UsersService({ store: slow, clock, cacheMs: 60_000 })
+    const { user, key } = await users.create({ name: 'Ada' })
+    const first = users.authenticate(key.token)
+    await holding
+    await users.revokeKey(key.id)
+    release!()
+    expect(await first).toMatchObject({ id: user.id })
+    // Another instance (no cache) asks the store: the key is gone for good.
+    const elsewhere = new UsersService({ store, clock })
+    expect(await elsewhere.authenticate(key.token)).toBeNull()
+    expect(await users.authenticate(key.token)).toBeNull()
+  })
+
+  it('lists when a key was last used', async () => {
+    const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'))
+    const users = new UsersService({ store: mapStore(), clock })
+    const { user, key } = await users.create({ name: 'Ada' })
+    expect((await users.listKeys(user.id, { page: 1, limit: 20 })).items[0]!.last_used_at).toBeNull()
+    await users.authenticate(key.token)
+    expect((await users.listKeys(user.id, { page: 1, limit: 20 })).items[0]!.last_used_at).toBe(
+      '2026-03-01T10:00:00.000Z',
+    )
+  })
+
   it('stops every key of a removed user at once', async () => {
     const clock = manualClock(1_000)
     const users = new UsersService({ store: mapStore(), clock })

@@ -154,6 +154,7 @@ export class UsersService {
     if (!ref) throw notFound('key', keyId)
     await this.store.remove(`callerkeys:${ref.hash}`)
     await this.store.remove(`callerkey-ids:${keyId}`)
+    await this.store.remove(`callerkey-used:${keyId}`)
     await this.forgetEverywhere({ hash: ref.hash })
     return { user_id: ref.user_id }
   }
@@ -164,10 +165,13 @@ export class UsersService {
     const refs = await this.store.getMany<{ hash: string }>(
       (await this.keysOf(userId)).map((k) => `callerkey-ids:${k.id}`),
     )
-    const stored = await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
+    const stored = (
+      await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
+    ).filter((k): k is StoredKey => k !== null)
+    const used = await this.store.getMany<{ at: string }>(stored.map((k) => `callerkey-used:${k.id}`))
     const keys = stored
-      .filter((k): k is StoredKey => k !== null)
-      .map((k) => toView(CallerKey, k))
+      // Keys used before their use had a record of its own carry it inline.
+      .map((k, i) => toView(CallerKey, k, { last_used_at: used[i]?.at ?? k.last_used_at }))
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
     return paginate(keys, page, (k) => `${k.created_at}|${k.id}`)
   }
@@ -208,10 +212,11 @@ export class UsersService {
     // A revocation since the reads began may have removed what they found: answer, keep nothing.
     if (generation !== this.generation) return caller
     this.cache.set(hash, { caller, until: now + this.cacheMs })
-    // Record use at most once a minute per key: a write per request would dominate reads.
+    // Record use at most once a minute per key: a write per request would dominate reads. Its
+    // own record, never the key's: a write of the key racing its revocation would bring it back.
     if ((this.lastTouched.get(key.id) ?? 0) + 60_000 <= now) {
       this.lastTouched.set(key.id, now)
-      await this.store.set(`callerkeys:${hash}`, { ...key, last_used_at: isoNow(this.clock) })
+      await this.store.set(`callerkey-used:${key.id}`, { at: isoNow(this.clock) })
     }
     return caller
   }
