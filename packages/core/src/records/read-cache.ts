@@ -102,10 +102,10 @@ export class ReadCache {
    * the write starts and once it has settled: give the services this store.
    */
   watch(store: Store): Store {
-    const settled = async (key: string, write: Promise<void>) => {
+    const settled = async (key: string, write: () => Promise<void>) => {
       this.forget(key)
       try {
-        await write
+        await write()
       } finally {
         this.forget(key)
       }
@@ -115,9 +115,9 @@ export class ReadCache {
       getMany: (keys) => store.getMany(keys),
       keys: (prefix) => store.keys(prefix),
       list: (scope, query) => store.list(scope, query),
-      set: <T>(key: string, value: T) => settled(key, store.set(key, value)),
-      put: <T>(key: string, value: T, index: IndexEntry) => settled(key, store.put(key, value, index)),
-      remove: (key) => settled(key, store.remove(key)),
+      set: <T>(key: string, value: T) => settled(key, () => store.set(key, value)),
+      put: <T>(key: string, value: T, index: IndexEntry) => settled(key, () => store.put(key, value, index)),
+      remove: (key) => settled(key, () => store.remove(key)),
     }
     if (store.entries) watched.entries = () => store.entries!()
     if (store.close) watched.close = () => store.close!()
