@@ -3,6 +3,7 @@
  * bench/runtime.ts (container engines), bench/workspaces.ts (transcripts, WebSocket
  * fan-out), bench/tasks.ts (agent tasks: overhead over the bare runner, throughput) and
  * bench/storage.ts (lists and reads as records grow, per store driver) run when present;
+ * bench/reads.ts (single-record reads vs bare h3 on SQLite and Postgres) runs after the HTTP benchmark;
  * bench/metrics.ts (the HTTP path with Prometheus metrics on vs off) and bench/gateway.ts
  * (the model gateway's added latency) run after the HTTP benchmark,
  * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark,
@@ -31,6 +32,15 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nHTTP benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// The reads callers make most (a task polled, a workspace, a session, a file listing) vs bare h3, SQLite and Postgres (issue 43).
+try {
+  const reads = (await import(new URL('./reads.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await reads.main()
+} catch (err) {
+  failed = true
+  console.error(`\nReads benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 // Prometheus metrics on vs off on the same HTTP path (issue 28).

@@ -45,7 +45,7 @@ export const LAYER_RULES: { layer: string; test: (fn: string, url: string) => bo
     layer: 'validation (params)',
     test: (fn, url) => /internal\/input/.test(url) || /^(parseInput|coerceQuery)$/.test(fn),
   },
-  { layer: 'view (record → API shape)', test: (fn, url) => /records\/view/.test(url) || fn === 'toView' },
+  { layer: 'view (record → API shape)', test: (fn, url) => /records\/(view|project)/.test(url) || fn === 'toView' },
   {
     layer: 'store read',
     test: (_fn, url) => /\/store|sqlite|libsql|unstorage|records\/|resources\/profiles|routes\/crud/.test(url),

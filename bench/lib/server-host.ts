@@ -27,6 +27,11 @@ export interface HostConfig {
   contentType?: string
   /** Berth hosts: Prometheus metrics on (`createBerth({ metrics: true })`); default off. */
   metrics?: boolean
+  /**
+   * For `h3`: the paths to serve, each under its route pattern with its own bytes (default:
+   * `/v1/profiles/:id` answering `bodyBase64` for any id).
+   */
+  routes?: { pattern: string; path: string; bodyBase64: string; contentType: string }[]
 }
 
 export interface HostReady {
@@ -104,12 +109,12 @@ async function startBare(cfg: HostConfig): Promise<Started> {
 
 /**
  * Bare h3, as Berth's `@berth/server` resolves it: one route with Berth's path pattern
- * answering the same bytes, through the same `toNodeHandler` adapter. What h3 and the
+ * (or each of `cfg.routes`) answering the same bytes, through the same `toNodeHandler` adapter. What h3 and the
  * adapter cost alone.
  */
 async function startH3(cfg: HostConfig): Promise<Started> {
   type H3Module = {
-    H3: new () => { get(path: string, handler: () => Response): unknown }
+    H3: new () => { get(path: string, handler: (event: { url: URL }) => Response): unknown }
     toNodeHandler(
       app: unknown,
     ): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => void
@@ -118,7 +123,18 @@ async function startH3(cfg: HostConfig): Promise<Started> {
   const body = Buffer.from(cfg.bodyBase64 ?? '', 'base64')
   const contentType = cfg.contentType ?? 'application/json'
   const app = new h3.H3()
-  app.get('/v1/profiles/:id', () => new Response(body, { headers: { 'content-type': contentType } }))
+  if (cfg.routes) {
+    // Several paths may share a pattern (two workspaces): the handler answers each path's bytes.
+    const byPath = new Map(
+      cfg.routes.map((r) => [r.path, { bytes: Buffer.from(r.bodyBase64, 'base64'), type: r.contentType }]),
+    )
+    for (const pattern of new Set(cfg.routes.map((r) => r.pattern))) {
+      app.get(pattern, (event: { url: URL }) => {
+        const r = byPath.get(event.url.pathname)!
+        return new Response(r.bytes, { headers: { 'content-type': r.type } })
+      })
+    }
+  } else app.get('/v1/profiles/:id', () => new Response(body, { headers: { 'content-type': contentType } }))
   const server = createServer(h3.toNodeHandler(app))
   const port = await listen(server)
   return {

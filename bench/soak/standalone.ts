@@ -41,9 +41,9 @@ export interface Standalone {
  */
 export async function startStandalone(
   env: Record<string, string>,
-  opts: { timeoutMs?: number } = {},
+  opts: { timeoutMs?: number /** Node flags before `--import tsx` (e.g. `--cpu-prof`). */; nodeArgs?: string[] } = {},
 ): Promise<Standalone> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
     cwd: EXAMPLE,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

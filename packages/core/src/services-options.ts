@@ -129,4 +129,10 @@ export interface ServicesOptions {
    * over the coordination's pub/sub, and this bounds what a lost message leaves stale.
    */
   profileCacheMs?: number | undefined
+  /**
+   * This instance's cache of API views (tasks, workspaces), in bytes of JSON (default 16 MiB;
+   * 0: none). Never stale: every write through the services' store forgets its key, and with a
+   * shared coordination only views of records no instance writes again (ended tasks) are kept.
+   */
+  readCacheBytes?: number | undefined
 }

@@ -61,6 +61,7 @@ import { PreviewsService } from './previews/service.js'
 
 import type { ServicesOptions } from './services-options.js'
 import { ListCursors } from './records/cursor.js'
+import { ReadCache } from './records/read-cache.js'
 import { isolationLevels } from './runtime/isolation.js'
 
 export type { ServicesOptions }
@@ -148,7 +149,10 @@ export interface Services extends SessionOps {
  */
 export function createServices(opts: ServicesOptions): Services {
   const clock = opts.clock ?? systemClock
-  const { store, cipher } = opts
+  const { cipher } = opts
+  // Every service writes through this store, so a write forgets its key in the read cache at once.
+  const reads = new ReadCache({ shared: opts.coordination !== undefined, maxBytes: opts.readCacheBytes })
+  const store = reads.watch(opts.store)
   const coordination = opts.coordination ?? memoryCoordination({ clock })
   const once = durableOnce(coordination.once, opts.coordination ? store : null, clock)
   // Every delivery goes through it; the services with a channel of their own register it below.
@@ -176,7 +180,7 @@ export function createServices(opts: ServicesOptions): Services {
   const tools = createToolsService(store, clock, cipher)
   const skills = createSkillsService(store, clock)
   const agents = createAgentsService(store, clock, profiles)
-  const workspaces = new WorkspacesService(store, clock)
+  const workspaces = new WorkspacesService(store, clock, reads)
   const eventLog = new EventLog(store, clock)
   const bus = new EventBus()
   // Counted over every instance of a shared coordination; this process alone counts in memory, exactly as before.
@@ -216,6 +220,7 @@ export function createServices(opts: ServicesOptions): Services {
     : undefined
   const tasks = new TasksService({
     store,
+    reads,
     clock,
     logger,
     metrics,
@@ -336,7 +341,7 @@ export function createServices(opts: ServicesOptions): Services {
     clock,
     logger,
     metrics,
-    users: new UsersService({ store, clock, adminToken: opts.adminToken }),
+    users: new UsersService({ store, clock, adminToken: opts.adminToken, shared: opts.coordination }),
     apiKeys,
     profiles,
     environments,

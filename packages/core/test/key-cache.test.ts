@@ -1,7 +1,8 @@
 // Verified caller keys are cached per instance (UsersService.cacheMs): revoking a key stops it
-// at once on the instance that revoked it, and within the cache bound on every other one.
-import { describe, expect, it } from 'vitest'
-import { manualClock, type Store } from '../src/index.js'
+// at once on the instance that revoked it and, with a shared coordination, on every other one
+// before the revocation returns (each forgets it, or the revocation waits out the bound).
+import { describe, expect, it, vi } from 'vitest'
+import { manualClock, memoryCoordination, memoryHub, type Store } from '../src/index.js'
 import { UsersService } from '../src/resources/users.js'
 
 /** The part of a store the users service touches, over one Map (shared = two instances, one database). */
@@ -31,7 +32,7 @@ describe('caller key cache', () => {
     expect(await users.authenticate('berth_sk_not-a-key')).toBeNull()
   })
 
-  it('stops a revoked key at once here and within cacheMs on another instance', async () => {
+  it('without a shared coordination, another process trusts its cache within cacheMs and not longer', async () => {
     const clock = manualClock(1_000)
     const data = new Map<string, unknown>()
     const here = new UsersService({ store: mapStore(data), clock, cacheMs: 5_000 })
@@ -48,6 +49,104 @@ describe('caller key cache', () => {
     expect(await there.authenticate(key.token)).toMatchObject({ id: user.id })
     clock.advance(1)
     expect(await there.authenticate(key.token)).toBeNull()
+  })
+
+  it('with a shared coordination, stops a revoked key or a removed user at once on every instance', async () => {
+    // The clock stands still: only the other instance forgetting the key can refuse it.
+    const clock = manualClock(1_000)
+    const data = new Map<string, unknown>()
+    const hub = memoryHub()
+    const [a, b] = [memoryCoordination({ hub, clock }), memoryCoordination({ hub, clock })]
+    const here = new UsersService({ store: mapStore(data), clock, cacheMs: 60_000, shared: a })
+    const there = new UsersService({ store: mapStore(data), clock, cacheMs: 60_000, shared: b })
+    try {
+      const { user, key } = await here.create({ name: 'Ada' })
+      const second = await here.issueKey(user.id, { name: 'second' })
+      for (const token of [key.token, second.token])
+        for (const users of [here, there]) expect(await users.authenticate(token)).toMatchObject({ id: user.id })
+
+      await here.revokeKey(key.id)
+      // Answered from the cache without a store read when it still trusted the key.
+      expect(there.authenticate(key.token)).toBeInstanceOf(Promise)
+      expect(await there.authenticate(key.token)).toBeNull()
+      expect(await there.authenticate(second.token)).toMatchObject({ id: user.id })
+
+      await there.remove(user.id)
+      expect(await here.authenticate(second.token)).toBeNull()
+    } finally {
+      await Promise.all([here.close(), there.close(), a.close(), b.close()])
+    }
+  })
+
+  it('a lookup under way while its key is revoked answers, but keeps nothing to answer from later', async () => {
+    const clock = manualClock(1_000)
+    const data = new Map<string, unknown>()
+    const store = mapStore(data)
+    let held: (() => void) | undefined
+    const slow = {
+      ...store,
+      // The user's read of the lookup waits until the test lets it go.
+      get: async <T>(key: string) => {
+        if (key.startsWith('users:') && held === undefined) await new Promise<void>((r) => (held = r))
+        return store.get<T>(key)
+      },
+    } as Store
+    const users = new UsersService({ store: slow, clock, cacheMs: 60_000 })
+    held = () => {}
+    const { key } = await users.create({ name: 'Ada' })
+    held = undefined
+    const lookup = users.authenticate(key.token)
+    await vi.waitFor(() => expect(held).toBeDefined())
+    await users.revokeKey(key.id)
+    held!()
+    expect(await lookup).not.toBeNull()
+    expect(users.authenticate(key.token)).toBeInstanceOf(Promise)
+    expect(await users.authenticate(key.token)).toBeNull()
+  })
+
+  it('a first use recorded while its key is revoked does not bring the key back', async () => {
+    // Late enough that the first use is recorded (at most once a minute per key).
+    const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'))
+    const data = new Map<string, unknown>()
+    const store = mapStore(data)
+    let release: (() => void) | undefined
+    const touched = new Promise<void>((r) => (release = r))
+    let writing: (() => void) | undefined
+    const holding = new Promise<void>((r) => (writing = r))
+    const slow = {
+      ...store,
+      // The record of the key's use is written late: after the revocation has removed the key.
+      set: async (key: string, value: unknown) => {
+        const use = key.startsWith('callerkey-used:') || (value as { last_used_at?: unknown }).last_used_at
+        if (use) {
+          writing!()
+          await touched
+        }
+        return store.set(key, value)
+      },
+    } as Store
+    const users = new UsersService({ store: slow, clock, cacheMs: 60_000 })
+    const { user, key } = await users.create({ name: 'Ada' })
+    const first = users.authenticate(key.token)
+    await holding
+    await users.revokeKey(key.id)
+    release!()
+    expect(await first).toMatchObject({ id: user.id })
+    // Another instance (no cache) asks the store: the key is gone for good.
+    const elsewhere = new UsersService({ store, clock })
+    expect(await elsewhere.authenticate(key.token)).toBeNull()
+    expect(await users.authenticate(key.token)).toBeNull()
+  })
+
+  it('lists when a key was last used', async () => {
+    const clock = manualClock(Date.parse('2026-03-01T10:00:00Z'))
+    const users = new UsersService({ store: mapStore(), clock })
+    const { user, key } = await users.create({ name: 'Ada' })
+    expect((await users.listKeys(user.id, { page: 1, limit: 20 })).items[0]!.last_used_at).toBeNull()
+    await users.authenticate(key.token)
+    expect((await users.listKeys(user.id, { page: 1, limit: 20 })).items[0]!.last_used_at).toBe(
+      '2026-03-01T10:00:00.000Z',
+    )
   })
 
   it('stops every key of a removed user at once', async () => {

@@ -154,6 +154,12 @@ export interface BerthOptions {
    * over the coordination's pub/sub, and this bounds what a lost message leaves stale.
    */
   profileCacheMs?: number
+  /**
+   * This instance's cache of task and workspace views, in bytes of JSON (default 16 MiB; 0:
+   * none). It never answers a stale view: every write forgets its key at once, and with a
+   * `coordination` (several instances) only views of ended tasks are kept.
+   */
+  readCacheBytes?: number
   /** The SMTP server `email` integrations send through. Without it, email deliveries fail with that reason. */
   smtp?: SmtpOptions
   /**

@@ -104,6 +104,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
     previews: options.previews,
     auditRetentionDays: options.auditRetentionDays,
     profileCacheMs: options.profileCacheMs,
+    readCacheBytes: options.readCacheBytes,
     cipher: createAesGcmCipher(key),
     clock,
     logger,
@@ -220,6 +221,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
       await services.messenger.close()
       await services.audit.close()
       await services.profiles.close()
+      await services.users.close()
       services.channels.close()
       await pool?.close({ removeAll: removing })
       await (await brokerStarted.catch(() => undefined))?.close()

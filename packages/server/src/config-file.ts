@@ -64,6 +64,7 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_BODY_LIMIT: 'bodyLimit',
   BERTH_AUDIT_RETENTION_DAYS: 'auditRetentionDays',
   BERTH_PROFILE_CACHE_MS: 'profileCacheMs',
+  BERTH_READ_CACHE_MB: 'readCacheMb',
   BERTH_SMTP_URL: 'smtp.url',
   BERTH_SMTP_FROM: 'smtp.from',
   BERTH_ALLOW_PRIVATE_WEBHOOKS: 'allowPrivateWebhooks',

@@ -69,6 +69,8 @@ export interface BerthConfig extends IntegrationsConfig {
   auditRetentionDays: number
   /** `BERTH_PROFILE_CACHE_MS`: how long an instance answers a profile read from memory (0: never). */
   profileCacheMs: number
+  /** `BERTH_READ_CACHE_MB`: this instance's cache of task and workspace views, in MiB of JSON (0: none). */
+  readCacheMb: number
   /** Outgoing mail for email integrations, from `BERTH_SMTP_URL` (`smtp://user:pass@host:587`, `smtps://…` for TLS) and `BERTH_SMTP_FROM`. */
   smtp: { host: string; port: number; secure: boolean; auth?: { user: string; pass: string }; from: string } | undefined
   /** Let webhook integrations target private and loopback addresses (`BERTH_ALLOW_PRIVATE_WEBHOOKS=true`). */
@@ -296,6 +298,7 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     bodyLimit: int(env, 'BERTH_BODY_LIMIT', 1024 * 1024, 1024),
     auditRetentionDays: int(env, 'BERTH_AUDIT_RETENTION_DAYS', 365, 1),
     profileCacheMs: int(env, 'BERTH_PROFILE_CACHE_MS', 1_000, 0),
+    readCacheMb: int(env, 'BERTH_READ_CACHE_MB', 16, 0),
     smtp: smtpFrom(env),
     allowPrivateWebhooks: oneOf(env, 'BERTH_ALLOW_PRIVATE_WEBHOOKS', ['true', 'false'] as const, 'false') === 'true',
     environmentCaps: caps,

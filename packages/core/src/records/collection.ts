@@ -1,6 +1,7 @@
 import { notFound } from '@berth/contract'
 import type { Store } from '../ports/store.js'
 import { indexEntryFor, listOrder } from './indexes.js'
+import type { ReadCache } from './read-cache.js'
 
 /** Fields every stored record has. `owner_id` is the caller that created it. */
 export interface OwnedRecord {
@@ -81,6 +82,8 @@ export class OwnedCollection<T extends OwnedRecord> {
     readonly kind: string,
     /** Human label for error messages, e.g. `profile`. */
     readonly label: string,
+    /** This instance's cache of views, for {@link view} (none: every view reads the store). */
+    private readonly reads?: ReadCache,
   ) {}
 
   private key(owner: string, id: string): string {
@@ -97,6 +100,20 @@ export class OwnedCollection<T extends OwnedRecord> {
     const record = await this.find(owner, id)
     if (!record) throw notFound(this.label, id)
     return record
+  }
+
+  /**
+   * The record's view made by `make` (the same function on every call), through the
+   * instance's read cache when the collection has one; 404 NOT_FOUND as {@link get}. `final`
+   * says the record will not be written again (see `ReadCache`).
+   */
+  async view<V>(owner: string, id: string, make: (record: T) => V, final?: (record: T) => boolean): Promise<V> {
+    const key = this.key(owner, id)
+    const view = this.reads
+      ? await this.reads.view(key, () => this.store.get<T>(key), make, final)
+      : await this.find(owner, id).then((r) => r && make(r))
+    if (view === null) throw notFound(this.label, id)
+    return view
   }
 
   /** Store the record and its place in the owner's ordered list (see `INDEXES`). */

@@ -3,6 +3,8 @@ import { notFound, newId, randomToken, CallerKey, IssuedCallerKey, type User } f
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import type { Caller } from '../caller.js'
+import type { Coordination } from '../coordination/port.js'
+import { TellAll } from '../coordination/tell-all.js'
 import { offsetOf, pageFrom, paginate, type Page, type Paged } from '../records/collection.js'
 import { indexEntryFor, listOrder } from '../records/indexes.js'
 import { toView } from '../records/view.js'
@@ -36,11 +38,18 @@ export interface UsersOptions {
   adminToken?: string | undefined
   /** How long a verified key is trusted before the store is asked again (ms). */
   cacheMs?: number
+  /** The coordination other instances share: a revocation waits until none of them trusts the key. */
+  shared?: Coordination | undefined
 }
+
+/** What a revocation tells every instance to forget: one key's hash, or every key (a user removed). */
+type Forget = { hash: string } | { all: true }
 
 /**
  * Users, caller keys and bearer authentication. Keys are random, shown once, stored as
- * SHA-256 hashes; revoking a key or deleting a user takes effect at once in this process.
+ * SHA-256 hashes. A key verified within `cacheMs` is answered from memory; revoking a key or
+ * deleting a user takes effect at once on every instance: the call returns once every other
+ * live instance has forgotten the key (or `cacheMs` has passed, after which none trusts it).
  *
  * @example
  * ```ts
@@ -56,13 +65,34 @@ export class UsersService {
   private readonly adminHash: Buffer | undefined
   private readonly cacheMs: number
   private readonly cache = new Map<string, { caller: Caller; until: number }>()
+  /** Bumped by every forget: a lookup begun before one does not keep its answer. */
+  private generation = 0
   private readonly lastTouched = new Map<string, number>()
+  private readonly forgets: TellAll<Forget> | undefined
 
   constructor(opts: UsersOptions) {
     this.store = opts.store
     this.clock = opts.clock
     this.adminHash = opts.adminToken ? createHash('sha256').update(opts.adminToken, 'utf8').digest() : undefined
     this.cacheMs = opts.cacheMs ?? 5_000
+    this.forgets = opts.shared && new TellAll(opts.shared, 'caller-keys:forget', (m) => this.forget(m))
+  }
+
+  /** Stop listening to the other instances. */
+  async close(): Promise<void> {
+    await this.forgets?.close()
+  }
+
+  private forget(m: Forget): void {
+    this.generation++
+    if ('all' in m) this.cache.clear()
+    else this.cache.delete(m.hash)
+  }
+
+  /** Forget here, and on every other instance before returning (see {@link TellAll}). */
+  private async forgetEverywhere(m: Forget): Promise<void> {
+    if (this.forgets) await this.forgets.tell(m, this.cacheMs)
+    else this.forget(m)
   }
 
   /** Create a user and its first caller key (the token is in the result, once). */
@@ -98,7 +128,7 @@ export class UsersService {
     await this.get(id)
     for (const key of await this.keysOf(id)) await this.revokeKey(key.id)
     await this.store.remove(`users:${id}`)
-    this.cache.clear()
+    await this.forgetEverywhere({ all: true })
   }
 
   /** Issue another caller key for a user. The token is returned once. */
@@ -124,7 +154,8 @@ export class UsersService {
     if (!ref) throw notFound('key', keyId)
     await this.store.remove(`callerkeys:${ref.hash}`)
     await this.store.remove(`callerkey-ids:${keyId}`)
-    this.cache.delete(ref.hash)
+    await this.store.remove(`callerkey-used:${keyId}`)
+    await this.forgetEverywhere({ hash: ref.hash })
     return { user_id: ref.user_id }
   }
 
@@ -134,10 +165,13 @@ export class UsersService {
     const refs = await this.store.getMany<{ hash: string }>(
       (await this.keysOf(userId)).map((k) => `callerkey-ids:${k.id}`),
     )
-    const stored = await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
+    const stored = (
+      await this.store.getMany<StoredKey>(refs.flatMap((r) => (r ? [`callerkeys:${r.hash}`] : [])))
+    ).filter((k): k is StoredKey => k !== null)
+    const used = await this.store.getMany<{ at: string }>(stored.map((k) => `callerkey-used:${k.id}`))
     const keys = stored
-      .filter((k): k is StoredKey => k !== null)
-      .map((k) => toView(CallerKey, k))
+      // Keys used before their use had a record of its own carry it inline.
+      .map((k, i) => toView(CallerKey, k, { last_used_at: used[i]?.at ?? k.last_used_at }))
       .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : a.id < b.id ? 1 : -1))
     return paginate(keys, page, (k) => `${k.created_at}|${k.id}`)
   }
@@ -169,16 +203,20 @@ export class UsersService {
 
   /** The store lookup behind {@link authenticate} for a key not in the cache. */
   private async lookup(hash: string, now: number): Promise<Caller | null> {
+    const generation = this.generation
     const key = await this.store.get<StoredKey>(`callerkeys:${hash}`)
     if (!key) return null
     const user = await this.store.get<User>(`users:${key.user_id}`)
     if (!user) return null
     const caller: Caller = { id: user.id, role: user.role, key_id: key.id }
+    // A revocation since the reads began may have removed what they found: answer, keep nothing.
+    if (generation !== this.generation) return caller
     this.cache.set(hash, { caller, until: now + this.cacheMs })
-    // Record use at most once a minute per key: a write per request would dominate reads.
+    // Record use at most once a minute per key: a write per request would dominate reads. Its
+    // own record, never the key's: a write of the key racing its revocation would bring it back.
     if ((this.lastTouched.get(key.id) ?? 0) + 60_000 <= now) {
       this.lastTouched.set(key.id, now)
-      await this.store.set(`callerkeys:${hash}`, { ...key, last_used_at: isoNow(this.clock) })
+      await this.store.set(`callerkey-used:${key.id}`, { at: isoNow(this.clock) })
     }
     return caller
   }

@@ -7,6 +7,7 @@ import type { Clock } from '../ports/clock.js'
 import type { Logger } from '../ports/logger.js'
 import type { Metrics } from '../ports/metrics.js'
 import type { Store } from '../ports/store.js'
+import type { ReadCache } from '../records/read-cache.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { Usage } from '../usage/budgets.js'
@@ -20,7 +21,10 @@ import type { MaterializeDeps } from './materialize.js'
 import type { TimeLimitSettings } from './time-limit.js'
 
 export interface TasksOptions {
+  /** The store to write through: with `reads`, the one `reads.watch` made. */
   store: Store
+  /** This instance's cache of views: `GET /v1/tasks/:id` reads through it (default none). */
+  reads?: ReadCache | undefined
   clock: Clock
   logger: Logger
   /** Where task starts, ends, queue depth and first tokens are observed (default none). */

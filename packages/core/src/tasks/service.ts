@@ -82,7 +82,7 @@ export class TasksService {
   constructor(private readonly o: TasksOptions) {
     const { store, clock, logger, eventLog, bus, engine, workspaces, slots, callers } = o
     const coordination = o.coordination ?? memoryCoordination({ clock })
-    const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task')
+    const records = new OwnedCollection<TaskRecord>(store, 'tasks', 'task', o.reads)
     const events = new Transcript(eventLog, bus)
     const metrics = o.metrics ?? noopMetrics
     const states = new TaskStates({ records, store, clock, bus, eventLog, events, metrics })
@@ -289,8 +289,8 @@ export class TasksService {
     requireCoordination(this.coordination, 'Tasks cannot be submitted')
   }
 
-  async get(owner: string, id: string): Promise<Task> {
-    return taskView(await this.records.get(owner, id))
+  get(owner: string, id: string): Promise<Task> {
+    return this.records.view(owner, id, taskView, (t) => !ACTIVE.includes(t.status)) // ended: final, kept by every instance
   }
 
   async list(

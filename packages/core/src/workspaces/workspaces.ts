@@ -9,6 +9,7 @@ import {
 import { isoNow, type Clock } from '../ports/clock.js'
 import type { Store } from '../ports/store.js'
 import { OwnedCollection, type OwnedRecord, type Page, type Paged } from '../records/collection.js'
+import type { ReadCache } from '../records/read-cache.js'
 import { toView } from '../records/view.js'
 
 /** A stored workspace: the API fields plus what the task runner needs to continue it. */
@@ -43,14 +44,16 @@ export class WorkspacesService {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** This instance's cache of views (with it, `store` is the one `reads.watch` made). */
+    reads?: ReadCache,
   ) {
-    this.records = new OwnedCollection<WorkspaceRecord>(store, 'workspaces', 'workspace')
+    this.records = new OwnedCollection<WorkspaceRecord>(store, 'workspaces', 'workspace', reads)
   }
 
-  view(r: WorkspaceRecord): Workspace {
+  // One function for every read, so the read cache knows its views.
+  readonly view = (r: WorkspaceRecord): Workspace =>
     // Records from before forks have no `forked_from`, from before living agents no `agent`.
-    return toView(Workspace, r, { forked_from: r.forked_from ?? null, agent: r.agent ?? null })
-  }
+    toView(Workspace, r, { forked_from: r.forked_from ?? null, agent: r.agent ?? null })
 
   summary(r: WorkspaceRecord): WorkspaceSummary {
     return toView(WorkspaceSummary, r)
@@ -128,8 +131,9 @@ export class WorkspacesService {
     return this.patch(owner, id, { status, last_active_at: isoNow(this.clock), ...extra })
   }
 
-  async get(owner: string, id: string): Promise<Workspace> {
-    return this.view(await this.records.get(owner, id))
+  /** A workspace (a session's too) from the read cache: its status changes with every task, so it is never final. */
+  get(owner: string, id: string): Promise<Workspace> {
+    return this.records.view(owner, id, this.view)
   }
 
   /** The list: playbook-only workspaces (`pb-` sessions) are left out unless claimed as a thread. */

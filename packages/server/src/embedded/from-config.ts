@@ -82,6 +82,7 @@ async function configured(
     bodyLimit: config.bodyLimit,
     auditRetentionDays: config.auditRetentionDays,
     profileCacheMs: config.profileCacheMs,
+    readCacheBytes: config.readCacheMb * 1024 * 1024,
     workspaceFiles: { quotaBytes: config.snapshotQuotaMb * 1024 * 1024 },
     checkpoints: {
       maxPerSession: config.checkpoints.maxPerSession,
