@@ -33,6 +33,7 @@ function fakeContainers(idle: IdleSession[]) {
     settle: (ws: string) => settle.get(ws)!(),
     containers: {
       idleSessions: () => [...idle].sort((a, b) => b.idle_ms - a.idle_ms),
+      living: { lives: () => false },
       yieldIdle(ws: string) {
         const i = idle.findIndex((s) => s.workspace_id === ws)
         if (i < 0) return null
@@ -115,7 +116,7 @@ it('claims waiting for room in the pool release the longest-idle session of any 
   const pool = { waiting: 1, memoryBudget: null }
   const bus = new EventBus()
   const room = idleYield(fake.containers, { engine: { pool } as unknown as IdleYieldOptions['engine'], bus })
-  expect(room.stats()).toEqual({ sessions: 3, memoryBytes: 6 * GIB })
+  expect(room.stats()).toEqual({ sessions: 3, memoryBytes: 6 * GIB, livingAgents: 0 })
   // A task's claim waits for memory (its waiting reason on the bus).
   bus.publish({
     type: 'task.status',
@@ -137,7 +138,7 @@ it('claims waiting for room in the pool release the longest-idle session of any 
   await settled()
   room.forRoom()
   expect(fake.released).toEqual(['ws_b', 'ws_a'])
-  expect(room.stats()).toEqual({ sessions: 1, memoryBytes: 2 * GIB })
+  expect(room.stats()).toEqual({ sessions: 1, memoryBytes: 2 * GIB, livingAgents: 0 })
 })
 
 it('over two instances, the session idle the longest on either is released by the instance that holds it', async () => {

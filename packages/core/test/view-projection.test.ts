@@ -132,6 +132,7 @@ describe('toView through the compiled projection', () => {
         hidden_cost: 9,
       },
       error: null,
+      rewound_at: null,
       pending_approvals: 0,
       waiting: null,
     }
