@@ -274,6 +274,8 @@ export function buildClient(
           run,
           deleteWorkspace: (id) => call('workspaces.delete', { params: { id } }),
           forkWorkspace: (id, body) => call('workspaces.fork', { params: { id }, body }) as Promise<Workspace>,
+          getWorkspace: (id) => call('workspaces.get', { params: { id } }) as Promise<Workspace>,
+          stopWorkspace: (id) => call('workspaces.stop', { params: { id } }) as Promise<Workspace>,
         },
         sessionOptions,
       ),
