@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureEngines } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { backgroundServerPrompt, serverPort } from '../../server/test/background-work.helpers.js'
 import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
 import setupRunner from '../../server/test/runner.global-setup.js'
 import { taskServer } from '../../server/test/tasks.helpers.js'
@@ -116,4 +117,50 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     expect(busy.code).not.toBe(0)
     expect(busy.stderr).toContain('task_zzzzzzzzzzzzzzzzzzzz not found')
   })
+
+  it('berth sessions show lists what the living agent runs in the background; berth sessions stop ends it, refused while a task runs', async () => {
+    const port = serverPort()
+    const chat = await berth(['sessions', '--profile', 'agent'], env, `${backgroundServerPrompt(port)}\n`)
+    expect(chat.code, chat.stderr).toBe(0)
+    const sessionId = /session (sess_[a-z0-9]+)/.exec(chat.stderr)![1]!
+    const { workspaces } = await t.api.workspaces.list({ query: { limit: 100 } })
+    const ws = workspaces.find((w) => w.session_id === sessionId)!.id
+
+    const shown = await vi.waitFor(
+      async () => {
+        const show = await berth(['sessions', 'show', ws], env)
+        expect(show.code, show.stderr).toBe(0)
+        expect(show.stdout).toMatch(new RegExp(`local_bash +\\S+ +\\d+ (s|min) +node -e .*listen\\(${port}\\)`))
+        return show
+      },
+      { timeout: 60_000, interval: 500 },
+    )
+    expect(shown.stdout).toMatch(/^status +running$/m)
+    expect(shown.stdout).toMatch(/^agent +up since \S+ \(\d+ (s|min)\), 1 task served$/m)
+    expect(shown.stdout).toMatch(/^BACKGROUND +KIND +SINCE +RUNNING FOR +WHAT$/m)
+
+    // A task queued or running: stop is the server's 409, printed, exit 2.
+    const slow = await t.submit({
+      mode: 'session',
+      session_id: sessionId,
+      prompt: 'Take long. [[berth:slow 200]] [[berth:turns 6]]',
+    })
+    const busy = await berth(['sessions', 'stop', ws], env)
+    expect(busy.code).toBe(2)
+    expect(busy.stderr).toMatch(/CONFLICT: .*(queued|under way|running)/)
+    await t.api.tasks.cancel({ params: { id: slow.task_id } })
+    await t.waitDone(slow.task_id)
+
+    const stop = await berth(['sessions', 'stop', ws], env)
+    expect(stop.code, stop.stderr).toBe(0)
+    expect(stop.stderr).toContain(`stopped ${ws}: no agent or background process runs`)
+    const after = await berth(['sessions', 'show', ws], env)
+    expect(after.stdout).toMatch(/^status +idle$/m)
+    expect(after.stdout).toMatch(/^agent +none \(the next follow-up starts one/m)
+    expect(after.stdout).not.toContain('BACKGROUND')
+    expect(JSON.parse((await berth(['sessions', 'show', ws, '--json'], env)).stdout)).toMatchObject({
+      id: ws,
+      agent: null,
+    })
+  }, 180_000)
 })
