@@ -7,6 +7,7 @@
  * (the model gateway's added latency) run after the HTTP benchmark,
  * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark,
  * then bench/store-http.ts (the standalone server on SQLite vs Postgres: req/s and tasks/s);
+ * bench/checkpoints.ts (a session checkpoint's time and space per task) after the warm agents;
  * bench/ttft.ts (time to first token as a caller sees it, per step) runs last.
  */
 import { existsSync } from 'node:fs'
@@ -139,6 +140,17 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nWarm agents benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// Checkpoints of sessions: time at a task's end and space added, 1 MB and 100 MB workspaces, per runtime (issue 42).
+try {
+  const checkpoints = (await import(new URL('./checkpoints.ts', import.meta.url).href)) as {
+    main: () => Promise<unknown>
+  }
+  await checkpoints.main()
+} catch (err) {
+  failed = true
+  console.error(`\nCheckpoints benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 // gVisor vs runc: container start, exec, a CPU-bound tool, per engine (issue 29).

@@ -12,7 +12,10 @@ export const ACTIVE_TASK_STATUSES = ['queued', 'starting', 'running'] as const
 /** The statuses of a task that can change no more. */
 export const ENDED_TASK_STATUSES = ['completed', 'failed', 'cancelled'] as const
 
-/** The `type` of every transcript event, in the order a run writes them. */
+/**
+ * The `type` of every transcript event: the runner's, in the order a run writes them, then
+ * Berth's own (`rewind`: the session was taken back to the event's task).
+ */
 export const TRANSCRIPT_EVENT_TYPES = [
   'user_message',
   'turn_start',
@@ -25,6 +28,7 @@ export const TRANSCRIPT_EVENT_TYPES = [
   'result',
   'error',
   'background_task',
+  'rewind',
 ] as const
 
 /** One of {@link ENDED_TASK_STATUSES}. */

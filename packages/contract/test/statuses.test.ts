@@ -20,9 +20,10 @@ it('splits the task statuses into active and ended, in order, with no status lef
   expect(TASK_STATUSES.filter(isEndedStatus)).toEqual([...ENDED_TASK_STATUSES])
 })
 
-it('lists exactly the event types the runner writes, and a stored event must have one of them', () => {
-  expect(RunnerEvent.options.map((o) => o.entries.type.literal)).toEqual([...TRANSCRIPT_EVENT_TYPES])
+it('lists exactly the event types the runner writes, then Berth’s own, and a stored event must have one of them', () => {
+  expect([...RunnerEvent.options.map((o) => o.entries.type.literal), 'rewind']).toEqual([...TRANSCRIPT_EVENT_TYPES])
   const at = new Date().toISOString()
   expect(v.is(TranscriptEvent, { seq: 1, at, type: 'token', task_id: 'task_1', text: 'hi' })).toBe(true)
+  expect(v.is(TranscriptEvent, { seq: 2, at, type: 'rewind', task_id: 'task_1', rewound_task_ids: [] })).toBe(true)
   expect(v.is(TranscriptEvent, { seq: 1, at, type: 'thinking', task_id: 'task_1' })).toBe(false)
 })

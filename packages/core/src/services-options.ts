@@ -9,7 +9,7 @@ import type { Metrics } from './ports/metrics.js'
 import type { Store } from './ports/store.js'
 import type { Coordination } from './coordination/port.js'
 import type { TaskEngine } from './tasks/engine.js'
-import type { TasksOptions } from './tasks/service.js'
+import type { TasksOptions } from './tasks/service-options.js'
 import type { ContainerPool } from './runtime/index.js'
 import type { EnvironmentCaps, EnvironmentImages } from './resources/index.js'
 import type { RateLimiter } from './limits/rate-limit.js'
@@ -66,6 +66,12 @@ export interface ServicesOptions {
    * (default: this process's memory; `@berth/server` keeps files under its data dir).
    */
   workspaceFiles?: { retentionMs?: number | null; maxBytes?: number; quotaBytes?: number; blobs?: BlobStore }
+  /**
+   * Checkpoints of sessions (every finished task's files and conversation, in the same
+   * `blobs`, within the same `retentionMs`): the newest `maxPerSession` per session (default
+   * 50; 0: none), none of a workspace whose files pass `maxBytes` (default 1 GiB).
+   */
+  checkpoints?: { maxPerSession?: number; maxBytes?: number }
   /** Preview links: their lifetime (default 1 h, at most 1 day), Berth's public URL for the links (default: the request's origin) and this instance's URL for the others. */
   previews?: { ttl?: PreviewTtl; publicUrl?: string | undefined; instanceUrl?: string | undefined }
   /**

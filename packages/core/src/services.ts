@@ -1,5 +1,5 @@
 /** `createServices`: every service of a deployment, built in order over its ports. */
-import { CONNECT_TYPES, type ForkWorkspace, type Workspace } from '@berth/contract'
+import { CONNECT_TYPES } from '@berth/contract'
 import { DEFAULT_MODELS, staticCatalog } from './models.js'
 import { systemClock, type Clock } from './ports/clock.js'
 import { silentLogger, type Logger } from './ports/logger.js'
@@ -30,9 +30,8 @@ import { WorkspacesService } from './workspaces/workspaces.js'
 import { WorkspaceFilesService } from './workspaces/workspace-files.js'
 import { WorkspaceSnapshots } from './workspaces/workspace-snapshots.js'
 import { noPool, type PoolView } from './runtime/pool-view.js'
-import { deleteWorkspace } from './workspaces/delete.js'
-import { forkWorkspace } from './workspaces/fork.js'
-import { stopSession } from './tasks/stop-session.js'
+import { Checkpoints } from './workspaces/checkpoints.js'
+import { sessionOps, type SessionOps } from './workspaces/session-ops.js'
 import { ProfilesService } from './resources/profiles.js'
 import { DEFAULT_ENVIRONMENT_CAPS, EnvironmentsService } from './resources/index.js'
 import { UsersService } from './resources/users.js'
@@ -67,7 +66,7 @@ import { isolationLevels } from './runtime/isolation.js'
 export type { ServicesOptions }
 
 /** Every service a route handler can reach through `ctx.services`. */
-export interface Services {
+export interface Services extends SessionOps {
   /** What a run's capability token is worth; present with a credential broker. */
   runGrants: RunGrants | undefined
   version: string
@@ -115,12 +114,8 @@ export interface Services {
   /** One channel per integration type: every delivery goes through it. */
   channels: ChannelRegistry
   notifications: NotificationsService
-  /** Delete a workspace for good: stop its tasks, reap its container and volume, drop its log and row. */
-  deleteWorkspace(owner: string, id: string): Promise<void>
-  /** Fork a session: a new workspace with a copy of its files, conversation and transcript. */
-  forkWorkspace(owner: string, id: string, input: ForkWorkspace): Promise<Workspace>
-  /** Release a session's container wherever it is held (`stopSession`). */
-  stopSession(owner: string, id: string): Promise<Workspace>
+  /** Every finished session task's files and conversation, which a fork or a rewind starts from. */
+  checkpoints: Checkpoints
   /** Signed, expiring, single-use OAuth `state` values (shared by every OAuth flow). */
   oauthStates: OAuthStates
   gitAccounts: GitAccountsService
@@ -210,13 +205,10 @@ export function createServices(opts: ServicesOptions): Services {
     providers: opts.gitProviders ?? {},
     audit,
   })
-  const snapshots = new WorkspaceSnapshots({
-    store,
-    clock,
-    logger,
-    ...opts.workspaceFiles,
-    blobs: opts.workspaceFiles?.blobs ?? memoryBlobs(),
-  })
+  const blobs = opts.workspaceFiles?.blobs ?? memoryBlobs()
+  const snapshots = new WorkspaceSnapshots({ store, clock, logger, ...opts.workspaceFiles, blobs })
+  const kept = { retentionMs: opts.workspaceFiles?.retentionMs, ...opts.checkpoints }
+  const checkpoints = new Checkpoints({ store, blobs, clock, logger, engine: opts.engine, eventLog, ...kept })
   const catalog = { apiKeys, secrets, memory, tools, skills, agents, gitAccounts, cipher, broker: opts.broker }
   const usage = createUsage({ store, clock, logger, instanceId: coordination.instanceId })
   const runGrants = opts.broker
@@ -237,6 +229,7 @@ export function createServices(opts: ServicesOptions): Services {
     catalog,
     engine: opts.engine,
     snapshots,
+    checkpoints,
     coordination,
     usage,
     once,
@@ -336,6 +329,7 @@ export function createServices(opts: ServicesOptions): Services {
   const webhookTrigger = new WebhookTrigger({ playbooks, runs: playbookRuns, limiter })
   const parts = { tasks: tasks.rebuilder, notifications, once }
   const rebuild = new CoordinationRebuild({ coordination, logger, parts })
+  const sessionDeps = { store, clock, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots, checkpoints }
   return {
     runGrants,
     version: opts.version ?? '0.0.0',
@@ -390,10 +384,7 @@ export function createServices(opts: ServicesOptions): Services {
       instanceUrl: opts.previews?.instanceUrl,
     }),
     publicUrl: opts.previews?.publicUrl,
-    deleteWorkspace: (owner, id) =>
-      deleteWorkspace({ store, logger, workspaces, tasks, engine: opts.engine, eventLog, snapshots }, owner, id),
-    stopSession: (owner, id) => stopSession({ tasks, workspaces }, owner, id),
-    forkWorkspace: (owner, id, input) =>
-      forkWorkspace({ store, workspaces, tasks, eventLog, engine: opts.engine, snapshots }, owner, id, input),
+    checkpoints,
+    ...sessionOps(sessionDeps),
   }
 }

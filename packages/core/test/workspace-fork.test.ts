@@ -10,6 +10,7 @@ import { systemClock } from '../src/ports/clock.js'
 import { OwnedCollection } from '../src/records/collection.js'
 import type { TaskEngine } from '../src/tasks/engine.js'
 import type { TaskRecord } from '../src/tasks/task.js'
+import { Checkpoints } from '../src/workspaces/checkpoints.js'
 import { EventLog } from '../src/workspaces/event-log.js'
 import { forkWorkspace, type ForkDeps } from '../src/workspaces/fork.js'
 import { WorkspaceSnapshots } from '../src/workspaces/workspace-snapshots.js'
@@ -27,10 +28,12 @@ describe('forkWorkspace from the store', () => {
     const workspaces = new WorkspacesService(store, systemClock)
     const tasks = { records: new OwnedCollection<TaskRecord>(store, 'tasks', 'task') }
     const eventLog = new EventLog(store, systemClock)
-    const snapshots = new WorkspaceSnapshots({ store, blobs: memoryBlobs(), clock: systemClock, logger: quietLogger })
+    const blobs = memoryBlobs()
+    const snapshots = new WorkspaceSnapshots({ store, blobs, clock: systemClock, logger: quietLogger })
     // An engine whose pool holds no container: this instance reaches none.
     const engine = { pool: { list: () => [] } } as unknown as TaskEngine
-    d = { store, workspaces, tasks, eventLog, engine, snapshots }
+    const checkpoints = new Checkpoints({ store, blobs, clock: systemClock, logger: quietLogger, engine, eventLog })
+    d = { store, workspaces, tasks, eventLog, engine, snapshots, checkpoints }
     ws = await workspaces.create(OWNER, { profile_id: newId('profile'), persistent: false })
     ws = await workspaces.setStatus(OWNER, ws.id, 'idle', { sdk_session_id: 'sdk-1' })
     task = await tasks.records.put(

@@ -106,7 +106,7 @@ export async function startAgent(input: RunnerInput, opts: AgentOptions): Promis
         port: 0,
         onRequest: () => mark('request'),
         onAnswer: (a) =>
-          current?.meter.add(a.model, { ...a.usage, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }),
+          current?.addUsage(a.model, { ...a.usage, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }),
       })
       const url = new URL(model.url)
       modelFront = await forwarder({ host: url.hostname, port: Number(url.port) }, gate)

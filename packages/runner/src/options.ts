@@ -126,7 +126,8 @@ export function sdkOptions(input: RunnerInput, ctx: SdkOptionsContext): Options 
   if (executable) options.pathToClaudeCodeExecutable = executable
   if (ctx.skills.length) options.skills = ctx.skills
   if (input.max_turns !== null) options.maxTurns = input.max_turns
-  if (input.max_budget_usd !== null) options.maxBudgetUsd = input.max_budget_usd
+  // Not the SDK's `maxBudgetUsd`: it counts every call of the process, and a session's living
+  // agent serves many tasks. Each task's own calls are held to it (`TaskTurn`).
   if (input.resume) options.resume = input.resume
   if (ctx.agentUser) options.spawnClaudeCodeProcess = spawnAs(ctx.agentUser, ctx.stderr)
   else if (ctx.stderr) options.stderr = ctx.stderr

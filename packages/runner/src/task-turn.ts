@@ -1,5 +1,5 @@
 import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk'
-import type { RunnerEvent, RunnerInput } from '@berth/contract'
+import type { RunnerEvent, RunnerInput, TokenUsage } from '@berth/contract'
 import type { Inbox } from './inbox.js'
 import { Meter } from './meter.js'
 import { killToolProcesses } from './processes.js'
@@ -61,6 +61,7 @@ export class TaskTurn {
   private end: TurnEnd | null = null
   private failure: string | undefined
   private interrupted = false
+  private overBudget = false
   private heldTimer: NodeJS.Timeout | undefined
   private interruptTimer: NodeJS.Timeout | undefined
   private settle!: () => void
@@ -74,8 +75,27 @@ export class TaskTurn {
     this.transcript = new Transcript(
       (e) => this.emit(e),
       d.redactor.stream(),
-      d.stub ? undefined : (m, u) => this.meter.add(m, u),
+      d.stub ? undefined : (m, u) => this.addUsage(m, u),
     )
+  }
+
+  /**
+   * One of the task's model calls answered: metered, and held to the task's `max_budget_usd`
+   * (its own calls only: a living agent's earlier tasks do not count). Past it, the turn is
+   * stopped as an interrupt stops it, and the result says `error_max_budget_usd`.
+   */
+  addUsage(model: string, usage: TokenUsage): void {
+    this.meter.add(model, usage)
+  }
+
+  /** After each of the agent's messages: past `max_budget_usd`, stop the turn (see {@link addUsage}). */
+  private checkBudget(): void {
+    const budget = this.d.input.max_budget_usd
+    if (budget === null || this.overBudget || this.end || this.meter.usage().cost_usd < budget) return
+    this.overBudget = true
+    this.gateStop.abort()
+    this.onInterrupt?.()
+    this.interruptTimer ??= setTimeout(() => this.kill(), this.d.interruptGraceMs ?? 1000)
   }
 
   get steer(): Steering {
@@ -112,7 +132,7 @@ export class TaskTurn {
     })()
     steer.onInterrupt(() => {
       // Too late once the turn is over: the task finished as it was.
-      if (this.interrupted || this.end) return
+      if (this.interrupted || this.overBudget || this.end) return
       this.interrupted = true
       this.gateStop.abort()
       this.onInterrupt?.()
@@ -120,7 +140,7 @@ export class TaskTurn {
       this.interruptTimer = setTimeout(() => this.kill(), this.d.interruptGraceMs ?? 1000)
     })
     await untilAbortedPlusGrace(this.done, this.d.stop.signal, () =>
-      this.interrupted ? 300 : (this.d.cancelGraceMs ?? 5000),
+      this.interrupted || this.overBudget ? 300 : (this.d.cancelGraceMs ?? 5000),
     )
     clearTimeout(this.heldTimer)
     clearTimeout(this.interruptTimer)
@@ -137,6 +157,7 @@ export class TaskTurn {
     // that answers none of its messages.
     if (!this.open || this.end || (m.type === 'result' && end !== 'result')) return
     this.transcript.push(m)
+    this.checkBudget()
     if (end === 'result') this.endTurn('result')
     else if (end === 'final_message') {
       clearTimeout(this.heldTimer)
@@ -169,6 +190,7 @@ export class TaskTurn {
     const cancelled = this.d.cancelled()
     return this.transcript.result(() => this.meter.usage(), cancelled ? 'cancelled' : this.failure, {
       interrupted: this.interrupted && !cancelled,
+      ...(this.overBudget && !cancelled && { overBudget: this.d.input.max_budget_usd ?? 0 }),
       heldResult: this.end === 'final_message',
       ...(this.d.input.output_schema ? { schema: this.d.input.output_schema } : {}),
     })

@@ -23,6 +23,8 @@ type ResultEvent = Extract<RunnerEvent, { type: 'result' }>
 export interface ResultContext {
   /** An `interrupt` control line stopped the run. */
   interrupted?: boolean
+  /** The task's model calls reached its `max_budget_usd` (this amount): the run was stopped there. */
+  overBudget?: number
   /** The input's `output_schema`: the result must carry a valid `structured_output`. */
   schema?: Record<string, unknown>
   /**
@@ -190,6 +192,15 @@ export class Transcript {
     this.closeTurn()
     const r = this.final
     const base = { tool_calls: this.toolCalls(), turns: this.turn, session_id: this.sessionId, ...usage() }
+    if (ctx.overBudget !== undefined) {
+      return {
+        type: 'result',
+        outcome: 'error_max_budget_usd',
+        text: this.lastText,
+        ...base,
+        error: `Reached maximum budget ($${ctx.overBudget})`,
+      }
+    }
     if (ctx.interrupted) {
       return {
         type: 'result',

@@ -176,4 +176,46 @@ describe('berth-runner --warm with stay: a living session', () => {
     expect(await next.closed, next.stderr()).toBe(0)
     expect(results(next.events())[0]).toMatchObject({ outcome: 'success', text: expect.stringContaining('OSPREY-7') })
   })
+
+  it('holds each task to its own max_budget_usd and max_turns: earlier tasks of the agent do not count', async () => {
+    const input = makeInput('placeholder', { task_id: 'warm', max_turns: 3, max_budget_usd: 0.05 })
+    const r = warmRunner()
+    r.send({ type: 'init', input })
+    // Each task costs about a third of the budget: five of them are well over it together.
+    for (let i = 1; i <= 5; i++) {
+      r.send({
+        type: 'prompt',
+        task_id: `t${i}`,
+        stay: true,
+        events_file: `.berth/events/t${i}.jsonl`,
+        prompt: `Go ${i}. [[berth:tool Bash {"command":"echo ${i}"}]] [[berth:text Done ${i}.]]`,
+      })
+      await vi.waitFor(() => expect(results(r.events())).toHaveLength(i), 60_000)
+    }
+    expect(results(r.events()).map((e) => [e.outcome, e.turns])).toEqual(Array(5).fill(['success', 2]))
+    // One task over its own budget stops there, and the agent takes the next.
+    r.send({
+      type: 'prompt',
+      task_id: 't6',
+      stay: true,
+      events_file: '.berth/events/t6.jsonl',
+      prompt: 'Spend [[berth:turns 6]] [[berth:usage input=100000 output=10000]]',
+    })
+    await vi.waitFor(() => expect(results(r.events())).toHaveLength(6), 60_000)
+    expect(results(r.events())[5]).toMatchObject({
+      outcome: 'error_max_budget_usd',
+      error: 'Reached maximum budget ($0.05)',
+    })
+    r.send({
+      type: 'prompt',
+      task_id: 't7',
+      stay: true,
+      events_file: '.berth/events/t7.jsonl',
+      prompt: 'Again. [[berth:text Fine.]]',
+    })
+    await vi.waitFor(() => expect(results(r.events())).toHaveLength(7), 60_000)
+    expect(results(r.events())[6]).toMatchObject({ outcome: 'success', text: 'Fine.' })
+    r.child.stdin.end()
+    expect(await r.closed, r.stderr()).toBe(0)
+  })
 })

@@ -139,6 +139,13 @@ export interface BerthOptions {
    * `<dataDir>/snapshots` unless `blobs` says otherwise.
    */
   workspaceFiles?: { retentionMs?: number | null; maxBytes?: number; quotaBytes?: number; blobs?: BlobStore }
+  /**
+   * Checkpoints of sessions: every finished task's files and conversation, content-addressed
+   * in the same `blobs` and kept within the same `retentionMs`. The newest `maxPerSession`
+   * per session (default 50; 0: none are taken); a workspace whose files pass `maxBytes`
+   * (default 1 GiB) is not checkpointed (`BERTH_CHECKPOINT_MAX_PER_SESSION`, `BERTH_CHECKPOINT_MAX_MB`).
+   */
+  checkpoints?: { maxPerSession?: number; maxBytes?: number }
   /** How long audit entries are kept, in days (default 365); older ones are swept hourly. */
   auditRetentionDays?: number
   /**

@@ -100,6 +100,7 @@ export function createBerth(given: BerthOptions = {}): Berth {
       ...options.workspaceFiles,
       blobs: options.workspaceFiles?.blobs ?? fileBlobs(join(dataDir, 'snapshots')),
     },
+    checkpoints: options.checkpoints,
     previews: options.previews,
     auditRetentionDays: options.auditRetentionDays,
     profileCacheMs: options.profileCacheMs,

@@ -77,6 +77,8 @@ export const SETTINGS: Readonly<Record<string, string>> = {
   BERTH_ENV_TMP_MB: 'environments.tmpMb',
   BERTH_DISK_DIR: 'diskDir',
   BERTH_SNAPSHOT_QUOTA_MB: 'workspaceFiles.quotaMb',
+  BERTH_CHECKPOINT_MAX_PER_SESSION: 'checkpoints.maxPerSession',
+  BERTH_CHECKPOINT_MAX_MB: 'checkpoints.maxMb',
   BERTH_ENV_ALLOW_PRIVATE: 'environments.allowPrivate',
   BERTH_ENV_ALLOW_ROOT: 'environments.allowRoot',
   BERTH_ISOLATION: 'environments.isolation',

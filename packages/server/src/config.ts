@@ -79,6 +79,8 @@ export interface BerthConfig extends IntegrationsConfig {
   diskDir: string | null | undefined
   /** `BERTH_SNAPSHOT_QUOTA_MB`: the bytes of kept batch workspace files per caller (MiB). */
   snapshotQuotaMb: number
+  /** `BERTH_CHECKPOINT_MAX_PER_SESSION` / `BERTH_CHECKPOINT_MAX_MB`: the newest checkpoints kept per session (0: none), and the largest workspace checkpointed (MiB). */
+  checkpoints: { maxPerSession: number; maxMb: number }
   /** `BERTH_AGENT_USER`: the user the agent runs as in Docker/Podman containers (default `1000:1000`; `root` to opt out). */
   agentUser: string
   /** `BERTH_BROKER`: the credential broker (`on`, default) or `off` (the model key then enters containers). */
@@ -300,6 +302,10 @@ export function configFromEnv(env: Record<string, string | undefined> = process.
     // Unset: `<dataDir>/disks` of the data dir as finally resolved (see chooseRuntime).
     diskDir: env.BERTH_DISK_DIR === 'off' ? null : env.BERTH_DISK_DIR || undefined,
     snapshotQuotaMb: int(env, 'BERTH_SNAPSHOT_QUOTA_MB', 1024, 1),
+    checkpoints: {
+      maxPerSession: int(env, 'BERTH_CHECKPOINT_MAX_PER_SESSION', 50, 0),
+      maxMb: int(env, 'BERTH_CHECKPOINT_MAX_MB', 1024, 1),
+    },
     agentUser: env.BERTH_AGENT_USER || '1000:1000',
     broker: oneOf(env, 'BERTH_BROKER', ['on', 'off'] as const, 'on') === 'on',
     brokerUpstreamCa: env.BERTH_BROKER_UPSTREAM_CA || undefined,

@@ -105,6 +105,7 @@ export function fixtures(s: TestServer) {
     'tasks.messages.send': () => ({ text: 'Use pnpm, not npm' }),
     'tasks.approvals.decide': () => ({ decision: 'deny' }),
     'workspaces.previews.create': () => ({ port: 8000 }),
+    'workspaces.rewind': () => ({ to_task_id: 'task_zzzzzzzzzzzzzzzzzzzz' }),
   } satisfies Record<string, () => Record<string, unknown>>
 
   return { bodies, make, actionBodies }

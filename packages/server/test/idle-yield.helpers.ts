@@ -67,6 +67,8 @@ export async function tenIdleSessionsYieldMemory(s: YieldServer, waitMs: number)
   expect(rest.map((t) => t.status)).toEqual(Array(9).fill('completed'))
   await vi.waitFor(async () => expect(await gauge(s, 'berth_idle_sessions')).toBe(10), 30_000)
   expect(await gauge(s, 'berth_idle_session_memory_bytes')).toBe(TEN_SESSIONS_BYTES)
+  // Each of them keeps its agent living between tasks (what it would cost is counted).
+  expect(await gauge(s, 'berth_idle_living_agents')).toBe(10)
 
   // Another caller's task: its container does not fit beside the ten, so a session yields.
   const other = await b.submit({ prompt: 'Room for me? [[berth:text Started.]]' })
@@ -76,6 +78,7 @@ export async function tenIdleSessionsYieldMemory(s: YieldServer, waitMs: number)
   expect(await a.status(first.workspace_id!)).toBe('idle')
   for (const t of rest) expect(await a.status(t.workspace_id!)).toBe('running')
   expect(await gauge(s, 'berth_idle_sessions')).toBe(9)
+  expect(await gauge(s, 'berth_idle_living_agents')).toBe(9)
 
   // The released session resumes its conversation in a new container (the batch task's memory is free again).
   const follow = await a.run({

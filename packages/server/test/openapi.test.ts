@@ -173,6 +173,10 @@ const BEYOND_API_MD = [
   'GET /v1/audit',
   // Forking a session (issue 31; API.md "Added in this round").
   'POST /v1/workspaces/:id/fork',
+  // Checkpoints of sessions (issue 42): rewind, and the tasks a session can be forked at or rewound to.
+  'POST /v1/workspaces/:id/rewind',
+  'POST /v1/workspaces/:id/stop',
+  'GET /v1/workspaces/:id/checkpoints',
   // Previews of what an agent serves (issue 31; API.md "Added in this round").
   'POST /v1/workspaces/:id/previews',
   'GET /v1/workspaces/:id/previews',

@@ -30,10 +30,9 @@ describe.each(ENGINES)('forking a session on %s', (engine) => {
     const { original, fork, t2, latest } = await forkAfterSecondTask(t, {
       beforeFork: async (ws) => expect((await t.api.workspaces.get({ params: { id: ws } })).status).toBe('running'),
     })
-    // Only at the latest finished task (the original's latest prompt now); task 2 is refused, saying why.
-    const early = await failure(t.api.workspaces.fork({ params: { id: original }, body: { at_task_id: t2.task_id } }))
-    expect(early).toMatchObject({ status: 409, code: 'CONFLICT' })
-    expect(early.message).toContain('latest finished task')
+    // At an earlier task too, from its checkpoint (checkpoints.test.ts looks into it).
+    const early = await t.api.workspaces.fork({ params: { id: original }, body: { at_task_id: t2.task_id } })
+    expect(early.forked_from).toEqual({ workspace_id: original, task_id: t2.task_id })
     const again = await t.api.workspaces.fork({ params: { id: original }, body: { at_task_id: latest.task_id } })
     expect(again.forked_from).toEqual({ workspace_id: original, task_id: latest.task_id })
     // A task of another workspace (the fork's own) is a 400.

@@ -53,10 +53,13 @@ function typedText(message: MessageParam): string {
     .join('\n')
 }
 
-/** A user message that carries a prompt, not just tool results the harness sends back. */
+/**
+ * A user message that carries a prompt, not just tool results the harness sends back. Claude
+ * Code joins a prompt to the tool results of a turn it interrupted (a living session's next
+ * task): typed text beside tool results is a prompt too.
+ */
 function isPrompt(message: MessageParam): boolean {
   if (message.role !== 'user') return false
-  if (blocks(message.content).some((b) => b.type === 'tool_result')) return false
   return typedText(message) !== ''
 }
 

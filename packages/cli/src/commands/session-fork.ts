@@ -12,7 +12,7 @@ export const forkCommand = defineCommand({
     workspace: { type: 'positional', description: 'The workspace to fork (ws_…)', required: true },
     at: {
       type: 'string',
-      description: 'Fork at this task (task_…): the latest finished one, which is also the default',
+      description: 'Fork at this task (task_…): any finished task with a checkpoint (default: the latest finished one)',
       valueHint: 'task_…',
     },
     ...commonArgs,

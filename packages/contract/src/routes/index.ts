@@ -14,7 +14,7 @@ import { poolRoutes } from './pool.js'
 import { taskRoutes } from './tasks.js'
 import { workspaceRoutes } from './workspaces.js'
 import { workspaceFileRoutes } from './workspace-files.js'
-import { workspaceFork } from './workspace-fork.js'
+import { workspaceForkRoutes } from './workspace-fork.js'
 import { previewRoutes } from './previews.js'
 import { wsRoute } from './ws.js'
 import { adminRoutes, health, healthReady, metrics } from './system.js'
@@ -42,7 +42,7 @@ export const routes = [
   ...taskRoutes,
   ...workspaceRoutes,
   ...workspaceFileRoutes,
-  workspaceFork,
+  ...workspaceForkRoutes,
   ...previewRoutes,
   ...profileRoutes,
   listProfileModels,

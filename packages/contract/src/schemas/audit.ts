@@ -60,6 +60,7 @@ export const AUDIT_ACTIONS = [
   'workspace.deleted',
   'workspace.stopped',
   'workspace.forked',
+  'workspace.rewound',
   'preview.created',
   'preview.revoked',
   'limits.set',

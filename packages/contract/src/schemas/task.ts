@@ -117,6 +117,8 @@ export const Task = v.object({
   pending_approvals: v.number(),
   /** While queued: why it has not started yet (null: nothing holds it back, or it started). */
   waiting: v.nullable(TaskWaiting),
+  /** When its session was taken back to an earlier task (`POST /v1/workspaces/:id/rewind`): what it did is undone (null: never). */
+  rewound_at: v.nullable(Timestamp),
 })
 
 /** `202` answer of a submit. */

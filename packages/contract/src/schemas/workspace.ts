@@ -78,6 +78,24 @@ export const ForkWorkspace = v.strictObject({
   at_task_id: v.optional(Id('task')),
 })
 
+/** Body of `POST /v1/workspaces/:id/rewind`: the finished task of the session to take it back to. */
+export const RewindWorkspace = v.strictObject({
+  to_task_id: Id('task'),
+})
+
+/** A finished session task's checkpoint: the workspace's files and conversation as the task left them. */
+export const Checkpoint = v.object({
+  task_id: Id('task'),
+  /** When it was kept (the task's end). */
+  created_at: Timestamp,
+  /** Regular files in the workspace then (its conversation under `.berth/claude` included). */
+  files: v.pipe(v.number(), v.integer()),
+  /** Their bytes. */
+  bytes: v.pipe(v.number(), v.integer()),
+  /** Bytes this checkpoint added to storage: the contents no other kept checkpoint of the session held, and its manifest. */
+  added_bytes: v.pipe(v.number(), v.integer()),
+})
+
 export type Workspace = v.InferOutput<typeof Workspace>
 export type WorkspaceSummary = v.InferOutput<typeof WorkspaceSummary>
 export type WorkspaceStatus = v.InferOutput<typeof WorkspaceStatus>
@@ -85,3 +103,5 @@ export type UpdateWorkspace = v.InferOutput<typeof UpdateWorkspace>
 export type ForkWorkspace = v.InferOutput<typeof ForkWorkspace>
 export type LivingAgent = v.InferOutput<typeof LivingAgent>
 export type BackgroundTask = v.InferOutput<typeof BackgroundTask>
+export type RewindWorkspace = v.InferOutput<typeof RewindWorkspace>
+export type Checkpoint = v.InferOutput<typeof Checkpoint>

@@ -25,6 +25,8 @@ export interface ModelUsageObservation {
 export interface IdleSessionsStats {
   sessions: number
   memoryBytes: number
+  /** Of those sessions, the ones whose agent lives on between tasks (Claude Code up, its background work running). */
+  livingAgents: number
 }
 
 /** What core observes; each method is called where it happens and must never throw. */

@@ -57,6 +57,7 @@ const AUDITED: Partial<Record<keyof HandlerMap, RouteAudit>> = {
     id: 'answer',
     details: (p) => ({ forked_from: p.id ?? null }),
   },
+  'workspaces.rewind': { action: 'workspace.rewound', target: 'workspace', id: 'id' },
   'workspaces.previews.create': {
     action: 'preview.created',
     target: 'preview',

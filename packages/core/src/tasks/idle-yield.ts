@@ -99,7 +99,11 @@ export class IdleYield {
     const idle = this.o.containers.idleSessions()
     const pool = this.o.engine?.pool
     const byDefault = pool?.memoryBudget?.capOf(undefined) ?? DEFAULT_CONTAINER_MEMORY_BYTES
-    return { sessions: idle.length, memoryBytes: idle.reduce((sum, s) => sum + (s.memory_bytes ?? byDefault), 0) }
+    return {
+      sessions: idle.length,
+      memoryBytes: idle.reduce((sum, s) => sum + (s.memory_bytes ?? byDefault), 0),
+      livingAgents: idle.filter((s) => this.o.containers.living.lives(s.workspace_id)).length,
+    }
   }
 
   /** A queued task waits for a slot of `profileId`: an idle session holding one yields it. Whether one is being freed. */

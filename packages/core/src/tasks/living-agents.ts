@@ -108,11 +108,10 @@ export class LivingAgents {
     await l.writes
   }
 
-  /** How many agents wait between tasks here (a gauge of what idle sessions hold). */
-  count(): number {
-    let n = 0
-    for (const l of this.byWorkspace.values()) if (l.agent && !l.agent.dead) n++
-    return n
+  /** Whether the workspace's agent waits between tasks here (alive, no task running on it). */
+  lives(wsId: string): boolean {
+    const agent = this.byWorkspace.get(wsId)?.agent
+    return Boolean(agent && !agent.dead)
   }
 
   /** A new agent of the workspace: what an old one ran went with it. */

@@ -5,6 +5,7 @@ import type { Logger } from '../ports/logger.js'
 import { noopMetrics, secondsFrom, secondsSince, type Metrics } from '../ports/metrics.js'
 import type { ProfileRecord, ProfilesService } from '../resources/profiles.js'
 import type { Lease } from '../runtime/index.js'
+import type { Checkpoints } from '../workspaces/checkpoints.js'
 import type { WorkspaceRecord, WorkspacesService } from '../workspaces/workspaces.js'
 import { requireEngine, type Claimed, type RunPlan, type TaskEngine } from './engine.js'
 import { canLive, livingKey, type AgentProcess } from './agent-process.js'
@@ -54,6 +55,8 @@ export interface TaskRunsOptions {
   approvals: Approvals
   /** Where the task's usage is recorded and its metered figures read from; a run cut at a limit ends BUDGET_EXCEEDED. */
   usage?: Usage | undefined
+  /** Keeps a session task's files and conversation when it ends, before its container is kept or released (default none). */
+  checkpoints?: Pick<Checkpoints, 'keep'> | undefined
 }
 
 /**
@@ -195,6 +198,8 @@ export class TaskRuns implements TaskRunner {
     // The conversation the result names is stored with the workspace's next write: now
     // when it stays warm, with its `idle` status when it is released.
     const sdkSessionId = result?.session_id && result.session_id !== ws.sdk_session_id ? result.session_id : undefined
+    // Before anyone sees the task end, and while its workspace stays busy: never fails the task.
+    await this.o.checkpoints?.keep(task, ws, sdkSessionId ?? ws.sdk_session_id)
     // By the time anyone sees the task end, its workspace has stopped counting as running;
     // the container is removed right after.
     let lease: Lease | undefined

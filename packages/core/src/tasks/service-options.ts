@@ -10,6 +10,7 @@ import type { Store } from '../ports/store.js'
 import type { EnvironmentsService } from '../resources/environments.js'
 import type { ProfilesService } from '../resources/profiles.js'
 import type { Usage } from '../usage/budgets.js'
+import type { Checkpoints } from '../workspaces/checkpoints.js'
 import type { EventLog } from '../workspaces/event-log.js'
 import type { WorkspaceSnapshots } from '../workspaces/workspace-snapshots.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
@@ -40,6 +41,8 @@ export interface TasksOptions {
   recoveryGraceMs?: number
   /** Keeps the files of a workspace without a volume when its container is released. */
   snapshots?: WorkspaceSnapshots | undefined
+  /** Keeps every finished session task's files and conversation (default none). */
+  checkpoints?: Checkpoints | undefined
   /** What instances share (default: this process alone). */
   coordination?: Coordination | undefined
   /** Single-use keys (approvals' decisions, lost tasks' claims); default the coordination's. */

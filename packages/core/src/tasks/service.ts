@@ -41,8 +41,6 @@ import { taskDuration } from './time-limit.js'
 import { traced, traceparentOf } from '../tracing.js'
 import type { Span } from '@opentelemetry/api'
 
-export type { TasksOptions }
-
 /**
  * Tasks: submission (validation, per-profile concurrency), a persistent queue, execution
  * in pooled containers through the runner, results and limit errors, cancel, and recovery
@@ -125,6 +123,7 @@ export class TasksService {
         controls,
         approvals,
         usage: o.usage,
+        checkpoints: o.checkpoints,
       }),
     )
     const cancels = new LocalCancel({ records, states, scheduler, containers, bus })

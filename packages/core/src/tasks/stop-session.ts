@@ -1,7 +1,7 @@
 /** Stopping a session: its container released wherever it is held, its agent and what that left running ended. */
 import { ApiError, type Workspace } from '@berth/contract'
 import type { OwnedCollection } from '../records/collection.js'
-import { assertNoTask } from '../workspaces/fork.js'
+import { assertNoTask } from '../workspaces/session-task.js'
 import type { WorkspacesService } from '../workspaces/workspaces.js'
 import type { Dispatcher } from './dispatch.js'
 import type { SessionContainers } from './session-containers.js'
@@ -35,7 +35,7 @@ export async function stopSession(d: StopSessionDeps, owner: string, wsId: strin
 async function release(d: StopSessionDeps, owner: string, wsId: string): Promise<void> {
   const { containers, dispatch } = d.tasks
   const ws = await d.workspaces.records.get(owner, wsId)
-  await assertNoTask(d, owner, ws)
+  await assertNoTask(d, owner, ws, 'stop')
   if (containers.has(wsId)) return containers.stop(owner, wsId)
   if (!ws.container_id || !ws.instance_id || ws.instance_id === dispatch.instanceId) return
   // Its holder is gone (its lost tasks are another matter): the container went with it.

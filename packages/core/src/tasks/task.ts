@@ -69,6 +69,8 @@ export interface TaskRecord extends OwnedRecord {
    * records from before it: the gateway when it metered any call, else the runner.
    */
   metered_by?: 'gateway' | 'runner'
+  /** When its session was rewound to an earlier task (absent: never). */
+  rewound_at?: string
 }
 
 /** The statuses of a task not yet ended (the contract's list, typed for `includes(status)`). */
@@ -110,6 +112,7 @@ export function taskView(r: TaskRecord): Task {
     session_id: r.mode === 'session' ? r.session_id : null,
     pending_approvals: r.pending_approvals ?? 0,
     waiting: r.status === 'queued' ? (r.waiting ?? null) : null,
+    rewound_at: r.rewound_at ?? null,
   })
 }
 

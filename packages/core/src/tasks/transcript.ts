@@ -59,7 +59,9 @@ export class Transcript {
     const first = live?.first ?? t.first_seq
     // The task's events start at `first`: the workspace's earlier tasks are not scanned.
     const from = first !== undefined ? Math.max(after, first - 1) : after
-    const events = await this.eventLog.read(t.owner_id, t.workspace_id, { after: from, limit, taskId: t.id })
+    const read = await this.eventLog.read(t.owner_id, t.workspace_id, { after: from, limit, taskId: t.id })
+    // A `rewind` to this task names it, but is the session's event, not one of the task's.
+    const events = read.filter((e) => e.type !== 'rewind')
     let total = live?.count ?? t.event_count
     if (total === undefined) {
       // Tasks recorded before counts were kept, or that never ran.
@@ -85,7 +87,8 @@ export class Transcript {
     this.counts.delete(taskId)
   }
 
-  private stored(t: TaskRecord): Promise<TranscriptEvent[]> {
-    return this.eventLog.read(t.owner_id, t.workspace_id, { after: 0, limit: Number.MAX_SAFE_INTEGER, taskId: t.id })
+  private async stored(t: TaskRecord): Promise<TranscriptEvent[]> {
+    const all = { after: 0, limit: Number.MAX_SAFE_INTEGER, taskId: t.id }
+    return (await this.eventLog.read(t.owner_id, t.workspace_id, all)).filter((e) => e.type !== 'rewind')
   }
 }

@@ -1,8 +1,9 @@
-/** Deleting a workspace for good: its tasks, container, volume, log, conversation, files and row. */
+/** Deleting a workspace for good: its tasks, container, volume, log, conversation, files, checkpoints and row. */
 import type { Logger } from '../ports/logger.js'
 import type { Store } from '../ports/store.js'
 import type { TaskEngine } from '../tasks/engine.js'
 import type { TasksService } from '../tasks/service.js'
+import type { Checkpoints } from './checkpoints.js'
 import type { EventLog } from './event-log.js'
 import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 import type { WorkspacesService } from './workspaces.js'
@@ -16,14 +17,15 @@ export interface DeleteWorkspaceDeps {
   engine: TaskEngine | undefined
   eventLog: EventLog
   snapshots: WorkspaceSnapshots
+  checkpoints: Checkpoints
 }
 
 /**
- * Stop a workspace's tasks, reap its container and volume, drop its log, conversation, kept files and row.
+ * Stop a workspace's tasks, reap its container and volume, drop its log, conversation, kept files, checkpoints and row.
  *
  * @example
  * ```ts
- * await deleteWorkspace({ store, logger, workspaces, tasks, engine, eventLog, snapshots }, 'usr_1', 'ws_1')
+ * await deleteWorkspace({ store, logger, workspaces, tasks, engine, eventLog, snapshots, checkpoints }, 'usr_1', 'ws_1')
  * ```
  */
 export async function deleteWorkspace(d: DeleteWorkspaceDeps, owner: string, id: string): Promise<void> {
@@ -39,5 +41,6 @@ export async function deleteWorkspace(d: DeleteWorkspaceDeps, owner: string, id:
   await d.eventLog.remove(owner, id)
   await d.store.remove(`ws-conversations:${owner}:${id}`)
   await d.snapshots.remove(owner, id)
+  await d.checkpoints.remove(owner, id)
   await d.workspaces.removeRecord(owner, id)
 }

@@ -1,31 +1,28 @@
 /** Forking a session: a new workspace with a copy of another's files, conversation and transcript. */
-import {
-  ACTIVE_TASK_STATUSES,
-  ApiError,
-  isEndedStatus,
-  newId,
-  notFound,
-  validationError,
-  type ForkWorkspace,
-  type Workspace,
-} from '@berth/contract'
+import { ApiError, isEndedStatus, newId, type ForkWorkspace, type Workspace } from '@berth/contract'
 import type { Store } from '../ports/store.js'
-import type { OwnedCollection } from '../records/collection.js'
 import type { TaskEngine } from '../tasks/engine.js'
 import type { TaskRecord } from '../tasks/task.js'
-import type { EventLog } from './event-log.js'
+import type { CheckpointRecord, Checkpoints } from './checkpoints.js'
+import {
+  assertNoTask,
+  assertSession,
+  finishedTask,
+  latestTaskId,
+  noCheckpoint,
+  type SessionTaskDeps,
+} from './session-task.js'
 import { fileTarget } from './workspace-file-target.js'
 import type { WorkspaceSnapshots } from './workspace-snapshots.js'
 import type { WorkspaceRecord, WorkspacesService } from './workspaces.js'
 
 /** What a fork reads and writes. */
-export interface ForkDeps {
+export interface ForkDeps extends SessionTaskDeps {
   store: Store
   workspaces: WorkspacesService
-  tasks: { records: OwnedCollection<TaskRecord> }
-  eventLog: EventLog
   engine: TaskEngine | undefined
   snapshots: WorkspaceSnapshots
+  checkpoints: Checkpoints
 }
 
 /** Transcript events copied per read. */
@@ -34,15 +31,16 @@ const PAGE = 500
 const conversationKey = (owner: string, wsId: string) => `ws-conversations:${owner}:${wsId}`
 
 /**
- * Fork a session's workspace: a new workspace and session for the same owner, holding a
- * copy of the files as they are now (taken from the warm container while no task runs, from
- * the volume, or from the kept files of a released container), the SDK conversation inside
- * them, and a copy of the transcript. The copy waits in the store as the new workspace's
- * kept files until its first task puts it into a container (see `SessionContainers.lease`).
- * The original is only read.
+ * Fork a session's workspace: a new workspace and session for the same owner. At the
+ * latest finished task (the default) it holds a copy of the files as they are now (taken
+ * from the warm container while no task runs, from the volume, or from the kept files of a
+ * released container), the SDK conversation inside them, and a copy of the transcript; at
+ * an earlier task, that task's checkpoint (its files and conversation) and the transcript
+ * up to and including it. The copy waits in the store as the new workspace's kept files
+ * until its first task puts it into a container (see `SessionContainers.lease`). The
+ * original is only read.
  *
- * Files cannot be taken back to an earlier task, so `at_task_id` must be the latest
- * finished task of the workspace (the default); an earlier one is a 409 saying so.
+ * An earlier task without a checkpoint is a 409 saying why it has none.
  *
  * @example
  * ```ts
@@ -57,16 +55,16 @@ export async function forkWorkspace(
   input: ForkWorkspace,
 ): Promise<Workspace> {
   const src = await d.workspaces.records.get(owner, wsId)
-  const at = await forkPoint(d, owner, src, input.at_task_id)
-  await assertNoTask(d, owner, src)
+  const { at, checkpoint } = await forkPoint(d, owner, src, input.at_task_id)
+  await assertNoTask(d, owner, src, 'fork')
   if (!src.profile_id)
     throw new ApiError('CONFLICT', `Workspace ${src.id}'s profile was deleted: a fork of it could not run a task`)
   const forkId = newId('workspace')
-  const events = await d.eventLog.count(owner, src.id)
-  const copied = await copyFiles(d, owner, src, forkId)
+  const events = checkpoint ? checkpoint.seq : await d.eventLog.count(owner, src.id)
+  const copied = checkpoint ? await fromCheckpoint(d, owner, src, at, forkId) : await copyFiles(d, owner, src, forkId)
   try {
     // A task that started while the files were read may have changed them half way.
-    await assertNoTask(d, owner, src)
+    await assertNoTask(d, owner, src, 'fork')
     const created = await d.workspaces.create(owner, {
       id: forkId,
       profile_id: src.profile_id,
@@ -79,7 +77,7 @@ export async function forkWorkspace(
       status: 'idle',
       tags: src.tags,
       model_override: src.model_override,
-      sdk_session_id: src.sdk_session_id,
+      sdk_session_id: checkpoint ? checkpoint.sdk_session_id : src.sdk_session_id,
       seed_files: copied.files,
       forked_from: { workspace_id: src.id, task_id: at.id },
     })
@@ -93,80 +91,30 @@ export async function forkWorkspace(
   }
 }
 
-/** The task to fork at: the owner's, of this session workspace, finished, and its latest. */
+/** The task to fork at, and its checkpoint unless it is the latest (whose files are copied as they are now). */
 async function forkPoint(
   d: ForkDeps,
   owner: string,
   src: WorkspaceRecord,
   atTaskId: string | undefined,
-): Promise<TaskRecord> {
+): Promise<{ at: TaskRecord; checkpoint: CheckpointRecord | null }> {
   const latestId = await latestTaskId(d, owner, src.id)
-  const latest = latestId ? await d.tasks.records.find(owner, latestId) : null
-  if (latest?.mode === 'batch')
-    throw validationError(
-      [{ location: 'params', path: 'id', message: 'a batch task’s workspace has no session to fork' }],
-      `Workspace ${src.id} belongs to a batch task: only a session can be forked`,
-    )
+  const latest = await assertSession(d, owner, src, 'fork', latestId)
   if (atTaskId !== undefined) {
-    const at = await d.tasks.records.find(owner, atTaskId)
-    if (!at) throw notFound('task', atTaskId)
-    if (at.workspace_id !== src.id)
-      throw validationError(
-        [{ location: 'body', path: 'at_task_id', message: `task ${atTaskId} is not a task of workspace ${src.id}` }],
-        `Task ${atTaskId} belongs to another workspace`,
-      )
-    if (!isEndedStatus(at.status))
-      throw new ApiError('CONFLICT', `Task ${atTaskId} is ${at.status}: fork once it has finished`, {
-        task_id: atTaskId,
-        status: at.status,
-      })
-    if (at.id !== latestId)
-      throw new ApiError(
-        'CONFLICT',
-        `A workspace can be forked only at its latest finished task (${latestId}): its files are copied as they are now and cannot be taken back to task ${atTaskId}`,
-        { at_task_id: atTaskId, latest_task_id: latestId },
-      )
-    return at
+    const at = await finishedTask(d, owner, src, atTaskId, 'at_task_id', 'fork')
+    if (at.id === latestId) return { at, checkpoint: null }
+    const checkpoint = await d.checkpoints.find(owner, src.id, at.id)
+    if (!checkpoint) throw noCheckpoint(at, 'fork')
+    return { at, checkpoint }
   }
   if (!latest) throw new ApiError('CONFLICT', `Workspace ${src.id} has no finished task yet: there is nothing to fork`)
   if (!isEndedStatus(latest.status))
     throw new ApiError(
       'CONFLICT',
       `Task ${latest.id} is ${latest.status} in workspace ${src.id}: fork once it has finished`,
+      { task_id: latest.id, status: latest.status },
     )
-  return latest
-}
-
-/** The task of the workspace's newest transcript event: the latest task that ran in it. */
-async function latestTaskId(d: ForkDeps, owner: string, wsId: string): Promise<string | null> {
-  const count = await d.eventLog.count(owner, wsId)
-  if (count === 0) return null
-  const [last] = await d.eventLog.read(owner, wsId, { after: count - 1, limit: 1 })
-  return last?.task_id ?? null
-}
-
-/**
- * 409 while a task of the workspace is queued, starting or running (in the records every instance shares).
- *
- * @example
- * ```ts
- * await assertNoTask({ tasks }, 'usr_1', ws) // throws CONFLICT while a task of ws is under way
- * ```
- */
-export async function assertNoTask(d: Pick<ForkDeps, 'tasks'>, owner: string, src: WorkspaceRecord): Promise<void> {
-  for (const status of ACTIVE_TASK_STATUSES) {
-    for (let page = 1; ; page++) {
-      const { items, total } = await d.tasks.records.list(owner, { page, limit: 100 }, `status=${status}`)
-      const busy = items.find((t) => t.workspace_id === src.id)
-      if (busy)
-        throw new ApiError(
-          'CONFLICT',
-          `Task ${busy.id} is ${status} in workspace ${src.id}: wait until it has finished (or cancel it)`,
-          { task_id: busy.id, status },
-        )
-      if (page * 100 >= total) break
-    }
-  }
+  return { at: latest, checkpoint: null }
 }
 
 /**
@@ -205,6 +153,21 @@ async function copyFiles(
       `Workspace ${src.id} has nothing left to fork: its container was released and its kept files and conversation are gone`,
     )
   return { files }
+}
+
+/** A task's checkpoint as the fork's kept files (its conversation inside them). */
+async function fromCheckpoint(
+  d: ForkDeps,
+  owner: string,
+  src: WorkspaceRecord,
+  at: TaskRecord,
+  forkId: string,
+): Promise<{ files: boolean }> {
+  const tar = await d.checkpoints.files(owner, src.id, at.id)
+  if (!tar) throw noCheckpoint(at, 'fork')
+  if (!(await d.snapshots.put(owner, forkId, tar)))
+    throw new ApiError('PAYLOAD_TOO_LARGE', `Task ${at.id}'s files are larger than your kept files may be`)
+  return { files: true }
 }
 
 /** The first `count` events of the original, with their times, become the fork's transcript. */

@@ -117,14 +117,28 @@ export class WorkspaceSnapshots {
       return true
     }
     const tar = await this.o.blobs.get(s.file)
-    if (!tar) return false
-    // The copy counts against the caller's quota like any kept files (the source is kept: it is newer than what goes).
-    await this.makeRoom(owner, toWs, (this.o.quotaBytes ?? 1024 * 1024 * 1024) - tar.byteLength)
-    await this.o.blobs.put(blobKey(owner, toWs), tar)
-    await this.o.store.set<Snapshot>(key(owner, toWs), {
-      file: blobKey(owner, toWs),
+    return tar ? this.put(owner, toWs, tar) : false
+  }
+
+  /** Whether kept files of `bytes` fit in a caller's quota at all (what {@link put} takes). */
+  fits(bytes: number): boolean {
+    return bytes <= (this.o.quotaBytes ?? 1024 * 1024 * 1024)
+  }
+
+  /**
+   * Keep `tar` (relative to `/workspace`) as a workspace's files: a fork's or a rewind's,
+   * which its next task puts into its container. It counts against the caller's quota like
+   * any kept files (other workspaces' oldest make room); false when larger than the quota.
+   */
+  async put(owner: string, wsId: string, tar: Uint8Array): Promise<boolean> {
+    const quota = this.o.quotaBytes ?? 1024 * 1024 * 1024
+    if (!this.fits(tar.byteLength)) return false
+    await this.makeRoom(owner, wsId, quota - tar.byteLength)
+    await this.o.blobs.put(blobKey(owner, wsId), tar)
+    await this.o.store.set<Snapshot>(key(owner, wsId), {
+      file: blobKey(owner, wsId),
       bytes: tar.byteLength,
-      saved_at: now,
+      saved_at: this.o.clock.now(),
     })
     return true
   }

@@ -83,6 +83,10 @@ async function configured(
     auditRetentionDays: config.auditRetentionDays,
     profileCacheMs: config.profileCacheMs,
     workspaceFiles: { quotaBytes: config.snapshotQuotaMb * 1024 * 1024 },
+    checkpoints: {
+      maxPerSession: config.checkpoints.maxPerSession,
+      maxBytes: config.checkpoints.maxMb * 1024 * 1024,
+    },
     runtime: chosen.runtime,
     ...container,
     pool: {

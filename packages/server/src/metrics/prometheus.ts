@@ -177,7 +177,7 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
   // Read at scrape time from whoever registered a source; zero until then.
   let queueDepth = () => 0
   let poolStats = (): PoolStats => ({ min: 0, max: 0, in_use: 0, idle: 0 })
-  let idleSessions = (): IdleSessionsStats => ({ sessions: 0, memoryBytes: 0 })
+  let idleSessions = (): IdleSessionsStats => ({ sessions: 0, memoryBytes: 0, livingAgents: 0 })
   new Gauge({
     name: 'berth_task_queue_depth',
     help: "Tasks waiting in this instance's queue",
@@ -202,6 +202,14 @@ export function prometheusMetrics(opts: PrometheusMetricsOptions = {}): Promethe
     registers,
     collect() {
       this.set(idleSessions().sessions)
+    },
+  })
+  new Gauge({
+    name: 'berth_idle_living_agents',
+    help: 'Idle sessions whose agent lives on between tasks (Claude Code up in the container, what it left running in the background running)',
+    registers,
+    collect() {
+      this.set(idleSessions().livingAgents)
     },
   })
   new Gauge({
