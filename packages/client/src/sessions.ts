@@ -1,4 +1,4 @@
-import type { ForkWorkspace, LivingAgent, Task, Workspace } from '@berth/contract'
+import type { Checkpoint, ForkWorkspace, LivingAgent, Task, Workspace } from '@berth/contract'
 import type { SubmitTaskInput } from './socket.js'
 import type { RunOptions, RunTaskBody } from './tasks/run.js'
 
@@ -78,6 +78,31 @@ export interface Session {
    * ```
    */
   stop(): Promise<Workspace>
+  /**
+   * The session's checkpoints once its prompts have finished (`GET /v1/workspaces/:id/checkpoints`),
+   * oldest first: the finished tasks it can be forked at or rewound to, with their size.
+   *
+   * @example
+   * ```ts
+   * const [first] = await s.checkpoints()
+   * await s.rewind(first!.task_id)
+   * ```
+   */
+  checkpoints(): Promise<Checkpoint[]>
+  /**
+   * Take the session itself back to one of its finished tasks, once its prompts have
+   * finished (`POST /v1/workspaces/:id/rewind`): its files and conversation become that
+   * task's checkpoint, its living agent ends, and the next `send` goes on from there. The
+   * later tasks stay in `tasks` and the transcript, marked `rewound_at` on the server.
+   *
+   * @example
+   * ```ts
+   * await s.send('Write a.txt')
+   * await s.send('Delete it')
+   * await s.rewind(s.tasks[0]!.task_id) // a.txt is back, and the agent remembers only the first prompt
+   * ```
+   */
+  rewind(taskId: string): Promise<Workspace>
 }
 
 /** What a session needs from the client. */
@@ -87,6 +112,8 @@ export interface SessionDeps {
   forkWorkspace(workspaceId: string, body: ForkWorkspace): Promise<Workspace>
   getWorkspace(workspaceId: string): Promise<Workspace>
   stopWorkspace(workspaceId: string): Promise<Workspace>
+  rewindWorkspace(workspaceId: string, taskId: string): Promise<Workspace>
+  listCheckpoints(workspaceId: string): Promise<Checkpoint[]>
 }
 
 /**
@@ -176,6 +203,12 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
     },
     async stop() {
       return deps.stopWorkspace(await settled('stop'))
+    },
+    async checkpoints() {
+      return deps.listCheckpoints(await settled('list'))
+    },
+    async rewind(taskId) {
+      return deps.rewindWorkspace(await settled('rewind'), taskId)
     },
   }
 }
