@@ -4,7 +4,7 @@ import { approvalArgs, approvalFields, createApprover } from '../approvals.js'
 import { action, clientFor, commonArgs, EXIT, log, printJson, printTable } from '../context.js'
 import { createTaskView } from '../render.js'
 import { showCommand, stopCommand } from './session-agent.js'
-import { forkCommand } from './session-fork.js'
+import { checkpointsCommand, forkCommand, rewindCommand } from './session-fork.js'
 import { taskArgs, taskFields } from '../task-flags.js'
 
 const start = defineCommand({
@@ -101,12 +101,12 @@ const ls = defineCommand({
 
 /**
  * `berth sessions [start] --profile <slug|id>` (interactive), `berth sessions ls`, and for one
- * session's workspace `show`, `stop` and `fork`.
+ * session's workspace `show`, `stop`, `fork`, `rewind` and `checkpoints`.
  */
 export const sessionsCommand = defineCommand({
   meta: {
     name: 'sessions',
-    description: 'Interactive sessions with follow-up prompts; list, show, stop and fork sessions',
+    description: 'Interactive sessions with follow-up prompts; list, show, stop, fork and rewind sessions',
   },
   // The flags of `start`, so `berth sessions --profile x` finds its subcommand.
   args: {
@@ -117,5 +117,13 @@ export const sessionsCommand = defineCommand({
     ...commonArgs,
   },
   default: 'start',
-  subCommands: { start, ls, show: showCommand, stop: stopCommand, fork: forkCommand },
+  subCommands: {
+    start,
+    ls,
+    show: showCommand,
+    stop: stopCommand,
+    fork: forkCommand,
+    rewind: rewindCommand,
+    checkpoints: checkpointsCommand,
+  },
 })
