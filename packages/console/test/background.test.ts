@@ -4,6 +4,8 @@
  * Background panel shows the server the agent left running (`run_in_background`), the
  * transcript shows it as a line (and a build's end), Stop waits while the page's task runs, shows the server's
  * 409 when another client's task runs, and empties the panel once it stops the session.
+ * Under each finished task, Fork here forks at it and Rewind here takes the session back to
+ * it, marking the later tasks; both show the server's refusal while a task runs.
  */
 import { systemClock } from '@berth/core'
 import type { Page } from 'playwright-core'
@@ -117,5 +119,67 @@ it('the Background panel shows what the agent runs; Stop waits for a task, shows
   await expect
     .poll(() => page.locator('.ev.background').allTextContents(), { timeout: 30_000 })
     .toContainEqual(expect.stringMatching(/^▸ background: while \[ ! -e build-go \].* — completed(: .+)?$/))
+  await page.close()
+}, 240_000)
+
+it('Fork here forks at task 1; Rewind here takes the session back to task 1 and marks the later tasks', async () => {
+  const write = (word: string) => `Word ${word}. [[berth:tool Bash {"command":"echo ${word} > state.txt"}]]`
+  const one = await t.run({ mode: 'session', prompt: write('one') })
+  const session_id = one.session_id!
+  const wsId = one.workspace_id!
+  await t.run({ mode: 'session', session_id, prompt: write('two') })
+  const three = await t.run({ mode: 'session', session_id, prompt: write('three') })
+  expect(three.status, JSON.stringify(three.error)).toBe('completed')
+
+  const page = await browser.page()
+  await signIn(page, t.s.url, t.token)
+  await page.goto(`${t.s.url}/console#/tasks/${three.task_id}`)
+  const conversation = page.getByRole('region', { name: 'Conversation' })
+  await conversation.getByRole('button', { name: 'Rewind here, to task 3' }).waitFor({ timeout: 30_000 })
+  expect(await conversation.getByRole('button', { name: /^Fork here/ }).count()).toBe(3)
+  expect(await conversation.getByRole('button', { name: /^Rewind here/ }).count()).toBe(3)
+
+  // While another client's task runs, both are refused, and the page says why.
+  const busy = await t.submit({ mode: 'session', session_id, prompt: waitFor('go-3') })
+  await expect.poll(async () => (await t.api.tasks.get({ params: { id: busy.task_id } })).status).toBe('running')
+  await conversation.getByRole('button', { name: 'Fork here, at task 1' }).click()
+  await expect
+    .poll(() => conversation.getByRole('alert').allTextContents(), { timeout: 10_000 })
+    .toContainEqual(expect.stringMatching(/^Fork failed: .*\(CONFLICT\)$/))
+  page.once('dialog', (d) => void d.accept())
+  await conversation.getByRole('button', { name: 'Rewind here, to task 1' }).click()
+  await expect
+    .poll(() => conversation.getByRole('alert').allTextContents(), { timeout: 10_000 })
+    .toContainEqual(expect.stringMatching(/^Rewind failed: .*\(CONFLICT\)$/))
+  await release(wsId, 'go-3')
+  expect((await t.waitDone(busy.task_id)).status).toBe('completed')
+
+  // Rewind here, to task 1: tasks 2, 3 and the other client's 4 are marked, and offer nothing any more.
+  page.once('dialog', (d) => void d.accept())
+  await conversation.getByRole('button', { name: 'Rewind here, to task 1' }).click()
+  await expect
+    .poll(() => conversation.locator('.rewind-line').textContent(), { timeout: 30_000 })
+    .toBe('↶ Rewound to task 1: 3 later tasks undone')
+  expect(
+    await conversation
+      .locator('.task-block.rewound')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-task-n'))),
+  ).toEqual(['2', '3', '4'])
+  expect(await conversation.locator('.rewound-note').allTextContents()).toEqual(
+    Array(3).fill('Rewound: the session went back to task 1.'),
+  )
+  expect(await conversation.getByRole('button', { name: /^Rewind here/ }).count()).toBe(1)
+  expect((await t.api.tasks.get({ params: { id: three.task_id } })).rewound_at).toEqual(expect.any(String))
+  expect((await t.api.tasks.get({ params: { id: one.task_id } })).rewound_at).toBeNull()
+
+  // Fork here, at task 1: the new session, forked there.
+  await conversation.getByRole('button', { name: 'Fork here, at task 1' }).click()
+  await page.waitForURL((u) => /^#\/sessions\/ws_/.test(u.hash))
+  const forkId = new URL(page.url()).hash.replace('#/sessions/', '')
+  await expect.poll(() => page.locator('main').textContent(), { timeout: 30_000 }).toContain('Forked from')
+  expect((await t.api.workspaces.get({ params: { id: forkId } })).forked_from).toEqual({
+    workspace_id: wsId,
+    task_id: one.task_id,
+  })
   await page.close()
 }, 240_000)

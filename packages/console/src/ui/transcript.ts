@@ -123,8 +123,37 @@ export class TranscriptView {
     for (const e of events) this.one(e)
   }
 
+  /** The session went back to a task: the later ones are marked, and offer nothing any more. */
+  private rewind(e: TranscriptEvent): void {
+    const to = this.groups.get(e.task_id)?.dataset.taskN ?? '?'
+    const ids = Array.isArray(e.rewound_task_ids) ? (e.rewound_task_ids as string[]) : []
+    for (const id of ids) {
+      const group = this.groups.get(id)
+      if (!group || group.classList.contains('rewound')) continue
+      group.classList.add('rewound')
+      group.prepend(h('p', { class: 'rewound-note' }, `Rewound: the session went back to task ${to}.`))
+      for (const actions of group.querySelectorAll('.checkpoint-actions')) actions.remove()
+    }
+    this.text = null
+    this.turnEl = null
+    this.group = null
+    this.root.appendChild(
+      h(
+        'div',
+        { class: 'ev rewind-line', 'data-seq': e.seq },
+        h('span', { 'aria-hidden': 'true' }, '↶ '),
+        `Rewound to task ${to}${ids.length ? `: ${ids.length} later task${ids.length === 1 ? '' : 's'} undone` : ''}`,
+      ),
+    )
+  }
+
   private one(e: TranscriptEvent): void {
     const st = this.stats(e.task_id)
+    // Appended after every task: not part of the one it names.
+    if (e.type === 'rewind') {
+      this.rewind(e)
+      return
+    }
     this.enter(e.task_id)
     switch (e.type) {
       case 'user_message': {

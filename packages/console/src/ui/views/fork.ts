@@ -49,16 +49,56 @@ export function forkButton(workspaceId: string, at?: { taskId: string; n: number
   return h('span', { class: 'fork' }, button, note)
 }
 
+/** Rewind here: the session itself back to task `at` (after a confirmation); `rewound` once it is. */
+function rewindButton(workspaceId: string, at: { taskId: string; n: number }, rewound: () => void): HTMLElement {
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'small',
+      title: 'Take this session back to the files and conversation this task left',
+      'aria-label': `Rewind here, to task ${at.n}`,
+    },
+    'Rewind here',
+  )
+  const note = h('span', { class: 'form-error small', role: 'alert' })
+  button.addEventListener('click', async () => {
+    const question = `Rewind this session to task ${at.n}? Its files and conversation go back to how that task left them, the tasks after it are marked rewound, and its agent and what that runs in the background end.`
+    if (!confirm(question)) return
+    button.disabled = true
+    note.textContent = ''
+    try {
+      await api<Workspace>(`/v1/workspaces/${encodeURIComponent(workspaceId)}/rewind`, {
+        method: 'POST',
+        json: { to_task_id: at.taskId },
+      })
+      rewound()
+    } catch (err) {
+      note.textContent = `Rewind failed: ${describeError(err)}`
+    } finally {
+      button.disabled = false
+    }
+  })
+  return h('span', { class: 'rewind' }, button, note)
+}
+
 /**
- * What a finished task of a session offers under its result: Fork here.
+ * What a finished task of a session offers under its result: Fork here (a new session at
+ * that task) and Rewind here (this session back to it; `rewound` is called once it is).
  *
  * @example
  * ```ts
- * new TranscriptView(el, decide, checkpointActions('ws_1'))
+ * new TranscriptView(el, decide, checkpointActions('ws_1', () => stream.sync()))
  * ```
  */
-export function checkpointActions(workspaceId: string): TaskActions {
-  return (taskId, n) => h('div', { class: 'checkpoint-actions' }, forkButton(workspaceId, { taskId, n }))
+export function checkpointActions(workspaceId: string, rewound: () => void): TaskActions {
+  return (taskId, n) =>
+    h(
+      'div',
+      { class: 'checkpoint-actions' },
+      forkButton(workspaceId, { taskId, n }),
+      rewindButton(workspaceId, { taskId, n }, rewound),
+    )
 }
 
 /**

@@ -145,7 +145,13 @@ export function taskView(taskId: string): View {
           json: body,
         })
       },
-      session ? checkpointActions(first.workspace_id!) : undefined,
+      // A rewind's event is the workspace's own: read from the log, with the agent it ended.
+      session
+        ? checkpointActions(first.workspace_id!, () => {
+            void stream.sync()
+            background?.refresh()
+          })
+        : undefined,
     )
     // A session's living agent and its background work, read again as its tasks move.
     const background = session ? backgroundPanel(first.workspace_id!) : null
