@@ -7,7 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureEngines } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { backgroundServerPrompt, serverPort } from '../../server/test/background-work.helpers.js'
 import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
 import setupRunner from '../../server/test/runner.global-setup.js'
 import { taskServer } from '../../server/test/tasks.helpers.js'
@@ -116,4 +117,97 @@ describe.each(ENGINES)('berth CLI on %s', (engine) => {
     expect(busy.code).not.toBe(0)
     expect(busy.stderr).toContain('task_zzzzzzzzzzzzzzzzzzzz not found')
   })
+
+  it('berth sessions checkpoints lists each finished task; fork --at an earlier one and rewind --to one go back to it', async () => {
+    const write = (word: string) => `Word ${word}. [[berth:tool Bash {"command":"echo ${word} > state.txt"}]]`
+    const chat = await berth(
+      ['sessions', '--profile', 'agent'],
+      env,
+      `${['one', 'two', 'three'].map(write).join('\n')}\n`,
+    )
+    expect(chat.code, chat.stderr).toBe(0)
+    const sessionId = /session (sess_[a-z0-9]+)/.exec(chat.stderr)![1]!
+    const { workspaces } = await t.api.workspaces.list({ query: { limit: 100 } })
+    const ws = workspaces.find((w) => w.session_id === sessionId)!.id
+
+    const listed = await berth(['sessions', 'checkpoints', ws], env)
+    expect(listed.code, listed.stderr).toBe(0)
+    expect(listed.stdout).toMatch(/^TASK +KEPT AT +FILES +SIZE +ADDED$/m)
+    expect(listed.stderr).toContain('3 checkpoints')
+    const { checkpoints } = JSON.parse((await berth(['sessions', 'checkpoints', ws, '--json'], env)).stdout) as {
+      checkpoints: { task_id: string }[]
+    }
+    const [one, two, three] = checkpoints.map((c) => c.task_id)
+    expect(listed.stdout).toMatch(new RegExp(`^${one} +\\S+ +\\d+ +[\\d.]+ (B|KiB|MiB) +[\\d.]+ (B|KiB|MiB)$`, 'm'))
+    const ask = 'What now? [[berth:tool Bash {"command":"cat state.txt"}]] [[berth:recall_all]]\n'
+
+    // A fork at task 1: its files and memory.
+    const forked = await berth(['sessions', 'fork', ws, '--at', one!, '--json'], env)
+    expect(forked.code, forked.stderr).toBe(0)
+    const fork = JSON.parse(forked.stdout) as { session_id: string; forked_from: unknown }
+    expect(fork.forked_from).toEqual({ workspace_id: ws, task_id: one })
+    const inFork = await berth(['sessions', '--profile', 'agent', '--session', fork.session_id], env, ask)
+    expect(inFork.stderr).toMatch(/✓ one$/m)
+    expect(inFork.stdout).toContain('The earlier prompts were: Word one.')
+    expect(inFork.stdout).not.toContain('two')
+
+    // The session itself back at task 2: task 3 is marked, and can be gone back to no more.
+    const rewind = await berth(['sessions', 'rewind', ws, '--to', two!], env)
+    expect(rewind.code, rewind.stderr).toBe(0)
+    expect(rewind.stderr).toContain(`rewound ${ws} to ${two}`)
+    expect((await t.api.tasks.get({ params: { id: three! } })).rewound_at).toEqual(expect.any(String))
+    const back = await berth(['sessions', 'rewind', ws, '--to', three!], env)
+    expect(back.code).toBe(2)
+    expect(back.stderr).toMatch(/CONFLICT: .*rewound/)
+    const after = await berth(['sessions', '--profile', 'agent', '--session', sessionId], env, ask)
+    expect(after.stderr).toMatch(/✓ two$/m)
+    expect(after.stdout).toContain('The earlier prompts were: Word one. | Word two.')
+    expect(after.stdout).not.toContain('three')
+  }, 180_000)
+
+  it('berth sessions show lists what the living agent runs in the background; berth sessions stop ends it, refused while a task runs', async () => {
+    const port = serverPort()
+    const chat = await berth(['sessions', '--profile', 'agent'], env, `${backgroundServerPrompt(port)}\n`)
+    expect(chat.code, chat.stderr).toBe(0)
+    const sessionId = /session (sess_[a-z0-9]+)/.exec(chat.stderr)![1]!
+    const { workspaces } = await t.api.workspaces.list({ query: { limit: 100 } })
+    const ws = workspaces.find((w) => w.session_id === sessionId)!.id
+
+    const shown = await vi.waitFor(
+      async () => {
+        const show = await berth(['sessions', 'show', ws], env)
+        expect(show.code, show.stderr).toBe(0)
+        expect(show.stdout).toMatch(new RegExp(`local_bash +\\S+ +\\d+ (s|min) +node -e .*listen\\(${port}\\)`))
+        return show
+      },
+      { timeout: 60_000, interval: 500 },
+    )
+    expect(shown.stdout).toMatch(/^status +running$/m)
+    expect(shown.stdout).toMatch(/^agent +up since \S+ \(\d+ (s|min)\), 1 task served$/m)
+    expect(shown.stdout).toMatch(/^BACKGROUND +KIND +SINCE +RUNNING FOR +WHAT$/m)
+
+    // A task queued or running: stop is the server's 409, printed, exit 2.
+    const slow = await t.submit({
+      mode: 'session',
+      session_id: sessionId,
+      prompt: 'Take long. [[berth:slow 200]] [[berth:turns 6]]',
+    })
+    const busy = await berth(['sessions', 'stop', ws], env)
+    expect(busy.code).toBe(2)
+    expect(busy.stderr).toMatch(/CONFLICT: .*(queued|under way|running)/)
+    await t.api.tasks.cancel({ params: { id: slow.task_id } })
+    await t.waitDone(slow.task_id)
+
+    const stop = await berth(['sessions', 'stop', ws], env)
+    expect(stop.code, stop.stderr).toBe(0)
+    expect(stop.stderr).toContain(`stopped ${ws}: no agent or background process runs`)
+    const after = await berth(['sessions', 'show', ws], env)
+    expect(after.stdout).toMatch(/^status +idle$/m)
+    expect(after.stdout).toMatch(/^agent +none \(the next follow-up starts one/m)
+    expect(after.stdout).not.toContain('BACKGROUND')
+    expect(JSON.parse((await berth(['sessions', 'show', ws, '--json'], env)).stdout)).toMatchObject({
+      id: ws,
+      agent: null,
+    })
+  }, 180_000)
 })

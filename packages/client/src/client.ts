@@ -1,4 +1,4 @@
-import type { Approval, Task, Workspace } from '@berth/contract'
+import type { Approval, Checkpoint, Task, Workspace } from '@berth/contract'
 import {
   normalizeUpload,
   uploadForm,
@@ -274,6 +274,12 @@ export function buildClient(
           run,
           deleteWorkspace: (id) => call('workspaces.delete', { params: { id } }),
           forkWorkspace: (id, body) => call('workspaces.fork', { params: { id }, body }) as Promise<Workspace>,
+          getWorkspace: (id) => call('workspaces.get', { params: { id } }) as Promise<Workspace>,
+          stopWorkspace: (id) => call('workspaces.stop', { params: { id } }) as Promise<Workspace>,
+          rewindWorkspace: (id, taskId) =>
+            call('workspaces.rewind', { params: { id }, body: { to_task_id: taskId } }) as Promise<Workspace>,
+          listCheckpoints: async (id) =>
+            ((await call('workspaces.checkpoints', { params: { id } })) as { checkpoints: Checkpoint[] }).checkpoints,
         },
         sessionOptions,
       ),

@@ -22,6 +22,8 @@ export type { Approval } from '@berth/contract'
 // Playbooks and their schedules (`client.playbooks.*`)
 export type { Playbook, PlaybookRun, PlaybookSchedule, PlaybookScheduleInput } from '@berth/contract'
 export type { SendOptions, Session, SessionOptions } from './sessions.js'
+// A session's workspace, its living agent and its checkpoints (`session.agent()`, `session.checkpoints()`)
+export type { BackgroundTask, Checkpoint, LivingAgent, Workspace } from '@berth/contract'
 export type { FileListing, UploadData, UploadFile, UploadOptions, UploadResult } from './files.js'
 
 // Task events, and following them

@@ -1,4 +1,4 @@
-import type { ForkWorkspace, Task, Workspace } from '@berth/contract'
+import type { Checkpoint, ForkWorkspace, LivingAgent, Task, Workspace } from '@berth/contract'
 import type { SubmitTaskInput } from './socket.js'
 import type { RunOptions, RunTaskBody } from './tasks/run.js'
 
@@ -41,10 +41,68 @@ export interface Session {
   close(options?: { deleteWorkspace?: boolean }): Promise<void>
   /**
    * Fork the session once its prompts have finished (`POST /v1/workspaces/:id/fork`): a new
-   * session with a copy of the workspace's files and of the conversation so far, with the
-   * same options. The original goes on unchanged.
+   * session with the same options, holding a copy of the workspace's files and of the
+   * conversation so far, or at `atTaskId`, one of its finished tasks. The original goes on
+   * unchanged.
+   *
+   * @example
+   * ```ts
+   * const other = await s.fork({ atTaskId: s.tasks[0]!.task_id })
+   * await other.send('Try it the other way')
+   * ```
    */
   fork(options?: { atTaskId?: string }): Promise<Session>
+  /**
+   * The session's living agent once its prompts have finished (`agent` of
+   * `GET /v1/workspaces/:id`): since when it runs, how many tasks it served and what it left
+   * running in the background (servers, watchers, builds). `null` while no agent lives: the
+   * next prompt starts one and resumes the conversation.
+   *
+   * @example
+   * ```ts
+   * await s.send('Start the dev server in the background')
+   * for (const b of (await s.agent())?.background ?? []) console.log(b.kind, b.description, b.since)
+   * ```
+   */
+  agent(): Promise<LivingAgent | null>
+  /**
+   * Stop the session now, once its prompts have finished (`POST /v1/workspaces/:id/stop`):
+   * its living agent and everything it runs in the background end and its container is
+   * released; files and conversation are kept, and the next `send` resumes them. Resolves
+   * with the workspace (`status: 'idle'`, `agent: null`).
+   *
+   * @example
+   * ```ts
+   * await s.send('Start the dev server in the background')
+   * await s.stop() // the server is gone; the conversation is not
+   * ```
+   */
+  stop(): Promise<Workspace>
+  /**
+   * The session's checkpoints once its prompts have finished (`GET /v1/workspaces/:id/checkpoints`),
+   * oldest first: the finished tasks it can be forked at or rewound to, with their size.
+   *
+   * @example
+   * ```ts
+   * const [first] = await s.checkpoints()
+   * await s.rewind(first!.task_id)
+   * ```
+   */
+  checkpoints(): Promise<Checkpoint[]>
+  /**
+   * Take the session itself back to one of its finished tasks, once its prompts have
+   * finished (`POST /v1/workspaces/:id/rewind`): its files and conversation become that
+   * task's checkpoint, its living agent ends, and the next `send` goes on from there. The
+   * later tasks stay in `tasks` and the transcript, marked `rewound_at` on the server.
+   *
+   * @example
+   * ```ts
+   * await s.send('Write a.txt')
+   * await s.send('Delete it')
+   * await s.rewind(s.tasks[0]!.task_id) // a.txt is back, and the agent remembers only the first prompt
+   * ```
+   */
+  rewind(taskId: string): Promise<Workspace>
 }
 
 /** What a session needs from the client. */
@@ -52,6 +110,10 @@ export interface SessionDeps {
   run(body: RunTaskBody, options: RunOptions): Promise<Task>
   deleteWorkspace(workspaceId: string): Promise<unknown>
   forkWorkspace(workspaceId: string, body: ForkWorkspace): Promise<Workspace>
+  getWorkspace(workspaceId: string): Promise<Workspace>
+  stopWorkspace(workspaceId: string): Promise<Workspace>
+  rewindWorkspace(workspaceId: string, taskId: string): Promise<Workspace>
+  listCheckpoints(workspaceId: string): Promise<Checkpoint[]>
 }
 
 /**
@@ -106,6 +168,13 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
     }
   }
 
+  /** The workspace once the prompts sent so far have finished. */
+  async function settled(what: string): Promise<string> {
+    await queue
+    if (!workspaceId) throw new Error(`Nothing to ${what} yet: send a prompt first`)
+    return workspaceId
+  }
+
   return {
     get id() {
       return id
@@ -126,10 +195,20 @@ export function startSession(deps: SessionDeps, options: SessionOptions): Sessio
       if (opts.deleteWorkspace && workspaceId) await deps.deleteWorkspace(workspaceId)
     },
     async fork(opts = {}) {
-      await queue
-      if (!workspaceId) throw new Error('Nothing to fork yet: send a prompt first')
-      const fork = await deps.forkWorkspace(workspaceId, opts.atTaskId ? { at_task_id: opts.atTaskId } : {})
+      const fork = await deps.forkWorkspace(await settled('fork'), opts.atTaskId ? { at_task_id: opts.atTaskId } : {})
       return startSession(deps, { ...options, session_id: fork.session_id })
+    },
+    async agent() {
+      return (await deps.getWorkspace(await settled('read'))).agent
+    },
+    async stop() {
+      return deps.stopWorkspace(await settled('stop'))
+    },
+    async checkpoints() {
+      return deps.listCheckpoints(await settled('list'))
+    },
+    async rewind(taskId) {
+      return deps.rewindWorkspace(await settled('rewind'), taskId)
     },
   }
 }

@@ -1,15 +1,17 @@
 /**
  * The caller's SDK against a real server running real tasks in containers on Docker and
  * Podman (the runner and the offline model inside): run, stream across a dropped
- * connection, a session of three prompts, and a binary file round trip.
+ * connection, a session of three prompts, a binary file round trip, forks, checkpoints and
+ * rewinds, and a session's living agent seen and stopped.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureEngines } from '@berth/testkit'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createBerthClient, type NodeBerthClient, type TaskEvent } from '@berth/client/node'
+import { backgroundServerPrompt, serverPort } from '../../server/test/background-work.helpers.js'
 import { ENGINES, sweep } from '../../server/test/pool.helpers.js'
 import setupRunner from '../../server/test/runner.global-setup.js'
 import { taskServer } from '../../server/test/tasks.helpers.js'
@@ -176,4 +178,64 @@ describe.each(ENGINES)('@berth/client running tasks on %s', (engine) => {
     await fork.close({ deleteWorkspace: true })
     await session.close({ deleteWorkspace: true })
   })
+
+  it('session.checkpoints() lists its finished tasks; session.fork({ atTaskId }) and session.rewind() go back to an earlier one', async () => {
+    const session = berth.sessions.start({ profile_id: t.profileId })
+    const bash = (command: string) => `[[berth:tool Bash ${JSON.stringify({ command })}]]`
+    const state = async (s: typeof session) => {
+      const task = await s.send(`What now? ${bash('cat state.txt')} [[berth:recall_all]]`)
+      expect(task.status, JSON.stringify(task.error)).toBe('completed')
+      const out = (await t.events(task.task_id)).flatMap((e) => (e.type === 'tool_result' ? [String(e.output)] : []))
+      return { file: out.join('').trim(), memory: task.result!.text }
+    }
+    const one = await session.send(`Word one. ${bash('echo one > state.txt')}`)
+    const two = await session.send(`Word two. ${bash('echo two > state.txt')}`)
+    const three = await session.send(`Word three. ${bash('echo three > state.txt')}`)
+    const checkpoints = await session.checkpoints()
+    expect(checkpoints.map((c) => c.task_id)).toEqual([one.task_id, two.task_id, three.task_id])
+    expect(checkpoints[0]!.bytes).toBeGreaterThan(0)
+
+    const fork = await session.fork({ atTaskId: one.task_id })
+    expect(await state(fork)).toEqual({ file: 'one', memory: expect.stringContaining('were: Word one.') })
+    const rewound = await session.rewind(two.task_id)
+    expect(rewound).toMatchObject({ id: session.workspaceId, agent: null })
+    expect((await berth.tasks.get({ params: { id: three.task_id } })).rewound_at).toEqual(expect.any(String))
+    const now = await state(session)
+    expect(now).toEqual({ file: 'two', memory: expect.stringContaining('were: Word one. | Word two.') })
+    expect(now.memory).not.toContain('three')
+    expect((await session.checkpoints()).map((c) => c.task_id).slice(0, 2)).toEqual([one.task_id, two.task_id])
+    await fork.close({ deleteWorkspace: true })
+    await session.close({ deleteWorkspace: true })
+  }, 180_000)
+
+  it('session.agent() shows the server its agent left running; session.stop() ends both, and the next send resumes the conversation', async () => {
+    const session = berth.sessions.start({ profile_id: t.profileId })
+    await expect(session.stop()).rejects.toThrow('Nothing to stop yet: send a prompt first')
+    const port = serverPort()
+    const first = await session.send(backgroundServerPrompt(port))
+    expect(first.status, JSON.stringify(first.error)).toBe('completed')
+    const agent = await vi.waitFor(
+      async () => {
+        const a = await session.agent()
+        expect(a?.background.map((b) => b.description)).toEqual([expect.stringContaining(`listen(${port})`)])
+        return a!
+      },
+      { timeout: 60_000, interval: 250 },
+    )
+    expect(agent).toMatchObject({ tasks: 1, background: [{ kind: 'local_bash' }] })
+    expect(Date.parse(agent.background[0]!.since)).toBeGreaterThanOrEqual(Date.parse(agent.since))
+
+    const stopped = await session.stop()
+    expect(stopped).toMatchObject({ id: session.workspaceId, status: 'idle', container_id: null, agent: null })
+    expect(await session.agent()).toBeNull()
+    const probe = `node -e "require('http').get('http://127.0.0.1:${port}',r=>r.pipe(process.stdout)).on('error',e=>console.log('stopped:'+e.code))"`
+    const next = await session.send(
+      `Still serving? [[berth:tool Bash ${JSON.stringify({ command: probe })}]] [[berth:recall]]`,
+    )
+    expect(next.status, JSON.stringify(next.error)).toBe('completed')
+    const outputs = (await t.events(next.task_id)).flatMap((e) => (e.type === 'tool_result' ? [String(e.output)] : []))
+    expect(outputs.map((o) => o.trim())).toEqual(['stopped:ECONNREFUSED'])
+    expect(next.result!.text).toContain('The first prompt was: Start the server, then check it.')
+    await session.close({ deleteWorkspace: true })
+  }, 180_000)
 })

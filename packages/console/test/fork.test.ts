@@ -33,7 +33,7 @@ it('Fork on a session’s page opens the new session; its first prompt remembers
   await signIn(page, t.s.url, t.token)
   await page.goto(`${t.s.url}/console#/tasks/${first.task_id}`)
   await page.getByTestId('task-status').waitFor()
-  await page.getByRole('button', { name: 'Fork' }).click()
+  await page.getByRole('button', { name: 'Fork', exact: true }).click()
   await page.waitForURL((u) => /^#\/sessions\/ws_/.test(u.hash))
   const forkId = new URL(page.url()).hash.replace('#/sessions/', '')
   expect(forkId).not.toBe(first.workspace_id)

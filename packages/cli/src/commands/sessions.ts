@@ -3,7 +3,8 @@ import { defineCommand } from 'citty'
 import { approvalArgs, approvalFields, createApprover } from '../approvals.js'
 import { action, clientFor, commonArgs, EXIT, log, printJson, printTable } from '../context.js'
 import { createTaskView } from '../render.js'
-import { forkCommand } from './session-fork.js'
+import { showCommand, stopCommand } from './session-agent.js'
+import { checkpointsCommand, forkCommand, rewindCommand } from './session-fork.js'
 import { taskArgs, taskFields } from '../task-flags.js'
 
 const start = defineCommand({
@@ -98,9 +99,15 @@ const ls = defineCommand({
     }),
 })
 
-/** `berth sessions [start] --profile <slug|id>` (interactive), `berth sessions ls` and `berth sessions fork <ws>`. */
+/**
+ * `berth sessions [start] --profile <slug|id>` (interactive), `berth sessions ls`, and for one
+ * session's workspace `show`, `stop`, `fork`, `rewind` and `checkpoints`.
+ */
 export const sessionsCommand = defineCommand({
-  meta: { name: 'sessions', description: 'Interactive sessions with follow-up prompts; list sessions' },
+  meta: {
+    name: 'sessions',
+    description: 'Interactive sessions with follow-up prompts; list, show, stop, fork and rewind sessions',
+  },
   // The flags of `start`, so `berth sessions --profile x` finds its subcommand.
   args: {
     ...taskArgs,
@@ -110,5 +117,13 @@ export const sessionsCommand = defineCommand({
     ...commonArgs,
   },
   default: 'start',
-  subCommands: { start, ls, fork: forkCommand },
+  subCommands: {
+    start,
+    ls,
+    show: showCommand,
+    stop: stopCommand,
+    fork: forkCommand,
+    rewind: rewindCommand,
+    checkpoints: checkpointsCommand,
+  },
 })

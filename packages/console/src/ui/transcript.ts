@@ -34,13 +34,30 @@ function inputPreview(input: unknown): string {
   return s.length > 120 ? `${s.slice(0, 119)}…` : s
 }
 
+/** What a finished task of the conversation offers (Fork here, Rewind here), under its result. */
+export type TaskActions = (taskId: string, n: number) => HTMLElement | null
+
+/** A `background_task` event as one line: what runs in the background, and how it ended. */
+function backgroundLine(e: TranscriptEvent): HTMLElement {
+  const status = String(e.status)
+  const end = status === 'running' ? '' : e.summary ? `: ${String(e.summary)}` : ''
+  return h(
+    'div',
+    { class: `ev background bg-${status}`, 'data-seq': e.seq, title: String(e.kind) },
+    h('span', { 'aria-hidden': 'true' }, '▸ '),
+    `background: ${inputPreview({ description: e.description })} — ${status}${end}`,
+  )
+}
+
 /**
  * Renders transcript events into a container as they come: text deltas append to the text
  * block they belong to (one text node, no re-render), tool calls are collapsible blocks
  * whose result fills in when it arrives, turns are separated, the result closes the run.
  * A permission request is a card with Approve and Deny (when `decide` is given) that shows
  * its outcome once decided; a message sent mid-task shows as the person's, beside the prompt.
- * Events must come in seq order (see SeqStream).
+ * Each task's events are grouped (`data-task-id`); a finished one gets `actions` under its
+ * result, background work shows as one line per change. Events must come in seq order
+ * (see SeqStream).
  *
  * @example
  * ```ts
@@ -51,6 +68,9 @@ function inputPreview(input: unknown): string {
 export class TranscriptView {
   private text: Text | null = null
   private turnEl: HTMLElement | null = null
+  /** The current task's group, and every group by task id (in order: task 1, 2, …). */
+  private group: HTMLElement | null = null
+  private readonly groups = new Map<string, HTMLElement>()
   private readonly tools = new Map<string, HTMLElement>()
   private readonly requests = new Map<string, ApprovalCard>()
   /** Task id → what was seen of it (turns, tokens). */
@@ -62,6 +82,7 @@ export class TranscriptView {
   constructor(
     readonly root: HTMLElement,
     private readonly decide?: Decide,
+    private readonly actions?: TaskActions,
   ) {}
 
   /** The task ended: its requests still open can no longer be decided. */
@@ -80,7 +101,21 @@ export class TranscriptView {
 
   private block(el: HTMLElement): void {
     this.text = null
-    ;(this.turnEl ?? this.root).appendChild(el)
+    ;(this.turnEl ?? this.group ?? this.root).appendChild(el)
+  }
+
+  /** The group of a task's events: the current one, or a new one after it. */
+  private enter(taskId: string): void {
+    if (this.group?.dataset.taskId === taskId) return
+    this.text = null
+    this.turnEl = null
+    let group = this.groups.get(taskId)
+    if (!group) {
+      group = h('div', { class: 'task-block', 'data-task-id': taskId, 'data-task-n': this.groups.size + 1 })
+      this.groups.set(taskId, group)
+      this.root.appendChild(group)
+    }
+    this.group = group
   }
 
   /** Render events (already in seq order, each once). */
@@ -88,8 +123,38 @@ export class TranscriptView {
     for (const e of events) this.one(e)
   }
 
+  /** The session went back to a task: the later ones are marked, and offer nothing any more. */
+  private rewind(e: TranscriptEvent): void {
+    const to = this.groups.get(e.task_id)?.dataset.taskN ?? '?'
+    const ids = Array.isArray(e.rewound_task_ids) ? (e.rewound_task_ids as string[]) : []
+    for (const id of ids) {
+      const group = this.groups.get(id)
+      if (!group || group.classList.contains('rewound')) continue
+      group.classList.add('rewound')
+      group.prepend(h('p', { class: 'rewound-note' }, `Rewound: the session went back to task ${to}.`))
+      for (const actions of group.querySelectorAll('.checkpoint-actions')) actions.remove()
+    }
+    this.text = null
+    this.turnEl = null
+    this.group = null
+    this.root.appendChild(
+      h(
+        'div',
+        { class: 'ev rewind-line', 'data-seq': e.seq },
+        h('span', { 'aria-hidden': 'true' }, '↶ '),
+        `Rewound to task ${to}${ids.length ? `: ${ids.length} later task${ids.length === 1 ? '' : 's'} undone` : ''}`,
+      ),
+    )
+  }
+
   private one(e: TranscriptEvent): void {
     const st = this.stats(e.task_id)
+    // Appended after every task: not part of the one it names.
+    if (e.type === 'rewind') {
+      this.rewind(e)
+      return
+    }
+    this.enter(e.task_id)
     switch (e.type) {
       case 'user_message': {
         // The first is the task's prompt; any later one a message sent while it worked.
@@ -134,7 +199,7 @@ export class TranscriptView {
           this.text = document.createTextNode('')
           const div = h('div', { class: 'ev text', 'data-seq': e.seq })
           div.appendChild(this.text)
-          ;(this.turnEl ?? this.root).appendChild(div)
+          ;(this.turnEl ?? this.group ?? this.root).appendChild(div)
         }
         this.text.appendData(chunk)
         break
@@ -182,7 +247,7 @@ export class TranscriptView {
       case 'turn_end':
         st.input += Number(e.input_tokens) || 0
         st.output += Number(e.output_tokens) || 0
-        ;(this.turnEl ?? this.root).appendChild(
+        ;(this.turnEl ?? this.group ?? this.root).appendChild(
           h(
             'div',
             { class: 'ev turn-end muted', 'data-seq': e.seq },
@@ -216,10 +281,14 @@ export class TranscriptView {
               { class: 'muted' },
               `${e.turns} turn${e.turns === 1 ? '' : 's'} · ${usd(Number(e.cost_usd))} · ${e.input_tokens ?? 0} in / ${e.output_tokens ?? 0} out tokens`,
             ),
+            this.actions?.(e.task_id, Number(this.group?.dataset.taskN)),
           ),
         )
         break
       }
+      case 'background_task':
+        this.block(backgroundLine(e))
+        break
       case 'error':
         this.turnEl = null
         this.block(

@@ -2,25 +2,33 @@ import type { Workspace } from '@berth/contract'
 import { api, describeError } from '../api.js'
 import { h, replace } from '../dom.js'
 import type { TranscriptEvent } from '../seq-stream.js'
+import type { TaskActions } from '../transcript.js'
 import { filesPanel } from './files.js'
 import { followUpForm } from './follow-up.js'
 import { go, type View } from './view.js'
 
 /**
  * The Fork button of a session: forks its workspace (a copy of the files and the
- * conversation so far) and opens the new session; a refusal (a task still running) shows
- * beside it.
+ * conversation so far, or as they were at task `at`) and opens the new session; a refusal
+ * (a task still running, a task without a checkpoint) shows beside it.
  *
  * @example
  * ```ts
  * header.append(forkButton('ws_1'))
  * ```
  */
-export function forkButton(workspaceId: string): HTMLElement {
+export function forkButton(workspaceId: string, at?: { taskId: string; n: number }): HTMLElement {
   const button = h(
     'button',
-    { type: 'button', title: 'A new session with a copy of the files and conversation' },
-    'Fork',
+    {
+      type: 'button',
+      class: at ? 'small' : null,
+      title: at
+        ? 'A new session with the files and conversation as this task left them'
+        : 'A new session with a copy of the files and conversation',
+      'aria-label': at ? `Fork here, at task ${at.n}` : null,
+    },
+    at ? 'Fork here' : 'Fork',
   )
   const note = h('span', { class: 'form-error small', role: 'alert' })
   button.addEventListener('click', async () => {
@@ -29,16 +37,68 @@ export function forkButton(workspaceId: string): HTMLElement {
     try {
       const fork = await api<Workspace>(`/v1/workspaces/${encodeURIComponent(workspaceId)}/fork`, {
         method: 'POST',
-        json: {},
+        json: at ? { at_task_id: at.taskId } : {},
       })
       go(`#/sessions/${fork.id}`)
     } catch (err) {
-      note.textContent = describeError(err)
+      note.textContent = `Fork failed: ${describeError(err)}`
     } finally {
       button.disabled = false
     }
   })
   return h('span', { class: 'fork' }, button, note)
+}
+
+/** Rewind here: the session itself back to task `at` (after a confirmation); `rewound` once it is. */
+function rewindButton(workspaceId: string, at: { taskId: string; n: number }, rewound: () => void): HTMLElement {
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'small',
+      title: 'Take this session back to the files and conversation this task left',
+      'aria-label': `Rewind here, to task ${at.n}`,
+    },
+    'Rewind here',
+  )
+  const note = h('span', { class: 'form-error small', role: 'alert' })
+  button.addEventListener('click', async () => {
+    const question = `Rewind this session to task ${at.n}? Its files and conversation go back to how that task left them, the tasks after it are marked rewound, and its agent and what that runs in the background end.`
+    if (!confirm(question)) return
+    button.disabled = true
+    note.textContent = ''
+    try {
+      await api<Workspace>(`/v1/workspaces/${encodeURIComponent(workspaceId)}/rewind`, {
+        method: 'POST',
+        json: { to_task_id: at.taskId },
+      })
+      rewound()
+    } catch (err) {
+      note.textContent = `Rewind failed: ${describeError(err)}`
+    } finally {
+      button.disabled = false
+    }
+  })
+  return h('span', { class: 'rewind' }, button, note)
+}
+
+/**
+ * What a finished task of a session offers under its result: Fork here (a new session at
+ * that task) and Rewind here (this session back to it; `rewound` is called once it is).
+ *
+ * @example
+ * ```ts
+ * new TranscriptView(el, decide, checkpointActions('ws_1', () => stream.sync()))
+ * ```
+ */
+export function checkpointActions(workspaceId: string, rewound: () => void): TaskActions {
+  return (taskId, n) =>
+    h(
+      'div',
+      { class: 'checkpoint-actions' },
+      forkButton(workspaceId, { taskId, n }),
+      rewindButton(workspaceId, { taskId, n }, rewound),
+    )
 }
 
 /**

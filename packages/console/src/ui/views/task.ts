@@ -7,7 +7,8 @@ import { SeqStream, type TranscriptEvent } from '../seq-stream.js'
 import { socket } from '../socket.js'
 import { TranscriptView } from '../transcript.js'
 import { filesPanel } from './files.js'
-import { forkButton } from './fork.js'
+import { backgroundPanel } from './background.js'
+import { checkpointActions, forkButton } from './fork.js'
 import { previewsPanel } from './previews.js'
 import { followUpForm } from './follow-up.js'
 import { messageBox } from './message-box.js'
@@ -136,12 +137,25 @@ export function taskView(taskId: string): View {
 
     const transcriptEl = h('div', { class: 'transcript', 'aria-live': 'off', 'aria-label': 'Transcript' })
     // Decisions go over HTTP: a refusal (409 once decided, 404) is shown on the card itself.
-    const view = new TranscriptView(transcriptEl, async (taskId, requestId, body) => {
-      await api(`/v1/tasks/${encodeURIComponent(taskId)}/approvals/${encodeURIComponent(requestId)}`, {
-        method: 'POST',
-        json: body,
-      })
-    })
+    const view = new TranscriptView(
+      transcriptEl,
+      async (taskId, requestId, body) => {
+        await api(`/v1/tasks/${encodeURIComponent(taskId)}/approvals/${encodeURIComponent(requestId)}`, {
+          method: 'POST',
+          json: body,
+        })
+      },
+      // A rewind's event is the workspace's own: read from the log, with the agent it ended.
+      session
+        ? checkpointActions(first.workspace_id!, () => {
+            void stream.sync()
+            background?.refresh()
+          })
+        : undefined,
+    )
+    // A session's living agent and its background work, read again as its tasks move.
+    const background = session ? backgroundPanel(first.workspace_id!) : null
+    if (background) disposers.push(background.dispose)
     const messages = messageBox(() => current.task_id)
     messages.hidden = true
     const waiting = h('p', { class: 'muted small waiting' })
@@ -155,6 +169,8 @@ export function taskView(taskId: string): View {
 
     const update = (t: Task) => {
       tasks.set(t.task_id, t)
+      background?.busy([...tasks.values()].some((x) => !TERMINAL.has(x.status)))
+      background?.refresh()
       if (t.task_id !== current.task_id) return
       current = t
       badge.textContent = t.status
@@ -222,8 +238,10 @@ export function taskView(taskId: string): View {
     const watch = (id: string) => disposers.push(socket.subscribe(id))
     disposers.push(
       socket.listen((m) => {
-        if (m.type === 'task.event' && tasks.has(m.task_id)) stream.push([m.event])
-        else if (m.type === 'task.status' && tasks.has(m.task_id) && m.task) update(m.task as Task)
+        if (m.type === 'task.event' && tasks.has(m.task_id)) {
+          stream.push([m.event])
+          if (m.event.type === 'background_task') background?.refresh()
+        } else if (m.type === 'task.status' && tasks.has(m.task_id) && m.task) update(m.task as Task)
         else if (m.type === 'error' && m.task_id && tasks.has(m.task_id)) live.textContent = m.error
       }),
       socket.onState((up) => {
@@ -260,6 +278,7 @@ export function taskView(taskId: string): View {
         },
       })
     }
+    if (background) side.push(background.el)
     if (first.workspace_id && first.mode === 'session') side.push(filesPanel(first.workspace_id))
     if (first.workspace_id && first.mode === 'session') side.push(previewsPanel(first.workspace_id))
 
