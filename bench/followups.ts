@@ -14,7 +14,7 @@
  *
  * Knobs: BENCH_FOLLOWUP_ROUNDS (3), BENCH_FOLLOWUP_TASKS (20 per phase), BENCH_FOLLOWUP_WARMUP (2),
  * BENCH_FOLLOWUP_GAP_MS (2000), BENCH_FOLLOWUP_SESSIONS (3 idle sessions, 0: skip the memory part),
- * BENCH_FOLLOWUP_SAMPLES (3), BENCH_FOLLOWUP_SETTLE_MS (10000), BENCH_FOLLOWUP_IDLE_MS (10000: the idle window), BENCH_FOLLOWUP_ENGINES (`docker`),
+ * BENCH_FOLLOWUP_SAMPLES (3, 5 s apart), BENCH_FOLLOWUP_SETTLE_MS (10000), BENCH_FOLLOWUP_IDLE_MS (10000: the idle window), BENCH_FOLLOWUP_ENGINES (`docker`),
  * BENCH_FOLLOWUP_SERVER_ENV (extra server settings, `K=V` separated by spaces).
  */
 import { cpus, loadavg } from 'node:os'
@@ -41,7 +41,7 @@ const SETTINGS: FollowUpSettings = {
   gapMs: Number(env.BENCH_FOLLOWUP_GAP_MS ?? 2000),
   sessions: Number(env.BENCH_FOLLOWUP_SESSIONS ?? 3),
   samples: Number(env.BENCH_FOLLOWUP_SAMPLES ?? 3),
-  sampleEveryMs: 2000,
+  sampleEveryMs: 5000,
   settleMs: Number(env.BENCH_FOLLOWUP_SETTLE_MS ?? 10_000),
   idleMs: Number(env.BENCH_FOLLOWUP_IDLE_MS ?? 10_000),
   serverEnv: Object.fromEntries(
@@ -122,7 +122,8 @@ function report(runs: BuildRun[]): void {
       const perRun = of(b).map((r) => median(r.memory?.mib.flat() ?? []))
       const counts = of(b).map((r) => (r.memory ? `${r.memory.withAgent}/${r.memory.warm}` : '-'))
       const pids = of(b).flatMap((r) => r.memory?.pids ?? [])
-      return `${b}: ${spread(perRun, 1)} MiB per idle session (median of each run's ${ms.length / Math.max(1, of(b).length)} samples; all samples ${spread(ms, 1)}); living agents / warm sessions per run: ${counts.join(', ')}; processes per container ${spread(pids)}`
+      const cpu = of(b).flatMap((r) => r.memory?.cpuMsPerSecond ?? [])
+      return `${b}: ${spread(perRun, 1)} MiB per idle session (median of each run's ${ms.length / Math.max(1, of(b).length)} samples; all samples ${spread(ms, 1)}); living agents / warm sessions per run: ${counts.join(', ')}; processes per container ${spread(pids)}; CPU while idle ${spread(cpu, 1)} ms/s per session`
     })
     console.log(
       `\nSession follow-ups on ${engine}: median of ${ROUNDS} rounds (min–max), ${SETTINGS.tasks} follow-ups per phase:\n${table(

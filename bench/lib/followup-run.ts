@@ -72,6 +72,8 @@ export interface IdleMemory {
   warm: number
   /** Processes in each container when last sampled (engine stats `pids`). */
   pids: number[]
+  /** Per session: its container's CPU from the first sample to the last (engine stats), ms per second idle. */
+  cpuMsPerSecond: number[]
 }
 
 /** One build's run on one engine. */
@@ -280,6 +282,7 @@ async function idleMemory(
   await sleep(s.settleMs)
   const mib: number[][] = workspaces.map(() => [])
   const pids: number[] = workspaces.map(() => 0)
+  const cpu: { ns: number; at: number }[][] = workspaces.map(() => [])
   let withAgent = 0
   let warm = 0
   const engineIds: (string | null)[] = []
@@ -302,7 +305,11 @@ async function idleMemory(
         const raw = (await docker.getContainer(id).stats({ stream: false })) as {
           memory_stats?: { usage?: number; stats?: Record<string, number> }
           pids_stats?: { current?: number }
+          cpu_stats?: { cpu_usage?: { total_usage?: number } }
+          read?: string
         }
+        const ns = raw.cpu_stats?.cpu_usage?.total_usage
+        if (ns !== undefined && raw.read) cpu[i]!.push({ ns, at: Date.parse(raw.read) })
         const usage = raw.memory_stats?.usage ?? 0
         const st = raw.memory_stats?.stats ?? {}
         const cache = st.total_inactive_file ?? st.inactive_file ?? 0
@@ -311,5 +318,10 @@ async function idleMemory(
       }),
     )
   }
-  return { mib, withAgent, warm, pids }
+  const cpuMsPerSecond = cpu.map((xs) => {
+    const a = xs[0]
+    const b = xs.at(-1)
+    return a && b && b.at > a.at ? (b.ns - a.ns) / 1e6 / ((b.at - a.at) / 1000) : NaN
+  })
+  return { mib, withAgent, warm, pids, cpuMsPerSecond }
 }
