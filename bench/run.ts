@@ -9,7 +9,8 @@
  * bench/store.ts (sqlite, redis and postgres side by side) after the storage benchmark,
  * then bench/store-http.ts (the standalone server on SQLite vs Postgres: req/s and tasks/s);
  * bench/checkpoints.ts (a session checkpoint's time and space per task) after the warm agents;
- * bench/ttft.ts (time to first token as a caller sees it, per step) runs last.
+ * bench/ttft.ts (time to first token as a caller sees it, per step), then bench/followups.ts
+ * (session follow-ups: first token, CPU per follow-up, idle sessions' memory) run last.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -179,6 +180,16 @@ try {
 } catch (err) {
   failed = true
   console.error(`\nTime to first token benchmark failed: ${(err as Error).stack ?? String(err)}`)
+}
+
+// Session follow-ups (issue 42): first token with gaps and back to back, CPU per follow-up,
+// idle sessions' memory; against another build too when BENCH_FOLLOWUP_BEFORE names one.
+try {
+  const followups = (await import(new URL('./followups.ts', import.meta.url).href)) as { main: () => Promise<unknown> }
+  await followups.main()
+} catch (err) {
+  failed = true
+  console.error(`\nSession follow-ups benchmark failed: ${(err as Error).stack ?? String(err)}`)
 }
 
 console.log(`\nBenchmarks done in ${((Date.now() - started) / 1000).toFixed(1)} s.`)

@@ -107,6 +107,8 @@ export interface CpuSplit {
   agentMs: number
   /** Containers whose cgroup was read at least once. */
   containers: number
+  /** Of those, the containers that started during the window (their start-up counts in full). */
+  started: number
 }
 
 /** A running measurement: `stop()` ends it and returns the split. */
@@ -148,7 +150,7 @@ export async function watchCpu(o: {
     }
   }
   // Containers: the counter file of each, found when it starts; first and last value.
-  const agent = new Map<string, { file: string; first: number; last: number }>()
+  const agent = new Map<string, { file: string; first: number; last: number; started: boolean }>()
   const addContainer = async (id: string, initial: boolean) => {
     known.add(id)
     if (agent.has(id)) return
@@ -158,7 +160,7 @@ export async function watchCpu(o: {
       .catch(() => null)
     const file = info?.State.Pid ? cgroupCpuFile(info.State.Pid) : null
     const cpu = file ? cgroupCpuMs(file) : null
-    if (file && cpu !== null) agent.set(id, { file, first: initial ? cpu : 0, last: cpu })
+    if (file && cpu !== null) agent.set(id, { file, first: initial ? cpu : 0, last: cpu, started: !initial })
   }
   const running = await o.docker.listContainers({ filters: { label: [`berth.pool=${o.pool}`] } }).catch(() => [])
   await Promise.all(running.map((c) => addContainer(c.Id, true)))
@@ -209,6 +211,7 @@ export async function watchCpu(o: {
         engineMs: sum(engine.values()),
         agentMs: sum(agent.values()),
         containers: agent.size,
+        started: [...agent.values()].filter((c) => c.started).length,
       }
     },
   }

@@ -14,7 +14,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { connectEngine } from '@berth/adapter-docker'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const EXAMPLE = join(ROOT, 'examples/standalone-server')
 
 /** A running standalone server. */
 export interface Standalone {
@@ -51,16 +50,19 @@ export async function startStandalone(o: {
   socketPath: string
   image: string
   env?: Record<string, string>
+  /** Another checkout of Berth (built) whose server to run, to compare two builds; default this one. */
+  root?: string
 }): Promise<Standalone> {
+  const example = join(o.root ?? ROOT, 'examples/standalone-server')
   const port = await freePort()
   const pool = `bench-ttft-${randomBytes(4).toString('hex')}`
   const dataDir = mkdtempSync(join(tmpdir(), 'berth-bench-ttft-'))
   const adminToken = `bench-${randomBytes(8).toString('hex')}`
   const child = spawn(
     process.execPath,
-    ['--import', pathToFileURL(join(EXAMPLE, 'node_modules/tsx/dist/loader.mjs')).href, join(EXAMPLE, 'src/main.ts')],
+    ['--import', pathToFileURL(join(example, 'node_modules/tsx/dist/loader.mjs')).href, join(example, 'src/main.ts')],
     {
-      cwd: EXAMPLE,
+      cwd: example,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {

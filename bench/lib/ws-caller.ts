@@ -18,6 +18,9 @@ export interface WsTask {
   sent: number
   /** The `submitted` answer arrived. */
   submitted?: number
+  /** The session the task runs in (session mode) and its workspace, from the task in its `task.status` messages. */
+  session_id?: string | null
+  workspace_id?: string
   /** The first `task.event` of type `token`. */
   token?: number
   /** The `task.status` that ended the task. */
@@ -32,7 +35,7 @@ interface Message {
   task_id?: string
   status?: string
   event?: { type: string }
-  task?: { error?: unknown }
+  task?: { error?: unknown; session_id?: string | null; workspace_id?: string }
   code?: string
   error?: string
 }
@@ -94,6 +97,10 @@ export async function connectWsCaller(base: string, token: string): Promise<WsCa
     }
     const w = m.task_id ? byTask.get(m.task_id) : undefined
     if (!w) return
+    if (m.type === 'task.status' && m.task?.workspace_id) {
+      w.task.workspace_id = m.task.workspace_id
+      w.task.session_id = m.task.session_id ?? null
+    }
     if (m.type === 'task.event' && m.event?.type === 'token') w.task.token ??= at
     else if (m.type === 'task.status' && m.status && TERMINAL.has(m.status)) {
       w.task.end = at
