@@ -90,25 +90,27 @@ export function isolationCases(s: Suite): void {
     if (!s.rt.capabilities.unprivilegedUser) return
     // As Berth's runner starts its agent: root, and a child of the container's user.
     const id = await make({ user: '1000:1000' })
-    const nap = `41.${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`
-    const spawnChild = `require('child_process').spawn('sleep',['${nap}'],{uid:1000,gid:1000,stdio:'ignore'})`
+    // The child appends to a workspace file while it lives: another exec sees the file grow,
+    // then stop (each exec may have PID and network namespaces of its own, as bubblewrap gives).
+    const file = `/workspace/alive-${Math.random().toString(36).slice(2)}`
+    const beat = `setInterval(()=>require('fs').appendFileSync('${file}','x'),50)`
+    const spawnChild = `require('child_process').spawn(process.execPath,['-e',${JSON.stringify(beat)}],{uid:1000,gid:1000,stdio:'ignore'})`
     const proc = await s.rt.exec(id, {
       user: '0',
       cmd: ['node', '-e', `${spawnChild};console.log('ready');setInterval(()=>{},1000)`],
     })
     for await (const c of proc.stdout) if (Buffer.from(c).toString().includes('ready')) break
-    // One line per process; `4[1]` keeps the grep from counting its own command line.
-    const naps = async () =>
+    const probe = async () =>
       (
         await sh(
           id,
-          `for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -c '^sleep 4[1]\\.${nap.slice(3)}'`,
+          `node -e "const fs=require('fs');const n=()=>{try{return fs.statSync('${file}').size}catch{return 0}};const a=n();setTimeout(()=>console.log(n()>a?'up':'gone'),400)"`,
         )
-      ).stdout
-    await expect.poll(naps, { timeout: 10_000 }).toBe('1\n')
+      ).stdout.trim()
+    await expect.poll(probe, { timeout: 10_000 }).toBe('up')
     await proc.kill()
     expect((await proc.exit).killed).toBe(true)
-    await expect.poll(naps, { timeout: 10_000 }).toBe('0\n')
+    await expect.poll(probe, { timeout: 10_000 }).toBe('gone')
   })
 
   it('enforces the egress policies it names, and refuses the others', async () => {
