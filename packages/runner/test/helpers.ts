@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process'
+import { request } from 'node:http'
+import { createServer } from 'node:net'
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -121,4 +123,49 @@ export function parseLines(text: string): RunnerEvent[] {
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as RunnerEvent)
+}
+
+/** A port free on this machine now (the agent's server listens on the host here). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number }
+      s.close(() => resolve(port))
+    })
+    s.on('error', reject)
+  })
+}
+
+/** What a GET of the port gives: the body, or the connection error's code. */
+export function probe(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    request({ host: '127.0.0.1', port }, (res) => {
+      let body = ''
+      res.on('data', (c) => (body += c))
+      res.on('end', () => resolve(body))
+    })
+      .on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
+      .end()
+  })
+}
+
+/** The bundled runner in warm mode: stdin stays open; stderr and stdout collected. */
+export function warmRunner(env: NodeJS.ProcessEnv = {}) {
+  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js'), '--warm'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
+  const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+  return {
+    child,
+    closed,
+    stdout: () => stdout,
+    events: () => parseLines(stdout),
+    stderr: () => stderr,
+    send: (line: unknown) => child.stdin.write(`${JSON.stringify(line)}\n`),
+  }
 }

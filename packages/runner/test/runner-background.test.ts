@@ -1,32 +1,6 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { request } from 'node:http'
-import { createServer } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { makeInput, runRunner } from './helpers.js'
-
-/** A port free on this machine now (the agent's server listens on the host here). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-    s.on('error', reject)
-  })
-}
-
-/** What a GET of the port gives: the body, or the connection error's code. */
-function probe(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    request({ host: '127.0.0.1', port }, (res) => {
-      let body = ''
-      res.on('data', (c) => (body += c))
-      res.on('end', () => resolve(body))
-    })
-      .on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
-      .end()
-  })
-}
+import { freePort, makeInput, probe, runRunner } from './helpers.js'
 
 /** The pids of processes whose working directory is `dir` (or below it). */
 function processesIn(dir: string): number[] {

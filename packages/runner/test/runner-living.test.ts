@@ -1,35 +1,8 @@
-import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { request } from 'node:http'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import type { RunnerEvent } from '@berth/contract'
 import { describe, expect, it, vi } from 'vitest'
-import { BUNDLE_DIR, makeInput, parseLines } from './helpers.js'
-
-/** A port free on this machine now (the agent's server listens on the host here). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-    s.on('error', reject)
-  })
-}
-
-/** What a GET of the port gives: the body, or the connection error's code. */
-function probe(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    request({ host: '127.0.0.1', port }, (res) => {
-      let body = ''
-      res.on('data', (c) => (body += c))
-      res.on('end', () => resolve(body))
-    })
-      .on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
-      .end()
-  })
-}
+import { freePort, makeInput, parseLines, probe, warmRunner } from './helpers.js'
 
 /** The pids of Claude Code processes (the native binary) whose working directory is `dir`. */
 function claudeIn(dir: string): number[] {
@@ -45,22 +18,6 @@ function claudeIn(dir: string): number[] {
     }
   }
   return pids
-}
-
-function warmRunner() {
-  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js'), '--warm'], { stdio: ['pipe', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
-  const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
-  return {
-    child,
-    closed,
-    events: () => parseLines(stdout),
-    stderr: () => stderr,
-    send: (line: unknown) => child.stdin.write(`${JSON.stringify(line)}\n`),
-  }
 }
 
 const results = (events: RunnerEvent[]) => events.filter((e) => e.type === 'result')

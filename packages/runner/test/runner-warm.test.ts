@@ -1,28 +1,7 @@
-import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it, vi } from 'vitest'
-import { BUNDLE_DIR, makeInput, parseLines } from './helpers.js'
-
-/** The bundled runner in warm mode: stdin stays open; stderr and stdout collected. */
-function warmRunner(env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [join(BUNDLE_DIR, 'main.js'), '--warm'], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c))
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c))
-  const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
-  return {
-    child,
-    closed,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    send: (line: unknown) => child.stdin.write(`${JSON.stringify(line)}\n`),
-  }
-}
+import { makeInput, parseLines, warmRunner } from './helpers.js'
 
 // The warm mode a pooled agent runs in: Claude Code starts on the init line and serves the
 // prompt line that comes later, as the one-shot runner would have.
