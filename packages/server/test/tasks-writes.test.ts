@@ -87,14 +87,16 @@ describe('workspace record writes per run (local runtime)', () => {
     expect(store.writes(`workspaces:${owner}:${sub.workspace_id}`)).toBeLessThanOrEqual(3)
   })
 
-  it('a session writes its workspace at most three times for its first prompt and once for a follow-up in its warm container', async () => {
+  it('a session writes its workspace at most four times for its first prompt and twice for a follow-up in its warm container (one of them its living agent)', async () => {
     const first = await submit({ mode: 'session', prompt: 'Remember 42. [[berth:text noted]]' })
     expect((await done(first.task_id)).status).toBe('completed')
     const key = `workspaces:${owner}:${first.workspace_id}`
     const ws = await workspace(first.workspace_id)
     expect(ws.status).toBe('running')
     expect(ws.sdk_session_id).toEqual(expect.any(String))
-    expect(store.writes(key)).toBeLessThanOrEqual(3)
+    // Three for the run, one for its living agent (`agent`: since, tasks, background).
+    expect(store.writes(key)).toBeLessThanOrEqual(4)
+    expect(ws.agent).toMatchObject({ tasks: 1 })
 
     const before = store.writes(key)
     const next = await submit({
@@ -104,6 +106,7 @@ describe('workspace record writes per run (local runtime)', () => {
     })
     expect((await done(next.task_id)).status).toBe('completed')
     expect((await workspace(first.workspace_id)).sdk_session_id).toBe(ws.sdk_session_id)
-    expect(store.writes(key) - before).toBeLessThanOrEqual(1)
+    // `running`, and the living agent's count of tasks served.
+    expect(store.writes(key) - before).toBeLessThanOrEqual(2)
   })
 })
